@@ -1,0 +1,38 @@
+# planewatch: `make help` lists the targets.
+.DEFAULT_GOAL := help
+VENV := .venv
+STAMP := $(VENV)/.installed
+PW := $(VENV)/bin/planewatch
+export SPARK_LOCAL_IP ?= 127.0.0.1
+export PYSPARK_PYTHON := $(CURDIR)/$(VENV)/bin/python
+export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(VENV)/bin/python
+export GX_ANALYTICS_ENABLED := False
+
+$(STAMP): pyproject.toml scripts/bootstrap.sh
+	bash scripts/bootstrap.sh
+
+.PHONY: help venv demo test test-fast lint broker benchmarks cluster-up cluster-down
+
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+venv: $(STAMP) ## create or update .venv (installs Java 17 and kcat with apt-get when missing)
+
+demo: $(STAMP) ## the main job: planewatch demo on embedded defaults
+	$(PW) demo
+
+test: $(STAMP) ## the whole test suite (unit, Spark, broker and client integration)
+	$(VENV)/bin/python -m pytest
+
+test-fast: $(STAMP) ## unit tests only (no Spark, no processes)
+	$(VENV)/bin/python -m pytest -m "not spark and not streaming and not integration and not slow"
+
+lint: $(STAMP) ## ruff check, ruff format --check, mypy --strict
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy planewatch broker pipelines schemas api jobs
+
+broker: $(STAMP) ## run the reference broker from conf/broker.properties
+	$(PW) broker --config conf/broker.properties
+
+benchmarks: $(STAMP) ## run every benchmark and print the numbers
+	$(VENV)/bin/python -m benchmarks

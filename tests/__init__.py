@@ -1,0 +1,1 @@
+"""planewatch test suite."""
