@@ -1,0 +1,358 @@
+"""The lake's tables: bronze (raw_logs, raw_metrics), quarantine, silver (state_change_events, request_events,
+metric_samples), gold (control_request_latency, alerts, metric_rollups_1m), and dq_results.
+
+Types are neutral names: string, int (32-bit), long, double, boolean, timestamp (UTC, microseconds), date,
+map<string,string>. Every table carries `cluster`; event tables carry `date` (UTC day of the event time, or of the
+ingest time when the event has none) and are partitioned by (`cluster`, `date`) so the API's queries by cluster and
+time prune files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql.types import StructType
+
+__all__ = [
+    "ALERTS",
+    "CONTROL_REQUEST_LATENCY",
+    "DQ_RESULTS",
+    "METRIC_ROLLUPS_1M",
+    "METRIC_SAMPLES",
+    "QUARANTINE",
+    "RAW_LOGS",
+    "RAW_METRICS",
+    "REQUEST_EVENTS",
+    "STATE_CHANGE_EVENTS",
+    "TABLES",
+    "Column",
+    "Table",
+]
+
+TYPES = ("string", "int", "long", "double", "boolean", "timestamp", "date", "map<string,string>")
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str
+    nullable: bool = True
+    doc: str = ""
+
+    def __post_init__(self) -> None:
+        if self.type not in TYPES:
+            raise ValueError(f"column {self.name}: unknown type {self.type!r}")
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    layer: str
+    columns: tuple[Column, ...]
+    partition_by: tuple[str, ...] = ()
+    doc: str = ""
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    def ddl(self) -> str:
+        """Spark DDL string, e.g. for `spark.createDataFrame(rows, TABLE.ddl())` in tests."""
+        return ", ".join(f"`{c.name}` {c.type.upper()}" + ("" if c.nullable else " NOT NULL") for c in self.columns)
+
+    def to_spark(self) -> StructType:
+        from pyspark.sql import types as T
+
+        def conv(t: str) -> Any:
+            simple = {
+                "string": T.StringType(),
+                "int": T.IntegerType(),
+                "long": T.LongType(),
+                "double": T.DoubleType(),
+                "boolean": T.BooleanType(),
+                "timestamp": T.TimestampType(),
+                "date": T.DateType(),
+            }
+            if t in simple:
+                return simple[t]
+            return T.MapType(T.StringType(), T.StringType())
+
+        return T.StructType([T.StructField(c.name, conv(c.type), c.nullable) for c in self.columns])
+
+    def to_arrow(self) -> pa.Schema:
+        import pyarrow as pa
+
+        def conv(t: str) -> Any:
+            simple = {
+                "string": pa.string(),
+                "int": pa.int32(),
+                "long": pa.int64(),
+                "double": pa.float64(),
+                "boolean": pa.bool_(),
+                "timestamp": pa.timestamp("us", tz="UTC"),
+                "date": pa.date32(),
+            }
+            if t in simple:
+                return simple[t]
+            return pa.map_(pa.string(), pa.string())
+
+        return pa.schema([pa.field(c.name, conv(c.type), c.nullable) for c in self.columns])
+
+
+def _c(name: str, type_: str, doc: str = "", nullable: bool = True) -> Column:
+    return Column(name, type_, nullable, doc)
+
+
+# Provenance columns shared by every table fed from a source record: where the record came from, exactly.
+_PROVENANCE = (
+    _c("source", "string", "file path, or kafka:<topic>/<partition>", nullable=False),
+    _c("source_offset", "long", "byte offset of the line in the file, or the Kafka offset", nullable=False),
+    _c("ingest_ts", "timestamp", "when the pipeline read the record"),
+    _c("batch_id", "long", "the streaming micro-batch that wrote the row"),
+)
+
+RAW_LOGS = Table(
+    "raw_logs",
+    "bronze",
+    (
+        _c("cluster", "string", nullable=False),
+        _c("broker_id", "int", "from a broker-<id> directory/file name, or null"),
+        _c("log_kind", "string", "state-change | request | server | controller | unknown (by file name or content)"),
+        _c("line", "string", "the line as read (decoded UTF-8 with replacement; continuation lines joined)"),
+        _c("line_bytes", "long", "length of the original line in bytes"),
+        *_PROVENANCE,
+        _c("date", "date"),
+    ),
+    partition_by=("cluster", "date"),
+    doc="every input log line, recognised or not",
+)
+
+RAW_METRICS = Table(
+    "raw_metrics",
+    "bronze",
+    (
+        _c("cluster", "string", nullable=False),
+        _c("broker_id", "int"),
+        _c("metric_format", "string", "json | prometheus"),
+        _c("line", "string"),
+        _c("line_bytes", "long"),
+        *_PROVENANCE,
+        _c("date", "date"),
+    ),
+    partition_by=("cluster", "date"),
+    doc="every input metric record (a JSON line or a Prometheus exposition line)",
+)
+
+QUARANTINE = Table(
+    "quarantine",
+    "quarantine",
+    (
+        _c("cluster", "string", nullable=False),
+        _c("broker_id", "int"),
+        _c("target_table", "string", "the table the record was meant for"),
+        _c("stage", "string", "decode | parse | validate"),
+        _c("reason", "string", "why it was rejected (parser reason or the failed expectation)"),
+        _c("record", "string", "the rejected record, truncated to 64 KiB"),
+        *_PROVENANCE,
+        _c("date", "date"),
+    ),
+    partition_by=("cluster", "date"),
+)
+
+STATE_CHANGE_EVENTS = Table(
+    "state_change_events",
+    "silver",
+    (
+        _c("cluster", "string", nullable=False),
+        _c("broker_id", "int", "the broker whose log holds the line ([Broker id=N], else from the path)"),
+        _c("ts", "timestamp", "log4j timestamp (UTC unless the cluster's zone is configured)"),
+        _c("level", "string"),
+        _c("logger", "string", "log4j logger, e.g. state.change.logger, kafka.server.KafkaApis"),
+        _c("role", "string", "broker | controller | fetcher | log | kraft"),
+        _c("event", "string", "canonical event name, see pipelines.parse_state_change.EVENTS"),
+        _c("request", "string", "LeaderAndIsr | UpdateMetadata | StopReplica | null"),
+        _c("correlation_id", "long"),
+        _c("controller_id", "int"),
+        _c("controller_epoch", "int"),
+        _c("target_broker_id", "int", "controller lines: the broker the request is sent to"),
+        _c("partitions", "int", "number of partitions the line covers"),
+        _c("topic", "string"),
+        _c("partition", "int"),
+        _c("elapsed_ms", "long", "Finished LeaderAndIsr request in Nms"),
+        _c("leader", "int"),
+        _c("leader_epoch", "int"),
+        _c("become_leader", "int"),
+        _c("become_follower", "int"),
+        _c("broker_epoch", "long", "stale-epoch lines: the request's broker epoch"),
+        _c("current_broker_epoch", "long"),
+        _c("lock_wait_ms", "long", "reference broker: time waited for a lock"),
+        _c("offset", "long", "log start offset / leader epoch offsets in server.log lines"),
+        _c("kafka_format", "string", "2.2-2.5 | 2.6+ | 2.7+ | 3.3+ | kraft | reference"),
+        _c("message", "string", "the log message (without layout)"),
+        *_PROVENANCE,
+        _c("date", "date"),
+    ),
+    partition_by=("cluster", "date"),
+)
+
+REQUEST_EVENTS = Table(
+    "request_events",
+    "silver",
+    (
+        _c("cluster", "string", nullable=False),
+        _c("broker_id", "int"),
+        _c("ts", "timestamp", "when the response send completed (the log line's time)"),
+        _c("api_key", "int"),
+        _c("api_name", "string", "ApiKeys name in Kafka's metric spelling: LeaderAndIsr, Produce, Metadata, ..."),
+        _c("api_version", "int"),
+        _c("correlation_id", "long"),
+        _c("client_id", "string"),
+        _c("listener", "string"),
+        _c("security_protocol", "string"),
+        _c("principal", "string"),
+        _c("connection", "string"),
+        _c("total_time_ms", "double"),
+        _c("request_queue_time_ms", "double"),
+        _c("local_time_ms", "double"),
+        _c("remote_time_ms", "double"),
+        _c("throttle_time_ms", "double"),
+        _c("response_queue_time_ms", "double"),
+        _c("send_time_ms", "double"),
+        _c("error_code", "int"),
+        _c("controller_id", "int"),
+        _c("controller_epoch", "int"),
+        _c("broker_epoch", "long"),
+        _c("log_format", "string", "text (1.x-2.7) | json (2.8+)"),
+        *_PROVENANCE,
+        _c("date", "date"),
+    ),
+    partition_by=("cluster", "date"),
+)
+
+METRIC_SAMPLES = Table(
+    "metric_samples",
+    "silver",
+    (
+        _c("cluster", "string", nullable=False),
+        _c("broker_id", "int"),
+        _c("ts", "timestamp"),
+        _c("signal", "string", "canonical signal, e.g. RequestQueueSize, AcceptorBlockedPercent"),
+        _c("mbean", "string", "canonical MBean name, e.g. kafka.network:type=RequestChannel,name=RequestQueueSize"),
+        _c("attribute", "string", "Value | Count | MeanRate | OneMinuteRate | 99thPercentile | ..."),
+        _c("listener", "string"),
+        _c("request", "string"),
+        _c("processor", "string"),
+        _c("labels", "map<string,string>", "every other label/tag"),
+        _c("value", "double"),
+        _c("raw_name", "string", "the name as it arrived (MBean or Prometheus name)"),
+        _c("metric_format", "string", "json | prometheus"),
+        *_PROVENANCE,
+        _c("date", "date"),
+    ),
+    partition_by=("cluster", "date"),
+)
+
+CONTROL_REQUEST_LATENCY = Table(
+    "control_request_latency",
+    "gold",
+    (
+        _c("cluster", "string", nullable=False),
+        _c("broker_id", "int"),
+        _c("controller_id", "int"),
+        _c("controller_epoch", "int"),
+        _c("correlation_id", "long"),
+        _c("request", "string", "LeaderAndIsr | UpdateMetadata | StopReplica"),
+        _c("sent_ts", "timestamp"),
+        _c("handling_ts", "timestamp"),
+        _c("finished_ts", "timestamp"),
+        _c("end_to_end_ms", "double"),
+        _c("queue_ms", "double", "controller send to broker handling"),
+        _c("processing_ms", "double", "handling to finished"),
+        _c("lock_wait_ms", "double", "elapsed - (finished - handling)"),
+        _c("partitions", "int"),
+        _c("status", "string", "completed | in_flight | never_completed"),
+        _c("pairing", "string", "correlation_id | order"),
+        _c("updated_at", "timestamp"),
+        _c("date", "date"),
+    ),
+    partition_by=("cluster", "date"),
+)
+
+ALERTS = Table(
+    "alerts",
+    "gold",
+    (
+        _c("alert_id", "string", "stable id: hash of (type, cluster, broker_id, listener, started_at)", nullable=False),
+        _c("type", "string", nullable=False),
+        _c("severity", "string", "warning | critical"),
+        _c("status", "string", "open | resolved"),
+        _c("cluster", "string", nullable=False),
+        _c("broker_id", "int"),
+        _c("listener", "string"),
+        _c("started_at", "timestamp"),
+        _c("last_seen_at", "timestamp"),
+        _c("resolved_at", "timestamp"),
+        _c("summary", "string", "one line an operator can act on"),
+        _c("evidence", "string", "JSON: the rows and numbers that made it fire"),
+        _c("value", "double", "the measured value that crossed the threshold"),
+        _c("threshold", "double"),
+        _c("updated_at", "timestamp"),
+    ),
+    partition_by=(),
+)
+
+METRIC_ROLLUPS_1M = Table(
+    "metric_rollups_1m",
+    "gold",
+    (
+        _c("cluster", "string", nullable=False),
+        _c("broker_id", "int"),
+        _c("signal", "string"),
+        _c("listener", "string"),
+        _c("request", "string"),
+        _c("attribute", "string"),
+        _c("minute", "timestamp"),
+        _c("min", "double"),
+        _c("max", "double"),
+        _c("avg", "double"),
+        _c("last", "double"),
+        _c("samples", "long"),
+        _c("date", "date"),
+    ),
+    partition_by=("cluster", "date"),
+)
+
+DQ_RESULTS = Table(
+    "dq_results",
+    "quality",
+    (
+        _c("table_name", "string", nullable=False),
+        _c("batch_id", "long"),
+        _c("suite", "string"),
+        _c("expectation", "string"),
+        _c("success", "boolean"),
+        _c("unexpected_count", "long"),
+        _c("element_count", "long"),
+        _c("run_ts", "timestamp"),
+        _c("duration_ms", "double"),
+    ),
+)
+
+TABLES: dict[str, Table] = {
+    t.name: t
+    for t in (
+        RAW_LOGS,
+        RAW_METRICS,
+        QUARANTINE,
+        STATE_CHANGE_EVENTS,
+        REQUEST_EVENTS,
+        METRIC_SAMPLES,
+        CONTROL_REQUEST_LATENCY,
+        ALERTS,
+        METRIC_ROLLUPS_1M,
+        DQ_RESULTS,
+    )
+}
