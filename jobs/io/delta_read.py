@@ -1,0 +1,192 @@
+"""Reading delta-rs tables from Spark without the delta-spark jar: a batch snapshot and a streaming source.
+
+`read_delta(spark, path)` reads exactly the snapshot's active files (never a directory listing, which would include
+removed files). `planewatch_delta` is a Python streaming data source over a Delta table: its offset is the table
+version, and a micro-batch reads the files added (dataChange=true) by the commits in (start, end], so downstream
+jobs (detection) stream from the silver tables. It is meant for append-only tables: removes are ignored.
+
+    spark.dataSource.register(DeltaStreamSource)
+    spark.readStream.format("planewatch_delta").option("maxFilesPerTrigger", 100).load(path)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
+
+from jobs.io import PipelineIOError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadMaxFiles, SupportsTriggerAvailableNow
+
+__all__ = ["DEFAULT_MAX_FILES_PER_TRIGGER", "DeltaStreamSource", "added_files", "read_delta"]
+
+# One micro-batch reads at most this many Parquet files: bounds a catch-up batch after a long stop.
+DEFAULT_MAX_FILES_PER_TRIGGER = 1000
+
+
+def _strip(uri: str) -> str:
+    return uri[len("file://") :] if uri.startswith("file://") else uri
+
+
+def _spark_schema(arrow_schema: Any) -> StructType:
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    schema: StructType = from_arrow_schema(arrow_schema)
+    return schema
+
+
+def read_delta(spark: SparkSession, path: str, version: int | None = None) -> DataFrame:
+    """The table's snapshot (latest or `version`) as a Spark DataFrame, columns in table order.
+
+    Raises:
+        PipelineIOError: `path` is not a Delta table.
+    """
+    import pyarrow as pa
+    from deltalake import DeltaTable
+
+    if not DeltaTable.is_deltatable(path):
+        raise PipelineIOError(f"not a Delta table: {path}")
+    dt = DeltaTable(path, version=version)
+    arrow_schema = pa.schema(dt.schema().to_arrow())
+    schema = _spark_schema(arrow_schema)
+    files = dt.file_uris()
+    if not files:
+        return spark.createDataFrame([], schema)
+    partitions = dt.metadata().partition_columns
+    reader = spark.read.schema(schema)
+    if partitions:
+        reader = reader.option("basePath", _strip(dt.table_uri))
+    return reader.parquet(*files).select(*[f.name for f in schema.fields])
+
+
+def _commit_adds(log_dir: str, version: int) -> list[dict[str, Any]]:
+    name = os.path.join(log_dir, f"{version:020d}.json")
+    try:
+        with open(name, encoding="utf-8") as fh:
+            actions = [json.loads(line) for line in fh if line.strip()]
+    except FileNotFoundError as exc:
+        raise PipelineIOError(f"Delta commit {name} is gone (log cleaned up?); restart from a new checkpoint") from exc
+    return [a["add"] for a in actions if "add" in a and a["add"].get("dataChange", True)]
+
+
+def added_files(table_path: str, start: int, end: int) -> list[tuple[str, dict[str, str | None]]]:
+    """(absolute file path, partition values) of the files added by commits in (start, end]."""
+    log_dir = os.path.join(table_path, "_delta_log")
+    out = []
+    for v in range(start + 1, end + 1):
+        for add in _commit_adds(log_dir, v):
+            out.append((os.path.join(table_path, unquote(add["path"])), add.get("partitionValues") or {}))
+    return out
+
+
+class _FilePartition(InputPartition):
+    def __init__(self, path: str, partition_values: dict[str, str | None]) -> None:
+        self.path = path
+        self.partition_values = partition_values
+
+
+class _DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, path: str, schema: StructType, options: dict[str, str]) -> None:
+        self.path = path
+        self.schema_ = schema
+        self.max_files = int(options.get("maxFilesPerTrigger", DEFAULT_MAX_FILES_PER_TRIGGER))
+        self.starting_version = int(options.get("startingVersion", -1))
+        self.target: int | None = None
+
+    def _latest_version(self) -> int:
+        from deltalake import DeltaTable
+
+        if not DeltaTable.is_deltatable(self.path):
+            return -1
+        return int(DeltaTable(self.path).version())
+
+    def initialOffset(self) -> dict[str, int]:
+        return {"version": self.starting_version}
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self.target = self._latest_version()
+
+    def getDefaultReadLimit(self) -> Any:
+        return ReadMaxFiles(self.max_files)
+
+    def latestOffset(self, start: dict[str, int], limit: Any) -> dict[str, int]:
+        latest = self._latest_version() if self.target is None else self.target
+        begin = int(start["version"])
+        if latest <= begin:
+            return {"version": begin}
+        budget = getattr(limit, "max_files", None)
+        if budget is None:
+            return {"version": latest}
+        # Advance commit by commit until the file budget is used (always at least one commit).
+        log_dir = os.path.join(self.path, "_delta_log")
+        files = 0
+        end = begin
+        while end < latest:
+            n = len(_commit_adds(log_dir, end + 1))
+            if end > begin and files + n > budget:
+                break
+            files += n
+            end += 1
+        return {"version": end}
+
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[_FilePartition]:
+        return [_FilePartition(p, v) for p, v in added_files(self.path, int(start["version"]), int(end["version"]))]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        assert isinstance(partition, _FilePartition)
+        target = to_arrow_schema(self.schema_)
+        pf = pq.ParquetFile(partition.path)
+        for batch in pf.iter_batches(batch_size=65536):
+            cols = []
+            for field in target:
+                if field.name in batch.schema.names:
+                    cols.append(batch.column(field.name).cast(field.type))
+                else:
+                    raw = partition.partition_values.get(field.name)
+                    cols.append(pa.array([raw] * batch.num_rows, pa.string()).cast(field.type))
+            yield pa.RecordBatch.from_arrays(cols, schema=target)
+
+    def commit(self, end: dict[str, int]) -> None:
+        del end
+
+
+class DeltaStreamSource(DataSource):
+    """`spark.readStream.format("planewatch_delta").load(path)`: a Delta table's appends as a stream.
+
+    Options: `maxFilesPerTrigger` (default 1000), `startingVersion` (-1 = from the beginning, the default).
+    The table must exist when the query starts (create it empty with `jobs.io.delta_sink.ensure_table`).
+    """
+
+    @classmethod
+    def name(cls) -> str:
+        return "planewatch_delta"
+
+    def _path(self) -> str:
+        path = self.options.get("path")
+        if not path:
+            raise PipelineIOError("planewatch_delta needs a path: .load(path)")
+        return str(path)
+
+    def schema(self) -> StructType:
+        import pyarrow as pa
+        from deltalake import DeltaTable
+
+        path = self._path()
+        if not DeltaTable.is_deltatable(path):
+            raise PipelineIOError(f"planewatch_delta: not a Delta table: {path}")
+        return _spark_schema(pa.schema(DeltaTable(path).schema().to_arrow()))
+
+    def streamReader(self, schema: StructType) -> _DeltaStreamReader:
+        return _DeltaStreamReader(self._path(), schema, dict(self.options))
