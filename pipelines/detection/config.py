@@ -1,0 +1,186 @@
+"""DetectionConfig: every threshold and time limit of the detectors, pairing and alert lifecycle.
+
+Loaded from the `detection:` section of conf/pipeline.yaml. Per-cluster overrides live under
+`detection.clusters.<name>` and replace individual keys (`thresholds.<TYPE>.warning` etc.) for that cluster only.
+Defaults are chosen from Kafka's own limits (FACTS.md): the control-plane request queue holds 20 requests,
+`queued.max.requests` defaults to 500, a controller request times out after 30 s (`controller.socket.timeout.ms`).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "ALERT_TYPES",
+    "CONTROL_PLANE_QUEUE_CAPACITY",
+    "DEFAULT_THRESHOLDS",
+    "DetectionConfig",
+    "DetectionConfigError",
+    "Threshold",
+]
+
+# Kafka hard-codes the control-plane RequestChannel capacity (SocketServer.scala, KIP-291).
+CONTROL_PLANE_QUEUE_CAPACITY = 20
+# Kafka's default `queued.max.requests` (KafkaConfig.Defaults).
+DEFAULT_QUEUED_MAX_REQUESTS = 500
+
+ALERT_TYPES = (
+    "DELAYED_LEADER_AND_ISR",
+    "LEADER_AND_ISR_NOT_COMPLETED",
+    "CONTROL_REQUEST_QUEUED_BEHIND_DATA",
+    "CONTROL_PLANE_QUEUE_BACKLOG",
+    "REQUEST_QUEUE_SATURATED",
+    "ACCEPTOR_BLOCKED",
+    "LOCK_CONTENTION",
+    "DELAYED_UPDATE_METADATA",
+    "STALE_BROKER_EPOCH",
+    "NETWORK_PROCESSOR_SATURATED",
+    "REQUEST_HANDLER_SATURATED",
+    "METADATA_APPLY_LAG",
+    "CONTROLLER_EVENT_QUEUE_DELAY",
+)
+
+
+class DetectionConfigError(ValueError):
+    """The `detection:` configuration is invalid (unknown alert type, bad number, warning beyond critical)."""
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """Warning and critical levels of one rule. `below=True`: the rule fires when the value falls under them."""
+
+    warning: float
+    critical: float
+    below: bool = False
+
+    def __post_init__(self) -> None:
+        if self.below and self.critical > self.warning:
+            raise DetectionConfigError(f"below-threshold: critical {self.critical} must be <= warning {self.warning}")
+        if not self.below and self.critical < self.warning:
+            raise DetectionConfigError(f"critical {self.critical} must be >= warning {self.warning}")
+
+    def severity(self, value: float) -> str | None:
+        """'critical', 'warning' or None for a measured value."""
+        if self.below:
+            return "critical" if value <= self.critical else "warning" if value < self.warning else None
+        return "critical" if value >= self.critical else "warning" if value >= self.warning else None
+
+
+# Units: ms for latencies, fraction 0..1 for idle/blocked ratios, count for STALE_BROKER_EPOCH.
+# Queue saturations are fractions of the queue's capacity (20 for the control plane, queued.max.requests for data).
+DEFAULT_THRESHOLDS: dict[str, Threshold] = {
+    "DELAYED_LEADER_AND_ISR": Threshold(5_000, 30_000),
+    "LEADER_AND_ISR_NOT_COMPLETED": Threshold(1, 1),
+    "CONTROL_REQUEST_QUEUED_BEHIND_DATA": Threshold(100, 1_000),
+    "CONTROL_PLANE_QUEUE_BACKLOG": Threshold(0.5, 0.9),
+    "REQUEST_QUEUE_SATURATED": Threshold(0.8, 0.95),
+    "ACCEPTOR_BLOCKED": Threshold(0.05, 0.25),
+    "LOCK_CONTENTION": Threshold(1_000, 10_000),
+    "DELAYED_UPDATE_METADATA": Threshold(5_000, 30_000),
+    "STALE_BROKER_EPOCH": Threshold(1, 10),
+    "NETWORK_PROCESSOR_SATURATED": Threshold(0.3, 0.1, below=True),
+    "REQUEST_HANDLER_SATURATED": Threshold(0.3, 0.1, below=True),
+    "METADATA_APPLY_LAG": Threshold(5_000, 30_000),
+    "CONTROLLER_EVENT_QUEUE_DELAY": Threshold(1_000, 5_000),
+}
+
+
+def _num(where: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise DetectionConfigError(f"{where}: expected a number, got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class DetectionConfig:
+    """Thresholds and time limits for detection. `for_cluster(name)` applies that cluster's overrides."""
+
+    thresholds: Mapping[str, Threshold] = field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
+    # Pairing: a sent (or started) control request with no finish after this much event time is never_completed.
+    # 120 s: four times the controller's 30 s request timeout, and longer than any healthy LeaderAndIsr we saw.
+    never_completed_timeout_s: float = 120.0
+    # Watermark delay on silver event time: how late (out of order) an event may arrive and still count.
+    watermark_delay_s: float = 10.0
+    # Clock skew between controller and broker hosts tolerated when pairing by order; negative queue times
+    # within this bound are clamped to 0 and flagged `clock_skew`.
+    max_clock_skew_s: float = 5.0
+    # Hysteresis: an alert resolves once its condition has been clear for this long (event time).
+    resolve_after_s: float = 300.0
+    # Sustained metric conditions are judged over event-time windows of this length.
+    metric_window_s: float = 30.0
+    # A window needs this many samples before a metric rule can fire (one scrape is not "sustained").
+    min_samples: int = 2
+    # Data-plane request queue capacity (`queued.max.requests`), per cluster.
+    queued_max_requests: int = DEFAULT_QUEUED_MAX_REQUESTS
+    # Listener names that are the control plane (`control.plane.listener.name`); control requests seen on any
+    # other listener travelled the shared data plane.
+    control_plane_listeners: tuple[str, ...] = ("CONTROLLER", "CONTROL_PLANE")
+    # LOCK_CONTENTION second form: share of a LeaderAndIsr's elapsed time spent waiting, and how many fetcher
+    # log-start-offset/checkpoint lines on the same broker during the request make the waits "fetcher-driven".
+    lock_wait_share: float = 0.5
+    fetcher_burst_lines: int = 10
+    overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    @classmethod
+    def from_mapping(cls, raw: Mapping[str, Any] | None) -> DetectionConfig:
+        """Build from the `detection:` mapping of conf/pipeline.yaml (None or {} gives the defaults).
+
+        Raises:
+            DetectionConfigError: unknown keys or alert types, non-numeric values, warning beyond critical.
+        """
+        raw = dict(raw or {})
+        overrides = raw.pop("clusters", None) or {}
+        if not isinstance(overrides, Mapping):
+            raise DetectionConfigError("detection.clusters must be a mapping of cluster name to overrides")
+        cfg = cls._apply(cls(), raw, "detection")
+        for name, ov in overrides.items():
+            if not isinstance(ov, Mapping):
+                raise DetectionConfigError(f"detection.clusters.{name} must be a mapping")
+            cls._apply(cfg, ov, f"detection.clusters.{name}")  # validate now, not at first use
+        return cls(**{**cfg.__dict__, "overrides": {str(k): dict(v) for k, v in overrides.items()}})
+
+    @classmethod
+    def _apply(cls, base: DetectionConfig, raw: Mapping[str, Any], where: str) -> DetectionConfig:
+        values = dict(base.__dict__)
+        thresholds = dict(base.thresholds)
+        for key, value in raw.items():
+            if key == "thresholds":
+                if not isinstance(value, Mapping):
+                    raise DetectionConfigError(f"{where}.thresholds must be a mapping")
+                for type_, levels in value.items():
+                    if type_ not in DEFAULT_THRESHOLDS:
+                        raise DetectionConfigError(f"{where}.thresholds: unknown alert type {type_!r}")
+                    if not isinstance(levels, Mapping) or set(levels) - {"warning", "critical"}:
+                        raise DetectionConfigError(f"{where}.thresholds.{type_}: expected warning/critical")
+                    old = thresholds[type_]
+                    thresholds[type_] = Threshold(
+                        _num(f"{where}.thresholds.{type_}.warning", levels.get("warning", old.warning)),
+                        _num(f"{where}.thresholds.{type_}.critical", levels.get("critical", old.critical)),
+                        old.below,
+                    )
+            elif key == "control_plane_listeners":
+                if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+                    raise DetectionConfigError(f"{where}.control_plane_listeners must be a list of names")
+                values[key] = tuple(value)
+            elif key in values and key not in ("thresholds", "overrides"):
+                num = _num(f"{where}.{key}", value)
+                if num < 0:
+                    raise DetectionConfigError(f"{where}.{key} must be >= 0")
+                values[key] = int(num) if isinstance(base.__dict__[key], int) else num
+            else:
+                raise DetectionConfigError(f"{where}: unknown key {key!r}")
+        values["thresholds"] = thresholds
+        return cls(**values)
+
+    def for_cluster(self, cluster: str) -> DetectionConfig:
+        """This config with `clusters.<cluster>` overrides applied (itself when there are none)."""
+        ov = self.overrides.get(cluster)
+        if not ov:
+            return self
+        return self._apply(self, copy.deepcopy(dict(ov)), f"detection.clusters.{cluster}")
+
+    def threshold(self, alert_type: str) -> Threshold:
+        return self.thresholds[alert_type]

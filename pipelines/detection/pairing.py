@@ -1,0 +1,389 @@
+"""Pairing of control requests: controller send -> broker handling -> broker finish, one key at a time.
+
+Theory of operation
+-------------------
+A key is (cluster, controller id, broker id). The controller keeps ONE request in flight per broker
+(ControllerChannelManager's RequestSendThread), so on a key the requests form a queue: the k-th `Sending` line
+pairs with the k-th request the broker handles. Lines that carry a correlation id pair by id instead:
+broker lines always do (`Handling LeaderAndIsr request correlationId 17 from controller 1`), the controller's TRACE
+`Received response ... with correlation id N` line gives a send its id, and the reference controller writes it on
+the send line itself.
+
+`PairingState` is all a key remembers between micro-batches, bounded:
+  * `sends`    pending controller sends not yet matched (at most MAX_PENDING_SENDS; the oldest is dropped and
+               counted on overflow, which only happens when broker logs are missing);
+  * `records`  requests seen on the broker side (or completed by the controller's response) that may still change:
+               an open handling, or a finished request that a late `Sending` line may still attach to
+               (kept while the watermark allows such a line to arrive; at most MAX_OPEN_RECORDS);
+  * `seen`     content keys of recent events, so a line shipped twice is counted once (evicted by the watermark).
+
+`step()` folds a batch of events into the state and returns the latency rows that changed. A request is
+emitted as `completed` the moment its finish is seen (not at watermark expiry: with --once/availableNow the last
+watermark never fires), `in_flight` when it started but did not finish in this batch, and `never_completed` when the
+event-time watermark passes its start + the timeout (heartbeats keep the watermark moving on a quiet cluster).
+Rows carry a stable `request_key`, so a later update (a late `Sending` line, the finish) replaces the earlier row.
+
+Edge cases, each with a flag on the row:
+  * controller failover on the same key (a new controller epoch): a broker request pairs with the newest epoch's
+    send; older-epoch sends still pending then resolve `never_completed` with flag `controller_failover`.
+  * broker restart mid-request: a new `Handling` while an older one on the key never finished means the broker
+    dropped the older one (the controller retries after reconnecting); the older resolves `never_completed` with
+    flag `broker_restart` and hands its send to the retry.
+  * clock skew: a negative send->handling time within MAX_CLOCK_SKEW is clamped to 0, flag `clock_skew`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+__all__ = [
+    "KINDS",
+    "MAX_OPEN_RECORDS",
+    "MAX_PENDING_SENDS",
+    "MAX_SEEN",
+    "Event",
+    "PairingParams",
+    "PairingState",
+    "step",
+]
+
+# Kinds of event the operator understands (events.py maps silver rows onto them).
+KINDS = ("send", "handling", "finished", "applied", "response", "lock_wait", "heartbeat")
+# Same-millisecond events of one request sort in this order.
+_KIND_ORDER = {"send": 0, "handling": 1, "lock_wait": 2, "finished": 3, "applied": 3, "response": 4, "heartbeat": 5}
+
+# One request is in flight per (controller, broker): more than a handful pending means the broker's log is not
+# shipped or the broker is gone; 64 keeps the state small (10,000 brokers x 64 sends) while tolerating bursts.
+MAX_PENDING_SENDS = 64
+# Broker-side requests still open or awaiting a late Sending line; the same reasoning bounds them.
+MAX_OPEN_RECORDS = 64
+# Recent event content keys kept for duplicate suppression (evicted by the watermark first).
+MAX_SEEN = 512
+
+
+@dataclass(frozen=True)
+class Event:
+    """One silver row, reduced to what pairing needs. Times are epoch milliseconds (event time)."""
+
+    kind: str
+    ts: int
+    request: str | None = None
+    correlation_id: int | None = None
+    controller_epoch: int | None = None
+    partitions: int | None = None
+    elapsed_ms: int | None = None
+    lock_wait_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class PairingParams:
+    """Time limits of the operator, in milliseconds."""
+
+    timeout_ms: int = 120_000
+    max_skew_ms: int = 5_000
+
+
+@dataclass
+class PairingState:
+    """What one key remembers between micro-batches (JSON-serialisable, see `to_json`)."""
+
+    sends: list[dict[str, Any]] = field(default_factory=list)
+    records: list[dict[str, Any]] = field(default_factory=list)
+    seen: dict[str, int] = field(default_factory=dict)
+    dropped: int = 0
+    duplicates: int = 0
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str | None) -> PairingState:
+        if not text:
+            return cls()
+        raw = json.loads(text)
+        return cls(raw["sends"], raw["records"], {k: int(v) for k, v in raw["seen"].items()}, raw["dropped"],
+                   raw.get("duplicates", 0))
+
+    def next_deadline(self, p: PairingParams) -> int | None:
+        """Earliest event time at which something in the state expires (for the event-time timeout)."""
+        times = [s["ts"] + p.timeout_ms + 1 for s in self.sends]
+        for r in self.records:
+            if r["finished_ts"] is None:
+                times.append(_start(r) + p.timeout_ms + 1)
+            else:
+                times.append(_start(r) + p.max_skew_ms + 1)
+        return min(times) if times else None
+
+
+def request_key(cluster: str, controller_id: int, broker_id: int, request: str | None, anchor: str) -> str:
+    """Stable id of one control request: the MERGE key of control_request_latency."""
+    raw = f"{cluster}|{controller_id}|{broker_id}|{request}|{anchor}"
+    return hashlib.sha1(raw.encode()).hexdigest()[:20]
+
+
+def _start(r: dict[str, Any]) -> int:
+    for k in ("sent_ts", "handling_ts"):
+        if r[k] is not None:
+            return int(r[k])
+    if r["finished_ts"] is not None and r["elapsed_ms"] is not None:
+        return int(r["finished_ts"]) - int(r["elapsed_ms"])
+    return int(r["finished_ts"] if r["finished_ts"] is not None else r["resp_ts"])
+
+
+def _new_record(ev: Event, anchor: str) -> dict[str, Any]:
+    return {
+        "anchor": anchor,
+        "request": ev.request,
+        "corr": ev.correlation_id,
+        "epoch": ev.controller_epoch,
+        "sent_ts": None,
+        "handling_ts": None,
+        "finished_ts": None,
+        "resp_ts": None,
+        "elapsed_ms": None,
+        "lock_wait_ms": None,
+        "partitions": ev.partitions,
+        "pairing": "correlation_id" if ev.correlation_id is not None else "order",
+        "flags": [],
+        "status": "in_flight",
+        "dirty": True,
+    }
+
+
+class _Key:
+    """Mutable working copy of one key's state during `step`."""
+
+    def __init__(self, st: PairingState, p: PairingParams) -> None:
+        self.st: PairingState = st
+        self.p: PairingParams = p
+        self.out: list[dict[str, Any]] = []
+
+    # --- matching ------------------------------------------------------------------------------------------
+    def _take_send(self, request: str | None, corr: int | None, epoch: int | None, at: int) -> dict[str, Any] | None:
+        """Remove and return the send a broker-side request at event time `at` answers, or None."""
+        sends = self.st.sends
+        if corr is not None:
+            for i, s in enumerate(sends):
+                if s["corr"] == corr and s["request"] == request:
+                    return sends.pop(i)
+        cands = [s for s in sends
+                 if s["corr"] is None and s["request"] == request and s["ts"] <= at + self.p.max_skew_ms
+                 and (epoch is None or s["epoch"] is None or s["epoch"] == epoch)]
+        if not cands:
+            return None
+        top = max((s["epoch"] for s in cands if s["epoch"] is not None), default=None)
+        chosen = min((s for s in cands if s["epoch"] == top), key=lambda s: s["ts"])
+        sends.remove(chosen)
+        if top is not None:  # older controller epochs on this key were superseded by a failover
+            for s in [s for s in sends if s["epoch"] is not None and s["epoch"] < top and s["ts"] <= chosen["ts"]]:
+                sends.remove(s)
+                self._expire_send(s, "controller_failover")
+        return chosen
+
+    def _attach_send(self, r: dict[str, Any], s: dict[str, Any]) -> None:
+        r["sent_ts"] = s["ts"]
+        if r["epoch"] is None:
+            r["epoch"] = s["epoch"]
+        if r["partitions"] is None:
+            r["partitions"] = s["partitions"]
+        r["pairing"] = "correlation_id" if s["corr"] is not None else "order"
+        r["dirty"] = True
+
+    def _find(self, request: str | None, corr: int | None) -> dict[str, Any] | None:
+        if corr is None:
+            return None
+        for r in reversed(self.st.records):
+            if r["corr"] == corr and r["request"] == request:
+                return r
+        return None
+
+    # --- event handlers --------------------------------------------------------------------------------------
+    def send(self, ev: Event) -> None:
+        # A late Sending line (its broker side already seen): attach to the earliest unsent record it can answer.
+        for r in self.st.records:
+            if (r["sent_ts"] is None and r["request"] == ev.request and r["status"] != "never_completed"
+                    and (ev.correlation_id is None or r["corr"] == ev.correlation_id)
+                    and _start(r) + self.p.max_skew_ms >= ev.ts):
+                self._attach_send(r, {"ts": ev.ts, "epoch": ev.controller_epoch, "partitions": ev.partitions,
+                                      "corr": ev.correlation_id})
+                return
+        self.st.sends.append({"ts": ev.ts, "request": ev.request, "corr": ev.correlation_id,
+                              "epoch": ev.controller_epoch, "partitions": ev.partitions,
+                              "anchor": f"s{ev.ts}:{ev.partitions}"})
+        if len(self.st.sends) > MAX_PENDING_SENDS:
+            self.st.sends.pop(0)
+            self.st.dropped += 1
+
+    def _broker_record(self, ev: Event) -> dict[str, Any]:
+        r = self._find(ev.request, ev.correlation_id)
+        if r is not None and r["status"] != "never_completed":
+            return r
+        r = _new_record(ev, f"b{ev.correlation_id}:{ev.ts}")
+        s = self._take_send(ev.request, ev.correlation_id, ev.controller_epoch, ev.ts)
+        if s is not None:
+            r["anchor"] = s["anchor"]
+            self._attach_send(r, s)
+        self.st.records.append(r)
+        if len(self.st.records) > MAX_OPEN_RECORDS:
+            self.st.records.pop(0)
+            self.st.dropped += 1
+        return r
+
+    def handling(self, ev: Event) -> None:
+        # The broker handles one control request at a time: an older open handling on this key was abandoned.
+        for old in self.st.records:
+            if (old["handling_ts"] is not None and old["finished_ts"] is None and old["status"] == "in_flight"
+                    and old["handling_ts"] < ev.ts and old["corr"] != ev.correlation_id):
+                old["status"], old["dirty"] = "never_completed", True
+                old["flags"].append("broker_restart")
+                if old["sent_ts"] is not None and old["request"] == ev.request:
+                    # the controller retried the same request after the reconnect: the retry inherits the send
+                    self.st.sends.insert(0, {"ts": old["sent_ts"], "request": old["request"], "corr": None,
+                                             "epoch": old["epoch"], "partitions": old["partitions"],
+                                             "anchor": f"retry:{old['anchor']}"})
+        r = self._broker_record(ev)
+        if r["handling_ts"] is None:
+            r["handling_ts"], r["dirty"] = ev.ts, True
+        if r["partitions"] is None:
+            r["partitions"] = ev.partitions
+
+    def finished(self, ev: Event) -> None:
+        r = self._broker_record(ev)
+        if r["finished_ts"] is None:
+            r["finished_ts"], r["elapsed_ms"], r["status"], r["dirty"] = ev.ts, ev.elapsed_ms, "completed", True
+        if r["partitions"] is None:
+            r["partitions"] = ev.partitions
+
+    def applied(self, ev: Event) -> None:
+        """UpdateMetadata applied to the broker's cache (one line at the end of the request)."""
+        r = self._broker_record(ev)
+        if r["finished_ts"] is None:
+            r["finished_ts"], r["status"], r["dirty"] = ev.ts, "completed", True
+
+    def lock_wait(self, ev: Event) -> None:
+        r = self._find(ev.request, ev.correlation_id)
+        if r is not None:
+            r["lock_wait_ms"], r["dirty"] = ev.lock_wait_ms, True
+
+    def response(self, ev: Event) -> None:
+        """Controller TRACE `Received response ... correlation id N`: gives the oldest unanswered send its id."""
+        r = self._find(ev.request, ev.correlation_id)
+        if r is None:
+            s = self._take_send(ev.request, None, None, ev.ts)
+            r = _new_record(ev, s["anchor"] if s else f"r{ev.correlation_id}:{ev.ts}")
+            if s is not None:
+                self._attach_send(r, s)
+            self.st.records.append(r)
+        elif r["sent_ts"] is None:
+            s = self._take_send(ev.request, None, None, ev.ts)
+            if s is not None:
+                self._attach_send(r, s)
+        r["pairing"] = "correlation_id"
+        if r["resp_ts"] is None:
+            r["resp_ts"], r["dirty"] = ev.ts, True
+        if r["finished_ts"] is None and r["handling_ts"] is None:
+            r["status"] = "completed"  # the controller saw the answer; broker lines may still refine it
+
+    def _expire_send(self, s: dict[str, Any], flag: str | None) -> None:
+        r = {**_new_record(Event("send", s["ts"], s["request"], s["corr"], s["epoch"], s["partitions"]), s["anchor"]),
+             "sent_ts": s["ts"], "status": "never_completed"}
+        if flag:
+            r["flags"].append(flag)
+        self.out.append(r)
+
+    def expire(self, watermark: int) -> None:
+        for s in [s for s in self.st.sends if s["ts"] + self.p.timeout_ms < watermark]:
+            self.st.sends.remove(s)
+            self._expire_send(s, None)
+        keep = []
+        for r in self.st.records:
+            if r["finished_ts"] is None and r["status"] == "in_flight" and _start(r) + self.p.timeout_ms < watermark:
+                r["status"], r["dirty"] = "never_completed", True
+            if r["finished_ts"] is not None:  # a late Sending line may still attach while the watermark allows
+                done = r["sent_ts"] is not None or _start(r) + self.p.max_skew_ms < watermark
+            elif r["status"] == "completed":  # answered per the controller; broker lines may still refine it
+                done = _start(r) + self.p.timeout_ms < watermark
+            else:
+                done = r["status"] == "never_completed"
+            if r["dirty"]:
+                self.out.append(dict(r))
+                r["dirty"] = False
+            if not done:
+                keep.append(r)
+        self.st.records = keep
+
+
+def step(state: PairingState, events: list[Event], watermark_ms: int, params: PairingParams) -> list[dict[str, Any]]:
+    """Fold one micro-batch of one key's events into `state` (mutated) and return the changed requests.
+
+    Each returned dict has the record fields (`anchor`, `request`, `corr`, `epoch`, `sent_ts`, `handling_ts`,
+    `finished_ts`, `resp_ts`, `elapsed_ms`, `lock_wait_ms`, `partitions`, `pairing`, `flags`, `status`);
+    `latency_row` turns it into a control_request_latency row.
+    """
+    k = _Key(state, params)
+    floor = watermark_ms
+    for key, ts in list(state.seen.items()):
+        if ts < floor:
+            del state.seen[key]
+    for ev in sorted(events, key=lambda e: (e.ts, _KIND_ORDER.get(e.kind, 9))):
+        if ev.kind == "heartbeat":
+            continue
+        # content, not source+offset: the same line shipped twice (two sources) is still one event
+        content = f"{ev.kind}|{ev.ts}|{ev.request}|{ev.correlation_id}|{ev.elapsed_ms}|{ev.partitions}"
+        if content in state.seen:
+            state.duplicates += 1
+            continue
+        state.seen[content] = ev.ts
+        getattr(k, ev.kind)(ev)
+    while len(state.seen) > MAX_SEEN:  # evict the oldest content keys first
+        del state.seen[min(state.seen, key=state.seen.__getitem__)]
+    k.expire(watermark_ms)
+    return k.out
+
+
+def latency_row(r: dict[str, Any], max_skew_ms: int) -> dict[str, Any]:
+    """Derived durations of one request (ms), FACTS.md 1.3: lock wait = elapsed - (Finished ts - Handling ts)."""
+    flags: list[str] = list(r["flags"])
+    sent, hand, fin, el = r["sent_ts"], r["handling_ts"], r["finished_ts"], r["elapsed_ms"]
+    queue = processing = lock = e2e = None
+    if sent is not None and hand is not None:
+        queue = float(hand - sent)
+        if queue < 0:
+            flags.append("clock_skew")
+            queue = 0.0
+    if hand is not None and fin is not None:
+        processing = float(fin - hand)
+    if r["lock_wait_ms"] is not None:
+        lock = float(r["lock_wait_ms"])
+    elif el is not None and processing is not None:
+        lock = max(0.0, float(el) - processing)
+    if fin is not None and sent is not None:
+        e2e = float(fin - sent)
+        if el is not None and e2e < el:  # the hosts' clocks disagree: the broker's own elapsed time is a floor
+            if el - e2e > 1:
+                flags.append("clock_skew")
+            e2e = float(el)
+    elif fin is not None and el is not None:
+        e2e = float(el)
+    elif sent is not None and r["resp_ts"] is not None:
+        e2e = float(max(0, r["resp_ts"] - sent))
+    return {
+        "request": r["request"],
+        "correlation_id": r["corr"],
+        "controller_epoch": r["epoch"],
+        "sent_ts": sent,
+        "handling_ts": hand,
+        "finished_ts": fin if fin is not None else None,
+        "end_to_end_ms": e2e,
+        "queue_ms": queue,
+        "processing_ms": processing,
+        "lock_wait_ms": lock,
+        "partitions": r["partitions"],
+        "status": r["status"],
+        "pairing": r["pairing"],
+        "flags": ",".join(sorted(set(flags))) or None,
+        "anchor": r["anchor"],
+    }

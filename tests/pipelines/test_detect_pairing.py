@@ -1,0 +1,217 @@
+"""Pairing of control requests, pure logic (no Spark): by correlation id, by order, failover, restart, duplicates."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pipelines.detection.pairing import (
+    MAX_PENDING_SENDS,
+    Event,
+    PairingParams,
+    PairingState,
+    latency_row,
+    step,
+)
+
+P = PairingParams(timeout_ms=60_000, max_skew_ms=5_000)
+
+
+def ms(text: str) -> int:
+    """'08:00:01,004' on 2021-03-02 -> epoch ms."""
+    hms, milli = text.split(",")
+    dt = datetime.fromisoformat(f"2021-03-02T{hms}+00:00")
+    return int(dt.timestamp() * 1000) + int(milli)
+
+
+def rows(out):
+    return [latency_row(r, P.max_skew_ms) for r in out]
+
+
+def test_fixture_info_lines_pair_by_order_with_lock_wait():
+    st = PairingState()
+    evs = [
+        Event("send", ms("08:00:01,004"), "LeaderAndIsr", None, 9, 960),
+        Event("handling", ms("08:00:01,010"), "LeaderAndIsr", 17, None, 960),
+        Event("finished", ms("08:00:14,977"), "LeaderAndIsr", 17, None, 960, elapsed_ms=13973),
+    ]
+    out = rows(step(st, evs, ms("08:00:00,000"), P))
+    assert len(out) == 1
+    r = out[0]
+    assert r["status"] == "completed"
+    assert r["pairing"] == "order"
+    assert r["end_to_end_ms"] == 13973.0
+    assert r["queue_ms"] == 6.0
+    assert r["processing_ms"] == 13967.0
+    assert r["lock_wait_ms"] == 6.0
+    assert r["correlation_id"] == 17
+    assert r["controller_epoch"] == 9
+    assert st.sends == []
+    assert st.records == []
+
+
+def test_completed_pair_emitted_across_batches_before_watermark():
+    st = PairingState()
+    first = rows(step(st, [Event("send", 400, "LeaderAndIsr", None, 3, 5),
+                           Event("handling", 1_010, "LeaderAndIsr", 40, None, 5)], 0, P))
+    assert [r["status"] for r in first] == ["in_flight"]
+    second = rows(step(st, [Event("finished", 3_010, "LeaderAndIsr", 40, None, 5, elapsed_ms=2_500)], 0, P))
+    assert [r["status"] for r in second] == ["completed"]
+    assert first[0]["anchor"] == second[0]["anchor"]  # same request_key: the MERGE replaces the in_flight row
+    assert second[0]["lock_wait_ms"] == 500.0
+    assert second[0]["end_to_end_ms"] == 2_610.0
+    assert second[0]["queue_ms"] == 610.0
+
+
+def test_trace_controller_lines_pair_by_correlation_id():
+    # TRACE: the controller's Received-response line names the correlation id of the oldest pending send
+    st = PairingState()
+    evs = [
+        Event("send", 1_000, "LeaderAndIsr", None, 7, 1),
+        Event("send", 1_000, "UpdateMetadata", None, 7, 1),
+        Event("handling", 1_017, "LeaderAndIsr", 44, 7, 1),
+        Event("finished", 8_870, "LeaderAndIsr", 44, 7, 1, elapsed_ms=7_860),
+        Event("response", 8_900, "LeaderAndIsr", 44),
+    ]
+    out = rows(step(st, evs, 0, P))
+    lai = [r for r in out if r["request"] == "LeaderAndIsr"]
+    assert lai[-1]["pairing"] == "correlation_id"
+    assert lai[-1]["sent_ts"] == 1_000
+    assert lai[-1]["finished_ts"] == 8_870
+    assert lai[-1]["lock_wait_ms"] == 7.0
+    # the UpdateMetadata send is still pending, not mis-paired with the LeaderAndIsr
+    assert [s["request"] for s in st.sends] == ["UpdateMetadata"]
+
+
+def test_send_with_correlation_id_pairs_by_id_out_of_order():
+    st = PairingState()
+    evs = [
+        Event("send", 1_000, "StopReplica", 5, 2, 3),
+        Event("send", 1_100, "StopReplica", 6, 2, 3),
+        Event("handling", 1_200, "StopReplica", 6, None, 3),
+        Event("finished", 1_300, "StopReplica", 6, None, 3, elapsed_ms=100),
+    ]
+    out = rows(step(st, evs, 0, P))
+    assert out[0]["correlation_id"] == 6
+    assert out[0]["sent_ts"] == 1_100
+    assert out[0]["pairing"] == "correlation_id"
+    assert [s["corr"] for s in st.sends] == [5]
+
+
+def test_late_sending_line_attaches_to_finished_request():
+    st = PairingState()
+    a = rows(step(st, [Event("handling", 2_000, "LeaderAndIsr", 9, None, 2),
+                       Event("finished", 2_500, "LeaderAndIsr", 9, None, 2, elapsed_ms=510)], 0, P))
+    assert a[0]["status"] == "completed"
+    assert a[0]["sent_ts"] is None
+    assert a[0]["end_to_end_ms"] == 510.0
+    b = rows(step(st, [Event("send", 1_990, "LeaderAndIsr", None, 4, 2)], 1_000, P))
+    assert b[0]["anchor"] == a[0]["anchor"]
+    assert b[0]["sent_ts"] == 1_990
+    assert b[0]["pairing"] == "order"
+    assert b[0]["end_to_end_ms"] == 510.0  # 2_500 - 1_990 = 510
+
+
+def test_never_completed_fires_when_heartbeats_advance_watermark():
+    st = PairingState()
+    out = rows(step(st, [Event("send", 10_000, "LeaderAndIsr", None, 1, 4)], 0, P))
+    assert out == []
+    assert st.next_deadline(P) == 70_001
+    # a quiet cluster: only heartbeats; the watermark passes the deadline
+    out = rows(step(st, [Event("heartbeat", 80_000)], 75_000, P))
+    assert [(r["status"], r["sent_ts"]) for r in out] == [("never_completed", 10_000)]
+    assert st.sends == []
+    assert st.next_deadline(P) is None
+
+
+def test_handling_without_finish_times_out():
+    st = PairingState()
+    step(st, [Event("send", 0, "LeaderAndIsr", None, 1, 4), Event("handling", 5, "LeaderAndIsr", 3, None, 4)], 0, P)
+    out = rows(step(st, [], 60_010, P))
+    assert [(r["status"], r["handling_ts"]) for r in out] == [("never_completed", 5)]
+
+
+def test_controller_failover_new_epoch():
+    st = PairingState()
+    evs = [
+        Event("send", 1_000, "LeaderAndIsr", None, 9, 10),   # lost in the failover
+        Event("send", 3_000, "LeaderAndIsr", None, 10, 10),  # same controller id re-elected, epoch 10
+        Event("handling", 3_010, "LeaderAndIsr", 0, None, 10),
+        Event("finished", 3_100, "LeaderAndIsr", 0, None, 10, elapsed_ms=90),
+    ]
+    out = rows(step(st, evs, 0, P))
+    by_status = {r["status"]: r for r in out}
+    assert by_status["completed"]["controller_epoch"] == 10
+    assert by_status["completed"]["sent_ts"] == 3_000
+    assert by_status["never_completed"]["flags"] == "controller_failover"
+    assert st.sends == []
+
+
+def test_broker_restart_mid_request_hands_send_to_retry():
+    st = PairingState()
+    evs = [
+        Event("send", 1_000, "LeaderAndIsr", None, 3, 8),
+        Event("handling", 1_005, "LeaderAndIsr", 12, None, 8),
+        # broker restarts; the controller reconnects and retries the same request with a new correlation id
+        Event("handling", 9_000, "LeaderAndIsr", 0, None, 8),
+        Event("finished", 9_050, "LeaderAndIsr", 0, None, 8, elapsed_ms=50),
+    ]
+    out = rows(step(st, evs, 0, P))
+    dropped = [r for r in out if r["status"] == "never_completed"]
+    done = [r for r in out if r["status"] == "completed"]
+    assert len(dropped) == 1
+    assert dropped[0]["flags"] == "broker_restart"
+    assert dropped[0]["correlation_id"] == 12
+    assert len(done) == 1
+    assert done[0]["correlation_id"] == 0
+    assert done[0]["sent_ts"] == 1_000
+
+
+def test_duplicates_are_counted_once():
+    st = PairingState()
+    evs = [
+        Event("send", 1_000, "LeaderAndIsr", None, 1, 2),
+        Event("handling", 1_001, "LeaderAndIsr", 5, None, 2),
+        Event("finished", 1_100, "LeaderAndIsr", 5, None, 2, elapsed_ms=99),
+    ]
+    out = rows(step(st, evs + evs, 0, P))
+    assert len(out) == 1
+    assert st.duplicates == 3
+    # shipped again in a later batch: still nothing new
+    assert step(st, evs, 0, P) == []
+    assert st.duplicates == 6
+
+
+def test_out_of_order_within_batch_and_clock_skew():
+    st = PairingState()
+    # the broker clock is 2 s behind the controller: handling appears before the send
+    evs = [
+        Event("finished", 1_400, "LeaderAndIsr", 3, None, 1, elapsed_ms=400),
+        Event("handling", 1_000, "LeaderAndIsr", 3, None, 1),
+        Event("send", 3_000, "LeaderAndIsr", None, 2, 1),
+    ]
+    out = rows(step(st, evs, 0, P))
+    r = out[-1]
+    assert r["sent_ts"] == 3_000
+    assert r["queue_ms"] == 0.0
+    assert "clock_skew" in r["flags"]
+    assert r["end_to_end_ms"] == 400.0  # never below the broker's own elapsed time
+
+
+def test_state_is_bounded_and_serialisable():
+    st = PairingState()
+    evs = [Event("send", i, "UpdateMetadata", None, 1, 1) for i in range(MAX_PENDING_SENDS + 10)]
+    step(st, evs, 0, P)
+    assert len(st.sends) == MAX_PENDING_SENDS
+    assert st.dropped == 10
+    again = PairingState.from_json(st.to_json())
+    assert again == st
+
+
+def test_update_metadata_applied_line_completes():
+    st = PairingState()
+    evs = [Event("send", 1_050, "UpdateMetadata", None, 9, 963),
+           Event("applied", 1_061, "UpdateMetadata", 17, None, 963)]
+    r = rows(step(st, evs, 0, P))[0]
+    assert r["status"] == "completed"
+    assert r["end_to_end_ms"] == 11.0
+    assert r["pairing"] == "order"
