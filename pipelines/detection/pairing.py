@@ -195,10 +195,11 @@ class _Key:
     def _find(self, request: str | None, corr: int | None) -> dict[str, Any] | None:
         if corr is None:
             return None
-        for r in reversed(self.st.records):
+        found: dict[str, Any] | None = None
+        for r in self.st.records:
             if r["corr"] == corr and r["request"] == request:
-                return r
-        return None
+                found = r  # the most recent one wins (correlation ids restart after a controller failover)
+        return found
 
     # --- event handlers --------------------------------------------------------------------------------------
     def send(self, ev: Event) -> None:
