@@ -276,6 +276,8 @@ CONTROL_REQUEST_LATENCY = Table(
         _c("status", "string", "completed | in_flight | never_completed"),
         _c("pairing", "string", "correlation_id | order"),
         _c("updated_at", "timestamp"),
+        _c("request_key", "string", "stable id of the request (MERGE key): hash of cluster, controller, broker, anchor"),
+        _c("flags", "string", "comma list: clock_skew, controller_failover, broker_restart"),
         _c("date", "date"),
     ),
     partition_by=("cluster", "date"),
