@@ -1,0 +1,81 @@
+"""The FastAPI application: ``create_app()`` builds it; the lifespan opens the lake store (and the Alertmanager
+pusher when configured) with the settings in effect, honouring ``app.dependency_overrides[get_settings]``."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from api.push import AlertPusher
+from api.routes import alertmanager, alerts, brokers, cluster, control_requests, dashboard, health
+from api.settings import Settings, get_settings
+from api.store import LakeStore, TableUnavailable
+
+__all__ = ["create_app"]
+
+log = logging.getLogger(__name__)
+
+
+def _settings(app: FastAPI) -> Settings:
+    provider = app.dependency_overrides.get(get_settings, get_settings)
+    settings: Settings = provider()
+    return settings
+
+
+@contextlib.asynccontextmanager
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """Open the store; start the pusher if an Alertmanager URL is set; close both on shutdown."""
+    settings = _settings(app)
+    store = LakeStore(
+        settings.lake,
+        refresh_interval_s=settings.refresh_interval_ms / 1000,
+        query_timeout_s=settings.query_timeout_s,
+    )
+    app.state.store = store
+    pusher: AlertPusher | None = None
+    task: asyncio.Task[None] | None = None
+    if settings.alertmanager_url:
+        pusher = AlertPusher(store, settings)
+        app.state.pusher = pusher
+        task = asyncio.create_task(pusher.run(), name="alertmanager-push")
+    try:
+        yield
+    finally:
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if pusher is not None:
+            await pusher.aclose()
+        store.close()
+
+
+async def _unavailable(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, TableUnavailable)
+    log.info("%s %s: %s", request.method, request.url.path, exc)
+    return JSONResponse(
+        status_code=503,
+        content={"detail": str(exc), "table": exc.table, "reason": exc.reason},
+        headers={"Retry-After": "5"},
+    )
+
+
+def create_app() -> FastAPI:
+    """A new application (tests build one per test; `planewatch api` builds one per process)."""
+    app = FastAPI(
+        title="planewatch",
+        summary="Kafka control-plane alerts, latencies and broker metrics, read from Delta.",
+        version="0.1.0",
+        lifespan=lifespan,
+    )
+    app.add_exception_handler(TableUnavailable, _unavailable)
+    app.include_router(health.router)
+    app.include_router(dashboard.page_router)
+    for r in (alerts, brokers, control_requests, cluster, alertmanager, dashboard):
+        app.include_router(r.router)
+    return app

@@ -1,0 +1,242 @@
+"""Response models of the REST API (what OpenAPI at /docs shows)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+__all__ = [
+    "AlertPublic",
+    "AlertStatus",
+    "AlertType",
+    "AlertmanagerAlert",
+    "AlertmanagerStatus",
+    "AlertsPublic",
+    "BrokerMetric",
+    "BrokerPublic",
+    "BrokersPublic",
+    "ClusterBroker",
+    "ClusterPublic",
+    "ControlRequestPublic",
+    "ControlRequestsPublic",
+    "HealthPublic",
+    "MetricPoint",
+    "MetricSeries",
+    "MetricsPublic",
+    "PanelPublic",
+    "PartitionLeader",
+    "Severity",
+    "TableHealth",
+]
+
+
+class AlertStatus(StrEnum):
+    open = "open"
+    resolved = "resolved"
+
+
+class Severity(StrEnum):
+    warning = "warning"
+    critical = "critical"
+
+
+class AlertType(StrEnum):
+    """The alert types of ARCHITECTURE.md section 3."""
+
+    DELAYED_LEADER_AND_ISR = "DELAYED_LEADER_AND_ISR"
+    LEADER_AND_ISR_NOT_COMPLETED = "LEADER_AND_ISR_NOT_COMPLETED"
+    CONTROL_REQUEST_QUEUED_BEHIND_DATA = "CONTROL_REQUEST_QUEUED_BEHIND_DATA"
+    CONTROL_PLANE_QUEUE_BACKLOG = "CONTROL_PLANE_QUEUE_BACKLOG"
+    REQUEST_QUEUE_SATURATED = "REQUEST_QUEUE_SATURATED"
+    ACCEPTOR_BLOCKED = "ACCEPTOR_BLOCKED"
+    LOCK_CONTENTION = "LOCK_CONTENTION"
+    DELAYED_UPDATE_METADATA = "DELAYED_UPDATE_METADATA"
+    STALE_BROKER_EPOCH = "STALE_BROKER_EPOCH"
+    NETWORK_PROCESSOR_SATURATED = "NETWORK_PROCESSOR_SATURATED"
+    REQUEST_HANDLER_SATURATED = "REQUEST_HANDLER_SATURATED"
+
+
+class AlertPublic(BaseModel):
+    """One alert (gold table `alerts`); `evidence` is the stored JSON, parsed."""
+
+    alert_id: str
+    type: str
+    severity: str | None = None
+    status: str | None = None
+    cluster: str
+    broker_id: int | None = None
+    listener: str | None = None
+    started_at: datetime | None = None
+    last_seen_at: datetime | None = None
+    resolved_at: datetime | None = None
+    summary: str | None = None
+    evidence: Any = None
+    value: float | None = None
+    threshold: float | None = None
+    updated_at: datetime | None = None
+
+
+class AlertsPublic(BaseModel):
+    """A page of alerts, newest `started_at` first. `count` counts every alert matching the filters."""
+
+    data: list[AlertPublic]
+    count: int
+    next_cursor: str | None = Field(
+        default=None, description="pass as `cursor` for the next page; null on the last page"
+    )
+
+
+class TableHealth(BaseModel):
+    name: str
+    available: bool
+    version: int | None = None
+    rows: int | None = None
+    last_commit: datetime | None = Field(default=None, description="when the newest Delta commit was written")
+    newest_data: datetime | None = Field(
+        default=None, description="the newest event time in the table (file statistics)"
+    )
+    commit_age_s: float | None = None
+    data_age_s: float | None = None
+    keeping_up: bool = Field(description="a commit happened within stale_after_s")
+    error: str | None = None
+
+
+class HealthPublic(BaseModel):
+    status: Literal["ok", "degraded"]
+    keeping_up: bool = Field(description="every available table committed within stale_after_s")
+    stale_after_s: float
+    tables: list[TableHealth]
+
+
+class BrokerMetric(BaseModel):
+    signal: str
+    attribute: str | None = None
+    listener: str | None = None
+    value: float | None = None
+    ts: datetime | None = None
+
+
+class BrokerPublic(BaseModel):
+    cluster: str
+    broker_id: int
+    last_seen: datetime | None = None
+    open_alerts: int
+    open_alert_types: list[str]
+    metrics: list[BrokerMetric]
+
+
+class BrokersPublic(BaseModel):
+    data: list[BrokerPublic]
+    count: int
+    metrics_source: str | None = Field(
+        default=None, description="metric_rollups_1m, metric_samples, or null (no metrics)"
+    )
+    unavailable: list[str] = Field(default_factory=list, description="tables that could not be read just now")
+
+
+class MetricPoint(BaseModel):
+    t: datetime
+    avg: float | None
+    min: float | None
+    max: float | None
+    last: float | None
+    samples: int
+
+
+class MetricSeries(BaseModel):
+    attribute: str | None
+    listener: str | None
+    points: list[MetricPoint]
+
+
+class MetricsPublic(BaseModel):
+    cluster: str | None
+    broker_id: int
+    name: str
+    since: datetime
+    until: datetime
+    bucket_seconds: int
+    source: str | None = Field(default=None, description="metric_rollups_1m or metric_samples")
+    series: list[MetricSeries]
+
+
+class ControlRequestPublic(BaseModel):
+    cluster: str
+    broker_id: int | None = None
+    controller_id: int | None = None
+    controller_epoch: int | None = None
+    correlation_id: int | None = None
+    request: str | None = None
+    sent_ts: datetime | None = None
+    handling_ts: datetime | None = None
+    finished_ts: datetime | None = None
+    end_to_end_ms: float | None = None
+    queue_ms: float | None = None
+    processing_ms: float | None = None
+    lock_wait_ms: float | None = None
+    partitions: int | None = None
+    status: str | None = None
+
+
+class ControlRequestsPublic(BaseModel):
+    data: list[ControlRequestPublic]
+    count: int
+
+
+class PartitionLeader(BaseModel):
+    topic: str
+    partition: int
+    leader: int
+    replicas: list[int]
+    isr: list[int]
+
+
+class ClusterBroker(BaseModel):
+    id: int
+    host: str | None = None
+    port: int | None = None
+    pid: int | None = None
+    listeners: dict[str, str] = Field(default_factory=dict, description="listener name -> host:port")
+    control_listener: str | None = None
+    prometheus: str | None = None
+    live: bool = Field(description="listed by the cluster's metadata just now")
+
+
+class ClusterPublic(BaseModel):
+    bootstrap_servers: str | None
+    controller_id: int | None = None
+    brokers: list[ClusterBroker]
+    partitions: list[PartitionLeader]
+    partitions_truncated: bool = False
+    metadata_error: str | None = None
+
+
+class AlertmanagerStatus(BaseModel):
+    state: Literal["unprocessed", "active", "suppressed"]
+    silencedBy: list[str] = Field(default_factory=list)
+    inhibitedBy: list[str] = Field(default_factory=list)
+
+
+class AlertmanagerAlert(BaseModel):
+    """An alert in Alertmanager's API v2 `gettableAlert` shape."""
+
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    startsAt: datetime
+    endsAt: datetime
+    updatedAt: datetime
+    generatorURL: str
+    fingerprint: str
+    receivers: list[dict[str, str]] = Field(default_factory=list)
+    status: AlertmanagerStatus
+
+
+class PanelPublic(BaseModel):
+    """The rows of one dashboard panel's SQL (api/sql/<name>.sql)."""
+
+    name: str
+    columns: list[str]
+    rows: list[dict[str, Any]]

@@ -1,0 +1,85 @@
+"""GET /alerts (filters, keyset pagination) and GET /alerts/{alert_id}."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+import pyarrow.compute as pc
+from fastapi import APIRouter, HTTPException, Path, Query
+
+from api.deps import StoreDep, TokenGuard, bad_param
+from api.models import AlertPublic, AlertsPublic, AlertStatus, Severity
+from api.queries import AlertFilter, CursorError, decode_cursor, filter_alerts, parse_evidence
+from schemas.tables import ALERTS
+
+router = APIRouter(tags=["alerts"], dependencies=[TokenGuard])
+
+# Page size: default 100; larger requests are capped at MAX_LIMIT (one page stays well under a megabyte).
+DEFAULT_LIMIT = 100
+MAX_LIMIT = 1000
+NAME_PATTERN = r"^[A-Za-z0-9_.:\-]{1,200}$"
+TYPE_PATTERN = r"^[A-Z][A-Z0-9_]{0,63}$"
+ID_PATTERN = r"^[A-Za-z0-9_.:\-]{1,200}$"
+MAX_BROKER_ID = 2**31 - 1
+
+
+def utc(t: datetime | None) -> datetime | None:
+    """A timezone-aware UTC datetime (naive input is taken as UTC)."""
+    if t is None:
+        return None
+    return t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
+
+
+def to_public(row: dict[str, Any]) -> AlertPublic:
+    """An alerts-table row as the API shows it (evidence parsed)."""
+    row = dict(row)
+    row["evidence"] = parse_evidence(row.get("evidence"))
+    return AlertPublic.model_validate(row)
+
+
+@router.get("/alerts")
+def list_alerts(
+    store: StoreDep,
+    status: AlertStatus | None = None,
+    type: Annotated[str | None, Query(pattern=TYPE_PATTERN, description="alert type, e.g. ACCEPTOR_BLOCKED")] = None,
+    cluster: Annotated[str | None, Query(pattern=NAME_PATTERN)] = None,
+    broker_id: Annotated[int | None, Query(ge=0, le=MAX_BROKER_ID)] = None,
+    severity: Severity | None = None,
+    since: Annotated[datetime | None, Query(description="alerts last seen at or after this time")] = None,
+    until: Annotated[datetime | None, Query(description="alerts started before this time")] = None,
+    limit: Annotated[int, Query(ge=1, description=f"page size, capped at {MAX_LIMIT}")] = DEFAULT_LIMIT,
+    cursor: Annotated[str | None, Query(max_length=1000, description="next_cursor of the previous page")] = None,
+) -> AlertsPublic:
+    """Alerts, newest `started_at` first, one page at a time. The cursor is a keyset position, so pages stay
+    stable while the pipeline writes new alerts (new ones appear before the first page, never inside a walk)."""
+    since, until = utc(since), utc(until)
+    if since is not None and until is not None and until <= since:
+        bad_param("until", "until must be after since", str(until))
+    position = None
+    if cursor is not None:
+        try:
+            position = decode_cursor(cursor)
+        except CursorError as e:
+            bad_param("cursor", str(e), cursor)
+    f = AlertFilter(
+        status=status.value if status else None,
+        type=type,
+        cluster=cluster,
+        broker_id=broker_id,
+        severity=severity.value if severity else None,
+        since=since,
+        until=until,
+    )
+    page, count, next_cursor = filter_alerts(store.snapshot(ALERTS.name), f, position, min(limit, MAX_LIMIT))
+    return AlertsPublic(data=[to_public(r) for r in page.to_pylist()], count=count, next_cursor=next_cursor)
+
+
+@router.get("/alerts/{alert_id}", responses={404: {"description": "no alert with this id"}})
+def get_alert(store: StoreDep, alert_id: Annotated[str, Path(pattern=ID_PATTERN)]) -> AlertPublic:
+    """One alert with its evidence (the rows and numbers that made it fire), parsed from JSON."""
+    snap = store.snapshot(ALERTS.name)
+    hit = snap.filter(pc.fill_null(pc.equal(snap["alert_id"], alert_id), False))
+    if hit.num_rows == 0:
+        raise HTTPException(status_code=404, detail=f"no alert {alert_id}")
+    return to_public(hit.slice(0, 1).to_pylist()[0])

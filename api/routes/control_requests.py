@@ -1,0 +1,62 @@
+"""GET /control-requests: paired controller->broker requests from control_request_latency."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from api.deps import StoreDep, TokenGuard, bad_param
+from api.models import ControlRequestPublic, ControlRequestsPublic
+from api.queries import filter_control_requests
+from api.routes.alerts import DEFAULT_LIMIT, MAX_BROKER_ID, MAX_LIMIT, NAME_PATTERN, utc
+from schemas.tables import CONTROL_REQUEST_LATENCY
+
+router = APIRouter(tags=["control-requests"], dependencies=[TokenGuard])
+
+# Latencies above a day are not latencies any more; the bound keeps the float filter meaningful.
+MAX_LATENCY_MS = 86_400_000.0
+
+
+class ControlRequest(StrEnum):
+    LeaderAndIsr = "LeaderAndIsr"
+    UpdateMetadata = "UpdateMetadata"
+    StopReplica = "StopReplica"
+
+
+class PairingStatus(StrEnum):
+    completed = "completed"
+    in_flight = "in_flight"
+    never_completed = "never_completed"
+
+
+@router.get("/control-requests")
+def list_control_requests(
+    store: StoreDep,
+    cluster: Annotated[str | None, Query(pattern=NAME_PATTERN)] = None,
+    broker_id: Annotated[int | None, Query(ge=0, le=MAX_BROKER_ID)] = None,
+    request: ControlRequest | None = None,
+    status: PairingStatus | None = None,
+    min_latency_ms: Annotated[float | None, Query(ge=0, le=MAX_LATENCY_MS, description="end_to_end_ms >=")] = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    limit: Annotated[int, Query(ge=1, description=f"rows, capped at {MAX_LIMIT}")] = DEFAULT_LIMIT,
+) -> ControlRequestsPublic:
+    """The newest control requests (by controller send time) matching the filters; `count` counts all matches."""
+    since, until = utc(since), utc(until)
+    if since is not None and until is not None and until <= since:
+        bad_param("until", "until must be after since", str(until))
+    page, count = filter_control_requests(
+        store.snapshot(CONTROL_REQUEST_LATENCY.name),
+        cluster=cluster,
+        broker_id=broker_id,
+        request=request.value if request else None,
+        status=status.value if status else None,
+        min_latency_ms=min_latency_ms,
+        since=since,
+        until=until,
+        limit=min(limit, MAX_LIMIT),
+    )
+    return ControlRequestsPublic(data=[ControlRequestPublic.model_validate(r) for r in page.to_pylist()], count=count)
