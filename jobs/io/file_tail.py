@@ -1,0 +1,333 @@
+"""Tailing a tree of growing, rotating log files by byte offset (pure file I/O, no Spark).
+
+Theory of operation:
+
+* A file is identified by (device, inode), not by name: log4j's rolling appender renames `state-change.log` to
+  `state-change.log.2024-05-10-09` (same inode, so reading continues where it stopped and nothing is read twice)
+  and creates a new `state-change.log` (new inode, read from 0). A short fingerprint of the file's first bytes
+  guards against a deleted file's inode being reused by a new one.
+* `plan()` (driver) turns the offsets of the previous batch into the offsets of the next: for each file, up to the
+  last complete line within the batch's byte budget. A partial last line waits for its newline; a line with no
+  newline for `MAX_PARTIAL_LINE_BYTES` is taken anyway (capped) so a file can never stall the stream.
+* `split()` cuts each file's byte range into pieces of `SPLIT_BYTES` so several executors share a big file.
+  `read_piece()` (executor) reads the lines that START in its piece (the Hadoop line-split rule), joins
+  continuation lines (stack traces) into their record, caps huge lines and yields pyarrow RecordBatches.
+* A file that disappears is dropped from the offsets; a piece whose file is gone (and not found under a rotated
+  name in the same directory) yields nothing: the job keeps running.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import re
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from jobs.io.paths import FileInfo, describe
+
+__all__ = [
+    "MAX_LINE_BYTES",
+    "OUTPUT_SCHEMA_DDL",
+    "Piece",
+    "plan",
+    "read_piece",
+    "split",
+]
+
+log = logging.getLogger(__name__)
+
+# A record longer than this keeps only its first MAX_LINE_BYTES characters (`truncated` is set, `line_bytes` keeps
+# the original size): one multi-megabyte line must not blow up a batch or the quarantine table.
+MAX_LINE_BYTES = 256 * 1024
+# A line without a newline for this long is taken as a record anyway (a writer that never ends its line).
+MAX_PARTIAL_LINE_BYTES = 16 * 1024 * 1024
+# Pieces of this size are read by separate tasks.
+SPLIT_BYTES = 8 * 1024 * 1024
+# A piece reads at most this far past its end to finish the record (continuation lines) that started in it.
+CONTINUATION_TAIL_BYTES = 1024 * 1024
+FINGERPRINT_BYTES = 64
+_SCAN_BLOCK = 64 * 1024
+# Lines that continue the previous record rather than start one: stack frames, causes, wrapped messages.
+# A container runtime (CRI) or docker compose may prefix every line, continuation lines included.
+_CONT_B = re.compile(
+    rb"^(?:\S+ (?:stdout|stderr) [FP] |[\w.-]+\s+\| )?"  # optional CRI / docker compose prefix
+    rb"(?:\s|at |Caused by:|Suppressed:|\.\.\. \d+ more)"
+)
+
+OUTPUT_SCHEMA_DDL = (
+    "cluster string, broker_id int, kind string, line string, line_bytes long, source string, "
+    "source_offset long, ingest_ts timestamp, truncated boolean"
+)
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A byte range [start, end) of one file, part of a file range [range_start, range_end)."""
+
+    path: str
+    dev: int
+    ino: int
+    range_start: int
+    range_end: int
+    start: int
+    end: int
+    family: str
+    kind: str
+    cluster: str
+    broker_id: int | None
+
+
+def _fingerprint(fh: Any, n: int = FINGERPRINT_BYTES) -> str:
+    """"<n>:<crc32 of the first n bytes>": tells a file from a new one that reuses its inode."""
+    fh.seek(0)
+    head = fh.read(n)
+    return f"{len(head)}:{zlib.crc32(head):08x}"
+
+
+def _same_file(fh: Any, prev_fp: str) -> bool:
+    n = int(prev_fp.split(":", 1)[0]) if prev_fp else 0
+    return n == 0 or _fingerprint(fh, n) == prev_fp
+
+
+def _last_newline(fh: Any, lo: int, hi: int) -> int:
+    """Position after the last b'\\n' in [lo, hi), or -1."""
+    pos = hi
+    while pos > lo:
+        start = max(lo, pos - _SCAN_BLOCK)
+        fh.seek(start)
+        i = fh.read(pos - start).rfind(b"\n")
+        if i >= 0:
+            return int(start + i + 1)
+        pos = start
+    return -1
+
+
+def _next_newline(fh: Any, lo: int, hi: int) -> int:
+    """Position after the first b'\\n' in [lo, hi), or -1."""
+    pos = lo
+    while pos < hi:
+        fh.seek(pos)
+        block = fh.read(min(_SCAN_BLOCK, hi - pos))
+        if not block:
+            return -1
+        i = block.find(b"\n")
+        if i >= 0:
+            return int(pos + i + 1)
+        pos += len(block)
+    return -1
+
+
+def list_files(root: str, family: str, cluster: str | None, default_cluster: str) -> list[tuple[str, FileInfo]]:
+    """Input files of `family` under `root` (a file or a directory), oldest first (rotated files before current)."""
+    if os.path.isfile(root):
+        info = describe(os.path.dirname(root), root, cluster, default_cluster)
+        return [(root, info)] if info and info.family == family else []
+    found: list[tuple[float, str, FileInfo]] = []
+    for dirpath, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
+        for name in files:
+            path = os.path.join(dirpath, name)
+            info = describe(root, path, cluster, default_cluster)
+            if info is None or info.family != family:
+                continue
+            try:
+                found.append((os.stat(path).st_mtime, path, info))
+            except FileNotFoundError:
+                continue
+    found.sort(key=lambda t: (t[0], t[1]))
+    return [(p, i) for _, p, i in found]
+
+
+def plan(
+    root: str,
+    family: str,
+    start: dict[str, dict[str, Any]],
+    max_bytes: int,
+    cluster: str | None = None,
+    default_cluster: str = "default",
+) -> dict[str, dict[str, Any]]:
+    """The next offsets: {"<dev>:<ino>": {path, from, offset, size, fp, cluster, broker_id, kind}} (JSON-able).
+
+    [from, offset) is the byte range of the batch for that file: `from` is the previous offset, or 0 for a new
+    file (or one whose inode now belongs to a different file).
+
+    `offset` is always just after a newline (or a capped partial line); the total advance is <= max_bytes,
+    except that one line longer than the budget is always taken whole so the stream progresses.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    budget = max_bytes
+    for path, info in list_files(root, family, cluster, default_cluster):
+        try:
+            fh = open(path, "rb")  # noqa: SIM115 - closed by the `with` below
+        except OSError:
+            continue
+        with fh:
+            st = os.fstat(fh.fileno())
+            key = f"{st.st_dev}:{st.st_ino}"
+            prev = start.get(key)
+            offset = 0
+            # Same inode, same first bytes, not shrunk: the file we were reading (maybe renamed by rotation).
+            # The fingerprint is kept while it grows to FINGERPRINT_BYTES, so a reset shows in `fp` too.
+            fp = _fingerprint(fh)
+            if prev is not None and _same_file(fh, prev.get("fp", "")) and st.st_size >= int(prev["offset"]):
+                offset = int(prev["offset"])
+            end = offset
+            if st.st_size > offset and budget > 0:
+                hi = min(st.st_size, offset + budget)
+                end = _last_newline(fh, offset, hi)
+                if end < 0 and hi < st.st_size:  # one line longer than the budget: take it whole
+                    end = _next_newline(fh, hi, min(st.st_size, offset + MAX_PARTIAL_LINE_BYTES))
+                if end < 0 and st.st_size - offset >= MAX_PARTIAL_LINE_BYTES:
+                    end = offset + MAX_PARTIAL_LINE_BYTES  # a writer that never ends its line
+                end = max(end, offset)
+                budget -= end - offset
+            out[key] = {
+                "path": path,
+                "offset": end,
+                "size": st.st_size,
+                "fp": fp,
+                "from": offset,
+                "cluster": info.cluster,
+                "broker_id": info.broker_id,
+                "kind": info.kind,
+            }
+    return out
+
+
+def split(family: str, start: dict[str, dict[str, Any]], end: dict[str, dict[str, Any]]) -> list[Piece]:
+    """The pieces to read for the batch (start, end]; deterministic for a given pair of offsets."""
+    pieces: list[Piece] = []
+    del start  # `end` carries each file's range start ("from"), decided by plan() against the start offsets
+    for key, e in sorted(end.items()):
+        lo = int(e["from"])
+        hi = int(e["offset"])
+        if hi <= lo:
+            continue
+        dev, ino = (int(x) for x in key.split(":"))
+        for a in range(lo, hi, SPLIT_BYTES):
+            b = min(hi, a + SPLIT_BYTES)
+            pieces.append(Piece(e["path"], dev, ino, lo, hi, a, b, family, e["kind"], e["cluster"], e["broker_id"]))
+    return pieces
+
+
+def _open_by_inode(piece: Piece) -> Any:
+    """Open the piece's file, following a rotation (same inode, new name in the same directory); None if gone."""
+    candidates = [piece.path]
+    folder = os.path.dirname(piece.path)
+    base = os.path.basename(piece.path)
+    try:
+        candidates += sorted(os.path.join(folder, n) for n in os.listdir(folder) if n.startswith(base) and n != base)
+    except OSError:
+        return None
+    for path in candidates:
+        try:
+            fh = open(path, "rb")  # noqa: SIM115 - returned open to the caller
+        except OSError:
+            continue
+        st = os.fstat(fh.fileno())
+        if st.st_dev == piece.dev and st.st_ino == piece.ino:
+            return fh
+        fh.close()
+    return None
+
+
+def _records(buf: bytes, base: int, piece: Piece) -> tuple[list[str], list[int], list[int]]:
+    """Split `buf` (starting at file offset `base`, a line start) into records: (texts, offsets, byte lengths).
+
+    A record starts on a line inside the piece; continuation lines (logs only) join the record before them, also
+    past the piece's end (the buffer holds a tail for that). Leading continuation lines of a piece that is not the
+    first of its range belong to the previous piece's record and are skipped.
+    """
+    texts: list[str] = []
+    offsets: list[int] = []
+    sizes: list[int] = []
+    join = piece.family == "logs"
+    lines = buf.split(b"\n")
+    if buf.endswith(b"\n"):
+        lines.pop()
+    pos = base
+    for raw in lines:
+        line_start = pos
+        pos += len(raw) + 1
+        if not raw.strip():
+            continue  # blank lines are not records
+        size = len(raw)
+        if raw.endswith(b"\r"):
+            raw = raw[:-1]
+        if join and _CONT_B.match(raw):
+            if texts:
+                texts[-1] += "\n" + raw.decode("utf-8", errors="replace")
+                sizes[-1] += size + 1
+                continue
+            if piece.start > piece.range_start:
+                continue  # the previous piece's last record took it
+            if line_start >= piece.end:
+                break
+        elif line_start >= piece.end:
+            break  # the next piece's record
+        texts.append(raw.decode("utf-8", errors="replace"))
+        offsets.append(line_start)
+        sizes.append(size)
+    return texts, offsets, sizes
+
+
+def read_piece(piece: Piece, now: dt.datetime | None = None) -> Iterator[Any]:
+    """Yield the piece's records as pyarrow RecordBatches of OUTPUT_SCHEMA_DDL's columns."""
+    import pyarrow as pa
+
+    fh = _open_by_inode(piece)
+    if fh is None:
+        log.warning("file %s (inode %d) disappeared before it was read; skipped", piece.path, piece.ino)
+        return
+    with fh:
+        read_from = piece.start
+        if piece.start > piece.range_start:
+            # Hadoop rule: a piece owns the lines that start in it; skip the tail of the previous piece's line.
+            fh.seek(piece.start - 1)
+            if fh.read(1) != b"\n":
+                nxt = _next_newline(fh, piece.start, piece.range_end)
+                read_from = piece.range_end if nxt < 0 else nxt
+        if read_from >= piece.end:
+            return
+        stop = min(piece.range_end, piece.end + (CONTINUATION_TAIL_BYTES if piece.family == "logs" else 0))
+        fh.seek(read_from)
+        buf = fh.read(stop - read_from)
+    texts, offsets, sizes = _records(buf, read_from, piece)
+    if not texts:
+        return
+    truncated = [len(t) > MAX_LINE_BYTES for t in texts]
+    if any(truncated):
+        texts = [t[:MAX_LINE_BYTES] if cut else t for t, cut in zip(texts, truncated, strict=True)]
+    n = len(texts)
+    ts = now or dt.datetime.now(dt.UTC)
+    schema = pa.schema(
+        [
+            ("cluster", pa.string()),
+            ("broker_id", pa.int32()),
+            ("kind", pa.string()),
+            ("line", pa.string()),
+            ("line_bytes", pa.int64()),
+            ("source", pa.string()),
+            ("source_offset", pa.int64()),
+            ("ingest_ts", pa.timestamp("us", tz="UTC")),
+            ("truncated", pa.bool_()),
+        ]
+    )
+    yield pa.RecordBatch.from_arrays(
+        [
+            pa.array([piece.cluster] * n, pa.string()),
+            pa.array([piece.broker_id] * n, pa.int32()),
+            pa.array([piece.kind] * n, pa.string()),
+            pa.array(texts, pa.string()),
+            pa.array(sizes, pa.int64()),
+            pa.array([piece.path] * n, pa.string()),
+            pa.array(offsets, pa.int64()),
+            pa.array([ts] * n, pa.timestamp("us", tz="UTC")),
+            pa.array(truncated, pa.bool_()),
+        ],
+        schema=schema,
+    )

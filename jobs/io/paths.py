@@ -1,0 +1,114 @@
+"""What a file under the input tree is: logs or metrics, which kind, which cluster and broker (pure, no Spark).
+
+Kafka names its files (`state-change.log`, `kafka-request.log`, `server.log`, `controller.log`, rotated with a
+`.YYYY-MM-DD-HH` suffix); metric files are JSON lines (`*.jsonl`, `*.json`) or Prometheus text (`*.prom`, `*.txt`).
+Other names are sniffed from their first bytes. Kafka's own data files (segments, indexes, checkpoints) and binary
+files are never read as logs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+__all__ = ["FAMILIES", "FileInfo", "broker_id_from_path", "classify_name", "describe", "sniff"]
+
+FAMILIES = ("logs", "metrics")
+# Sniffing looks at the first bytes only: enough for a log4j line or a Prometheus comment.
+SNIFF_BYTES = 4096
+
+_LOG_NAMES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^state-change.*\.log(\..*)?$"), "state-change"),
+    (re.compile(r"^kafka-request\.log(\..*)?$"), "request"),
+    (re.compile(r"^server\.log(\..*)?$"), "server"),
+    (re.compile(r"^controller\.log(\..*)?$"), "controller"),
+)
+_METRIC_EXT = {".jsonl": "json", ".json": "json", ".prom": "prometheus", ".txt": "prometheus"}
+# Kafka log segments, indexes and checkpoints live next to logs in a broker's working directory.
+_KAFKA_DATA = re.compile(r"^\d{20}\.(log|index|timeindex|snapshot|txnindex)(\.deleted|\.cleaned|\.swap)?$")
+_SKIP_SUFFIX = (".gz", ".zip", ".zst", ".bz2", ".xz", ".crc", ".checkpoint", ".lock", ".parquet", ".pid")
+_BROKER_RE = re.compile(r"(?:^|[^A-Za-z0-9])broker[-_]?(\d+)(?:[^0-9]|$)", re.IGNORECASE)
+_PROM_LINE = re.compile(rb"^(# (HELP|TYPE) |[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^}]*\})? [-+0-9.eEnaNIif]+)")
+_LOG4J_START = re.compile(rb"^(\S+ (stdout|stderr) [FP] |[\w.-]+\s+\| )?(\[\d{4}-\d\d-\d\d|\d{4}-\d\d-\d\d[ T])")
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """A classified input file: `family` logs|metrics, `kind` (log_kind or metric_format), cluster, broker."""
+
+    family: str
+    kind: str
+    cluster: str
+    broker_id: int | None
+
+
+def broker_id_from_path(rel_path: str) -> int | None:
+    """The broker id of a `broker-<id>` (or `broker<id>`, `broker_<id>`) directory or file name, innermost first."""
+    for part in reversed(rel_path.replace(os.sep, "/").split("/")):
+        m = _BROKER_RE.search(part)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def classify_name(name: str) -> tuple[str, str] | None:
+    """(family, kind) from the file name alone, None when the name says nothing."""
+    for rx, kind in _LOG_NAMES:
+        if rx.match(name):
+            return "logs", kind
+    ext = os.path.splitext(name)[1].lower()
+    if ext in _METRIC_EXT:
+        return "metrics", _METRIC_EXT[ext]
+    return None
+
+
+def sniff(head: bytes) -> tuple[str, str] | None:
+    """(family, kind) from a file's first bytes; None for binary or unrecognisable content."""
+    if not head or b"\x00" in head:
+        return None
+    first = head.lstrip().split(b"\n", 1)[0]
+    if first.startswith(b"{"):
+        return "metrics", "json"
+    if _PROM_LINE.match(first):
+        return "metrics", "prometheus"
+    if _LOG4J_START.match(first):
+        if b"(state.change.logger)" in head:
+            return "logs", "state-change"
+        if b"(kafka.request.logger)" in head:
+            return "logs", "request"
+        return "logs", "unknown"
+    return None
+
+
+def _skipped(name: str) -> bool:
+    return name.startswith((".", "_")) or bool(_KAFKA_DATA.match(name)) or name.endswith(_SKIP_SUFFIX)
+
+
+def describe(root: str, path: str, cluster: str | None, default_cluster: str) -> FileInfo | None:
+    """Classify `path` (under `root`); None when it is not an input file.
+
+    The cluster is `cluster` when given; else the first directory level under `root` when the file sits below one
+    that is not itself a `broker-<id>` directory; else `default_cluster`.
+    """
+    name = os.path.basename(path)
+    if _skipped(name):
+        return None
+    fam_kind = classify_name(name)
+    if fam_kind is None:
+        try:
+            with open(path, "rb") as fh:
+                fam_kind = sniff(fh.read(SNIFF_BYTES))
+        except OSError:
+            return None
+    if fam_kind is None:
+        return None
+    rel = os.path.relpath(path, root)
+    parts = rel.replace(os.sep, "/").split("/")
+    if cluster:
+        name_cluster = cluster
+    elif len(parts) >= 2 and broker_id_from_path(parts[0]) is None and parts[0] != "metrics":
+        name_cluster = parts[0]
+    else:
+        name_cluster = default_cluster
+    return FileInfo(fam_kind[0], fam_kind[1], name_cluster, broker_id_from_path(rel))

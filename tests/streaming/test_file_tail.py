@@ -1,0 +1,134 @@
+"""The byte-offset file tailer without Spark: growing files, partial lines, rotation, deletion, pieces."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from jobs.io import file_tail
+from jobs.io.file_tail import plan, read_piece, split
+from jobs.io.paths import broker_id_from_path, classify_name, describe, sniff
+
+L1 = "[2021-03-02 08:00:01,010] INFO [Broker id=2] Handling LeaderAndIsr request correlationId 17 (state.change.logger)"
+
+
+def _read(root: Path, start: dict, family: str = "logs", max_bytes: int = 1 << 20, **kw) -> tuple[dict, list[dict]]:
+    end = plan(str(root), family, start, max_bytes, **kw)
+    rows: list[dict] = []
+    for piece in split(family, start, end):
+        for batch in read_piece(piece):
+            rows.extend(batch.to_pylist())
+    # offsets must survive a JSON round trip (they live in Spark's checkpoint)
+    return json.loads(json.dumps(end)), rows
+
+
+def test_classification_and_broker_ids(tmp_path: Path) -> None:
+    assert classify_name("state-change.log.2024-05-10-09") == ("logs", "state-change")
+    assert classify_name("kafka-request.log") == ("logs", "request")
+    assert classify_name("scrape-1614672000000.prom") == ("metrics", "prometheus")
+    assert classify_name("00000000000000000000.log") is None
+    assert broker_id_from_path("demo/broker-2/metrics/x.prom") == 2
+    assert broker_id_from_path("logs/kafka_broker3.log") == 3
+    assert broker_id_from_path("demo/node/x.log") is None
+    assert sniff(b'{"name": "x"}\n') == ("metrics", "json")
+    assert sniff(b"# TYPE kafka_x untyped\nkafka_x 1.0\n") == ("metrics", "prometheus")
+    assert sniff(L1.encode()) == ("logs", "state-change")
+    assert sniff(b"\x00\x01binary") is None
+    d = tmp_path / "prod" / "broker-7"
+    d.mkdir(parents=True)
+    (d / "server.log").write_text("x\n")
+    (d / "00000000000000000000.log").write_bytes(b"\x00" * 10)
+    info = describe(str(tmp_path), str(d / "server.log"), None, "dflt")
+    assert info is not None
+    assert (info.family, info.kind, info.cluster, info.broker_id) == ("logs", "server", "prod", 7)
+    assert describe(str(tmp_path), str(d / "00000000000000000000.log"), None, "dflt") is None
+    flat = describe(str(d), str(d / "server.log"), "given", "dflt")
+    assert flat is not None
+    assert flat.cluster == "given"
+
+
+def test_growing_file_partial_line_rotation_and_deletion(tmp_path: Path) -> None:
+    b = tmp_path / "broker-2"
+    b.mkdir()
+    log = b / "state-change.log"
+    log.write_text(L1 + "\nsecond line\nthird, partial")
+    off, rows = _read(tmp_path, {})
+    assert [r["line"] for r in rows] == [L1, "second line"]
+    assert [r["source_offset"] for r in rows] == [0, len(L1) + 1]
+    assert rows[0]["broker_id"] == 2
+    assert rows[0]["cluster"] == "default"
+    # The partial line waits; when completed it is read once, from its start.
+    with log.open("a") as fh:
+        fh.write(" now complete\n")
+    off, rows = _read(tmp_path, off)
+    assert [r["line"] for r in rows] == ["third, partial now complete"]
+    # Nothing new: nothing read.
+    off, rows = _read(tmp_path, off)
+    assert rows == []
+    # log4j rotation: the file is renamed (same inode) after one more line, a new file takes its name.
+    with log.open("a") as fh:
+        fh.write("fourth\n")
+    os.rename(log, b / "state-change.log.2021-03-02-08")
+    log.write_text("new file line\n")
+    off, rows = _read(tmp_path, off)
+    assert sorted(r["line"] for r in rows) == ["fourth", "new file line"]
+    assert {r["source"] for r in rows} == {str(b / "state-change.log.2021-03-02-08"), str(log)}
+    # A deleted file disappears from the offsets; the rest keeps going.
+    (b / "state-change.log.2021-03-02-08").unlink()
+    with log.open("a") as fh:
+        fh.write("after delete\n")
+    off, rows = _read(tmp_path, off)
+    assert [r["line"] for r in rows] == ["after delete"]
+    assert len(off) == 1
+
+
+def test_piece_deleted_between_plan_and_read(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("a\nb\n")
+    end = plan(str(tmp_path), "logs", {}, 1 << 20)
+    log.unlink()
+    assert [list(read_piece(p)) for p in split("logs", {}, end)] == [[]]
+
+
+def test_budget_continuations_huge_and_bad_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(file_tail, "MAX_LINE_BYTES", 100)
+    log = tmp_path / "server.log"
+    trace = (
+        "[2021-03-02 08:00:02,000] ERROR boom (kafka.server.ReplicaManager)\n"
+        "java.io.IOException: x\n\tat a.B.c(B.java:1)\nCaused by: y\n\t... 3 more\n"
+    )
+    big = "[2021-03-02 08:00:03,000] INFO " + "z" * 500
+    log.write_bytes(b"\xff\xfe not utf8\n\n" + trace.encode() + big.encode() + b"\nlast\n")
+    off, rows = _read(tmp_path, {}, max_bytes=15)  # budget: only the first line
+    assert [r["line"] for r in rows] == ["\ufffd\ufffd not utf8"]
+    off, rows = _read(tmp_path, off)
+    lines = [r["line"] for r in rows]
+    # The exception line does not look like a continuation (a non-Kafka line must stay its own record)...
+    assert lines[0] == "[2021-03-02 08:00:02,000] ERROR boom (kafka.server.ReplicaManager)"
+    # ...its stack frames and causes join it.
+    assert lines[1] == "java.io.IOException: x\n\tat a.B.c(B.java:1)\nCaused by: y\n\t... 3 more"
+    assert rows[2]["truncated"]
+    assert rows[2]["line_bytes"] == len(big)
+    assert len(lines[2]) == 100
+    assert lines[3] == "last"
+    assert not rows[3]["truncated"]
+
+
+def test_pieces_cover_each_line_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(file_tail, "SPLIT_BYTES", 64)
+    log = tmp_path / "server.log"
+    content = []
+    for i in range(200):
+        content.append(f"[2021-03-02 08:00:00,{i:03d}] INFO line {i} (x)")
+        if i % 7 == 0:
+            content.append(f"\tat frame {i}")
+    log.write_text("\n".join(content) + "\n")
+    end = plan(str(tmp_path), "logs", {}, 1 << 20)
+    pieces = split("logs", {}, end)
+    assert len(pieces) > 10
+    rows = [r for p in pieces for b in read_piece(p) for r in b.to_pylist()]
+    assert [r["line"].split("\n")[0] for r in rows] == [c for c in content if not c.startswith("\t")]
+    assert sum(1 for r in rows if "\tat frame" in r["line"]) == len([i for i in range(200) if i % 7 == 0])
