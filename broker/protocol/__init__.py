@@ -1,0 +1,69 @@
+"""Sans-IO Kafka wire protocol: framing, headers, declarative message schemas, record batches.
+
+Bytes in, ``(RequestHeader, dict)`` out, and back; no sockets, threads or clocks here.  Bodies are
+plain dicts keyed by the snake_case of Kafka's JSON schema field names (see :mod:`.schema`).
+
+Typical broker use::
+
+    frames = decoder.feed(data)              # FrameDecoder(max_frame_size)
+    header, body = decode_request(frame)     # CorruptRequest / UnknownApi / UnsupportedVersion
+    wire = encode_response(header, {...})    # framed bytes to write back
+"""
+
+from __future__ import annotations
+
+from .api import decode_request, decode_response, encode_request, encode_response, error_response
+from .api_keys import API_NAMES, ApiKey
+from .error_codes import ErrorCode
+from .errors import (
+    CorruptRecord,
+    CorruptRequest,
+    EncodeError,
+    FrameTooLarge,
+    ProtocolError,
+    UnknownApi,
+    UnsupportedVersion,
+)
+from .framing import DEFAULT_MAX_FRAME_SIZE, FrameDecoder
+from .headers import (
+    RequestHeader,
+    is_flexible,
+    parse_request_header,
+    request_header_version,
+    response_header_version,
+)
+from .json_view import request_header_to_json, request_to_json, response_to_json, uuid_to_kafka_string
+from .messages import REGISTRY, SUPPORTED
+from .messages.leader_and_isr import MAX_BROKER_EPOCH_TAG
+
+__all__ = [
+    "API_NAMES",
+    "DEFAULT_MAX_FRAME_SIZE",
+    "MAX_BROKER_EPOCH_TAG",
+    "REGISTRY",
+    "SUPPORTED",
+    "ApiKey",
+    "CorruptRecord",
+    "CorruptRequest",
+    "EncodeError",
+    "ErrorCode",
+    "FrameDecoder",
+    "FrameTooLarge",
+    "ProtocolError",
+    "RequestHeader",
+    "UnknownApi",
+    "UnsupportedVersion",
+    "decode_request",
+    "decode_response",
+    "encode_request",
+    "encode_response",
+    "error_response",
+    "is_flexible",
+    "parse_request_header",
+    "request_header_to_json",
+    "request_header_version",
+    "request_to_json",
+    "response_header_version",
+    "response_to_json",
+    "uuid_to_kafka_string",
+]

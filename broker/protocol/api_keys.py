@@ -1,0 +1,77 @@
+"""API keys and their ``ApiKeys`` names (the ``request=`` tag of Kafka's RequestMetrics)."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+__all__ = ["API_NAMES", "ApiKey"]
+
+
+class ApiKey(IntEnum):
+    """Kafka API keys (``org.apache.kafka.common.protocol.ApiKeys``)."""
+
+    PRODUCE = 0
+    FETCH = 1
+    LIST_OFFSETS = 2
+    METADATA = 3
+    LEADER_AND_ISR = 4
+    STOP_REPLICA = 5
+    UPDATE_METADATA = 6
+    CONTROLLED_SHUTDOWN = 7
+    OFFSET_COMMIT = 8
+    OFFSET_FETCH = 9
+    FIND_COORDINATOR = 10
+    JOIN_GROUP = 11
+    HEARTBEAT = 12
+    LEAVE_GROUP = 13
+    SYNC_GROUP = 14
+    DESCRIBE_GROUPS = 15
+    LIST_GROUPS = 16
+    SASL_HANDSHAKE = 17
+    API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    DELETE_RECORDS = 21
+    INIT_PRODUCER_ID = 22
+    OFFSET_FOR_LEADER_EPOCH = 23
+    ADD_PARTITIONS_TO_TXN = 24
+    ADD_OFFSETS_TO_TXN = 25
+    END_TXN = 26
+    WRITE_TXN_MARKERS = 27
+    TXN_OFFSET_COMMIT = 28
+    DESCRIBE_ACLS = 29
+    CREATE_ACLS = 30
+    DELETE_ACLS = 31
+    DESCRIBE_CONFIGS = 32
+    ALTER_CONFIGS = 33
+    ALTER_REPLICA_LOG_DIRS = 34
+    DESCRIBE_LOG_DIRS = 35
+    SASL_AUTHENTICATE = 36
+    CREATE_PARTITIONS = 37
+    CREATE_DELEGATION_TOKEN = 38
+    RENEW_DELEGATION_TOKEN = 39
+    EXPIRE_DELEGATION_TOKEN = 40
+    DESCRIBE_DELEGATION_TOKEN = 41
+    DELETE_GROUPS = 42
+    ELECT_LEADERS = 43
+    INCREMENTAL_ALTER_CONFIGS = 44
+    ALTER_PARTITION_REASSIGNMENTS = 45
+    LIST_PARTITION_REASSIGNMENTS = 46
+    OFFSET_DELETE = 47
+    DESCRIBE_CLIENT_QUOTAS = 48
+    ALTER_CLIENT_QUOTAS = 49
+    DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+    ALTER_USER_SCRAM_CREDENTIALS = 51
+    ALTER_PARTITION = 56
+    UPDATE_FEATURES = 57
+    DESCRIBE_CLUSTER = 60
+    DESCRIBE_PRODUCERS = 61
+    DESCRIBE_TRANSACTIONS = 65
+    LIST_TRANSACTIONS = 66
+    ALLOCATE_PRODUCER_IDS = 67
+
+
+#: ``ApiKeys.name`` (CamelCase) per key, as used in metric tags and request logs.
+API_NAMES: dict[int, str] = {
+    k.value: "".join(part.capitalize() for part in k.name.split("_")) for k in ApiKey
+}

@@ -1,0 +1,106 @@
+"""Schema tables per API (one module each) and the registry the codec dispatches on.
+
+``REGISTRY[api_key] = (request Message, response Message)``.  The modules list every version the
+schema files describe; :data:`SUPPORTED` is the subset this broker implements and advertises in
+ApiVersions (it is what ``decode_request`` accepts).
+"""
+
+from __future__ import annotations
+
+from ..api_keys import ApiKey
+from ..schema import Message
+from . import (
+    alter_configs,
+    api_versions,
+    controlled_shutdown,
+    create_topics,
+    delete_topics,
+    describe_cluster,
+    describe_configs,
+    describe_groups,
+    fetch,
+    find_coordinator,
+    heartbeat,
+    incremental_alter_configs,
+    init_producer_id,
+    join_group,
+    leader_and_isr,
+    leave_group,
+    list_groups,
+    list_offsets,
+    metadata,
+    offset_commit,
+    offset_fetch,
+    produce,
+    stop_replica,
+    sync_group,
+    update_metadata,
+)
+
+__all__ = ["REGISTRY", "SUPPORTED"]
+
+_MODULES = (
+    produce,
+    fetch,
+    list_offsets,
+    metadata,
+    leader_and_isr,
+    stop_replica,
+    update_metadata,
+    controlled_shutdown,
+    offset_commit,
+    offset_fetch,
+    find_coordinator,
+    join_group,
+    heartbeat,
+    leave_group,
+    sync_group,
+    describe_groups,
+    list_groups,
+    api_versions,
+    create_topics,
+    delete_topics,
+    init_producer_id,
+    describe_configs,
+    alter_configs,
+    incremental_alter_configs,
+    describe_cluster,
+)
+
+REGISTRY: dict[int, tuple[Message, Message]] = {m.REQUEST.api_key: (m.REQUEST, m.RESPONSE) for m in _MODULES}
+
+#: api_key -> (min, max) version implemented and advertised.  Newer versions than these change broker
+#: semantics (topic ids in Fetch 13+/Produce 13+, Metadata 13's top-level error, KIP-848 groups), so
+#: they stay out until the handlers support them.
+SUPPORTED: dict[int, tuple[int, int]] = {
+    ApiKey.PRODUCE: (3, 9),
+    ApiKey.FETCH: (4, 12),
+    ApiKey.LIST_OFFSETS: (1, 7),
+    ApiKey.METADATA: (0, 12),
+    ApiKey.LEADER_AND_ISR: (0, 7),
+    ApiKey.STOP_REPLICA: (0, 4),
+    ApiKey.UPDATE_METADATA: (0, 8),
+    ApiKey.CONTROLLED_SHUTDOWN: (0, 3),
+    ApiKey.OFFSET_COMMIT: (2, 8),
+    ApiKey.OFFSET_FETCH: (1, 8),
+    ApiKey.FIND_COORDINATOR: (0, 4),
+    ApiKey.JOIN_GROUP: (0, 7),
+    ApiKey.HEARTBEAT: (0, 4),
+    ApiKey.LEAVE_GROUP: (0, 4),
+    ApiKey.SYNC_GROUP: (0, 5),
+    ApiKey.DESCRIBE_GROUPS: (0, 5),
+    ApiKey.LIST_GROUPS: (0, 4),
+    ApiKey.API_VERSIONS: (0, 3),
+    ApiKey.CREATE_TOPICS: (2, 7),
+    ApiKey.DELETE_TOPICS: (1, 6),
+    ApiKey.INIT_PRODUCER_ID: (0, 4),
+    ApiKey.DESCRIBE_CONFIGS: (1, 4),
+    ApiKey.ALTER_CONFIGS: (0, 2),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    ApiKey.DESCRIBE_CLUSTER: (0, 1),
+}
+
+for _key, (_lo, _hi) in SUPPORTED.items():
+    _req, _resp = REGISTRY[_key]
+    if not (_lo in _req.valid and _hi in _req.valid and _lo in _resp.valid and _hi in _resp.valid):
+        raise AssertionError(f"SUPPORTED[{_key}] = {_lo}-{_hi} outside the schema's valid versions")
