@@ -1,0 +1,270 @@
+"""Typed pipeline settings from `conf/pipeline.yaml`, validated on load; command-line flags override the file.
+
+Every error names the key (`sources.files.max_bytes_per_batch: expected a positive integer, got -1`) and the file.
+The `detection:` section is opaque here: it is handed as a mapping to `pipelines.detection` (which validates it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from jobs.io import PipelineIOError
+
+__all__ = [
+    "DEFAULT_CONFIG",
+    "FileSourceSettings",
+    "KafkaSourceSettings",
+    "QualitySettings",
+    "Settings",
+    "SettingsError",
+    "add_arguments",
+    "load_settings",
+]
+
+DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "conf" / "pipeline.yaml"
+_INTERVAL = re.compile(r"^\d+(\.\d+)?\s*(millisecond|second|minute|hour)s?$")
+_CLUSTER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
+
+
+class SettingsError(PipelineIOError):
+    """The pipeline configuration is invalid; the message names the key."""
+
+
+@dataclass(frozen=True)
+class FileSourceSettings:
+    """`sources.files`: a directory tree of log and metric files (growing and rotated files included)."""
+
+    enabled: bool = True
+    path: str = "var/input"
+    max_bytes_per_batch: int = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class KafkaSourceSettings:
+    """`sources.kafka`: topics holding log lines and metric records."""
+
+    enabled: bool = False
+    bootstrap_servers: str = "127.0.0.1:9092"
+    logs_topics: tuple[str, ...] = ()
+    metrics_topics: tuple[str, ...] = ()
+    starting_offsets: str = "earliest"
+    max_records_per_batch: int = 200_000
+
+
+@dataclass(frozen=True)
+class QualitySettings:
+    """`quality`: Great Expectations on every silver micro-batch (row rules in Spark, GE on a bounded sample)."""
+
+    enabled: bool = True
+    sample_limit: int = 5_000
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The whole pipeline configuration."""
+
+    cluster: str | None = None
+    default_cluster: str = "default"
+    lake: str = "var/lake"
+    checkpoints: str = "var/checkpoints"
+    trigger_interval: str = "10 seconds"
+    once: bool = False
+    spark_master: str = "local[2]"
+    spark_conf: Mapping[str, str] = field(default_factory=dict)
+    sink_mode: str = "delta-rs"
+    files: FileSourceSettings = field(default_factory=FileSourceSettings)
+    kafka: KafkaSourceSettings = field(default_factory=KafkaSourceSettings)
+    quality: QualitySettings = field(default_factory=QualitySettings)
+    detection: Mapping[str, Any] = field(default_factory=dict)
+    source_file: str = ""
+
+    def table_path(self, name: str) -> str:
+        """Where table `name` lives in the lake."""
+        return os.path.join(self.lake, name)
+
+    def checkpoint_path(self, query: str) -> str:
+        """Where query `query` keeps its checkpoint."""
+        return os.path.join(self.checkpoints, query)
+
+
+class _Reader:
+    """Typed access to one YAML mapping with key paths in the errors."""
+
+    def __init__(self, raw: Mapping[str, Any], where: str, source: str) -> None:
+        self.raw = raw
+        self.where = where
+        self.source = source
+
+    def fail(self, key: str, msg: str) -> SettingsError:
+        return SettingsError(f"{self.source}: {self.where}{key}: {msg}")
+
+    def section(self, key: str, known: set[str]) -> _Reader:
+        value = self.raw.get(key) or {}
+        if not isinstance(value, Mapping):
+            raise self.fail(key, f"expected a mapping, got {type(value).__name__}")
+        unknown = sorted(set(value) - known)
+        if unknown:
+            raise self.fail(key, f"unknown keys {unknown} (known: {sorted(known)})")
+        return _Reader(value, f"{self.where}{key}.", self.source)
+
+    def str_(self, key: str, default: str | None, pattern: re.Pattern[str] | None = None) -> str | None:
+        value = self.raw.get(key, default)
+        if value is None:
+            return None
+        if not isinstance(value, str | int | float) or isinstance(value, bool):
+            raise self.fail(key, f"expected a string, got {value!r}")
+        value = str(value)
+        if pattern is not None and not pattern.match(value):
+            raise self.fail(key, f"invalid value {value!r} (expected {pattern.pattern})")
+        return value
+
+    def choice(self, key: str, default: str, choices: tuple[str, ...]) -> str:
+        value = self.raw.get(key, default)
+        if value not in choices:
+            raise self.fail(key, f"expected one of {list(choices)}, got {value!r}")
+        return str(value)
+
+    def bool_(self, key: str, default: bool) -> bool:
+        value = self.raw.get(key, default)
+        if not isinstance(value, bool):
+            raise self.fail(key, f"expected true or false, got {value!r}")
+        return value
+
+    def pos_int(self, key: str, default: int) -> int:
+        value = self.raw.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise self.fail(key, f"expected a positive integer, got {value!r}")
+        return value
+
+    def str_list(self, key: str) -> tuple[str, ...]:
+        value = self.raw.get(key) or []
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            raise self.fail(key, f"expected a list of names, got {value!r}")
+        return tuple(value)
+
+
+_TOP = {"cluster", "default_cluster", "lake", "checkpoints", "trigger", "spark", "sink", "sources", "quality",
+        "detection"}  # fmt: skip
+
+
+def parse_settings(raw: Mapping[str, Any] | None, source: str = "<settings>") -> Settings:
+    """Validate a configuration mapping (the parsed YAML) into Settings."""
+    raw = raw or {}
+    if not isinstance(raw, Mapping):
+        raise SettingsError(f"{source}: expected a mapping at the top level, got {type(raw).__name__}")
+    unknown = sorted(set(raw) - _TOP)
+    if unknown:
+        raise SettingsError(f"{source}: unknown keys {unknown} (known: {sorted(_TOP)})")
+    top = _Reader(raw, "", source)
+    trigger = top.section("trigger", {"interval", "once"})
+    spark = top.section("spark", {"master", "conf"})
+    sink = top.section("sink", {"mode"})
+    sources = top.section("sources", {"files", "kafka"})
+    files = sources.section("files", {"enabled", "path", "max_bytes_per_batch"})
+    kafka = sources.section(
+        "kafka",
+        {"enabled", "bootstrap_servers", "logs_topics", "metrics_topics", "starting_offsets", "max_records_per_batch"},
+    )
+    quality = top.section("quality", {"enabled", "sample_limit"})
+    conf = spark.raw.get("conf") or {}
+    if not isinstance(conf, Mapping):
+        raise spark.fail("conf", "expected a mapping of Spark properties")
+    detection = raw.get("detection") or {}
+    if not isinstance(detection, Mapping):
+        raise top.fail("detection", "expected a mapping")
+    k = KafkaSourceSettings(
+        enabled=kafka.bool_("enabled", False),
+        bootstrap_servers=kafka.str_("bootstrap_servers", "127.0.0.1:9092") or "",
+        logs_topics=kafka.str_list("logs_topics"),
+        metrics_topics=kafka.str_list("metrics_topics"),
+        starting_offsets=kafka.choice("starting_offsets", "earliest", ("earliest", "latest")),
+        max_records_per_batch=kafka.pos_int("max_records_per_batch", 200_000),
+    )
+    if k.enabled and not (k.logs_topics or k.metrics_topics):
+        raise kafka.fail("logs_topics", "sources.kafka is enabled but names no logs_topics or metrics_topics")
+    return Settings(
+        cluster=top.str_("cluster", None, _CLUSTER),
+        default_cluster=top.str_("default_cluster", "default", _CLUSTER) or "default",
+        lake=top.str_("lake", "var/lake") or "var/lake",
+        checkpoints=top.str_("checkpoints", "var/checkpoints") or "var/checkpoints",
+        trigger_interval=trigger.str_("interval", "10 seconds", _INTERVAL) or "10 seconds",
+        once=trigger.bool_("once", False),
+        spark_master=spark.str_("master", "local[2]") or "local[2]",
+        spark_conf={str(a): str(b) for a, b in conf.items()},
+        sink_mode=sink.choice("mode", "delta-rs", ("delta-rs", "delta-spark")),
+        files=FileSourceSettings(
+            enabled=files.bool_("enabled", True),
+            path=files.str_("path", "var/input") or "var/input",
+            max_bytes_per_batch=files.pos_int("max_bytes_per_batch", 64 * 1024 * 1024),
+        ),
+        kafka=k,
+        quality=QualitySettings(
+            enabled=quality.bool_("enabled", True),
+            sample_limit=quality.pos_int("sample_limit", 5_000),
+        ),
+        detection=dict(detection),
+        source_file=source,
+    )
+
+
+def load_settings(path: str | os.PathLike[str] | None = None, args: argparse.Namespace | None = None) -> Settings:
+    """Load and validate the YAML file (default conf/pipeline.yaml), then apply the command-line overrides."""
+    import yaml
+
+    cfg = Path(path) if path else DEFAULT_CONFIG
+    try:
+        raw = yaml.safe_load(cfg.read_text()) if cfg.exists() or path else {}
+    except OSError as exc:
+        raise SettingsError(f"cannot read {cfg}: {exc}") from exc
+    except yaml.YAMLError as exc:
+        raise SettingsError(f"{cfg}: not valid YAML: {exc}") from exc
+    settings = parse_settings(raw, str(cfg))
+    return apply_overrides(settings, args) if args is not None else settings
+
+
+def apply_overrides(settings: Settings, args: argparse.Namespace) -> Settings:
+    """`--input --lake --checkpoints --cluster --once --trigger --master --sink-mode` win over the file."""
+    s = settings
+    if getattr(args, "input", None):
+        if not os.path.exists(args.input):
+            raise SettingsError(f"--input {args.input}: no such file or directory")
+        s = replace(s, files=replace(s.files, path=args.input, enabled=True))
+    if getattr(args, "lake", None):
+        s = replace(s, lake=args.lake)
+    if getattr(args, "checkpoints", None):
+        s = replace(s, checkpoints=args.checkpoints)
+    if getattr(args, "cluster", None):
+        if not _CLUSTER.match(args.cluster):
+            raise SettingsError(f"--cluster {args.cluster!r}: letters, digits and _.:- only")
+        s = replace(s, cluster=args.cluster)
+    if getattr(args, "once", False):
+        s = replace(s, once=True)
+    if getattr(args, "trigger", None):
+        if not _INTERVAL.match(args.trigger):
+            raise SettingsError(f"--trigger {args.trigger!r}: expected e.g. '10 seconds' or '500 milliseconds'")
+        s = replace(s, trigger_interval=args.trigger)
+    if getattr(args, "master", None):
+        s = replace(s, spark_master=args.master)
+    if getattr(args, "sink_mode", None):
+        s = replace(s, sink_mode=args.sink_mode)
+    return s
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The common flags of `planewatch pipeline` and the spark-submit jobs."""
+    parser.add_argument("--config", default=None, help=f"pipeline YAML (default {DEFAULT_CONFIG})")
+    parser.add_argument("--input", metavar="DIR", help="a tree of Kafka log and metric files (sources.files.path)")
+    parser.add_argument("--lake", metavar="DIR", help="where the Delta tables live")
+    parser.add_argument("--checkpoints", metavar="DIR", help="where the streaming checkpoints live")
+    parser.add_argument("--cluster", metavar="NAME", help="cluster name for every input (else per first-level dir)")
+    parser.add_argument("--once", action="store_true", help="process what is there now, then stop")
+    parser.add_argument("--trigger", metavar="INTERVAL", help="micro-batch interval, e.g. '10 seconds'")
+    parser.add_argument("--sink-mode", choices=("delta-rs", "delta-spark"), help="Delta writer (sink.mode)")

@@ -1,0 +1,365 @@
+"""PySpark Python streaming data sources: growing log/metric files (`planewatch_files`) and Kafka topics
+(`planewatch_kafka`, confluent-kafka). Both emit the same raw-record columns (`RAW_RECORD_DDL`), which the jobs map
+to the bronze tables (`raw_logs`, `raw_metrics`).
+
+    from jobs.io.sources import register_sources
+    register_sources(spark)
+    spark.readStream.format("planewatch_files").option("family", "logs").load("/var/log/kafka")
+    spark.readStream.format("planewatch_kafka").option("bootstrap.servers", "127.0.0.1:9092")
+         .option("topics", "kafka-logs").option("family", "logs").load()
+
+Offsets live in Spark's checkpoint (JSON): per file {"<dev>:<ino>": {path, from, offset, ...}}, per Kafka
+partition {"<topic>/<partition>": next offset}. `read()` runs in the Python workers and is stateless.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import re
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadMaxRows, SupportsTriggerAvailableNow
+
+from jobs.io import PipelineIOError
+from jobs.io.file_tail import OUTPUT_SCHEMA_DDL, Piece, plan, read_piece, split
+from jobs.io.paths import FAMILIES, broker_id_from_path, sniff
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import StructType
+
+__all__ = [
+    "DEFAULT_MAX_BYTES_PER_TRIGGER",
+    "DEFAULT_MAX_RECORDS_PER_TRIGGER",
+    "RAW_RECORD_DDL",
+    "FileStreamSource",
+    "KafkaStreamSource",
+    "register_sources",
+]
+
+log = logging.getLogger(__name__)
+
+RAW_RECORD_DDL = OUTPUT_SCHEMA_DDL
+# A micro-batch reads at most this many bytes of files: bounds memory and batch duration after a long stop.
+DEFAULT_MAX_BYTES_PER_TRIGGER = 64 * 1024 * 1024
+# A micro-batch reads at most this many Kafka records (over all partitions).
+DEFAULT_MAX_RECORDS_PER_TRIGGER = 200_000
+# Kafka records are read with this timeout per poll; a partition range that does not arrive in
+# KAFKA_READ_DEADLINE_S fails the task (Spark retries it) rather than hanging the query.
+KAFKA_POLL_S = 1.0
+KAFKA_READ_DEADLINE_S = 60.0
+KAFKA_METADATA_TIMEOUT_S = 10.0
+
+
+def _family(options: dict[str, str]) -> str:
+    family = options.get("family", "logs")
+    if family not in FAMILIES:
+        raise PipelineIOError(f"option family must be one of {FAMILIES}, got {family!r}")
+    return family
+
+
+class _PiecePartition(InputPartition):
+    def __init__(self, piece: Piece) -> None:
+        self.piece = piece
+
+
+class _FileStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, options: dict[str, str]) -> None:
+        self.root = options.get("path") or ""
+        if not self.root:
+            raise PipelineIOError("planewatch_files needs a path: .load(DIR)")
+        self.family = _family(options)
+        self.cluster = options.get("cluster") or None
+        self.default_cluster = options.get("defaultCluster", "default")
+        self.max_bytes = int(options.get("maxBytesPerTrigger", DEFAULT_MAX_BYTES_PER_TRIGGER))
+        if self.max_bytes <= 0:
+            raise PipelineIOError(f"maxBytesPerTrigger must be positive, got {self.max_bytes}")
+        self.available_now: dict[str, dict[str, Any]] | None = None
+
+    def initialOffset(self) -> dict[str, Any]:
+        return {"files": {}}
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        # Snapshot of "everything there now": file sizes. Batches then never read past them.
+        self.available_now = plan(self.root, self.family, {}, 1 << 62, self.cluster, self.default_cluster)
+
+    def latestOffset(self, start: dict[str, Any], limit: Any) -> dict[str, Any]:
+        files = plan(self.root, self.family, start["files"], self.max_bytes, self.cluster, self.default_cluster)
+        if self.available_now is not None:
+            # availableNow: do not take lines written after the query started (so --once terminates).
+            for key, entry in files.items():
+                snap = self.available_now.get(key)
+                cap = int(snap["offset"]) if snap is not None else int(entry["from"])
+                if int(entry["offset"]) > cap:
+                    entry["offset"] = max(cap, int(entry["from"]))
+        return {"files": files}
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[_PiecePartition]:
+        return [_PiecePartition(p) for p in split(self.family, start["files"], end["files"])]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        assert isinstance(partition, _PiecePartition)
+        yield from read_piece(partition.piece)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        del end
+
+
+class FileStreamSource(DataSource):
+    """`planewatch_files`: lines of growing, rotating log or metric files under a directory.
+
+    Options: `family` (logs | metrics), `cluster` (else a first-level directory, else `defaultCluster`),
+    `maxBytesPerTrigger` (default 64 MiB).
+    """
+
+    @classmethod
+    def name(cls) -> str:
+        return "planewatch_files"
+
+    def schema(self) -> str:
+        return RAW_RECORD_DDL
+
+    def streamReader(self, schema: StructType) -> _FileStreamReader:
+        return _FileStreamReader(dict(self.options))
+
+
+# ---------------------------------------------------------------------------------------------------- Kafka
+
+
+class _KafkaRange(InputPartition):
+    def __init__(self, topic: str, partition: int, start: int, end: int) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.start = start
+        self.end = end
+
+
+_METRIC_HINT = re.compile(r"metric", re.IGNORECASE)
+
+
+def _kafka_conf(options: dict[str, str], group_suffix: str) -> dict[str, Any]:
+    conf: dict[str, Any] = {
+        "bootstrap.servers": options["bootstrap.servers"],
+        "group.id": f"planewatch-{group_suffix}",  # never committed: offsets live in the Spark checkpoint
+        "enable.auto.commit": False,
+        "enable.partition.eof": False,
+        "log_level": 3,
+    }
+    for key, value in options.items():
+        if key.startswith("kafka."):
+            conf[key[len("kafka.") :]] = value
+    return conf
+
+
+def _record_fields(
+    value: bytes | None, key: bytes | None, topic: str, family: str, default_cluster: str, cluster: str | None
+) -> tuple[str, int | None, str, str, int]:
+    """(cluster, broker_id, kind, line, line_bytes) of one Kafka record; headers-free, from key and content."""
+    raw = value or b""
+    line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+    key_s = key.decode("utf-8", errors="replace") if key else ""
+    broker = broker_id_from_path(key_s) if key_s else None
+    if broker is None and key_s.isdigit():
+        broker = int(key_s)
+    sniffed = sniff(raw[:4096])
+    if family == "metrics":
+        kind = sniffed[1] if sniffed and sniffed[0] == "metrics" else "json"
+    else:
+        kind = sniffed[1] if sniffed and sniffed[0] == "logs" else "unknown"
+    return cluster or default_cluster, broker, kind, line, len(raw)
+
+
+class _KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, options: dict[str, str]) -> None:
+        if not options.get("bootstrap.servers"):
+            raise PipelineIOError("planewatch_kafka needs option bootstrap.servers")
+        self.topics = [t.strip() for t in options.get("topics", "").split(",") if t.strip()]
+        if not self.topics:
+            raise PipelineIOError("planewatch_kafka needs option topics (comma-separated)")
+        self.options = options
+        self.family = _family(options)
+        self.starting = options.get("startingOffsets", "earliest")
+        if self.starting not in ("earliest", "latest"):
+            raise PipelineIOError(f"startingOffsets must be earliest or latest, got {self.starting!r}")
+        self.max_records = int(options.get("maxRecordsPerTrigger", DEFAULT_MAX_RECORDS_PER_TRIGGER))
+        self.cluster = options.get("cluster") or None
+        self.default_cluster = options.get("defaultCluster", "default")
+        self.available_now: dict[str, int] | None = None
+
+    def _watermarks(self) -> dict[str, tuple[int, int]]:
+        from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+        consumer = Consumer(_kafka_conf(self.options, "planner"))
+        try:
+            out: dict[str, tuple[int, int]] = {}
+            meta = consumer.list_topics(timeout=KAFKA_METADATA_TIMEOUT_S)
+            for topic in self.topics:
+                tmeta = meta.topics.get(topic)
+                if tmeta is None or tmeta.error is not None:
+                    log.warning("topic %s not available yet: %s", topic, None if tmeta is None else tmeta.error)
+                    continue
+                for pid in sorted(tmeta.partitions):
+                    lo, hi = consumer.get_watermark_offsets(
+                        TopicPartition(topic, pid), timeout=KAFKA_METADATA_TIMEOUT_S
+                    )
+                    out[f"{topic}/{pid}"] = (int(lo), int(hi))
+            return out
+        except KafkaException as exc:
+            raise PipelineIOError(f"Kafka metadata from {self.options['bootstrap.servers']}: {exc}") from exc
+        finally:
+            consumer.close()
+
+    def initialOffset(self) -> dict[str, Any]:
+        marks = self._watermarks()
+        idx = 0 if self.starting == "earliest" else 1
+        return {"partitions": {tp: m[idx] for tp, m in marks.items()}}
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self.available_now = {tp: hi for tp, (_lo, hi) in self._watermarks().items()}
+
+    def getDefaultReadLimit(self) -> Any:
+        return ReadMaxRows(self.max_records)
+
+    def latestOffset(self, start: dict[str, Any], limit: Any) -> dict[str, Any]:
+        marks = self._watermarks()
+        begin: dict[str, int] = dict(start["partitions"])
+        budget = getattr(limit, "max_rows", None)
+        end: dict[str, int] = {}
+        for tp in sorted(set(begin) | set(marks)):
+            lo, hi = marks.get(tp, (0, begin.get(tp, 0)))
+            if self.available_now is not None:
+                hi = min(hi, self.available_now.get(tp, hi))
+            # A new partition starts at its low watermark; a position below it (retention) moves up to it.
+            pos = max(begin.get(tp, lo), lo)
+            end[tp] = max(pos, hi)
+        if budget is not None:
+            # Share the record budget fairly: round-robin in chunks so no partition starves.
+            want = {tp: end[tp] - max(begin.get(tp, 0), marks.get(tp, (0, 0))[0]) for tp in end}
+            grant = dict.fromkeys(end, 0)
+            left = int(budget)
+            while left > 0 and any(grant[tp] < want[tp] for tp in end):
+                active = [tp for tp in end if grant[tp] < want[tp]]
+                share = max(1, left // len(active))
+                for tp in active:
+                    g = min(share, want[tp] - grant[tp], left)
+                    grant[tp] += g
+                    left -= g
+            for tp in end:
+                end[tp] = end[tp] - want[tp] + grant[tp]
+        return {"partitions": end}
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[_KafkaRange]:
+        ranges = []
+        for tp, stop in sorted(end["partitions"].items()):
+            begin = int(start["partitions"].get(tp, 0))
+            if int(stop) > begin:
+                topic, _, pid = tp.rpartition("/")
+                ranges.append(_KafkaRange(topic, int(pid), begin, int(stop)))
+        return ranges
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        import time
+
+        import pyarrow as pa
+        from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+        assert isinstance(partition, _KafkaRange)
+        p = partition
+        consumer = Consumer(_kafka_conf(self.options, f"reader-{p.topic}-{p.partition}"))
+        cols: dict[str, list[Any]] = {k: [] for k in ("cluster", "broker_id", "kind", "line", "line_bytes", "offset")}
+        try:
+            consumer.assign([TopicPartition(p.topic, p.partition, p.start)])
+            deadline = time.monotonic() + KAFKA_READ_DEADLINE_S
+            nxt = p.start
+            while nxt < p.end:
+                if time.monotonic() > deadline:
+                    raise PipelineIOError(f"Kafka {p.topic}/{p.partition}: [{nxt}, {p.end}) not readable in time")
+                msgs = consumer.consume(num_messages=min(10_000, p.end - nxt), timeout=KAFKA_POLL_S)
+                for msg in msgs:
+                    err = msg.error()
+                    if err is not None:
+                        if err.code() == KafkaError._PARTITION_EOF:
+                            continue
+                        raise PipelineIOError(f"Kafka {p.topic}/{p.partition}: {err}")
+                    off = msg.offset()
+                    if off is None or off < nxt:
+                        continue
+                    if off >= p.end:
+                        nxt = p.end  # past the range (a compacted gap before it): done
+                        break
+                    fields = _record_fields(
+                        msg.value(), msg.key(), p.topic, self.family, self.default_cluster, self.cluster
+                    )
+                    for name, v in zip(("cluster", "broker_id", "kind", "line", "line_bytes"), fields, strict=True):
+                        cols[name].append(v)
+                    cols["offset"].append(off)
+                    nxt = off + 1
+        finally:
+            consumer.close()
+        n = len(cols["offset"])
+        if n == 0:
+            return
+        now = dt.datetime.now(dt.UTC)
+        yield pa.RecordBatch.from_arrays(
+            [
+                pa.array(cols["cluster"], pa.string()),
+                pa.array(cols["broker_id"], pa.int32()),
+                pa.array(cols["kind"], pa.string()),
+                pa.array(cols["line"], pa.string()),
+                pa.array(cols["line_bytes"], pa.int64()),
+                pa.array([f"kafka:{p.topic}/{p.partition}"] * n, pa.string()),
+                pa.array(cols["offset"], pa.int64()),
+                pa.array([now] * n, pa.timestamp("us", tz="UTC")),
+                pa.array([False] * n, pa.bool_()),
+            ],
+            names=[
+                "cluster",
+                "broker_id",
+                "kind",
+                "line",
+                "line_bytes",
+                "source",
+                "source_offset",
+                "ingest_ts",
+                "truncated",
+            ],
+        )
+
+    def commit(self, end: dict[str, Any]) -> None:
+        del end
+
+
+class KafkaStreamSource(DataSource):
+    """`planewatch_kafka`: records of Kafka topics (confluent-kafka), one raw row per record.
+
+    Options: `bootstrap.servers`, `topics` (comma-separated), `family` (logs | metrics), `startingOffsets`
+    (earliest | latest, first run only), `maxRecordsPerTrigger` (default 200,000), `cluster`/`defaultCluster`,
+    and any `kafka.<librdkafka property>`. The record key may name the broker (`broker-2` or `2`).
+    """
+
+    @classmethod
+    def name(cls) -> str:
+        return "planewatch_kafka"
+
+    def schema(self) -> str:
+        return RAW_RECORD_DDL
+
+    def streamReader(self, schema: StructType) -> _KafkaStreamReader:
+        return _KafkaStreamReader(dict(self.options))
+
+
+def register_sources(spark: SparkSession) -> None:
+    """Register planewatch_files, planewatch_kafka and planewatch_delta with the session."""
+    from jobs.io.delta_read import DeltaStreamSource
+
+    for source in (FileStreamSource, KafkaStreamSource, DeltaStreamSource):
+        spark.dataSource.register(source)
+
+
+def offsets_json(offsets: dict[str, Any]) -> str:
+    """Compact JSON of an offsets dict (for logs and tests)."""
+    return json.dumps(offsets, sort_keys=True, separators=(",", ":"))
