@@ -26,7 +26,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -342,24 +342,16 @@ def _run_query(sql: str, handles: Mapping[str, _Handle]) -> pa.Table:
     qb = QueryBuilder()
     for name, h in handles.items():
         qb.register(name, h.table)
-    reader = qb.execute(sql)
+    # arro3 RecordBatchReader -> pyarrow through the Arrow PyCapsule interface; stop reading at the row cap.
+    reader = pa.RecordBatchReader.from_stream(qb.execute(sql))
     batches: list[pa.RecordBatch] = []
     rows = 0
-    schema: pa.Schema | None = None
-    for b in _iter_batches(reader):
-        schema = b.schema
+    for b in reader:
         batches.append(b)
         rows += b.num_rows
         if rows >= MAX_QUERY_ROWS:
             break
-    if schema is None:
-        return pa.table(reader.read_all()) if hasattr(reader, "read_all") else pa.table({})
-    return pa.Table.from_batches(batches, schema).slice(0, MAX_QUERY_ROWS)
-
-
-def _iter_batches(reader: Any) -> Iterator[pa.RecordBatch]:
-    """Batches of an arro3 RecordBatchReader as pyarrow RecordBatches (Arrow PyCapsule interface)."""
-    yield from pa.RecordBatchReader.from_stream(reader)
+    return pa.Table.from_batches(batches, reader.schema).slice(0, MAX_QUERY_ROWS)
 
 
 def _conform(t: pa.Table, schema: pa.Schema) -> pa.Table:

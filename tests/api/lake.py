@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pyarrow as pa
 from deltalake import write_deltalake
@@ -15,7 +15,9 @@ from schemas.tables import ALERTS, CONTROL_REQUEST_LATENCY, METRIC_ROLLUPS_1M, M
 T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 
 
-def write(lake: Path, table: Table, rows: list[dict[str, Any]], mode: str = "append") -> None:
+def write(
+    lake: Path, table: Table, rows: list[dict[str, Any]], mode: Literal["append", "overwrite"] = "append"
+) -> None:
     schema = table.to_arrow()
     full = [{c: r.get(c) for c in schema.names} for r in rows]
     write_deltalake(
