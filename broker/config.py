@@ -39,6 +39,7 @@ __all__ = [
     "KafkaConfig",
     "load_config",
     "parse_overrides",
+    "parse_value",
 ]
 
 INT_MAX = 2**31 - 1  # Java Int.MaxValue: Kafka's "unlimited" for connection limits
@@ -180,6 +181,19 @@ def _parse_typed(d: ConfigDef, raw: Any) -> Any:
     if d.type == "list":
         return [] if not str(raw).strip() else [item.strip() for item in str(raw).split(",") if item.strip()]
     return str(raw).strip()
+
+
+def parse_value(key: str, raw: Any, definition: str | None = None) -> Any:
+    """Parse and validate one value of key ``key`` (or of table entry ``definition`` for prefixed keys).
+
+    Raises:
+        ConfigException: naming ``key``.
+    """
+    d = CONFIG_DEFS[definition or key]
+    value = _parse_typed(ConfigDef(key, d.type, d.default, d.doc), raw)
+    if value is not None and d.validator is not None:
+        d.validator(key, value)
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,6 +369,7 @@ class KafkaConfig:
         base = Path(self.log_dirs[0]).parent
         self.kafka_logs_dir = Path(v["kafka.logs.dir"] or base / "logs")
         self.metrics_dir = Path(v["metrics.dir"] or base / "metrics")
+        v["kafka.logs.dir"], v["metrics.dir"] = str(self.kafka_logs_dir), str(self.metrics_dir)
 
     def _derive_inter_broker(self, adv_names: list[str]) -> str:
         name = self.values["inter.broker.listener.name"]

@@ -22,20 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from broker.protocol import RequestHeader
+
 __all__ = ["Request", "RequestHandlerApi", "RequestHeader", "Response"]
-
-
-class RequestHeader(Protocol):
-    """The parsed request header; structurally ``broker.protocol.RequestHeader`` (the sans-IO codec's type)."""
-
-    @property
-    def api_key(self) -> int: ...
-    @property
-    def api_version(self) -> int: ...
-    @property
-    def correlation_id(self) -> int: ...
-    @property
-    def client_id(self) -> str | None: ...
 
 
 @dataclass(slots=True)
