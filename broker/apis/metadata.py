@@ -1,0 +1,102 @@
+"""Pure builders of the ApiVersions and Metadata responses (Kafka 2.8 ``KafkaApis`` / ``MetadataCache``)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from broker.apis.convert import kafka_string_to_uuid
+from broker.state.metadata_cache import MetadataSnapshot
+from broker.state.model import LiveBroker
+
+__all__ = ["CLIENT_SOFTWARE_RE", "api_versions_body", "metadata_body", "valid_client_software"]
+
+NONE = 0
+UNKNOWN_TOPIC_OR_PARTITION = 3
+LEADER_NOT_AVAILABLE = 5
+REPLICA_NOT_AVAILABLE = 9
+INVALID_REQUEST = 42
+NO_LEADER_ID = -1  # MetadataResponse.NO_LEADER_ID
+NO_CONTROLLER_ID = -1  # MetadataResponse.NO_CONTROLLER_ID
+AUTHORIZED_OPERATIONS_OMITTED = -2147483648  # Integer.MIN_VALUE: not requested
+
+# ApiVersionsRequest.isValid (KIP-511): client software name and version must match this.
+CLIENT_SOFTWARE_RE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+
+def valid_client_software(body: Mapping[str, Any], version: int) -> bool:
+    """ApiVersions v3+ must carry a valid ClientSoftwareName and ClientSoftwareVersion."""
+    if version < 3:
+        return True
+    name, ver = body.get("client_software_name"), body.get("client_software_version")
+    return (isinstance(name, str) and CLIENT_SOFTWARE_RE.fullmatch(name) is not None
+            and isinstance(ver, str) and CLIENT_SOFTWARE_RE.fullmatch(ver) is not None)
+
+
+def api_versions_body(advertised: Mapping[int, tuple[int, int]], error_code: int = NONE) -> dict[str, Any]:
+    """The ApiVersions response body advertising ``advertised`` (api_key -> (min, max)), sorted by key."""
+    return {
+        "error_code": error_code,
+        "api_keys": [{"api_key": k, "min_version": lo, "max_version": hi}
+                     for k, (lo, hi) in sorted(advertised.items())],
+        "throttle_time_ms": 0,
+    }
+
+
+def _alive(snapshot: MetadataSnapshot, self_broker: LiveBroker) -> Mapping[int, LiveBroker]:
+    # A broker that has heard from no controller yet still answers with itself, so clients can bootstrap.
+    return snapshot.alive_brokers or {self_broker.id: self_broker}
+
+
+def metadata_body(snapshot: MetadataSnapshot, body: Mapping[str, Any], version: int, listener: str,
+                  self_broker: LiveBroker, cluster_id: str | None) -> dict[str, Any]:
+    """The Metadata response for a request that arrived on ``listener`` (Kafka 2.8 semantics, no auto-creation).
+
+    Brokers are the live brokers with an endpoint on ``listener`` (this broker alone while no UpdateMetadata has
+    arrived). Requested topics the cache does not know get UNKNOWN_TOPIC_OR_PARTITION. A partition whose leader is
+    not alive gets LEADER_NOT_AVAILABLE with leader -1; v0 filters unavailable replicas and reports
+    REPLICA_NOT_AVAILABLE, as Kafka does (``errorUnavailableEndpoints``).
+    """
+    alive = _alive(snapshot, self_broker)
+    brokers = []
+    for b in sorted(alive.values(), key=lambda x: x.id):
+        ep = b.endpoint(listener)
+        if ep is not None:
+            brokers.append({"node_id": b.id, "host": ep.host, "port": ep.port, "rack": b.rack})
+    requested = body.get("topics")
+    if requested is None or (version == 0 and not requested):
+        names: list[str] = sorted(snapshot.partitions)
+    else:
+        names = [str(t.get("name")) for t in requested if t.get("name") is not None]
+    topics = []
+    for name in names:
+        parts = snapshot.partitions.get(name)
+        topic: dict[str, Any] = {"error_code": NONE, "name": name, "is_internal": name.startswith("__"),
+                                 "partitions": [], "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
+        tid = snapshot.topic_ids.get(name)
+        if tid is not None:
+            topic["topic_id"] = kafka_string_to_uuid(tid)
+        if not parts:
+            topic["error_code"] = UNKNOWN_TOPIC_OR_PARTITION
+            topics.append(topic)
+            continue
+        for idx in sorted(parts):
+            p = parts[idx]
+            replicas, isr = list(p.replicas), list(p.isr)
+            if version == 0:  # errorUnavailableEndpoints
+                replicas = [r for r in replicas if r in alive]
+                isr = [r for r in isr if r in alive]
+            leader = alive.get(p.leader)
+            if leader is None or leader.endpoint(listener) is None:
+                error, leader_id = LEADER_NOT_AVAILABLE, NO_LEADER_ID
+            else:
+                leader_id = p.leader
+                error = REPLICA_NOT_AVAILABLE if (len(replicas) < len(p.replicas) or len(isr) < len(p.isr)) else NONE
+            topic["partitions"].append({"error_code": error, "partition_index": idx, "leader_id": leader_id,
+                                        "leader_epoch": p.leader_epoch, "replica_nodes": replicas, "isr_nodes": isr,
+                                        "offline_replicas": list(p.offline_replicas)})
+        topics.append(topic)
+    controller = snapshot.controller_id if snapshot.controller_id is not None else NO_CONTROLLER_ID
+    return {"throttle_time_ms": 0, "brokers": brokers, "cluster_id": cluster_id, "controller_id": controller,
+            "topics": topics, "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}

@@ -1,0 +1,374 @@
+"""The broker's replica state and the one lock that serialises control requests (Kafka's ReplicaManager).
+
+Theory of operation
+-------------------
+``replica_state_change_lock`` is Kafka's ``replicaStateChangeLock``: LeaderAndIsr (``becomeLeaderOrFollower``),
+StopReplica (``stopReplicas``) and the metadata-cache update of UpdateMetadata (``maybeUpdateMetadataCache``) all run
+under it, so a slow one (e.g. a become-follower waiting for a replica fetcher's partition-map lock, KAFKA-6974)
+delays every later control request on the broker. As in Kafka 2.7+, LeaderAndIsr takes its start time **before**
+acquiring the lock and logs ``Handling ...`` **after** acquiring it, so
+``lock wait = elapsed - (ts(Finished) - ts(Handling))``.
+
+planewatch adds one line that Kafka does not write, measured directly (logger ``kafka.server.ReplicaManager``,
+DEBUG, server.log)::
+
+    [ReplicaManager broker=1] LeaderAndIsr correlationId 7 waited 0 ms for replicaStateChangeLock (planewatch)
+
+(``LeaderAndIsr`` / ``StopReplica`` / ``UpdateMetadata``; the wait in whole milliseconds). The suffix
+``(planewatch)`` marks it as ours; Kafka's own lines are unchanged. The numbers are also kept in
+:attr:`BrokerState.lock_waits`.
+
+The decisions (stale epochs, leader/follower split) are pure functions in :mod:`broker.state.decisions`; this module
+applies them, calls the data-plane hooks (:class:`~broker.state.model.FetcherManager`,
+:class:`~broker.state.model.LocalLog`) and writes the state-change lines of Kafka 2.8.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+
+from broker.log4j import Log4j, default_log4j
+from broker.state import decisions
+from broker.state.decisions import Outcome
+from broker.state.metadata_cache import MetadataCache
+from broker.state.model import (
+    UNKNOWN_BROKER_EPOCH,
+    BrokerEndPoint,
+    FetcherManager,
+    InitialFetchState,
+    LeaderAndIsrPartition,
+    LeaderAndIsrRequestModel,
+    LocalLog,
+    NullFetcherManager,
+    NullLocalLog,
+    PartitionState,
+    Role,
+    StopReplicaRequestModel,
+    TopicPartition,
+    UpdateMetadataRequestModel,
+)
+
+__all__ = ["LOCK_WAIT_HISTORY", "BrokerState", "ControllerMovedError", "LeaderAndIsrResult", "LockWait",
+           "StopReplicaResult"]
+
+# How many lock-wait measurements BrokerState keeps in memory (newest last); enough for a scenario's analysis.
+LOCK_WAIT_HISTORY = 10_000
+# Kafka's controller epoch before any controller has spoken (KafkaController.InitialControllerEpoch).
+INITIAL_CONTROLLER_EPOCH = 0
+
+
+@dataclass(frozen=True, slots=True)
+class LockWait:
+    """One control request's wait for ``replicaStateChangeLock``."""
+
+    api: str  # "LeaderAndIsr", "StopReplica", "UpdateMetadata"
+    correlation_id: int
+    wait_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderAndIsrResult:
+    """Outcome of a LeaderAndIsr request: top-level error and per-partition errors (request order)."""
+
+    error: int
+    partition_errors: list[tuple[TopicPartition, int]]
+    leaders: list[TopicPartition]
+    followers: list[TopicPartition]
+
+
+@dataclass(frozen=True, slots=True)
+class StopReplicaResult:
+    """Outcome of a StopReplica request."""
+
+    error: int
+    partition_errors: list[tuple[TopicPartition, int]]
+
+
+class ControllerMovedError(Exception):
+    """UpdateMetadata from an older controller epoch (Kafka's ControllerMovedException -> STALE_CONTROLLER_EPOCH)."""
+
+    error_code = decisions.STALE_CONTROLLER_EPOCH
+
+
+class BrokerState:
+    """All control-plane state of one broker: epochs, hosted partitions, metadata cache, and the state-change lock.
+
+    Thread-safe: control requests serialise on :attr:`replica_state_change_lock`; readers use snapshots.
+
+    Args:
+        broker_id: ``broker.id``.
+        broker_epoch: this broker's epoch (-1 = unknown; see :meth:`set_broker_epoch`).
+        log4j: the logging hierarchy to write to (default: the process-wide one).
+        fetcher_manager: the replica-fetcher hook (default: records only).
+        local_log: the log hook (default: offsets 0).
+        inter_broker_listener: listener name followers use to reach leaders.
+        clock_ns: monotonic nanosecond clock (injected for tests).
+    """
+
+    def __init__(self, broker_id: int, *, broker_epoch: int = UNKNOWN_BROKER_EPOCH, log4j: Log4j | None = None,
+                 fetcher_manager: FetcherManager | None = None, local_log: LocalLog | None = None,
+                 inter_broker_listener: str = "PLAINTEXT", clock_ns: Callable[[], int] = time.monotonic_ns) -> None:
+        self.broker_id = broker_id
+        self._broker_epoch = broker_epoch
+        self.controller_epoch = INITIAL_CONTROLLER_EPOCH
+        self.inter_broker_listener = inter_broker_listener
+        self.fetcher_manager: FetcherManager = fetcher_manager or NullFetcherManager()
+        self.local_log: LocalLog = local_log or NullLocalLog()
+        self.replica_state_change_lock = threading.Lock()
+        self._clock_ns = clock_ns
+        self._partitions: dict[TopicPartition, PartitionState] = {}
+        lg = log4j or default_log4j()
+        self.state_change_logger = lg.get_logger("state.change.logger", f"[Broker id={broker_id}] ")
+        self._rm_logger = lg.get_logger("kafka.server.ReplicaManager", f"[ReplicaManager broker={broker_id}] ")
+        self.metadata_cache = MetadataCache(broker_id, self.state_change_logger)
+        self.lock_waits: deque[LockWait] = deque(maxlen=LOCK_WAIT_HISTORY)
+
+    # ----------------------------------------------------------------------------------------------------- epochs
+    @property
+    def broker_epoch(self) -> int:
+        """This broker's epoch as the controller registered it (-1 = unknown: no request is stale)."""
+        return self._broker_epoch
+
+    def set_broker_epoch(self, epoch: int) -> None:
+        """Learn this broker's epoch (the controller assigns it at registration; ``broker.epoch`` sets it here)."""
+        self._broker_epoch = epoch
+
+    def is_broker_epoch_stale(self, request_epoch: int, max_broker_epoch: int | None = None) -> bool:
+        """Kafka 2.6+ ``isBrokerEpochStale`` (+ the LinkedIn ``max_broker_epoch`` rule); see decisions."""
+        return decisions.is_broker_epoch_stale(request_epoch, self._broker_epoch, max_broker_epoch)
+
+    # ----------------------------------------------------------------------------------------------------- reads
+    def partitions(self) -> dict[TopicPartition, PartitionState]:
+        """A copy of the hosted partitions."""
+        with self.replica_state_change_lock:
+            return dict(self._partitions)
+
+    def partition(self, tp: TopicPartition) -> PartitionState | None:
+        """One hosted partition (a racy but consistent read: values are immutable)."""
+        return self._partitions.get(tp)
+
+    # ----------------------------------------------------------------------------------------------------- locking
+    @contextmanager
+    def _state_change(self, api: str, correlation_id: int) -> Iterator[None]:
+        before = self._clock_ns()
+        with self.replica_state_change_lock:
+            waited = self._clock_ns() - before
+            self.lock_waits.append(LockWait(api, correlation_id, waited))
+            if self._rm_logger.is_debug_enabled():
+                self._rm_logger.debug(f"{api} correlationId {correlation_id} waited {waited // 1_000_000} ms for "
+                                      "replicaStateChangeLock (planewatch)")
+            yield
+
+    # ----------------------------------------------------------------------------------------------------- LeaderAndIsr
+    def become_leader_or_follower(self, correlation_id: int, request: LeaderAndIsrRequestModel) -> LeaderAndIsrResult:
+        """ReplicaManager.becomeLeaderOrFollower (2.8): epoch checks, then make leaders and followers."""
+        start_ms = self._clock_ns() // 1_000_000  # before the lock, as Kafka 2.7+
+        log = self.state_change_logger
+        cid, n = request.controller_id, len(request.partitions)
+        with self._state_change("LeaderAndIsr", correlation_id):
+            log.info(f"Handling LeaderAndIsr request correlationId {correlation_id} from controller {cid} "
+                     f"for {n} partitions")
+            if log.is_trace_enabled():
+                for state in request.partitions:
+                    log.trace(f"Received LeaderAndIsr request {state.to_kafka_string()} correlation id "
+                              f"{correlation_id} from controller {cid} epoch {request.controller_epoch}")
+            if decisions.is_controller_epoch_stale(request.controller_epoch, self.controller_epoch):
+                log.warn(f"Ignoring LeaderAndIsr request from controller {cid} with correlation id {correlation_id} "
+                         f"since its controller epoch {request.controller_epoch} is old. Latest known controller "
+                         f"epoch is {self.controller_epoch}")
+                code = decisions.STALE_CONTROLLER_EPOCH
+                result = LeaderAndIsrResult(code, [(s.tp, code) for s in request.partitions], [], [])
+            else:
+                self.controller_epoch = request.controller_epoch
+                result = self._apply_leader_and_isr(correlation_id, request)
+                self.fetcher_manager.shutdown_idle_fetcher_threads()
+            elapsed_ms = self._clock_ns() // 1_000_000 - start_ms
+            log.info(f"Finished LeaderAndIsr request in {elapsed_ms}ms correlationId {correlation_id} from "
+                     f"controller {cid} for {n} partitions")
+            return result
+
+    def _apply_leader_and_isr(self, correlation_id: int, request: LeaderAndIsrRequestModel) -> LeaderAndIsrResult:
+        log = self.state_change_logger
+        cid, cepoch = request.controller_id, self.controller_epoch
+        plan = decisions.plan_leader_and_isr(self._partitions, request.partitions, self.broker_id)
+        errors: dict[TopicPartition, int] = {}
+        to_lead: list[LeaderAndIsrPartition] = []
+        to_follow: list[LeaderAndIsrPartition] = []
+        for d in plan:
+            tp = d.state.tp
+            prefix = f"Ignoring LeaderAndIsr request from controller {cid} with correlation id {correlation_id} " \
+                     f"epoch {cepoch} for partition {tp}"
+            if d.outcome is Outcome.NOT_IN_REPLICAS:
+                log.warn(f"{prefix} as itself is not in assigned replica list {','.join(map(str, d.state.replicas))}")
+            elif d.outcome is Outcome.STALE_SMALLER:
+                log.warn(f"{prefix} since its associated leader epoch {d.state.leader_epoch} is smaller than the "
+                         f"current leader epoch {d.current_leader_epoch}")
+            elif d.outcome is Outcome.STALE_EQUAL:
+                log.info(f"{prefix} since its associated leader epoch {d.state.leader_epoch} matches the current "
+                         "leader epoch")
+            elif d.outcome is Outcome.BECOME_LEADER:
+                to_lead.append(d.state)
+            else:
+                to_follow.append(d.state)
+            errors[tp] = d.error
+        leaders = self._make_leaders(correlation_id, cid, cepoch, to_lead, request) if to_lead else []
+        followers = self._make_followers(correlation_id, cid, cepoch, to_follow, request) if to_follow else []
+        return LeaderAndIsrResult(decisions.NONE, list(errors.items()), leaders, followers)
+
+    def _make_leaders(self, corr: int, cid: int, cepoch: int, states: list[LeaderAndIsrPartition],
+                      request: LeaderAndIsrRequestModel) -> list[TopicPartition]:
+        log = self.state_change_logger
+        trace = log.is_trace_enabled()
+        if trace:
+            for s in states:
+                log.trace(f"Handling LeaderAndIsr request correlationId {corr} from controller {cid} epoch {cepoch} "
+                          f"starting the become-leader transition for partition {s.tp}")
+        self.fetcher_manager.remove_fetcher_for_partitions([s.tp for s in states])
+        log.info(f"Stopped fetchers as part of LeaderAndIsr request correlationId {corr} from controller {cid} "
+                 f"epoch {cepoch} as part of the become-leader transition for {len(states)} partitions")
+        became: list[TopicPartition] = []
+        for s in states:
+            old = self._partitions.get(s.tp)
+            old_epoch = old.leader_epoch if old is not None else -1
+            offset, hw = self.local_log.log_end_offset(s.tp), self.local_log.high_watermark(s.tp)
+            log.info(f"Leader {s.tp} starts at leader epoch {s.leader_epoch} from offset {offset} with high watermark "
+                     f"{hw} ISR [{','.join(map(str, s.isr))}] addingReplicas [{','.join(map(str, s.adding_replicas))}] "
+                     f"removingReplicas [{','.join(map(str, s.removing_replicas))}]. Previous leader epoch was "
+                     f"{old_epoch}.")
+            self._partitions[s.tp] = self._hosted(s, Role.LEADER, request)
+            if old is not None and old.role is Role.LEADER:
+                log.info(f"Skipped the become-leader state change after marking its partition as leader with "
+                         f"correlation id {corr} from controller {cid} epoch {cepoch} for partition {s.tp} (last "
+                         f"update controller epoch {s.controller_epoch}) since it is already the leader for the "
+                         "partition.")
+            else:
+                became.append(s.tp)
+        if trace:
+            for s in states:
+                log.trace(f"Completed LeaderAndIsr request correlationId {corr} from controller {cid} epoch {cepoch} "
+                          f"for the become-leader transition for partition {s.tp}")
+        return became
+
+    def _make_followers(self, corr: int, cid: int, cepoch: int, states: list[LeaderAndIsrPartition],
+                        request: LeaderAndIsrRequestModel) -> list[TopicPartition]:
+        log = self.state_change_logger
+        trace = log.is_trace_enabled()
+        if trace:
+            for s in states:
+                log.trace(f"Handling LeaderAndIsr request correlationId {corr} from controller {cid} epoch {cepoch} "
+                          f"starting the become-follower transition for partition {s.tp} with leader {s.leader}")
+        changed: list[LeaderAndIsrPartition] = []
+        alive = self.metadata_cache.snapshot.alive_brokers
+        for s in states:
+            old = self._partitions.get(s.tp)
+            if s.leader not in alive:
+                log.error(f"Received LeaderAndIsrRequest with correlation id {corr} from controller {cid} epoch "
+                          f"{cepoch} for partition {s.tp} (last update controller epoch {s.controller_epoch}) but "
+                          f"cannot become follower since the new leader {s.leader} is unavailable.")
+                # Kafka still creates the local replica (KAFKA-1647); keep the old role/epoch if there was one.
+                if old is None:
+                    self._partitions[s.tp] = replace(self._hosted(s, Role.FOLLOWER, request), leader=-1,
+                                                     leader_epoch=-1)
+                continue
+            old_epoch = old.leader_epoch if old is not None else -1
+            offset, hw = self.local_log.log_end_offset(s.tp), self.local_log.high_watermark(s.tp)
+            log.info(f"Follower {s.tp} starts at leader epoch {s.leader_epoch} from offset {offset} with high "
+                     f"watermark {hw}. Previous leader epoch was {old_epoch}.")
+            self._partitions[s.tp] = self._hosted(s, Role.FOLLOWER, request)
+            if old is not None and old.role is Role.FOLLOWER and old.leader == s.leader:
+                log.info(f"Skipped the become-follower state change after marking its partition as follower with "
+                         f"correlation id {corr} from controller {cid} epoch {cepoch} for partition {s.tp} (last "
+                         f"update controller epoch {s.controller_epoch}) since the new leader {s.leader} is the same "
+                         "as the old leader")
+            else:
+                changed.append(s)
+        self.fetcher_manager.remove_fetcher_for_partitions([s.tp for s in changed])
+        log.info(f"Stopped fetchers as part of become-follower request from controller {cid} epoch {cepoch} with "
+                 f"correlation id {corr} for {len(changed)} partitions")
+        fetches: dict[TopicPartition, InitialFetchState] = {}
+        for s in changed:
+            broker = alive[s.leader]
+            ep = broker.endpoint(self.inter_broker_listener)
+            if ep is not None:
+                fetches[s.tp] = InitialFetchState(BrokerEndPoint(broker.id, ep.host, ep.port), s.leader_epoch,
+                                                  self.local_log.high_watermark(s.tp))
+        if fetches:
+            self.fetcher_manager.add_fetcher_for_partitions(fetches)
+        if trace:
+            for s in states:
+                log.trace(f"Completed LeaderAndIsr request correlationId {corr} from controller {cid} epoch {cepoch} "
+                          f"for the become-follower transition for partition {s.tp} with leader {s.leader}")
+        return [s.tp for s in changed]
+
+    @staticmethod
+    def _hosted(s: LeaderAndIsrPartition, role: Role, request: LeaderAndIsrRequestModel) -> PartitionState:
+        return PartitionState(tp=s.tp, role=role, leader=s.leader, leader_epoch=s.leader_epoch, isr=s.isr,
+                              replicas=s.replicas, partition_epoch=s.partition_epoch,
+                              controller_epoch=s.controller_epoch, adding_replicas=s.adding_replicas,
+                              removing_replicas=s.removing_replicas, topic_id=request.topic_ids.get(s.topic))
+
+    # -------------------------------------------------------------------------------------------------- StopReplica
+    def stop_replicas(self, correlation_id: int, request: StopReplicaRequestModel) -> StopReplicaResult:
+        """ReplicaManager.stopReplicas (2.8): controller-epoch check, leader-epoch fencing, stop fetchers, delete."""
+        log = self.state_change_logger
+        cid, cepoch = request.controller_id, request.controller_epoch
+        with self._state_change("StopReplica", correlation_id):
+            log.info(f"Handling StopReplica request correlationId {correlation_id} from controller {cid} for "
+                     f"{len(request.partitions)} partitions")
+            if log.is_trace_enabled():
+                for s in request.partitions:
+                    log.trace(f"Received StopReplica request {s.to_kafka_string()} correlation id {correlation_id} "
+                              f"from controller {cid} epoch {cepoch} for partition {s.tp}")
+            if decisions.is_controller_epoch_stale(cepoch, self.controller_epoch):
+                log.warn(f"Ignoring StopReplica request from controller {cid} with correlation id {correlation_id} "
+                         f"since its controller epoch {cepoch} is old. Latest known controller epoch is "
+                         f"{self.controller_epoch}")
+                return StopReplicaResult(decisions.STALE_CONTROLLER_EPOCH, [])
+            self.controller_epoch = cepoch
+            errors: dict[TopicPartition, int] = {}
+            stopped: dict[TopicPartition, bool] = {}
+            for d in decisions.plan_stop_replica(self._partitions, request.partitions):
+                tp = d.state.tp
+                if d.outcome is Outcome.STOP:
+                    stopped[tp] = d.state.delete
+                else:
+                    prefix = (f"Ignoring StopReplica request (delete={str(d.state.delete).lower()}) from controller "
+                              f"{cid} with correlation id {correlation_id} epoch {cepoch} for partition {tp} since "
+                              f"its associated leader epoch {d.state.leader_epoch}")
+                    if d.outcome is Outcome.STALE_SMALLER:
+                        log.warn(f"{prefix} is smaller than the current leader epoch {d.current_leader_epoch}")
+                    else:
+                        log.info(f"{prefix} matches the current leader epoch")
+                errors[tp] = d.error
+            self.fetcher_manager.remove_fetcher_for_partitions(list(stopped))
+            deleted = [tp for tp, delete in stopped.items() if delete]
+            for tp in deleted:
+                self._partitions.pop(tp, None)
+            if deleted:
+                self.local_log.delete_partitions(deleted)
+            self.fetcher_manager.shutdown_idle_fetcher_threads()
+            return StopReplicaResult(decisions.NONE, list(errors.items()))
+
+    # ----------------------------------------------------------------------------------------------- UpdateMetadata
+    def maybe_update_metadata_cache(self, correlation_id: int,
+                                    request: UpdateMetadataRequestModel) -> list[TopicPartition]:
+        """ReplicaManager.maybeUpdateMetadataCache (2.8); returns the deleted partitions.
+
+        Raises:
+            ControllerMovedError: the request's controller epoch is older than the latest known one.
+        """
+        with self._state_change("UpdateMetadata", correlation_id):
+            if decisions.is_controller_epoch_stale(request.controller_epoch, self.controller_epoch):
+                text = (f"Received update metadata request with correlation id {correlation_id} from an old "
+                        f"controller {request.controller_id} with epoch {request.controller_epoch}. Latest known "
+                        f"controller epoch is {self.controller_epoch}")
+                self.state_change_logger.warn(text)
+                raise ControllerMovedError(self.state_change_logger.ident + text)
+            deleted = self.metadata_cache.update_metadata(correlation_id, request)
+            self.controller_epoch = request.controller_epoch
+            return deleted
