@@ -3,12 +3,14 @@
 # Installs what the project needs outside PyPI with apt-get when missing:
 #   - Java 17 (Spark's JVM), from Debian's openjdk-17-jre-headless
 #   - kcat (Debian package kafkacat), an independent Kafka client the tests use
+#   - chromium (Debian), the headless browser of the dashboard test
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_apt=()
 command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
 command -v kcat >/dev/null 2>&1 || command -v kafkacat >/dev/null 2>&1 || need_apt+=(kafkacat)
+command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || need_apt+=(chromium)
 if [ ${#need_apt[@]} -gt 0 ]; then
     echo "bootstrap: installing ${need_apt[*]} with apt-get"
     SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
