@@ -1,0 +1,140 @@
+"""The dashboard page in a real headless chromium: it loads, shows an alert the test wrote, draws its charts,
+and logs no console errors. A screenshot is kept under the test's tmp dir (and copied to PLANEWATCH_SCREENSHOT
+when set) for a person to look at."""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+import uvicorn
+
+from api.main import create_app
+from api.settings import Settings, get_settings
+from tests.api.cdp import Browser, Page, chromium_path
+from tests.api.conftest import TOKEN
+from tests.api.lake import (
+    ALERTS,
+    CONTROL_REQUEST_LATENCY,
+    METRIC_ROLLUPS_1M,
+    METRIC_SAMPLES,
+    T0,
+    alert,
+    control_request,
+    rollup,
+    samples,
+    write,
+)
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(chromium_path() is None, reason="chromium not installed (scripts/bootstrap.sh)"),
+]
+PAGE_TIMEOUT_S = 30.0
+MARKER = "Browser-test alert: LeaderAndIsr to broker 2 waited 4321 ms"
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[str]:
+    lake = tmp_path / "lake"
+    write(lake, ALERTS, [alert(i) for i in range(4)] + [alert(9, broker_id=2, summary=MARKER, severity="critical")])
+    write(lake, CONTROL_REQUEST_LATENCY, [control_request(i, i % 3, 50.0 + 40 * (i % 7)) for i in range(60)])
+    write(
+        lake,
+        METRIC_ROLLUPS_1M,
+        [
+            rollup(b, s, T0 + timedelta(minutes=m), float((m * (b + 1)) % 17))
+            for b in range(3)
+            for m in range(30)
+            for s in ("RequestQueueSize", "ControlPlaneRequestQueueSize")
+        ]
+        + [
+            rollup(b, "NetworkProcessorAvgIdlePercent", T0 + timedelta(minutes=m), 0.5 + 0.4 * ((m + b) % 2) / 1)
+            for b in range(3)
+            for m in range(30)
+        ]
+        + [
+            rollup(
+                b,
+                "AcceptorBlockedPercent",
+                T0 + timedelta(minutes=m),
+                0.1 * (m % 5),
+                listener="PLAINTEXT",
+                attribute="OneMinuteRate",
+            )
+            for b in range(3)
+            for m in range(30)
+        ],
+    )
+    write(lake, METRIC_SAMPLES, samples(1, "RequestQueueSize", T0, 60))
+    app = create_app()
+    settings = Settings(lake=lake, api_token=TOKEN, refresh_interval_ms=0)
+    app.dependency_overrides[get_settings] = lambda: settings
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    srv = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+    t = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
+    t.start()
+    deadline = time.monotonic() + 20
+    while not srv.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert srv.started
+    yield f"http://127.0.0.1:{port}"
+    srv.should_exit = True
+    t.join(timeout=10)
+    sock.close()
+
+
+def test_dashboard_in_headless_chromium(server: str, tmp_path: Path) -> None:
+    browser = Browser(tmp_path / "chromium-profile")
+    try:
+        page = Page(browser.page_ws())
+        try:
+            for domain in ("Runtime", "Log", "Page"):
+                page.call(f"{domain}.enable")
+            page.call("Page.navigate", url=f"{server}/#token={TOKEN}")
+            deadline = time.monotonic() + PAGE_TIMEOUT_S
+            while time.monotonic() < deadline and not page.evaluate("document.body && document.body.dataset.loaded"):
+                time.sleep(0.2)
+            assert page.evaluate("document.body.dataset.loaded") == "1", page.errors()
+            text = page.evaluate("document.body.innerText")
+            assert MARKER in text
+            assert "DELAYED_LEADER_AND_ISR" in text
+            # the token left the address bar and lives in sessionStorage
+            assert page.evaluate("location.hash") == ""
+            assert page.evaluate("sessionStorage.getItem('planewatch.token')") == TOKEN
+            charts = page.evaluate(
+                "Array.from(document.querySelectorAll('svg.chart')).map(s => s.getAttribute('aria-label'))"
+            )
+            assert {
+                "queue (ms)",
+                "processing (ms)",
+                "lock wait (ms)",
+                "RequestQueueSize",
+                "ControlPlaneRequestQueueSize",
+                "NetworkProcessorAvgIdlePercent",
+            } <= set(charts)
+            assert "AcceptorBlockedPercent (OneMinuteRate)" in charts
+            lines = page.evaluate("document.querySelectorAll('#lai svg .series polyline').length")
+            assert lines == 9  # 3 brokers x (queue, processing, lock wait)
+            shot = page.call("Page.captureScreenshot", format="png")
+            png = tmp_path / "dashboard.png"
+            png.write_bytes(base64.b64decode(shot["data"]))
+            if os.environ.get("PLANEWATCH_SCREENSHOT"):
+                shutil.copy(png, os.environ["PLANEWATCH_SCREENSHOT"])
+            time.sleep(0.3)
+            page.evaluate("1")  # drain late events
+            assert page.errors() == []
+        finally:
+            page.close()
+    finally:
+        browser.close()
