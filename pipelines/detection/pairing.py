@@ -95,6 +95,8 @@ class PairingState:
     seen: dict[str, int] = field(default_factory=dict)
     dropped: int = 0
     duplicates: int = 0
+    # event time the latest request on this key finished: a send queued behind it left the controller only then
+    last_done: int | None = None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))
@@ -105,7 +107,7 @@ class PairingState:
             return cls()
         raw = json.loads(text)
         return cls(raw["sends"], raw["records"], {k: int(v) for k, v in raw["seen"].items()}, raw["dropped"],
-                   raw.get("duplicates", 0))
+                   raw.get("duplicates", 0), raw.get("last_done"))
 
     def next_deadline(self, p: PairingParams) -> int | None:
         """Earliest event time at which something in the state expires (for the event-time timeout)."""
@@ -146,6 +148,7 @@ def _new_record(ev: Event, anchor: str) -> dict[str, Any]:
         "elapsed_ms": None,
         "lock_wait_ms": None,
         "partitions": ev.partitions,
+        "ctl_wait_ms": None,
         "pairing": "correlation_id" if ev.correlation_id is not None else "order",
         "flags": [],
         "status": "in_flight",
@@ -183,8 +186,12 @@ class _Key:
                 self._expire_send(s, "controller_failover")
         return chosen
 
-    def _attach_send(self, r: dict[str, Any], s: dict[str, Any]) -> None:
+    def _attach_send(self, r: dict[str, Any], s: dict[str, Any], at: int) -> None:
         r["sent_ts"] = s["ts"]
+        done = self.st.last_done
+        # One request in flight per broker: a send logged while the previous request was still running waited at
+        # the controller until that one finished (`Sending` INFO lines are logged when the request is queued).
+        r["ctl_wait_ms"] = done - s["ts"] if done is not None and s["ts"] < done < at else None
         if r["epoch"] is None:
             r["epoch"] = s["epoch"]
         if r["partitions"] is None:
@@ -209,7 +216,7 @@ class _Key:
                     and (ev.correlation_id is None or r["corr"] == ev.correlation_id)
                     and _start(r) + self.p.max_skew_ms >= ev.ts):
                 self._attach_send(r, {"ts": ev.ts, "epoch": ev.controller_epoch, "partitions": ev.partitions,
-                                      "corr": ev.correlation_id})
+                                      "corr": ev.correlation_id}, _start(r))
                 return
         self.st.sends.append({"ts": ev.ts, "request": ev.request, "corr": ev.correlation_id,
                               "epoch": ev.controller_epoch, "partitions": ev.partitions,
@@ -226,7 +233,7 @@ class _Key:
         s = self._take_send(ev.request, ev.correlation_id, ev.controller_epoch, ev.ts)
         if s is not None:
             r["anchor"] = s["anchor"]
-            self._attach_send(r, s)
+            self._attach_send(r, s, ev.ts)
         self.st.records.append(r)
         if len(self.st.records) > MAX_OPEN_RECORDS:
             self.st.records.pop(0)
@@ -276,17 +283,18 @@ class _Key:
             s = self._take_send(ev.request, None, None, ev.ts)
             r = _new_record(ev, s["anchor"] if s else f"r{ev.correlation_id}:{ev.ts}")
             if s is not None:
-                self._attach_send(r, s)
+                self._attach_send(r, s, ev.ts)
             self.st.records.append(r)
         elif r["sent_ts"] is None:
             s = self._take_send(ev.request, None, None, ev.ts)
             if s is not None:
-                self._attach_send(r, s)
+                self._attach_send(r, s, ev.ts)
         r["pairing"] = "correlation_id"
         if r["resp_ts"] is None:
             r["resp_ts"], r["dirty"] = ev.ts, True
-        if r["finished_ts"] is None and r["handling_ts"] is None:
-            r["status"] = "completed"  # the controller saw the answer; broker lines may still refine it
+        if r["finished_ts"] is None:
+            # the controller saw the answer (2.2-2.5 brokers log no Finished line); broker lines may still refine it
+            r["status"] = "completed"
 
     def _expire_send(self, s: dict[str, Any], flag: str | None) -> None:
         r = {**_new_record(Event("send", s["ts"], s["request"], s["corr"], s["epoch"], s["partitions"]), s["anchor"]),
@@ -339,6 +347,8 @@ def step(state: PairingState, events: list[Event], watermark_ms: int, params: Pa
             continue
         state.seen[content] = ev.ts
         getattr(k, ev.kind)(ev)
+        if ev.kind in ("finished", "applied", "response"):
+            state.last_done = ev.ts if state.last_done is None else max(state.last_done, ev.ts)
     while len(state.seen) > MAX_SEEN:  # evict the oldest content keys first
         del state.seen[min(state.seen, key=state.seen.__getitem__)]
     k.expire(watermark_ms)
@@ -384,6 +394,7 @@ def latency_row(r: dict[str, Any], max_skew_ms: int) -> dict[str, Any]:
         "lock_wait_ms": lock,
         "partitions": r["partitions"],
         "status": r["status"],
+        "controller_queue_ms": None if r.get("ctl_wait_ms") is None else float(r["ctl_wait_ms"]),
         "pairing": r["pairing"],
         "flags": ",".join(sorted(set(flags))) or None,
         "anchor": r["anchor"],

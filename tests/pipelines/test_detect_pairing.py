@@ -215,3 +215,18 @@ def test_update_metadata_applied_line_completes():
     assert r["status"] == "completed"
     assert r["end_to_end_ms"] == 11.0
     assert r["pairing"] == "order"
+
+
+def test_update_metadata_queued_behind_slow_leader_and_isr():
+    # the check fixture: UpdateMetadata to broker 2 is logged at 01,050 but waits for LeaderAndIsr 17 to finish
+    st = PairingState()
+    evs = [
+        Event("send", ms("08:00:01,004"), "LeaderAndIsr", None, 9, 960),
+        Event("send", ms("08:00:01,050"), "UpdateMetadata", None, 9, 963),
+        Event("handling", ms("08:00:01,010"), "LeaderAndIsr", 17, None, 960),
+        Event("finished", ms("08:00:14,977"), "LeaderAndIsr", 17, None, 960, elapsed_ms=13973),
+        Event("applied", ms("08:00:14,990"), "UpdateMetadata", 18, None, 963),
+    ]
+    um = next(r for r in rows(step(st, evs, 0, P)) if r["request"] == "UpdateMetadata")
+    assert um["end_to_end_ms"] == 13_940.0
+    assert um["controller_queue_ms"] == 13_927.0  # so the broker itself took 13 ms

@@ -1,0 +1,70 @@
+"""Every detector, grouped by the input it reads, each group returning one candidate DataFrame.
+
+control_request_latency: DELAYED_LEADER_AND_ISR, LEADER_AND_ISR_NOT_COMPLETED, DELAYED_UPDATE_METADATA,
+    LOCK_CONTENTION (+ fetcher lines of state_change_events)        -> latency_candidates
+state_change_events + request_events: STALE_BROKER_EPOCH, CONTROL_REQUEST_QUEUED_BEHIND_DATA (request-log form)
+                                                                    -> log_candidates
+metric windows: CONTROL_PLANE_QUEUE_BACKLOG, REQUEST_QUEUE_SATURATED, ACCEPTOR_BLOCKED,
+    NETWORK_PROCESSOR_SATURATED, REQUEST_HANDLER_SATURATED, METADATA_APPLY_LAG, CONTROLLER_EVENT_QUEUE_DELAY,
+    CONTROL_REQUEST_QUEUED_BEHIND_DATA (metric form)                -> metric_candidates
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+from typing import TYPE_CHECKING
+
+from pipelines.detection import latency_detectors as lat
+from pipelines.detection import metric_detectors as met
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from pipelines.detection.config import DetectionConfig
+
+__all__ = ["LATENCY_TYPES", "LOG_TYPES", "METRIC_TYPES", "latency_candidates", "log_candidates", "metric_candidates"]
+
+# Which query of the detect job owns which alert types (each resolves only its own, by its own watermark).
+LATENCY_TYPES = ("DELAYED_LEADER_AND_ISR", "LEADER_AND_ISR_NOT_COMPLETED", "DELAYED_UPDATE_METADATA", "LOCK_CONTENTION")
+LOG_TYPES = ("STALE_BROKER_EPOCH", "CONTROL_REQUEST_QUEUED_BEHIND_DATA")
+METRIC_TYPES = ("CONTROL_PLANE_QUEUE_BACKLOG", "REQUEST_QUEUE_SATURATED", "ACCEPTOR_BLOCKED",
+                "NETWORK_PROCESSOR_SATURATED", "REQUEST_HANDLER_SATURATED", "METADATA_APPLY_LAG",
+                "CONTROLLER_EVENT_QUEUE_DELAY")
+# CONTROL_REQUEST_QUEUED_BEHIND_DATA comes from two inputs: request-log rows (log query) and metric windows
+# (metric query); the two forms are told apart by listener (the request's listener vs 'data-plane').
+
+
+def _union(frames: list[DataFrame]) -> DataFrame:
+    return reduce(lambda a, b: a.unionByName(b), frames)
+
+
+def latency_candidates(latency: DataFrame, state_changes: DataFrame, cfg: DetectionConfig) -> DataFrame:
+    """Candidates from control_request_latency rows (fetcher lines from state_changes for LOCK_CONTENTION)."""
+    return _union([
+        lat.detect_delayed_leader_and_isr(latency, cfg),
+        lat.detect_leader_and_isr_not_completed(latency, cfg),
+        lat.detect_delayed_update_metadata(latency, cfg),
+        lat.detect_lock_contention(latency, state_changes, cfg),
+    ])
+
+
+def log_candidates(state_changes: DataFrame, requests: DataFrame, cfg: DetectionConfig) -> DataFrame:
+    """Candidates from log rows: stale broker epochs and control requests queued on a data-plane listener."""
+    return _union([
+        lat.detect_stale_broker_epoch(state_changes, requests, cfg),
+        lat.detect_control_request_queued_behind_data(requests, cfg),
+    ])
+
+
+def metric_candidates(windows: DataFrame, cfg: DetectionConfig) -> DataFrame:
+    """Candidates from metric windows (metric_detectors.metric_windows output)."""
+    return _union([
+        met.detect_control_plane_queue_backlog(windows, cfg),
+        met.detect_request_queue_saturated(windows, cfg),
+        met.detect_acceptor_blocked(windows, cfg),
+        met.detect_network_processor_saturated(windows, cfg),
+        met.detect_request_handler_saturated(windows, cfg),
+        met.detect_metadata_apply_lag(windows, cfg),
+        met.detect_controller_event_queue_delay(windows, cfg),
+        met.detect_queue_saturated_without_control_plane(windows, cfg),
+    ])

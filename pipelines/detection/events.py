@@ -1,0 +1,184 @@
+"""Silver rows -> the events detection understands (pure Column/DataFrame functions).
+
+The parsers (pipelines.parsing, H3) name events canonically; detection accepts those names AND recognises the
+Kafka message texts themselves (FACTS.md 1.3/1.4), so a renamed event or a parser that only fills `message`
+still pairs. Where a silver column is null the value is taken from the message with the same regexes.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+__all__ = [
+    "CONTROL_REQUESTS",
+    "PAIRING_INPUT_DDL",
+    "heartbeats",
+    "pairing_input",
+    "stale_epoch_events",
+    "x",
+]
+
+CONTROL_REQUESTS = ("LeaderAndIsr", "UpdateMetadata", "StopReplica")
+
+# Event names (lower-cased) that mean each pairing kind, besides the message patterns below.
+SEND_EVENTS = ("controller_sending", "controller_send", "sending", "send", "request_sent")
+HANDLING_EVENTS = ("handling", "lai_handling", "stop_replica_handling", "request_handling", "handling_request")
+FINISHED_EVENTS = ("finished", "lai_finished", "request_finished", "finished_request")
+APPLIED_EVENTS = ("metadata_cache_updated", "update_metadata_applied", "um_applied", "metadata_cache_update")
+RESPONSE_EVENTS = ("controller_response", "response_received", "controller_response_received")
+LOCK_WAIT_EVENTS = ("lock_wait", "lock_waited", "lock_acquired")
+STALE_EVENTS = ("stale_broker_epoch", "stale_epoch", "broker_epoch_stale")
+FETCHER_EVENTS = ("log_start_offset_incremented", "log_start_offset", "checkpoint_flush", "epoch_cache_cleared",
+                  "leader_epoch_checkpoint", "incremented_log_start_offset")
+
+# Message patterns (Kafka 2.2-3.x texts). Per-partition TRACE `Sending ... for partition` lines are not sends:
+# the INFO summary (2.6+) or the TRACE `Received response` line stands for the request.
+_REQ = r"(LeaderAndIsr|UpdateMetadata|StopReplica)"
+RX_SEND = rf"Sending (?:become-leader |become-follower )?{_REQ} request"
+RX_HANDLING = rf"Handling {_REQ} request correlationId (\d+) from controller (\d+)"
+RX_FINISHED = r"Finished LeaderAndIsr request in (\d+)ms correlationId (\d+) from controller (\d+)"
+RX_APPLIED = r"partitions from metadata cache in response to UpdateMetadata request sent by controller (\d+) epoch (\d+) with correlation id (\d+)"  # noqa: E501
+RX_RESPONSE = r"Received response .* for request (\w+) with correlation id (\d+) sent to broker .*id: (\d+)"
+RX_STALE = r"(?i)(smaller than the current broker epoch|stale broker epoch)"
+RX_FETCHER = r"(?i)(Increment(?:ed|ing) log start offset|Cleared earliest \d+ entries from epoch cache|checkpoint)"
+
+_API_NAMES = {"LEADER_AND_ISR": "LeaderAndIsr", "UPDATE_METADATA": "UpdateMetadata", "STOP_REPLICA": "StopReplica"}
+
+PAIRING_INPUT_DDL = (
+    "cluster STRING, controller_id INT, broker_id INT, kind STRING, ts TIMESTAMP, request STRING, "
+    "correlation_id LONG, controller_epoch INT, partitions INT, elapsed_ms LONG, lock_wait_ms LONG"
+)
+
+
+def x(col: Column | str, rx: str, group: int = 1) -> Column:
+    """regexp_extract that gives NULL, not '', when the pattern does not match (ANSI-safe)."""
+    from pyspark.sql import functions as F
+
+    return F.nullif(F.regexp_extract(col if not isinstance(col, str) else F.col(col), rx, group), F.lit(""))
+
+
+def _is(event_names: tuple[str, ...]) -> Column:
+    from pyspark.sql import functions as F
+
+    return F.lower(F.coalesce(F.col("event"), F.lit(""))).isin(*event_names)
+
+
+def _msg(rx: str) -> Column:
+    from pyspark.sql import functions as F
+
+    return F.coalesce(F.col("message"), F.lit("")).rlike(rx)
+
+
+def classify() -> Column:
+    """The pairing kind of a state_change_events row, or NULL for rows pairing does not use."""
+    from pyspark.sql import functions as F
+
+    per_partition_send = _msg(r"Sending .* request .* for partition ")
+    return (
+        F.when(_is(SEND_EVENTS) | (_msg(RX_SEND) & ~per_partition_send), F.lit("send"))
+        .when(_is(FINISHED_EVENTS) | _msg(RX_FINISHED), F.lit("finished"))
+        .when(_is(HANDLING_EVENTS) | _msg(RX_HANDLING), F.lit("handling"))
+        .when(_is(APPLIED_EVENTS) | _msg(RX_APPLIED), F.lit("applied"))
+        .when(_is(RESPONSE_EVENTS) | _msg(RX_RESPONSE), F.lit("response"))
+        .when(_is(LOCK_WAIT_EVENTS) & F.col("lock_wait_ms").isNotNull(), F.lit("lock_wait"))
+    )
+
+
+def pairing_input(state_changes: DataFrame) -> DataFrame:
+    """state_change_events -> pairing events (PAIRING_INPUT_DDL), one per (event, target broker).
+
+    Controller lines are keyed by their TARGET broker (`Sending UpdateMetadata request to brokers HashSet(1, 2)`
+    becomes one event per broker); broker lines by the broker whose log holds them.
+    """
+    from pyspark.sql import functions as F
+
+    m = F.col("message")
+    kind = classify()
+    request = F.coalesce(
+        F.col("request"),
+        x(m, rf"{_REQ} request"),
+        F.element_at(F.create_map(*[F.lit(v) for kv in _API_NAMES.items() for v in kv]), x(m, RX_RESPONSE, 1)),
+    )
+    controller = F.coalesce(
+        F.col("controller_id"),
+        x(m, r"from controller (\d+)").try_cast("int"),
+        x(m, r"sent by controller (\d+)").try_cast("int"),
+        x(m, r"\[Controller id=(\d+)").try_cast("int"),
+    )
+    epoch = F.coalesce(
+        F.col("controller_epoch"),
+        x(m, r"\[Controller id=\d+ epoch=(\d+)\]").try_cast("int"),
+        x(m, r"from controller \d+ epoch (\d+)").try_cast("int"),
+        x(m, r"sent by controller \d+ epoch (\d+)").try_cast("int"),
+    )
+    corr = F.coalesce(
+        F.col("correlation_id"),
+        x(m, r"correlationId (\d+)").try_cast("long"),
+        x(m, r"correlation id (\d+)").try_cast("long"),
+    )
+    partitions = F.coalesce(
+        F.col("partitions"),
+        x(m, r"for (\d+) partitions").try_cast("int"),
+        x(m, r"for (\d+) replicas").try_cast("int"),
+        (x(m, r"with (\d+) become-leader").try_cast("int") + x(m, r"and (\d+) become-follower").try_cast("int")),
+        x(m, r"^.*?Add (\d+) partitions").try_cast("int"),
+    )
+    set_targets = F.transform(
+        F.filter(F.split(F.coalesce(x(m, r"to brokers (?:Hash)?Set\(([^)]*)\)"), F.lit("")), r",\s*"),
+                 lambda s: s != F.lit("")),
+        lambda s: s.try_cast("int"),
+    )
+    single_target = F.coalesce(
+        F.col("target_broker_id"), x(m, r"to broker (\d+)").try_cast("int"), x(m, RX_RESPONSE, 3).try_cast("int")
+    )
+    targets = F.when(kind.isin("send", "response"),
+                     F.when(single_target.isNotNull(), F.array(single_target)).otherwise(set_targets)) \
+        .otherwise(F.array(F.col("broker_id")))
+    out = state_changes.select(
+        "cluster",
+        controller.alias("controller_id"),
+        F.explode(targets).alias("broker_id"),
+        kind.alias("kind"),
+        "ts",
+        request.alias("request"),
+        corr.alias("correlation_id"),
+        epoch.alias("controller_epoch"),
+        partitions.alias("partitions"),
+        F.coalesce(F.col("elapsed_ms"), x(m, r"request in (\d+)ms").try_cast("long")).alias("elapsed_ms"),
+        F.col("lock_wait_ms").cast("long").alias("lock_wait_ms"),
+    )
+    return out.where(
+        F.col("kind").isNotNull() & F.col("ts").isNotNull() & F.col("broker_id").isNotNull()
+        & F.col("controller_id").isNotNull() & F.col("request").isin(*CONTROL_REQUESTS)
+    )
+
+
+def heartbeats(df: DataFrame) -> DataFrame:
+    """Any timestamped silver rows (metric samples, any log line) as heartbeat events: they move event time
+    forward so a quiet cluster still times out its never-completed requests. Keyed (cluster, -1, -1)."""
+    from pyspark.sql import functions as F
+
+    return df.where(F.col("ts").isNotNull()).select(
+        "cluster",
+        F.lit(-1).cast("int").alias("controller_id"),
+        F.lit(-1).cast("int").alias("broker_id"),
+        F.lit("heartbeat").alias("kind"),
+        "ts",
+        *[F.lit(None).cast(t).alias(n) for n, t in (("request", "string"), ("correlation_id", "long"),
+                                                    ("controller_epoch", "int"), ("partitions", "int"),
+                                                    ("elapsed_ms", "long"), ("lock_wait_ms", "long"))],
+    )
+
+
+def stale_epoch_events(state_changes: DataFrame) -> DataFrame:
+    """Rows where a broker rejected a control request for a stale broker epoch (KafkaApis lines)."""
+
+    return state_changes.where(_is(STALE_EVENTS) | _msg(RX_STALE))
+
+
+def fetcher_events(state_changes: DataFrame) -> DataFrame:
+    """Fetcher/log activity lines (log-start-offset increments, epoch-cache/checkpoint flushes), FACTS.md 6."""
+    return state_changes.where(_is(FETCHER_EVENTS) | _msg(RX_FETCHER))

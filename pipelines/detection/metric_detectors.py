@@ -1,0 +1,273 @@
+"""Metric windows, 1-minute rollups, and the detectors of sustained metric conditions.
+
+`metric_windows` aggregates metric_samples into event-time windows (`DetectionConfig.metric_window_s`) per
+(cluster, broker, signal, listener, attribute): min/max/avg/first/last/samples. On a stream it sets the
+watermark, so window state is dropped once the watermark passes the window's end. Each detector then reads
+window rows; "sustained" means: at least `min_samples` samples in the window, and the window's MIN (queues,
+lags: every sample was high) or AVG (idle/blocked ratios) crosses the threshold.
+
+Meter semantics (FACTS.md section 3): RequestHandlerAvgIdlePercent and AcceptorBlockedPercent are Yammer meters in
+NANOSECONDS: MeanRate/OneMinuteRate are fractions 0..1 and Count is cumulative nanoseconds, so over a window the
+fraction is delta(Count) / delta(t) in ns. Some exporters scale ratios to 0..100: values above 1 are divided by 100.
+When one window has several attributes of a signal, the most current one wins (OneMinuteRate, Value, Count, ...).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pipelines.detection.common import candidates, level, setting, severity
+from pipelines.detection.config import CONTROL_PLANE_QUEUE_CAPACITY
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+    from pipelines.detection.config import DetectionConfig
+
+__all__ = [
+    "METRIC_RULES",
+    "MetricRule",
+    "detect_acceptor_blocked",
+    "detect_control_plane_queue_backlog",
+    "detect_controller_event_queue_delay",
+    "detect_metadata_apply_lag",
+    "detect_network_processor_saturated",
+    "detect_queue_saturated_without_control_plane",
+    "detect_request_handler_saturated",
+    "detect_request_queue_saturated",
+    "metric_rollups",
+    "metric_windows",
+    "norm_signal",
+]
+
+
+@dataclass(frozen=True)
+class MetricRule:
+    """How one alert type reads metric windows."""
+
+    alert_type: str
+    signals: tuple[str, ...]  # normalised names (lower case, letters and digits only)
+    stat: str  # "min" (every sample crossed) | "avg"
+    kind: str  # "ratio" (0..1 fraction, meters allowed) | "queue_cp" | "queue_data" | "ms"
+    what: str  # subject of the summary
+
+
+METRIC_RULES: dict[str, MetricRule] = {r.alert_type: r for r in (
+    MetricRule("CONTROL_PLANE_QUEUE_BACKLOG", ("controlplanerequestqueuesize",), "min", "queue_cp",
+               "ControlPlaneRequestQueueSize"),
+    MetricRule("REQUEST_QUEUE_SATURATED", ("requestqueuesize",), "min", "queue_data", "RequestQueueSize"),
+    MetricRule("ACCEPTOR_BLOCKED", ("acceptorblockedpercent", "controlplaneacceptorblockedpercent",
+                                    "acceptoridlepercent"), "avg", "ratio", "AcceptorBlockedPercent"),
+    MetricRule("NETWORK_PROCESSOR_SATURATED", ("networkprocessoravgidlepercent",
+                                               "controlplanenetworkprocessoravgidlepercent"), "avg", "ratio",
+               "NetworkProcessorAvgIdlePercent"),
+    MetricRule("REQUEST_HANDLER_SATURATED", ("requesthandleravgidlepercent",
+                                             "controlplanerequesthandleravgidlepercent"), "avg", "ratio",
+               "RequestHandlerAvgIdlePercent"),
+    MetricRule("METADATA_APPLY_LAG", ("lastappliedrecordlagms", "metadataapplylagms", "metadataapplylag"), "min",
+               "ms", "last-applied-record-lag-ms"),
+    MetricRule("CONTROLLER_EVENT_QUEUE_DELAY", ("eventqueuetimems",), "avg", "ms", "EventQueueTimeMs"),
+)}
+DETECTION_SIGNALS = tuple(sorted({s for r in METRIC_RULES.values() for s in r.signals}))
+
+# Preferred attribute per window (lower wins): the current rate/percentile over lifetime means.
+_ATTR_RANK = {"oneminuterate": 0, "99thpercentile": 0, "0.99": 0, "value": 1, "": 1, "count": 2, "mean": 3,
+              "fiveminuterate": 3, "fifteenminuterate": 3, "meanrate": 4}
+NANOS_PER_SECOND = 1e9
+
+
+def norm_signal(c: Column) -> Column:
+    """'ControlPlaneRequestQueueSize' / 'last-applied-record-lag-ms' -> 'controlplanerequestqueuesize' / ..."""
+    from pyspark.sql import functions as F
+
+    return F.lower(F.regexp_replace(F.coalesce(c, F.lit("")), "[^A-Za-z0-9]", ""))
+
+
+def metric_windows(samples: DataFrame, cfg: DetectionConfig) -> DataFrame:
+    """metric_samples -> one row per (cluster, broker, signal, listener, attribute, event-time window)."""
+    from pyspark.sql import functions as F
+
+    src = samples.where(F.col("ts").isNotNull() & F.col("value").isNotNull() & ~F.isnan("value"))
+    src = src.withColumn("sig", norm_signal(F.col("signal"))).where(F.col("sig").isin(*DETECTION_SIGNALS))
+    if samples.isStreaming:
+        src = src.withWatermark("ts", f"{int(cfg.watermark_delay_s * 1000)} milliseconds")
+    w = F.window("ts", f"{int(cfg.metric_window_s * 1000)} milliseconds")
+    return (
+        src.groupBy("cluster", "broker_id", "sig", "listener", "attribute", w.alias("w"))
+        .agg(
+            F.first("signal").alias("signal"),
+            F.min("value").alias("vmin"), F.max("value").alias("vmax"), F.avg("value").alias("vavg"),
+            F.min_by("value", "ts").alias("vfirst"), F.max_by("value", "ts").alias("vlast"),
+            F.count("*").alias("samples"), F.min("ts").alias("first_ts"), F.max("ts").alias("last_ts"),
+        )
+        .select("*", F.col("w.start").alias("window_start"), F.col("w.end").alias("window_end"))
+        .drop("w")
+    )
+
+
+def metric_rollups(samples: DataFrame, watermark_delay_s: float = 60.0) -> DataFrame:
+    """metric_samples -> metric_rollups_1m rows: 1-minute min/max/avg/last/samples per series."""
+    from pyspark.sql import functions as F
+
+    src = samples.where(F.col("ts").isNotNull() & F.col("value").isNotNull())
+    if samples.isStreaming:
+        src = src.withWatermark("ts", f"{int(watermark_delay_s * 1000)} milliseconds")
+    return (
+        src.groupBy("cluster", "broker_id", "signal", "listener", "request", "attribute",
+                    F.window("ts", "1 minute").alias("w"))
+        .agg(F.min("value").alias("min"), F.max("value").alias("max"), F.avg("value").alias("avg"),
+             F.max_by("value", "ts").alias("last"), F.count("*").alias("samples"))
+        .select("cluster", "broker_id", "signal", "listener", "request", "attribute",
+                F.col("w.start").alias("minute"), "min", "max", "avg", "last", "samples",
+                F.to_date(F.col("w.start")).alias("date"))
+    )
+
+
+def _ratio(stat: str) -> Column:
+    """A window's fraction 0..1: meter rates and gauges as they are (0..100 scaled down); Count from its delta."""
+    from pyspark.sql import functions as F
+
+    raw = F.col("vmin") if stat == "min" else F.col("vavg")
+    direct = F.when(raw > 1.0 + 1e-9, raw / 100.0).otherwise(raw)
+    span_ns = (F.col("last_ts").cast("double") - F.col("first_ts").cast("double")) * NANOS_PER_SECOND
+    delta = F.col("vlast") - F.col("vfirst")
+    from_count = F.when((span_ns > 0) & (delta >= 0), F.least(delta / span_ns, F.lit(1.0)))
+    return F.when(F.lower(F.coalesce(F.col("attribute"), F.lit(""))) == "count", from_count).otherwise(direct)
+
+
+def _best_attribute(df: DataFrame, keys: list[str]) -> DataFrame:
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    rank = F.coalesce(
+        F.element_at(F.create_map(*[F.lit(v) for kv in _ATTR_RANK.items() for v in kv]),
+                     F.lower(F.coalesce(F.col("attribute"), F.lit("")))),
+        F.lit(5),
+    )
+    w = Window.partitionBy(*keys).orderBy(rank, F.col("attribute"))
+    return df.withColumn("_rank", F.row_number().over(w)).where(F.col("_rank") == 1).drop("_rank")
+
+
+def _plane(c: Column) -> Column:
+    from pyspark.sql import functions as F
+
+    return F.when(F.col("sig").startswith("controlplane"), F.lit("control-plane")).otherwise(
+        F.coalesce(c, F.lit("data-plane")))
+
+
+def _window_text() -> Column:
+    from pyspark.sql import functions as F
+
+    return F.concat(F.lit(" over "), F.date_format("window_start", "HH:mm:ss"), F.lit("-"),
+                    F.date_format("window_end", "HH:mm:ss"), F.lit(" UTC ("), F.col("samples"), F.lit(" samples)"))
+
+
+def _evidence() -> Column:
+    from pyspark.sql import functions as F
+
+    return F.to_json(F.struct("signal", "attribute", "listener", "window_start", "window_end", "samples", "vmin",
+                              "vmax", "vavg", "vfirst", "vlast", "first_ts", "last_ts"))
+
+
+def _rule(windows: DataFrame, cfg: DetectionConfig, rule: MetricRule, advice: str) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    t = rule.alert_type
+    rows = windows.where(F.col("sig").isin(*rule.signals) & (F.col("samples") >= setting(cfg, "min_samples")))
+    if rule.kind == "ratio":
+        rows = _best_attribute(rows, ["cluster", "broker_id", "sig", "listener", "window_start"])
+        measure = _ratio(rule.stat)
+        value, threshold, shown = measure, level(cfg, t, "warning"), F.concat(_fmt1(measure * 100), F.lit("%"))
+    elif rule.kind in ("queue_cp", "queue_data"):
+        cap = F.lit(float(CONTROL_PLANE_QUEUE_CAPACITY)) if rule.kind == "queue_cp" else \
+            setting(cfg, "queued_max_requests").cast("double")
+        measure = F.col("vmin") / cap
+        value, threshold = F.col("vmin"), level(cfg, t, "warning") * cap
+        shown = F.concat(F.lit("at least "), _fmt1(F.col("vmin")), F.lit(" of "), _fmt1(cap), F.lit(" requests"))
+    else:
+        rows = _best_attribute(rows, ["cluster", "broker_id", "sig", "listener", "window_start"])
+        measure = F.col("vmin") if rule.stat == "min" else F.col("vavg")
+        value, threshold, shown = measure, level(cfg, t, "warning"), F.concat(_fmt1(measure), F.lit(" ms"))
+    listener = _plane(F.col("listener"))
+    summary = F.concat(F.col("signal"), F.lit(" on broker "), F.col("broker_id"), F.lit(" ("), listener,
+                       F.lit(") was "), shown, _window_text(), F.lit(": " + advice))
+    return candidates(
+        rows, t, sev=severity(cfg, t, measure), broker_id=F.col("broker_id"), listener=listener,
+        ts=F.col("last_ts"), value=value, threshold=threshold, summary=summary, evidence=_evidence(),
+    )
+
+
+def _fmt1(c: Column) -> Column:
+    from pyspark.sql import functions as F
+
+    return F.format_number(c.cast("double"), 1)
+
+
+def detect_control_plane_queue_backlog(windows: DataFrame, cfg: DetectionConfig) -> DataFrame:
+    """CONTROL_PLANE_QUEUE_BACKLOG: ControlPlaneRequestQueueSize stayed high against its capacity of 20."""
+    return _rule(windows, cfg, METRIC_RULES["CONTROL_PLANE_QUEUE_BACKLOG"],
+                 "controller requests are piling up behind the single control-plane handler")
+
+
+def detect_request_queue_saturated(windows: DataFrame, cfg: DetectionConfig) -> DataFrame:
+    """REQUEST_QUEUE_SATURATED: RequestQueueSize stayed near `queued.max.requests` (per cluster)."""
+    return _rule(windows, cfg, METRIC_RULES["REQUEST_QUEUE_SATURATED"],
+                 "network threads block on the full request queue; find the slow requests or add num.io.threads")
+
+
+def detect_acceptor_blocked(windows: DataFrame, cfg: DetectionConfig) -> DataFrame:
+    """ACCEPTOR_BLOCKED: AcceptorBlockedPercent (KIP-402 draft name AcceptorIdlePercent) high."""
+    return _rule(windows, cfg, METRIC_RULES["ACCEPTOR_BLOCKED"],
+                 "every processor's new-connection queue is full or max.connections is reached (connection storm)")
+
+
+def detect_network_processor_saturated(windows: DataFrame, cfg: DetectionConfig) -> DataFrame:
+    """NETWORK_PROCESSOR_SATURATED: network processors' idle ratio (data or control plane) below threshold."""
+    return _rule(windows, cfg, METRIC_RULES["NETWORK_PROCESSOR_SATURATED"],
+                 "network threads are saturated; consider num.network.threads")
+
+
+def detect_request_handler_saturated(windows: DataFrame, cfg: DetectionConfig) -> DataFrame:
+    """REQUEST_HANDLER_SATURATED: request handlers' idle ratio (data or control plane) below threshold."""
+    return _rule(windows, cfg, METRIC_RULES["REQUEST_HANDLER_SATURATED"],
+                 "request handler threads are saturated; consider num.io.threads or find the slow requests")
+
+
+def detect_metadata_apply_lag(windows: DataFrame, cfg: DetectionConfig) -> DataFrame:
+    """METADATA_APPLY_LAG (KRaft): broker-metadata-metrics last-applied-record-lag-ms stayed high."""
+    return _rule(windows, cfg, METRIC_RULES["METADATA_APPLY_LAG"],
+                 "the broker applies metadata records late, so it serves stale leadership")
+
+
+def detect_controller_event_queue_delay(windows: DataFrame, cfg: DetectionConfig) -> DataFrame:
+    """CONTROLLER_EVENT_QUEUE_DELAY: ControllerEventManager EventQueueTimeMs high (events wait to be processed)."""
+    return _rule(windows, cfg, METRIC_RULES["CONTROLLER_EVENT_QUEUE_DELAY"],
+                 "controller events wait in its queue; leadership changes are delayed")
+
+
+def detect_queue_saturated_without_control_plane(windows: DataFrame, cfg: DetectionConfig) -> DataFrame:
+    """CONTROL_REQUEST_QUEUED_BEHIND_DATA (metric form): RequestQueueSize saturated on a broker that reports no
+    ControlPlaneRequestQueueSize in the same window, so controller requests share that full queue."""
+    from pyspark.sql import functions as F
+
+    t = "CONTROL_REQUEST_QUEUED_BEHIND_DATA"
+    per = windows.groupBy("cluster", "broker_id", "window_start", "window_end").agg(
+        F.max(F.when(F.col("sig") == "requestqueuesize", F.col("vmin"))).alias("vmin"),
+        F.max(F.when(F.col("sig") == "requestqueuesize", F.col("samples"))).alias("samples"),
+        F.max(F.when(F.col("sig") == "requestqueuesize", F.col("last_ts"))).alias("last_ts"),
+        F.count(F.when(F.col("sig").startswith("controlplane"), 1)).alias("cp_series"),
+    ).where(F.col("vmin").isNotNull() & (F.col("cp_series") == 0)
+            & (F.col("samples") >= setting(cfg, "min_samples")))
+    cap = setting(cfg, "queued_max_requests").cast("double")
+    sat = level(cfg, "REQUEST_QUEUE_SATURATED", "warning")
+    summary = F.concat(F.lit("RequestQueueSize on broker "), F.col("broker_id"), F.lit(" stayed at >= "),
+                       _fmt1(F.col("vmin")), F.lit(" of "), _fmt1(cap), _window_text(),
+                       F.lit(" and the broker has no control plane: controller requests wait behind data requests; "
+                             "configure control.plane.listener.name (KIP-291)"))
+    evidence = F.to_json(F.struct("window_start", "window_end", "vmin", "samples", "cp_series"))
+    return candidates(
+        per, t, sev=F.when(F.col("vmin") / cap >= sat, F.lit("warning")), broker_id=F.col("broker_id"),
+        listener=F.lit("data-plane"), ts=F.col("last_ts"), value=F.col("vmin"), threshold=sat * cap,
+        summary=summary, evidence=evidence,
+    )

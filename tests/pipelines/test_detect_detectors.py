@@ -1,0 +1,196 @@
+"""Every detector fires on its incident and stays quiet on healthy input of the same shape (Spark, batch).
+
+Each scenario is its own cluster (`<case>-fire` / `<case>-quiet`), so all detectors run over three small
+DataFrames and the candidates are collected ONCE for the module (the suite must stay fast).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from pipelines.detection.config import DetectionConfig
+from pipelines.detection.detectors import latency_candidates, log_candidates, metric_candidates
+from pipelines.detection.metric_detectors import metric_windows
+from schemas.tables import CONTROL_REQUEST_LATENCY, METRIC_SAMPLES, REQUEST_EVENTS, STATE_CHANGE_EVENTS
+
+pytestmark = pytest.mark.spark
+
+T0 = datetime(2021, 3, 2, 8, 0, 0, tzinfo=UTC)
+CFG = DetectionConfig.from_mapping({"clusters": {"rqs-override": {"queued_max_requests": 100}}})
+
+
+def t(sec: float) -> datetime:
+    return T0 + timedelta(seconds=sec)
+
+
+def row(table, **kw):
+    unknown = set(kw) - set(table.names)
+    assert not unknown, unknown
+    return tuple(kw.get(n) for n in table.names)
+
+
+def lat(cluster, request="LeaderAndIsr", status="completed", e2e=40.0, lock=1.0, proc=30.0, cq=None, flags=None,
+        broker=2, key=None):
+    return row(CONTROL_REQUEST_LATENCY, cluster=cluster, broker_id=broker, controller_id=1, controller_epoch=9,
+               correlation_id=17, request=request, sent_ts=t(1), handling_ts=t(1.006),
+               finished_ts=t(1.006 + (proc or e2e) / 1000) if status == "completed" else None, end_to_end_ms=e2e,
+               queue_ms=6.0, processing_ms=proc if status == "completed" else None, lock_wait_ms=lock,
+               partitions=960, status=status, pairing="order", request_key=key or f"{cluster}-{request}-{status}",
+               flags=flags, controller_queue_ms=cq)
+
+
+def sc(cluster, sec, message, broker=2, event=None):
+    return row(STATE_CHANGE_EVENTS, cluster=cluster, broker_id=broker, ts=t(sec), level="INFO", event=event,
+               message=message, source="f", source_offset=0)
+
+
+def req(cluster, api, listener, queue_ms, error=0, broker=2):
+    return row(REQUEST_EVENTS, cluster=cluster, broker_id=broker, ts=t(2), api_name=api, correlation_id=5,
+               listener=listener, request_queue_time_ms=queue_ms, total_time_ms=queue_ms + 1, error_code=error,
+               source="f", source_offset=0)
+
+
+def ms(cluster, signal, values, attribute="Value", listener=None, broker=2, step=10.0):
+    return [row(METRIC_SAMPLES, cluster=cluster, broker_id=broker, ts=t(i * step), signal=signal,
+                attribute=attribute, listener=listener, value=float(v), source="f", source_offset=i)
+            for i, v in enumerate(values)]
+
+
+FETCH = "[UnifiedLog partition=t-{i}, dir=/d] Incremented log start offset to {i} due to leader offset increment"
+
+
+@pytest.fixture(scope="module")
+def found(spark):
+    latency = [
+        lat("dl-fire", e2e=13973.0, lock=6.0, proc=13967.0),
+        lat("dl-quiet", e2e=40.0),
+        lat("nc-fire", status="never_completed", e2e=None, lock=None),
+        lat("nc-quiet", status="never_completed", e2e=None, lock=None, flags="broker_restart"),
+        lat("nc-quiet", key="ok"),
+        lat("um-fire", request="UpdateMetadata", e2e=9000.0, lock=None, proc=None),
+        lat("um-quiet", request="UpdateMetadata", e2e=13940.0, cq=13927.0, lock=None, proc=None),
+        lat("lock-fire", lock=4000.0, e2e=4100.0, proc=100.0),
+        lat("lockf-fire", lock=10.0, e2e=4000.0, proc=3900.0),
+        lat("lock-quiet", lock=6.0, e2e=4000.0, proc=3900.0),
+    ]
+    changes = [sc("lockf-fire", 1.5 + i * 0.1, FETCH.format(i=i)) for i in range(20)]
+    changes += [sc("lock-quiet", 1.5 + i * 0.1, FETCH.format(i=i)) for i in range(2)]
+    changes += [
+        sc("stale-fire", 3, "[KafkaApi-2] Received LeaderAndIsr request with broker epoch 25 smaller than the "
+                            "current broker epoch 31"),
+        sc("stale-quiet", 3, "[Broker id=2] Handling LeaderAndIsr request correlationId 17 from controller 1 "
+                             "for 960 partitions"),
+    ]
+    requests = [
+        req("qbd-fire", "LeaderAndIsr", "PLAINTEXT", 2500.0),
+        req("qbd-quiet", "LeaderAndIsr", "CONTROLLER", 2500.0),
+        req("qbd-quiet", "Produce", "PLAINTEXT", 3000.0),
+        req("stale-fire", "UpdateMetadata", "CONTROLLER", 0.1, error=77),
+        req("stale-quiet", "UpdateMetadata", "CONTROLLER", 0.1, error=0),
+    ]
+    samples = [
+        *ms("cpq-fire", "ControlPlaneRequestQueueSize", [18, 19, 20]),
+        *ms("cpq-quiet", "ControlPlaneRequestQueueSize", [1, 20, 1]),
+        *ms("rqs-fire", "RequestQueueSize", [480, 500]),
+        *ms("rqs-override", "RequestQueueSize", [90, 95]),
+        *ms("rqs-quiet", "RequestQueueSize", [480, 20]),
+        *ms("qbdm-fire", "RequestQueueSize", [490, 495]),
+        *ms("qbdm-quiet", "RequestQueueSize", [490, 495]),
+        *ms("qbdm-quiet", "ControlPlaneRequestQueueSize", [0, 0]),
+        *ms("acc-fire", "AcceptorBlockedPercent", [0.4, 0.5], "OneMinuteRate", "PLAINTEXT"),
+        *ms("accc-fire", "AcceptorBlockedPercent", [0, 10e9], "Count", "PLAINTEXT", step=20.0),
+        *ms("acc-quiet", "AcceptorBlockedPercent", [0.0, 0.01], "OneMinuteRate", "PLAINTEXT"),
+        *ms("acc-quiet", "AcceptorBlockedPercent", [0.9, 0.9], "MeanRate", "PLAINTEXT"),
+        *ms("net-fire", "NetworkProcessorAvgIdlePercent", [0.05, 0.08]),
+        *ms("netp-fire", "NetworkProcessorAvgIdlePercent", [5, 8]),
+        *ms("net-quiet", "NetworkProcessorAvgIdlePercent", [0.8, 0.82]),
+        *ms("net-quiet", "ControlPlaneNetworkProcessorAvgIdlePercent", [float("nan"), float("nan")]),
+        *ms("rh-fire", "RequestHandlerAvgIdlePercent", [0.1, 0.15], "OneMinuteRate"),
+        *ms("rhcp-fire", "ControlPlaneRequestHandlerAvgIdlePercent", [0.02, 0.03], "OneMinuteRate"),
+        *ms("rh-quiet", "RequestHandlerAvgIdlePercent", [0.7, 0.75], "OneMinuteRate"),
+        *ms("mal-fire", "last-applied-record-lag-ms", [8000, 9000], broker=3),
+        *ms("mal-quiet", "last-applied-record-lag-ms", [10, 20], broker=3),
+        *ms("ceq-fire", "EventQueueTimeMs", [1500, 2000], "99thPercentile", broker=1),
+        *ms("ceq-quiet", "EventQueueTimeMs", [3, 5], "99thPercentile", broker=1),
+    ]
+    lat_df = spark.createDataFrame(latency, CONTROL_REQUEST_LATENCY.to_spark())
+    sc_df = spark.createDataFrame(changes, STATE_CHANGE_EVENTS.to_spark())
+    req_df = spark.createDataFrame(requests, REQUEST_EVENTS.to_spark())
+    ms_df = spark.createDataFrame(samples, METRIC_SAMPLES.to_spark())
+    cands = (latency_candidates(lat_df, sc_df, CFG)
+             .unionByName(log_candidates(sc_df, req_df, CFG))
+             .unionByName(metric_candidates(metric_windows(ms_df, CFG), CFG)))
+    return [r.asDict() for r in cands.collect()]
+
+
+def of(found, cluster, type_):
+    return [c for c in found if c["cluster"] == cluster and c["type"] == type_]
+
+
+CASES = [
+    ("DELAYED_LEADER_AND_ISR", "dl", 2),
+    ("LEADER_AND_ISR_NOT_COMPLETED", "nc", 2),
+    ("DELAYED_UPDATE_METADATA", "um", 2),
+    ("LOCK_CONTENTION", "lock", 2),
+    ("LOCK_CONTENTION", "lockf", 2),
+    ("CONTROL_REQUEST_QUEUED_BEHIND_DATA", "qbd", 2),
+    ("CONTROL_REQUEST_QUEUED_BEHIND_DATA", "qbdm", 2),
+    ("STALE_BROKER_EPOCH", "stale", 2),
+    ("CONTROL_PLANE_QUEUE_BACKLOG", "cpq", 2),
+    ("REQUEST_QUEUE_SATURATED", "rqs", 2),
+    ("REQUEST_QUEUE_SATURATED", "rqs-override", 2),
+    ("ACCEPTOR_BLOCKED", "acc", 2),
+    ("ACCEPTOR_BLOCKED", "accc", 2),
+    ("NETWORK_PROCESSOR_SATURATED", "net", 2),
+    ("NETWORK_PROCESSOR_SATURATED", "netp", 2),
+    ("REQUEST_HANDLER_SATURATED", "rh", 2),
+    ("REQUEST_HANDLER_SATURATED", "rhcp", 2),
+    ("METADATA_APPLY_LAG", "mal", 3),
+    ("CONTROLLER_EVENT_QUEUE_DELAY", "ceq", 1),
+]
+
+
+@pytest.mark.parametrize(("type_", "case", "broker"), CASES)
+def test_detector_fires(found, type_, case, broker):
+    cluster = case if case == "rqs-override" else f"{case}-fire"
+    hits = of(found, cluster, type_)
+    assert hits, f"{type_} did not fire for {cluster}"
+    assert {h["broker_id"] for h in hits} == {broker}
+    for h in hits:
+        assert h["severity"] in ("warning", "critical")
+        assert h["summary"]
+        assert h["evidence"].startswith("{")
+
+
+QUIET = sorted({(ty, c) for ty, c, _ in CASES if c not in ("rqs-override", "lockf", "accc", "netp", "rhcp")})
+
+
+@pytest.mark.parametrize(("type_", "case"), QUIET)
+def test_detector_quiet_on_healthy_input(found, type_, case):
+    assert of(found, f"{case}-quiet", type_) == []
+
+
+def test_every_alert_type_has_a_detector_case():
+    from pipelines.detection.config import ALERT_TYPES
+
+    assert {c[0] for c in CASES} == set(ALERT_TYPES)
+
+
+def test_delayed_leader_and_isr_summary_is_actionable(found):
+    (hit,) = of(found, "dl-fire", "DELAYED_LEADER_AND_ISR")
+    assert hit["summary"] == ("LeaderAndIsr correlationId 17 from controller 1 took 13973 ms on broker 2, "
+                              "6 ms of it waiting for a lock")
+    assert hit["value"] == 13973.0
+    assert hit["severity"] == "warning"
+
+
+def test_meter_semantics(found):
+    (count_based,) = of(found, "accc-fire", "ACCEPTOR_BLOCKED")
+    assert count_based["value"] == pytest.approx(0.5)  # 10e9 ns blocked over 20 s
+    (percent,) = of(found, "netp-fire", "NETWORK_PROCESSOR_SATURATED")
+    assert percent["value"] == pytest.approx(0.065)  # 5 and 8 on a 0..100 scale
+    assert percent["severity"] == "critical"
+    (cp,) = of(found, "rhcp-fire", "REQUEST_HANDLER_SATURATED")
+    assert cp["listener"] == "control-plane"
