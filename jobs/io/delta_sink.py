@@ -209,6 +209,37 @@ class DeltaSink:
             return self._write_delta_spark(df, batch_id)
         return self._write_delta_rs(df, batch_id)
 
+    def write_arrow(self, data: pa.Table, batch_id: int) -> SinkResult:
+        """Driver-side append of a small Arrow table (dq_results, tiny batches), same exactly-once guard."""
+        from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+
+        t0 = time.perf_counter()
+        local = _local_path(self.path)
+        if not self._ensured:
+            ensure_table(local, self.table)
+            self._ensured = True
+        dt = DeltaTable(local)
+        last = dt.transaction_version(self.app_id)
+        if last is not None and batch_id <= last:
+            return SinkResult(self.table.name, batch_id, True)
+        if data.num_rows == 0:
+            return SinkResult(self.table.name, batch_id, False)
+        props = CommitProperties(
+            app_transactions=[Transaction(app_id=self.app_id, version=batch_id)],
+            custom_metadata={"planewatch.app_id": self.app_id, "planewatch.batch_id": str(batch_id)},
+        )
+        write_deltalake(
+            dt,
+            data.select(self.table.names).cast(self.table.to_arrow()),
+            mode="append",
+            partition_by=list(self.table.partition_by) or None,
+            commit_properties=props,
+        )
+        dt.update_incremental()
+        return SinkResult(
+            self.table.name, batch_id, False, 1, data.num_rows, dt.version(), (time.perf_counter() - t0) * 1e3
+        )
+
     def _write_delta_spark(self, df: DataFrame, batch_id: int) -> SinkResult:
         # delta-spark checks txnAppId/txnVersion itself and skips a replayed version. Untested here (no jar).
         t0 = time.perf_counter()

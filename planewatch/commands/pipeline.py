@@ -1,16 +1,52 @@
-"""`planewatch pipeline`: not built yet (see the open issues)."""
+"""`planewatch pipeline [--once] --input DIR --lake DIR --checkpoints DIR`: the streaming jobs, locally.
+
+Ingestion of logs and metrics (files and/or Kafka, conf/pipeline.yaml) into the Delta tables, then detection
+(jobs/detect.py) in one SparkSession (master local[2] by default, Spark UI off, loopback only).
+`--once` processes what is there and stops; otherwise the queries run until Ctrl-C.
+"""
 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    del parser
+    from jobs.io.settings import add_arguments
+
+    add_arguments(parser)
+    parser.add_argument("--master", help="Spark master (default spark.master of the config: local[2])")
+    parser.add_argument("--no-detect", action="store_true", help="ingestion only, no detection")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log every micro-batch")
 
 
 def run(args: argparse.Namespace) -> int:
-    del args
-    print("planewatch pipeline: not built yet", file=sys.stderr)
-    return 2
+    from jobs.io import PipelineIOError
+    from jobs.io.settings import load_settings
+
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    logging.getLogger("jobs").setLevel(logging.INFO)
+    try:
+        settings = load_settings(args.config, args)
+    except PipelineIOError as exc:
+        print(f"planewatch pipeline: {exc}", file=sys.stderr)
+        return 2
+    from jobs.io.session import build_session
+    from jobs.runner import run_pipeline
+
+    spark = build_session(settings, "planewatch-pipeline")
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        rc = run_pipeline(spark, settings, detection=not args.no_detect)
+    except PipelineIOError as exc:
+        print(f"planewatch pipeline: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        spark.stop()
+    print(f"planewatch pipeline: done, tables under {settings.lake}", file=sys.stderr)
+    return rc

@@ -1,0 +1,76 @@
+"""Building the SparkSession of the jobs: local by default, spark-submit's master when submitted, loopback only.
+
+Under spark-submit (the JVM started first, `PYSPARK_GATEWAY_PORT` is set) the master is never set here, so
+`--master` applies. On a non-local master the analytics packages (jobs, pipelines, schemas) are zipped and shipped
+with `addPyFile`, so `spark-submit --master spark://...` needs no `--py-files`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from jobs.io.settings import Settings
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["PACKAGES", "build_session", "package_zip"]
+
+REPO = Path(__file__).resolve().parents[2]
+PACKAGES = ("jobs", "pipelines", "schemas")
+
+# Settings every job needs; spark.* keys of conf/pipeline.yaml come on top.
+BASE_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    "spark.sql.streaming.stopGracefullyOnShutdown": "true",
+}
+LOCAL_CONF = {
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.memory": "2g",
+}
+
+
+def package_zip(target_dir: str | None = None) -> str:
+    """Zip the analytics packages (for executors on a cluster); returns the zip's path."""
+    out = os.path.join(target_dir or tempfile.mkdtemp(prefix="planewatch-pyfiles-"), "planewatch_analytics.zip")
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
+        for pkg in PACKAGES:
+            for f in sorted((REPO / pkg).rglob("*")):
+                if f.is_file() and "__pycache__" not in f.parts and f.suffix in (".py", ".json", ".yaml"):
+                    zf.write(f, f.relative_to(REPO).as_posix())
+    return out
+
+
+def build_session(settings: Settings, app_name: str) -> SparkSession:
+    """The job's SparkSession (getOrCreate: reuses an active one, e.g. in tests or `planewatch pipeline`)."""
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ
+    builder = SparkSession.builder.appName(app_name)
+    master = None if submitted else settings.spark_master
+    if master is not None:
+        builder = builder.master(master)
+        if master.startswith("local"):
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+            for k, v in LOCAL_CONF.items():
+                builder = builder.config(k, v)
+    for k, v in {**BASE_CONF, **settings.spark_conf}.items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    actual = spark.sparkContext.master or ""
+    if not actual.startswith("local"):
+        spark.sparkContext.addPyFile(package_zip())
+    return spark

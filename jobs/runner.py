@@ -1,0 +1,118 @@
+"""Run the streaming queries of the pipeline in one SparkSession: ingestion, then (when present) detection.
+
+Used by the spark-submit shells (jobs/ingest_logs.py, jobs/ingest_metrics.py) and `planewatch pipeline`.
+`--once`: every query runs with availableNow (what is there when it starts), the runner waits for all of them,
+and detection (jobs/detect.py, when it exists) runs after ingestion so its alerts see every silver row.
+Continuous: all queries run until one fails or the process is interrupted (SIGINT/SIGTERM stop them cleanly).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import logging
+import signal
+import threading
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from jobs.ingest import start_ingest_queries
+from jobs.io.settings import Settings, add_arguments, load_settings
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
+
+__all__ = ["FAMILIES_ALL", "main", "run_pipeline"]
+
+log = logging.getLogger(__name__)
+FAMILIES_ALL = ("logs", "metrics")
+# How often the continuous runner checks its queries for failure.
+POLL_S = 1.0
+
+
+def _detect_module() -> Any | None:
+    """H5's jobs/detect.py, when it exists (it is optional for ingestion)."""
+    if importlib.util.find_spec("jobs.detect") is None:
+        return None
+    return importlib.import_module("jobs.detect")
+
+
+def _start_detection(spark: SparkSession, settings: Settings) -> list[StreamingQuery]:
+    mod = _detect_module()
+    if mod is None:
+        log.info("jobs/detect.py not present: detection skipped")
+        return []
+    started = mod.start_detection_queries(spark, settings)
+    return list(started or [])
+
+
+def _await_all(queries: Sequence[StreamingQuery]) -> None:
+    for q in queries:
+        q.awaitTermination()
+        exc = q.exception()
+        if exc is not None:
+            raise RuntimeError(f"query {q.name} failed: {exc}")
+
+
+def run_pipeline(
+    spark: SparkSession, settings: Settings, families: Sequence[str] = FAMILIES_ALL, detection: bool = True
+) -> int:
+    """Run ingestion (and detection) until done (--once) or stopped; returns a process exit code."""
+    queries: list[StreamingQuery] = []
+    stop = threading.Event()
+
+    def _stop(signum: int, _frame: Any) -> None:
+        log.info("signal %d: stopping the queries", signum)
+        stop.set()
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _stop)
+    try:
+        for family in families:
+            queries += start_ingest_queries(spark, settings, family)
+        if settings.once:
+            _await_all(queries)
+            if detection:
+                detect = _start_detection(spark, settings)
+                queries += detect
+                _await_all(detect)
+            return 0
+        if detection:
+            queries += _start_detection(spark, settings)
+        while not stop.is_set():
+            for q in queries:
+                if not q.isActive:
+                    exc = q.exception()
+                    raise RuntimeError(f"query {q.name} stopped: {exc}")
+            time.sleep(POLL_S)
+        return 0
+    finally:
+        for q in queries:
+            try:
+                if q.isActive:
+                    q.stop()
+            except Exception:  # stopping during a batch logs noise; never mask the real error
+                log.debug("stop of %s failed", q.name, exc_info=True)
+
+
+def main(argv: Sequence[str] | None = None, families: Sequence[str] = FAMILIES_ALL, app: str = "planewatch") -> int:
+    """Entry point of the spark-submit shells: parse flags, load settings, build the session, run."""
+    from jobs.io.session import build_session
+
+    parser = argparse.ArgumentParser(prog=app, description=__doc__)
+    add_arguments(parser)
+    parser.add_argument("--no-detect", action="store_true", help="ingestion only")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    settings = load_settings(args.config, args)
+    spark = build_session(settings, app)
+    spark.sparkContext.setLogLevel("WARN")
+    try:
+        return run_pipeline(spark, settings, families, detection=not args.no_detect and families == FAMILIES_ALL)
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        spark.stop()

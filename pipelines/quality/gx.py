@@ -1,0 +1,83 @@
+"""Great Expectations (1.x, offline, ephemeral context, pandas path) on a bounded sample of a batch."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import threading
+import time
+from typing import Any
+
+from pipelines.quality.rules import Suite
+
+__all__ = ["validate_sample"]
+
+_LOCK = threading.Lock()
+_CTX: dict[str, Any] = {}
+
+
+def _context() -> Any:
+    # GE must never phone home; its tqdm bars would flood the job's stderr.
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    if "ctx" not in _CTX:
+        import great_expectations as gx
+
+        ctx = gx.get_context(mode="ephemeral")
+        try:
+            ctx.enable_analytics(False)
+        except Exception:
+            pass
+        _CTX["ctx"] = ctx
+        _CTX["asset"] = ctx.data_sources.add_pandas(name="planewatch").add_dataframe_asset(name="batch")
+        _CTX["defs"] = {}
+        _CTX["suites"] = {}
+    return _CTX["ctx"]
+
+
+def _suite_and_def(suite: Suite) -> tuple[Any, Any]:
+    import great_expectations as gx
+    from great_expectations.expectations.expectation_configuration import ExpectationConfiguration
+
+    ctx = _context()
+    if suite.name not in _CTX["suites"]:
+        gx_suite = ctx.suites.add(gx.ExpectationSuite(name=suite.name))
+        for e in suite.expectations:
+            gx_suite.add_expectation(ExpectationConfiguration(type=e.type, kwargs=e.kwargs).to_domain_obj())
+        _CTX["suites"][suite.name] = gx_suite
+        _CTX["defs"][suite.name] = _CTX["asset"].add_batch_definition_whole_dataframe(suite.name)
+    return _CTX["suites"][suite.name], _CTX["defs"][suite.name]
+
+
+def validate_sample(pdf: Any, suite: Suite, table: str, batch_id: int) -> list[dict[str, Any]]:
+    """Validate a pandas DataFrame with the suite; one dq_results row per expectation.
+
+    Expectations on columns the frame lacks are skipped. `element_count` is the sample size.
+    """
+    t0 = time.perf_counter()
+    run_ts = dt.datetime.now(dt.UTC)
+    with _LOCK:  # one GE context per process; foreachBatch of several queries may run concurrently
+        gx_suite, batch_def = _suite_and_def(suite)
+        result = batch_def.get_batch(batch_parameters={"dataframe": pdf}).validate(gx_suite)
+    elapsed = (time.perf_counter() - t0) * 1e3
+    names = {(e.type, e.column, str(e.kwargs.get("row_condition"))): e.name for e in suite.expectations}
+    rows = []
+    for r in result.results:
+        cfg = r.expectation_config
+        kw = cfg.kwargs
+        name = names.get((cfg.type, str(kw.get("column")), str(kw.get("row_condition"))), cfg.type)
+        res = r.result or {}
+        rows.append(
+            {
+                "table_name": table,
+                "batch_id": batch_id,
+                "suite": suite.name,
+                "expectation": name,
+                "success": bool(r.success),
+                "unexpected_count": int(res.get("unexpected_count") or 0),
+                "element_count": int(res.get("element_count") or len(pdf)),
+                "run_ts": run_ts,
+                "duration_ms": elapsed,
+            }
+        )
+    return rows
