@@ -79,7 +79,7 @@ _GROUP_REF = re.compile(r"\$(\d+)")
 
 
 def _jmx_string(name: MetricName, attribute: str) -> str:
-    props = [("type", name.type), ("name", name.name), *name.tags]
+    props = [("type", name.type), *([("name", name.name)] if name.name else []), *name.tags]
     return f"{name.domain}<{', '.join(f'{k}={v}' for k, v in props)}><>{attribute}"
 
 

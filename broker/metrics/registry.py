@@ -53,8 +53,9 @@ class MetricName:
 
     @property
     def mbean(self) -> str:
-        extra = "".join(f",{k}={v}" for k, v in self.tags)
-        return f"{self.domain}:type={self.type},name={self.name}{extra}"
+        # Kafka-metrics MBeans (e.g. socket-server-metrics) have no name= key: pass name="".
+        props = [("type", self.type), *([("name", self.name)] if self.name else []), *self.tags]
+        return f"{self.domain}:" + ",".join(f"{k}={v}" for k, v in props)
 
     @classmethod
     def of(cls, domain: str, type_: str, name: str, **tags: object) -> MetricName:
@@ -71,20 +72,30 @@ class Metric:
 
 
 class Gauge(Metric):
-    """A value read on demand from a callback (exceptions read as NaN so a reporter never dies)."""
+    """Values read on demand from callbacks (exceptions read as NaN so a reporter never dies).
+
+    One attribute (``Value``) for Yammer gauges; several for a Kafka-metrics MBean such as
+    ``kafka.server:type=socket-server-metrics,listener=L,networkProcessor=N`` (``connection-count``, ...).
+    """
 
     def __init__(self, fn: Callable[[], float], attribute: str = "Value") -> None:
-        self._fn = fn
-        self._attribute = attribute
+        self._fns: dict[str, Callable[[], float]] = {attribute: fn}
 
-    def value(self) -> float:
+    def add(self, attribute: str, fn: Callable[[], float]) -> None:
+        """Add another attribute to this MBean."""
+        self._fns[attribute] = fn
+
+    def has_attribute(self, attribute: str) -> bool:
+        return attribute in self._fns
+
+    def value(self, attribute: str = "Value") -> float:
         try:
-            return float(self._fn())
+            return float(self._fns[attribute]())
         except Exception:
             return math.nan
 
     def attributes(self) -> dict[str, float]:
-        return {self._attribute: self.value()}
+        return {attr: self.value(attr) for attr in list(self._fns)}
 
 
 class _Ewma:
@@ -247,9 +258,12 @@ class MetricsRegistry:
             return metric
 
     def gauge(self, name: MetricName, fn: Callable[[], float], attribute: str = "Value") -> Gauge:
-        """Register a gauge; a second registration under the same name keeps the first (as Yammer)."""
+        """Register a gauge; a second registration under the same name and attribute keeps the first (as Yammer),
+        under the same name with a new attribute adds that attribute to the MBean."""
         metric = self._get_or_create(name, lambda: Gauge(fn, attribute), Gauge)
         assert isinstance(metric, Gauge)
+        if not metric.has_attribute(attribute):
+            metric.add(attribute, fn)
         return metric
 
     def meter(self, name: MetricName, rate_unit_ns: float = 1e9) -> Meter:
