@@ -1,0 +1,81 @@
+"""The log package's exception hierarchy: one base, each subclass carrying the Kafka error code to answer with.
+
+The request handlers translate a :class:`LogError` once, at their boundary, into the partition's ``error_code``;
+nothing here knows about the wire. The codes are the numbers of ``org.apache.kafka.common.protocol.Errors``
+(kept as plain ints so this storage layer imports nothing from the protocol package).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CORRUPT_MESSAGE",
+    "KAFKA_STORAGE_ERROR",
+    "MESSAGE_TOO_LARGE",
+    "OFFSET_OUT_OF_RANGE",
+    "UNKNOWN_SERVER_ERROR",
+    "CorruptRecordError",
+    "LogDirInUseError",
+    "LogError",
+    "OffsetOutOfRangeError",
+    "RecordTooLargeError",
+    "StorageError",
+    "UnexpectedAppendOffsetError",
+]
+
+# Errors.java (3.8) codes used by the storage layer.
+UNKNOWN_SERVER_ERROR = -1
+OFFSET_OUT_OF_RANGE = 1
+CORRUPT_MESSAGE = 2
+MESSAGE_TOO_LARGE = 10
+KAFKA_STORAGE_ERROR = 56
+
+
+class LogError(Exception):
+    """Base of every error raised by :mod:`broker.log`."""
+
+    error_code: int = UNKNOWN_SERVER_ERROR
+
+
+class CorruptRecordError(LogError):
+    """A record batch with a bad CRC, a bad magic byte, or lengths that lie (Kafka's CorruptRecordException)."""
+
+    error_code = CORRUPT_MESSAGE
+
+
+class RecordTooLargeError(LogError):
+    """A record batch above ``max.message.bytes`` (Kafka's RecordTooLargeException)."""
+
+    error_code = MESSAGE_TOO_LARGE
+
+
+class OffsetOutOfRangeError(LogError):
+    """A read below the log start offset or above the log end offset."""
+
+    error_code = OFFSET_OUT_OF_RANGE
+
+    def __init__(self, message: str, *, offset: int, log_start_offset: int, log_end_offset: int) -> None:
+        super().__init__(message)
+        self.offset = offset
+        self.log_start_offset = log_start_offset
+        self.log_end_offset = log_end_offset
+
+
+class UnexpectedAppendOffsetError(LogError):
+    """A follower append whose first offset is below the log end offset (the caller must truncate first)."""
+
+    error_code = UNKNOWN_SERVER_ERROR
+
+    def __init__(self, message: str, *, first_offset: int, log_end_offset: int) -> None:
+        super().__init__(message)
+        self.first_offset = first_offset
+        self.log_end_offset = log_end_offset
+
+
+class StorageError(LogError):
+    """An I/O failure on a log directory (Kafka's KafkaStorageException)."""
+
+    error_code = KAFKA_STORAGE_ERROR
+
+
+class LogDirInUseError(StorageError):
+    """Another process holds the ``.lock`` of a log directory."""

@@ -1,0 +1,535 @@
+"""One partition's log (Kafka's ``Log`` / ``UnifiedLog``): appends, reads, truncation, flushes, retention.
+
+Locking: one ``threading.Lock`` per log serializes every mutation (append, roll, truncate, retention, log start
+offset). The segment list is copy-on-write, so a read takes the lock only to snapshot a few numbers and the
+list, then ``pread``s outside it; segments deleted meanwhile keep their descriptors open for
+``file.delete.delay.ms``. ``flush`` fsyncs outside the log lock too (under its own flush lock), so one fsync
+covers every append made before it started: concurrent acks=all producers share fsyncs (group commit).
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+from broker.log4j import Log4j, default_log4j
+
+from ._batch import BatchInfo, patch_offset_and_epoch, read_header, stamp_log_append_time, validate_batches
+from ._loader import load_segments
+from .checkpoint import CheckpointDelay, TopicPartition
+from .config import LogConfig
+from .epoch_cache import LeaderEpochCache
+from .errors import LogError, OffsetOutOfRangeError, StorageError, UnexpectedAppendOffsetError
+from .segment import LogSegment
+
+__all__ = [
+    "EARLIEST_TIMESTAMP",
+    "LATEST_TIMESTAMP",
+    "AppendInfo",
+    "FetchData",
+    "Log",
+    "LogStartOffsetIncrementReason",
+    "wall_clock_ms",
+]
+
+LATEST_TIMESTAMP = -1  # ListOffsets: the log end offset
+EARLIEST_TIMESTAMP = -2  # ListOffsets: the log start offset
+
+
+def wall_clock_ms() -> int:
+    """Milliseconds since the epoch (the default clock)."""
+    return time.time_ns() // 1_000_000
+
+
+class LogStartOffsetIncrementReason(Enum):
+    """Why the log start offset moved (Kafka's ``LogStartOffsetIncrementReason``, text as in its log line)."""
+
+    CLIENT_RECORD_DELETION = "client delete records request"
+    LEADER_OFFSET_INCREMENTED = "leader offset increment"
+    SEGMENT_DELETION = "segment deletion"
+
+
+@dataclass(frozen=True)
+class AppendInfo:
+    """The outcome of an append (what Produce answers with)."""
+
+    first_offset: int
+    last_offset: int
+    log_append_time: int  # -1 unless the topic uses LogAppendTime
+    log_start_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    batch_count: int
+    message_count: int
+    valid_bytes: int
+
+
+@dataclass(frozen=True)
+class FetchData:
+    """The outcome of a read: whole batches (``b""`` when there is nothing, never None) and the offsets around."""
+
+    records: bytes
+    high_watermark: int
+    log_start_offset: int
+    log_end_offset: int
+
+
+class Log:
+    """A partition directory ``<log.dir>/<topic>-<partition>`` and its segments. Build with :meth:`open`."""
+
+    def __init__(self, directory: Path, topic_partition: TopicPartition, config: LogConfig, *,
+                 recovery_point: int = 0, log_start_offset: int = 0, high_watermark: int | None = None,
+                 clean_shutdown: bool = False, clock: Callable[[], int] = wall_clock_ms, log4j: Log4j | None = None,
+                 epoch_checkpoint_delay: CheckpointDelay | None = None) -> None:
+        """Open (creating if needed) and load the partition directory; see :mod:`broker.log._loader`."""
+        started = time.monotonic()
+        self.dir = directory
+        self.topic_partition = topic_partition
+        self.config = config
+        self._clock = clock
+        logs = log4j or default_log4j()
+        self.logger = logs.get_logger("kafka.log.Log", f"[Log partition={topic_partition}, dir={directory.parent}] ")
+        self._lock = threading.Lock()
+        self._flush_lock = threading.Lock()
+        directory.mkdir(parents=True, exist_ok=True)
+        self.epoch_cache = LeaderEpochCache(directory, str(topic_partition), delay=epoch_checkpoint_delay, log4j=logs)
+        result = load_segments(
+            directory, config, recovery_point=recovery_point, clean_shutdown=clean_shutdown, now_ms=clock(),
+            log=self.logger, segment_log=logs.get_logger("kafka.log.LogSegment"),
+            on_batch=lambda b: self.epoch_cache.assign(b.partition_leader_epoch, b.base_offset))
+        segments = result.segments
+        if not segments:
+            segments = [self._new_segment(log_start_offset)]
+        self._segments: list[LogSegment] = segments
+        self._bases: list[int] = [s.base_offset for s in segments]
+        self._next_offset = segments[-1].next_offset
+        self._log_start_offset = min(max(log_start_offset, segments[0].base_offset), self._next_offset)
+        self._recovery_point = self._next_offset
+        self._high_watermark = self._log_start_offset
+        self._high_watermark = self._clamp(high_watermark if high_watermark is not None else self._next_offset)
+        self._last_flush_ms = clock()
+        self._pending_close: list[tuple[int, LogSegment]] = []
+        self._closed = False
+        self.epoch_cache.truncate_from_end(self._next_offset)
+        self.epoch_cache.clear_and_flush_earliest(self._log_start_offset)
+        self.logger.info(
+            f"Completed load of log with {len(segments)} segments, log start offset {self._log_start_offset} and "
+            f"log end offset {self._next_offset} in {int((time.monotonic() - started) * 1000)} ms")
+
+    # -- offsets ------------------------------------------------------------------------------------------------
+    @property
+    def log_end_offset(self) -> int:
+        """The offset the next appended record will get."""
+        return self._next_offset
+
+    @property
+    def log_start_offset(self) -> int:
+        """The first offset readable."""
+        return self._log_start_offset
+
+    @property
+    def high_watermark(self) -> int:
+        """The last committed offset + 1 (consumers read below it)."""
+        return self._high_watermark
+
+    @property
+    def recovery_point(self) -> int:
+        """Everything below this offset is fsynced."""
+        return self._recovery_point
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        """A snapshot of the segments, oldest first."""
+        return self._segments
+
+    @property
+    def size_bytes(self) -> int:
+        """Total size of the segment files."""
+        return sum(s.size for s in self._segments)
+
+    def _clamp(self, offset: int) -> int:
+        return min(max(offset, self._log_start_offset), self._next_offset)
+
+    def update_high_watermark(self, offset: int) -> int:
+        """Set the high watermark (clamped to [log start, log end]); returns the value set."""
+        with self._lock:
+            self._high_watermark = self._clamp(offset)
+            return self._high_watermark
+
+    # -- appends ------------------------------------------------------------------------------------------------
+    def append_as_leader(self, records: bytes, leader_epoch: int, *, durable: bool = False) -> AppendInfo:
+        """Validate ``records``, assign offsets from the log end offset, stamp ``leader_epoch``, append.
+
+        Args:
+            records: one or more record batches v2 (a Produce partition's ``Records``).
+            leader_epoch: the partition leader epoch, written into every batch.
+            durable: fsync before returning (the Produce handler passes ``acks == -1``; see the package doc).
+
+        Raises:
+            CorruptRecordError: bad CRC, magic, or lengths (nothing is appended).
+            RecordTooLargeError: a batch above ``max.message.bytes`` (nothing is appended).
+            StorageError: the disk write failed.
+        """
+        batches = validate_batches(records, self.config.max_message_bytes)
+        buf = bytearray(records)
+        with self._lock:
+            self._check_open()
+            now = self._clock()
+            offset = self._next_offset
+            stamp = self.config.message_timestamp_type == "LogAppendTime"
+            for info in batches:
+                patch_offset_and_epoch(buf, info.position, offset, leader_epoch)
+                if stamp:
+                    stamp_log_append_time(buf, info, now)
+                offset += info.last_offset_delta + 1
+            patched = [read_header(buf, info.position) for info in batches]
+            result = self._append_locked(buf, patched, now, -1 if not stamp else now)
+        self._after_append(durable)
+        return result
+
+    def append_as_follower(self, records: bytes, *, durable: bool = False) -> AppendInfo:
+        """Append batches fetched from the leader, keeping their offsets and leader epochs.
+
+        Raises:
+            CorruptRecordError, RecordTooLargeError: as :meth:`append_as_leader`.
+            UnexpectedAppendOffsetError: the first offset is below the log end offset (truncate first) or the
+                batches' offsets go backwards.
+        """
+        batches = validate_batches(records, max(self.config.max_message_bytes, 2**31 - 1))
+        with self._lock:
+            self._check_open()
+            expected = self._next_offset
+            for info in batches:
+                if info.base_offset < expected:
+                    raise UnexpectedAppendOffsetError(
+                        f"Unexpected offset in append to {self.topic_partition}. First offset {info.base_offset} is "
+                        f"less than the next offset {expected}. First 10 offsets in append: "
+                        f"{[b.base_offset for b in batches[:10]]}, last offset in append: {batches[-1].last_offset}. "
+                        f"Log start offset = {self._log_start_offset}",
+                        first_offset=info.base_offset, log_end_offset=self._next_offset)
+                expected = info.next_offset
+            result = self._append_locked(records, batches, self._clock(), -1)
+        self._after_append(durable)
+        return result
+
+    def _append_locked(self, buf: bytes | bytearray, batches: list[BatchInfo], now: int,
+                       log_append_time: int) -> AppendInfo:
+        first, last = batches[0].base_offset, batches[-1].last_offset
+        segment = self._segments[-1]
+        newest = max(b.max_timestamp for b in batches)
+        if segment.should_roll(len(buf), last, newest, self.config.segment_bytes, self.config.segment_ms, now):
+            segment = self._roll(max(first, self._next_offset))
+        for info in batches:
+            self.epoch_cache.assign(info.partition_leader_epoch, info.base_offset)
+        segment.append(buf, batches)
+        self._next_offset = batches[-1].next_offset
+        best = max(batches, key=lambda b: b.max_timestamp)
+        return AppendInfo(first, last, log_append_time, self._log_start_offset, best.max_timestamp, best.last_offset,
+                          len(batches), last - first + 1, len(buf))
+
+    def _after_append(self, durable: bool) -> None:
+        unflushed = self._next_offset - self._recovery_point
+        if durable or unflushed >= self.config.flush_messages:
+            self.flush()
+
+    def _new_segment(self, base_offset: int) -> LogSegment:
+        return LogSegment(self.dir, base_offset, self.config.index_interval_bytes, self.config.segment_index_bytes,
+                          self._clock())
+
+    def _roll(self, new_base: int) -> LogSegment:
+        started = time.monotonic()
+        active = self._segments[-1]
+        active.on_become_inactive()
+        if active.size == 0 and active.base_offset == new_base:
+            return active
+        segment = self._new_segment(new_base)
+        self._segments = [*self._segments, segment]
+        self._bases = [*self._bases, new_base]
+        self.logger.info(f"Rolled new log segment at offset {new_base} in "
+                         f"{int((time.monotonic() - started) * 1000)} ms.")
+        return segment
+
+    def roll(self) -> None:
+        """Start a new active segment at the log end offset (no-op when the active one is empty)."""
+        with self._lock:
+            self._check_open()
+            if self._segments[-1].size > 0:
+                self._roll(self._next_offset)
+
+    # -- reads --------------------------------------------------------------------------------------------------
+    def read(self, offset: int, max_bytes: int, max_offset: int | None = None,
+             min_one_batch: bool = True) -> FetchData:
+        """Whole batches from the one holding ``offset``, up to ``max_bytes`` and below ``max_offset``.
+
+        Args:
+            offset: the fetch offset.
+            max_bytes: the size limit; exceeded only by the first batch when ``min_one_batch``.
+            max_offset: exclusive upper bound (the high watermark for consumers); None = log end offset.
+            min_one_batch: return the first batch even if it is larger than ``max_bytes``.
+
+        Raises:
+            OffsetOutOfRangeError: ``offset`` below the log start offset or above the log end offset.
+        """
+        with self._lock:
+            self._check_open()
+            start, end, hw = self._log_start_offset, self._next_offset, self._high_watermark
+            segments, bases = self._segments, self._bases
+        if offset < start or offset > end:
+            raise OffsetOutOfRangeError(
+                f"Received request for offset {offset} for partition {self.topic_partition}, but we only have log "
+                f"segments in the range {start} to {end}.", offset=offset, log_start_offset=start,
+                log_end_offset=end)
+        limit = end if max_offset is None else min(max_offset, end)
+        empty = FetchData(b"", hw, start, end)
+        if offset >= limit or max_bytes < 0:
+            return empty
+        for segment in segments[max(bisect.bisect_right(bases, offset) - 1, 0):]:
+            if segment.base_offset >= limit:
+                break
+            if limit >= segment.next_offset:
+                max_position = segment.size
+            else:
+                holding = segment.translate_offset(limit)
+                max_position = holding.position if holding is not None else segment.size
+            data = segment.read(offset, max_bytes, max_position, min_one_batch)
+            if data is not None:
+                return FetchData(data, hw, start, end)
+        return empty
+
+    def offset_for_timestamp(self, timestamp: int, max_offset: int | None = None) -> tuple[int, int] | None:
+        """ListOffsets: ``(timestamp, offset)``; -2 = earliest, -1 = latest, else the first record whose
+        timestamp is >= ``timestamp`` (None when there is none below ``max_offset``)."""
+        with self._lock:
+            self._check_open()
+            start, end, segments = self._log_start_offset, self._next_offset, self._segments
+        limit = end if max_offset is None else min(max_offset, end)
+        if timestamp == EARLIEST_TIMESTAMP:
+            return -1, start
+        if timestamp == LATEST_TIMESTAMP:
+            return -1, limit
+        for segment in segments:
+            if segment.max_timestamp >= timestamp and segment.next_offset > start:
+                found = segment.find_offset_by_timestamp(timestamp, start)
+                if found is not None:
+                    return found if found[1] < limit else None
+        return None
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """OffsetsForLeaderEpoch: ``(epoch, end offset)`` from the leader epoch cache."""
+        return self.epoch_cache.end_offset_for(epoch, self._next_offset)
+
+    # -- truncation ---------------------------------------------------------------------------------------------
+    def truncate_to(self, target: int) -> bool:
+        """Follower truncation: drop every offset >= ``target`` (whole batches); True if anything was removed."""
+        if target < 0:
+            raise ValueError(f"Cannot truncate partition {self.topic_partition} to a negative offset ({target}).")
+        with self._lock:
+            self._check_open()
+            if target >= self._next_offset:
+                self.logger.info(f"Truncating to {target} has no effect as the largest offset in the log is "
+                                 f"{self._next_offset - 1}")
+                return False
+            self.logger.info(f"Truncating to offset {target}")
+            if target < self._segments[0].base_offset:
+                self._truncate_fully_locked(target)
+                return True
+            doomed = [s for s in self._segments if s.base_offset > target]
+            kept = [s for s in self._segments if s.base_offset <= target]
+            self._retire(doomed)
+            self._segments, self._bases = kept, [s.base_offset for s in kept]
+            kept[-1].truncate_to(target)
+            self._next_offset = kept[-1].next_offset
+            self._after_truncation()
+            return True
+
+    def truncate_fully_and_start_at(self, new_offset: int) -> None:
+        """Delete every segment and restart the log, empty, at ``new_offset``."""
+        with self._lock:
+            self._check_open()
+            self._truncate_fully_locked(new_offset)
+
+    def _truncate_fully_locked(self, new_offset: int) -> None:
+        self.logger.debug(f"Truncate and start at offset {new_offset}")
+        self._retire(self._segments)
+        segment = self._new_segment(new_offset)
+        self._segments, self._bases = [segment], [new_offset]
+        self._next_offset = new_offset
+        self._log_start_offset = new_offset
+        self.epoch_cache.clear()
+        self._after_truncation()
+
+    def _after_truncation(self) -> None:
+        end = self._next_offset
+        self.epoch_cache.truncate_from_end(end)
+        self._log_start_offset = min(self._log_start_offset, end)
+        self._recovery_point = min(self._recovery_point, end)
+        self._high_watermark = min(self._high_watermark, end)
+
+    def _retire(self, segments: list[LogSegment]) -> None:
+        """Unlink now, close after ``file.delete.delay.ms`` (readers may hold the segment)."""
+        deadline = self._clock() + self.config.file_delete_delay_ms
+        for segment in segments:
+            segment.delete_files()
+            self._pending_close.append((deadline, segment))
+
+    def close_retired_segments(self, now_ms: int | None = None) -> int:
+        """Close deleted segments whose delay has passed; returns how many."""
+        now = self._clock() if now_ms is None else now_ms
+        with self._lock:
+            due = [s for deadline, s in self._pending_close if deadline <= now]
+            self._pending_close = [(d, s) for d, s in self._pending_close if d > now]
+        for segment in due:
+            segment.close()
+        return len(due)
+
+    # -- log start offset and retention -------------------------------------------------------------------------
+    def increment_log_start_offset(self, new_offset: int, reason: LogStartOffsetIncrementReason) -> bool:
+        """Move the log start offset forward (DeleteRecords, a follower adopting the leader's, retention).
+
+        Raises:
+            OffsetOutOfRangeError: ``new_offset`` above the high watermark.
+        """
+        with self._lock:
+            self._check_open()
+            return self._increment_log_start_locked(new_offset, reason)
+
+    def _increment_log_start_locked(self, new_offset: int, reason: LogStartOffsetIncrementReason) -> bool:
+        if new_offset > self._high_watermark:
+            raise OffsetOutOfRangeError(
+                f"Cannot increment the log start offset to {new_offset} of partition {self.topic_partition} since "
+                f"it is larger than the high watermark {self._high_watermark}", offset=new_offset,
+                log_start_offset=self._log_start_offset, log_end_offset=self._next_offset)
+        if new_offset <= self._log_start_offset:
+            return False
+        self._log_start_offset = new_offset
+        self.logger.info(f"Incremented log start offset to {new_offset} due to {reason.value}")
+        self.epoch_cache.clear_and_flush_earliest(new_offset)
+        self._recovery_point = max(self._recovery_point, min(new_offset, self._next_offset))
+        return True
+
+    def delete_old_segments(self) -> int:
+        """Retention: delete whole old segments breaching ``retention.ms``, ``retention.bytes`` or below the log
+        start offset (never one holding offsets at or above the high watermark); returns how many."""
+        now = self._clock()
+        with self._lock:
+            self._check_open()
+            deleted = 0
+            if self.config.retention_ms >= 0:
+                deleted += self._delete_where(
+                    lambda s, _n: now - s.largest_timestamp > self.config.retention_ms, self._log_retention_ms)
+            if self.config.retention_bytes >= 0:
+                excess = [self.size_bytes - self.config.retention_bytes]
+
+                def over_size(segment: LogSegment, _next: LogSegment | None) -> bool:
+                    if excess[0] - segment.size >= 0:
+                        excess[0] -= segment.size
+                        return True
+                    return False
+
+                deleted += self._delete_where(over_size, self._log_retention_bytes)
+            deleted += self._delete_where(
+                lambda _s, n: n is not None and n.base_offset <= self._log_start_offset, self._log_start_breach)
+        self.close_retired_segments(now)
+        return deleted
+
+    def _delete_where(self, predicate: Callable[[LogSegment, LogSegment | None], bool],
+                      log_reason: Callable[[list[LogSegment]], None]) -> int:
+        doomed: list[LogSegment] = []
+        segments = self._segments
+        for i, segment in enumerate(segments):
+            nxt = segments[i + 1] if i + 1 < len(segments) else None
+            upper = nxt.base_offset if nxt is not None else self._next_offset
+            if self._high_watermark < upper or (nxt is None and segment.size == 0) or not predicate(segment, nxt):
+                break
+            doomed.append(segment)
+        if not doomed:
+            return 0
+        if len(doomed) == len(segments):
+            self._roll(self._next_offset)
+        log_reason(doomed)
+        kept = [s for s in self._segments if s not in doomed]
+        self._retire(doomed)
+        self._segments, self._bases = kept, [s.base_offset for s in kept]
+        self._increment_log_start_locked(kept[0].base_offset, LogStartOffsetIncrementReason.SEGMENT_DELETION)
+        return len(doomed)
+
+    def _log_retention_ms(self, doomed: list[LogSegment]) -> None:
+        for segment in doomed:
+            basis = "largest record timestamp" if segment.max_timestamp >= 0 else "last modified time"
+            self.logger.info(f"Deleting segment {segment} due to retention time {self.config.retention_ms}ms breach "
+                             f"based on the {basis} in the segment")
+
+    def _log_retention_bytes(self, doomed: list[LogSegment]) -> None:
+        size = self.size_bytes
+        for segment in doomed:
+            size -= segment.size
+            self.logger.info(f"Deleting segment {segment} due to retention size {self.config.retention_bytes} "
+                             f"breach. Log size after deletion will be {size}.")
+
+    def _log_start_breach(self, doomed: list[LogSegment]) -> None:
+        self.logger.info(f"Deleting segments due to log start offset {self._log_start_offset} breach: "
+                         f"{','.join(map(str, doomed))}")
+
+    # -- durability ---------------------------------------------------------------------------------------------
+    def flush(self, offset: int | None = None) -> None:
+        """fsync every segment holding offsets below ``offset`` (default: the log end offset) and advance the
+        recovery point. Runs outside the log lock; one call covers every append made before it."""
+        with self._flush_lock:
+            with self._lock:
+                self._check_open()
+                target = self._next_offset if offset is None else min(offset, self._next_offset)
+                if target <= self._recovery_point:
+                    return
+                point = self._recovery_point
+                dirty = [s for i, s in enumerate(self._segments)
+                         if (self._segments[i + 1].base_offset if i + 1 < len(self._segments) else target + 1)
+                         > point and s.base_offset < target]
+            if self.logger.is_debug_enabled():
+                self.logger.debug(f"Flushing log up to offset {target}, last flushed: {self._last_flush_ms},  "
+                                  f"current time: {self._clock()}, unflushed: {target - point}")
+            for segment in dirty:
+                segment.flush()
+            with self._lock:
+                self._recovery_point = max(self._recovery_point, target)
+                self._last_flush_ms = self._clock()
+
+    def flush_if_due(self, now_ms: int | None = None) -> bool:
+        """The ``flush.ms`` policy: flush when the last flush is older than ``flush.ms``; True if it flushed."""
+        now = self._clock() if now_ms is None else now_ms
+        if self._next_offset > self._recovery_point and now - self._last_flush_ms >= self.config.flush_ms:
+            self.flush()
+            return True
+        return False
+
+    # -- lifecycle ----------------------------------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StorageError(f"The log for partition {self.topic_partition} is closed")
+
+    @property
+    def closed(self) -> bool:
+        """True after :meth:`close`."""
+        return self._closed
+
+    def close(self, *, flush: bool = True) -> None:
+        """Flush (unless told not to) and close every file; later calls raise :class:`StorageError`."""
+        if self._closed:
+            return
+        if flush:
+            try:
+                self.flush()
+            except LogError:
+                pass
+        with self._lock:
+            self._closed = True
+            for segment in self._segments:
+                segment.on_become_inactive()
+                segment.close()
+            for _deadline, segment in self._pending_close:
+                segment.close()
+            self._pending_close = []
