@@ -31,14 +31,13 @@ _ENCODE_ERRORS = (Malformed, struct.error, TypeError, AttributeError, ValueError
 
 def _encode_body(message: Message, version: int, body: dict[str, Any], head: bytes) -> bytes:
     enc, _ = message_codec(message, version)
-    out: list[bytes] = [b"", head]
+    out: list[bytes] = [head]
     try:
         enc(body, out)
     except _ENCODE_ERRORS as exc:
         raise EncodeError(f"cannot encode {message.name} v{version}: {type(exc).__name__}: {exc}") from exc
-    size = sum(len(x) if not isinstance(x, memoryview) else x.nbytes for x in out)
-    out[0] = _I32.pack(size)
-    return b"".join(out)
+    payload = b"".join(out)
+    return _I32.pack(len(payload)) + payload
 
 
 def _decode_body(message: Message, version: int, frame: bytes, pos: int) -> dict[str, Any]:
