@@ -254,7 +254,7 @@ def metric_series_sql(
     d0, d1 = _date_range(since, until)
     where = [f"broker_id = {int(broker_id)}", f"signal = {_lit_name(signal)}"]
     if cluster is not None:
-        where.append(f"cluster = {_lit_name(cluster)}")
+        where.append(f'"cluster" = {_lit_name(cluster)}')
     where.append(f"date >= {_lit_date(d0)} AND date <= {_lit_date(d1)}")
     bucket = f"INTERVAL '{int(bucket_s)} seconds'"
     origin = "TIMESTAMP '1970-01-01T00:00:00Z'"
@@ -286,11 +286,11 @@ def latest_metrics_sql(table: str, newest: datetime, signals: Sequence[str] = KE
     d0 = since.astimezone(UTC).date()
     names = ", ".join(_lit_name(s) for s in signals)
     return (
-        f"SELECT cluster, broker_id, signal, attribute, listener, "
+        'SELECT "cluster", broker_id, signal, attribute, listener, '
         f"last_value({vcol} ORDER BY {tcol}) AS value, max({tcol}) AS ts "
         f"FROM {table} WHERE date >= {_lit_date(d0)} AND {tcol} >= {_lit_ts(since)} "
         f"AND signal IN ({names}) AND broker_id IS NOT NULL "
-        f"GROUP BY cluster, broker_id, signal, attribute, listener"
+        'GROUP BY "cluster", broker_id, signal, attribute, listener'
     )
 
 

@@ -24,11 +24,19 @@ ID_PATTERN = r"^[A-Za-z0-9_.:\-]{1,200}$"
 MAX_BROKER_ID = 2**31 - 1
 
 
-def utc(t: datetime | None) -> datetime | None:
-    """A timezone-aware UTC datetime (naive input is taken as UTC)."""
+# Times a query may name: Kafka did not exist before 2011, and DataFusion's nanosecond timestamps end in 2262.
+MIN_TIME = datetime(2000, 1, 1, tzinfo=UTC)
+MAX_TIME = datetime(2200, 1, 1, tzinfo=UTC)
+
+
+def utc(t: datetime | None, field: str = "time") -> datetime | None:
+    """A timezone-aware UTC datetime (naive input is taken as UTC); 422 naming `field` outside 2000..2200."""
     if t is None:
         return None
-    return t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
+    t = t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
+    if not MIN_TIME <= t < MAX_TIME:
+        bad_param(field, f"must lie between {MIN_TIME.date()} and {MAX_TIME.date()}", t.isoformat())
+    return t
 
 
 def to_public(row: dict[str, Any]) -> AlertPublic:
@@ -53,7 +61,7 @@ def list_alerts(
 ) -> AlertsPublic:
     """Alerts, newest `started_at` first, one page at a time. The cursor is a keyset position, so pages stay
     stable while the pipeline writes new alerts (new ones appear before the first page, never inside a walk)."""
-    since, until = utc(since), utc(until)
+    since, until = utc(since, "since"), utc(until, "until")
     if since is not None and until is not None and until <= since:
         bad_param("until", "until must be after since", str(until))
     position = None

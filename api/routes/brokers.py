@@ -127,7 +127,7 @@ def broker_metrics(
     """A time series of one signal for one broker, one series per (attribute, listener), downsampled in
     DataFusion to at most `points` buckets (avg/min/max/last/samples per bucket). Reads metric_rollups_1m when it
     holds data for the window, else metric_samples (pruned by the cluster/date partitions and ts statistics)."""
-    since, until = utc(since), utc(until)
+    since, until = utc(since, "since"), utc(until, "until")
     if until is None:
         until = datetime.now(UTC) if since is None else since + DEFAULT_WINDOW
     if since is None:

@@ -45,7 +45,7 @@ def list_control_requests(
     limit: Annotated[int, Query(ge=1, description=f"rows, capped at {MAX_LIMIT}")] = DEFAULT_LIMIT,
 ) -> ControlRequestsPublic:
     """The newest control requests (by controller send time) matching the filters; `count` counts all matches."""
-    since, until = utc(since), utc(until)
+    since, until = utc(since, "since"), utc(until, "until")
     if since is not None and until is not None and until <= since:
         bad_param("until", "until must be after since", str(until))
     page, count = filter_control_requests(

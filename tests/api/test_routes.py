@@ -247,6 +247,9 @@ def test_metrics_downsampled_from_samples(client: TestClient) -> None:
     assert capped["bucket_seconds"] == 1
     assert len(capped["series"][0]["points"]) == 600
     assert client.get("/brokers/2/metrics?" + q, headers=AUTH).json()["series"] == []
+    same = client.get("/brokers/1/metrics?cluster=c1&" + q, headers=AUTH).json()
+    assert same["series"][0]["points"] == pts
+    assert client.get("/brokers/1/metrics?cluster=c2&" + q, headers=AUTH).json()["series"] == []
 
 
 def test_metrics_prefer_rollups(client: TestClient, lake: Path) -> None:
@@ -340,6 +343,9 @@ def test_panels_run_their_sql_files(client: TestClient, lake: Path) -> None:
     assert len(q["rows"]) == 3
     assert q["rows"][0]["signal"] == "RequestQueueSize"
     assert client.get("/panels/nope", headers=AUTH).status_code == 422
+    alerts = client.get("/panels/open_alerts", headers=AUTH).json()
+    assert [r["alert_id"] for r in alerts["rows"][:2]] == ["a00029", "a00028"]
+    assert alerts["rows"][0]["type"] == "DELAYED_LEADER_AND_ISR"
 
 
 def test_samples_table_is_reached_only_through_datafusion(client: TestClient, lake: Path) -> None:
