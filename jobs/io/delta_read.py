@@ -146,7 +146,7 @@ class _DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         from pyspark.sql.pandas.types import to_arrow_schema
 
         assert isinstance(partition, _FilePartition)
-        target = to_arrow_schema(self.schema_)
+        target = to_arrow_schema(self.schema_, timezone="UTC")  # Delta timestamps are UTC instants
         pf = pq.ParquetFile(partition.path)
         for batch in pf.iter_batches(batch_size=65536):
             cols = []
