@@ -191,3 +191,155 @@ def test_api_versions_unsupported_version_falls_back_to_v0_kip511() -> None:
 
 def test_error_response_unknown_api_is_none() -> None:
     assert error_response(RequestHeader(999, 0, 1, None), ErrorCode.INVALID_REQUEST) is None
+
+
+# ------------------------------------------------------------------------------------------------ error bodies
+
+
+def _lai_body(version: int) -> dict[str, object]:
+    import uuid
+
+    state = {"partition_index": 4, "leader": 2, "isr": [2], "replicas": [2], "topic_name": "orders"}
+    if version < 2:
+        return {"controller_id": 1, "ungrouped_partition_states": [state, {**state, "partition_index": 5}]}
+    return {
+        "controller_id": 1,
+        "topic_states": [
+            {
+                "topic_name": "orders",
+                "topic_id": uuid.UUID(int=9),
+                "partition_states": [state, {**state, "partition_index": 5}],
+            }
+        ],
+    }
+
+
+@pytest.mark.parametrize("version", range(8))
+def test_leader_and_isr_error_response_lists_every_partition(version: int) -> None:
+    import uuid
+
+    header = RequestHeader(ApiKey.LEADER_AND_ISR, version, 3, "1")
+    wire = encode_request(4, version, 3, "1", _lai_body(version))
+    _, request = decode_request(wire[4:])
+    answer = error_response(header, ErrorCode.STALE_CONTROLLER_EPOCH, request)
+    assert answer is not None
+    _, body = decode_response(4, version, answer[4:])
+    assert body["error_code"] == ErrorCode.STALE_CONTROLLER_EPOCH
+    if version >= 5:
+        assert body["topics"] == [
+            {
+                "topic_id": uuid.UUID(int=9),
+                "partition_errors": [
+                    {"partition_index": 4, "error_code": 11},
+                    {"partition_index": 5, "error_code": 11},
+                ],
+            }
+        ]
+    else:
+        assert body["partition_errors"] == [
+            {"topic_name": "orders", "partition_index": 4, "error_code": 11},
+            {"topic_name": "orders", "partition_index": 5, "error_code": 11},
+        ]
+
+
+@pytest.mark.parametrize("version", range(5))
+def test_stop_replica_error_response_lists_every_partition(version: int) -> None:
+    if version == 0:
+        req = {"ungrouped_partitions": [{"topic_name": "t", "partition_index": 1}]}
+    elif version <= 2:
+        req = {"topics": [{"name": "t", "partition_indexes": [1]}]}
+    else:
+        req = {"topic_states": [{"topic_name": "t", "partition_states": [{"partition_index": 1}]}]}
+    _, request = decode_request(encode_request(5, version, 1, "c", req)[4:])
+    answer = error_response(RequestHeader(5, version, 1, "c"), ErrorCode.STALE_BROKER_EPOCH, request)
+    assert answer is not None
+    _, body = decode_response(5, version, answer[4:])
+    assert body == {
+        "error_code": 77,
+        "partition_errors": [{"topic_name": "t", "partition_index": 1, "error_code": 77}],
+    }
+
+
+def test_metadata_and_produce_error_responses_mirror_the_request() -> None:
+    _, md_req = decode_request(encode_request(3, 9, 1, "c", {"topics": [{"name": "a"}, {"name": "b"}]})[4:])
+    answer = error_response(RequestHeader(3, 9, 1, "c"), ErrorCode.INVALID_REQUEST, md_req)
+    assert answer is not None
+    _, md = decode_response(3, 9, answer[4:])
+    assert [(t["name"], t["error_code"]) for t in md["topics"]] == [("a", 42), ("b", 42)]
+
+    produce = {"acks": -1, "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": b""}]}]}
+    _, p_req = decode_request(encode_request(0, 7, 1, "c", produce)[4:])
+    answer = error_response(RequestHeader(0, 7, 1, "c"), ErrorCode.NOT_LEADER_OR_FOLLOWER, p_req)
+    assert answer is not None
+    _, p = decode_response(0, 7, answer[4:])
+    (resp,) = p["responses"]
+    assert resp["name"] == "t"
+    assert resp["partition_responses"][0]["error_code"] == 6
+    assert resp["partition_responses"][0]["base_offset"] == -1
+
+
+def test_error_response_without_request_body_has_top_level_code() -> None:
+    for key, version in ((ApiKey.UPDATE_METADATA, 7), (ApiKey.LEADER_AND_ISR, 4), (ApiKey.CONTROLLED_SHUTDOWN, 3)):
+        answer = error_response(RequestHeader(key, version, 1, "c"), ErrorCode.NOT_CONTROLLER)
+        assert answer is not None
+        assert decode_response(key, version, answer[4:])[1]["error_code"] == ErrorCode.NOT_CONTROLLER
+
+
+# ------------------------------------------------------------------------------------------------ KIP-673 JSON
+
+
+def test_request_and_response_json_follow_kafkas_converters() -> None:
+    from broker.protocol import request_header_to_json, request_to_json, response_to_json
+
+    body = {
+        "replica_id": -1,
+        "isolation_level": 0,
+        "topics": [
+            {
+                "name": "test_topic",
+                "partitions": [{"partition_index": 0, "timestamp": 1599676632886, "current_leader_epoch": 0}],
+            }
+        ],
+    }
+    header = RequestHeader(ApiKey.LIST_OFFSETS, 5, 8799, "consumer-group-1")
+    _, decoded = decode_request(encode_request(2, 5, 8799, "consumer-group-1", body)[4:])
+    js = request_to_json(header, decoded)
+    assert js == {
+        "replicaId": -1,
+        "isolationLevel": 0,
+        "topics": [
+            {
+                "name": "test_topic",
+                "partitions": [{"partitionIndex": 0, "currentLeaderEpoch": 0, "timestamp": 1599676632886}],
+            }
+        ],
+    }
+    # schema order, as the generated JsonConverter writes it
+    assert list(js["topics"][0]["partitions"][0]) == ["partitionIndex", "currentLeaderEpoch", "timestamp"]
+    assert request_header_to_json(header) == {
+        "requestApiKey": 2,
+        "requestApiVersion": 5,
+        "correlationId": 8799,
+        "clientId": "consumer-group-1",
+        "requestApiKeyName": "LIST_OFFSETS",
+    }
+    resp = response_to_json(0, 8, {"responses": [{"name": "t", "partition_responses": [{"index": 0, "records": b""}]}]})
+    assert "throttleTimeMs" in resp
+    fetch = response_to_json(1, 12, {"responses": [{"topic": "t", "partitions": [{"records": b"12345"}]}]})
+    part = fetch["responses"][0]["partitions"][0]
+    assert part["recordsSizeInBytes"] == 5
+    assert "records" not in part
+
+
+def test_json_uuid_is_kafkas_base64_and_tagged_fields_only_when_set() -> None:
+    import uuid
+
+    from broker.protocol import request_to_json, uuid_to_kafka_string
+
+    tid = uuid.UUID("1d2c3f01-bcc5-4a57-8f9c-614b44737c3d")
+    assert uuid_to_kafka_string(tid) == "HSw_AbzFSlePnGFLRHN8PQ"
+    header = RequestHeader(4, 5, 1, "1")
+    with_tag = request_to_json(header, {"topic_states": [{"topic_id": tid}], "max_broker_epoch": 5})
+    assert with_tag["topicStates"][0]["topicId"] == "HSw_AbzFSlePnGFLRHN8PQ"
+    assert with_tag["maxBrokerEpoch"] == 5
+    assert "maxBrokerEpoch" not in request_to_json(header, {})
