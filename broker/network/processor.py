@@ -46,13 +46,13 @@ from broker.network.quotas import ConnectionQuotas
 from broker.network.request import Request, Response
 from broker.network.request_metrics import RequestMetrics
 from broker.protocol import (
-    API_NAMES,
     SUPPORTED,
     ApiKey,
     CorruptRequest,
     ErrorCode,
     FrameDecoder,
     FrameTooLarge,
+    UnsupportedVersion,
     error_response,
     parse_request_header,
 )
@@ -370,11 +370,7 @@ class Processor(threading.Thread):
             self.invalid_request_total += 1
             keep_open = header.api_key == ApiKey.API_VERSIONS
             if not keep_open:
-                self._log.error(
-                    f"Closing socket for {conn.id} because of error\n"
-                    "org.apache.kafka.common.errors.UnsupportedVersionException: "
-                    f"Unsupported version {header.api_version} of API {API_NAMES.get(header.api_key)}"
-                )
+                self._log_closing(conn.id, UnsupportedVersion(header, supported))
             request.dequeue_ns = request.api_local_complete_ns = request.response_complete_ns = request.start_ns
             conn.muted = True
             self._responses.append((request, Response(answer, close=not keep_open,
@@ -416,13 +412,16 @@ class Processor(threading.Thread):
     # -- helpers --------------------------------------------------------------------------------------------------
     def _invalid(self, conn: _Conn, error: Exception) -> None:
         self.invalid_request_total += 1
-        kind = (
-            "org.apache.kafka.common.network.InvalidReceiveException"
-            if isinstance(error, FrameTooLarge)
-            else "org.apache.kafka.common.errors.InvalidRequestException"
-        )
-        self._log.error(f"Closing socket for {conn.id} because of error\n{kind}: {error}")
+        self._log_closing(conn.id, error)
         self._close(conn)
+
+    def _log_closing(self, conn_id: str, error: Exception) -> None:
+        # Kafka: error(s"Closing socket for $channelId because of error", e) -- the line, then the exception below it
+        # (log4j prints the throwable after the layout; Python's traceback text stands in for Java's stack trace).
+        try:
+            raise error
+        except Exception:
+            self._log.error(f"Closing socket for {conn_id} because of error", exc_info=True)
 
     def _set_interest(self, conn: _Conn) -> None:
         want = 0
