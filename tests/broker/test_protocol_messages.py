@@ -265,3 +265,21 @@ def test_every_message_compiles_for_every_valid_version() -> None:
             assert isinstance(m, Message)
             for v in range(m.valid.lo, m.valid.hi + 1):
                 message_codec(m, v)
+
+
+@pytest.mark.parametrize("case", _truncation_cases(), ids=_id)
+def test_mutated_frames_decode_or_raise_corrupt_request(case: tuple[int, int]) -> None:
+    import random
+
+    key, version = case
+    msg = REGISTRY[key][0]
+    frame = encode_request(key, version, 5, "c", sample(msg.fields, version, version in msg.flexible))[4:]
+    rnd = random.Random(key * 100 + version)
+    for _ in range(300):
+        mutated = bytearray(frame)
+        for _ in range(rnd.randint(1, 4)):
+            mutated[rnd.randrange(8, len(mutated))] = rnd.randrange(256)
+        try:
+            decode_request(bytes(mutated))
+        except CorruptRequest:
+            pass
