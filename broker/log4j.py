@@ -349,6 +349,14 @@ class Log4j:
                 self._manager.getLogger(name).setLevel(lvl)
         return self
 
+    def set_level(self, name: str, level: str) -> None:
+        """``log4j.logger.<name>=<level>`` at run time (e.g. ``set_level("kafka.server.ReplicaManager", "DEBUG")``).
+
+        Raises:
+            ValueError: for an unknown level name.
+        """
+        self._manager.getLogger(name).setLevel(level_from_name(level))
+
     def flush(self) -> None:
         """Flush every appender."""
         for handler in list(self._handlers):
