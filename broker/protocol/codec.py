@@ -355,6 +355,7 @@ class _StructCompiler:
             "_read_tags": _read_tags,
             "_write_tags": _write_tags,
             "_TK": TAGGED_KEY,
+            "_unpack_from": struct.unpack_from,
         }
         self.dec: list[str] = ["def _dec(buf, pos):"]
         self.enc: list[str] = ["def _enc(d, out):", "    g = d.get", "    app = out.append"]
@@ -388,6 +389,8 @@ class _StructCompiler:
             self.flush_run()
             if fld.is_array and fld.is_struct:
                 self.struct_array(fld)
+            elif fld.is_array and fld.element_type in _FIXED_CHARS:
+                self.fixed_array(fld)
             else:
                 self.value(fld)
         self.flush_run()
@@ -444,12 +447,8 @@ class _StructCompiler:
         self.enc.append(f"    {self.const(venc)}(g({fld.key!r}, {self.default(fld)}), out)")
         self.items.append((fld.key, var))
 
-    def struct_array(self, fld: Field) -> None:
-        sub_enc, sub_dec = compile_struct(fld.fields, self.version, self.flex)
-        e, dname = self.const(sub_enc), self.const(sub_dec)
-        nullable = self.version in fld.nullable
-        msg = repr(f"{fld.name}: null in a non-nullable array")
-        var = f"v{len(self.items)}"
+    def count(self) -> None:
+        """Emit code reading an array/bytes count into ``n`` (-1 = null)."""
         if self.flex:
             self.dec += [
                 "    n = buf[pos]",
@@ -461,6 +460,39 @@ class _StructCompiler:
             ]
         else:
             self.dec += ["    n, = _I32.unpack_from(buf, pos)", "    pos += 4"]
+
+    def fixed_array(self, fld: Field) -> None:
+        """``[]int32`` and friends: decoded inline (the hot path of Metadata and LeaderAndIsr)."""
+        venc, _ = value_codec(fld, self.version, self.flex)
+        ch = _FIXED_CHARS[fld.element_type]
+        width = struct.calcsize(">" + ch)
+        structs = self.const([struct.Struct(f">{n}{ch}") for n in range(_ARRAY_STRUCT_CACHE_MAX + 1)])
+        var = f"v{len(self.items)}"
+        msg = repr(f"{fld.name}: null in a non-nullable array")
+        self.count()
+        self.dec += [
+            "    if n < 0:",
+            f"        {var} = None" if self.version in fld.nullable else f"        raise _M({msg})",
+            "    else:",
+            f"        _end = pos + n * {width}",
+            "        if _end > len(buf):",
+            f"            raise _M({fld.name!r} + ': array of %d runs past the end' % n)",
+            f"        if n <= {_ARRAY_STRUCT_CACHE_MAX}:",
+            f"            {var} = list({structs}[n].unpack_from(buf, pos))",
+            "        else:",
+            f"            {var} = list(_unpack_from('>%d{ch}' % n, buf, pos))",
+            "        pos = _end",
+        ]
+        self.enc.append(f"    {self.const(venc)}(g({fld.key!r}, {self.default(fld)}), out)")
+        self.items.append((fld.key, var))
+
+    def struct_array(self, fld: Field) -> None:
+        sub_enc, sub_dec = compile_struct(fld.fields, self.version, self.flex)
+        e, dname = self.const(sub_enc), self.const(sub_dec)
+        nullable = self.version in fld.nullable
+        msg = repr(f"{fld.name}: null in a non-nullable array")
+        var = f"v{len(self.items)}"
+        self.count()
         self.dec += [
             "    if n < 0:",
             f"        {var} = None" if nullable else f"        raise _M({msg})",
