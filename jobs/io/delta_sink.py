@@ -413,7 +413,8 @@ class DeltaMerger:
         if source.num_rows == 0:
             return SinkResult(self.table.name, batch_id, False)
         source = _dedupe_last(source.select(self.table.names).cast(self.table.to_arrow()), self.keys)
-        predicate = " AND ".join(f"t.`{k}` IS NOT DISTINCT FROM s.`{k}`" for k in self.keys)
+        # parenthesised: DataFusion binds IS NOT DISTINCT FROM looser than AND (multi-key merges failed to plan)
+        predicate = " AND ".join(f"(t.`{k}` IS NOT DISTINCT FROM s.`{k}`)" for k in self.keys)
         props = CommitProperties(
             app_transactions=[Transaction(app_id=self.app_id, version=batch_id)],
             custom_metadata={"planewatch.app_id": self.app_id, "planewatch.batch_id": str(batch_id)},
