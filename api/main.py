@@ -35,6 +35,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         settings.lake,
         refresh_interval_s=settings.refresh_interval_ms / 1000,
         query_timeout_s=settings.query_timeout_s,
+        background_reload=settings.background_reload,
     )
     app.state.store = store
     pusher: AlertPusher | None = None

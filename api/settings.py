@@ -31,6 +31,8 @@ class Settings(BaseSettings):
     # How often a request may check whether a table's Delta version moved. Checking costs a log listing (~1-7 ms);
     # once per 500 ms keeps that off the hot path while data is at most half a second behind the lake.
     refresh_interval_ms: int = Field(default=500, ge=0, le=60_000)
+    # Reload a moved snapshot (alerts, control requests) off the request path, serving the previous version meanwhile.
+    background_reload: bool = Field(default=True)
     # A table whose newest commit is older than this is "not keeping up" in /health.
     stale_after_s: float = Field(default=300.0, gt=0)
     # Wall-clock cap of one DataFusion query; past it the request answers 503 (the query is abandoned).

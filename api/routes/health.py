@@ -50,3 +50,9 @@ def health(store: StoreDep, settings: SettingsDep) -> HealthPublic:
     keeping_up = bool(available) and all(t.keeping_up for t in available)
     status: Literal["ok", "degraded"] = "ok" if keeping_up and len(available) == len(tables) else "degraded"
     return HealthPublic(status=status, keeping_up=keeping_up, stale_after_s=settings.stale_after_s, tables=tables)
+
+
+@router.get("/livez")
+def livez() -> dict[str, str]:
+    """Liveness: answers without touching the lake (for probes, and the benchmark's framework baseline)."""
+    return {"status": "alive"}

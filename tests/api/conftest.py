@@ -35,7 +35,8 @@ def make_client(tmp_path: Path) -> Iterator[ClientFactory]:
 
     def make(lake: Path, **settings: object) -> TestClient:
         app = create_app()
-        s = Settings(lake=lake, **{"api_token": TOKEN, "refresh_interval_ms": 0, **settings})  # type: ignore[arg-type]
+        defaults = {"api_token": TOKEN, "refresh_interval_ms": 0, "background_reload": False}
+        s = Settings.model_validate({"lake": lake, **defaults, **settings})
         app.dependency_overrides[get_settings] = lambda: s
         c = TestClient(app)
         c.__enter__()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from tests.api.lake import (
     write,
 )
 
-OPEN_PATHS = {"/health", "/", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"}
+OPEN_PATHS = {"/health", "/livez", "/", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"}
 PATH_VALUES = {"alert_id": "a00001", "broker_id": "1", "panel": "open_alerts"}
 
 
@@ -364,3 +365,23 @@ def test_control_request_table_version_moves(client: TestClient, lake: Path) -> 
     assert client.get("/control-requests", headers=AUTH).json()["count"] == 12
     write(lake, CONTROL_REQUEST_LATENCY, [control_request(50, 1, 5.0)])
     assert client.get("/control-requests", headers=AUTH).json()["count"] == 13
+
+
+def test_background_reload_serves_the_previous_snapshot_then_the_new_one(
+    make_client: ClientFactory, lake: Path
+) -> None:
+    """With background_reload (the default), a moved table is reloaded off the request path: requests keep being
+    answered from the previous version and the new rows appear shortly after."""
+    c = make_client(lake, background_reload=True)
+    assert c.get("/alerts", headers=AUTH).json()["count"] == 30
+    write(lake, ALERTS, [alert(500)])
+    counts = set()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        n = c.get("/alerts", headers=AUTH).json()["count"]
+        counts.add(n)
+        if n == 31:
+            break
+        time.sleep(0.02)
+    assert 31 in counts
+    assert counts <= {30, 31}
