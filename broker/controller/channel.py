@@ -42,6 +42,7 @@ __all__ = [
     "ControlResponse",
     "ControllerChannelManager",
     "RequestSendThread",
+    "with_correlation_id",
 ]
 
 # request.timeout.ms (= controller.socket.timeout.ms) default in Kafka 2.x.
@@ -53,6 +54,7 @@ _POLL_S = 0.1
 # A response larger than this is not a control-request response: drop the connection (corrupt stream).
 MAX_RESPONSE_BYTES = 100 * 1024 * 1024
 _I32 = struct.Struct(">i")
+_CORRELATION_START, _CORRELATION_END = 8, 12  # offsets in a framed request (after size, api_key, api_version)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,11 +77,23 @@ class _QueueItem:
     body: dict[str, Any]
     callback: Callable[[ControlResponse], None] | None
     deadline_ns: int | None
+    frame_template: bytes | None = None  # pre-encoded request (shared UpdateMetadata); correlation id patched in
     future: Future[ControlResponse] = field(default_factory=Future)
     enqueue_ns: int = field(default_factory=time.monotonic_ns)
 
 
 _STOP = object()
+
+
+def with_correlation_id(frame: bytes, correlation_id: int) -> bytes:
+    """A framed request with another correlation id: size(4) api_key(2) api_version(2) correlation_id(4) ...
+
+    Every request header version starts this way, so one serialized request (the cached UpdateMetadata payload
+    shared by all brokers) can go to many connections with their own correlation ids.
+    """
+    if len(frame) < _CORRELATION_END:
+        raise ValueError("not a framed request")
+    return frame[:_CORRELATION_START] + _I32.pack(correlation_id) + frame[_CORRELATION_END:]
 
 
 class _BrokerConnection:
@@ -194,8 +208,11 @@ class RequestSendThread(threading.Thread):
                 continue
             correlation_id = next(self._correlation)
             try:
-                frame = encode_request(item.api_key, item.version, correlation_id,
-                                       str(self.manager.client_id), item.body)
+                if item.frame_template is not None:
+                    frame = with_correlation_id(item.frame_template, correlation_id)
+                else:
+                    frame = encode_request(item.api_key, item.version, correlation_id,
+                                           str(self.manager.client_id), item.body)
                 sent_ns = time.monotonic_ns()
                 payload = self._conn.round_trip(frame)
                 corr, body = decode_response(item.api_key, item.version, payload)
@@ -296,6 +313,28 @@ class ControllerChannelManager:
         item = _QueueItem(api_key, version, body, callback, deadline)
         thread.queue.put(item)
         return item.future
+
+    def send_encoded(self, broker_ids: list[int], api_key: int, version: int, body: dict[str, Any],
+                     callback: Callable[[ControlResponse], None] | None = None,
+                     timeout_ms: int | None = None) -> dict[int, Future[ControlResponse]]:
+        """Serialize ``body`` once and queue the same bytes for every broker (correlation ids patched per send).
+
+        Raises:
+            KeyError: a broker was not added.
+        """
+        template = encode_request(api_key, version, 0, str(self.client_id), body)
+        with self._lock:
+            missing = [b for b in broker_ids if b not in self._threads]
+            threads = [self._threads[b] for b in broker_ids if b in self._threads]
+        if missing:
+            raise KeyError(f"brokers {missing} are not in the controller channel (add_broker first)")
+        deadline = None if timeout_ms is None else time.monotonic_ns() + timeout_ms * 1_000_000
+        futures: dict[int, Future[ControlResponse]] = {}
+        for thread in threads:
+            item = _QueueItem(api_key, version, body, callback, deadline, template)
+            thread.queue.put(item)
+            futures[thread.node.id] = item.future
+        return futures
 
     def queue_size(self, broker_id: int) -> int:
         """``kafka.controller:type=ControllerChannelManager,name=QueueSize,broker-id=N``."""

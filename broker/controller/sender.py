@@ -67,16 +67,16 @@ class ControlRequestSender:
         ids = list(dict.fromkeys(broker_ids))
         log = self.channel.state_change_logger()
         log.info(f"Sending UpdateMetadata request to brokers {scala_set(ids)} for {len(partitions)} partitions")
-        epochs = broker_epochs or {}
-        futures: dict[int, Future[ControlResponse]] = {}
-        shared = None
-        if max_broker_epoch is not None:
+        if max_broker_epoch is not None:  # one payload, serialized once, for every broker
             shared = update_metadata_body(version, controller_id=self.channel.controller_id,
                                           controller_epoch=self.channel.controller_epoch, broker_epoch=-1,
                                           partitions=partitions, live_brokers=live_brokers, topic_ids=topic_ids,
                                           max_broker_epoch=max_broker_epoch)
+            return self.channel.send_encoded(ids, ApiKey.UPDATE_METADATA, version, shared, callback, timeout_ms)
+        epochs = broker_epochs or {}
+        futures: dict[int, Future[ControlResponse]] = {}
         for bid in ids:
-            body = shared if shared is not None else update_metadata_body(
+            body = update_metadata_body(
                 version, controller_id=self.channel.controller_id, controller_epoch=self.channel.controller_epoch,
                 broker_epoch=epochs.get(bid, -1), partitions=partitions, live_brokers=live_brokers,
                 topic_ids=topic_ids)

@@ -15,7 +15,7 @@ import pytest
 
 from broker.config import KafkaConfig, load_config
 from broker.controller import BrokerNode, ControllerChannelManager, ControlRequestSender, select_control_endpoint
-from broker.controller.channel import ControlResponse
+from broker.controller.channel import ControlResponse, with_correlation_id
 from broker.controller.requests import endpoints_of, parse_partitions, scala_set
 from broker.log4j import Log4j
 from broker.protocol import ApiKey
@@ -298,3 +298,27 @@ def test_cli_transport_error_and_bad_arguments(tmp_path: Path, capsys: pytest.Ca
 
 def test_api_key_constants() -> None:
     assert (ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA, ApiKey.UPDATE_METADATA) == (4, 5, 6)
+
+
+def test_shared_update_metadata_payload_is_serialized_once(broker: tuple[KafkaServer, Path], tmp_path: Path) -> None:
+    server, _ = broker
+    ctrl = server.bound_port("CONTROLLER")
+    server.apis.state.set_broker_epoch(40)  # type: ignore[union-attr]
+    frame = b"\x00\x00\x00\x09\x00\x06\x00\x07\x00\x00\x00\x00\xff"
+    assert with_correlation_id(frame, 258) == frame[:8] + b"\x00\x00\x01\x02\xff"
+    log4j = Log4j().configure(tmp_path / "c")
+    try:
+        with ControllerChannelManager(1, 5, log4j=log4j) as channel:
+            # two broker ids, one real broker behind both: each send thread patches its own correlation ids
+            channel.add_broker(BrokerNode(1, "127.0.0.1", ctrl, "CONTROLLER"))
+            channel.add_broker(BrokerNode(2, "127.0.0.1", ctrl, "CONTROLLER"))
+            sender = ControlRequestSender(channel)
+            cached = [CachedPartition("t", 0, 5, 1, 3, (1,), 0, (1,))]
+            live = [endpoints_of(1, {"PLAINTEXT": ("127.0.0.1", server.bound_port("PLAINTEXT"))})]
+            first = sender.send_update_metadata([1, 2], 7, cached, live, max_broker_epoch=40)
+            second = sender.send_update_metadata([1, 2], 7, cached, live, max_broker_epoch=39)
+            results = {(b, f.result(20).correlation_id, f.result(20).body["error_code"])
+                       for fs in (first, second) for b, f in fs.items()}
+    finally:
+        log4j.close()
+    assert results == {(1, 0, 0), (2, 0, 0), (1, 1, 77), (2, 1, 77)}
