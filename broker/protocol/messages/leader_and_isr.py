@@ -8,6 +8,9 @@ planewatch extension: ``MaxBrokerEpoch`` (int64, default -1) as TAGGED field 100
 (4+).  Apache never shipped it; LinkedIn's fork (KAFKA-7186 hotfix) added it as a regular field under
 version numbers that collide with Apache's, so a tagged field is the only compatible place for it: an
 Apache peer skips the unknown tag, ours reads it (FACTS.md section 5).
+
+Field order checked against code generated from the Apache JSON (kafka-protocol-rs) and byte-level tests
+(tests/broker/test_protocol_control.py).
 """
 
 from __future__ import annotations

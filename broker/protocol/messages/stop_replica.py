@@ -5,6 +5,9 @@ per-partition LeaderEpoch and DeletePartition (KIP-570); 4 adds isKRaftControlle
 
 planewatch extension: ``MaxBrokerEpoch`` (int64, default -1) as TAGGED field 100 in flexible versions (2+);
 see :mod:`.leader_and_isr`.
+
+Field order checked against code generated from the Apache JSON (kafka-protocol-rs) and byte-level tests
+(tests/broker/test_protocol_control.py).
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ OfflineReplicas; 5 adds BrokerEpoch and groups partitions by topic; 6 is the fir
 
 planewatch extension: ``MaxBrokerEpoch`` (int64, default -1) as TAGGED field 100 in flexible versions (6+);
 see :mod:`.leader_and_isr`.
+
+Field order checked against code generated from the Apache JSON (kafka-protocol-rs) and byte-level tests
+(tests/broker/test_protocol_control.py).
 """
 
 from __future__ import annotations
