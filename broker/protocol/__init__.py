@@ -1,13 +1,28 @@
 """Sans-IO Kafka wire protocol: framing, headers, declarative message schemas, record batches.
 
-Bytes in, ``(RequestHeader, dict)`` out, and back; no sockets, threads or clocks here.  Bodies are
-plain dicts keyed by the snake_case of Kafka's JSON schema field names (see :mod:`.schema`).
+Bytes in, ``(RequestHeader, dict)`` out, and back; no sockets, threads or clocks here.
 
 Typical broker use::
 
-    frames = decoder.feed(data)              # FrameDecoder(max_frame_size)
+    frames = decoder.feed(data)              # FrameDecoder(max_frame_size); FrameTooLarge -> close
     header, body = decode_request(frame)     # CorruptRequest / UnknownApi / UnsupportedVersion
     wire = encode_response(header, {...})    # framed bytes to write back
+    wire = error_response(header, code, body)  # Kafka's getErrorResponse shape (None: close)
+
+Body conventions (every API, every version):
+
+* keys are the snake_case of Kafka's JSON field names (``PartitionIndex`` -> ``partition_index``;
+  ``isKRaftController`` -> ``is_kraft_controller``); only fields present in the version appear when
+  decoding; missing keys take the schema default when encoding, keys of other versions are ignored;
+* ``uuid`` fields are :class:`uuid.UUID` (the zero UUID when unset); ``bytes``/``records`` are
+  ``bytes`` (``memoryview``/``bytearray`` accepted on encode); nullable fields may be ``None``;
+* tagged fields of flexible versions are named keys (absent on the wire = schema default); unknown
+  tags round-trip through ``_tagged_fields: dict[int, bytes]``;
+* planewatch extension: ``max_broker_epoch`` (tag 100, default -1) in flexible LeaderAndIsr (4+),
+  UpdateMetadata (6+) and StopReplica (2+), see :mod:`.messages.leader_and_isr`.
+
+:data:`SUPPORTED` is what the broker may advertise; :data:`REGISTRY` holds the schema tables (more
+versions than advertised, for clients and tools).  :mod:`.records` parses and patches record batches.
 """
 
 from __future__ import annotations
