@@ -34,6 +34,7 @@ from typing import Any
 
 from broker.controller.requests import BrokerNode, response_to_kafka_string
 from broker.log4j import KafkaLogger, Log4j, default_log4j
+from broker.metrics.registry import Histogram, MetricName, MetricsRegistry
 from broker.protocol import API_NAMES, ProtocolError, decode_response, encode_request
 
 __all__ = [
@@ -54,6 +55,12 @@ _POLL_S = 0.1
 # A response larger than this is not a control-request response: drop the connection (corrupt stream).
 MAX_RESPONSE_BYTES = 100 * 1024 * 1024
 _I32 = struct.Struct(">i")
+# kafka.controller:type=ControllerChannelManager,name=QueueSize,broker-id=N (the code uses broker-id, not brokerId).
+_METRIC_DOMAIN, _METRIC_TYPE = "kafka.controller", "ControllerChannelManager"
+
+
+def _broker_metric(name: str, broker_id: int) -> MetricName:
+    return MetricName.of(_METRIC_DOMAIN, _METRIC_TYPE, name, **{"broker-id": broker_id})
 _CORRELATION_START, _CORRELATION_END = 8, 12  # offsets in a framed request (after size, api_key, api_version)
 
 
@@ -153,6 +160,7 @@ class RequestSendThread(threading.Thread):
         self._stopped = threading.Event()
         self._conn = _BrokerConnection(node, manager.request_timeout_ms / 1000)
         self._correlation = itertools.count(0)
+        self.queue_time_ms: Histogram | None = None
         self._log = manager.log4j.get_logger("kafka.controller.RequestSendThread",
                                              f"[RequestSendThread controllerId={manager.controller_id}] ")
 
@@ -187,6 +195,8 @@ class RequestSendThread(threading.Thread):
 
     def _process(self, item: _QueueItem) -> None:
         first_send_ns = time.monotonic_ns()
+        if self.queue_time_ms is not None:  # Kafka: requestRateAndQueueTimeMetrics.update(now - enqueueTimeMs)
+            self.queue_time_ms.update((first_send_ns - item.enqueue_ns) / 1e6)
         api = API_NAMES.get(item.api_key, str(item.api_key))
         while True:
             if not self._running.is_set():
@@ -252,12 +262,18 @@ class ControllerChannelManager:
         controller_epoch: the controller epoch written in the ``[Controller id=N epoch=E]`` prefix; settable.
         log4j: where controller.log (``kafka.controller.*``) and state-change.log lines go.
         request_timeout_ms: ``request.timeout.ms``: connect and response timeout of each attempt.
+        registry: where to register ``kafka.controller:type=ControllerChannelManager`` ``TotalQueueSize`` and, per
+            broker, ``QueueSize,broker-id=N`` and ``RequestRateAndQueueTimeMs,broker-id=N`` (optional).
     """
 
     def __init__(self, controller_id: int, controller_epoch: int, *, log4j: Log4j | None = None,
-                 request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS) -> None:
+                 request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS, registry: MetricsRegistry | None = None) -> None:
         if request_timeout_ms <= 0:
             raise ValueError("request_timeout_ms must be > 0")
+        self.registry = registry
+        if registry is not None:
+            registry.gauge(MetricName.of(_METRIC_DOMAIN, _METRIC_TYPE, "TotalQueueSize"),
+                           lambda: float(self.total_queue_size()))
         self.controller_id = controller_id
         self.controller_epoch = controller_epoch
         self.client_id = controller_id
@@ -278,6 +294,10 @@ class ControllerChannelManager:
                 return
             thread = RequestSendThread(self, node)
             self._threads[node.id] = thread
+            if self.registry is not None:
+                q = thread.queue
+                self.registry.gauge(_broker_metric("QueueSize", node.id), lambda: float(q.qsize()))
+                thread.queue_time_ms = self.registry.histogram(_broker_metric("RequestRateAndQueueTimeMs", node.id))
             thread.start()
 
     def remove_broker(self, broker_id: int, timeout_s: float = 5.0) -> None:
@@ -287,6 +307,9 @@ class ControllerChannelManager:
         if thread is not None:
             thread.initiate_shutdown()
             thread.join(timeout_s)
+            if self.registry is not None:
+                self.registry.remove(_broker_metric("QueueSize", broker_id))
+                self.registry.remove(_broker_metric("RequestRateAndQueueTimeMs", broker_id))
 
     def brokers(self) -> dict[int, BrokerNode]:
         """The brokers this channel sends to."""

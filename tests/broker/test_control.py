@@ -18,6 +18,7 @@ from broker.controller import BrokerNode, ControllerChannelManager, ControlReque
 from broker.controller.channel import ControlResponse, with_correlation_id
 from broker.controller.requests import endpoints_of, parse_partitions, scala_set
 from broker.log4j import Log4j
+from broker.metrics.registry import Gauge, Histogram, MetricsRegistry
 from broker.protocol import ApiKey
 from broker.server import KafkaServer
 from broker.state.model import CachedPartition, LeaderAndIsrPartition, StopReplicaPartition
@@ -116,7 +117,8 @@ def test_channel_sends_in_order_one_in_flight_and_writes_controller_lines(
     data = server.bound_port("PLAINTEXT")
     log4j = Log4j().configure(tmp_path / "controller-logs", state_change_level="TRACE", controller_log=True)
     try:
-        with ControllerChannelManager(1, 5, log4j=log4j, request_timeout_ms=5000) as channel:
+        registry = MetricsRegistry()
+        with ControllerChannelManager(1, 5, log4j=log4j, request_timeout_ms=5000, registry=registry) as channel:
             channel.add_broker(BrokerNode(1, "127.0.0.1", ctrl, "CONTROLLER"))
             sender = ControlRequestSender(channel)
             received: list[int] = []
@@ -136,6 +138,17 @@ def test_channel_sends_in_order_one_in_flight_and_writes_controller_lines(
                                                        StopReplicaPartition("t", 8, -1, False)], callback=note)
             futures += sender.send_stop_replica(1, 3, [StopReplicaPartition("t", 7, 4, True)], callback=note)
             results = [f.result(timeout=20) for f in futures]
+            mbean = "kafka.controller:type=ControllerChannelManager,name={},broker-id=1"
+            queue_time = registry.get(mbean.format("RequestRateAndQueueTimeMs"))
+            assert isinstance(queue_time, Histogram)
+            assert queue_time.count == 5
+            size = registry.get(mbean.format("QueueSize"))
+            assert isinstance(size, Gauge)
+            assert size.value() == 0.0
+        assert registry.get(mbean.format("QueueSize")) is None  # removed with the broker
+        total = registry.get("kafka.controller:type=ControllerChannelManager,name=TotalQueueSize")
+        assert isinstance(total, Gauge)
+        assert total.value() == 0.0
     finally:
         log4j.close()
     assert [r.correlation_id for r in results] == [0, 1, 2, 3, 4]
