@@ -78,7 +78,7 @@ def load_segments(directory: Path, config: LogConfig, *, recovery_point: int, cl
             log.warn(f"Found a corrupted index file corresponding to log file {segment.log_path} due to "
                      f"failed sanity check}}, recovering segment and rebuilding index files...")
         recovered += 1
-        truncated = segment.recover(config.max_message_bytes, on_batch)
+        truncated = segment.recover(None, on_batch)  # followers may hold batches above max.message.bytes
         kept.append(segment)
         if truncated > 0:
             truncated_total += truncated

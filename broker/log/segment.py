@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ._batch import HEADER_SIZE, LOG_OVERHEAD, BatchInfo, check_batch, read_header
 from ._records import first_record_at_or_after
-from .errors import CorruptRecordError, StorageError
+from .errors import CorruptRecordError, RecordTooLargeError, StorageError
 from .index import OffsetIndex, TimeIndex
 
 __all__ = ["LOG_SUFFIX", "LogSegment", "file_name", "whole_batches_prefix"]
@@ -89,7 +89,7 @@ class LogSegment:
         self.rolling_timestamp = first.max_timestamp if first is not None else None
         return True
 
-    def recover(self, max_message_bytes: int, on_batch: Callable[[BatchInfo], None] | None = None) -> int:
+    def recover(self, max_message_bytes: int | None, on_batch: Callable[[BatchInfo], None] | None = None) -> int:
         """Validate every batch, cut the file after the last valid one, rebuild both indexes.
 
         Returns:
@@ -114,7 +114,7 @@ class LogSegment:
                 if on_batch is not None:
                     on_batch(info)
                 valid = info.position + info.size
-        except CorruptRecordError as exc:
+        except (CorruptRecordError, RecordTooLargeError) as exc:
             self.recovery_error = str(exc)
         truncated = self.size - valid
         if truncated > 0:
