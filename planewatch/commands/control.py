@@ -162,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
             broker_id = args.broker_id
             if broker_id is None:
                 broker_id = _discover_broker_id(host, port, args.timeout_ms / 1000)
-            node = BrokerNode(broker_id, host, port)
+            node = BrokerNode(broker_id, host, port, "--bootstrap")
             advertised = {"PLAINTEXT": (host, port)}
     except (ValueError, OSError) as exc:
         print(f"planewatch control: {exc}", file=sys.stderr)
