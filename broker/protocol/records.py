@@ -38,6 +38,7 @@ __all__ = [
     "set_base_offset",
     "set_log_append_time",
     "set_partition_leader_epoch",
+    "validate_produce_records",
 ]
 
 #: Bytes before the first record of a v2 batch.
@@ -170,6 +171,41 @@ def parse_batches(data: bytes | bytearray | memoryview) -> list[RecordBatchInfo]
         batches.append(RecordBatchInfo(pos, size, fields[0], *fields[2:]))
         pos += size
     return batches
+
+
+def validate_produce_records(data: bytes | bytearray | memoryview | None, api_version: int) -> RecordBatchInfo:
+    """The checks of ``ProduceRequest.validateRecords`` (v3+), then :func:`parse_batches`'s CRC/length checks.
+
+    In Kafka's order: at least one batch, magic 2, no ZStandard before Produce v7, exactly one batch
+    (each an ``InvalidRecordException``/``UnsupportedCompressionTypeException``, answered per partition
+    since 2.8); then the log validator's length/CRC checks (CORRUPT_MESSAGE).
+
+    Returns:
+        The single batch's header.
+
+    Raises:
+        CorruptRecord: with error_code INVALID_RECORD, UNSUPPORTED_COMPRESSION_TYPE or CORRUPT_MESSAGE.
+    """
+    view = memoryview(data if data is not None else b"").cast("B")
+    prefix = f"Produce requests with version {api_version}"
+    if len(view) < LOG_OVERHEAD:
+        raise CorruptRecord(f"{prefix} must have at least one record batch", ErrorCode.INVALID_RECORD)
+    if len(view) > 16 and view[16] != 2:
+        raise CorruptRecord(
+            f"{prefix} are only allowed to contain record batches with magic version 2", ErrorCode.INVALID_RECORD
+        )
+    if len(view) > 22 and view[22] & _COMPRESSION_MASK == Compression.ZSTD and api_version < 7:
+        raise CorruptRecord(
+            f"{prefix} are not allowed to use ZStandard compression", ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
+        )
+    batches = parse_batches(view)
+    if len(batches) != 1:
+        raise CorruptRecord(f"{prefix} are only allowed to contain exactly one record batch", ErrorCode.INVALID_RECORD)
+    if batches[0].compression > Compression.ZSTD:
+        raise CorruptRecord(
+            f"Unknown compression type id {batches[0].compression}", ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
+        )
+    return batches[0]
 
 
 def set_base_offset(buf: bytearray | memoryview, position: int, base_offset: int) -> None:

@@ -180,3 +180,45 @@ def test_we_build_kafka_python_reads(codec: int) -> None:
         (11, 51, None, b"value-without-key", []),
         (12, 52, b"k3", None, [("h", b"x"), ("trace", None)]),
     ]
+
+
+# ----------------------------------------------------------------------------------------- produce validation
+
+
+def test_validate_produce_records_accepts_one_batch() -> None:
+    from broker.protocol.records import validate_produce_records
+
+    info = validate_produce_records(build_batch(RECS, compression=Compression.ZSTD), 7)
+    assert info.record_count == 3
+
+
+@pytest.mark.parametrize(
+    ("blob", "version", "code", "text"),
+    [
+        (b"", 3, ErrorCode.INVALID_RECORD, "at least one record batch"),
+        (None, 9, ErrorCode.INVALID_RECORD, "at least one record batch"),
+        (build_batch(RECS) + build_batch(RECS), 9, ErrorCode.INVALID_RECORD, "exactly one record batch"),
+        (build_batch(RECS, compression=Compression.ZSTD), 6, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, "ZStandard"),
+    ],
+)
+def test_validate_produce_records_errors(blob: bytes | None, version: int, code: int, text: str) -> None:
+    from broker.protocol.records import validate_produce_records
+
+    with pytest.raises(CorruptRecord, match=text) as exc:
+        validate_produce_records(blob, version)
+    assert exc.value.error_code == code
+
+
+def test_validate_produce_records_magic_and_crc() -> None:
+    from broker.protocol.records import validate_produce_records
+
+    old = bytearray(build_batch(RECS))
+    old[16] = 1
+    with pytest.raises(CorruptRecord, match="magic version 2") as exc:
+        validate_produce_records(bytes(old), 3)
+    assert exc.value.error_code == ErrorCode.INVALID_RECORD
+    bad_crc = bytearray(build_batch(RECS))
+    bad_crc[-1] ^= 1
+    with pytest.raises(CorruptRecord) as exc:
+        validate_produce_records(bytes(bad_crc), 3)
+    assert exc.value.error_code == ErrorCode.CORRUPT_MESSAGE
