@@ -1,0 +1,51 @@
+"""Constants of the metric parser shared by the Spark and Python engines (formats, reasons, label roles)."""
+
+from __future__ import annotations
+
+__all__ = [
+    "JSON_SCHEMA",
+    "LABEL_RX",
+    "LISTENER_LABELS",
+    "PROCESSOR_LABELS",
+    "PROM_FIELDS",
+    "PROM_LINE",
+    "REASONS",
+    "REQUEST_LABELS",
+    "ROLE_LABELS",
+    "TRIM",
+]
+
+# Prometheus text exposition: `name{l="v",...} value [timestamp_ms]`.
+PROM_LINE = (
+    r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>.*)\})?[ \t]+(?P<value>[^ \t]+)"
+    r"(?:[ \t]+(?P<ts>-?[0-9]+))?"
+)
+PROM_FIELDS = ("name", "labels", "value", "ts")
+# One label; values keep Prometheus' escapes (\" \\ \n) as written.
+LABEL_RX = r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\[\s\S])*)"'
+TRIM = " \t\r"
+
+# Fields a metrics JSON line may carry (the reference broker's, and a metrics reporter's variants). Every leaf is
+# read as text, so a number, a string or null all parse, and the casts decide.
+JSON_SCHEMA = (
+    "ts STRING, timestamp STRING, broker_id STRING, mbean STRING, name STRING, metric STRING, attribute STRING, "
+    "value STRING, tags MAP<STRING, STRING>, labels MAP<STRING, STRING>, _corrupt_record STRING"
+)
+
+LISTENER_LABELS = ("listener",)
+REQUEST_LABELS = ("request",)
+PROCESSOR_LABELS = ("processor", "networkProcessor", "networkprocessor", "network_processor")
+ROLE_LABELS = (*LISTENER_LABELS, *REQUEST_LABELS, *PROCESSOR_LABELS, "quantile")
+
+REASONS = {
+    "blank": "blank line",
+    "comment": "comment (# HELP / # TYPE)",
+    "null_value": "sample without a value (null)",
+    "not_object": "JSON record is not an object",
+    "bad_json": "malformed JSON",
+    "no_name": "no metric name (mbean, name or metric)",
+    "not_prom": "not a Prometheus exposition line",
+    "dup_label": "duplicate label or tag",
+    "not_number": "metric value is not a number",
+    "bad_ts": "timestamp is not epoch milliseconds in range",
+}

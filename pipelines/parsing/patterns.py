@@ -1,0 +1,469 @@
+"""Every Kafka log line planewatch understands, declared once as data (FACTS.md sections 1, 2 and 6).
+
+Theory of operation
+-------------------
+A log line is parsed in three steps, each one regex evaluation at most, by two interpreters of this module
+(:mod:`pipelines.parsing.spark_logs` compiles it to Spark Columns, :mod:`pipelines.parsing.pylogs` to Python ``re``):
+
+1. ``PREFIX``: a container runtime / shipper prefix (Kubernetes CRI, docker compose, a test harness's logger) is
+   removed, but only when a log4j layout follows it.
+2. ``LAYOUT``: one regex with one alternative per log4j layout (Apache ``[%d] %p %m (%c)``, Strimzi
+   ``%d{ISO8601} %p %m (%c) [%t]``, Strimzi log4j2 ``%d %-5p [%t] %c{1}:%L - %m``, LinkedIn's ``yyyy/MM/dd`` one)
+   gives ts, level, logger, thread, the optional log ident (``[Broker id=1] ``) and the message body.
+3. ``MESSAGES``: a cheap classifier (a literal prefix of the body, optionally plus a literal it contains) picks ONE
+   message pattern; only that pattern's regex runs (a CASE WHEN evaluates only its taken branch). Its named groups
+   fill the columns of ``state_change_events``; constants (event, request, role, kafka_format) come with it.
+
+The regexes use the common subset of Java and Python syntax: ``(?P<name>...)`` groups (the Spark compiler strips the
+names and uses the group numbers Python assigns), ``[0-9]`` rather than ``\\d`` (Python is compiled with re.ASCII
+anyway), no ``$`` (the compilers append an absolute end-of-input assertion), DOTALL semantics (the line is cut at its
+first newline before parsing, so ``.`` never meets a line terminator that Java and Python would treat differently).
+A group name ``field__x`` feeds column ``field``; several alternatives may feed the same column.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = [
+    "API_KEYS",
+    "BODY_FIELDS",
+    "END",
+    "EVENTS",
+    "IDENT",
+    "IDENT_FIELDS",
+    "LAYOUT",
+    "LAYOUT_FIELDS",
+    "MESSAGES",
+    "NUMERIC",
+    "PREFIX",
+    "REQUEST_JSON_FIELDS",
+    "REQUEST_TEXT",
+    "REQUEST_TEXT_FIELDS",
+    "TS_STRICT",
+    "Message",
+]
+
+# Absolute end of input, identical in Java and Python (Java's `$` also matches before a final \r or \u2028).
+END = r"(?![\s\S])"
+
+# ---------------------------------------------------------------------------------------------------- 1. prefixes
+# Only stripped when a log4j timestamp follows, so a Strimzi line (which itself starts with a date) is left alone.
+_LOG4J_AHEAD = r"(?=\[?[0-9]{4}[-/][0-9]{2}[-/][0-9]{2}[ T])"
+PREFIX = (
+    r"^(?:"
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})"
+    r" (?:stdout|stderr) [FP] "
+    r"|[A-Za-z0-9][A-Za-z0-9_.-]* *\| "
+    r"|[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}[,.][0-9]{3} +[A-Z]+ +\[[^\]]*\] +(?:- +)?"
+    r")+" + _LOG4J_AHEAD
+)
+
+# ---------------------------------------------------------------------------------------------------- 2. layouts
+_IDENT_BODY = r"(?:\[(?P<ident__{n}>[^\]]*)\] )?(?P<body__{n}>.*)"
+LAYOUT = (
+    "^(?:"
+    # Apache: [%d] %p %m (%c)
+    r"\[(?P<ts__a>[^\]]+)\] (?P<level__a>[A-Z]+) " + _IDENT_BODY.format(n="a") + r" \((?P<logger__a>[^()]*)\)"
+    # Strimzi log4j1: %d{ISO8601} %p %m (%c) [%t]
+    r"|(?P<ts__s>[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2},[0-9]{3}) (?P<level__s>[A-Z]+) "
+    + _IDENT_BODY.format(n="s")
+    + r" \((?P<logger__s>[^()]*)\) \[(?P<thread__s>[^\]]*)\]"
+    # Strimzi log4j2: %d{yyyy-MM-dd HH:mm:ss} %-5p [%t] %c{1}:%L - %m
+    r"|(?P<ts__l>[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}) (?P<level__l>[A-Z]+) +"
+    r"\[(?P<thread__l>[^\]]*)\] "
+    r"(?P<logger__l>[^\s:]+):(?:[0-9]+|\?) - " + _IDENT_BODY.format(n="l") +
+    # LinkedIn fork: yyyy/MM/dd HH:mm:ss.SSS [logger] %m
+    r"|(?P<ts__k>[0-9]{4}/[0-9]{2}/[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}) \[(?P<logger__k>[^\]]*)\] "
+    + _IDENT_BODY.format(n="k")
+    + ")"
+)
+LAYOUT_FIELDS = ("ts", "level", "logger", "thread", "ident", "body")
+
+# The timestamp text after normalisation (`/`->`-`, `T`->` `, `.`->`,`) must look like this before it is parsed.
+TS_STRICT = r"^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:,[0-9]{3})?"
+
+# ---------------------------------------------------------------------------------------------------- 3. log idents
+IDENT = (
+    "^(?:"
+    r"Broker id=(?P<broker_id__b>[0-9]+)"
+    r"|Controller id=(?P<controller_id__c>[0-9]+) epoch=(?P<controller_epoch__c>[0-9]+)"
+    r"|KafkaApi-(?P<broker_id__k>[0-9]+)"
+    r"|Partition (?P<topic__p>\S+)-(?P<partition__p>[0-9]+) broker=(?P<broker_id__p>[0-9]+)"
+    r"|(?:Unified)?Log partition=(?P<topic__l>[^,]+)-(?P<partition__l>[0-9]+), dir=.*"
+    r"|LeaderEpochCache (?P<topic__e>\S+)-(?P<partition__e>[0-9]+)"
+    r"|ReplicaFetcherManager on broker (?P<broker_id__m>[0-9]+)"
+    r"|ReplicaFetcher replicaId=(?P<broker_id__f>[0-9]+), leaderId=(?P<leader__f>[0-9]+), fetcherId=[0-9]+"
+    r"|.*"
+    ")"
+)
+IDENT_FIELDS = ("broker_id", "controller_id", "controller_epoch", "topic", "partition", "leader")
+
+# ---------------------------------------------------------------------------------------------------- 4. messages
+# Columns a message pattern may fill (groups or constants). Types are those of STATE_CHANGE_EVENTS.
+BODY_FIELDS = (
+    "event",
+    "request",
+    "role",
+    "kafka_format",
+    "correlation_id",
+    "controller_id",
+    "controller_epoch",
+    "target_broker_id",
+    "target_brokers",
+    "partitions",
+    "topic",
+    "partition",
+    "elapsed_ms",
+    "leader",
+    "leader_epoch",
+    "become_leader",
+    "become_follower",
+    "broker_epoch",
+    "current_broker_epoch",
+    "lock_wait_ms",
+    "offset",
+    "count_arrows",
+    "count_csv",
+)
+
+_N = "[0-9]+"
+_TP = r"(?P<topic>[^\s,()\[\]]+)-(?P<partition>[0-9]+)"
+_REQ_WORDS = r"(?P<request>LeaderAndIsr|UpdateMetadata|StopReplica|update metadata|stop replica)"
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message text: `prefix` (literal start of the body) and/or `contains` (a literal inside) classify it,
+    `regex` (whole body) extracts named groups; `consts` fill columns the text implies."""
+
+    event: str
+    prefix: str
+    regex: str
+    role: str
+    kafka_format: str
+    request: str | None = None
+    contains: str = ""
+    consts: dict[str, str] = field(default_factory=dict)
+    doc: str = ""
+
+
+def _m(event: str, prefix: str, regex: str, role: str, fmt: str, request: str | None = None, **kw: object) -> Message:
+    return Message(event, prefix, "^" + regex, role, fmt, request, **kw)  # type: ignore[arg-type]
+
+
+_CORR_FROM = rf"correlationId (?P<correlation_id>{_N}) from controller (?P<controller_id>{_N})"
+_FROM_EPOCH_CORR = (
+    rf"from controller (?P<controller_id>{_N}) epoch (?P<controller_epoch>{_N}) "
+    rf"with correlation id (?P<correlation_id>{_N})"
+)
+_STATE = (
+    r"(?:LeaderAndIsr)?PartitionState\((?:topicName='(?P<topic__s>[^']*)', partitionIndex=(?P<partition__s>[0-9]+), )?"
+    rf"controllerEpoch={_N}, leader=(?P<leader>-?{_N}), leaderEpoch=(?P<leader_epoch>{_N}).*\)"
+)
+_ONE = {"partitions": "1"}
+
+# Order matters: the first classifier that matches wins, so specific prefixes come before general ones.
+MESSAGES: tuple[Message, ...] = (
+    # ---- broker side, 2.6+ INFO summaries (most frequent in modern logs first)
+    _m("become_leader_started", "Handling LeaderAndIsr request correlationId ",
+       rf"Handling LeaderAndIsr request {_CORR_FROM} epoch (?P<controller_epoch>{_N}) starting the become-leader "
+       rf"transition for partition {_TP}", "broker", "2.2-2.5", "LeaderAndIsr",
+       contains=" starting the become-leader ", consts={"partitions": "1", "become_leader": "1"}),
+    _m("become_follower_started", "Handling LeaderAndIsr request correlationId ",
+       rf"Handling LeaderAndIsr request {_CORR_FROM} epoch (?P<controller_epoch>{_N}) starting the become-follower "
+       rf"transition for partition {_TP} with leader (?P<leader>-?{_N})", "broker", "2.2-2.5", "LeaderAndIsr",
+       contains=" starting the become-follower ", consts={"partitions": "1", "become_follower": "1"}),
+    _m("leader_and_isr_handling", "Handling LeaderAndIsr request correlationId ",
+       rf"Handling LeaderAndIsr request {_CORR_FROM} for (?P<partitions>{_N}) partitions", "broker", "2.6+",
+       "LeaderAndIsr"),
+    _m("leader_and_isr_finished", "Finished LeaderAndIsr request in ",
+       rf"Finished LeaderAndIsr request in (?P<elapsed_ms>{_N}) ?ms {_CORR_FROM} for (?P<partitions>{_N}) partitions"
+       rf"(?:.*lock_wait_ms=(?P<lock_wait_ms>{_N}))?.*", "broker", "2.7+", "LeaderAndIsr"),
+    _m("fetchers_stopped", "Stopped fetchers as part of LeaderAndIsr request ",
+       rf"Stopped fetchers as part of LeaderAndIsr request {_CORR_FROM} epoch (?P<controller_epoch>{_N}) as part of "
+       rf"the become-leader transition for (?P<become_leader>(?P<partitions>{_N})) partitions", "broker", "2.6+",
+       "LeaderAndIsr"),
+    _m("fetchers_stopped", "Stopped fetchers as part of become-follower request ",
+       rf"Stopped fetchers as part of become-follower request {_FROM_EPOCH_CORR} for partition {_TP} with leader "
+       rf"(?P<leader>-?{_N})", "broker", "2.2-2.5", "LeaderAndIsr", contains=" for partition ",
+       consts={"partitions": "1", "become_follower": "1"}),
+    _m("fetchers_stopped", "Stopped fetchers as part of become-follower request ",
+       rf"Stopped fetchers as part of become-follower request {_FROM_EPOCH_CORR} for "
+       rf"(?P<become_follower>(?P<partitions>{_N})) partitions", "broker", "2.6+", "LeaderAndIsr"),
+    _m("fetchers_stopped", "Stopped fetchers as part of become-leader request ",
+       rf"Stopped fetchers as part of become-leader request {_FROM_EPOCH_CORR} for partition {_TP}"
+       r" \(last update controller epoch [0-9]+\)", "broker", "2.2-2.5", "LeaderAndIsr",
+       consts={"partitions": "1", "become_leader": "1"}),
+    _m("metadata_cache_updated", "Add ",
+       rf"Add (?P<partitions>{_N}) partitions and deleted {_N} partitions from metadata cache in response to "
+       rf"UpdateMetadata request sent by controller (?P<controller_id>{_N}) epoch (?P<controller_epoch>{_N}) "
+       rf"with correlation id (?P<correlation_id>{_N})", "broker", "2.6+", "UpdateMetadata"),
+    _m("stop_replica_handling", "Handling StopReplica request correlationId ",
+       rf"Handling StopReplica request {_CORR_FROM} for (?P<partitions>{_N}) partitions", "broker", "2.6+",
+       "StopReplica"),
+    _m("leader_started", "Leader ",
+       rf"Leader {_TP}(?: with topic id \S+)? starts at leader epoch (?P<leader_epoch>{_N}) from offset "
+       rf"(?P<offset>{_N}) with .*", "broker", "2.6+", contains=" starts at leader epoch "),
+    _m("follower_started", "Follower ",
+       rf"Follower {_TP}(?: with topic id \S+)? starts at leader epoch (?P<leader_epoch>{_N}) from offset "
+       rf"(?P<offset>{_N}) with .*?(?:Current leader is (?P<leader>-?{_N})\..*)?", "broker", "2.6+",
+       contains=" starts at leader epoch "),
+    # ---- controller side
+    _m("leader_and_isr_sending", "Sending LeaderAndIsr request to broker ",
+       rf"Sending LeaderAndIsr request to broker (?P<target_broker_id>{_N}) with (?P<become_leader>{_N}) "
+       rf"become-leader and (?P<become_follower>{_N}) become-follower partitions", "controller", "2.6+",
+       "LeaderAndIsr"),
+    _m("update_metadata_sending", "Sending UpdateMetadata request to brokers ",
+       rf"Sending UpdateMetadata request to brokers (?:Hash)?Set\((?P<target_brokers>[0-9, ]*)\) for "
+       rf"(?P<partitions>{_N}) partitions", "controller", "2.6+", "UpdateMetadata"),
+    _m("stop_replica_sending", "Sending StopReplica request ",
+       rf"Sending StopReplica request (?:\(delete = (?:true|false)\) )?for (?P<partitions>{_N}) replicas to broker "
+       rf"(?P<target_broker_id>{_N})", "controller", "2.6+", "StopReplica", contains=" replicas to broker "),
+    _m("stop_replica_partition_sending", "Sending StopReplica request ",
+       rf"Sending StopReplica request .* to broker (?P<target_broker_id>{_N}) for partition {_TP}",
+       "controller", "2.6+", "StopReplica", consts=_ONE),
+    _m("leader_and_isr_partition_sending", "Sending become-leader LeaderAndIsr request ",
+       rf"Sending become-leader LeaderAndIsr request {_STATE} to broker (?P<target_broker_id>{_N}) for partition "
+       rf"{_TP}", "controller", "2.2+", "LeaderAndIsr", consts={"partitions": "1", "become_leader": "1"}),
+    _m("leader_and_isr_partition_sending", "Sending become-follower LeaderAndIsr request ",
+       rf"Sending become-follower LeaderAndIsr request {_STATE} to broker (?P<target_broker_id>{_N}) for partition "
+       rf"{_TP}", "controller", "2.2+", "LeaderAndIsr", consts={"partitions": "1", "become_follower": "1"}),
+    _m("update_metadata_partition_sending", "Sending UpdateMetadata request ",
+       rf"Sending UpdateMetadata request .* to brokers (?:Hash)?Set\((?P<target_brokers>[0-9, ]*)\) for partition "
+       rf"{_TP}", "controller", "2.2-2.5", "UpdateMetadata", consts=_ONE),
+    _m("response_received", "Received response ",
+       r"Received response .* for request (?P<request>[A-Z_]+) with correlation id "
+       rf"(?P<correlation_id>{_N}) sent to broker .*\(id: (?P<target_broker_id>{_N}) rack: [^)]*\)",
+       "controller", "2.2+"),
+    _m("partition_state_changed", "Changed partition ",
+       rf"Changed partition {_TP} from \S+ to \S+ with state LeaderAndIsr\(leader=(?P<leader>-?{_N}), "
+       rf"leaderEpoch=(?P<leader_epoch>{_N}).*", "controller", "2.2+"),
+    # ---- epoch rejections
+    _m("stale_broker_epoch", "Received LeaderAndIsr request with stale broker epoch info ",
+       rf"Received LeaderAndIsr request with stale broker epoch info \(broker epoch:(?P<broker_epoch>-?{_N})\}}?,"
+       rf"max broker epoch:-?{_N}\) when the current broker epoch is (?P<current_broker_epoch>-?{_N}).*",
+       "broker", "linkedin", "LeaderAndIsr"),
+    _m("stale_broker_epoch", "Received ",
+       rf"Received {_REQ_WORDS} request with broker epoch (?P<broker_epoch>-?{_N}) smaller than the current broker "
+       rf"epoch (?P<current_broker_epoch>-?{_N})(?: from controller (?P<controller_id>{_N}) with epoch "
+       rf"(?P<controller_epoch>{_N})\.)?", "broker", "2.2+", contains=" request with broker epoch "),
+    _m("stale_controller_epoch", "Ignoring LeaderAndIsr request from controller ",
+       rf"Ignoring LeaderAndIsr request from controller (?P<controller_id>{_N}) with correlation id "
+       rf"(?P<correlation_id>{_N}) since its controller epoch (?P<controller_epoch>{_N}) is old\..*",
+       "broker", "2.2+", "LeaderAndIsr", contains=" is old. "),
+    _m("stale_leader_epoch", "Ignoring LeaderAndIsr request from controller ",
+       rf"Ignoring LeaderAndIsr request from controller (?P<controller_id>{_N}) with correlation id "
+       rf"(?P<correlation_id>{_N}) epoch (?P<controller_epoch>{_N}) for partition {_TP} since its associated leader "
+       rf"epoch (?P<leader_epoch>{_N}) .*", "broker", "2.2+", "LeaderAndIsr", contains=" associated leader epoch "),
+    _m("leader_and_isr_partition_ignored", "Ignoring LeaderAndIsr request from controller ",
+       rf"Ignoring LeaderAndIsr request from controller (?P<controller_id>{_N}) with correlation id "
+       rf"(?P<correlation_id>{_N}) epoch (?P<controller_epoch>{_N}) for partition {_TP} as .*", "broker", "2.2+",
+       "LeaderAndIsr"),
+    _m("stale_controller_epoch", "Received update metadata request with correlation id ",
+       rf"Received update metadata request with correlation id (?P<correlation_id>{_N}) from an old controller "
+       rf"(?P<controller_id>{_N}) with epoch (?P<controller_epoch>{_N})\..*", "broker", "2.2+", "UpdateMetadata"),
+    _m("stale_controller_epoch", "Received stop replica request from an old controller epoch ",
+       rf"Received stop replica request from an old controller epoch (?P<controller_epoch>{_N})\..*",
+       "broker", "2.2-2.5", "StopReplica"),
+    _m("stale_controller_epoch", "Ignoring StopReplica request from controller ",
+       rf"Ignoring StopReplica request from controller (?P<controller_id>{_N}) with correlation id "
+       rf"(?P<correlation_id>{_N}) since its controller epoch (?P<controller_epoch>{_N}) is old\..*",
+       "broker", "2.6+", "StopReplica", contains=" is old. "),
+    _m("stale_leader_epoch", "Ignoring StopReplica request ",
+       rf"Ignoring StopReplica request .* for partition {_TP} since its associated leader epoch "
+       rf"(?P<leader_epoch>{_N}) .*", "broker", "2.6+", "StopReplica", contains=" associated leader epoch "),
+    # ---- broker side, 2.2-2.5 per-partition TRACE (and 2.6+ TRACE Received)
+    _m("leader_and_isr_partition_received", "Received LeaderAndIsr request ",
+       rf"Received LeaderAndIsr request {_STATE} correlation id (?P<correlation_id>{_N}) from controller "
+       rf"(?P<controller_id>{_N}) epoch (?P<controller_epoch>{_N})(?: for partition {_TP})?", "broker", "2.2+",
+       "LeaderAndIsr", consts=_ONE),
+    _m("become_leader_completed", "Completed LeaderAndIsr request correlationId ",
+       rf"Completed LeaderAndIsr request {_CORR_FROM} epoch (?P<controller_epoch>{_N}) for the become-leader "
+       rf"transition for partition {_TP}", "broker", "2.2-2.5", "LeaderAndIsr", contains=" become-leader ",
+       consts={"partitions": "1", "become_leader": "1"}),
+    _m("become_follower_completed", "Completed LeaderAndIsr request correlationId ",
+       rf"Completed LeaderAndIsr request {_CORR_FROM} epoch (?P<controller_epoch>{_N}) for the become-follower "
+       rf"transition for partition {_TP} with leader (?P<leader>-?{_N})", "broker", "2.2-2.5", "LeaderAndIsr",
+       consts={"partitions": "1", "become_follower": "1"}),
+    _m("logs_truncated", "Truncated logs and checkpointed recovery boundaries for partition ",
+       rf"Truncated logs and checkpointed recovery boundaries for partition {_TP} as part of become-follower request "
+       rf"with correlation id (?P<correlation_id>{_N}) from controller (?P<controller_id>{_N}) epoch "
+       rf"(?P<controller_epoch>{_N}) with leader (?P<leader>-?{_N})", "broker", "2.2-2.5", "LeaderAndIsr",
+       consts=_ONE),
+    _m("fetcher_started", "Started fetcher to new leader as part of become-follower request ",
+       rf"Started fetcher to new leader as part of become-follower request {_FROM_EPOCH_CORR} for partition {_TP} "
+       rf"with leader (?:BrokerEndPoint\(id=)?(?P<leader>-?{_N}).*", "broker", "2.2-2.5", "LeaderAndIsr",
+       consts=_ONE),
+    _m("leader_skipped", "Skipped the become-leader state change ",
+       rf"Skipped the become-leader state change after marking its partition as leader with correlation id "
+       rf"(?P<correlation_id>{_N}) from controller (?P<controller_id>{_N}) epoch (?P<controller_epoch>{_N}) for "
+       rf"partition {_TP} .*", "broker", "2.2+", "LeaderAndIsr", consts=_ONE),
+    _m("follower_skipped", "Skipped the become-follower state change ",
+       rf"Skipped the become-follower state change after marking its partition as follower with correlation id "
+       rf"(?P<correlation_id>{_N}) from controller (?P<controller_id>{_N}) epoch (?P<controller_epoch>{_N}) for "
+       rf"partition {_TP} .*", "broker", "2.6+", "LeaderAndIsr", consts=_ONE),
+    _m("become_follower_failed", "Received LeaderAndIsrRequest with correlation id ",
+       rf"Received LeaderAndIsrRequest with correlation id (?P<correlation_id>{_N}) from controller "
+       rf"(?P<controller_id>{_N}) epoch (?P<controller_epoch>{_N}) for partition {_TP} .* since the new leader "
+       rf"(?P<leader>-?{_N}) is unavailable\.", "broker", "2.2+", "LeaderAndIsr", consts=_ONE),
+    _m("leader_and_isr_error", "Error while processing LeaderAndIsr request correlationId ",
+       rf"Error while processing LeaderAndIsr request correlationId (?P<correlation_id>{_N}) received from controller "
+       rf"(?P<controller_id>{_N}) epoch (?P<controller_epoch>{_N}) for partition {_TP}.*", "broker", "2.2+",
+       "LeaderAndIsr", consts=_ONE),
+    _m("leader_info_cached", "Cached leader info ",
+       rf"Cached leader info {_STATE} for partition {_TP} in response to UpdateMetadata request sent by controller "
+       rf"(?P<controller_id>{_N}) epoch (?P<controller_epoch>{_N}) with correlation id (?P<correlation_id>{_N})",
+       "broker", "2.2+", "UpdateMetadata", consts=_ONE),
+    _m("partition_deleted_from_cache", "Deleted partition ",
+       rf"Deleted partition {_TP} from metadata cache in response to UpdateMetadata request sent by controller "
+       rf"(?P<controller_id>{_N}) epoch (?P<controller_epoch>{_N}) with correlation id (?P<correlation_id>{_N})",
+       "broker", "2.2+", "UpdateMetadata", consts=_ONE),
+    _m("stop_replica_handling", "Handling stop replica ",
+       rf"Handling stop replica \(delete=(?:true|false)\) for partition {_TP}", "broker", "2.2-2.5", "StopReplica",
+       consts=_ONE),
+    _m("stop_replica_finished", "Finished handling stop replica ",
+       rf"Finished handling stop replica \(delete=(?:true|false)\) for partition {_TP}", "broker", "2.2-2.5",
+       "StopReplica", consts=_ONE),
+    _m("stop_replica_ignored", "Ignoring stop replica ",
+       rf"Ignoring stop replica \(delete=(?:true|false)\) for partition {_TP} .*", "broker", "2.2-2.5",
+       "StopReplica", consts=_ONE),
+    _m("stop_replica_partition_received", "Received StopReplica request ",
+       rf"Received StopReplica request .* correlation id (?P<correlation_id>{_N}) from controller "
+       rf"(?P<controller_id>{_N}) epoch (?P<controller_epoch>{_N}) for partition {_TP}", "broker", "2.6+",
+       "StopReplica", consts=_ONE),
+    _m("leader_and_isr_breakdown", "Breakdown time in milliseconds for LeaderAndIsr request ",
+       rf"Breakdown time in milliseconds for LeaderAndIsr request with correlationId (?P<correlation_id>{_N}) from "
+       rf"controller (?P<controller_id>{_N}): Map\((?:.*acquireReplicaStateChangeLock -> (?P<lock_wait_ms>{_N}))?.*",
+       "broker", "linkedin", "LeaderAndIsr"),
+    # ---- KRaft broker (ReplicaManager.applyDelta)
+    _m("kraft_leaders_transition", "Transitioning ",
+       rf"Transitioning (?P<become_leader>(?P<partitions>{_N})) partition\(s\) to local leaders\.", "kraft", "kraft",
+       contains=" to local leaders"),
+    _m("kraft_followers_transition", "Transitioning ",
+       rf"Transitioning (?P<become_follower>(?P<partitions>{_N})) partition\(s\) to local followers\.", "kraft",
+       "kraft"),
+    _m("kraft_partitions_deleting", "Deleting ", rf"Deleting (?P<partitions>{_N}) partition\(s\)\.", "kraft", "kraft",
+       contains=" partition(s)."),
+    _m("kraft_fetchers_stopped", "Stopped fetchers as part of become-follower for ",
+       rf"Stopped fetchers as part of become-follower for (?P<become_follower>(?P<partitions>{_N})) partitions",
+       "kraft", "kraft"),
+    _m("kraft_fetchers_started", "Started fetchers as part of become-follower for ",
+       rf"Started fetchers as part of become-follower for (?P<become_follower>(?P<partitions>{_N})) partitions",
+       "kraft", "kraft"),
+    # ---- server.log: the fetcher / log activity that contends for the partition-map lock (FACTS.md 6)
+    _m("log_start_offset_incremented", "Increment",
+       rf"Increment(?:ed|ing) (?:local )?log start offset (?:of partition {_TP} )?to (?P<offset>{_N})"
+       r"(?: due to .*| in dir .*)?", "log", "2.2+"),
+    _m("epoch_cache_cleared", "Cleared earliest ",
+       rf"Cleared earliest {_N} entries from epoch cache based on passed offset (?P<offset>{_N}) leaving {_N} in "
+       rf"EpochFile for partition {_TP}", "log", "1.1-2.x"),
+    _m("epoch_cache_truncated", "Cleared entries ",
+       rf"Cleared entries .* from epoch cache after truncating to (?:end|start) offset (?P<offset>{_N}).*", "log",
+       "2.1+"),
+    _m("isr_shrinking", "Shrinking ISR from ", r"Shrinking ISR from [0-9,]* to [0-9,]*.*", "log", "2.2+"),
+    _m("isr_expanding", "Expanding ISR from ", r"Expanding ISR from [0-9,]* to [0-9,]*.*", "log", "2.2+"),
+    _m("isr_updated", "ISR updated to ", r"ISR updated to [0-9,]* .*", "log", "3.x"),
+    _m("fetcher_added", "Added fetcher to broker ",
+       rf"Added fetcher to broker (?:BrokerEndPoint\(id=)?(?P<leader>{_N}).* for partitions "
+       rf"(?:Map|HashMap)\((?P<count_arrows>.*)\)", "fetcher", "2.2+"),
+    _m("fetcher_removed", "Removed fetcher for partitions ",
+       r"Removed fetcher for partitions (?:Set|HashSet)\((?P<count_csv>.*)\)", "fetcher", "2.2+"),
+    # ---- the reference broker's own lock-wait line (DEBUG): "... waited N ms for <lock> ..."
+    _m("lock_wait", "", rf".* waited (?P<lock_wait_ms>{_N}) ?ms for .*", "broker", "reference", contains=" waited "),
+    _m("lock_wait", "", rf".*lock_wait_ms=(?P<lock_wait_ms>{_N}).*", "broker", "reference", contains="lock_wait_ms="),
+    _m("leader_epoch_checkpoint_flushed", "",
+       rf".*leader-epoch-checkpoint.*?(?:(?:in|took) (?P<elapsed_ms>{_N}) ?ms.*)?", "log", "reference",
+       contains="leader-epoch-checkpoint"),
+    # ---- 2.2-2.5 server.log Partition leader lines (no literal prefix: the body starts with the partition)
+    _m("leader_started", "",
+       rf"{_TP} starts at [Ll]eader [Ee]poch (?P<leader_epoch>{_N}) from offset (?P<offset>{_N}).*", "broker",
+       "2.2-2.5", contains=" starts at "),
+)
+
+
+EVENTS: tuple[str, ...] = tuple(dict.fromkeys(m.event for m in MESSAGES))
+"""Canonical `event` names of state_change_events, in declaration order."""
+
+# ---------------------------------------------------------------------------------------------------- request log
+REQUEST_TEXT = (
+    r"^Completed request: ?RequestHeader\(apiKey=(?P<api>[A-Z0-9_]+), apiVersion=(?P<api_version>-?[0-9]+), "
+    r"clientId=(?P<client_id>[^,]*), correlationId=(?P<correlation_id>-?[0-9]+)[^)]*\) -- "
+    r"(?:\{controller_id=(?P<controller_id>-?[0-9]+),controller_epoch=(?P<controller_epoch>-?[0-9]+)"
+    r"(?:,broker_epoch=(?P<broker_epoch>-?[0-9]+))?)?.*"
+    r",response[:=](?:\{error_code=(?P<error_code>-?[0-9]+))?.* from connection (?P<connection>\S+);"
+    r"totalTime:(?P<total_time_ms>[^,]*),requestQueueTime:(?P<request_queue_time_ms>[^,]*),"
+    r"localTime:(?P<local_time_ms>[^,]*),remoteTime:(?P<remote_time_ms>[^,]*),throttleTime:(?P<throttle_time_ms>[^,]*),"
+    r"responseQueueTime:(?P<response_queue_time_ms>[^,]*),sendTime:(?P<send_time_ms>[^,]*)(?:,sendIoTime:[^,]*)?,"
+    r"securityProtocol:(?P<security_protocol>[^,]*),principal:(?P<principal>[^,]*),listener:(?P<listener>[^,]*)"
+    r"(?:,.*)?"
+)
+REQUEST_TEXT_FIELDS = (
+    "api",
+    "api_version",
+    "client_id",
+    "correlation_id",
+    "controller_id",
+    "controller_epoch",
+    "broker_epoch",
+    "error_code",
+    "connection",
+    "total_time_ms",
+    "request_queue_time_ms",
+    "local_time_ms",
+    "remote_time_ms",
+    "throttle_time_ms",
+    "response_queue_time_ms",
+    "send_time_ms",
+    "security_protocol",
+    "principal",
+    "listener",
+)
+# request_events column -> JSON path in the 2.8+ (KIP-673) object; the KIP's proposal spelling is the fallback.
+REQUEST_JSON_FIELDS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "api_key": (("requestHeader", "requestApiKey"),),
+    "api": (("requestHeader", "requestApiKeyName"), ("requestHeader", "apiKey")),
+    "api_version": (("requestHeader", "requestApiVersion"), ("requestHeader", "apiVersion")),
+    "correlation_id": (("requestHeader", "correlationId"),),
+    "client_id": (("requestHeader", "clientId"),),
+    "controller_id": (("request", "controllerId"),),
+    "controller_epoch": (("request", "controllerEpoch"),),
+    "broker_epoch": (("request", "brokerEpoch"),),
+    "error_code": (("response", "errorCode"),),
+    "connection": (("connection",),),
+    "total_time_ms": (("totalTimeMs",),),
+    "request_queue_time_ms": (("requestQueueTimeMs",),),
+    "local_time_ms": (("localTimeMs",),),
+    "remote_time_ms": (("remoteTimeMs",),),
+    "throttle_time_ms": (("throttleTimeMs",),),
+    "response_queue_time_ms": (("responseQueueTimeMs",),),
+    "send_time_ms": (("sendTimeMs",),),
+    "security_protocol": (("securityProtocol",),),
+    "principal": (("principal",),),
+    "listener": (("listener",),),
+}
+
+# A number as Spark's string->double cast and Python's float() both read it (Prometheus also writes NaN/+Inf).
+NUMERIC = r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|\.[0-9]+(?:[eE][+-]?[0-9]+)?|Inf|inf|Infinity|NaN|nan)"
+
+# ApiKeys (clients/.../protocol/ApiKeys.java, 3.8): id -> name in the metric spelling (RequestMetrics `request=` tag).
+API_KEYS: dict[int, str] = dict(
+    enumerate(
+        (
+            "Produce", "Fetch", "ListOffsets", "Metadata", "LeaderAndIsr", "StopReplica", "UpdateMetadata",
+            "ControlledShutdown", "OffsetCommit", "OffsetFetch", "FindCoordinator", "JoinGroup", "Heartbeat",
+            "LeaveGroup", "SyncGroup", "DescribeGroups", "ListGroups", "SaslHandshake", "ApiVersions", "CreateTopics",
+            "DeleteTopics", "DeleteRecords", "InitProducerId", "OffsetForLeaderEpoch", "AddPartitionsToTxn",
+            "AddOffsetsToTxn", "EndTxn", "WriteTxnMarkers", "TxnOffsetCommit", "DescribeAcls", "CreateAcls",
+            "DeleteAcls", "DescribeConfigs", "AlterConfigs", "AlterReplicaLogDirs", "DescribeLogDirs",
+            "SaslAuthenticate", "CreatePartitions", "CreateDelegationToken", "RenewDelegationToken",
+            "ExpireDelegationToken", "DescribeDelegationToken", "DeleteGroups", "ElectLeaders",
+            "IncrementalAlterConfigs", "AlterPartitionReassignments", "ListPartitionReassignments", "OffsetDelete",
+            "DescribeClientQuotas", "AlterClientQuotas", "DescribeUserScramCredentials", "AlterUserScramCredentials",
+            "Vote", "BeginQuorumEpoch", "EndQuorumEpoch", "DescribeQuorum", "AlterPartition", "UpdateFeatures",
+            "Envelope", "FetchSnapshot", "DescribeCluster", "DescribeProducers", "BrokerRegistration",
+            "BrokerHeartbeat",
+            "UnregisterBroker", "DescribeTransactions", "ListTransactions", "AllocateProducerIds",
+        )
+    )
+)

@@ -1,0 +1,87 @@
+"""The log parser's Python engine against whole expected rows (no Spark): every FACTS.md format, layouts, prefixes,
+request logs, and bad input."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipelines.parsing import EVENTS
+from pipelines.parsing.pylogs import parse_line
+from tests.pipelines.parse_helpers import expected_row, load_module, log_fixture_rows, raw_log
+
+cases = load_module("parse_cases")
+
+
+@pytest.mark.parametrize("case", cases.ALL_LOG_CASES, ids=lambda c: c.line[:70])
+def test_case_whole_row(case) -> None:
+    raw = raw_log(case.line, 3, case.log_kind)
+    route, row = parse_line(raw)
+    assert route == case.route
+    assert row == expected_row(case.route, raw, case.expect)
+
+
+def test_every_event_is_covered_by_a_case() -> None:
+    covered = {c.expect.get("event") for c in cases.ALL_LOG_CASES}
+    assert set(EVENTS) - covered == {"epoch_cache_truncated", "isr_updated", "leader_and_isr_breakdown",
+                                     "leader_epoch_checkpoint_flushed"}  # these four come from the real samples
+
+
+def test_samples_that_carry_control_plane_information() -> None:
+    """The real excerpts (copied with provenance): what each line becomes."""
+    rows = [r for r in log_fixture_rows() if r["source"].startswith(("01_", "04_", "05_", "06_", "07_", "08_", "11_"))]
+    got = [(r["source"][:2], *parse_line(r)) for r in rows]
+    events = [(src, row.get("event"), row.get("correlation_id"), row.get("reason")) for src, _, row in got]
+    assert events == [
+        ("01", "leader_and_isr_sending", None, None),  # hard-wrapped in the paste, joined by the source
+        ("01", "leader_and_isr_sending", None, None),
+        ("01", "update_metadata_sending", None, None),
+        ("01", "leader_and_isr_handling", 4, None),
+        ("01", "fetchers_stopped", 4, None),
+        ("01", "leader_started", None, None),
+        ("01", "update_metadata_sending", None, None),
+        ("01", None, None, "no recognisable log4j layout"),  # the excerpt ends mid-line
+        ("04", None, None, "no recognisable log4j layout"),  # pre-1.0 text, truncated before its logger
+        ("05", None, None, "no planewatch event for this message"),  # Loading log
+        ("05", None, None, "no planewatch event for this message"),  # Loaded index file
+        ("05", None, None, "no recognisable log4j layout"),  # epoch-cache line truncated in the source
+        ("06", None, None, "no recognisable log4j layout"),  # message body only (no layout in the paste)
+        ("07", None, None, "no recognisable log4j layout"),  # KIP wiki illustration without layout
+        ("08", "leader_and_isr_breakdown", 1, None),
+        ("11", "isr_updated", None, None),
+        ("11", None, None, "no recognisable log4j layout"),  # missing "[" in the source
+        ("11", None, None, "no planewatch event for this message"),
+        ("11", None, None, "no planewatch event for this message"),
+        ("11", None, None, "no planewatch event for this message"),
+        ("11", None, None, "no planewatch event for this message"),
+        ("11", None, None, "no planewatch event for this message"),
+    ]
+    first = got[0][2]
+    assert (first["broker_id"], first["controller_id"], first["controller_epoch"], first["target_broker_id"],
+            first["become_leader"], first["become_follower"], first["partitions"]) == (0, 0, 1, 1, 0, 1, 1)
+    leader = got[5][2]
+    assert (leader["topic"], leader["partition"], leader["leader_epoch"], leader["offset"]) == ("test", 1, 1, 0)
+    breakdown = got[14][2]
+    assert (breakdown["broker_id"], breakdown["controller_id"], breakdown["lock_wait_ms"]) == (0, 0, 0)
+
+
+def test_samples_wrapped_in_their_documented_layout() -> None:
+    """samples/06 and /07 are message bodies; in a real log they carry the layout FACTS.md gives them."""
+    shrink = ("[2019-01-18 10:00:00,000] INFO [Partition test-0 broker=0] Shrinking ISR from 1,2,0 to 0. Leader: "
+              "(highWatermark: 0, endOffset: 20). Out of sync replicas: (brokerId: 1, endOffset: 19) (brokerId: 2, "
+              "endOffset: 19). (kafka.cluster.Partition)")
+    route, row = parse_line(raw_log(shrink, log_kind="server"))
+    assert (route, row["event"], row["topic"], row["partition"], row["broker_id"]) == (
+        "state_change", "isr_shrinking", "test", 0, 0)
+    sample07 = next(r["line"] for r in log_fixture_rows() if r["source"].startswith("07_")).split("\n")[0]
+    route, row = parse_line(raw_log(f"[2020-09-09 18:37:12,886] DEBUG {sample07} (kafka.request.logger)",
+                                    log_kind="request"))
+    assert route == "request"
+    assert (row["api_name"], row["api_key"], row["api_version"], row["correlation_id"], row["client_id"],
+            row["total_time_ms"], row["listener"], row["log_format"]) == (
+        "ListOffsets", 2, 5, 8799, "consumer-group-1", 0.085, "PLAINTEXT", "text")
+
+
+def test_cluster_time_zone() -> None:
+    route, row = parse_line(raw_log(cases.apache("INFO", "Broker id=3", "Deleting 3 partition(s).")), "Europe/Berlin")
+    assert route == "state_change"
+    assert row["ts"].isoformat() == "2021-03-02T07:00:01.010000+00:00"
