@@ -189,7 +189,7 @@ class Log:
                 offset += info.last_offset_delta + 1
             patched = [read_header(buf, info.position) for info in batches]
             result = self._append_locked(buf, patched, now, -1 if not stamp else now)
-        self._after_append(durable)
+        self._after_append(durable, result.last_offset + 1)
         return result
 
     def append_as_follower(self, records: bytes, *, durable: bool = False) -> AppendInfo:
@@ -214,7 +214,7 @@ class Log:
                         first_offset=info.base_offset, log_end_offset=self._next_offset)
                 expected = info.next_offset
             result = self._append_locked(records, batches, self._clock(), -1)
-        self._after_append(durable)
+        self._after_append(durable, result.last_offset + 1)
         return result
 
     def _append_locked(self, buf: bytes | bytearray, batches: list[BatchInfo], now: int,
@@ -232,9 +232,12 @@ class Log:
         return AppendInfo(first, last, log_append_time, self._log_start_offset, best.max_timestamp, best.last_offset,
                           len(batches), last - first + 1, len(buf))
 
-    def _after_append(self, durable: bool) -> None:
-        unflushed = self._next_offset - self._recovery_point
-        if durable or unflushed >= self.config.flush_messages:
+    def _after_append(self, durable: bool, end: int) -> None:
+        # Flush only up to this append's end: a concurrent flush that already covered it makes this a no-op
+        # (group commit), instead of every caller chasing the ever-moving log end offset.
+        if durable:
+            self.flush(end)
+        elif self._next_offset - self._recovery_point >= self.config.flush_messages:
             self.flush()
 
     def _new_segment(self, base_offset: int) -> LogSegment:
@@ -492,8 +495,11 @@ class Log:
             if self.logger.is_debug_enabled():
                 self.logger.debug(f"Flushing log up to offset {target}, last flushed: {self._last_flush_ms},  "
                                   f"current time: {self._clock()}, unflushed: {target - point}")
+            active = self._segments[-1]
             for segment in dirty:
-                segment.flush()
+                # The active segment is always re-scanned by recovery (its index rebuilt), so only its data
+                # needs the fsync; a rolled segment may be trusted after a crash, so its indexes are synced too.
+                segment.flush(indexes=segment is not active)
             with self._lock:
                 self._recovery_point = max(self._recovery_point, target)
                 self._last_flush_ms = self._clock()
@@ -523,6 +529,7 @@ class Log:
         if flush:
             try:
                 self.flush()
+                self._segments[-1].flush()  # the active segment's indexes too: a clean shutdown trusts them
             except LogError:
                 pass
         with self._lock:

@@ -278,12 +278,13 @@ class LogSegment:
             self.rolling_timestamp = None
         return removed
 
-    def flush(self) -> None:
-        """fsync the log file and both indexes."""
+    def flush(self, *, indexes: bool = True) -> None:
+        """fsync the log file and (unless told not to) both indexes."""
         try:
             os.fsync(self._fd)
-            self.offset_index.flush()
-            self.time_index.flush()
+            if indexes:
+                self.offset_index.flush()
+                self.time_index.flush()
         except OSError as exc:
             raise StorageError(f"Error while flushing {self.log_path}: {exc}") from exc
 
