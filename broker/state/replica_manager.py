@@ -121,7 +121,9 @@ class BrokerState:
         self.local_log: LocalLog = local_log or NullLocalLog()
         self.replica_state_change_lock = threading.Lock()
         self._clock_ns = clock_ns
+        # Copy-on-write: control requests edit self._work under the lock and publish it as self._partitions.
         self._partitions: dict[TopicPartition, PartitionState] = {}
+        self._work: dict[TopicPartition, PartitionState] = {}
         lg = log4j or default_log4j()
         self.state_change_logger = lg.get_logger("state.change.logger", f"[Broker id={broker_id}] ")
         self._rm_logger = lg.get_logger("kafka.server.ReplicaManager", f"[ReplicaManager broker={broker_id}] ")
@@ -144,9 +146,12 @@ class BrokerState:
 
     # ----------------------------------------------------------------------------------------------------- reads
     def partitions(self) -> dict[TopicPartition, PartitionState]:
-        """A copy of the hosted partitions."""
-        with self.replica_state_change_lock:
-            return dict(self._partitions)
+        """A copy of the hosted partitions (never blocks: the published map is replaced, not mutated)."""
+        return dict(self._partitions)
+
+    def partition_count(self) -> int:
+        """How many partitions this broker hosts (a gauge may call it while a control request holds the lock)."""
+        return len(self._partitions)
 
     def partition(self, tp: TopicPartition) -> PartitionState | None:
         """One hosted partition (a racy but consistent read: values are immutable)."""
@@ -185,7 +190,11 @@ class BrokerState:
                 result = LeaderAndIsrResult(code, [(s.tp, code) for s in request.partitions], [], [])
             else:
                 self.controller_epoch = request.controller_epoch
-                result = self._apply_leader_and_isr(correlation_id, request)
+                self._work = dict(self._partitions)
+                try:
+                    result = self._apply_leader_and_isr(correlation_id, request)
+                finally:  # publish (copy-on-write): readers never see a half-applied request
+                    self._partitions = self._work
                 self.fetcher_manager.shutdown_idle_fetcher_threads()
             elapsed_ms = self._clock_ns() // 1_000_000 - start_ms
             log.info(f"Finished LeaderAndIsr request in {elapsed_ms}ms correlationId {correlation_id} from "
@@ -195,7 +204,7 @@ class BrokerState:
     def _apply_leader_and_isr(self, correlation_id: int, request: LeaderAndIsrRequestModel) -> LeaderAndIsrResult:
         log = self.state_change_logger
         cid, cepoch = request.controller_id, self.controller_epoch
-        plan = decisions.plan_leader_and_isr(self._partitions, request.partitions, self.broker_id)
+        plan = decisions.plan_leader_and_isr(self._work, request.partitions, self.broker_id)
         errors: dict[TopicPartition, int] = {}
         to_lead: list[LeaderAndIsrPartition] = []
         to_follow: list[LeaderAndIsrPartition] = []
@@ -233,14 +242,14 @@ class BrokerState:
                  f"epoch {cepoch} as part of the become-leader transition for {len(states)} partitions")
         became: list[TopicPartition] = []
         for s in states:
-            old = self._partitions.get(s.tp)
+            old = self._work.get(s.tp)
             old_epoch = old.leader_epoch if old is not None else -1
             offset, hw = self.local_log.log_end_offset(s.tp), self.local_log.high_watermark(s.tp)
             log.info(f"Leader {s.tp} starts at leader epoch {s.leader_epoch} from offset {offset} with high watermark "
                      f"{hw} ISR [{','.join(map(str, s.isr))}] addingReplicas [{','.join(map(str, s.adding_replicas))}] "
                      f"removingReplicas [{','.join(map(str, s.removing_replicas))}]. Previous leader epoch was "
                      f"{old_epoch}.")
-            self._partitions[s.tp] = self._hosted(s, Role.LEADER, request)
+            self._work[s.tp] = self._hosted(s, Role.LEADER, request)
             if old is not None and old.role is Role.LEADER:
                 log.info(f"Skipped the become-leader state change after marking its partition as leader with "
                          f"correlation id {corr} from controller {cid} epoch {cepoch} for partition {s.tp} (last "
@@ -265,21 +274,21 @@ class BrokerState:
         changed: list[LeaderAndIsrPartition] = []
         alive = self.metadata_cache.snapshot.alive_brokers
         for s in states:
-            old = self._partitions.get(s.tp)
+            old = self._work.get(s.tp)
             if s.leader not in alive:
                 log.error(f"Received LeaderAndIsrRequest with correlation id {corr} from controller {cid} epoch "
                           f"{cepoch} for partition {s.tp} (last update controller epoch {s.controller_epoch}) but "
                           f"cannot become follower since the new leader {s.leader} is unavailable.")
                 # Kafka still creates the local replica (KAFKA-1647); keep the old role/epoch if there was one.
                 if old is None:
-                    self._partitions[s.tp] = replace(self._hosted(s, Role.FOLLOWER, request), leader=-1,
+                    self._work[s.tp] = replace(self._hosted(s, Role.FOLLOWER, request), leader=-1,
                                                      leader_epoch=-1)
                 continue
             old_epoch = old.leader_epoch if old is not None else -1
             offset, hw = self.local_log.log_end_offset(s.tp), self.local_log.high_watermark(s.tp)
             log.info(f"Follower {s.tp} starts at leader epoch {s.leader_epoch} from offset {offset} with high "
                      f"watermark {hw}. Previous leader epoch was {old_epoch}.")
-            self._partitions[s.tp] = self._hosted(s, Role.FOLLOWER, request)
+            self._work[s.tp] = self._hosted(s, Role.FOLLOWER, request)
             if old is not None and old.role is Role.FOLLOWER and old.leader == s.leader:
                 log.info(f"Skipped the become-follower state change after marking its partition as follower with "
                          f"correlation id {corr} from controller {cid} epoch {cepoch} for partition {s.tp} (last "
@@ -330,29 +339,38 @@ class BrokerState:
                          f"{self.controller_epoch}")
                 return StopReplicaResult(decisions.STALE_CONTROLLER_EPOCH, [])
             self.controller_epoch = cepoch
-            errors: dict[TopicPartition, int] = {}
-            stopped: dict[TopicPartition, bool] = {}
-            for d in decisions.plan_stop_replica(self._partitions, request.partitions):
-                tp = d.state.tp
-                if d.outcome is Outcome.STOP:
-                    stopped[tp] = d.state.delete
+            self._work = dict(self._partitions)
+            try:
+                return self._apply_stop_replica(correlation_id, request)
+            finally:
+                self._partitions = self._work
+
+    def _apply_stop_replica(self, correlation_id: int, request: StopReplicaRequestModel) -> StopReplicaResult:
+        log = self.state_change_logger
+        cid, cepoch = request.controller_id, request.controller_epoch
+        errors: dict[TopicPartition, int] = {}
+        stopped: dict[TopicPartition, bool] = {}
+        for d in decisions.plan_stop_replica(self._work, request.partitions):
+            tp = d.state.tp
+            if d.outcome is Outcome.STOP:
+                stopped[tp] = d.state.delete
+            else:
+                prefix = (f"Ignoring StopReplica request (delete={str(d.state.delete).lower()}) from controller "
+                          f"{cid} with correlation id {correlation_id} epoch {cepoch} for partition {tp} since "
+                          f"its associated leader epoch {d.state.leader_epoch}")
+                if d.outcome is Outcome.STALE_SMALLER:
+                    log.warn(f"{prefix} is smaller than the current leader epoch {d.current_leader_epoch}")
                 else:
-                    prefix = (f"Ignoring StopReplica request (delete={str(d.state.delete).lower()}) from controller "
-                              f"{cid} with correlation id {correlation_id} epoch {cepoch} for partition {tp} since "
-                              f"its associated leader epoch {d.state.leader_epoch}")
-                    if d.outcome is Outcome.STALE_SMALLER:
-                        log.warn(f"{prefix} is smaller than the current leader epoch {d.current_leader_epoch}")
-                    else:
-                        log.info(f"{prefix} matches the current leader epoch")
-                errors[tp] = d.error
-            self.fetcher_manager.remove_fetcher_for_partitions(list(stopped))
-            deleted = [tp for tp, delete in stopped.items() if delete]
-            for tp in deleted:
-                self._partitions.pop(tp, None)
-            if deleted:
-                self.local_log.delete_partitions(deleted)
-            self.fetcher_manager.shutdown_idle_fetcher_threads()
-            return StopReplicaResult(decisions.NONE, list(errors.items()))
+                    log.info(f"{prefix} matches the current leader epoch")
+            errors[tp] = d.error
+        self.fetcher_manager.remove_fetcher_for_partitions(list(stopped))
+        deleted = [tp for tp, delete in stopped.items() if delete]
+        for tp in deleted:
+            self._work.pop(tp, None)
+        if deleted:
+            self.local_log.delete_partitions(deleted)
+        self.fetcher_manager.shutdown_idle_fetcher_threads()
+        return StopReplicaResult(decisions.NONE, list(errors.items()))
 
     # ----------------------------------------------------------------------------------------------- UpdateMetadata
     def maybe_update_metadata_cache(self, correlation_id: int,

@@ -496,3 +496,26 @@ def test_replica_state_change_lock_serialises_control_requests(tmp_path: Path) -
                        r"ms for replicaStateChangeLock \(planewatch\) \(kafka\.server\.ReplicaManager\)$", server, re.M)
     assert len(lines) == 3
     assert max(int(w) for _, w in lines) >= 250
+
+
+def test_reads_do_not_wait_for_the_state_change_lock(tmp_path: Path) -> None:
+    entered = threading.Event()
+
+    class BlockingFetcher(NullFetcherManager):
+        def remove_fetcher_for_partitions(self, partitions: Any) -> None:
+            entered.set()
+            time.sleep(0.5)  # a fetcher holding its partition-map lock (KAFKA-6974)
+            super().remove_fetcher_for_partitions(partitions)
+
+    b = Broker(tmp_path, fetcher=BlockingFetcher())
+    try:
+        t = threading.Thread(target=b.send, args=(ApiKey.LEADER_AND_ISR, 5, lai_body(5, [pstate(0), pstate(1)])))
+        t.start()
+        assert entered.wait(10)
+        assert b.state.partitions() == {}  # the published state: nothing half-applied, and no waiting
+        assert b.state.partition_count() == 0
+        assert t.is_alive()  # the LeaderAndIsr was still holding the lock while we read
+        t.join(10)
+        assert b.state.partition_count() == 2
+    finally:
+        b.close()
