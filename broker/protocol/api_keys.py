@@ -72,6 +72,4 @@ class ApiKey(IntEnum):
 
 
 #: ``ApiKeys.name`` (CamelCase) per key, as used in metric tags and request logs.
-API_NAMES: dict[int, str] = {
-    k.value: "".join(part.capitalize() for part in k.name.split("_")) for k in ApiKey
-}
+API_NAMES: dict[int, str] = {k.value: "".join(part.capitalize() for part in k.name.split("_")) for k in ApiKey}

@@ -37,8 +37,13 @@ def _produce(version: int, code: int, req: dict[str, Any]) -> dict[str, Any]:
             {
                 "name": t.get("name", ""),
                 "partition_responses": [
-                    {"index": p.get("index", 0), "error_code": code, "base_offset": -1, "log_append_time_ms": -1,
-                     "log_start_offset": -1}
+                    {
+                        "index": p.get("index", 0),
+                        "error_code": code,
+                        "base_offset": -1,
+                        "log_append_time_ms": -1,
+                        "log_start_offset": -1,
+                    }
                     for p in t.get("partition_data", [])
                 ],
             }
@@ -55,8 +60,14 @@ def _fetch(version: int, code: int, req: dict[str, Any]) -> dict[str, Any]:
                 "topic": t.get("topic", ""),
                 "topic_id": t.get("topic_id") or _ZERO,
                 "partitions": [
-                    {"partition_index": p.get("partition", 0), "error_code": code, "high_watermark": -1,
-                     "last_stable_offset": -1, "log_start_offset": -1, "records": b""}
+                    {
+                        "partition_index": p.get("partition", 0),
+                        "error_code": code,
+                        "high_watermark": -1,
+                        "last_stable_offset": -1,
+                        "log_start_offset": -1,
+                        "records": b"",
+                    }
                     for p in t.get("partitions", [])
                 ],
             }
@@ -71,8 +82,13 @@ def _list_offsets(version: int, code: int, req: dict[str, Any]) -> dict[str, Any
             {
                 "name": t.get("name", ""),
                 "partitions": [
-                    {"partition_index": p.get("partition_index", 0), "error_code": code, "timestamp": -1,
-                     "offset": -1, "leader_epoch": -1}
+                    {
+                        "partition_index": p.get("partition_index", 0),
+                        "error_code": code,
+                        "timestamp": -1,
+                        "offset": -1,
+                        "leader_epoch": -1,
+                    }
                     for p in t.get("partitions", [])
                 ],
             }

@@ -7,40 +7,59 @@ from __future__ import annotations
 from ..schema import f, msg
 
 REQUEST = msg(
-    'ApiVersionsRequest',
+    "ApiVersionsRequest",
     18,
-    '0-4',
-    '3+',
+    "0-4",
+    "3+",
     [
-        f('ClientSoftwareName', 'string', '3+'),
-        f('ClientSoftwareVersion', 'string', '3+'),
+        f("ClientSoftwareName", "string", "3+"),
+        f("ClientSoftwareVersion", "string", "3+"),
     ],
 )
 
 RESPONSE = msg(
-    'ApiVersionsResponse',
+    "ApiVersionsResponse",
     18,
-    '0-4',
-    '3+',
+    "0-4",
+    "3+",
     [
-        f('ErrorCode', 'int16', '0+'),
-        f('ApiKeys', '[]ApiVersion', '0+', fields=[
-            f('ApiKey', 'int16', '0+'),
-            f('MinVersion', 'int16', '0+'),
-            f('MaxVersion', 'int16', '0+'),
-        ]),
-        f('ThrottleTimeMs', 'int32', '1+'),
-        f('SupportedFeatures', '[]SupportedFeatureKey', '3+', tag=0, tagged='3+', fields=[
-            f('Name', 'string', '3+'),
-            f('MinVersion', 'int16', '3+'),
-            f('MaxVersion', 'int16', '3+'),
-        ]),
-        f('FinalizedFeaturesEpoch', 'int64', '3+', default='-1', tag=1, tagged='3+'),
-        f('FinalizedFeatures', '[]FinalizedFeatureKey', '3+', tag=2, tagged='3+', fields=[
-            f('Name', 'string', '3+'),
-            f('MaxVersionLevel', 'int16', '3+'),
-            f('MinVersionLevel', 'int16', '3+'),
-        ]),
-        f('ZkMigrationReady', 'bool', '3+', default='false', tag=3, tagged='3+'),
+        f("ErrorCode", "int16", "0+"),
+        f(
+            "ApiKeys",
+            "[]ApiVersion",
+            "0+",
+            fields=[
+                f("ApiKey", "int16", "0+"),
+                f("MinVersion", "int16", "0+"),
+                f("MaxVersion", "int16", "0+"),
+            ],
+        ),
+        f("ThrottleTimeMs", "int32", "1+"),
+        f(
+            "SupportedFeatures",
+            "[]SupportedFeatureKey",
+            "3+",
+            tag=0,
+            tagged="3+",
+            fields=[
+                f("Name", "string", "3+"),
+                f("MinVersion", "int16", "3+"),
+                f("MaxVersion", "int16", "3+"),
+            ],
+        ),
+        f("FinalizedFeaturesEpoch", "int64", "3+", default="-1", tag=1, tagged="3+"),
+        f(
+            "FinalizedFeatures",
+            "[]FinalizedFeatureKey",
+            "3+",
+            tag=2,
+            tagged="3+",
+            fields=[
+                f("Name", "string", "3+"),
+                f("MaxVersionLevel", "int16", "3+"),
+                f("MinVersionLevel", "int16", "3+"),
+            ],
+        ),
+        f("ZkMigrationReady", "bool", "3+", default="false", tag=3, tagged="3+"),
     ],
 )

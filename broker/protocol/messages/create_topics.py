@@ -8,51 +8,77 @@ from __future__ import annotations
 from ..schema import f, msg
 
 REQUEST = msg(
-    'CreateTopicsRequest',
+    "CreateTopicsRequest",
     19,
-    '0-7',
-    '5+',
+    "0-7",
+    "5+",
     [
-        f('Topics', '[]CreatableTopic', '0+', fields=[
-            f('Name', 'string', '0+'),
-            f('NumPartitions', 'int32', '0+'),
-            f('ReplicationFactor', 'int16', '0+'),
-            f('Assignments', '[]CreatableReplicaAssignment', '0+', fields=[
-                f('PartitionIndex', 'int32', '0+'),
-                f('BrokerIds', '[]int32', '0+'),
-            ]),
-            f('Configs', '[]CreatableTopicConfig', '0+', fields=[
-                f('Name', 'string', '0+'),
-                f('Value', 'string', '0+', nullable='0+'),
-            ]),
-        ]),
-        f('timeoutMs', 'int32', '0+', default='60000'),
-        f('validateOnly', 'bool', '1+', default='false'),
+        f(
+            "Topics",
+            "[]CreatableTopic",
+            "0+",
+            fields=[
+                f("Name", "string", "0+"),
+                f("NumPartitions", "int32", "0+"),
+                f("ReplicationFactor", "int16", "0+"),
+                f(
+                    "Assignments",
+                    "[]CreatableReplicaAssignment",
+                    "0+",
+                    fields=[
+                        f("PartitionIndex", "int32", "0+"),
+                        f("BrokerIds", "[]int32", "0+"),
+                    ],
+                ),
+                f(
+                    "Configs",
+                    "[]CreatableTopicConfig",
+                    "0+",
+                    fields=[
+                        f("Name", "string", "0+"),
+                        f("Value", "string", "0+", nullable="0+"),
+                    ],
+                ),
+            ],
+        ),
+        f("timeoutMs", "int32", "0+", default="60000"),
+        f("validateOnly", "bool", "1+", default="false"),
     ],
 )
 
 RESPONSE = msg(
-    'CreateTopicsResponse',
+    "CreateTopicsResponse",
     19,
-    '0-7',
-    '5+',
+    "0-7",
+    "5+",
     [
-        f('ThrottleTimeMs', 'int32', '2+'),
-        f('Topics', '[]CreatableTopicResult', '0+', fields=[
-            f('Name', 'string', '0+'),
-            f('TopicId', 'uuid', '7+'),
-            f('ErrorCode', 'int16', '0+'),
-            f('ErrorMessage', 'string', '1+', nullable='0+'),
-            f('TopicConfigErrorCode', 'int16', '5+', tag=0, tagged='5+'),
-            f('NumPartitions', 'int32', '5+', default='-1'),
-            f('ReplicationFactor', 'int16', '5+', default='-1'),
-            f('Configs', '[]CreatableTopicConfigs', '5+', nullable='5+', fields=[
-                f('Name', 'string', '5+'),
-                f('Value', 'string', '5+', nullable='5+'),
-                f('ReadOnly', 'bool', '5+'),
-                f('ConfigSource', 'int8', '5+', default='-1'),
-                f('IsSensitive', 'bool', '5+'),
-            ]),
-        ]),
+        f("ThrottleTimeMs", "int32", "2+"),
+        f(
+            "Topics",
+            "[]CreatableTopicResult",
+            "0+",
+            fields=[
+                f("Name", "string", "0+"),
+                f("TopicId", "uuid", "7+"),
+                f("ErrorCode", "int16", "0+"),
+                f("ErrorMessage", "string", "1+", nullable="0+"),
+                f("TopicConfigErrorCode", "int16", "5+", tag=0, tagged="5+"),
+                f("NumPartitions", "int32", "5+", default="-1"),
+                f("ReplicationFactor", "int16", "5+", default="-1"),
+                f(
+                    "Configs",
+                    "[]CreatableTopicConfigs",
+                    "5+",
+                    nullable="5+",
+                    fields=[
+                        f("Name", "string", "5+"),
+                        f("Value", "string", "5+", nullable="5+"),
+                        f("ReadOnly", "bool", "5+"),
+                        f("ConfigSource", "int8", "5+", default="-1"),
+                        f("IsSensitive", "bool", "5+"),
+                    ],
+                ),
+            ],
+        ),
     ],
 )

@@ -8,32 +8,42 @@ from __future__ import annotations
 from ..schema import f, msg
 
 REQUEST = msg(
-    'DeleteTopicsRequest',
+    "DeleteTopicsRequest",
     20,
-    '0-6',
-    '4+',
+    "0-6",
+    "4+",
     [
-        f('Topics', '[]DeleteTopicState', '6+', fields=[
-            f('Name', 'string', '6+', nullable='6+', default='null'),
-            f('TopicId', 'uuid', '6+'),
-        ]),
-        f('TopicNames', '[]string', '0-5'),
-        f('TimeoutMs', 'int32', '0+'),
+        f(
+            "Topics",
+            "[]DeleteTopicState",
+            "6+",
+            fields=[
+                f("Name", "string", "6+", nullable="6+", default="null"),
+                f("TopicId", "uuid", "6+"),
+            ],
+        ),
+        f("TopicNames", "[]string", "0-5"),
+        f("TimeoutMs", "int32", "0+"),
     ],
 )
 
 RESPONSE = msg(
-    'DeleteTopicsResponse',
+    "DeleteTopicsResponse",
     20,
-    '0-6',
-    '4+',
+    "0-6",
+    "4+",
     [
-        f('ThrottleTimeMs', 'int32', '1+'),
-        f('Responses', '[]DeletableTopicResult', '0+', fields=[
-            f('Name', 'string', '0+', nullable='6+'),
-            f('TopicId', 'uuid', '6+'),
-            f('ErrorCode', 'int16', '0+'),
-            f('ErrorMessage', 'string', '5+', nullable='5+', default='null'),
-        ]),
+        f("ThrottleTimeMs", "int32", "1+"),
+        f(
+            "Responses",
+            "[]DeletableTopicResult",
+            "0+",
+            fields=[
+                f("Name", "string", "0+", nullable="6+"),
+                f("TopicId", "uuid", "6+"),
+                f("ErrorCode", "int16", "0+"),
+                f("ErrorMessage", "string", "5+", nullable="5+", default="null"),
+            ],
+        ),
     ],
 )

@@ -7,36 +7,41 @@ from __future__ import annotations
 from ..schema import f, msg
 
 REQUEST = msg(
-    'DescribeClusterRequest',
+    "DescribeClusterRequest",
     60,
-    '0-2',
-    '0+',
+    "0-2",
+    "0+",
     [
-        f('IncludeClusterAuthorizedOperations', 'bool', '0+'),
-        f('EndpointType', 'int8', '1+', default='1'),
-        f('IncludeFencedBrokers', 'bool', '2+'),
+        f("IncludeClusterAuthorizedOperations", "bool", "0+"),
+        f("EndpointType", "int8", "1+", default="1"),
+        f("IncludeFencedBrokers", "bool", "2+"),
     ],
 )
 
 RESPONSE = msg(
-    'DescribeClusterResponse',
+    "DescribeClusterResponse",
     60,
-    '0-2',
-    '0+',
+    "0-2",
+    "0+",
     [
-        f('ThrottleTimeMs', 'int32', '0+'),
-        f('ErrorCode', 'int16', '0+'),
-        f('ErrorMessage', 'string', '0+', nullable='0+', default='null'),
-        f('EndpointType', 'int8', '1+', default='1'),
-        f('ClusterId', 'string', '0+'),
-        f('ControllerId', 'int32', '0+', default='-1'),
-        f('Brokers', '[]DescribeClusterBroker', '0+', fields=[
-            f('BrokerId', 'int32', '0+'),
-            f('Host', 'string', '0+'),
-            f('Port', 'int32', '0+'),
-            f('Rack', 'string', '0+', nullable='0+', default='null'),
-            f('IsFenced', 'bool', '2+'),
-        ]),
-        f('ClusterAuthorizedOperations', 'int32', '0+', default='-2147483648'),
+        f("ThrottleTimeMs", "int32", "0+"),
+        f("ErrorCode", "int16", "0+"),
+        f("ErrorMessage", "string", "0+", nullable="0+", default="null"),
+        f("EndpointType", "int8", "1+", default="1"),
+        f("ClusterId", "string", "0+"),
+        f("ControllerId", "int32", "0+", default="-1"),
+        f(
+            "Brokers",
+            "[]DescribeClusterBroker",
+            "0+",
+            fields=[
+                f("BrokerId", "int32", "0+"),
+                f("Host", "string", "0+"),
+                f("Port", "int32", "0+"),
+                f("Rack", "string", "0+", nullable="0+", default="null"),
+                f("IsFenced", "bool", "2+"),
+            ],
+        ),
+        f("ClusterAuthorizedOperations", "int32", "0+", default="-2147483648"),
     ],
 )

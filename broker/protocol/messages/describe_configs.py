@@ -8,48 +8,68 @@ from __future__ import annotations
 from ..schema import f, msg
 
 REQUEST = msg(
-    'DescribeConfigsRequest',
+    "DescribeConfigsRequest",
     32,
-    '0-4',
-    '4+',
+    "0-4",
+    "4+",
     [
-        f('Resources', '[]DescribeConfigsResource', '0+', fields=[
-            f('ResourceType', 'int8', '0+'),
-            f('ResourceName', 'string', '0+'),
-            f('ConfigurationKeys', '[]string', '0+', nullable='0+'),
-        ]),
-        f('IncludeSynonyms', 'bool', '1+', default='false'),
-        f('IncludeDocumentation', 'bool', '3+', default='false'),
+        f(
+            "Resources",
+            "[]DescribeConfigsResource",
+            "0+",
+            fields=[
+                f("ResourceType", "int8", "0+"),
+                f("ResourceName", "string", "0+"),
+                f("ConfigurationKeys", "[]string", "0+", nullable="0+"),
+            ],
+        ),
+        f("IncludeSynonyms", "bool", "1+", default="false"),
+        f("IncludeDocumentation", "bool", "3+", default="false"),
     ],
 )
 
 RESPONSE = msg(
-    'DescribeConfigsResponse',
+    "DescribeConfigsResponse",
     32,
-    '0-4',
-    '4+',
+    "0-4",
+    "4+",
     [
-        f('ThrottleTimeMs', 'int32', '0+'),
-        f('Results', '[]DescribeConfigsResult', '0+', fields=[
-            f('ErrorCode', 'int16', '0+'),
-            f('ErrorMessage', 'string', '0+', nullable='0+'),
-            f('ResourceType', 'int8', '0+'),
-            f('ResourceName', 'string', '0+'),
-            f('Configs', '[]DescribeConfigsResourceResult', '0+', fields=[
-                f('Name', 'string', '0+'),
-                f('Value', 'string', '0+', nullable='0+'),
-                f('ReadOnly', 'bool', '0+'),
-                f('ConfigSource', 'int8', '1+', default='-1'),
-                f('IsDefault', 'bool', '0'),
-                f('IsSensitive', 'bool', '0+'),
-                f('Synonyms', '[]DescribeConfigsSynonym', '1+', fields=[
-                    f('Name', 'string', '1+'),
-                    f('Value', 'string', '1+', nullable='0+'),
-                    f('Source', 'int8', '1+'),
-                ]),
-                f('ConfigType', 'int8', '3+', default='0'),
-                f('Documentation', 'string', '3+', nullable='0+'),
-            ]),
-        ]),
+        f("ThrottleTimeMs", "int32", "0+"),
+        f(
+            "Results",
+            "[]DescribeConfigsResult",
+            "0+",
+            fields=[
+                f("ErrorCode", "int16", "0+"),
+                f("ErrorMessage", "string", "0+", nullable="0+"),
+                f("ResourceType", "int8", "0+"),
+                f("ResourceName", "string", "0+"),
+                f(
+                    "Configs",
+                    "[]DescribeConfigsResourceResult",
+                    "0+",
+                    fields=[
+                        f("Name", "string", "0+"),
+                        f("Value", "string", "0+", nullable="0+"),
+                        f("ReadOnly", "bool", "0+"),
+                        f("ConfigSource", "int8", "1+", default="-1"),
+                        f("IsDefault", "bool", "0"),
+                        f("IsSensitive", "bool", "0+"),
+                        f(
+                            "Synonyms",
+                            "[]DescribeConfigsSynonym",
+                            "1+",
+                            fields=[
+                                f("Name", "string", "1+"),
+                                f("Value", "string", "1+", nullable="0+"),
+                                f("Source", "int8", "1+"),
+                            ],
+                        ),
+                        f("ConfigType", "int8", "3+", default="0"),
+                        f("Documentation", "string", "3+", nullable="0+"),
+                    ],
+                ),
+            ],
+        ),
     ],
 )

@@ -7,39 +7,49 @@ from __future__ import annotations
 from ..schema import f, msg
 
 REQUEST = msg(
-    'DescribeGroupsRequest',
+    "DescribeGroupsRequest",
     15,
-    '0-6',
-    '5+',
+    "0-6",
+    "5+",
     [
-        f('Groups', '[]string', '0+'),
-        f('IncludeAuthorizedOperations', 'bool', '3+'),
+        f("Groups", "[]string", "0+"),
+        f("IncludeAuthorizedOperations", "bool", "3+"),
     ],
 )
 
 RESPONSE = msg(
-    'DescribeGroupsResponse',
+    "DescribeGroupsResponse",
     15,
-    '0-6',
-    '5+',
+    "0-6",
+    "5+",
     [
-        f('ThrottleTimeMs', 'int32', '1+'),
-        f('Groups', '[]DescribedGroup', '0+', fields=[
-            f('ErrorCode', 'int16', '0+'),
-            f('ErrorMessage', 'string', '6+', nullable='6+', default='null'),
-            f('GroupId', 'string', '0+'),
-            f('GroupState', 'string', '0+'),
-            f('ProtocolType', 'string', '0+'),
-            f('ProtocolData', 'string', '0+'),
-            f('Members', '[]DescribedGroupMember', '0+', fields=[
-                f('MemberId', 'string', '0+'),
-                f('GroupInstanceId', 'string', '4+', nullable='4+', default='null'),
-                f('ClientId', 'string', '0+'),
-                f('ClientHost', 'string', '0+'),
-                f('MemberMetadata', 'bytes', '0+'),
-                f('MemberAssignment', 'bytes', '0+'),
-            ]),
-            f('AuthorizedOperations', 'int32', '3+', default='-2147483648'),
-        ]),
+        f("ThrottleTimeMs", "int32", "1+"),
+        f(
+            "Groups",
+            "[]DescribedGroup",
+            "0+",
+            fields=[
+                f("ErrorCode", "int16", "0+"),
+                f("ErrorMessage", "string", "6+", nullable="6+", default="null"),
+                f("GroupId", "string", "0+"),
+                f("GroupState", "string", "0+"),
+                f("ProtocolType", "string", "0+"),
+                f("ProtocolData", "string", "0+"),
+                f(
+                    "Members",
+                    "[]DescribedGroupMember",
+                    "0+",
+                    fields=[
+                        f("MemberId", "string", "0+"),
+                        f("GroupInstanceId", "string", "4+", nullable="4+", default="null"),
+                        f("ClientId", "string", "0+"),
+                        f("ClientHost", "string", "0+"),
+                        f("MemberMetadata", "bytes", "0+"),
+                        f("MemberAssignment", "bytes", "0+"),
+                    ],
+                ),
+                f("AuthorizedOperations", "int32", "3+", default="-2147483648"),
+            ],
+        ),
     ],
 )

@@ -7,25 +7,25 @@ from __future__ import annotations
 from ..schema import f, msg
 
 REQUEST = msg(
-    'HeartbeatRequest',
+    "HeartbeatRequest",
     12,
-    '0-4',
-    '4+',
+    "0-4",
+    "4+",
     [
-        f('GroupId', 'string', '0+'),
-        f('GenerationId', 'int32', '0+'),
-        f('MemberId', 'string', '0+'),
-        f('GroupInstanceId', 'string', '3+', nullable='3+', default='null'),
+        f("GroupId", "string", "0+"),
+        f("GenerationId", "int32", "0+"),
+        f("MemberId", "string", "0+"),
+        f("GroupInstanceId", "string", "3+", nullable="3+", default="null"),
     ],
 )
 
 RESPONSE = msg(
-    'HeartbeatResponse',
+    "HeartbeatResponse",
     12,
-    '0-4',
-    '4+',
+    "0-4",
+    "4+",
     [
-        f('ThrottleTimeMs', 'int32', '1+'),
-        f('ErrorCode', 'int16', '0+'),
+        f("ThrottleTimeMs", "int32", "1+"),
+        f("ErrorCode", "int16", "0+"),
     ],
 )

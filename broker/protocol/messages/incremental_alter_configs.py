@@ -7,36 +7,51 @@ from __future__ import annotations
 from ..schema import f, msg
 
 REQUEST = msg(
-    'IncrementalAlterConfigsRequest',
+    "IncrementalAlterConfigsRequest",
     44,
-    '0-1',
-    '1+',
+    "0-1",
+    "1+",
     [
-        f('Resources', '[]AlterConfigsResource', '0+', fields=[
-            f('ResourceType', 'int8', '0+'),
-            f('ResourceName', 'string', '0+'),
-            f('Configs', '[]AlterableConfig', '0+', fields=[
-                f('Name', 'string', '0+'),
-                f('ConfigOperation', 'int8', '0+'),
-                f('Value', 'string', '0+', nullable='0+'),
-            ]),
-        ]),
-        f('ValidateOnly', 'bool', '0+'),
+        f(
+            "Resources",
+            "[]AlterConfigsResource",
+            "0+",
+            fields=[
+                f("ResourceType", "int8", "0+"),
+                f("ResourceName", "string", "0+"),
+                f(
+                    "Configs",
+                    "[]AlterableConfig",
+                    "0+",
+                    fields=[
+                        f("Name", "string", "0+"),
+                        f("ConfigOperation", "int8", "0+"),
+                        f("Value", "string", "0+", nullable="0+"),
+                    ],
+                ),
+            ],
+        ),
+        f("ValidateOnly", "bool", "0+"),
     ],
 )
 
 RESPONSE = msg(
-    'IncrementalAlterConfigsResponse',
+    "IncrementalAlterConfigsResponse",
     44,
-    '0-1',
-    '1+',
+    "0-1",
+    "1+",
     [
-        f('ThrottleTimeMs', 'int32', '0+'),
-        f('Responses', '[]AlterConfigsResourceResponse', '0+', fields=[
-            f('ErrorCode', 'int16', '0+'),
-            f('ErrorMessage', 'string', '0+', nullable='0+'),
-            f('ResourceType', 'int8', '0+'),
-            f('ResourceName', 'string', '0+'),
-        ]),
+        f("ThrottleTimeMs", "int32", "0+"),
+        f(
+            "Responses",
+            "[]AlterConfigsResourceResponse",
+            "0+",
+            fields=[
+                f("ErrorCode", "int16", "0+"),
+                f("ErrorMessage", "string", "0+", nullable="0+"),
+                f("ResourceType", "int8", "0+"),
+                f("ResourceName", "string", "0+"),
+            ],
+        ),
     ],
 )

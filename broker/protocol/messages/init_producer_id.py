@@ -7,31 +7,31 @@ from __future__ import annotations
 from ..schema import f, msg
 
 REQUEST = msg(
-    'InitProducerIdRequest',
+    "InitProducerIdRequest",
     22,
-    '0-6',
-    '2+',
+    "0-6",
+    "2+",
     [
-        f('TransactionalId', 'string', '0+', nullable='0+'),
-        f('TransactionTimeoutMs', 'int32', '0+'),
-        f('ProducerId', 'int64', '3+', default='-1'),
-        f('ProducerEpoch', 'int16', '3+', default='-1'),
-        f('Enable2Pc', 'bool', '6+', default='false'),
-        f('KeepPreparedTxn', 'bool', '6+', default='false'),
+        f("TransactionalId", "string", "0+", nullable="0+"),
+        f("TransactionTimeoutMs", "int32", "0+"),
+        f("ProducerId", "int64", "3+", default="-1"),
+        f("ProducerEpoch", "int16", "3+", default="-1"),
+        f("Enable2Pc", "bool", "6+", default="false"),
+        f("KeepPreparedTxn", "bool", "6+", default="false"),
     ],
 )
 
 RESPONSE = msg(
-    'InitProducerIdResponse',
+    "InitProducerIdResponse",
     22,
-    '0-6',
-    '2+',
+    "0-6",
+    "2+",
     [
-        f('ThrottleTimeMs', 'int32', '0+'),
-        f('ErrorCode', 'int16', '0+'),
-        f('ProducerId', 'int64', '0+', default=-1),
-        f('ProducerEpoch', 'int16', '0+'),
-        f('OngoingTxnProducerId', 'int64', '6+', default=-1),
-        f('OngoingTxnProducerEpoch', 'int16', '6+', default=-1),
+        f("ThrottleTimeMs", "int32", "0+"),
+        f("ErrorCode", "int16", "0+"),
+        f("ProducerId", "int64", "0+", default=-1),
+        f("ProducerEpoch", "int16", "0+"),
+        f("OngoingTxnProducerId", "int64", "6+", default=-1),
+        f("OngoingTxnProducerEpoch", "int16", "6+", default=-1),
     ],
 )

@@ -7,33 +7,43 @@ from __future__ import annotations
 from ..schema import f, msg
 
 REQUEST = msg(
-    'LeaveGroupRequest',
+    "LeaveGroupRequest",
     13,
-    '0-5',
-    '4+',
+    "0-5",
+    "4+",
     [
-        f('GroupId', 'string', '0+'),
-        f('MemberId', 'string', '0-2'),
-        f('Members', '[]MemberIdentity', '3+', fields=[
-            f('MemberId', 'string', '3+'),
-            f('GroupInstanceId', 'string', '3+', nullable='3+', default='null'),
-            f('Reason', 'string', '5+', nullable='5+', default='null'),
-        ]),
+        f("GroupId", "string", "0+"),
+        f("MemberId", "string", "0-2"),
+        f(
+            "Members",
+            "[]MemberIdentity",
+            "3+",
+            fields=[
+                f("MemberId", "string", "3+"),
+                f("GroupInstanceId", "string", "3+", nullable="3+", default="null"),
+                f("Reason", "string", "5+", nullable="5+", default="null"),
+            ],
+        ),
     ],
 )
 
 RESPONSE = msg(
-    'LeaveGroupResponse',
+    "LeaveGroupResponse",
     13,
-    '0-5',
-    '4+',
+    "0-5",
+    "4+",
     [
-        f('ThrottleTimeMs', 'int32', '1+'),
-        f('ErrorCode', 'int16', '0+'),
-        f('Members', '[]MemberResponse', '3+', fields=[
-            f('MemberId', 'string', '3+'),
-            f('GroupInstanceId', 'string', '3+', nullable='3+'),
-            f('ErrorCode', 'int16', '3+'),
-        ]),
+        f("ThrottleTimeMs", "int32", "1+"),
+        f("ErrorCode", "int16", "0+"),
+        f(
+            "Members",
+            "[]MemberResponse",
+            "3+",
+            fields=[
+                f("MemberId", "string", "3+"),
+                f("GroupInstanceId", "string", "3+", nullable="3+"),
+                f("ErrorCode", "int16", "3+"),
+            ],
+        ),
     ],
 )

@@ -7,29 +7,34 @@ from __future__ import annotations
 from ..schema import f, msg
 
 REQUEST = msg(
-    'ListGroupsRequest',
+    "ListGroupsRequest",
     16,
-    '0-5',
-    '3+',
+    "0-5",
+    "3+",
     [
-        f('StatesFilter', '[]string', '4+'),
-        f('TypesFilter', '[]string', '5+'),
+        f("StatesFilter", "[]string", "4+"),
+        f("TypesFilter", "[]string", "5+"),
     ],
 )
 
 RESPONSE = msg(
-    'ListGroupsResponse',
+    "ListGroupsResponse",
     16,
-    '0-5',
-    '3+',
+    "0-5",
+    "3+",
     [
-        f('ThrottleTimeMs', 'int32', '1+'),
-        f('ErrorCode', 'int16', '0+'),
-        f('Groups', '[]ListedGroup', '0+', fields=[
-            f('GroupId', 'string', '0+'),
-            f('ProtocolType', 'string', '0+'),
-            f('GroupState', 'string', '4+'),
-            f('GroupType', 'string', '5+'),
-        ]),
+        f("ThrottleTimeMs", "int32", "1+"),
+        f("ErrorCode", "int16", "0+"),
+        f(
+            "Groups",
+            "[]ListedGroup",
+            "0+",
+            fields=[
+                f("GroupId", "string", "0+"),
+                f("ProtocolType", "string", "0+"),
+                f("GroupState", "string", "4+"),
+                f("GroupType", "string", "5+"),
+            ],
+        ),
     ],
 )

@@ -7,43 +7,63 @@ from __future__ import annotations
 from ..schema import f, msg
 
 REQUEST = msg(
-    'ListOffsetsRequest',
+    "ListOffsetsRequest",
     2,
-    '1-11',
-    '6+',
+    "1-11",
+    "6+",
     [
-        f('ReplicaId', 'int32', '0+'),
-        f('IsolationLevel', 'int8', '2+'),
-        f('Topics', '[]ListOffsetsTopic', '0+', fields=[
-            f('Name', 'string', '0+'),
-            f('Partitions', '[]ListOffsetsPartition', '0+', fields=[
-                f('PartitionIndex', 'int32', '0+'),
-                f('CurrentLeaderEpoch', 'int32', '4+', default='-1'),
-                f('Timestamp', 'int64', '0+'),
-                f('MaxNumOffsets', 'int32', '0', default='1'),
-            ]),
-        ]),
-        f('TimeoutMs', 'int32', '10+'),
+        f("ReplicaId", "int32", "0+"),
+        f("IsolationLevel", "int8", "2+"),
+        f(
+            "Topics",
+            "[]ListOffsetsTopic",
+            "0+",
+            fields=[
+                f("Name", "string", "0+"),
+                f(
+                    "Partitions",
+                    "[]ListOffsetsPartition",
+                    "0+",
+                    fields=[
+                        f("PartitionIndex", "int32", "0+"),
+                        f("CurrentLeaderEpoch", "int32", "4+", default="-1"),
+                        f("Timestamp", "int64", "0+"),
+                        f("MaxNumOffsets", "int32", "0", default="1"),
+                    ],
+                ),
+            ],
+        ),
+        f("TimeoutMs", "int32", "10+"),
     ],
 )
 
 RESPONSE = msg(
-    'ListOffsetsResponse',
+    "ListOffsetsResponse",
     2,
-    '1-11',
-    '6+',
+    "1-11",
+    "6+",
     [
-        f('ThrottleTimeMs', 'int32', '2+'),
-        f('Topics', '[]ListOffsetsTopicResponse', '0+', fields=[
-            f('Name', 'string', '0+'),
-            f('Partitions', '[]ListOffsetsPartitionResponse', '0+', fields=[
-                f('PartitionIndex', 'int32', '0+'),
-                f('ErrorCode', 'int16', '0+'),
-                f('OldStyleOffsets', '[]int64', '0'),
-                f('Timestamp', 'int64', '1+', default='-1'),
-                f('Offset', 'int64', '1+', default='-1'),
-                f('LeaderEpoch', 'int32', '4+', default='-1'),
-            ]),
-        ]),
+        f("ThrottleTimeMs", "int32", "2+"),
+        f(
+            "Topics",
+            "[]ListOffsetsTopicResponse",
+            "0+",
+            fields=[
+                f("Name", "string", "0+"),
+                f(
+                    "Partitions",
+                    "[]ListOffsetsPartitionResponse",
+                    "0+",
+                    fields=[
+                        f("PartitionIndex", "int32", "0+"),
+                        f("ErrorCode", "int16", "0+"),
+                        f("OldStyleOffsets", "[]int64", "0"),
+                        f("Timestamp", "int64", "1+", default="-1"),
+                        f("Offset", "int64", "1+", default="-1"),
+                        f("LeaderEpoch", "int32", "4+", default="-1"),
+                    ],
+                ),
+            ],
+        ),
     ],
 )

@@ -8,44 +8,64 @@ from __future__ import annotations
 from ..schema import f, msg
 
 REQUEST = msg(
-    'OffsetCommitRequest',
+    "OffsetCommitRequest",
     8,
-    '0-10',
-    '8+',
+    "0-10",
+    "8+",
     [
-        f('GroupId', 'string', '0+'),
-        f('GenerationIdOrMemberEpoch', 'int32', '1+', default='-1'),
-        f('MemberId', 'string', '1+'),
-        f('GroupInstanceId', 'string', '7+', nullable='7+', default='null'),
-        f('RetentionTimeMs', 'int64', '2-4', default='-1'),
-        f('Topics', '[]OffsetCommitRequestTopic', '0+', fields=[
-            f('Name', 'string', '0-9'),
-            f('TopicId', 'uuid', '10+'),
-            f('Partitions', '[]OffsetCommitRequestPartition', '0+', fields=[
-                f('PartitionIndex', 'int32', '0+'),
-                f('CommittedOffset', 'int64', '0+'),
-                f('CommittedLeaderEpoch', 'int32', '6+', default='-1'),
-                f('CommitTimestamp', 'int64', '1', default='-1'),
-                f('CommittedMetadata', 'string', '0+', nullable='0+'),
-            ]),
-        ]),
+        f("GroupId", "string", "0+"),
+        f("GenerationIdOrMemberEpoch", "int32", "1+", default="-1"),
+        f("MemberId", "string", "1+"),
+        f("GroupInstanceId", "string", "7+", nullable="7+", default="null"),
+        f("RetentionTimeMs", "int64", "2-4", default="-1"),
+        f(
+            "Topics",
+            "[]OffsetCommitRequestTopic",
+            "0+",
+            fields=[
+                f("Name", "string", "0-9"),
+                f("TopicId", "uuid", "10+"),
+                f(
+                    "Partitions",
+                    "[]OffsetCommitRequestPartition",
+                    "0+",
+                    fields=[
+                        f("PartitionIndex", "int32", "0+"),
+                        f("CommittedOffset", "int64", "0+"),
+                        f("CommittedLeaderEpoch", "int32", "6+", default="-1"),
+                        f("CommitTimestamp", "int64", "1", default="-1"),
+                        f("CommittedMetadata", "string", "0+", nullable="0+"),
+                    ],
+                ),
+            ],
+        ),
     ],
 )
 
 RESPONSE = msg(
-    'OffsetCommitResponse',
+    "OffsetCommitResponse",
     8,
-    '0-10',
-    '8+',
+    "0-10",
+    "8+",
     [
-        f('ThrottleTimeMs', 'int32', '3+'),
-        f('Topics', '[]OffsetCommitResponseTopic', '0+', fields=[
-            f('Name', 'string', '0-9'),
-            f('TopicId', 'uuid', '10+'),
-            f('Partitions', '[]OffsetCommitResponsePartition', '0+', fields=[
-                f('PartitionIndex', 'int32', '0+'),
-                f('ErrorCode', 'int16', '0+'),
-            ]),
-        ]),
+        f("ThrottleTimeMs", "int32", "3+"),
+        f(
+            "Topics",
+            "[]OffsetCommitResponseTopic",
+            "0+",
+            fields=[
+                f("Name", "string", "0-9"),
+                f("TopicId", "uuid", "10+"),
+                f(
+                    "Partitions",
+                    "[]OffsetCommitResponsePartition",
+                    "0+",
+                    fields=[
+                        f("PartitionIndex", "int32", "0+"),
+                        f("ErrorCode", "int16", "0+"),
+                    ],
+                ),
+            ],
+        ),
     ],
 )

@@ -8,62 +8,104 @@ from __future__ import annotations
 from ..schema import f, msg
 
 REQUEST = msg(
-    'OffsetFetchRequest',
+    "OffsetFetchRequest",
     9,
-    '0-10',
-    '6+',
+    "0-10",
+    "6+",
     [
-        f('GroupId', 'string', '0-7'),
-        f('Topics', '[]OffsetFetchRequestTopic', '0-7', nullable='2-7', fields=[
-            f('Name', 'string', '0-7'),
-            f('PartitionIndexes', '[]int32', '0-7'),
-        ]),
-        f('Groups', '[]OffsetFetchRequestGroup', '8+', fields=[
-            f('GroupId', 'string', '8+'),
-            f('MemberId', 'string', '9+', nullable='9+', default='null'),
-            f('MemberEpoch', 'int32', '9+', default='-1'),
-            f('Topics', '[]OffsetFetchRequestTopics', '8+', nullable='8+', fields=[
-                f('Name', 'string', '8-9'),
-                f('TopicId', 'uuid', '10+'),
-                f('PartitionIndexes', '[]int32', '8+'),
-            ]),
-        ]),
-        f('RequireStable', 'bool', '7+', default='false'),
+        f("GroupId", "string", "0-7"),
+        f(
+            "Topics",
+            "[]OffsetFetchRequestTopic",
+            "0-7",
+            nullable="2-7",
+            fields=[
+                f("Name", "string", "0-7"),
+                f("PartitionIndexes", "[]int32", "0-7"),
+            ],
+        ),
+        f(
+            "Groups",
+            "[]OffsetFetchRequestGroup",
+            "8+",
+            fields=[
+                f("GroupId", "string", "8+"),
+                f("MemberId", "string", "9+", nullable="9+", default="null"),
+                f("MemberEpoch", "int32", "9+", default="-1"),
+                f(
+                    "Topics",
+                    "[]OffsetFetchRequestTopics",
+                    "8+",
+                    nullable="8+",
+                    fields=[
+                        f("Name", "string", "8-9"),
+                        f("TopicId", "uuid", "10+"),
+                        f("PartitionIndexes", "[]int32", "8+"),
+                    ],
+                ),
+            ],
+        ),
+        f("RequireStable", "bool", "7+", default="false"),
     ],
 )
 
 RESPONSE = msg(
-    'OffsetFetchResponse',
+    "OffsetFetchResponse",
     9,
-    '0-10',
-    '6+',
+    "0-10",
+    "6+",
     [
-        f('ThrottleTimeMs', 'int32', '3+'),
-        f('Topics', '[]OffsetFetchResponseTopic', '0-7', fields=[
-            f('Name', 'string', '0-7'),
-            f('Partitions', '[]OffsetFetchResponsePartition', '0-7', fields=[
-                f('PartitionIndex', 'int32', '0-7'),
-                f('CommittedOffset', 'int64', '0-7'),
-                f('CommittedLeaderEpoch', 'int32', '5-7', default='-1'),
-                f('Metadata', 'string', '0-7', nullable='0-7'),
-                f('ErrorCode', 'int16', '0-7'),
-            ]),
-        ]),
-        f('ErrorCode', 'int16', '2-7', default='0'),
-        f('Groups', '[]OffsetFetchResponseGroup', '8+', fields=[
-            f('GroupId', 'string', '8+'),
-            f('Topics', '[]OffsetFetchResponseTopics', '8+', fields=[
-                f('Name', 'string', '8-9'),
-                f('TopicId', 'uuid', '10+'),
-                f('Partitions', '[]OffsetFetchResponsePartitions', '8+', fields=[
-                    f('PartitionIndex', 'int32', '8+'),
-                    f('CommittedOffset', 'int64', '8+'),
-                    f('CommittedLeaderEpoch', 'int32', '8+', default='-1'),
-                    f('Metadata', 'string', '8+', nullable='8+'),
-                    f('ErrorCode', 'int16', '8+'),
-                ]),
-            ]),
-            f('ErrorCode', 'int16', '8+', default='0'),
-        ]),
+        f("ThrottleTimeMs", "int32", "3+"),
+        f(
+            "Topics",
+            "[]OffsetFetchResponseTopic",
+            "0-7",
+            fields=[
+                f("Name", "string", "0-7"),
+                f(
+                    "Partitions",
+                    "[]OffsetFetchResponsePartition",
+                    "0-7",
+                    fields=[
+                        f("PartitionIndex", "int32", "0-7"),
+                        f("CommittedOffset", "int64", "0-7"),
+                        f("CommittedLeaderEpoch", "int32", "5-7", default="-1"),
+                        f("Metadata", "string", "0-7", nullable="0-7"),
+                        f("ErrorCode", "int16", "0-7"),
+                    ],
+                ),
+            ],
+        ),
+        f("ErrorCode", "int16", "2-7", default="0"),
+        f(
+            "Groups",
+            "[]OffsetFetchResponseGroup",
+            "8+",
+            fields=[
+                f("GroupId", "string", "8+"),
+                f(
+                    "Topics",
+                    "[]OffsetFetchResponseTopics",
+                    "8+",
+                    fields=[
+                        f("Name", "string", "8-9"),
+                        f("TopicId", "uuid", "10+"),
+                        f(
+                            "Partitions",
+                            "[]OffsetFetchResponsePartitions",
+                            "8+",
+                            fields=[
+                                f("PartitionIndex", "int32", "8+"),
+                                f("CommittedOffset", "int64", "8+"),
+                                f("CommittedLeaderEpoch", "int32", "8+", default="-1"),
+                                f("Metadata", "string", "8+", nullable="8+"),
+                                f("ErrorCode", "int16", "8+"),
+                            ],
+                        ),
+                    ],
+                ),
+                f("ErrorCode", "int16", "8+", default="0"),
+            ],
+        ),
     ],
 )

@@ -7,57 +7,96 @@ from __future__ import annotations
 from ..schema import f, msg
 
 REQUEST = msg(
-    'ProduceRequest',
+    "ProduceRequest",
     0,
-    '3-13',
-    '9+',
+    "3-13",
+    "9+",
     [
-        f('TransactionalId', 'string', '3+', nullable='3+', default='null'),
-        f('Acks', 'int16', '0+'),
-        f('TimeoutMs', 'int32', '0+'),
-        f('TopicData', '[]TopicProduceData', '0+', fields=[
-            f('Name', 'string', '0-12'),
-            f('TopicId', 'uuid', '13+'),
-            f('PartitionData', '[]PartitionProduceData', '0+', fields=[
-                f('Index', 'int32', '0+'),
-                f('Records', 'records', '0+', nullable='0+'),
-            ]),
-        ]),
+        f("TransactionalId", "string", "3+", nullable="3+", default="null"),
+        f("Acks", "int16", "0+"),
+        f("TimeoutMs", "int32", "0+"),
+        f(
+            "TopicData",
+            "[]TopicProduceData",
+            "0+",
+            fields=[
+                f("Name", "string", "0-12"),
+                f("TopicId", "uuid", "13+"),
+                f(
+                    "PartitionData",
+                    "[]PartitionProduceData",
+                    "0+",
+                    fields=[
+                        f("Index", "int32", "0+"),
+                        f("Records", "records", "0+", nullable="0+"),
+                    ],
+                ),
+            ],
+        ),
     ],
 )
 
 RESPONSE = msg(
-    'ProduceResponse',
+    "ProduceResponse",
     0,
-    '3-13',
-    '9+',
+    "3-13",
+    "9+",
     [
-        f('Responses', '[]TopicProduceResponse', '0+', fields=[
-            f('Name', 'string', '0-12'),
-            f('TopicId', 'uuid', '13+'),
-            f('PartitionResponses', '[]PartitionProduceResponse', '0+', fields=[
-                f('Index', 'int32', '0+'),
-                f('ErrorCode', 'int16', '0+'),
-                f('BaseOffset', 'int64', '0+'),
-                f('LogAppendTimeMs', 'int64', '2+', default='-1'),
-                f('LogStartOffset', 'int64', '5+', default='-1'),
-                f('RecordErrors', '[]BatchIndexAndErrorMessage', '8+', fields=[
-                    f('BatchIndex', 'int32', '8+'),
-                    f('BatchIndexErrorMessage', 'string', '8+', nullable='8+', default='null'),
-                ]),
-                f('ErrorMessage', 'string', '8+', nullable='8+', default='null'),
-                f('CurrentLeader', 'LeaderIdAndEpoch', '10+', tag=0, tagged='10+', fields=[
-                    f('LeaderId', 'int32', '10+', default='-1'),
-                    f('LeaderEpoch', 'int32', '10+', default='-1'),
-                ]),
-            ]),
-        ]),
-        f('ThrottleTimeMs', 'int32', '1+', default='0'),
-        f('NodeEndpoints', '[]NodeEndpoint', '10+', tag=0, tagged='10+', fields=[
-            f('NodeId', 'int32', '10+'),
-            f('Host', 'string', '10+'),
-            f('Port', 'int32', '10+'),
-            f('Rack', 'string', '10+', nullable='10+', default='null'),
-        ]),
+        f(
+            "Responses",
+            "[]TopicProduceResponse",
+            "0+",
+            fields=[
+                f("Name", "string", "0-12"),
+                f("TopicId", "uuid", "13+"),
+                f(
+                    "PartitionResponses",
+                    "[]PartitionProduceResponse",
+                    "0+",
+                    fields=[
+                        f("Index", "int32", "0+"),
+                        f("ErrorCode", "int16", "0+"),
+                        f("BaseOffset", "int64", "0+"),
+                        f("LogAppendTimeMs", "int64", "2+", default="-1"),
+                        f("LogStartOffset", "int64", "5+", default="-1"),
+                        f(
+                            "RecordErrors",
+                            "[]BatchIndexAndErrorMessage",
+                            "8+",
+                            fields=[
+                                f("BatchIndex", "int32", "8+"),
+                                f("BatchIndexErrorMessage", "string", "8+", nullable="8+", default="null"),
+                            ],
+                        ),
+                        f("ErrorMessage", "string", "8+", nullable="8+", default="null"),
+                        f(
+                            "CurrentLeader",
+                            "LeaderIdAndEpoch",
+                            "10+",
+                            tag=0,
+                            tagged="10+",
+                            fields=[
+                                f("LeaderId", "int32", "10+", default="-1"),
+                                f("LeaderEpoch", "int32", "10+", default="-1"),
+                            ],
+                        ),
+                    ],
+                ),
+            ],
+        ),
+        f("ThrottleTimeMs", "int32", "1+", default="0"),
+        f(
+            "NodeEndpoints",
+            "[]NodeEndpoint",
+            "10+",
+            tag=0,
+            tagged="10+",
+            fields=[
+                f("NodeId", "int32", "10+"),
+                f("Host", "string", "10+"),
+                f("Port", "int32", "10+"),
+                f("Rack", "string", "10+", nullable="10+", default="null"),
+            ],
+        ),
     ],
 )

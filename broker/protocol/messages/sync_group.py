@@ -7,34 +7,39 @@ from __future__ import annotations
 from ..schema import f, msg
 
 REQUEST = msg(
-    'SyncGroupRequest',
+    "SyncGroupRequest",
     14,
-    '0-5',
-    '4+',
+    "0-5",
+    "4+",
     [
-        f('GroupId', 'string', '0+'),
-        f('GenerationId', 'int32', '0+'),
-        f('MemberId', 'string', '0+'),
-        f('GroupInstanceId', 'string', '3+', nullable='3+', default='null'),
-        f('ProtocolType', 'string', '5+', nullable='5+', default='null'),
-        f('ProtocolName', 'string', '5+', nullable='5+', default='null'),
-        f('Assignments', '[]SyncGroupRequestAssignment', '0+', fields=[
-            f('MemberId', 'string', '0+'),
-            f('Assignment', 'bytes', '0+'),
-        ]),
+        f("GroupId", "string", "0+"),
+        f("GenerationId", "int32", "0+"),
+        f("MemberId", "string", "0+"),
+        f("GroupInstanceId", "string", "3+", nullable="3+", default="null"),
+        f("ProtocolType", "string", "5+", nullable="5+", default="null"),
+        f("ProtocolName", "string", "5+", nullable="5+", default="null"),
+        f(
+            "Assignments",
+            "[]SyncGroupRequestAssignment",
+            "0+",
+            fields=[
+                f("MemberId", "string", "0+"),
+                f("Assignment", "bytes", "0+"),
+            ],
+        ),
     ],
 )
 
 RESPONSE = msg(
-    'SyncGroupResponse',
+    "SyncGroupResponse",
     14,
-    '0-5',
-    '4+',
+    "0-5",
+    "4+",
     [
-        f('ThrottleTimeMs', 'int32', '1+'),
-        f('ErrorCode', 'int16', '0+'),
-        f('ProtocolType', 'string', '5+', nullable='5+', default='null'),
-        f('ProtocolName', 'string', '5+', nullable='5+', default='null'),
-        f('Assignment', 'bytes', '0+'),
+        f("ThrottleTimeMs", "int32", "1+"),
+        f("ErrorCode", "int16", "0+"),
+        f("ProtocolType", "string", "5+", nullable="5+", default="null"),
+        f("ProtocolName", "string", "5+", nullable="5+", default="null"),
+        f("Assignment", "bytes", "0+"),
     ],
 )
