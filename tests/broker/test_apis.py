@@ -519,3 +519,19 @@ def test_reads_do_not_wait_for_the_state_change_lock(tmp_path: Path) -> None:
         assert b.state.partition_count() == 2
     finally:
         b.close()
+
+
+def test_check_broker_patterns(broker: Broker) -> None:
+    """The exact patterns of /work/shared/checks/check-broker (copied), on a 10-partition LeaderAndIsr v2."""
+    broker.call(ApiKey.LEADER_AND_ISR, 2, lai_body(2, [pstate(p) for p in range(10)], topic="bar-topic"))
+    text = broker.text("state-change.log")
+    pat = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] INFO \[Broker id=1\] Handling LeaderAndIsr request "
+                     r"correlationId \d+ from controller 1 for 10 partitions \(state\.change\.logger\)$", re.M)
+    fin = re.compile(r"Finished LeaderAndIsr request in \d+ms correlationId \d+ from controller 1 for 10 partitions",
+                     re.M)
+    assert pat.search(text)
+    assert fin.search(text)
+    # FACTS.md 1.5 (2.7-3.x ZK) example shapes, with our numbers
+    assert re.search(r"^" + TS + r" INFO \[Broker id=1\] Stopped fetchers as part of LeaderAndIsr request "
+                     r"correlationId 1 from controller 1 epoch 5 as part of the become-leader transition for 10 "
+                     r"partitions \(state\.change\.logger\)$", text, re.M)
