@@ -13,7 +13,7 @@ import uuid
 from typing import Any
 
 from .api_keys import ApiKey
-from .headers import RequestHeader
+from .headers import RequestHeader, request_header_version
 from .messages import REGISTRY
 from .schema import Field, Message
 
@@ -89,10 +89,12 @@ def request_header_to_json(header: RequestHeader) -> dict[str, Any]:
         name = ApiKey(header.api_key).name
     except ValueError:
         name = str(header.api_key)
-    return {
+    node: dict[str, Any] = {
         "requestApiKey": header.api_key,
         "requestApiVersion": header.api_version,
         "correlationId": header.correlation_id,
-        "clientId": header.client_id,
-        "requestApiKeyName": name,
     }
+    if request_header_version(header.api_key, header.api_version) >= 1:  # ClientId is "1+" in RequestHeader.json
+        node["clientId"] = header.client_id
+    node["requestApiKeyName"] = name
+    return node

@@ -323,6 +323,13 @@ def test_request_and_response_json_follow_kafkas_converters() -> None:
         "clientId": "consumer-group-1",
         "requestApiKeyName": "LIST_OFFSETS",
     }
+    v0 = request_header_to_json(RequestHeader(ApiKey.CONTROLLED_SHUTDOWN, 0, 1, None))
+    assert v0 == {
+        "requestApiKey": 7,
+        "requestApiVersion": 0,
+        "correlationId": 1,
+        "requestApiKeyName": "CONTROLLED_SHUTDOWN",
+    }
     resp = response_to_json(0, 8, {"responses": [{"name": "t", "partition_responses": [{"index": 0, "records": b""}]}]})
     assert "throttleTimeMs" in resp
     fetch = response_to_json(1, 12, {"responses": [{"topic": "t", "partitions": [{"records": b"12345"}]}]})
