@@ -13,8 +13,6 @@ import bisect
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from enum import Enum
 from pathlib import Path
 
 from broker.log4j import Log4j, default_log4j
@@ -25,6 +23,7 @@ from .checkpoint import CheckpointDelay, TopicPartition
 from .config import LogConfig
 from .epoch_cache import LeaderEpochCache
 from .errors import LogError, OffsetOutOfRangeError, StorageError, UnexpectedAppendOffsetError
+from .results import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, AppendInfo, FetchData, LogStartOffsetIncrementReason
 from .segment import LogSegment
 
 __all__ = [
@@ -37,46 +36,10 @@ __all__ = [
     "wall_clock_ms",
 ]
 
-LATEST_TIMESTAMP = -1  # ListOffsets: the log end offset
-EARLIEST_TIMESTAMP = -2  # ListOffsets: the log start offset
-
 
 def wall_clock_ms() -> int:
     """Milliseconds since the epoch (the default clock)."""
     return time.time_ns() // 1_000_000
-
-
-class LogStartOffsetIncrementReason(Enum):
-    """Why the log start offset moved (Kafka's ``LogStartOffsetIncrementReason``, text as in its log line)."""
-
-    CLIENT_RECORD_DELETION = "client delete records request"
-    LEADER_OFFSET_INCREMENTED = "leader offset increment"
-    SEGMENT_DELETION = "segment deletion"
-
-
-@dataclass(frozen=True)
-class AppendInfo:
-    """The outcome of an append (what Produce answers with)."""
-
-    first_offset: int
-    last_offset: int
-    log_append_time: int  # -1 unless the topic uses LogAppendTime
-    log_start_offset: int
-    max_timestamp: int
-    offset_of_max_timestamp: int
-    batch_count: int
-    message_count: int
-    valid_bytes: int
-
-
-@dataclass(frozen=True)
-class FetchData:
-    """The outcome of a read: whole batches (``b""`` when there is nothing, never None) and the offsets around."""
-
-    records: bytes
-    high_watermark: int
-    log_start_offset: int
-    log_end_offset: int
 
 
 class Log:
@@ -106,7 +69,6 @@ class Log:
         if not segments:
             segments = [self._new_segment(log_start_offset)]
         self._segments: list[LogSegment] = segments
-        self._bases: list[int] = [s.base_offset for s in segments]
         self._next_offset = segments[-1].next_offset
         self._log_start_offset = min(max(log_start_offset, segments[0].base_offset), self._next_offset)
         self._recovery_point = self._next_offset
@@ -252,7 +214,6 @@ class Log:
             return active
         segment = self._new_segment(new_base)
         self._segments = [*self._segments, segment]
-        self._bases = [*self._bases, new_base]
         self.logger.info(f"Rolled new log segment at offset {new_base} in "
                          f"{int((time.monotonic() - started) * 1000)} ms.")
         return segment
@@ -278,10 +239,13 @@ class Log:
         Raises:
             OffsetOutOfRangeError: ``offset`` below the log start offset or above the log end offset.
         """
-        with self._lock:
-            self._check_open()
-            start, end, hw = self._log_start_offset, self._next_offset, self._high_watermark
-            segments, bases = self._segments, self._bases
+        # No lock: like Kafka's volatile nextOffsetMetadata, a few plain reads give a usable snapshot (the log end
+        # offset moves only after its bytes are written; the segment list is replaced, never mutated), so a
+        # fetch never waits behind an append stuck in a slow epoch-checkpoint fsync.
+        self._check_open()
+        end = self._next_offset
+        start, hw = self._log_start_offset, self._high_watermark
+        segments = self._segments
         if offset < start or offset > end:
             raise OffsetOutOfRangeError(
                 f"Received request for offset {offset} for partition {self.topic_partition}, but we only have log "
@@ -291,7 +255,8 @@ class Log:
         empty = FetchData(b"", hw, start, end)
         if offset >= limit or max_bytes < 0:
             return empty
-        for segment in segments[max(bisect.bisect_right(bases, offset) - 1, 0):]:
+        first = max(bisect.bisect_right(segments, offset, key=lambda s: s.base_offset) - 1, 0)
+        for segment in segments[first:]:
             if segment.base_offset >= limit:
                 break
             if limit >= segment.next_offset:
@@ -307,9 +272,9 @@ class Log:
     def offset_for_timestamp(self, timestamp: int, max_offset: int | None = None) -> tuple[int, int] | None:
         """ListOffsets: ``(timestamp, offset)``; -2 = earliest, -1 = latest, else the first record whose
         timestamp is >= ``timestamp`` (None when there is none below ``max_offset``)."""
-        with self._lock:
-            self._check_open()
-            start, end, segments = self._log_start_offset, self._next_offset, self._segments
+        self._check_open()
+        end = self._next_offset
+        start, segments = self._log_start_offset, self._segments
         limit = end if max_offset is None else min(max_offset, end)
         if timestamp == EARLIEST_TIMESTAMP:
             return -1, start
@@ -344,7 +309,7 @@ class Log:
             doomed = [s for s in self._segments if s.base_offset > target]
             kept = [s for s in self._segments if s.base_offset <= target]
             self._retire(doomed)
-            self._segments, self._bases = kept, [s.base_offset for s in kept]
+            self._segments = kept
             kept[-1].truncate_to(target)
             self._next_offset = kept[-1].next_offset
             self._after_truncation()
@@ -360,7 +325,7 @@ class Log:
         self.logger.debug(f"Truncate and start at offset {new_offset}")
         self._retire(self._segments)
         segment = self._new_segment(new_offset)
-        self._segments, self._bases = [segment], [new_offset]
+        self._segments = [segment]
         self._next_offset = new_offset
         self._log_start_offset = new_offset
         self.epoch_cache.clear()
@@ -457,7 +422,7 @@ class Log:
         log_reason(doomed)
         kept = [s for s in self._segments if s not in doomed]
         self._retire(doomed)
-        self._segments, self._bases = kept, [s.base_offset for s in kept]
+        self._segments = kept
         self._increment_log_start_locked(kept[0].base_offset, LogStartOffsetIncrementReason.SEGMENT_DELETION)
         return len(doomed)
 

@@ -42,6 +42,7 @@ REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 LOCK_FILE = ".lock"
 DELETE_DIR_SUFFIX = "-delete"
+DEFAULT_LOG_DIR = "/tmp/kafka-logs"  # KafkaConfig's log.dir default
 # The background thread wakes at least this often, so stop() returns promptly and small intervals are honoured.
 SCHEDULER_TICK_S = 0.2
 # Kafka's topic name rules (Topic.validate): at most 249 chars of [a-zA-Z0-9._-].
@@ -86,6 +87,20 @@ class LogManager:
         self._lock_fds: list[int] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str], *, clock: Callable[[], int] = wall_clock_ms,
+                        log4j: Log4j | None = None) -> LogManager:
+        """A manager configured from ``server.properties``: ``log.dirs`` (comma-separated) or else ``log.dir``
+        (default ``/tmp/kafka-logs``), the ``log.*`` topic defaults and the scheduler intervals.
+
+        Raises:
+            ValueError: a bad value (Kafka's ConfigException text).
+        """
+        raw = props.get("log.dirs") or props.get("log.dir") or DEFAULT_LOG_DIR
+        dirs = [d.strip() for d in raw.split(",") if d.strip()]
+        return cls(dirs, LogConfig.from_broker_properties(props), LogManagerConfig.from_broker_properties(props),
+                   clock=clock, log4j=log4j)
 
     # -- startup ------------------------------------------------------------------------------------------------
     def startup(self) -> None:

@@ -213,3 +213,27 @@ def test_log_manager_background_thread_runs_retention(tmp_path: Path) -> None:
     finally:
         manager.shutdown()
     assert log.log_start_offset == log.segments[0].base_offset > 0
+
+
+def test_configs_from_server_properties_and_topic_overrides(tmp_path: Path) -> None:
+    props = {"log.dirs": f"{tmp_path / 'a'}, {tmp_path / 'b'}", "log.segment.bytes": "2048", "log.roll.hours": "2",
+             "log.retention.hours": "1", "log.retention.bytes": "99999", "message.max.bytes": "5000",
+             "log.retention.check.interval.ms": "1000", "planewatch.leader.epoch.checkpoint.delay.ms": "300"}
+    manager = LogManager.from_properties(props, log4j=new_log4j(tmp_path))
+    assert manager.log_dirs == [(tmp_path / "a").resolve(), (tmp_path / "b").resolve()]
+    cfg = manager.default_config
+    assert (cfg.segment_bytes, cfg.segment_ms, cfg.retention_ms, cfg.retention_bytes, cfg.max_message_bytes) == (
+        2048, 7_200_000, 3_600_000, 99999, 5000)
+    assert manager.manager_config.retention_check_interval_ms == 1000
+    assert manager.epoch_checkpoint_delay.delay_ms == 300
+    topic = cfg.with_overrides({"retention.ms": "-1", "message.timestamp.type": "LogAppendTime"})
+    assert (topic.retention_ms, topic.message_timestamp_type, topic.segment_bytes) == (-1, "LogAppendTime", 2048)
+    assert topic.to_topic_configs()["max.message.bytes"] == "5000"
+    with pytest.raises(ValueError, match=r"Unknown topic config name: segment\.size"):
+        cfg.with_overrides({"segment.size": "1"})
+    with pytest.raises(ValueError, match=r"Invalid value abc for configuration segment\.bytes"):
+        cfg.with_overrides({"segment.bytes": "abc"})
+    with pytest.raises(ValueError, match="Value must be at least 14"):
+        cfg.with_overrides({"segment.bytes": "3"})
+    with pytest.raises(ValueError, match="String must be one of"):
+        cfg.with_overrides({"message.timestamp.type": "Whenever"})
