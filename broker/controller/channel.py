@@ -139,6 +139,15 @@ class _BrokerConnection:
             left -= len(chunk)
         return b"".join(chunks)
 
+    def abort(self) -> None:
+        """Wake a send/recv blocked in another thread (shutdown, not close: close does not interrupt recv)."""
+        sock = self.sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
     def close(self) -> None:
         if self.sock is not None:
             try:
@@ -169,6 +178,7 @@ class RequestSendThread(threading.Thread):
         self._running.clear()
         self._stopped.set()
         self.queue.put(_STOP)
+        self._conn.abort()
 
     def run(self) -> None:
         try:

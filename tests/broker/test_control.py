@@ -335,3 +335,69 @@ def test_shared_update_metadata_payload_is_serialized_once(broker: tuple[KafkaSe
     finally:
         log4j.close()
     assert results == {(1, 0, 0), (2, 0, 0), (1, 1, 77), (2, 1, 77)}
+
+
+class BlackHole:
+    """A listener on 127.0.0.1 that accepts connections, reads, and never answers."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.sock.settimeout(0.1)
+        self.port: int = self.sock.getsockname()[1]
+        self.accepted: list[socket.socket] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.accepted.append(conn)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(5)
+        for c in self.accepted:
+            c.close()
+        self.sock.close()
+
+
+def test_unanswered_requests_are_resent_and_shutdown_does_not_hang(tmp_path: Path) -> None:
+    hole = BlackHole()
+    log4j = Log4j().configure(tmp_path, controller_log=True)
+    before = set(threading.enumerate())
+    retrying = ControllerChannelManager(1, 5, log4j=log4j, request_timeout_ms=200)
+    patient = ControllerChannelManager(1, 5, log4j=log4j, request_timeout_ms=60_000)
+    try:
+        retrying.add_broker(BrokerNode(1, "127.0.0.1", hole.port))
+        fut = ControlRequestSender(retrying).send_leader_and_isr(1, 5, lai(range(1)))
+        deadline = time.monotonic() + 10
+        while len(hole.accepted) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert len(hole.accepted) >= 2  # request.timeout.ms passed: reconnect and resend, as Kafka does
+        assert not fut.done()
+        patient.add_broker(BrokerNode(1, "127.0.0.1", hole.port))
+        stuck = ControlRequestSender(patient).send_leader_and_isr(1, 5, lai(range(1)))
+        time.sleep(0.3)
+        started = time.monotonic()
+        patient.shutdown()
+        assert time.monotonic() - started < 3  # the blocked recv is woken, not waited out
+        with pytest.raises(ConnectionError):
+            stuck.result(timeout=5)
+    finally:
+        retrying.shutdown()
+        patient.shutdown()
+        log4j.close()
+        hole.close()
+    with pytest.raises(ConnectionError):
+        fut.result(timeout=5)
+    text = (tmp_path / "controller.log").read_text()
+    assert ("WARN [RequestSendThread controllerId=1] Controller 1 epoch 5 fails to send request (type=LeaderAndIsr"
+            "Request, version=5, correlationId=0) to broker") in text
+    assert "Reconnecting to broker." in text
+    assert not [t.name for t in set(threading.enumerate()) - before if t.is_alive()]
