@@ -2,7 +2,8 @@
 
 Top-level ``error_code`` fields always carry the error.  APIs whose answer is per topic/partition
 (Metadata, Produce, Fetch, ListOffsets, LeaderAndIsr, StopReplica, CreateTopics, DeleteTopics,
-OffsetCommit, FindCoordinator v4+) mirror the request's topics/partitions with that error, when the
+OffsetCommit, OffsetFetch, FindCoordinator v4+, DescribeGroups, DescribeConfigs, AlterConfigs,
+IncrementalAlterConfigs) mirror the request's topics/partitions with that error, when the
 decoded request is available; otherwise their lists are empty.
 """
 
@@ -176,6 +177,69 @@ def _find_coordinator(version: int, code: int, req: dict[str, Any]) -> dict[str,
     return body
 
 
+def _offset_fetch(version: int, code: int, req: dict[str, Any]) -> dict[str, Any]:
+    if version >= 8:
+        return {"groups": [{"group_id": g.get("group_id", ""), "error_code": code} for g in req.get("groups", [])]}
+    topics = [
+        {
+            "name": t.get("name", ""),
+            "partitions": [
+                {
+                    "partition_index": i,
+                    "committed_offset": -1,
+                    "committed_leader_epoch": -1,
+                    "metadata": "",
+                    "error_code": code,
+                }
+                for i in t.get("partition_indexes", [])
+            ],
+        }
+        for t in (req.get("topics") or [])
+    ]
+    return {"error_code": code, "topics": topics}
+
+
+def _join_group(version: int, code: int, req: dict[str, Any]) -> dict[str, Any]:
+    return {"error_code": code, "generation_id": -1, "protocol_name": "", "leader": "", "member_id": ""}
+
+
+def _init_producer_id(version: int, code: int, req: dict[str, Any]) -> dict[str, Any]:
+    return {"error_code": code, "producer_id": -1, "producer_epoch": -1}
+
+
+def _describe_groups(version: int, code: int, req: dict[str, Any]) -> dict[str, Any]:
+    return {"groups": [{"error_code": code, "group_id": g} for g in req.get("groups", [])]}
+
+
+def _describe_configs(version: int, code: int, req: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "results": [
+            {
+                "error_code": code,
+                "error_message": None,
+                "resource_type": r.get("resource_type", 0),
+                "resource_name": r.get("resource_name", ""),
+                "configs": [],
+            }
+            for r in req.get("resources", [])
+        ]
+    }
+
+
+def _alter_configs(version: int, code: int, req: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "responses": [
+            {
+                "error_code": code,
+                "error_message": None,
+                "resource_type": r.get("resource_type", 0),
+                "resource_name": r.get("resource_name", ""),
+            }
+            for r in req.get("resources", [])
+        ]
+    }
+
+
 _BUILDERS: dict[int, _Builder] = {
     ApiKey.METADATA: _metadata,
     ApiKey.PRODUCE: _produce,
@@ -187,6 +251,13 @@ _BUILDERS: dict[int, _Builder] = {
     ApiKey.DELETE_TOPICS: _delete_topics,
     ApiKey.OFFSET_COMMIT: _offset_commit,
     ApiKey.FIND_COORDINATOR: _find_coordinator,
+    ApiKey.OFFSET_FETCH: _offset_fetch,
+    ApiKey.JOIN_GROUP: _join_group,
+    ApiKey.INIT_PRODUCER_ID: _init_producer_id,
+    ApiKey.DESCRIBE_GROUPS: _describe_groups,
+    ApiKey.DESCRIBE_CONFIGS: _describe_configs,
+    ApiKey.ALTER_CONFIGS: _alter_configs,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: _alter_configs,
 }
 
 

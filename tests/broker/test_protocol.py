@@ -350,3 +350,24 @@ def test_json_uuid_is_kafkas_base64_and_tagged_fields_only_when_set() -> None:
     assert with_tag["topicStates"][0]["topicId"] == "HSw_AbzFSlePnGFLRHN8PQ"
     assert with_tag["maxBrokerEpoch"] == 5
     assert "maxBrokerEpoch" not in request_to_json(header, {})
+
+
+@pytest.mark.parametrize("key", sorted(SUPPORTED))
+def test_error_response_encodes_for_every_api_and_version_with_a_sample_request(key: int) -> None:
+    from broker.protocol import REGISTRY
+
+    from .test_protocol_messages import sample
+
+    lo, hi = SUPPORTED[key]
+    for version in range(lo, hi + 1):
+        msg = REGISTRY[key][0]
+        _, request = decode_request(
+            encode_request(key, version, 1, "c", sample(msg.fields, version, version in msg.flexible))[4:]
+        )
+        for body in (request, None):
+            answer = error_response(RequestHeader(key, version, 1, "c"), ErrorCode.NOT_COORDINATOR, body)
+            assert answer is not None
+            corr, decoded = decode_response(key, version, answer[4:])
+            assert corr == 1
+            if "error_code" in decoded:
+                assert decoded["error_code"] == ErrorCode.NOT_COORDINATOR
