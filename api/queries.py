@@ -114,6 +114,10 @@ def _eq(t: pa.Table, col: str, value: Any) -> pa.ChunkedArray:
     return pc.fill_null(pc.equal(t[col], pa.scalar(value, t.schema.field(col).type)), False)
 
 
+def _and(mask: Any, m: Any) -> Any:
+    return m if mask is None else pc.and_(mask, m)
+
+
 def _ts_col(t: pa.Table, col: str) -> pa.ChunkedArray:
     return pc.cast(t[col], pa.timestamp("us", tz="UTC"))
 
@@ -127,9 +131,9 @@ def filter_alerts(
     before `until`. Returns (page, number of alerts matching the filters, next cursor or None).
     """
     t = snapshot
-    mask = pa.chunked_array([pa.array([True] * t.num_rows, pa.bool_())]) if t.num_rows else None
-    if mask is None:
+    if t.num_rows == 0:
         return t, 0, None
+    mask: Any = None
     for col, val in (
         ("status", f.status),
         ("type", f.type),
@@ -138,14 +142,14 @@ def filter_alerts(
         ("severity", f.severity),
     ):
         if val is not None:
-            mask = pc.and_(mask, _eq(t, col, val))
+            mask = _and(mask, _eq(t, col, val))
     started = _ts_col(t, "started_at")
     if f.since is not None:
         seen = pc.coalesce(_ts_col(t, "last_seen_at"), started)
-        mask = pc.and_(mask, pc.fill_null(pc.greater_equal(seen, _ts_scalar(f.since)), False))
+        mask = _and(mask, pc.fill_null(pc.greater_equal(seen, _ts_scalar(f.since)), False))
     if f.until is not None:
-        mask = pc.and_(mask, pc.fill_null(pc.less(started, _ts_scalar(f.until)), False))
-    count = int(pc.sum(mask).as_py() or 0)
+        mask = _and(mask, pc.fill_null(pc.less(started, _ts_scalar(f.until)), False))
+    count = t.num_rows if mask is None else int(pc.sum(mask).as_py() or 0)
     if cursor is not None:
         us, alert_id = cursor
         s = pc.fill_null(started, pa.scalar(0, pa.timestamp("us", tz="UTC")))
@@ -153,12 +157,14 @@ def filter_alerts(
         before = pc.or_(
             pc.less(s, cs), pc.and_(pc.equal(s, cs), pc.less(t["alert_id"], pa.scalar(alert_id, pa.string())))
         )
-        mask = pc.and_(mask, before)
-    idx = pc.indices_nonzero(mask)
-    page_idx = idx.slice(0, limit)
-    page = t.take(page_idx)
+        mask = _and(mask, before)
+    if mask is None:
+        page, more = t.slice(0, limit), t.num_rows > limit
+    else:
+        idx = pc.indices_nonzero(mask)
+        page, more = t.take(idx.slice(0, limit)), len(idx) > limit
     next_cursor = None
-    if len(idx) > limit and page.num_rows:
+    if more and page.num_rows:
         last = page.slice(page.num_rows - 1, 1).to_pylist()[0]
         next_cursor = encode_cursor(last["started_at"], last["alert_id"])
     return page, count, next_cursor
@@ -193,17 +199,19 @@ def filter_control_requests(
     t = snapshot
     if t.num_rows == 0:
         return t, 0
-    mask = pa.chunked_array([pa.array([True] * t.num_rows, pa.bool_())])
+    mask: Any = None
     for col, val in (("cluster", cluster), ("broker_id", broker_id), ("request", request), ("status", status)):
         if val is not None:
-            mask = pc.and_(mask, _eq(t, col, val))
+            mask = _and(mask, _eq(t, col, val))
     if min_latency_ms is not None:
-        mask = pc.and_(mask, pc.fill_null(pc.greater_equal(t["end_to_end_ms"], float(min_latency_ms)), False))
+        mask = _and(mask, pc.fill_null(pc.greater_equal(t["end_to_end_ms"], float(min_latency_ms)), False))
     when = pc.coalesce(_ts_col(t, "sent_ts"), _ts_col(t, "handling_ts"))
     if since is not None:
-        mask = pc.and_(mask, pc.fill_null(pc.greater_equal(when, _ts_scalar(since)), False))
+        mask = _and(mask, pc.fill_null(pc.greater_equal(when, _ts_scalar(since)), False))
     if until is not None:
-        mask = pc.and_(mask, pc.fill_null(pc.less(when, _ts_scalar(until)), False))
+        mask = _and(mask, pc.fill_null(pc.less(when, _ts_scalar(until)), False))
+    if mask is None:
+        return t.slice(0, limit), t.num_rows
     idx = pc.indices_nonzero(mask)
     return t.take(idx.slice(0, limit)), len(idx)
 
@@ -315,13 +323,27 @@ def read_only_sql(sql: str) -> str:
     return text
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _column_values(col: Any, type_: pa.DataType) -> list[Any]:
+    if pa.types.is_timestamp(type_):
+        factor = {"s": 1_000_000, "ms": 1_000, "us": 1, "ns": 0}[type_.unit]
+        ints = pc.cast(col, pa.int64()).to_pylist()
+        if factor == 0:  # nanoseconds: microsecond precision is what the API shows
+            return [None if v is None else _EPOCH + timedelta(microseconds=v // 1000) for v in ints]
+        return [None if v is None else _EPOCH + timedelta(microseconds=v * factor) for v in ints]
+    values: list[Any] = col.to_pylist()
+    return values
+
+
 def rows(t: pa.Table) -> list[dict[str, Any]]:
-    """Python rows of a result, nanosecond timestamps cast to microseconds (plain datetimes)."""
-    cols = []
-    for f in t.schema:
-        if pa.types.is_timestamp(f.type) and f.type.unit == "ns":
-            cols.append(pc.cast(t[f.name], pa.timestamp("us", tz=f.type.tz or "UTC"), safe=False))
-        else:
-            cols.append(t[f.name])
-    out: list[dict[str, Any]] = pa.Table.from_arrays(cols, names=t.column_names).to_pylist()
-    return out
+    """Python rows of a (small) result, timestamps as UTC datetimes.
+
+    Built column by column: pyarrow makes tz-aware datetimes through zoneinfo (~4 us each) and row dicts one
+    cell at a time; integers plus a timedelta from the epoch are several times faster, which matters for
+    100-row pages at hundreds of requests per second.
+    """
+    names = t.column_names
+    columns = [_column_values(t[n], t.schema.field(n).type) for n in names]
+    return [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)]

@@ -26,13 +26,13 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -48,6 +48,7 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # Tables the service (and `planewatch sql`) may read.
 QUERY_TABLES: tuple[str, ...] = tuple(TABLES)
@@ -59,6 +60,8 @@ SNAPSHOT_MAX_ROWS = 5_000_000
 MAX_CONCURRENT_QUERIES = 2
 # Query results remembered per (sql, table versions): enough for a dashboard's panels of a few brokers.
 RESULT_CACHE_ENTRIES = 256
+# Answers remembered per snapshot (see `memo`): distinct filter/page combinations a busy service sees at once.
+MEMO_ENTRIES = 1024
 # Rows one DataFusion query may return to Python; larger results are cut (callers aggregate, so they never hit it).
 MAX_QUERY_ROWS = 100_000
 
@@ -115,11 +118,11 @@ def _sort_alerts(t: pa.Table) -> pa.Table:
         changed = pc.not_equal(ids.slice(1), ids.slice(0, by_id.num_rows - 1))
         keep = pa.concat_arrays([pa.array([True]), changed.combine_chunks()])
         by_id = by_id.filter(pc.fill_null(keep, True))
-    return by_id.sort_by([("started_at", "descending"), ("alert_id", "descending")])
+    return by_id.sort_by([("started_at", "descending"), ("alert_id", "descending")]).combine_chunks()
 
 
 def _sort_control_requests(t: pa.Table) -> pa.Table:
-    return t.sort_by([("sent_ts", "descending"), ("broker_id", "ascending")])
+    return t.sort_by([("sent_ts", "descending"), ("broker_id", "ascending")]).combine_chunks()
 
 
 # How each snapshot table is prepared once per version.
@@ -161,6 +164,8 @@ class LakeStore:
         self._slots = threading.BoundedSemaphore(MAX_CONCURRENT_QUERIES)
         self._results: OrderedDict[tuple[str, tuple[int, ...]], pa.Table] = OrderedDict()
         self._results_lock = threading.Lock()
+        self._memo: OrderedDict[tuple[str, Hashable], tuple[pa.Table, object]] = OrderedDict()
+        self._memo_lock = threading.Lock()
 
     def close(self) -> None:
         """Stop the query pool (running queries are abandoned)."""
@@ -245,6 +250,26 @@ class LakeStore:
                         raise
             assert h.snapshot is not None
             return h.snapshot
+
+    def memo(self, name: str, key: Hashable, compute: Callable[[pa.Table], T]) -> T:
+        """`compute(snapshot)` remembered per (table, key) for as long as the table's snapshot stays the same.
+
+        The routes keep their serialized answers here: while the table does not move, a repeated request costs
+        a dictionary lookup (the pipeline commits every few seconds; dashboards and pagers ask far more often).
+        """
+        snap = self.snapshot(name)
+        k = (name, key)
+        with self._memo_lock:
+            hit = self._memo.get(k)
+            if hit is not None and hit[0] is snap:
+                self._memo.move_to_end(k)
+                return cast(T, hit[1])
+        value = compute(snap)
+        with self._memo_lock:
+            self._memo[k] = (snap, value)
+            while len(self._memo) > MEMO_ENTRIES:
+                self._memo.popitem(last=False)
+        return value
 
     def _reload_in_background(self, name: str, h: _Handle, version: int) -> None:
         try:

@@ -12,6 +12,7 @@ from fastapi import APIRouter, Query
 from api.alertmanager import to_alertmanager
 from api.deps import SettingsDep, StoreDep, TokenGuard
 from api.models import AlertmanagerAlert
+from api.queries import rows as to_rows
 from schemas.tables import ALERTS
 
 router = APIRouter(tags=["alertmanager"], dependencies=[TokenGuard])
@@ -33,7 +34,7 @@ def alertmanager_alerts(
     if not wanted or snap.num_rows == 0:
         return []
     mask = pc.fill_null(pc.is_in(snap["status"], value_set=pa.array(wanted)), False)
-    rows = snap.filter(mask).slice(0, MAX_AM_ALERTS).to_pylist()
+    rows = to_rows(snap.filter(mask).slice(0, MAX_AM_ALERTS))
     now = datetime.now(UTC)
     resend = timedelta(seconds=settings.resend_interval_s)
     return [

@@ -5,12 +5,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
+import pyarrow as pa
 import pyarrow.compute as pc
-from fastapi import APIRouter, HTTPException, Path, Query
+from fastapi import APIRouter, HTTPException, Path, Query, Response
 
 from api.deps import StoreDep, TokenGuard, bad_param
 from api.models import AlertPublic, AlertsPublic, AlertStatus, Severity
-from api.queries import AlertFilter, CursorError, decode_cursor, filter_alerts, parse_evidence
+from api.queries import AlertFilter, CursorError, decode_cursor, filter_alerts, parse_evidence, rows
 from schemas.tables import ALERTS
 
 router = APIRouter(tags=["alerts"], dependencies=[TokenGuard])
@@ -46,7 +47,7 @@ def to_public(row: dict[str, Any]) -> AlertPublic:
     return AlertPublic.model_validate(row)
 
 
-@router.get("/alerts")
+@router.get("/alerts", response_model=AlertsPublic)
 def list_alerts(
     store: StoreDep,
     status: AlertStatus | None = None,
@@ -58,7 +59,7 @@ def list_alerts(
     until: Annotated[datetime | None, Query(description="alerts started before this time")] = None,
     limit: Annotated[int, Query(ge=1, description=f"page size, capped at {MAX_LIMIT}")] = DEFAULT_LIMIT,
     cursor: Annotated[str | None, Query(max_length=1000, description="next_cursor of the previous page")] = None,
-) -> AlertsPublic:
+) -> Response:
     """Alerts, newest `started_at` first, one page at a time. The cursor is a keyset position, so pages stay
     stable while the pipeline writes new alerts (new ones appear before the first page, never inside a walk)."""
     since, until = utc(since, "since"), utc(until, "until")
@@ -79,8 +80,14 @@ def list_alerts(
         since=since,
         until=until,
     )
-    page, count, next_cursor = filter_alerts(store.snapshot(ALERTS.name), f, position, min(limit, MAX_LIMIT))
-    return AlertsPublic(data=[to_public(r) for r in page.to_pylist()], count=count, next_cursor=next_cursor)
+
+    def answer(snap: pa.Table) -> bytes:
+        page, count, next_cursor = filter_alerts(snap, f, position, min(limit, MAX_LIMIT))
+        body = AlertsPublic(data=[to_public(r) for r in rows(page)], count=count, next_cursor=next_cursor)
+        return body.model_dump_json().encode()
+
+    content = store.memo(ALERTS.name, ("list", f, position, min(limit, MAX_LIMIT)), answer)
+    return Response(content=content, media_type="application/json")
 
 
 @router.get("/alerts/{alert_id}", responses={404: {"description": "no alert with this id"}})
@@ -90,4 +97,4 @@ def get_alert(store: StoreDep, alert_id: Annotated[str, Path(pattern=ID_PATTERN)
     hit = snap.filter(pc.fill_null(pc.equal(snap["alert_id"], alert_id), False))
     if hit.num_rows == 0:
         raise HTTPException(status_code=404, detail=f"no alert {alert_id}")
-    return to_public(hit.slice(0, 1).to_pylist()[0])
+    return to_public(rows(hit.slice(0, 1))[0])

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Query
 
 from api.deps import StoreDep, TokenGuard, bad_param
 from api.models import ControlRequestPublic, ControlRequestsPublic
-from api.queries import filter_control_requests
+from api.queries import filter_control_requests, rows
 from api.routes.alerts import DEFAULT_LIMIT, MAX_BROKER_ID, MAX_LIMIT, NAME_PATTERN, utc
 from schemas.tables import CONTROL_REQUEST_LATENCY
 
@@ -59,4 +59,4 @@ def list_control_requests(
         until=until,
         limit=min(limit, MAX_LIMIT),
     )
-    return ControlRequestsPublic(data=[ControlRequestPublic.model_validate(r) for r in page.to_pylist()], count=count)
+    return ControlRequestsPublic(data=[ControlRequestPublic.model_validate(r) for r in rows(page)], count=count)
