@@ -134,7 +134,9 @@ def _default_for(type_: str, spec: Any, nullable: Versions) -> Any:
     if type_ == "uuid":
         return uuid.UUID(int=0)
     if type_ == "records":
-        return None if not nullable.empty else b""
+        # Kafka's generated default is null, but an omitted Fetch/Produce ``records`` must go out as an EMPTY
+        # record set: librdkafka rejects a negative MessageSetSize ("invalid MessageSetSize").
+        return b""
     # struct
     return None if spec == "null" else {}
 
