@@ -98,3 +98,25 @@ def test_flush_policies_move_the_recovery_point(tmp_path: Path) -> None:
     log.append_as_leader(batch(1), 0, durable=True)
     assert log.recovery_point == 8
     log.close()
+
+
+@pytest.mark.parametrize("codec", [1, 2, 3, 4])  # gzip, snappy (xerial framing, as Java writes it), lz4, zstd
+def test_compressed_batches_from_the_wire_codec_builder(tmp_path: Path, codec: int) -> None:
+    from broker.protocol.records import build_batch, decode_records, parse_batches
+
+    log = open_log(tmp_path, LogConfig(segment_bytes=3_000, index_interval_bytes=300))
+    sent = []
+    for i in range(40):
+        records = [(f"k{i}-{j}".encode(), f"v{i}-{j}".encode() * 20, [("h", b"x")]) for j in range(5)]
+        log.append_as_leader(build_batch(records, base_timestamp=50_000 + 100 * i, timestamp_step=10,
+                                         compression=codec), 1)
+        sent += [(r[0], r[1]) for r in records]
+    got, offset = [], 0
+    while offset < log.log_end_offset:
+        data = log.read(offset, 2_000).records
+        for info in parse_batches(data):
+            assert info.compression == codec
+            got += [(r.offset, r.key, r.value) for r in decode_records(data, info)]
+        offset = got[-1][0] + 1
+    assert got == [(o, k, v) for o, (k, v) in enumerate(sent)]
+    assert log.offset_for_timestamp(51_225) == (51_230, 63)  # batch 12 holds 51_200..51_240 at offsets 60..64
