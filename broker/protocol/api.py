@@ -11,6 +11,7 @@ from typing import Any
 
 from .api_keys import ApiKey
 from .codec import DECODE_ERRORS, Malformed, message_codec, read_uvarint
+from .error_bodies import error_body
 from .error_codes import ErrorCode
 from .errors import CorruptRequest, EncodeError, ProtocolError, UnknownApi, UnsupportedVersion
 from .headers import RequestHeader, encode_request_header, read_request_header, response_header_version
@@ -153,8 +154,6 @@ def error_response(header: RequestHeader, error_code: int, request: dict[str, An
         The framed response, or None when the api_key is unknown (the caller closes the connection,
         as Kafka does).
     """
-    from .error_bodies import error_body
-
     if header.api_key not in REGISTRY:
         return None
     if header.api_key == ApiKey.API_VERSIONS:
