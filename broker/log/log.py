@@ -72,6 +72,7 @@ class Log:
         self._next_offset = segments[-1].next_offset
         self._log_start_offset = min(max(log_start_offset, segments[0].base_offset), self._next_offset)
         self._recovery_point = self._next_offset
+        self._truncations = 0  # bumped by every truncation, so a flush racing one does not advance the recovery point
         self._high_watermark = self._log_start_offset
         self._high_watermark = self._clamp(high_watermark if high_watermark is not None else self._next_offset)
         self._last_flush_ms = clock()
@@ -336,6 +337,7 @@ class Log:
         self.epoch_cache.truncate_from_end(end)
         self._log_start_offset = min(self._log_start_offset, end)
         self._recovery_point = min(self._recovery_point, end)
+        self._truncations += 1
         self._high_watermark = min(self._high_watermark, end)
 
     def _retire(self, segments: list[LogSegment]) -> None:
@@ -453,7 +455,7 @@ class Log:
                 target = self._next_offset if offset is None else min(offset, self._next_offset)
                 if target <= self._recovery_point:
                     return
-                point = self._recovery_point
+                point, truncations = self._recovery_point, self._truncations
                 dirty = [s for i, s in enumerate(self._segments)
                          if (self._segments[i + 1].base_offset if i + 1 < len(self._segments) else target + 1)
                          > point and s.base_offset < target]
@@ -466,7 +468,8 @@ class Log:
                 # needs the fsync; a rolled segment may be trusted after a crash, so its indexes are synced too.
                 segment.flush(indexes=segment is not active)
             with self._lock:
-                self._recovery_point = max(self._recovery_point, target)
+                if truncations == self._truncations:
+                    self._recovery_point = max(self._recovery_point, target)
                 self._last_flush_ms = self._clock()
 
     def flush_if_due(self, now_ms: int | None = None) -> bool:

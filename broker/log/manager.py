@@ -16,6 +16,7 @@ import fcntl
 import os
 import shutil
 import threading
+import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -120,8 +121,11 @@ class LogManager:
                 raise LogDirInUseError(f"Failed to acquire lock on file .lock in {log_dir}. A Kafka instance in "
                                        f"another process or thread is using this directory.") from None
             self._lock_fds.append(fd)
+        started = time.monotonic()
+        self.logger.info(f"Loading logs from log dirs ArrayBuffer({', '.join(map(str, self.log_dirs))})")
         for log_dir in self.log_dirs:
             self._load_dir(log_dir)
+        self.logger.info(f"Logs loading complete in {int((time.monotonic() - started) * 1000)} ms.")
 
     def _load_dir(self, log_dir: Path) -> None:
         clean_file = log_dir / CLEAN_SHUTDOWN_FILE
@@ -205,8 +209,8 @@ class LogManager:
             log = Log(target / str(tp), tp, self._topic_configs.get(tp.topic, self.default_config),
                       clock=self._clock, log4j=self._log4j, epoch_checkpoint_delay=self.epoch_checkpoint_delay)
             self._logs[tp] = log
-        self.logger.info(f"Created log for partition {tp} in {log.dir} with properties "
-                         f"{{{', '.join(f'{k}={v}' for k, v in sorted(log.config.to_topic_configs().items()))}}}")
+        properties = ", ".join(f"{k} -> {v}" for k, v in sorted(log.config.to_topic_configs().items()))
+        self.logger.info(f"Created log for partition {tp} in {log.dir} with properties {{{properties}}}.")
         return log
 
     def delete_log(self, tp: TopicPartition) -> bool:
@@ -282,8 +286,8 @@ class LogManager:
                     due[i] = now + interval
                     try:
                         task()
-                    except LogError as exc:  # one failing dir must not stop the scheduler
-                        self.logger.error(f"Uncaught exception in scheduled task: {exc}", exc_info=True)
+                    except Exception:  # loop-level catch-all (Kafka's scheduler too): log it, keep the thread
+                        self.logger.error(f"Uncaught exception in scheduled task '{task.__name__}'", exc_info=True)
             for log in self.all_logs().values():
                 log.close_retired_segments(now)
 
