@@ -189,6 +189,27 @@ class _Route:
     additive: bool
 
 
+_NEW_RECORD = logging.LogRecord.__new__
+_START = time.time()
+
+
+def _record(name: str, level: int, msg: str) -> logging.LogRecord:
+    """A LogRecord with what the handlers and formatters here (and Python's default ones) read; no stack walk."""
+    now = time.time()
+    record: logging.LogRecord = _NEW_RECORD(logging.LogRecord)
+    record.name, record.msg, record.args = name, msg, None
+    record.levelno, record.levelname = level, _LEVEL_NAMES.get(level, str(level))
+    record.created, record.msecs = now, (now - int(now)) * 1000.0
+    record.relativeCreated = (now - _START) * 1000.0
+    record.exc_info, record.exc_text, record.stack_info = None, None, None
+    record.pathname, record.filename, record.module, record.lineno, record.funcName = "", "", "", 0, ""
+    current = threading.current_thread()
+    record.thread, record.threadName = current.ident, current.name
+    record.process, record.processName = None, None
+    record.taskName = None
+    return record
+
+
 class KafkaLogger:
     """A logger with Kafka's ``Logging`` trait: an optional ``logIdent`` prefix and Kafka's level methods.
 
@@ -224,8 +245,15 @@ class KafkaLogger:
 
     def log(self, level: int, msg: str, *, exc_info: bool = False) -> None:
         """Write ``ident + msg`` at ``level`` (the message is taken verbatim: no %-formatting)."""
-        if self.logger.isEnabledFor(level):
-            self.logger.log(level, "%s", self.ident + msg, exc_info=exc_info)
+        logger = self.logger
+        if not logger.isEnabledFor(level):
+            return
+        if exc_info:
+            logger.log(level, "%s", self.ident + msg, exc_info=True)
+        else:
+            # The per-partition state-change lines come by the thousand per request: skip LogRecord.__init__'s
+            # caller lookup (findCaller walks the stack) and build the few fields the layout uses.
+            logger.handle(_record(logger.name, level, self.ident + msg))
 
     def trace(self, msg: str) -> None:
         """TRACE."""
