@@ -18,7 +18,7 @@ class ErrorCode(IntEnum):
     INVALID_FETCH_SIZE = 4
     LEADER_NOT_AVAILABLE = 5
     NOT_LEADER_OR_FOLLOWER = 6
-    NOT_LEADER_FOR_PARTITION = 6  # alias: the name of code 6 up to Kafka 2.5 (KIP-392 renamed it)
+    NOT_LEADER_FOR_PARTITION = 6  # alias: the name of code 6 up to Kafka 2.5
     REQUEST_TIMED_OUT = 7
     BROKER_NOT_AVAILABLE = 8
     REPLICA_NOT_AVAILABLE = 9
