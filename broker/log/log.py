@@ -48,13 +48,15 @@ class Log:
     def __init__(self, directory: Path, topic_partition: TopicPartition, config: LogConfig, *,
                  recovery_point: int = 0, log_start_offset: int = 0, high_watermark: int | None = None,
                  clean_shutdown: bool = False, clock: Callable[[], int] = wall_clock_ms, log4j: Log4j | None = None,
-                 epoch_checkpoint_delay: CheckpointDelay | None = None) -> None:
+                 epoch_checkpoint_delay: CheckpointDelay | None = None,
+                 flush_listener: Callable[[float], None] | None = None) -> None:
         """Open (creating if needed) and load the partition directory; see :mod:`broker.log._loader`."""
         started = time.monotonic()
         self.dir = directory
         self.topic_partition = topic_partition
         self.config = config
         self._clock = clock
+        self._flush_listener = flush_listener  # gets each flush's duration in ms (LogFlushRateAndTimeMs)
         logs = log4j or default_log4j()
         self.logger = logs.get_logger("kafka.log.Log", f"[Log partition={topic_partition}, dir={directory.parent}] ")
         self._lock = threading.Lock()
@@ -463,10 +465,13 @@ class Log:
                 self.logger.debug(f"Flushing log up to offset {target}, last flushed: {self._last_flush_ms},  "
                                   f"current time: {self._clock()}, unflushed: {target - point}")
             active = self._segments[-1]
+            started = time.monotonic()
             for segment in dirty:
                 # The active segment is always re-scanned by recovery (its index rebuilt), so only its data
                 # needs the fsync; a rolled segment may be trusted after a crash, so its indexes are synced too.
                 segment.flush(indexes=segment is not active)
+            if self._flush_listener is not None:
+                self._flush_listener((time.monotonic() - started) * 1000.0)
             with self._lock:
                 if truncations == self._truncations:
                     self._recovery_point = max(self._recovery_point, target)

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from broker.log4j import Log4j, default_log4j
+from broker.metrics import MetricName, MetricsRegistry
 
 from .checkpoint import CheckpointDelay, TopicPartition, read_offsets_checkpoint, write_offsets_checkpoint
 from .config import LogConfig, LogManagerConfig
@@ -51,6 +52,9 @@ MAX_TOPIC_LENGTH = 249
 _LEGAL_TOPIC_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
 
+_LOG_GAUGES = ("NumLogSegments", "LogStartOffset", "LogEndOffset", "Size")
+
+
 def validate_topic_name(topic: str) -> None:
     """Kafka's topic name rules.
 
@@ -72,7 +76,7 @@ class LogManager:
 
     def __init__(self, log_dirs: Sequence[str | os.PathLike[str]], config: LogConfig | None = None,
                  manager_config: LogManagerConfig | None = None, *, clock: Callable[[], int] = wall_clock_ms,
-                 log4j: Log4j | None = None) -> None:
+                 log4j: Log4j | None = None, metrics: MetricsRegistry | None = None) -> None:
         if not log_dirs:
             raise ValueError("log.dirs must name at least one directory")
         self.log_dirs = [Path(d).resolve() for d in log_dirs]
@@ -88,10 +92,16 @@ class LogManager:
         self._lock_fds: list[int] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.metrics = metrics
+        self._flush_listener: Callable[[float], None] | None = None
+        if metrics is not None:
+            metrics.gauge(MetricName.of("kafka.log", "LogManager", "OfflineLogDirectoryCount"), lambda: 0)
+            self._flush_listener = metrics.histogram(
+                MetricName.of("kafka.log", "LogFlushStats", "LogFlushRateAndTimeMs")).update
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str], *, clock: Callable[[], int] = wall_clock_ms,
-                        log4j: Log4j | None = None) -> LogManager:
+                        log4j: Log4j | None = None, metrics: MetricsRegistry | None = None) -> LogManager:
         """A manager configured from ``server.properties``: ``log.dirs`` (comma-separated) or else ``log.dir``
         (default ``/tmp/kafka-logs``), the ``log.*`` topic defaults and the scheduler intervals.
 
@@ -101,7 +111,7 @@ class LogManager:
         raw = props.get("log.dirs") or props.get("log.dir") or DEFAULT_LOG_DIR
         dirs = [d.strip() for d in raw.split(",") if d.strip()]
         return cls(dirs, LogConfig.from_broker_properties(props), LogManagerConfig.from_broker_properties(props),
-                   clock=clock, log4j=log4j)
+                   clock=clock, log4j=log4j, metrics=metrics)
 
     # -- startup ------------------------------------------------------------------------------------------------
     def startup(self) -> None:
@@ -150,13 +160,15 @@ class LogManager:
             log = Log(entry, tp, self._topic_configs.get(tp.topic, self.default_config),
                       recovery_point=recovery.get(tp, 0), log_start_offset=starts.get(tp, 0),
                       high_watermark=watermarks.get(tp), clean_shutdown=clean, clock=self._clock,
-                      log4j=self._log4j, epoch_checkpoint_delay=self.epoch_checkpoint_delay)
+                      log4j=self._log4j, epoch_checkpoint_delay=self.epoch_checkpoint_delay,
+                      flush_listener=self._flush_listener)
             with self._lock:
                 if tp in self._logs:
                     log.close(flush=False)
                     raise StorageError(f"Duplicate log directories for {tp} are found in both "
                                        f"{self._logs[tp].dir} and {entry}.")
                 self._logs[tp] = log
+            self._register_metrics(log)
         clean_file.unlink(missing_ok=True)
         self.logger.info(f"Loaded {len(self.logs_in(log_dir))} logs in {log_dir}")
 
@@ -207,8 +219,10 @@ class LogManager:
                 counts[existing.dir.parent] = counts.get(existing.dir.parent, 0) + 1
             target = min(self.log_dirs, key=lambda d: counts[d])
             log = Log(target / str(tp), tp, self._topic_configs.get(tp.topic, self.default_config),
-                      clock=self._clock, log4j=self._log4j, epoch_checkpoint_delay=self.epoch_checkpoint_delay)
+                      clock=self._clock, log4j=self._log4j, epoch_checkpoint_delay=self.epoch_checkpoint_delay,
+                      flush_listener=self._flush_listener)
             self._logs[tp] = log
+        self._register_metrics(log)
         properties = ", ".join(f"{k} -> {v}" for k, v in sorted(log.config.to_topic_configs().items()))
         self.logger.info(f"Created log for partition {tp} in {log.dir} with properties {{{properties}}}.")
         return log
@@ -219,12 +233,30 @@ class LogManager:
             log = self._logs.pop(tp, None)
         if log is None:
             return False
+        if self.metrics is not None:
+            for name in _LOG_GAUGES:
+                self.metrics.remove(MetricName.of("kafka.log", "Log", name, topic=tp.topic, partition=tp.partition))
         log.close(flush=False)
         doomed = log.dir.with_name(f"{tp}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
         os.replace(log.dir, doomed)
         shutil.rmtree(doomed, ignore_errors=True)
         self.logger.info(f"Deleted log for partition {tp} in {log.dir}.")
         return True
+
+    def _register_metrics(self, log: Log) -> None:
+        """Kafka's per-partition gauges ``kafka.log:type=Log,name=<N>,topic=<T>,partition=<P>``."""
+        if self.metrics is None:
+            return
+        tp = log.topic_partition
+        values: dict[str, Callable[[], float]] = {
+            "NumLogSegments": lambda: len(log.segments),
+            "LogStartOffset": lambda: log.log_start_offset,
+            "LogEndOffset": lambda: log.log_end_offset,
+            "Size": lambda: log.size_bytes,
+        }
+        for name in _LOG_GAUGES:
+            self.metrics.gauge(MetricName.of("kafka.log", "Log", name, topic=tp.topic, partition=tp.partition),
+                               values[name])
 
     # -- background work ----------------------------------------------------------------------------------------
     def cleanup_logs(self) -> int:

@@ -237,3 +237,26 @@ def test_configs_from_server_properties_and_topic_overrides(tmp_path: Path) -> N
         cfg.with_overrides({"segment.bytes": "3"})
     with pytest.raises(ValueError, match="String must be one of"):
         cfg.with_overrides({"message.timestamp.type": "Whenever"})
+
+
+def test_log_manager_publishes_kafka_log_metrics(tmp_path: Path) -> None:
+    from broker.metrics import MetricsRegistry
+
+    registry = MetricsRegistry()
+    manager = LogManager([tmp_path / "d"], SEGMENT, log4j=new_log4j(tmp_path), metrics=registry)
+    manager.startup()
+    log = manager.get_or_create_log(TopicPartition("m", 3))
+    for i in range(12):
+        log.append_as_leader(batch(3, size=30, tag=i), 0, durable=i == 11)
+    prefix = "kafka.log:type=Log,name={},topic=m,partition=3"
+    values = {n: registry.get(prefix.format(n)).attributes()["Value"]  # type: ignore[union-attr]
+              for n in ("NumLogSegments", "LogStartOffset", "LogEndOffset", "Size")}
+    assert values == {"NumLogSegments": len(log.segments), "LogStartOffset": 0, "LogEndOffset": 36,
+                      "Size": log.size_bytes}
+    assert values["NumLogSegments"] > 1
+    flushes = registry.get("kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs")
+    assert flushes is not None
+    assert flushes.attributes()["Count"] == 1
+    manager.delete_log(TopicPartition("m", 3))
+    assert registry.get(prefix.format("LogEndOffset")) is None
+    manager.shutdown()
