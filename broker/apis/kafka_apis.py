@@ -167,8 +167,12 @@ class KafkaApis:
         name = API_NAMES.get(header.api_key, str(header.api_key))
         if header.api_key == ApiKey.API_VERSIONS:
             frame = error_response(header, ErrorCode.UNSUPPORTED_VERSION)
+            logged = self._request_logger.is_debug_enabled()
+            lo, hi = SUPPORTED[ApiKey.API_VERSIONS]
+            answer = {"errorCode": int(ErrorCode.UNSUPPORTED_VERSION),
+                      "apiKeys": [{"apiKey": int(ApiKey.API_VERSIONS), "minVersion": lo, "maxVersion": hi}]}
             return Response(frame, metric_name=name, error_codes=(int(ErrorCode.UNSUPPORTED_VERSION),),
-                            request_json={} if self._request_logger.is_debug_enabled() else None)
+                            request_json={} if logged else None, response_json=answer if logged else None)
         self._log.info(f"Closing connection {request.connection_id} from {request.client_host}: unsupported version "
                        f"{header.api_version} of {name} (supported {exc.supported[0]}-{exc.supported[1]}) "
                        "(planewatch)")
