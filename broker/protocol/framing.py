@@ -45,7 +45,7 @@ class FrameDecoder:
 
     @property
     def buffered(self) -> int:
-        """Bytes received but not yet returned as part of a frame (prefix bytes included)."""
+        """Bytes received but not yet returned in a frame (a size prefix already read is not counted)."""
         return len(self._buf) - self._pos
 
     def feed(self, data: bytes) -> list[bytes]:
