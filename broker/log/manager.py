@@ -142,9 +142,9 @@ class LogManager:
         clean = clean_file.exists()
         if not clean:
             self.logger.info(f"Attempting recovery for all logs in {log_dir} since no clean shutdown file was found")
-        recovery = read_offsets_checkpoint(log_dir / RECOVERY_POINT_CHECKPOINT)
-        starts = read_offsets_checkpoint(log_dir / LOG_START_OFFSET_CHECKPOINT)
-        watermarks = read_offsets_checkpoint(log_dir / REPLICATION_OFFSET_CHECKPOINT)
+        recovery = self._read_checkpoint(log_dir / RECOVERY_POINT_CHECKPOINT)
+        starts = self._read_checkpoint(log_dir / LOG_START_OFFSET_CHECKPOINT)
+        watermarks = self._read_checkpoint(log_dir / REPLICATION_OFFSET_CHECKPOINT)
         for entry in sorted(log_dir.iterdir()):
             if not entry.is_dir():
                 continue
@@ -171,6 +171,15 @@ class LogManager:
             self._register_metrics(log)
         clean_file.unlink(missing_ok=True)
         self.logger.info(f"Loaded {len(self.logs_in(log_dir))} logs in {log_dir}")
+
+    def _read_checkpoint(self, path: Path) -> dict[TopicPartition, int]:
+        """A damaged checkpoint is not fatal: recovery points fall back to 0 (recover everything), log start
+        offsets to the first segment, high watermarks to the log end offset."""
+        try:
+            return read_offsets_checkpoint(path)
+        except StorageError as exc:
+            self.logger.warn(f"Ignoring checkpoint file {path}: {exc}")
+            return {}
 
     # -- partitions ---------------------------------------------------------------------------------------------
     def get_log(self, tp: TopicPartition) -> Log | None:

@@ -182,6 +182,7 @@ def test_log_manager_creates_checkpoints_and_reloads(tmp_path: Path) -> None:
     assert recovery == dict.fromkeys(tps[:3], 20)
     assert not any((d / f"{tps[3]}").exists() for d in dirs)
 
+    (dirs[0] / "replication-offset-checkpoint").write_text("0\n7\ngarbage\n")  # damaged: ignored, not fatal
     again = LogManager(dirs, SEGMENT, log4j=logs)
     again.startup()
     assert sorted(again.all_logs()) == tps[:3]
@@ -190,6 +191,8 @@ def test_log_manager_creates_checkpoints_and_reloads(tmp_path: Path) -> None:
     assert not any((d / ".kafka_cleanshutdown").exists() for d in dirs)
     lines = server_log(logs)
     assert not any("Recovering unflushed segment" in line for line in lines)
+    assert any(line.startswith(f"WARN Ignoring checkpoint file {dirs[0].resolve()}/replication-offset-checkpoint")
+               for line in lines)
     again.close_without_checkpoint()
 
 
