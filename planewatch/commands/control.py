@@ -104,12 +104,15 @@ def _discover_broker_id(host: str, port: int, timeout_s: float) -> int:
     import socket
     import struct
 
-    from broker.protocol import ApiKey, decode_response, encode_request
+    from broker.protocol import ApiKey, ProtocolError, decode_response, encode_request
 
     with socket.create_connection((host, port), timeout=timeout_s) as s:
         s.sendall(encode_request(ApiKey.METADATA, 1, 0, "planewatch-control", {"topics": []}))
         size = struct.unpack(">i", _recv(s, 4))[0]
-        _, body = decode_response(ApiKey.METADATA, 1, _recv(s, size))
+        try:
+            _, body = decode_response(ApiKey.METADATA, 1, _recv(s, size))
+        except ProtocolError as exc:
+            raise ConnectionError(f"not a Kafka Metadata answer: {exc}") from None
     brokers = body["brokers"]
     exact = [b["node_id"] for b in brokers if b["port"] == port]
     if len(exact) == 1:
@@ -161,7 +164,12 @@ def run(args: argparse.Namespace) -> int:
             host, port = _parse_endpoint(args.bootstrap)
             broker_id = args.broker_id
             if broker_id is None:
-                broker_id = _discover_broker_id(host, port, args.timeout_ms / 1000)
+                try:
+                    broker_id = _discover_broker_id(host, port, args.timeout_ms / 1000)
+                except OSError as exc:
+                    print(f"planewatch control: transport error asking {host}:{port} for its broker id: {exc}",
+                          file=sys.stderr)
+                    return 1
             node = BrokerNode(broker_id, host, port, "--bootstrap")
             advertised = {"PLAINTEXT": (host, port)}
     except (ValueError, OSError) as exc:
