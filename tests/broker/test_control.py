@@ -299,6 +299,10 @@ def test_cli_transport_error_and_bad_arguments(tmp_path: Path, capsys: pytest.Ca
     rc, _, err = run_cli(args, capsys)
     assert rc == 1
     assert "transport error" in err
+    no_id = [a for i, a in enumerate(args) if a != "--broker-id" and args[i - 1] != "--broker-id"]
+    rc, _, err = run_cli(no_id, capsys)  # the broker id cannot be discovered either
+    assert rc == 1
+    assert "transport error asking" in err
     rc, _, err = run_cli([*args[:-2], "--version", "9", "--logs-dir", str(tmp_path)], capsys)
     assert rc == 2
     assert "version must be 0-7" in err
