@@ -93,6 +93,7 @@ class _Handle:
     add_actions_version: int = -1
     load_lock: threading.Lock = field(default_factory=threading.Lock)
     reloading: bool = False
+    refreshing: bool = False
 
 
 @dataclass(frozen=True)
@@ -139,7 +140,7 @@ class LakeStore:
         lake: the lake directory (or object-store URI); table ``T`` lives at ``<lake>/T``.
         refresh_interval_s: how often a table's version may be checked.
         query_timeout_s: wall-clock cap of one DataFusion query.
-        background_reload: reload moved snapshots off the request path (see `snapshot`).
+        background_reload: check versions and reload moved snapshots off the request path (see `snapshot`).
         clock: monotonic clock (injected in tests).
     """
 
@@ -158,6 +159,7 @@ class LakeStore:
         self.background_reload = background_reload
         self._clock = clock
         self._loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="snapshot-loader")
+        self._refresher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="version-refresher")
         self._handles: dict[str, _Handle] = {}
         self._handles_lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=MAX_CONCURRENT_QUERIES, thread_name_prefix="datafusion")
@@ -171,6 +173,7 @@ class LakeStore:
         """Stop the query pool (running queries are abandoned)."""
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._loader.shutdown(wait=False, cancel_futures=True)
+        self._refresher.shutdown(wait=False, cancel_futures=True)
 
     def path(self, name: str) -> str:
         """Where table `name` lives."""
@@ -197,15 +200,30 @@ class LakeStore:
                 h = self._handles.setdefault(name, h)
             return h
         if now - h.checked_at >= self.refresh_interval_s:
-            with h.lock:
-                if now - h.checked_at >= self.refresh_interval_s:
-                    try:
-                        h.table.update_incremental()
-                        h.version = h.table.version()
-                    except Exception as e:  # a commit being written: keep the version we have
-                        log.warning("refresh of %s failed, serving version %s: %s", name, h.version, _reason(e))
-                    h.checked_at = now
+            if self.background_reload:
+                # Off the request path: the refresher thread reads the new log entries; this request (and those
+                # arriving meanwhile) use the version known so far.
+                with h.lock:
+                    start = not h.refreshing
+                    h.refreshing = True
+                if start:
+                    self._refresher.submit(self._refresh, name, h)
+            else:
+                self._refresh(name, h)
         return h
+
+    def _refresh(self, name: str, h: _Handle) -> None:
+        with h.lock:
+            try:
+                if self._clock() - h.checked_at >= self.refresh_interval_s:
+                    h.table.update_incremental()
+                    h.version = h.table.version()
+                    h.checked_at = self._clock()
+            except Exception as e:  # a commit being written: keep the version we have, retry next time
+                log.warning("refresh of %s failed, serving version %s: %s", name, h.version, _reason(e))
+                h.checked_at = self._clock()
+            finally:
+                h.refreshing = False
 
     def version(self, name: str) -> int:
         """The current version of table `name` (raises TableUnavailable)."""
