@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from broker.apis.convert import kafka_string_to_uuid
+from broker.apis.convert import kafka_string_to_uuid, uuid_to_kafka_string
 from broker.state.metadata_cache import MetadataSnapshot
 from broker.state.model import LiveBroker
+
+_ZERO_UUID = uuid.UUID(int=0)
 
 __all__ = ["CLIENT_SOFTWARE_RE", "api_versions_body", "metadata_body", "valid_client_software"]
 
@@ -17,6 +20,8 @@ UNKNOWN_TOPIC_OR_PARTITION = 3
 LEADER_NOT_AVAILABLE = 5
 REPLICA_NOT_AVAILABLE = 9
 INVALID_REQUEST = 42
+UNKNOWN_TOPIC_ID = 100
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})  # Topic.isInternal
 NO_LEADER_ID = -1  # MetadataResponse.NO_LEADER_ID
 NO_CONTROLLER_ID = -1  # MetadataResponse.NO_CONTROLLER_ID
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648  # Integer.MIN_VALUE: not requested
@@ -65,14 +70,27 @@ def metadata_body(snapshot: MetadataSnapshot, body: Mapping[str, Any], version: 
         if ep is not None:
             brokers.append({"node_id": b.id, "host": ep.host, "port": ep.port, "rack": b.rack})
     requested = body.get("topics")
+    topics: list[dict[str, Any]] = []
     if requested is None or (version == 0 and not requested):
         names: list[str] = sorted(snapshot.partitions)
     else:
-        names = [str(t.get("name")) for t in requested if t.get("name") is not None]
-    topics = []
+        names = []
+        by_id = {tid: name for name, tid in snapshot.topic_ids.items()}
+        for t in requested:
+            if t.get("name") is not None:
+                names.append(str(t["name"]))
+                continue
+            tid = t.get("topic_id")  # v10+: lookup by topic id (name null)
+            name = by_id.get(uuid_to_kafka_string(tid)) if tid is not None and tid != _ZERO_UUID else None
+            if name is None:
+                topics.append({"error_code": UNKNOWN_TOPIC_ID, "name": None, "topic_id": tid or _ZERO_UUID,
+                               "is_internal": False, "partitions": [],
+                               "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED})
+            else:
+                names.append(name)
     for name in names:
         parts = snapshot.partitions.get(name)
-        topic: dict[str, Any] = {"error_code": NONE, "name": name, "is_internal": name.startswith("__"),
+        topic: dict[str, Any] = {"error_code": NONE, "name": name, "is_internal": name in INTERNAL_TOPICS,
                                  "partitions": [], "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
         tid = snapshot.topic_ids.get(name)
         if tid is not None:

@@ -535,3 +535,12 @@ def test_check_broker_patterns(broker: Broker) -> None:
     assert re.search(r"^" + TS + r" INFO \[Broker id=1\] Stopped fetchers as part of LeaderAndIsr request "
                      r"correlationId 1 from controller 1 epoch 5 as part of the become-leader transition for 10 "
                      r"partitions \(state\.change\.logger\)$", text, re.M)
+
+
+def test_metadata_by_topic_id(broker: Broker) -> None:
+    broker.call(ApiKey.UPDATE_METADATA, 7, um_body(7, [pstate(0)]))
+    md = broker.call(ApiKey.METADATA, 12, {"topics": [{"topic_id": uuid.UUID(int=7), "name": None},
+                                                      {"topic_id": uuid.UUID(int=9), "name": None}],
+                                           "include_topic_authorized_operations": False}, DATA)
+    got = sorted((t["error_code"], t["name"], t["topic_id"]) for t in md["topics"])
+    assert got == [(0, "bar", uuid.UUID(int=7)), (100, None, uuid.UUID(int=9))]
