@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from ._lines import LINE_VERSIONS
+
 __all__ = [
     "LONG_MAX",
     "LogConfig",
@@ -143,6 +145,8 @@ class LogManagerConfig:
         log_start_offset_checkpoint_interval_ms: ``log.flush.start.offset.checkpoint.interval.ms`` (1 min).
         epoch_checkpoint_delay_ms: planewatch fault injection: extra sleep before each leader-epoch-checkpoint
             fsync (``planewatch.leader.epoch.checkpoint.delay.ms``), to reproduce a slow disk (KAFKA-6974).
+        log_line_version: which Kafka era's server.log identity and log-start-offset text the logs write
+            (``planewatch.log.line.version``: ``1.0``, ``1.1``, ``2.6`` (default) or ``3.5``).
     """
 
     retention_check_interval_ms: int = 300_000
@@ -150,6 +154,12 @@ class LogManagerConfig:
     recovery_point_checkpoint_interval_ms: int = 60_000
     log_start_offset_checkpoint_interval_ms: int = 60_000
     epoch_checkpoint_delay_ms: int = 0
+    log_line_version: str = "2.6"
+
+    def __post_init__(self) -> None:
+        if self.log_line_version not in LINE_VERSIONS:
+            raise ValueError(f"Invalid value {self.log_line_version} for configuration planewatch.log.line.version: "
+                             f"String must be one of: {', '.join(LINE_VERSIONS)}")
 
     @classmethod
     def from_broker_properties(cls, props: Mapping[str, str]) -> LogManagerConfig:
@@ -165,7 +175,8 @@ class LogManagerConfig:
         for attr, value in values.items():
             if value < 0:
                 raise ValueError(f"Invalid value {value} for configuration {names[attr]}: Value must be at least 0")
-        return cls(**values)
+        version = props.get("planewatch.log.line.version", "2.6").strip()
+        return cls(**values, log_line_version=version)
 
 
 def _parse_int(name: str, raw: str) -> int:

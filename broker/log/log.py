@@ -18,6 +18,7 @@ from pathlib import Path
 from broker.log4j import Log4j, default_log4j
 
 from ._batch import BatchInfo, patch_offset_and_epoch, read_header, stamp_log_append_time, validate_batches
+from ._lines import DEFAULT_LINE_VERSION, log_identity, log_start_offset_line
 from ._loader import load_segments
 from .checkpoint import CheckpointDelay, TopicPartition
 from .config import LogConfig
@@ -49,7 +50,8 @@ class Log:
                  recovery_point: int = 0, log_start_offset: int = 0, high_watermark: int | None = None,
                  clean_shutdown: bool = False, clock: Callable[[], int] = wall_clock_ms, log4j: Log4j | None = None,
                  epoch_checkpoint_delay: CheckpointDelay | None = None,
-                 flush_listener: Callable[[float], None] | None = None) -> None:
+                 flush_listener: Callable[[float], None] | None = None,
+                 line_version: str = DEFAULT_LINE_VERSION) -> None:
         """Open (creating if needed) and load the partition directory; see :mod:`broker.log._loader`."""
         started = time.monotonic()
         self.dir = directory
@@ -58,7 +60,9 @@ class Log:
         self._clock = clock
         self._flush_listener = flush_listener  # gets each flush's duration in ms (LogFlushRateAndTimeMs)
         logs = log4j or default_log4j()
-        self.logger = logs.get_logger("kafka.log.Log", f"[Log partition={topic_partition}, dir={directory.parent}] ")
+        self.line_version = line_version
+        logger_name, ident = log_identity(line_version, str(topic_partition), str(directory.parent))
+        self.logger = logs.get_logger(logger_name, ident)
         self._lock = threading.Lock()
         self._flush_lock = threading.Lock()
         directory.mkdir(parents=True, exist_ok=True)
@@ -379,7 +383,8 @@ class Log:
         if new_offset <= self._log_start_offset:
             return False
         self._log_start_offset = new_offset
-        self.logger.info(f"Incremented log start offset to {new_offset} due to {reason.value}")
+        self.logger.info(log_start_offset_line(self.line_version, str(self.topic_partition), str(self.dir.parent),
+                                               new_offset, reason.value))
         self.epoch_cache.clear_and_flush_earliest(new_offset)
         self._recovery_point = max(self._recovery_point, min(new_offset, self._next_offset))
         return True

@@ -161,7 +161,8 @@ class LogManager:
                       recovery_point=recovery.get(tp, 0), log_start_offset=starts.get(tp, 0),
                       high_watermark=watermarks.get(tp), clean_shutdown=clean, clock=self._clock,
                       log4j=self._log4j, epoch_checkpoint_delay=self.epoch_checkpoint_delay,
-                      flush_listener=self._flush_listener)
+                      flush_listener=self._flush_listener,
+                      line_version=self.manager_config.log_line_version)
             with self._lock:
                 if tp in self._logs:
                     log.close(flush=False)
@@ -229,7 +230,8 @@ class LogManager:
             target = min(self.log_dirs, key=lambda d: counts[d])
             log = Log(target / str(tp), tp, self._topic_configs.get(tp.topic, self.default_config),
                       clock=self._clock, log4j=self._log4j, epoch_checkpoint_delay=self.epoch_checkpoint_delay,
-                      flush_listener=self._flush_listener)
+                      flush_listener=self._flush_listener,
+                      line_version=self.manager_config.log_line_version)
             self._logs[tp] = log
         self._register_metrics(log)
         properties = ", ".join(f"{k} -> {v}" for k, v in sorted(log.config.to_topic_configs().items()))

@@ -263,3 +263,28 @@ def test_log_manager_publishes_kafka_log_metrics(tmp_path: Path) -> None:
     manager.delete_log(TopicPartition("m", 3))
     assert registry.get(prefix.format("LogEndOffset")) is None
     manager.shutdown()
+
+
+@pytest.mark.parametrize(("version", "expected"), [
+    ("1.0", "INFO Incrementing log start offset of partition {tp} to 4 in dir {d} (kafka.log.Log)"),
+    ("1.1", "INFO [Log partition={tp}, dir={d}] Incrementing log start offset to 4 (kafka.log.Log)"),
+    ("2.6", "INFO [Log partition={tp}, dir={d}] Incremented log start offset to 4 due to leader offset increment "
+            "(kafka.log.Log)"),
+    ("3.5", "INFO [UnifiedLog partition={tp}, dir={d}] Incremented log start offset to 4 due to leader offset "
+            "increment (kafka.log.UnifiedLog)"),
+])
+def test_log_start_offset_lines_of_each_kafka_era(tmp_path: Path, version: str, expected: str) -> None:
+    from broker.log import LogManagerConfig
+
+    logs = new_log4j(tmp_path)
+    manager = LogManager([tmp_path / "d"], SEGMENT, LogManagerConfig.from_broker_properties(
+        {"planewatch.log.line.version": version}), log4j=logs)
+    manager.startup()
+    log = manager.get_or_create_log(TP)
+    log.append_as_leader(batch(9), 0)
+    log.update_high_watermark(9)
+    log.increment_log_start_offset(4, LogStartOffsetIncrementReason.LEADER_OFFSET_INCREMENTED)
+    assert expected.format(tp=TP, d=(tmp_path / "d").resolve()) in server_log(logs)
+    manager.shutdown()
+    with pytest.raises(ValueError, match=r"planewatch\.log\.line\.version"):
+        LogManagerConfig(log_line_version="2.0")
