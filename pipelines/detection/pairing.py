@@ -242,17 +242,20 @@ class _Key:
 
     def handling(self, ev: Event) -> None:
         # The broker handles one control request at a time: an older open handling on this key was abandoned.
+        retried: dict[str, Any] | None = None
         for old in self.st.records:
             if (old["handling_ts"] is not None and old["finished_ts"] is None and old["status"] == "in_flight"
                     and old["handling_ts"] < ev.ts and old["corr"] != ev.correlation_id):
                 old["status"], old["dirty"] = "never_completed", True
                 old["flags"].append("broker_restart")
                 if old["sent_ts"] is not None and old["request"] == ev.request:
-                    # the controller retried the same request after the reconnect: the retry inherits the send
-                    self.st.sends.insert(0, {"ts": old["sent_ts"], "request": old["request"], "corr": None,
-                                             "epoch": old["epoch"], "partitions": old["partitions"],
-                                             "anchor": f"retry:{old['anchor']}"})
+                    retried = {"ts": old["sent_ts"], "epoch": old["epoch"], "partitions": old["partitions"],
+                               "corr": None}
         r = self._broker_record(ev)
+        if r["sent_ts"] is None and retried is not None:
+            # no new Sending line: the controller retried the same request after the reconnect (its
+            # RequestSendThread resends until answered), so the retry inherits the original send
+            self._attach_send(r, retried, ev.ts)
         if r["handling_ts"] is None:
             r["handling_ts"], r["dirty"] = ev.ts, True
         if r["partitions"] is None:

@@ -1,0 +1,379 @@
+"""Detection job: silver tables -> control_request_latency, alerts, metric_rollups_1m (gold).
+
+    spark-submit jobs/detect.py --config conf/pipeline.yaml [--once]
+
+`start_detection_queries(spark, settings)` is what `planewatch pipeline` (jobs/runner.py) calls; it starts four
+streaming queries, each reading silver through the `planewatch_delta` source (offset = table version):
+
+  detect_pairing  state_change_events (+ metric_samples as heartbeats) -> pairing operator -> MERGE latency rows on
+                  request_key; latency detectors -> alert lifecycle -> MERGE alerts on alert_id
+  detect_logs     state_change_events + request_events -> stale-epoch and queued-behind-data detectors -> alerts
+  detect_metrics  metric_samples -> event-time windows (update mode) -> metric detectors -> alerts
+  detect_rollups  metric_samples -> 1-minute windows (update mode) -> MERGE metric_rollups_1m
+
+Every write is a delta-rs MERGE under a Delta app transaction (jobs.io.delta_sink.DeltaMerger), so a replayed
+micro-batch writes nothing twice. The four queries share one `alerts` table: each owns its alert types (it
+resolves only those), and a lock in this process serialises their read-modify-merge of `alerts`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import logging
+import os
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+if __name__ == "__main__":  # spark-submit jobs/detect.py: the repository root must be importable
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from jobs.io.settings import Settings
+from pipelines.detection.config import DetectionConfig
+from schemas.tables import (
+    ALERTS,
+    CONTROL_REQUEST_LATENCY,
+    METRIC_ROLLUPS_1M,
+    METRIC_SAMPLES,
+    REQUEST_EVENTS,
+    STATE_CHANGE_EVENTS,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
+
+__all__ = ["AlertWriter", "main", "start_detection_queries"]
+
+log = logging.getLogger(__name__)
+
+# One lock per process: the detect queries' foreachBatch functions run on separate driver threads and must not
+# interleave their read-open-alerts / merge steps on the shared `alerts` table.
+_ALERTS_LOCK = threading.Lock()
+QUERIES = ("detect_pairing", "detect_logs", "detect_metrics", "detect_rollups")
+# Continuous mode waits at most this long for a query's first batch before starting the next one.
+STARTUP_WAIT_S = 120.0
+
+
+def _owned(query: str) -> Callable[[dict[str, Any]], bool]:
+    """Which open alerts a query may update or resolve (CONTROL_REQUEST_QUEUED_BEHIND_DATA has two owners)."""
+    from pipelines.detection.detectors import LATENCY_TYPES, LOG_TYPES, METRIC_TYPES
+
+    qbd = "CONTROL_REQUEST_QUEUED_BEHIND_DATA"
+    if query == "detect_pairing":
+        return lambda a: a["type"] in LATENCY_TYPES
+    if query == "detect_logs":
+        return lambda a: a["type"] in LOG_TYPES and not (a["type"] == qbd and a["listener"] == "data-plane")
+    return lambda a: a["type"] in METRIC_TYPES or (a["type"] == qbd and a["listener"] == "data-plane")
+
+
+class AlertWriter:
+    """Candidates of one micro-batch -> lifecycle -> MERGE into `alerts` (exactly once per batch id)."""
+
+    def __init__(self, settings: Settings, query: str, run_id: str, cfg: DetectionConfig) -> None:
+        from jobs.io.delta_sink import DeltaMerger
+
+        self.path = settings.table_path(ALERTS.name)
+        self.query = query
+        self.cfg = cfg
+        self.owns = _owned(query)
+        self.merger = DeltaMerger(self.path, ALERTS, f"{query}-alerts-{run_id}", ["alert_id"])
+
+    def open_alerts(self) -> list[dict[str, Any]]:
+        import pyarrow.compute as pc
+        from deltalake import DeltaTable
+
+        if not DeltaTable.is_deltatable(self.path):
+            return []
+        import pyarrow as pa
+
+        tbl = pa.table(DeltaTable(self.path).to_pyarrow_table())
+        tbl = tbl.filter(pc.equal(tbl["status"], "open"))
+        return [a for a in tbl.to_pylist() if self.owns(a)]
+
+    def write(self, candidates: list[dict[str, Any]], watermark: dt.datetime | None, batch_id: int) -> int:
+        """Apply the lifecycle and merge; returns the number of alert rows written."""
+        import pyarrow as pa
+
+        from pipelines.detection.lifecycle import Candidate, apply_lifecycle
+
+        with _ALERTS_LOCK:  # a replayed batch is skipped by the merger's app transaction
+            rows = apply_lifecycle(
+                self.open_alerts(),
+                [Candidate.from_row(c) for c in candidates],
+                watermark,
+                dt.timedelta(seconds=self.cfg.resolve_after_s),
+                dt.datetime.now(dt.UTC),
+            )
+            self.merger.write_arrow(pa.Table.from_pylist(rows, schema=ALERTS.to_arrow()), batch_id)
+            return len(rows)
+
+
+def _watermark(holder: dict[str, Any]) -> dt.datetime | None:
+    """The query's event-time watermark as of its last finished batch (None before the first)."""
+    q = holder.get("query")
+    prog = q.lastProgress if q is not None else None
+    mark = ((prog or {}).get("eventTime") or {}).get("watermark")
+    if not mark:
+        return None
+    when = dt.datetime.fromisoformat(mark.replace("Z", "+00:00"))
+    dropped = sum(int(s.get("numRowsDroppedByWatermark", 0)) for s in (prog or {}).get("stateOperators", []))
+    if dropped:
+        log.warning("%s: %d late rows were past the watermark and not processed", holder.get("name"), dropped)
+    return None if when.year < 2000 else when
+
+
+def _candidates_list(df: DataFrame) -> list[dict[str, Any]]:
+    import pyarrow as pa
+
+    rows: list[dict[str, Any]] = pa.table(df.toArrow()).to_pylist()
+    return rows
+
+
+class PairingBatch:
+    """foreachBatch of detect_pairing: latency rows -> MERGE; latency detectors -> alerts."""
+
+    def __init__(self, spark: SparkSession, settings: Settings, run_id: str, cfg: DetectionConfig) -> None:
+        from jobs.io.delta_sink import DeltaMerger
+
+        self.spark, self.settings, self.cfg = spark, settings, cfg
+        self.latency = DeltaMerger(
+            settings.table_path(CONTROL_REQUEST_LATENCY.name),
+            CONTROL_REQUEST_LATENCY,
+            f"detect_pairing-latency-{run_id}",
+            ["request_key"],
+        )
+        self.alerts = AlertWriter(settings, "detect_pairing", run_id, cfg)
+        self.holder: dict[str, Any] = {"name": "detect_pairing"}
+
+    def _fetcher_lines(self, batch: DataFrame) -> DataFrame:
+        """state_change_events of the batch's clusters and days (LOCK_CONTENTION's fetcher bursts)."""
+        from pyspark.sql import functions as F
+
+        from jobs.io.delta_read import read_delta
+
+        keys = (
+            batch.select("cluster", F.to_date(F.coalesce("handling_ts", "finished_ts")).alias("date"))
+            .where(F.col("date").isNotNull())
+            .distinct()
+            .collect()
+        )
+        sce = read_delta(self.spark, self.settings.table_path(STATE_CHANGE_EVENTS.name))
+        if not keys:
+            return sce.limit(0)
+        conds = [(F.col("cluster") == k["cluster"]) & (F.col("date") == k["date"]) for k in keys]
+        cond = conds[0]
+        for c in conds[1:]:
+            cond = cond | c
+        return sce.where(cond)
+
+    def __call__(self, df: DataFrame, batch_id: int) -> None:
+        from pyspark.sql import functions as F
+
+        from pipelines.detection.detectors import latency_candidates
+
+        watermark = _watermark(self.holder)
+        rows = df.select(
+            *list(df.columns),
+            F.current_timestamp().alias("updated_at"),
+            F.to_date(F.coalesce("sent_ts", "handling_ts", "finished_ts")).alias("date"),
+        ).persist()
+        try:
+            self.latency.write(rows, batch_id)
+            slow = rows.where(F.col("processing_ms") >= F.lit(self.cfg.threshold("LOCK_CONTENTION").warning))
+            fetch = (
+                self._fetcher_lines(slow)
+                if not slow.isEmpty()
+                else self.spark.createDataFrame([], STATE_CHANGE_EVENTS.to_spark())
+            )
+            cands = _candidates_list(latency_candidates(rows, fetch, self.cfg))
+            n = self.alerts.write(cands, watermark, batch_id)
+            log.info("detect_pairing batch %d: %d candidate(s), %d alert row(s)", batch_id, len(cands), n)
+        finally:
+            rows.unpersist()
+
+
+class LogsBatch:
+    """foreachBatch of detect_logs: state-change + request-log rows -> stale-epoch / queued-behind-data alerts."""
+
+    def __init__(self, settings: Settings, run_id: str, cfg: DetectionConfig) -> None:
+        self.cfg = cfg
+        self.alerts = AlertWriter(settings, "detect_logs", run_id, cfg)
+        self.holder: dict[str, Any] = {"name": "detect_logs"}
+
+    def __call__(self, df: DataFrame, batch_id: int) -> None:
+        from pyspark.sql import functions as F
+
+        from pipelines.detection.detectors import log_candidates
+
+        watermark = _watermark(self.holder)
+        df = df.persist()
+        try:
+            sc = df.where(F.col("_src") == "sc").select(*[F.col(n) for n in STATE_CHANGE_EVENTS.names])
+            rq = df.where(F.col("_src") == "rq").select(*[F.col(f"rq_{n}").alias(n) for n in REQUEST_EVENTS.names])
+            cands = _candidates_list(log_candidates(sc, rq, self.cfg))
+            n = self.alerts.write(cands, watermark, batch_id)
+            log.info("detect_logs batch %d: %d candidate(s), %d alert row(s)", batch_id, len(cands), n)
+        finally:
+            df.unpersist()
+
+
+class MetricsBatch:
+    """foreachBatch of detect_metrics: updated metric windows -> metric detectors -> alerts."""
+
+    def __init__(self, settings: Settings, run_id: str, cfg: DetectionConfig) -> None:
+        self.cfg = cfg
+        self.alerts = AlertWriter(settings, "detect_metrics", run_id, cfg)
+        self.holder: dict[str, Any] = {"name": "detect_metrics"}
+
+    def __call__(self, df: DataFrame, batch_id: int) -> None:
+        from pipelines.detection.detectors import metric_candidates
+
+        watermark = _watermark(self.holder)
+        cands = _candidates_list(metric_candidates(df, self.cfg))
+        n = self.alerts.write(cands, watermark, batch_id)
+        log.info("detect_metrics batch %d: %d candidate(s), %d alert row(s)", batch_id, len(cands), n)
+
+
+class RollupsBatch:
+    """foreachBatch of detect_rollups: updated 1-minute windows -> MERGE metric_rollups_1m."""
+
+    KEYS = ("cluster", "broker_id", "signal", "listener", "request", "attribute", "minute")
+
+    def __init__(self, settings: Settings, run_id: str) -> None:
+        from jobs.io.delta_sink import DeltaMerger
+
+        self.merger = DeltaMerger(
+            settings.table_path(METRIC_ROLLUPS_1M.name), METRIC_ROLLUPS_1M, f"detect_rollups-{run_id}", list(self.KEYS)
+        )
+        self.holder: dict[str, Any] = {"name": "detect_rollups"}
+
+    def __call__(self, df: DataFrame, batch_id: int) -> None:
+        self.merger.write(df, batch_id)
+
+
+def _stream(spark: SparkSession, settings: Settings, table: Any) -> DataFrame:
+    path = os.path.abspath(settings.table_path(table.name))
+    return spark.readStream.format("planewatch_delta").load(path)
+
+
+def _logs_input(sc: DataFrame, rq: DataFrame) -> DataFrame:
+    """Both log tables in one stream: state-change columns + request columns prefixed `rq_`, tagged by `_src`."""
+    from pyspark.sql import functions as F
+
+    sc_types = {f.name: f.dataType for f in STATE_CHANGE_EVENTS.to_spark().fields}
+    rq_types = {f.name: f.dataType for f in REQUEST_EVENTS.to_spark().fields}
+    left = sc.select(
+        F.lit("sc").alias("_src"),
+        *[F.col(n) for n in STATE_CHANGE_EVENTS.names],
+        *[F.lit(None).cast(rq_types[n]).alias(f"rq_{n}") for n in REQUEST_EVENTS.names],
+    )
+    right = rq.select(
+        F.lit("rq").alias("_src"),
+        *[F.lit(None).cast(sc_types[n]).alias(n) for n in STATE_CHANGE_EVENTS.names],
+        *[F.col(n).alias(f"rq_{n}") for n in REQUEST_EVENTS.names],
+    )
+    both = left.unionByName(right)
+    return both.withColumn("_ts", F.coalesce("ts", "rq_ts"))
+
+
+def start_detection_queries(spark: SparkSession, settings: Settings) -> list[StreamingQuery]:
+    """Start the four detection queries (see the module doc); --once: availableNow. Returns them running."""
+    from jobs.ingest import app_run_id
+    from jobs.io.delta_read import DeltaStreamSource
+    from jobs.io.delta_sink import ensure_table
+    from pipelines.detection.events import heartbeats, pairing_input
+    from pipelines.detection.metric_detectors import metric_rollups, metric_windows
+    from pipelines.detection.operator import pair_requests
+
+    cfg = DetectionConfig.from_mapping(settings.detection)
+    spark.dataSource.register(DeltaStreamSource)
+    for t in (STATE_CHANGE_EVENTS, REQUEST_EVENTS, METRIC_SAMPLES, CONTROL_REQUEST_LATENCY, ALERTS, METRIC_ROLLUPS_1M):
+        ensure_table(os.path.abspath(settings.table_path(t.name)), t)
+    delay = f"{int(cfg.watermark_delay_s * 1000)} milliseconds"
+
+    sc = _stream(spark, settings, STATE_CHANGE_EVENTS)
+    ms = _stream(spark, settings, METRIC_SAMPLES)
+    rq = _stream(spark, settings, REQUEST_EVENTS)
+    plans: list[tuple[str, DataFrame, Any, str]] = []
+    ids = {q: app_run_id(settings.checkpoint_path(q)) for q in QUERIES}
+    pairing = pair_requests(pairing_input(sc).unionByName(heartbeats(ms)).unionByName(heartbeats(sc)), cfg)
+    plans.append(("detect_pairing", pairing, PairingBatch(spark, settings, ids["detect_pairing"], cfg), "append"))
+    logs = _logs_input(sc, rq).withWatermark("_ts", delay)
+    plans.append(("detect_logs", logs, LogsBatch(settings, ids["detect_logs"], cfg), "append"))
+    plans.append(
+        ("detect_metrics", metric_windows(ms, cfg), MetricsBatch(settings, ids["detect_metrics"], cfg), "update")
+    )
+    plans.append(("detect_rollups", metric_rollups(ms), RollupsBatch(settings, ids["detect_rollups"]), "update"))
+
+    queries: list[StreamingQuery] = []
+    for name, frame, handler, mode in plans:
+        writer = (
+            frame.writeStream.queryName(name)
+            .outputMode(mode)
+            .option("checkpointLocation", settings.checkpoint_path(name))
+            .foreachBatch(handler)
+        )
+        writer = (
+            writer.trigger(availableNow=True)
+            if settings.once
+            else writer.trigger(processingTime=settings.trigger_interval)
+        )
+        q = writer.start()
+        handler.holder["query"] = q
+        queries.append(q)
+        log.info("started %s (checkpoint %s)", name, settings.checkpoint_path(name))
+        _settle(q, settings.once)
+    return queries
+
+
+def _settle(q: StreamingQuery, once: bool) -> None:
+    """Start the queries one after the other: each query plans its Python sources and pandas workers when it
+    starts, and starting four at once on a small, busy machine made Python workers miss Spark's connect-back
+    timeout. --once: wait for the query to finish; continuous: wait for its first progress (bounded)."""
+    import time
+
+    if once:
+        q.awaitTermination()
+        return
+    deadline = time.monotonic() + STARTUP_WAIT_S
+    while q.isActive and q.lastProgress is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """spark-submit entry point: detection only (ingestion runs in jobs/ingest_*.py)."""
+    from jobs.io.session import build_session
+    from jobs.io.settings import add_arguments, load_settings
+
+    parser = argparse.ArgumentParser(
+        prog="detect", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    settings = load_settings(args.config, args)
+    spark = build_session(settings, "planewatch-detect")
+    spark.sparkContext.setLogLevel("WARN")
+    queries: list[StreamingQuery] = []
+    try:
+        queries = start_detection_queries(spark, settings)
+        for q in queries:
+            q.awaitTermination()
+            if q.exception() is not None:
+                log.error("query %s failed: %s", q.name, q.exception())
+                return 1
+        return 0
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        for q in queries:
+            if q.isActive:
+                q.stop()
+        spark.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
