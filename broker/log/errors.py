@@ -12,11 +12,13 @@ __all__ = [
     "KAFKA_STORAGE_ERROR",
     "MESSAGE_TOO_LARGE",
     "OFFSET_OUT_OF_RANGE",
+    "RECORD_LIST_TOO_LARGE",
     "UNKNOWN_SERVER_ERROR",
     "CorruptRecordError",
     "LogDirInUseError",
     "LogError",
     "OffsetOutOfRangeError",
+    "RecordBatchTooLargeError",
     "RecordTooLargeError",
     "StorageError",
     "UnexpectedAppendOffsetError",
@@ -27,6 +29,7 @@ UNKNOWN_SERVER_ERROR = -1
 OFFSET_OUT_OF_RANGE = 1
 CORRUPT_MESSAGE = 2
 MESSAGE_TOO_LARGE = 10
+RECORD_LIST_TOO_LARGE = 18
 KAFKA_STORAGE_ERROR = 56
 
 
@@ -46,6 +49,12 @@ class RecordTooLargeError(LogError):
     """A record batch above ``max.message.bytes`` (Kafka's RecordTooLargeException)."""
 
     error_code = MESSAGE_TOO_LARGE
+
+
+class RecordBatchTooLargeError(LogError):
+    """An append larger than ``segment.bytes``: it could never fit a segment (Kafka's RecordBatchTooLargeException)."""
+
+    error_code = RECORD_LIST_TOO_LARGE
 
 
 class OffsetOutOfRangeError(LogError):

@@ -23,7 +23,13 @@ from ._loader import load_segments
 from .checkpoint import CheckpointDelay, TopicPartition
 from .config import LogConfig
 from .epoch_cache import LeaderEpochCache
-from .errors import LogError, OffsetOutOfRangeError, StorageError, UnexpectedAppendOffsetError
+from .errors import (
+    LogError,
+    OffsetOutOfRangeError,
+    RecordBatchTooLargeError,
+    StorageError,
+    UnexpectedAppendOffsetError,
+)
 from .results import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, AppendInfo, FetchData, LogStartOffsetIncrementReason
 from .segment import LogSegment
 
@@ -188,6 +194,10 @@ class Log:
 
     def _append_locked(self, buf: bytes | bytearray, batches: list[BatchInfo], now: int,
                        log_append_time: int) -> AppendInfo:
+        if len(buf) > self.config.segment_bytes:
+            raise RecordBatchTooLargeError(
+                f"Message batch size is {len(buf)} bytes in append to partition {self.topic_partition} which exceeds "
+                f"the maximum configured segment size of {self.config.segment_bytes}.")
         first, last = batches[0].base_offset, batches[-1].last_offset
         segment = self._segments[-1]
         newest = max(b.max_timestamp for b in batches)

@@ -165,6 +165,17 @@ def test_batch_above_max_message_bytes(tmp_path: Path) -> None:
     log.close()
 
 
+def test_append_larger_than_a_segment(tmp_path: Path) -> None:
+    from broker.log import RecordBatchTooLargeError
+
+    log = open_log(tmp_path, LogConfig(segment_bytes=1_000))
+    with pytest.raises(RecordBatchTooLargeError, match="exceeds the maximum configured segment size of 1000") as err:
+        log.append_as_leader(batch(5, size=100) + batch(5, size=100), 0)
+    assert err.value.error_code == 18  # RECORD_LIST_TOO_LARGE
+    assert log.log_end_offset == 0
+    log.close()
+
+
 def test_log_append_time_stamps_and_recomputes_crc(tmp_path: Path) -> None:
     log = open_log(tmp_path, LogConfig(message_timestamp_type="LogAppendTime"), clock=lambda: 1_700_000_000_123)
     info = log.append_as_leader(batch(3, ts=5), 0)
