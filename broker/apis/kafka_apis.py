@@ -32,6 +32,7 @@ from broker.log4j import Log4j, default_log4j
 from broker.network.request import Request, Response
 from broker.protocol import (
     API_NAMES,
+    REGISTRY,
     SUPPORTED,
     ApiKey,
     CorruptRequest,
@@ -45,13 +46,35 @@ from broker.protocol import (
     request_to_json,
     response_to_json,
 )
+from broker.protocol.codec import DECODE_ERRORS, message_codec
+from broker.protocol.headers import read_request_header
 from broker.state import BrokerState, ControllerMovedError, Endpoint, LiveBroker, TopicPartition
 from broker.state.decisions import STALE_BROKER_EPOCH
 
-__all__ = ["Handler", "HandlerResult", "KafkaApis"]
+__all__ = ["Handler", "HandlerResult", "KafkaApis", "decode_ignoring_trailing_bytes"]
 
 _ZERO_UUID = uuid.UUID(int=0)
 _PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+
+
+def decode_ignoring_trailing_bytes(frame: bytes) -> tuple[RequestHeader, dict[str, Any]] | None:
+    """Decode a request whose body is followed by extra bytes, as Kafka's parser does (it never checks that the
+    buffer was consumed); None when the request is garbled before its end.
+
+    Real clients depend on it: librdkafka 2.x sends Metadata v9+ "all topics" with its 4-byte array-count
+    placeholder left in place (``00 00 00 00`` instead of the varint ``00``), so three bytes follow the body; Kafka
+    reads the padding as AllowAutoTopicCreation=false etc. and ignores the rest.
+    """
+    try:
+        header, pos = read_request_header(bytes(frame))
+        lo, hi = SUPPORTED.get(header.api_key, (1, 0))
+        if not lo <= header.api_version <= hi:
+            return None
+        _, decoder = message_codec(REGISTRY[header.api_key][0], header.api_version)
+        body, _end = decoder(bytes(frame), pos)
+    except (CorruptRequest, *DECODE_ERRORS):
+        return None
+    return header, body
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,9 +148,12 @@ class KafkaApis:
                            f"{exc.header.api_key} (planewatch)")
             return Response(None, close=True)
         except CorruptRequest as exc:
-            self._log.info(f"Closing connection {request.connection_id} from {request.client_host}: {exc} "
-                           "(planewatch)")
-            return Response(None, close=True, metric_name=API_NAMES.get(request.header.api_key, ""))
+            lenient = decode_ignoring_trailing_bytes(request.frame)
+            if lenient is None:
+                self._log.info(f"Closing connection {request.connection_id} from {request.client_host}: {exc} "
+                               "(planewatch)")
+                return Response(None, close=True, metric_name=API_NAMES.get(request.header.api_key, ""))
+            header, body = lenient
         name = API_NAMES.get(header.api_key, str(header.api_key))
         handler = self._handlers.get(header.api_key)
         try:

@@ -544,3 +544,15 @@ def test_metadata_by_topic_id(broker: Broker) -> None:
                                            "include_topic_authorized_operations": False}, DATA)
     got = sorted((t["error_code"], t["name"], t["topic_id"]) for t in md["topics"])
     assert got == [(0, "bar", uuid.UUID(int=7)), (100, None, uuid.UUID(int=9))]
+
+
+def test_trailing_bytes_after_the_body_are_ignored_as_kafka_does(broker: Broker) -> None:
+    broker.call(ApiKey.UPDATE_METADATA, 7, um_body(7, [pstate(0)]))
+    # librdkafka 2.16's Metadata v12 "all topics" request, as captured: 00 00 00 00 | 01 00 00 after the header
+    frame = bytes.fromhex("0003000c00000003000772646b61666b610000000000010000")
+    resp = broker.apis.handle(raw_request(frame, DATA))
+    assert not resp.close
+    assert resp.frame is not None
+    corr, md = decode_response(ApiKey.METADATA, 12, resp.frame[4:])
+    assert corr == 3
+    assert [t["name"] for t in md["topics"]] == ["bar"]

@@ -187,3 +187,27 @@ def test_bad_broker_epoch_setting_names_the_key(tmp_path: Path) -> None:
 
     with pytest.raises(ValueError, match=r"Invalid value soon for configuration broker\.epoch"):
         build_kafka_apis(FakeServer())
+
+
+def test_confluent_kafka_sees_the_metadata_fed_by_update_metadata(server: KafkaServer) -> None:
+    """An independent real client (librdkafka): Metadata after an UpdateMetadata sent by the controller side."""
+    from confluent_kafka.admin import AdminClient
+
+    from broker.controller import BrokerNode, ControllerChannelManager, ControlRequestSender
+    from broker.controller.requests import endpoints_of
+    from broker.state.model import CachedPartition
+
+    port = server.bound_port("PLAINTEXT")
+    with ControllerChannelManager(1, 5, log4j=Log4j()) as channel:
+        channel.add_broker(BrokerNode(1, "127.0.0.1", port))
+        cached = [CachedPartition("lib-topic", p, 5, 1, 3, (1,), 0, (1,)) for p in range(4)]
+        live = [endpoints_of(1, {"PLAINTEXT": ("127.0.0.1", port)})]
+        futures = ControlRequestSender(channel).send_update_metadata([1], 7, cached, live, broker_epochs={1: 40})
+        assert futures[1].result(20).body["error_code"] == 0
+    admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}", "socket.timeout.ms": 5000})
+    md = admin.list_topics(timeout=10)
+    assert md.cluster_id == "wire-cluster"
+    assert md.controller_id == 1
+    assert sorted(md.topics["lib-topic"].partitions) == [0, 1, 2, 3]
+    assert {p.leader for p in md.topics["lib-topic"].partitions.values()} == {1}
+    assert [(b.id, str(b.host), b.port) for b in md.brokers.values()] == [(1, "127.0.0.1", port)]
