@@ -20,6 +20,16 @@ from broker.log4j import Log4j, default_log4j
 from ._batch import BatchInfo, patch_offset_and_epoch, read_header, stamp_log_append_time, validate_batches
 from ._lines import DEFAULT_LINE_VERSION, log_identity, log_start_offset_line
 from ._loader import load_segments
+from ._retention import (
+    Predicate,
+    deletable_prefix,
+    log_start_breach,
+    retention_ms_breach,
+    retention_size_breach,
+    size_messages,
+    start_breach_message,
+    time_messages,
+)
 from .checkpoint import CheckpointDelay, TopicPartition
 from .config import LogConfig
 from .epoch_cache import LeaderEpochCache
@@ -403,64 +413,35 @@ class Log:
         """Retention: delete whole old segments breaching ``retention.ms``, ``retention.bytes`` or below the log
         start offset (never one holding offsets at or above the high watermark); returns how many."""
         now = self._clock()
+        cfg = self.config
         with self._lock:
             self._check_open()
             deleted = 0
-            if self.config.retention_ms >= 0:
-                deleted += self._delete_where(
-                    lambda s, _n: now - s.largest_timestamp > self.config.retention_ms, self._log_retention_ms)
-            if self.config.retention_bytes >= 0:
-                excess = [self.size_bytes - self.config.retention_bytes]
-
-                def over_size(segment: LogSegment, _next: LogSegment | None) -> bool:
-                    if excess[0] - segment.size >= 0:
-                        excess[0] -= segment.size
-                        return True
-                    return False
-
-                deleted += self._delete_where(over_size, self._log_retention_bytes)
-            deleted += self._delete_where(
-                lambda _s, n: n is not None and n.base_offset <= self._log_start_offset, self._log_start_breach)
+            if cfg.retention_ms >= 0:
+                deleted += self._delete_where(retention_ms_breach(now, cfg.retention_ms),
+                                              lambda doomed: time_messages(doomed, cfg.retention_ms))
+            if cfg.retention_bytes >= 0:
+                total = self.size_bytes
+                deleted += self._delete_where(retention_size_breach(total, cfg.retention_bytes),
+                                              lambda doomed: size_messages(doomed, total, cfg.retention_bytes))
+            deleted += self._delete_where(log_start_breach(self._log_start_offset),
+                                          lambda doomed: start_breach_message(doomed, self._log_start_offset))
         self.close_retired_segments(now)
         return deleted
 
-    def _delete_where(self, predicate: Callable[[LogSegment, LogSegment | None], bool],
-                      log_reason: Callable[[list[LogSegment]], None]) -> int:
-        doomed: list[LogSegment] = []
-        segments = self._segments
-        for i, segment in enumerate(segments):
-            nxt = segments[i + 1] if i + 1 < len(segments) else None
-            upper = nxt.base_offset if nxt is not None else self._next_offset
-            if self._high_watermark < upper or (nxt is None and segment.size == 0) or not predicate(segment, nxt):
-                break
-            doomed.append(segment)
+    def _delete_where(self, predicate: Predicate, messages: Callable[[list[LogSegment]], list[str]]) -> int:
+        doomed = deletable_prefix(self._segments, self._next_offset, self._high_watermark, predicate)
         if not doomed:
             return 0
-        if len(doomed) == len(segments):
-            self._roll(self._next_offset)
-        log_reason(doomed)
+        if len(doomed) == len(self._segments):
+            self._roll(self._next_offset)  # a log always keeps one segment: start the next before deleting all
+        for line in messages(doomed):
+            self.logger.info(line)
         kept = [s for s in self._segments if s not in doomed]
         self._retire(doomed)
         self._segments = kept
         self._increment_log_start_locked(kept[0].base_offset, LogStartOffsetIncrementReason.SEGMENT_DELETION)
         return len(doomed)
-
-    def _log_retention_ms(self, doomed: list[LogSegment]) -> None:
-        for segment in doomed:
-            basis = "largest record timestamp" if segment.max_timestamp >= 0 else "last modified time"
-            self.logger.info(f"Deleting segment {segment} due to retention time {self.config.retention_ms}ms breach "
-                             f"based on the {basis} in the segment")
-
-    def _log_retention_bytes(self, doomed: list[LogSegment]) -> None:
-        size = self.size_bytes
-        for segment in doomed:
-            size -= segment.size
-            self.logger.info(f"Deleting segment {segment} due to retention size {self.config.retention_bytes} "
-                             f"breach. Log size after deletion will be {size}.")
-
-    def _log_start_breach(self, doomed: list[LogSegment]) -> None:
-        self.logger.info(f"Deleting segments due to log start offset {self._log_start_offset} breach: "
-                         f"{','.join(map(str, doomed))}")
 
     # -- durability ---------------------------------------------------------------------------------------------
     def flush(self, offset: int | None = None) -> None:
