@@ -211,3 +211,11 @@ def test_confluent_kafka_sees_the_metadata_fed_by_update_metadata(server: KafkaS
     assert sorted(md.topics["lib-topic"].partitions) == [0, 1, 2, 3]
     assert {p.leader for p in md.topics["lib-topic"].partitions.values()} == {1}
     assert [(b.id, str(b.host), b.port) for b in md.brokers.values()] == [(1, "127.0.0.1", port)]
+    # and kafka-python (pure Python, its own protocol classes)
+    from kafka import KafkaConsumer
+
+    consumer = KafkaConsumer(bootstrap_servers=f"127.0.0.1:{port}", request_timeout_ms=10_000)
+    try:
+        assert consumer.partitions_for_topic("lib-topic") == {0, 1, 2, 3}
+    finally:
+        consumer.close()
