@@ -166,3 +166,33 @@ def test_epoch_cache_survives_restart_and_its_flush_goes_through_the_delay_hook(
     assert reopened.end_offset_for_epoch(9) == (-1, -1)
     assert reopened.end_offset_for_epoch(1) == (1, 0)
     reopened.close()
+
+
+def test_recovery_at_every_kind_of_cut_point(tmp_path: Path) -> None:
+    """Cut the active segment at 40 seeded positions (inside headers, records, exactly on boundaries):
+    recovery always ends on the last batch that is whole before the cut."""
+    source = tmp_path / "source"
+    bases, end = _fill(source, batches=12)
+    segment = _last_segment_file(source)
+    data = segment.read_bytes()
+    boundaries, pos = [0], 0
+    while pos < len(data):
+        pos += int.from_bytes(data[pos + 8:pos + 12], "big") + 12
+        boundaries.append(pos)
+    rng = random.Random(1234)
+    cuts = sorted({*rng.sample(range(len(data)), 36), *boundaries[1:5]})
+    for n, cut in enumerate(cuts):
+        root = tmp_path / f"cut{n}"
+        (root / str(TP)).mkdir(parents=True)
+        for f in (source / str(TP)).iterdir():
+            (root / str(TP) / f.name).write_bytes(f.read_bytes())
+        os.truncate(root / str(TP) / segment.name, cut)
+        log = open_log(root, SMALL, recovery_point=bases[-1])
+        whole = max(b for b in boundaries if b <= cut)
+        batches_kept = boundaries.index(whole)
+        assert log.log_end_offset == bases[-1] + 3 * batches_kept, cut
+        assert log.segments[-1].size == whole
+        if batches_kept:
+            assert base_offsets(log.read(bases[-1], 10**6).records) == [bases[-1] + 3 * i for i in range(batches_kept)]
+        log.close()
+    assert end == bases[-1] + 3 * (len(boundaries) - 1)
