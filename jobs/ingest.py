@@ -22,7 +22,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from jobs.io.delta_sink import DeltaSink, ensure_table
+from jobs.io.delta_sink import DeltaSink, SinkResult, ensure_table
 from jobs.io.settings import Settings
 from schemas.tables import (
     DQ_RESULTS,
@@ -130,6 +130,13 @@ def _validation_quarantine(bad: DataFrame, table: Table) -> DataFrame:
     )
 
 
+def _rows_of(result: SinkResult, frame: DataFrame) -> int:
+    """Rows written, from the Parquet footers the sink read; a skipped (replayed) batch is counted by Spark."""
+    if result.skipped or result.mode != "delta-rs":
+        return int(frame.count())
+    return result.rows
+
+
 @dataclass
 class BatchReport:
     """Counts of one micro-batch (logged, and the reconciliation row)."""
@@ -181,8 +188,7 @@ class IngestBatch:
         cached: list[DataFrame] = [raw]
         release: list[Any] = []
         try:
-            self.raw_sink.write(raw, batch_id)
-            report.raw = raw.count()
+            report.raw = _rows_of(self.raw_sink.write(raw, batch_id), raw)
             if report.raw == 0:
                 return
             parsed = _parse(raw, self.family)
@@ -198,8 +204,7 @@ class IngestBatch:
                 good, bad = self._validate(frame, sink.table)
                 good = good.persist()
                 cached.append(good)
-                sink.write(good, batch_id)
-                n_good = good.count()
+                n_good = _rows_of(sink.write(good, batch_id), good)
                 report.silver[sink.table.name] = n_good
                 if bad is not None:
                     bad = bad.persist()
@@ -213,8 +218,7 @@ class IngestBatch:
                 quarantine = quarantine.unionByName(part, allowMissingColumns=True)
             quarantine = quarantine.persist()
             cached.append(quarantine)
-            self.quarantine_sink.write(quarantine, batch_id)
-            report.quarantine = quarantine.count()
+            report.quarantine = _rows_of(self.quarantine_sink.write(quarantine, batch_id), quarantine)
             report.unused = parsed.unused.count() if parsed.unused is not None else 0
             dq_rows.append(self._reconciliation_row(report))
             self._write_dq(dq_rows, batch_id)

@@ -97,8 +97,8 @@ class _DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, path: str, schema: StructType, options: dict[str, str]) -> None:
         self.path = path
         self.schema_ = schema
-        self.max_files = int(options.get("maxFilesPerTrigger", DEFAULT_MAX_FILES_PER_TRIGGER))
-        self.starting_version = int(options.get("startingVersion", -1))
+        self.max_files = int(options.get("maxfilespertrigger", DEFAULT_MAX_FILES_PER_TRIGGER))
+        self.starting_version = int(options.get("startingversion", -1))
         self.target: int | None = None
 
     def _latest_version(self) -> int:
@@ -189,4 +189,4 @@ class DeltaStreamSource(DataSource):
         return _spark_schema(pa.schema(DeltaTable(path).schema().to_arrow()))
 
     def streamReader(self, schema: StructType) -> _DeltaStreamReader:
-        return _DeltaStreamReader(self._path(), schema, dict(self.options))
+        return _DeltaStreamReader(self._path(), schema, {str(k).lower(): str(v) for k, v in self.options.items()})

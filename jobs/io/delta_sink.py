@@ -81,6 +81,7 @@ class SinkResult:
     rows: int = 0
     version: int | None = None
     duration_ms: float = 0.0
+    mode: str = "delta-rs"
 
 
 def app_slug(app_id: str) -> str:
@@ -248,7 +249,8 @@ class DeltaSink:
         if self.table.partition_by:
             writer = writer.partitionBy(*self.table.partition_by)
         writer.save(self.path)
-        return SinkResult(self.table.name, batch_id, False, duration_ms=(time.perf_counter() - t0) * 1e3)
+        dt_ms = (time.perf_counter() - t0) * 1e3
+        return SinkResult(self.table.name, batch_id, False, duration_ms=dt_ms, mode="delta-spark")
 
     def _write_delta_rs(self, df: DataFrame, batch_id: int) -> SinkResult:
         from deltalake import CommitProperties, DeltaTable, Schema, Transaction

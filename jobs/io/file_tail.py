@@ -82,7 +82,7 @@ class Piece:
 
 
 def _fingerprint(fh: Any, n: int = FINGERPRINT_BYTES) -> str:
-    """"<n>:<crc32 of the first n bytes>": tells a file from a new one that reuses its inode."""
+    """ "<n>:<crc32 of the first n bytes>": tells a file from a new one that reuses its inode."""
     fh.seek(0)
     head = fh.read(n)
     return f"{len(head)}:{zlib.crc32(head):08x}"

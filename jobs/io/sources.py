@@ -74,8 +74,8 @@ class _FileStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             raise PipelineIOError("planewatch_files needs a path: .load(DIR)")
         self.family = _family(options)
         self.cluster = options.get("cluster") or None
-        self.default_cluster = options.get("defaultCluster", "default")
-        self.max_bytes = int(options.get("maxBytesPerTrigger", DEFAULT_MAX_BYTES_PER_TRIGGER))
+        self.default_cluster = options.get("defaultcluster", "default")
+        self.max_bytes = int(options.get("maxbytespertrigger", DEFAULT_MAX_BYTES_PER_TRIGGER))
         if self.max_bytes <= 0:
             raise PipelineIOError(f"maxBytesPerTrigger must be positive, got {self.max_bytes}")
         self.available_now: dict[str, dict[str, Any]] | None = None
@@ -124,7 +124,7 @@ class FileStreamSource(DataSource):
         return RAW_RECORD_DDL
 
     def streamReader(self, schema: StructType) -> _FileStreamReader:
-        return _FileStreamReader(dict(self.options))
+        return _FileStreamReader({str(k).lower(): str(v) for k, v in self.options.items()})
 
 
 # ---------------------------------------------------------------------------------------------------- Kafka
@@ -182,12 +182,12 @@ class _KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             raise PipelineIOError("planewatch_kafka needs option topics (comma-separated)")
         self.options = options
         self.family = _family(options)
-        self.starting = options.get("startingOffsets", "earliest")
+        self.starting = options.get("startingoffsets", "earliest")
         if self.starting not in ("earliest", "latest"):
             raise PipelineIOError(f"startingOffsets must be earliest or latest, got {self.starting!r}")
-        self.max_records = int(options.get("maxRecordsPerTrigger", DEFAULT_MAX_RECORDS_PER_TRIGGER))
+        self.max_records = int(options.get("maxrecordspertrigger", DEFAULT_MAX_RECORDS_PER_TRIGGER))
         self.cluster = options.get("cluster") or None
-        self.default_cluster = options.get("defaultCluster", "default")
+        self.default_cluster = options.get("defaultcluster", "default")
         self.available_now: dict[str, int] | None = None
 
     def _watermarks(self) -> dict[str, tuple[int, int]]:
@@ -349,7 +349,7 @@ class KafkaStreamSource(DataSource):
         return RAW_RECORD_DDL
 
     def streamReader(self, schema: StructType) -> _KafkaStreamReader:
-        return _KafkaStreamReader(dict(self.options))
+        return _KafkaStreamReader({str(k).lower(): str(v) for k, v in self.options.items()})
 
 
 def register_sources(spark: SparkSession) -> None:

@@ -24,6 +24,9 @@ def _context() -> Any:
         import great_expectations as gx
 
         ctx = gx.get_context(mode="ephemeral")
+        from great_expectations.data_context.types.base import ProgressBarsConfig
+
+        ctx.variables.progress_bars = ProgressBarsConfig(globally=False)
         try:
             ctx.enable_analytics(False)
         except Exception:
