@@ -60,7 +60,8 @@ def wall_clock_ms() -> int:
 
 
 class Log:
-    """A partition directory ``<log.dir>/<topic>-<partition>`` and its segments. Build with :meth:`open`."""
+    """A partition directory ``<log.dir>/<topic>-<partition>`` and its segments (the broker gets them from
+    :class:`~broker.log.manager.LogManager`; tests may build one directly)."""
 
     def __init__(self, directory: Path, topic_partition: TopicPartition, config: LogConfig, *,
                  recovery_point: int = 0, log_start_offset: int = 0, high_watermark: int | None = None,

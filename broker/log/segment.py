@@ -43,7 +43,8 @@ def whole_batches_prefix(data: bytes) -> int:
 
 
 class LogSegment:
-    """A segment's files and in-memory state. Construct with :meth:`open`."""
+    """A segment's files and in-memory state (opened or created by the constructor, then :meth:`load`ed or
+    :meth:`recover`ed by the loader)."""
 
     def __init__(self, directory: Path, base_offset: int, index_interval_bytes: int, max_index_bytes: int,
                  now_ms: int) -> None:
