@@ -258,6 +258,9 @@ class Processor(threading.Thread):
                 continue
             conn.inflight = (request, response)
             conn.send_buf = memoryview(response.frame)
+            # Try the write now: a response usually fits the socket buffer, which saves a select round trip (and a
+            # GIL hand-over) per request; what does not fit is finished by poll() when the socket is writable.
+            self._write(conn)
             self._set_interest(conn)
 
     def _mark_ready(self, conn: _Conn) -> None:
@@ -265,7 +268,7 @@ class Processor(threading.Thread):
             self._ready[conn.id] = conn
 
     def poll(self) -> None:
-        pending = not self.new_connections.empty() or bool(self._responses) or bool(self._ready)
+        pending = bool(self._responses or self._ready or self._completed_sends) or not self.new_connections.empty()
         timeout = 0.0 if pending else POLL_TIMEOUT_S
         start = self._clock()
         events = self._selector.select(timeout)
