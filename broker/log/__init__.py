@@ -45,6 +45,21 @@ offset; every move is logged as ``[Log partition=t-0, dir=/d] Incremented log st
 lock, as Kafka before 3.7 does; :class:`CheckpointDelay` (``planewatch.leader.epoch.checkpoint.delay.ms``) slows
 that fsync on purpose for the KAFKA-6974 scenario.
 
+How the broker uses it (one :class:`LogManager` per broker; call :meth:`LogManager.startup` first)::
+
+    manager = LogManager.from_properties(server_properties, log4j=..., metrics=...)
+    manager.startup()                      # lock dirs, load + recover every partition
+    manager.start()                        # retention / flush.ms / checkpoints thread
+    log = manager.get_or_create_log(TopicPartition(topic, partition))
+    # Produce (leader):   info = log.append_as_leader(records, leader_epoch, durable=(acks == -1))
+    #                     log.update_high_watermark(log.log_end_offset)   # ISR = {self}
+    # Fetch (consumer):   log.read(offset, partition_max_bytes, max_offset=log.high_watermark, min_one_batch=first)
+    # Fetch (follower):   log.read(offset, partition_max_bytes)            # up to the log end offset
+    # ListOffsets:        log.offset_for_timestamp(ts, max_offset=log.high_watermark)   # -2 earliest, -1 latest
+    # Replica fetcher:    log.append_as_follower(records); log.update_high_watermark(leader_hw);
+    #                     log.increment_log_start_offset(leader_lso, LEADER_OFFSET_INCREMENTED); log.truncate_to(o)
+    manager.shutdown()                     # flush, checkpoints, .kafka_cleanshutdown
+
 Errors are :class:`LogError` subclasses carrying Kafka's error code (CORRUPT_MESSAGE, MESSAGE_TOO_LARGE,
 OFFSET_OUT_OF_RANGE, KAFKA_STORAGE_ERROR): bad input never corrupts the log.
 """

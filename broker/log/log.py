@@ -148,7 +148,8 @@ class Log:
             return self._high_watermark
 
     # -- appends ------------------------------------------------------------------------------------------------
-    def append_as_leader(self, records: bytes, leader_epoch: int, *, durable: bool = False) -> AppendInfo:
+    def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int, *,
+                         durable: bool = False) -> AppendInfo:
         """Validate ``records``, assign offsets from the log end offset, stamp ``leader_epoch``, append.
 
         Args:
@@ -178,7 +179,7 @@ class Log:
         self._after_append(durable, result.last_offset + 1)
         return result
 
-    def append_as_follower(self, records: bytes, *, durable: bool = False) -> AppendInfo:
+    def append_as_follower(self, records: bytes | bytearray | memoryview, *, durable: bool = False) -> AppendInfo:
         """Append batches fetched from the leader, keeping their offsets and leader epochs.
 
         Raises:
@@ -203,7 +204,7 @@ class Log:
         self._after_append(durable, result.last_offset + 1)
         return result
 
-    def _append_locked(self, buf: bytes | bytearray, batches: list[BatchInfo], now: int,
+    def _append_locked(self, buf: bytes | bytearray | memoryview, batches: list[BatchInfo], now: int,
                        log_append_time: int) -> AppendInfo:
         if len(buf) > self.config.segment_bytes:
             raise RecordBatchTooLargeError(

@@ -164,7 +164,7 @@ class LogSegment:
         return None
 
     # -- appends -----------------------------------------------------------------------------------------------
-    def append(self, data: bytes | bytearray, batches: list[BatchInfo]) -> None:
+    def append(self, data: bytes | bytearray | memoryview, batches: list[BatchInfo]) -> None:
         """Write ``data`` (whose batches are ``batches``, positions relative to ``data``) at the end.
 
         Raises:
