@@ -556,3 +556,20 @@ def test_trailing_bytes_after_the_body_are_ignored_as_kafka_does(broker: Broker)
     corr, md = decode_response(ApiKey.METADATA, 12, resp.frame[4:])
     assert corr == 3
     assert [t["name"] for t in md["topics"]] == ["bar"]
+
+
+@pytest.mark.parametrize("version", list(range(13)))
+def test_metadata_every_version(broker: Broker, version: int) -> None:
+    broker.call(ApiKey.UPDATE_METADATA, 7, um_body(7, [pstate(0), pstate(1, leader=2, isr=[2], replicas=[2])],
+                                                       brokers=(1, 2)))
+    topics: Any = [{"name": "bar", "topic_id": uuid.UUID(int=0)}] if version else [{"name": "bar"}]
+    md = broker.call(ApiKey.METADATA, version, {"topics": topics, "allow_auto_topic_creation": False,
+                                                "include_topic_authorized_operations": False}, DATA)
+    assert sorted(b["node_id"] for b in md["brokers"]) == [1, 2]
+    (bar,) = md["topics"]
+    got = [(p["partition_index"], p["leader_id"], p["error_code"]) for p in bar["partitions"]]
+    assert got == [(0, 1, 0), (1, 2, 0)]
+    if version >= 1:
+        assert md["controller_id"] == 1
+    if version >= 2:
+        assert md["cluster_id"] == "pw-cluster"
