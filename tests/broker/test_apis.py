@@ -573,3 +573,41 @@ def test_metadata_every_version(broker: Broker, version: int) -> None:
         assert md["controller_id"] == 1
     if version >= 2:
         assert md["cluster_id"] == "pw-cluster"
+
+
+def test_concurrent_reads_and_control_requests(broker: Broker) -> None:
+    """Handler threads read Metadata while control requests change the state: every answer decodes, none fails."""
+    errors: list[BaseException] = []
+    stop_at = time.monotonic() + 10  # bound in time as well as in count
+
+    def reader() -> None:
+        try:
+            for _ in range(60):
+                if time.monotonic() > stop_at:
+                    return
+                md = broker.call(ApiKey.METADATA, 9, {"topics": None}, DATA)
+                for t in md["topics"]:
+                    assert t["error_code"] == 0
+        except BaseException as exc:
+            errors.append(exc)
+
+    def controller() -> None:
+        try:
+            for i in range(15):
+                states = [pstate(p, leader_epoch=10 + i) for p in range(20)]
+                assert broker.call(ApiKey.UPDATE_METADATA, 7, um_body(7, states))["error_code"] == 0
+                assert broker.call(ApiKey.LEADER_AND_ISR, 5, lai_body(5, states))["error_code"] == 0
+                assert broker.call(ApiKey.STOP_REPLICA, 3, sr_body(3, [i], delete=True, leader_epoch=-2)
+                                   )["error_code"] == 0
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=reader) for _ in range(3)] + [threading.Thread(target=controller)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not any(t.is_alive() for t in threads)
+    assert errors == []
+    # the last round re-created 0-19 (a newer leader epoch each round) and then deleted 14
+    assert sorted(tp.partition for tp in broker.state.partitions()) == [p for p in range(20) if p != 14]
