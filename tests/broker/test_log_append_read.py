@@ -141,7 +141,7 @@ def _lying_length(data: bytes) -> bytes:
     (lambda d: d + b"\x00\x00\x00", "trailing bytes"),
     (lambda d: b"", "no record batch"),
     (lambda d: d[:40], "exceeds the"),
-])
+], ids=["bad-crc", "bad-magic", "lying-length", "short-batch", "trailing-bytes", "empty", "header-only"])
 def test_corrupt_input_is_rejected_and_the_log_stays_healthy(tmp_path: Path, mangle, needle: str) -> None:
     log = open_log(tmp_path)
     log.append_as_leader(batch(2), 0)

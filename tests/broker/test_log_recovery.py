@@ -46,7 +46,7 @@ def _assert_consistent(log, end: int) -> None:  # type: ignore[no-untyped-def]
     (lambda f: f.open("ab").write(random.Random(7).randbytes(500)), 0),         # garbage after the end
     (lambda f: f.open("ab").write(b"\x00" * 4096), 0),                          # zero-filled tail
     (lambda f: f.open("ab").write(batch(3, tag=99)[:45]), 0),                   # partial header of a new batch
-])
+], ids=["torn-last-batch", "garbage-tail", "zero-filled-tail", "partial-header"])
 def test_unclean_shutdown_cuts_the_tail_back_to_the_last_whole_batch(tmp_path: Path, damage, lost_batches) -> None:
     bases, end = _fill(tmp_path)
     segment_file = _last_segment_file(tmp_path)

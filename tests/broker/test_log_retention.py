@@ -272,7 +272,7 @@ def test_log_manager_publishes_kafka_log_metrics(tmp_path: Path) -> None:
             "(kafka.log.Log)"),
     ("3.5", "INFO [UnifiedLog partition={tp}, dir={d}] Incremented log start offset to 4 due to leader offset "
             "increment (kafka.log.UnifiedLog)"),
-])
+], ids=["1.0", "1.1", "2.6", "3.5"])
 def test_log_start_offset_lines_of_each_kafka_era(tmp_path: Path, version: str, expected: str) -> None:
     from broker.log import LogManagerConfig
 
