@@ -7,8 +7,8 @@ builds them), appended with ``append_as_leader`` to one partition with Kafka's d
 except a 64 MiB segment size. Four measurements, each bounded in wall time (default 2 s) and batch count:
 
 * append, no fsync (acks=0/1 path)
-* append, fsync per append (acks=all path, ``durable=True``), one producer thread
-* append, fsync per append, 4 producer threads (group commit: one fsync covers appends made before it)
+* append, fdatasync per append (acks=all path, ``durable=True``), one producer thread
+* append, fdatasync per append, 4 producer threads (group commit: one sync covers appends made before it)
 * read, whole-log sequential fetches of 1 MiB (consumer path), from the page cache
 
 Numbers: batches/s, records/s and MB/s. The log dir defaults to a temp dir under ``/tmp`` (same disk as the
@@ -68,7 +68,7 @@ def _measure_append(root: Path, name: str, durable: bool, threads: int, seconds:
         w.join()
     elapsed = time.perf_counter() - start
     total = sum(c[0] for c in counters)
-    label = f"append {'fsync each' if durable else 'no fsync'}, {threads} thread{'s' if threads > 1 else ''}"
+    label = f"append {'fdatasync each' if durable else 'no fsync'}, {threads} thread{'s' if threads > 1 else ''}"
     _report(label, total, total * len(payload), elapsed)
     return log
 

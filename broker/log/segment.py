@@ -282,7 +282,8 @@ class LogSegment:
     def flush(self, *, indexes: bool = True) -> None:
         """fsync the log file and (unless told not to) both indexes."""
         try:
-            os.fsync(self._fd)
+            # fdatasync: the data and the file size (needed to read it back) reach the disk; the mtime need not.
+            os.fdatasync(self._fd)
             if indexes:
                 self.offset_index.flush()
                 self.time_index.flush()
