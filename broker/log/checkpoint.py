@@ -24,6 +24,7 @@ __all__ = [
     "CURRENT_VERSION",
     "CheckpointDelay",
     "TopicPartition",
+    "fsync_dir",
     "read_checkpoint",
     "read_offsets_checkpoint",
     "write_checkpoint",
@@ -88,7 +89,7 @@ def write_checkpoint(path: Path, lines: Iterable[str], *, before_fsync: Callable
                 before_fsync()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-        _fsync_dir(path.parent)
+        fsync_dir(path.parent)
     except OSError as exc:
         raise StorageError(f"Error while writing to checkpoint file {path}: {exc}") from exc
 
@@ -137,7 +138,19 @@ def read_offsets_checkpoint(path: Path) -> dict[TopicPartition, int]:
     return out
 
 
-def _fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: Path) -> None:
+    """fsync a directory, so file creations, renames and deletions in it survive a power loss.
+
+    Raises:
+        StorageError: the directory cannot be opened or synced.
+    """
+    try:
+        _sync_dir(directory)
+    except OSError as exc:
+        raise StorageError(f"Error while flushing directory {directory}: {exc}") from exc
+
+
+def _sync_dir(directory: Path) -> None:
     fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(fd)

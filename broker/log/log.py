@@ -30,7 +30,7 @@ from ._retention import (
     start_breach_message,
     time_messages,
 )
-from .checkpoint import CheckpointDelay, TopicPartition
+from .checkpoint import CheckpointDelay, TopicPartition, fsync_dir
 from .config import LogConfig
 from .epoch_cache import LeaderEpochCache
 from .errors import (
@@ -82,6 +82,7 @@ class Log:
         self.logger = logs.get_logger(logger_name, ident)
         self._lock = threading.Lock()
         self._flush_lock = threading.Lock()
+        self._dir_dirty = False
         directory.mkdir(parents=True, exist_ok=True)
         self.epoch_cache = LeaderEpochCache(directory, str(topic_partition), delay=epoch_checkpoint_delay, log4j=logs)
         result = load_segments(
@@ -232,6 +233,7 @@ class Log:
             self.flush()
 
     def _new_segment(self, base_offset: int) -> LogSegment:
+        self._dir_dirty = True  # the new file names reach the disk with the next flush's directory fsync
         return LogSegment(self.dir, base_offset, self.config.index_interval_bytes, self.config.segment_index_bytes,
                           self._clock())
 
@@ -468,6 +470,9 @@ class Log:
                 # The active segment is always re-scanned by recovery (its index rebuilt), so only its data
                 # needs the fsync; a rolled segment may be trusted after a crash, so its indexes are synced too.
                 segment.flush(indexes=segment is not active)
+            if self._dir_dirty:
+                self._dir_dirty = False
+                fsync_dir(self.dir)
             if self._flush_listener is not None:
                 self._flush_listener((time.monotonic() - started) * 1000.0)
             with self._lock:
