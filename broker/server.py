@@ -21,13 +21,11 @@ ports are known); the same object serves both planes and must be thread-safe. Th
 
 from __future__ import annotations
 
-import importlib
 import socket
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from broker.config import KafkaConfig
 from broker.log4j import Log4j
@@ -55,17 +53,10 @@ class BoundListener:
 
 
 def default_apis_factory(server: KafkaServer) -> RequestHandlerApi:
-    """``broker.apis.kafka_apis.KafkaApis`` over a new ``BrokerState`` (imported lazily: H2b's modules)."""
-    state_mod: Any = importlib.import_module("broker.state.replica_manager")
-    apis_mod: Any = importlib.import_module("broker.apis.kafka_apis")
-    state = state_mod.BrokerState(server.config.broker_id, log4j=server.log4j)
-    apis: RequestHandlerApi = apis_mod.KafkaApis(
-        state,
-        advertised_listeners={ep.name: (ep.host, ep.port) for ep in server.advertised_listeners()},
-        security_protocols={ep.name: ep.security_protocol for ep in server.advertised_listeners()},
-        log4j=server.log4j,
-    )
-    return apis
+    """``broker.apis.factory.build_kafka_apis``: KafkaApis over a new BrokerState (imported here: it is heavy)."""
+    from broker.apis.factory import build_kafka_apis
+
+    return build_kafka_apis(server)
 
 
 class KafkaServer:
