@@ -89,6 +89,7 @@ class LogManager:
         self._logs: dict[TopicPartition, Log] = {}
         self._topic_configs: dict[str, LogConfig] = {}
         self._lock = threading.Lock()
+        self._checkpoint_lock = threading.Lock()  # the scheduler and truncations both write the checkpoints
         self._lock_fds: list[int] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -238,6 +239,21 @@ class LogManager:
         self.logger.info(f"Created log for partition {tp} in {log.dir} with properties {{{properties}}}.")
         return log
 
+    def truncate_to(self, tp: TopicPartition, offset: int) -> bool:
+        """Follower truncation of ``tp``, then the recovery-point checkpoint of its dir (as Kafka's
+        ``LogManager.truncateTo``), so a crash cannot trust a recovery point above the new log end offset.
+
+        Raises:
+            KeyError: no log for ``tp``.
+        """
+        log = self._logs.get(tp)
+        if log is None:
+            raise KeyError(f"No log for partition {tp}")
+        truncated = log.truncate_to(offset)
+        if truncated:
+            self._checkpoint_recovery_points_in(log.dir.parent)
+        return truncated
+
     def delete_log(self, tp: TopicPartition) -> bool:
         """Close and delete the log of ``tp`` (renamed ``<tp>.<id>-delete`` first, as Kafka); False if absent."""
         with self._lock:
@@ -291,6 +307,10 @@ class LogManager:
     def checkpoint_recovery_points(self) -> None:
         """Write ``recovery-point-offset-checkpoint`` (and the high watermarks) in every log dir."""
         for log_dir in self.log_dirs:
+            self._checkpoint_recovery_points_in(log_dir)
+
+    def _checkpoint_recovery_points_in(self, log_dir: Path) -> None:
+        with self._checkpoint_lock:
             logs = [log for log in self.logs_in(log_dir) if not log.closed]
             write_offsets_checkpoint(log_dir / RECOVERY_POINT_CHECKPOINT,
                                      {log.topic_partition: log.recovery_point for log in logs})

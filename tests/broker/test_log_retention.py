@@ -171,6 +171,14 @@ def test_log_manager_creates_checkpoints_and_reloads(tmp_path: Path) -> None:
     assert manager.cleanup_logs() > 0
     with pytest.raises(ValueError, match="illegal"):
         manager.get_or_create_log(TopicPartition("bad/name", 0))
+    assert manager.truncate_to(tps[2], 14) is True
+    written: dict[TopicPartition, int] = {}
+    for d in dirs:  # checkpointed at once, not at the next scheduler pass
+        written |= read_offsets_checkpoint(d / "recovery-point-offset-checkpoint")
+    assert written[tps[2]] == manager.get_log(tps[2]).recovery_point <= 14
+    for tag in (7, 8, 9):  # back to 20
+        manager.get_log(tps[2]).append_as_leader(batch(2, size=30, tag=tag), 0)
+    manager.get_log(tps[2]).update_high_watermark(20)
     assert manager.delete_log(tps[3]) is True
     assert manager.get_log(tps[3]) is None
     starts = {tp: manager.get_log(tp).log_start_offset for tp in tps[:3]}
