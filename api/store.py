@@ -37,6 +37,7 @@ from typing import Any, TypeVar, cast
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from api.snapshots import SNAPSHOTS, conform, local_root, read_added_files
 from schemas.tables import ALERTS, CONTROL_REQUEST_LATENCY, METRIC_ROLLUPS_1M, METRIC_SAMPLES, TABLES
 
 __all__ = [
@@ -94,6 +95,7 @@ class _Handle:
     load_lock: threading.Lock = field(default_factory=threading.Lock)
     reloading: bool = False
     refreshing: bool = False
+    snapshot_paths: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -107,30 +109,6 @@ class TableInfo:
     newest_data: datetime | None = None
     rows: int | None = None
     error: str | None = None
-
-
-def _sort_alerts(t: pa.Table) -> pa.Table:
-    """One row per alert_id (the newest `updated_at` wins), newest `started_at` first, ties by alert_id desc."""
-    if t.num_rows == 0:
-        return t
-    by_id = t.sort_by([("alert_id", "ascending"), ("updated_at", "descending")])
-    ids = by_id["alert_id"]
-    if by_id.num_rows > 1:
-        changed = pc.not_equal(ids.slice(1), ids.slice(0, by_id.num_rows - 1))
-        keep = pa.concat_arrays([pa.array([True]), changed.combine_chunks()])
-        by_id = by_id.filter(pc.fill_null(keep, True))
-    return by_id.sort_by([("started_at", "descending"), ("alert_id", "descending")]).combine_chunks()
-
-
-def _sort_control_requests(t: pa.Table) -> pa.Table:
-    return t.sort_by([("sent_ts", "descending"), ("broker_id", "ascending")]).combine_chunks()
-
-
-# How each snapshot table is prepared once per version.
-_PREPARE: dict[str, Callable[[pa.Table], pa.Table]] = {
-    ALERTS.name: _sort_alerts,
-    CONTROL_REQUEST_LATENCY.name: _sort_control_requests,
-}
 
 
 class LakeStore:
@@ -263,9 +241,10 @@ class LakeStore:
             if h.snapshot is None or h.snapshot_version != h.version:
                 try:
                     self._load(name, h, h.version)
-                except TableUnavailable:
+                except TableUnavailable as e:
                     if h.snapshot is None:
                         raise
+                    log.warning("reload of %s v%s failed, serving v%s: %s", name, h.version, h.snapshot_version, e)
             assert h.snapshot is not None
             return h.snapshot
 
@@ -307,16 +286,30 @@ class LakeStore:
             return
         try:
             dt = DeltaTable(self.path(name), version=version)
-            counts = pa.table(dt.get_add_actions(flatten=True))["num_records"].to_pylist()
-            rows = sum(int(n) for n in counts if n is not None)
+            actions = pa.table(dt.get_add_actions(flatten=True))
+            rows = sum(int(n) for n in actions["num_records"].to_pylist() if n is not None)
             if rows > SNAPSHOT_MAX_ROWS:
                 raise TableUnavailable(name, f"{rows} rows is above the snapshot cap of {SNAPSHOT_MAX_ROWS}")
-            prepared = _PREPARE[name](_conform(dt.to_pyarrow_table(), TABLES[name].to_arrow()))
+            paths = frozenset(actions["path"].to_pylist())
+            spec = SNAPSHOTS[name]
+            root = local_root(dt.table_uri)
+            old = h.snapshot
+            if old is not None and root is not None and h.snapshot_paths <= paths and not dt.protocol().reader_features:
+                added = actions.filter(
+                    pc.invert(pc.is_in(actions["path"], value_set=pa.array(list(h.snapshot_paths), pa.string())))
+                )
+                fresh = read_added_files(root, added, name)
+                if set(fresh.column_names) <= set(old.column_names):
+                    prepared = spec.merge(old, fresh)
+                else:  # the table grew a column: read it whole
+                    prepared = spec.prepare(conform(dt.to_pyarrow_table(), TABLES[name].to_arrow()))
+            else:
+                prepared = spec.prepare(conform(dt.to_pyarrow_table(), TABLES[name].to_arrow()))
         except TableUnavailable:
             raise
         except Exception as e:  # a file vacuumed mid-read, a schema being changed
             raise TableUnavailable(name, _reason(e)) from e
-        h.snapshot, h.snapshot_version = prepared, version
+        h.snapshot, h.snapshot_version, h.snapshot_paths = prepared, version, paths
 
     def _add_actions_locked(self, h: _Handle) -> pa.Table:
         if h.add_actions is None or h.add_actions_version != h.version:
@@ -435,14 +428,6 @@ def _run_query(sql: str, handles: Mapping[str, _Handle]) -> pa.Table:
         if rows >= MAX_QUERY_ROWS:
             break
     return pa.Table.from_batches(batches, reader.schema).slice(0, MAX_QUERY_ROWS)
-
-
-def _conform(t: pa.Table, schema: pa.Schema) -> pa.Table:
-    """Give a snapshot every contract column (missing ones as nulls) so readers can rely on the names."""
-    for f in schema:
-        if f.name not in t.column_names:
-            t = t.append_column(pa.field(f.name, f.type, True), pa.nulls(t.num_rows, f.type))
-    return t
 
 
 def _reason(e: BaseException) -> str:
