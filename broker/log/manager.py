@@ -321,9 +321,10 @@ class LogManager:
         """Write ``log-start-offset-checkpoint`` in every log dir (only offsets above the first segment's base)."""
         for log_dir in self.log_dirs:
             logs = [log for log in self.logs_in(log_dir) if not log.closed]
-            write_offsets_checkpoint(log_dir / LOG_START_OFFSET_CHECKPOINT, {
-                log.topic_partition: log.log_start_offset for log in logs
-                if log.log_start_offset > log.segments[0].base_offset})
+            with self._checkpoint_lock:
+                write_offsets_checkpoint(log_dir / LOG_START_OFFSET_CHECKPOINT, {
+                    log.topic_partition: log.log_start_offset for log in logs
+                    if log.log_start_offset > log.segments[0].base_offset})
 
     def start(self) -> None:
         """Start the background thread (retention, flush.ms, checkpoints, closing deleted segments)."""
