@@ -336,11 +336,14 @@ class Processor(threading.Thread):
     def _expire_idle(self, now: int) -> None:
         # Kafka's Selector.maybeCloseOldestConnection: the LRU order makes the check O(expired connections).
         # A connection with a request in flight is not idle (it waits for the broker, not the other way round).
-        for conn in list(self._conns.values()):
+        expired = []
+        for conn in self._conns.values():
             if conn.muted or conn.inflight is not None or conn.frames:
                 continue
             if now - conn.last_active_ns <= self._idle_ns:
                 break
+            expired.append(conn)
+        for conn in expired:
             self.idle_expired_total += 1
             self._close(conn)
 
