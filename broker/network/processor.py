@@ -52,7 +52,9 @@ from broker.protocol import (
     ErrorCode,
     FrameDecoder,
     FrameTooLarge,
+    ProtocolError,
     UnsupportedVersion,
+    decode_request,
     error_response,
     parse_request_header,
 )
@@ -72,6 +74,16 @@ PUT_SLICE_S: Final = 0.1
 _INT_MAX: Final = 2**31 - 1
 
 
+def _client_software(frame: bytes, current: tuple[str, str]) -> tuple[str, str]:
+    """ClientSoftwareName/Version of an ApiVersions v3+ request (KIP-511); ``current`` when absent or garbled."""
+    try:
+        _header, body = decode_request(frame)
+    except ProtocolError:
+        return current
+    name, version = body.get("client_software_name"), body.get("client_software_version")
+    return (str(name), str(version)) if name and version else current
+
+
 @dataclass(slots=True, eq=False)
 class _Conn:
     id: str
@@ -84,6 +96,7 @@ class _Conn:
     muted: bool = False  # a request of this connection is with the handlers
     events: int = 0  # selector interest currently registered (0 = unregistered)
     last_active_ns: int = 0
+    client_software: tuple[str, str] = ("unknown", "unknown")  # KIP-511, from ApiVersions v3+
 
 
 class Processor(threading.Thread):
@@ -382,6 +395,9 @@ class Processor(threading.Thread):
             self._responses.append((request, Response(answer, close=not keep_open,
                                                       error_codes=(int(ErrorCode.UNSUPPORTED_VERSION),))))
             return
+        if header.api_key == ApiKey.API_VERSIONS and header.api_version >= 3:
+            conn.client_software = _client_software(frame, conn.client_software)
+        request.client_software_name, request.client_software_version = conn.client_software
         conn.muted = True
         self._set_interest(conn)
         if not self._channel.send_request(request, lambda: self._running):

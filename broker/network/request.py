@@ -43,6 +43,9 @@ class Request:
     api_local_complete_ns: int = 0  # set by the handler thread when handle() returns
     response_complete_ns: int = 0  # set when the response is put on the processor's response queue
     response_dequeue_ns: int = 0  # set by the processor when it takes the response
+    # KIP-511: what the connection's ApiVersions v3+ request said (kafka-request.log's clientInformation).
+    client_software_name: str = "unknown"
+    client_software_version: str = "unknown"
 
 
 @dataclass(slots=True)

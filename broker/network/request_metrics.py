@@ -109,6 +109,8 @@ class RequestMetrics:
                     send_time_ms=nanos_to_ms(times["ResponseSendTimeMs"]),
                     security_protocol=request.security_protocol,
                     listener=request.listener,
+                    client_software_name=request.client_software_name,
+                    client_software_version=request.client_software_version,
                     header_version=request_header_version(header.api_key, header.api_version),
                 )
             )

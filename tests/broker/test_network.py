@@ -166,7 +166,8 @@ def test_metrics_and_request_log(tmp_path: Path) -> None:
     props = {**CONTROL_PLANE_PROPS, "metrics.interval.ms": 200}
     with running_server(tmp_path, ScriptedApis(), props) as server:
         c = Client(server.bound_port("PLAINTEXT"))
-        for _ in range(3):
+        c.call(API_VERSIONS, 3, {"client_software_name": "pw-test", "client_software_version": "1.0"})
+        for _ in range(2):
             c.call(API_VERSIONS, 2)
         c.close()
         wait_until(lambda: server.socket_server is not None and server.socket_server.connection_count() == 0)
@@ -175,7 +176,8 @@ def test_metrics_and_request_log(tmp_path: Path) -> None:
         assert total is not None
         assert total.attributes()["Count"] == 3
         rm = "kafka.network:type=RequestMetrics,name="
-        assert meter(server, rm + "RequestsPerSec,request=ApiVersions,version=2").count == 3
+        assert meter(server, rm + "RequestsPerSec,request=ApiVersions,version=2").count == 2
+        assert meter(server, rm + "RequestsPerSec,request=ApiVersions,version=3").count == 1
         assert meter(server, rm + "ErrorsPerSec,request=ApiVersions,error=NONE").count == 3
         for name in ("RequestQueueSize", "ControlPlaneRequestQueueSize", "ResponseQueueSize",
                      "ControlPlaneResponseQueueSize"):
@@ -198,6 +200,8 @@ def test_metrics_and_request_log(tmp_path: Path) -> None:
     assert doc["requestHeader"]["requestApiKeyName"] == "API_VERSIONS"
     assert doc["listener"] == "PLAINTEXT"
     assert doc["totalTimeMs"] >= doc["localTimeMs"] >= 0
+    last = json.loads(request_log[-1].split("Completed request:", 1)[1].rsplit(" (kafka.request.logger)", 1)[0])
+    assert last["clientInformation"] == {"softwareName": "pw-test", "softwareVersion": "1.0"}  # KIP-511, per connection
     files = list((tmp_path / "metrics").glob("metrics-*.jsonl"))
     samples = [json.loads(ln) for f in files for ln in f.read_text().splitlines()]
     mbeans = {s["mbean"] for s in samples}
