@@ -11,9 +11,14 @@ import struct
 
 import cramjam
 
-from ._batch import HEADER_SIZE, TIMESTAMP_TYPE_BIT, read_header
+from ._batch import HEADER_SIZE, TIMESTAMP_TYPE_BIT, BatchInfo, read_header
+from .errors import CorruptRecordError
 
-__all__ = ["decompress_records", "first_record_at_or_after"]
+__all__ = ["check_record_framing", "decompress_records", "first_record_at_or_after"]
+
+# Largest decompressed payload accepted from one batch (a compression-bomb guard): far above what a 1 MiB batch
+# holds at realistic ratios, far below what would hurt the broker.
+MAX_DECOMPRESSED_BATCH = 64 * 1024 * 1024
 
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER = 16  # magic (8) + version i32 + compatible version i32
@@ -39,20 +44,27 @@ def decompress_records(compression: int, payload: bytes) -> bytes:
     Raises:
         ValueError: unknown codec or undecodable payload.
     """
+    out: bytes
     try:
         if compression == 0:
             return payload
         if compression == 1:
-            return bytes(cramjam.gzip.decompress(payload))
-        if compression == 2:
-            return _snappy(payload)
-        if compression == 3:
-            return bytes(cramjam.lz4.decompress(payload))
-        if compression == 4:
-            return bytes(cramjam.zstd.decompress(payload))
+            out = bytes(cramjam.gzip.decompress(payload))
+        elif compression == 2:
+            out = _snappy(payload)
+        elif compression == 3:
+            out = bytes(cramjam.lz4.decompress(payload))
+        elif compression == 4:
+            out = bytes(cramjam.zstd.decompress(payload))
+        else:
+            raise ValueError(f"unknown compression codec {compression}")
+    except ValueError:
+        raise
     except Exception as exc:  # cramjam raises its own DecompressionError types
         raise ValueError(f"cannot decompress a batch with codec {compression}: {exc}") from exc
-    raise ValueError(f"unknown compression codec {compression}")
+    if len(out) > MAX_DECOMPRESSED_BATCH:
+        raise ValueError(f"decompressed batch of {len(out)} bytes exceeds {MAX_DECOMPRESSED_BATCH}")
+    return out
 
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:
@@ -93,3 +105,30 @@ def first_record_at_or_after(batch: bytes, timestamp: int, start_offset: int) ->
         if info.max_timestamp >= timestamp and info.last_offset >= start_offset:
             return info.max_timestamp, info.last_offset
     return None
+
+
+def check_record_framing(buf: bytes | bytearray | memoryview, batches: list[BatchInfo]) -> None:
+    """The leader's record-level check (Kafka's LogValidator): each batch's payload decompresses and holds exactly
+    ``RecordsCount`` length-prefixed records.
+
+    Raises:
+        CorruptRecordError: undecompressible payload, unknown codec, or a record count/length mismatch.
+    """
+    for info in batches:
+        payload = bytes(memoryview(buf)[info.position + HEADER_SIZE:info.position + info.size])
+        try:
+            records = decompress_records(info.compression, payload)
+            pos, end = 0, len(records)
+            for _ in range(info.records_count):
+                length, pos = _varint(records, pos)
+                if length < 0:
+                    raise ValueError(f"negative record length {length}")
+                pos += length
+                if pos > end:
+                    raise ValueError("a record runs past the end of the batch")
+            if pos != end:
+                raise ValueError(f"{end - pos} bytes after the last of {info.records_count} records")
+        except ValueError as exc:
+            raise CorruptRecordError(
+                f"Invalid records in the batch at offset {info.base_offset} ({info.records_count} records): "
+                f"{exc}") from None

@@ -20,6 +20,7 @@ from broker.log4j import Log4j, default_log4j
 from ._batch import BatchInfo, patch_offset_and_epoch, read_header, stamp_log_append_time, validate_batches
 from ._lines import DEFAULT_LINE_VERSION, log_identity, log_start_offset_line
 from ._loader import load_segments
+from ._records import check_record_framing
 from ._retention import (
     Predicate,
     deletable_prefix,
@@ -164,6 +165,7 @@ class Log:
             StorageError: the disk write failed.
         """
         batches = validate_batches(records, self.config.max_message_bytes)
+        check_record_framing(records, batches)
         buf = bytearray(records)
         with self._lock:
             self._check_open()

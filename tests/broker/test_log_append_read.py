@@ -263,3 +263,33 @@ def test_concurrent_appends_and_reads_stay_consistent(tmp_path: Path) -> None:
     assert log.log_end_offset == writers * per_writer * 2
     assert base_offsets(log.read(0, 10**9).records)[:3] == [0, 2, 4]
     log.close()
+
+
+def _recrc(data: bytearray) -> bytes:
+    import crc32c
+
+    struct.pack_into(">I", data, 17, crc32c.crc32c(bytes(data[21:])))
+    return bytes(data)
+
+
+@pytest.mark.parametrize("case", ["garbage-gzip", "unknown-codec", "count-too-small", "record-length-lies"])
+def test_record_level_validation_on_the_leader(tmp_path: Path, case: str) -> None:
+    raw = bytearray(batch(4, tag=3))
+    if case == "garbage-gzip":
+        bad = bytearray(compress(bytes(raw), 1))
+        bad[-12:] = b"\xff" * 12  # deflate stream and gzip trailer ruined, CRC-32C made valid again
+    elif case == "unknown-codec":
+        bad = bytearray(raw)
+        struct.pack_into(">h", bad, 21, 6)
+    elif case == "count-too-small":
+        bad = bytearray(raw)
+        struct.pack_into(">i", bad, 57, 3)  # 4 records follow
+    else:
+        bad = bytearray(raw)
+        bad[61] = 0x7E  # first record's length varint: 63 bytes, longer than the record
+    log = open_log(tmp_path)
+    with pytest.raises(CorruptRecordError, match="Invalid records in the batch"):
+        log.append_as_leader(_recrc(bad), 0)
+    assert log.log_end_offset == 0
+    assert log.append_as_leader(bytes(raw), 0).last_offset == 3
+    log.close()
