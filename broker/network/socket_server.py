@@ -110,9 +110,11 @@ class SocketServer:
             self._data_processors.extend(procs)
         acceptor = Acceptor(
             ep.name, ep.host, ep.port, procs, self.quotas, meter,
-            f"{plane}-kafka-socket-acceptor-ListenerName({ep.name})-{ep.security_protocol}-{ep.port}",
+            f"{plane}-kafka-socket-acceptor-ListenerName({ep.name})-{ep.security_protocol}",
             log4j, self._clock,
         )
+        # Kafka names the thread after the endpoint's port; with port 0 that is the port actually bound.
+        acceptor.name += f"-{acceptor.bound_port}"
         self.acceptors[ep.name] = acceptor
         kind = "control-plane acceptor and processor" if control else "data-plane acceptor and processors"
         self._log.info(f"Created {kind} for endpoint : ListenerName({ep.name})")

@@ -239,5 +239,5 @@ def test_processor_thread_names_follow_kafka(tmp_path: Path) -> None:
             "data-plane-kafka-network-thread-1-ListenerName(PLAINTEXT)-PLAINTEXT-1",
             "control-plane-kafka-network-thread-1-ListenerName(CONTROLLER)-PLAINTEXT-2",
         }
-        assert any(t.name == "data-plane-kafka-socket-acceptor-ListenerName(PLAINTEXT)-PLAINTEXT-0"
-                   for t in threading.enumerate()), port
+        assert any(t.name == f"data-plane-kafka-socket-acceptor-ListenerName(PLAINTEXT)-PLAINTEXT-{port}"
+                   for t in threading.enumerate())
