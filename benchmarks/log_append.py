@@ -4,12 +4,13 @@ Run: ``.venv/bin/python -m benchmarks.log_append [--seconds S] [--dir DIR]``
 
 Workload: record batches of 100 records x 100-byte values (~11 KB per batch, as a producer with linger
 builds them), appended with ``append_as_leader`` to one partition with Kafka's default segment settings
-except a 64 MiB segment size. Four measurements, each bounded in wall time (default 2 s) and batch count:
+except a 64 MiB segment size. Five measurements, each bounded in wall time (default 2 s) and batch count:
 
 * append, no fsync (acks=0/1 path)
 * append, fdatasync per append (acks=all path, ``durable=True``), one producer thread
 * append, fdatasync per append, 4 producer threads (group commit: one sync covers appends made before it)
 * read, whole-log sequential fetches of 1 MiB (consumer path), from the page cache
+* append, no fsync, zstd-compressed batches (the leader decompresses each batch to check its records)
 
 Numbers: batches/s, records/s and MB/s. The log dir defaults to a temp dir under ``/tmp`` (same disk as the
 broker's ``log.dirs`` in the README setup).
@@ -37,9 +38,14 @@ FETCH_BYTES = 1024 * 1024
 PRODUCER_THREADS = 4
 
 
-def _batch() -> bytes:
-    return build_batch([(b"key-%06d" % i, bytes([97 + i % 26]) * VALUE_BYTES) for i in range(RECORDS_PER_BATCH)],
-                       base_timestamp=int(time.time() * 1000))
+def _batch(compression: int = 0) -> bytes:
+    records = [(b"key-%06d" % i, bytes([97 + i % 26]) * VALUE_BYTES) for i in range(RECORDS_PER_BATCH)]
+    ts = int(time.time() * 1000)
+    if compression == 0:
+        return build_batch(records, base_timestamp=ts)
+    from broker.protocol.records import build_batch as wire_build_batch  # has the codecs
+
+    return wire_build_batch(records, base_timestamp=ts, compression=compression)
 
 
 def _report(name: str, batches: int, nbytes: int, seconds: float) -> None:
@@ -55,9 +61,10 @@ def _append_loop(log: Log, payload: bytes, durable: bool, seconds: float, cap: i
         counter[0] += 1
 
 
-def _measure_append(root: Path, name: str, durable: bool, threads: int, seconds: float) -> Log:
+def _measure_append(root: Path, name: str, durable: bool, threads: int, seconds: float,
+                    compression: int = 0) -> Log:
     log = Log(root / name, TopicPartition(name, 0), LogConfig(segment_bytes=64 * 1024 * 1024), log4j=Log4j())
-    payload = _batch()
+    payload = _batch(compression)
     counters = [[0] for _ in range(threads)]
     workers = [threading.Thread(target=_append_loop, args=(log, payload, durable, seconds, MAX_BATCHES // threads, c))
                for c in counters]
@@ -69,6 +76,8 @@ def _measure_append(root: Path, name: str, durable: bool, threads: int, seconds:
     elapsed = time.perf_counter() - start
     total = sum(c[0] for c in counters)
     label = f"append {'fdatasync each' if durable else 'no fsync'}, {threads} thread{'s' if threads > 1 else ''}"
+    if compression:
+        label += f", {('', 'gzip', 'snappy', 'lz4', 'zstd')[compression]} ({len(payload)} B)"
     _report(label, total, total * len(payload), elapsed)
     return log
 
@@ -108,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, durable, threads in runs:
             logs.append(_measure_append(root, name, durable, threads, args.seconds))
         _measure_read(logs[0], args.seconds)
+        logs.append(_measure_append(root, "zstd", False, 1, args.seconds, compression=4))
         for log in logs:
             log.close(flush=False)
     return 0

@@ -13,7 +13,7 @@ recomputing it; stamping LogAppendTime (attributes + MaxTimestamp) does need a n
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import crc32c
@@ -199,7 +199,7 @@ def _record(offset_delta: int, timestamp_delta: int, key: bytes | None, value: b
     return _varint(len(body)) + bytes(body)
 
 
-def build_batch(values: list[tuple[bytes | None, bytes | None]], *, base_offset: int = 0,
+def build_batch(values: Sequence[tuple[bytes | None, bytes | None]], *, base_offset: int = 0,
                 base_timestamp: int = 0, timestamp_step: int = 0, leader_epoch: int = -1) -> bytes:
     """An uncompressed record batch v2 of ``(key, value)`` records with a valid CRC-32C.
 
