@@ -64,6 +64,7 @@ class LogSegment:
         self.rolling_timestamp: int | None = None  # first batch's max timestamp (Kafka's rollingBasedTimestamp)
         self.created_ms = now_ms
         self._bytes_since_index = 0
+        self.recovery_error = ""  # why the last recover() stopped early, for the loader's log line
 
     # -- loading ----------------------------------------------------------------------------------------------
     def load(self) -> bool:
@@ -123,8 +124,6 @@ class LogSegment:
             self.size = valid
         self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
         return truncated
-
-    recovery_error = ""
 
     # -- scanning ----------------------------------------------------------------------------------------------
     def scan(self, start: int, end: int, *, verify: bool, max_size: int | None = None) -> Iterator[BatchInfo]:
