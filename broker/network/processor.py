@@ -480,6 +480,12 @@ class Processor(threading.Thread):
         finally:
             self._quotas.dec(self.listener, address)
 
+    def close_unstarted(self) -> None:
+        """Release the selector, wake-up pipe and queued sockets of a processor whose thread never ran."""
+        if self.ident is None:
+            self._running = False
+            self._close_all()
+
     def _close_all(self) -> None:
         for conn in list(self._conns.values()):
             self._close(conn)

@@ -201,6 +201,8 @@ class SocketServer:
             for proc in procs:
                 if proc.is_alive():
                     proc.join(_JOIN_TIMEOUT_S)
+                elif proc.ident is None:
+                    proc.close_unstarted()  # never started (failed start-up): release its sockets here
         self.data_plane_channel.clear()
         if self.control_plane_channel is not None:
             self.control_plane_channel.clear()

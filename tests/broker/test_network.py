@@ -7,6 +7,8 @@ import socket
 import threading
 from pathlib import Path
 
+import pytest
+
 from broker.network.processor import Processor
 from broker.protocol import ErrorCode, decode_response, encode_request
 from tests.broker.network_helpers import (
@@ -241,3 +243,23 @@ def test_processor_thread_names_follow_kafka(tmp_path: Path) -> None:
         }
         assert any(t.name == f"data-plane-kafka-socket-acceptor-ListenerName(PLAINTEXT)-PLAINTEXT-{port}"
                    for t in threading.enumerate())
+
+
+def test_startup_fails_cleanly_when_a_port_is_taken(tmp_path: Path) -> None:
+    from broker.config import KafkaConfig
+    from broker.server import KafkaServer
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        config = KafkaConfig({"broker.id": "1", "log.dirs": str(tmp_path / "data"),
+                              "listeners": f"PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:{port}",
+                              "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                              "control.plane.listener.name": "CONTROLLER"})
+        before = set(threading.enumerate())
+        server = KafkaServer(config, lambda _s: ScriptedApis())
+        with pytest.raises(OSError, match=f"Socket server failed to bind to 127.0.0.1:{port}"):
+            server.startup()
+        assert not [t for t in set(threading.enumerate()) - before if t.is_alive()]
+    assert "Fatal error during KafkaServer startup" in (tmp_path / "logs" / "server.log").read_text()
