@@ -263,3 +263,37 @@ def test_startup_fails_cleanly_when_a_port_is_taken(tmp_path: Path) -> None:
             server.startup()
         assert not [t for t in set(threading.enumerate()) - before if t.is_alive()]
     assert "Fatal error during KafkaServer startup" in (tmp_path / "logs" / "server.log").read_text()
+
+
+def test_prometheus_endpoint_of_a_running_broker(tmp_path: Path) -> None:
+    import urllib.request
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        free = probe.getsockname()[1]
+    with running_server(tmp_path, ScriptedApis(), {**CONTROL_PLANE_PROPS, "prometheus.port": free}) as server:
+        Client(server.bound_port("CONTROLLER")).call(API_VERSIONS, 0)
+        assert server.prometheus is not None
+        with urllib.request.urlopen(f"http://127.0.0.1:{server.prometheus.port}/metrics", timeout=10) as resp:
+            body = resp.read().decode()
+    assert "kafka_network_requestchannel_controlplanerequestqueuesize 0.0" in body
+    assert 'kafka_network_acceptor_acceptorblockedpercent_count{listener="PLAINTEXT"} 0.0' in body
+    assert 'kafka_network_requestmetrics_requests_total{request="ApiVersions",version="0"} 1.0' in body
+    assert "kafka_server_kafkarequesthandlerpool_controlplanerequesthandleravgidle_percent" in body
+
+
+def test_io_wait_ratio_window() -> None:
+    from broker.network.idle import IoWaitRatio
+
+    now = [0]
+    ratio = IoWaitRatio(lambda: now[0])
+    for _ in range(10):  # 10 s: waiting 0.25 s of every second
+        now[0] += 250_000_000
+        ratio.record(250_000_000)
+        now[0] += 750_000_000
+        ratio.record(0)
+    assert abs(ratio.ratio() - 0.25) < 0.01
+    for _ in range(40):  # then 40 s fully idle: the 30 s window forgets the busy past
+        now[0] += 1_000_000_000
+        ratio.record(1_000_000_000)
+    assert ratio.ratio() > 0.95
