@@ -17,7 +17,10 @@ import pytest
 
 from api.panels import SQL_DIR, Panel
 from planewatch.cli import main
+from tests.api.conftest import AUTH, ClientFactory
 from tests.api.lake import ALERTS, METRIC_ROLLUPS_1M, T0, alert, rollup, write
+
+REPO = Path(__file__).resolve().parents[2]
 
 START_TIMEOUT_S = 60.0
 
@@ -138,3 +141,63 @@ def test_planewatch_api_process(small_lake: Path) -> None:
         proc.wait(timeout=20)
         if proc.stdout is not None:
             proc.stdout.close()
+
+
+@pytest.mark.integration
+def test_cluster_against_a_reference_broker(make_client: ClientFactory, small_lake: Path, tmp_path: Path) -> None:
+    """GET /cluster asks a real broker (the reference broker, over the Kafka protocol) which brokers are live."""
+    data, control = _free_port(), _free_port()
+    listeners = f"PLAINTEXT://127.0.0.1:{data},CONTROLLER://127.0.0.1:{control}"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "planewatch.cli",
+            "broker",
+            "--config",
+            str(REPO / "conf" / "broker.properties"),
+            "--override",
+            f"listeners={listeners}",
+            "--override",
+            f"advertised.listeners={listeners}",
+            "--override",
+            f"log.dirs={tmp_path / 'data'}",
+            "--seconds",
+            "90",
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", data), timeout=0.5).close()
+                break
+            except OSError:
+                assert proc.poll() is None
+                time.sleep(0.2)
+        cdir = tmp_path / "cluster"
+        cdir.mkdir()
+        (cdir / "cluster.json").write_text(
+            json.dumps(
+                {
+                    "bootstrap.servers": f"127.0.0.1:{data}",
+                    "brokers": [
+                        {"id": 1, "pid": proc.pid, "listeners": listeners, "control.plane.listener.name": "CONTROLLER"},
+                        {"id": 2, "pid": None, "listeners": "PLAINTEXT://127.0.0.1:1"},
+                    ],
+                }
+            )
+        )
+        c = make_client(small_lake, cluster_dir=cdir)
+        body = c.get("/cluster", headers=AUTH).json()
+        assert body["metadata_error"] is None
+        live = {b["id"]: b["live"] for b in body["brokers"]}
+        assert live == {1: True, 2: False}
+        assert body["brokers"][0]["listeners"]["CONTROLLER"] == f"127.0.0.1:{control}"
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
