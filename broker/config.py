@@ -102,8 +102,8 @@ CONFIG_DEFS: dict[str, ConfigDef] = {
         ConfigDef("broker.id", "int", -1, "The broker id; must be set (no ZooKeeper to generate one).", at_least(0)),
         ConfigDef("broker.rack", "string", None, "Rack of the broker (Metadata v1+)."),
         ConfigDef("cluster.id", "string", None, "planewatch: the cluster id Metadata v2+ returns (Kafka: ZooKeeper)."),
-        ConfigDef(
-            "broker.epoch", "long", -1,
+        ConfigDef(  # a string here: broker.apis.factory parses and validates it (its message names the key)
+            "broker.epoch", "string", "-1",
             "planewatch: broker epoch as registered by a controller (Kafka: czxid of /brokers/ids/N); -1 = unknown.",
         ),
         ConfigDef("listeners", "list", "PLAINTEXT://:9092", "Comma-separated NAME://host:port listeners to bind."),
