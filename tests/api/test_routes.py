@@ -385,3 +385,11 @@ def test_background_reload_serves_the_previous_snapshot_then_the_new_one(
         time.sleep(0.02)
     assert 31 in counts
     assert counts <= {30, 31}
+
+
+def test_query_time_is_capped(make_client: ClientFactory, lake: Path) -> None:
+    """A DataFusion query running past query_timeout_s is abandoned: a 503 that says so, not a hung request."""
+    c = make_client(lake, query_timeout_s=0.000001)
+    r = c.get("/brokers/1/metrics?name=RequestQueueSize", headers=AUTH)
+    assert r.status_code == 503
+    assert "longer than" in r.json()["reason"]
