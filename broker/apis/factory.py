@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from broker.apis.install import install_data_plane
 from broker.apis.kafka_apis import KafkaApis
 from broker.log4j import Log4j
 from broker.state.replica_manager import BrokerState
@@ -60,7 +61,7 @@ def build_kafka_apis(server: _Server) -> KafkaApis:
     state = BrokerState(cfg.broker_id, broker_epoch=epoch, log4j=server.log4j, inter_broker_listener=inter_broker)
     server.log4j.set_level("kafka.server.ReplicaManager", "DEBUG")
     listeners = server.advertised_listeners()
-    return KafkaApis(
+    apis = KafkaApis(
         state,
         advertised_listeners={ep.name: (ep.host, ep.port) for ep in listeners},
         security_protocols={ep.name: ep.security_protocol for ep in listeners},
@@ -68,3 +69,6 @@ def build_kafka_apis(server: _Server) -> KafkaApis:
         rack=planewatch_setting(cfg, "broker.rack"),
         log4j=server.log4j,
     )
+    # The data plane (issue 3): logs under log.dirs, Produce/Fetch/ListOffsets, topics, groups.
+    install_data_plane(apis, getattr(cfg, "originals", {}), server.log4j, getattr(server, "registry", None))
+    return apis

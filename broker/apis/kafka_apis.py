@@ -83,6 +83,9 @@ class HandlerResult:
 
     body: dict[str, Any]
     error_codes: tuple[int, ...]
+    metric_name: str | None = None  # RequestMetrics' request tag when not the API name ("FetchConsumer", ...)
+    no_response: bool = False  # acks=0 Produce: send nothing (close the connection when ``close``)
+    close: bool = False
 
 
 Handler = Callable[[Request, RequestHeader, dict[str, Any]], HandlerResult]
@@ -121,6 +124,7 @@ class KafkaApis:
             ApiKey.UPDATE_METADATA: self._update_metadata,
             ApiKey.STOP_REPLICA: self._stop_replica,
         }
+        self._closers: list[Callable[[], None]] = []
 
     # ------------------------------------------------------------------------------------------------ dispatch
     def register(self, api_key: int, handler: Handler) -> None:
@@ -132,6 +136,19 @@ class KafkaApis:
         if api_key not in SUPPORTED:
             raise ValueError(f"API key {api_key} is not implemented by broker.protocol")
         self._handlers[api_key] = handler
+
+    def handler(self, api_key: int) -> Handler:
+        """The current handler of an API (to wrap it). Raises KeyError when there is none."""
+        return self._handlers[api_key]
+
+    def add_closer(self, closer: Callable[[], None]) -> None:
+        """Run ``closer`` at :meth:`close` (the data plane's log manager, purgatory, ...), last added first."""
+        self._closers.append(closer)
+
+    def close(self) -> None:
+        """Release what the handlers hold (KafkaServer.shutdown calls it after the handler pools stopped)."""
+        while self._closers:
+            self._closers.pop()()
 
     def advertised_versions(self) -> dict[int, tuple[int, int]]:
         """api_key -> (min, max) that ApiVersions advertises: every handled API in the codec's range."""
@@ -169,10 +186,13 @@ class KafkaApis:
             self._log.error(f"Unexpected error handling request {header} with listener {request.listener} from "
                             f"connection {request.connection_id}", exc_info=True)
             return self._error(request, header, body, name, ErrorCode.UNKNOWN_SERVER_ERROR)
+        if result.no_response:
+            return Response(None, close=result.close, metric_name=result.metric_name or name,
+                            error_codes=result.error_codes)
         frame = encode_response(header, result.body)
         req_json, resp_json = self._json(header, body, result.body)
-        return Response(frame, metric_name=name, error_codes=result.error_codes, request_json=req_json,
-                        response_json=resp_json)
+        return Response(frame, metric_name=result.metric_name or name, error_codes=result.error_codes,
+                        request_json=req_json, response_json=resp_json)
 
     def _json(self, header: RequestHeader, body: dict[str, Any],
               response: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:

@@ -8,7 +8,7 @@ new snapshot from a copy of the old one, because the controller may send partial
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from broker.log4j import KafkaLogger
@@ -49,6 +49,8 @@ class MetadataCache:
         self._logger = state_change_logger
         self._write_lock = threading.Lock()  # Kafka's partitionMetadataLock (write side)
         self._snapshot = MetadataSnapshot()
+        # True while the metadata is this broker's own (apply_local), False once a controller sent UpdateMetadata.
+        self.local_authority = False
 
     @property
     def snapshot(self) -> MetadataSnapshot:
@@ -59,6 +61,27 @@ class MetadataCache:
         """A live broker by id."""
         return self._snapshot.alive_brokers.get(broker_id)
 
+    def apply_local(self, partitions: Iterable[CachedPartition], removed_topics: Iterable[str] = (), *,
+                    topic_ids: Mapping[str, str] | None = None, self_broker: LiveBroker | None = None) -> None:
+        """Data-plane hook (issue 3): cache topics a standalone broker created or deleted itself. While no controller
+        has spoken, ``self_broker`` becomes the alive broker and the controller (so admin clients send CreateTopics
+        here); once a controller has sent UpdateMetadata its brokers and controller id are kept."""
+        with self._write_lock:
+            old = self._snapshot
+            parts: dict[str, dict[int, CachedPartition]] = {t: dict(p) for t, p in old.partitions.items()}
+            ids = dict(old.topic_ids)
+            for topic in removed_topics:
+                parts.pop(topic, None)
+                ids.pop(topic, None)
+            for p in partitions:
+                parts.setdefault(p.topic, {})[p.partition] = p
+            ids.update(topic_ids or {})
+            controller, alive = old.controller_id, old.alive_brokers
+            if controller is None and self_broker is not None:
+                controller, alive = self_broker.id, {self_broker.id: self_broker}
+                self.local_authority = True
+            self._snapshot = MetadataSnapshot(parts, ids, controller, alive)
+
     def update_metadata(self, correlation_id: int, request: UpdateMetadataRequestModel) -> list[TopicPartition]:
         """Apply an UpdateMetadata request; returns the partitions it deleted (leader == -2).
 
@@ -67,6 +90,7 @@ class MetadataCache:
         partition states, as Kafka does).
         """
         with self._write_lock:
+            self.local_authority = False
             old = self._snapshot
             controller_id = request.controller_id if request.controller_id >= 0 else None
             alive = {b.id: b for b in request.live_brokers}

@@ -28,7 +28,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
@@ -156,6 +156,18 @@ class BrokerState:
     def partition(self, tp: TopicPartition) -> PartitionState | None:
         """One hosted partition (a racy but consistent read: values are immutable)."""
         return self._partitions.get(tp)
+
+    def host_local_partitions(self, states: Iterable[PartitionState], removed: Iterable[TopicPartition] = ()) -> None:
+        """Data-plane hook (issue 3): publish partitions this broker leads on its own authority (a standalone broker
+        that creates topics itself, as a KRaft combined node does), or drop deleted ones, under the state-change lock
+        and without state-change lines (no controller request is involved)."""
+        with self.replica_state_change_lock:
+            work = dict(self._partitions)
+            for tp in removed:
+                work.pop(tp, None)
+            for s in states:
+                work[s.tp] = s
+            self._partitions = work
 
     # ----------------------------------------------------------------------------------------------------- locking
     @contextmanager

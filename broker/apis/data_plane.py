@@ -1,0 +1,332 @@
+"""The data plane of one broker: its logs, the partitions it leads, local topic management, purgatory, metrics.
+
+Theory of operation
+-------------------
+Leadership comes from two sources:
+
+* a controller (``planewatch cluster``): LeaderAndIsr makes this broker leader or follower of a partition and
+  UpdateMetadata fills the metadata cache; Produce and consumer Fetch are served only where
+  ``BrokerState.partition(tp)`` says this broker is the leader (else NOT_LEADER_OR_FOLLOWER), so a LeaderAndIsr
+  that makes it a follower is honoured by the very next request;
+* itself, while no controller has spoken (a standalone ``planewatch broker``, the way a KRaft combined node is its
+  own controller): CreateTopics, auto topic creation and the topics found in ``log.dirs`` at start-up are led by
+  this broker at leader epoch 0 (or the log's latest epoch), and the metadata cache names it as controller so admin
+  clients send CreateTopics here. Once another controller is known, CreateTopics answers NOT_CONTROLLER and topics
+  are no longer auto-created locally.
+
+High watermark: with ISR = {this broker} it moves to the log end offset right after each append (acks=all appends
+are fsynced first, see ``broker.log``); with other replicas in the ISR it is the minimum of their fetch offsets
+(follower Fetch requests report them), as Kafka's ``Partition.maybeIncrementLeaderHW``.
+
+planewatch/Kafka properties read here (raw ``server.properties`` strings):
+
+=================================  =======  ==========================================================
+``auto.create.topics.enable``      true     Metadata for an unknown topic creates it (Kafka's default)
+``num.partitions``                 1        partitions of an auto-created topic
+``default.replication.factor``     1        accepted replication factor (only 1 can be placed here)
+``metric.reporter.topic``          (none)   also append the JSON metric samples to this topic
+=================================  =======  ==========================================================
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from broker.apis.convert import uuid_to_kafka_string
+from broker.log import Log, LogManager, validate_topic_name
+from broker.log import TopicPartition as LogTopicPartition
+from broker.log4j import Log4j
+from broker.metrics.registry import Meter, MetricName, MetricsRegistry
+from broker.purgatory import Purgatory
+from broker.state import BrokerState, LiveBroker, TopicPartition
+from broker.state.model import CachedPartition, PartitionState, Role
+
+__all__ = ["DataPlane", "DataPlaneConfig", "LeaderLookup"]
+
+NONE = 0
+UNKNOWN_TOPIC_OR_PARTITION = 3
+NOT_LEADER_OR_FOLLOWER = 6
+INVALID_TOPIC_EXCEPTION = 17
+TOPIC_ALREADY_EXISTS = 36
+INVALID_PARTITIONS = 37
+INVALID_REPLICATION_FACTOR = 38
+NOT_CONTROLLER = 41
+INVALID_CONFIG = 40
+
+# Partitions one CreateTopics may ask for: a typo like 100000 must not create 100k directories on a laptop.
+MAX_PARTITIONS_PER_TOPIC = 10_000
+# A stable namespace for topic ids derived from names (a standalone broker has no ZooKeeper to store them in).
+_TOPIC_ID_NAMESPACE = uuid.UUID("6c0f2a52-93f7-4d0e-9d3e-8f7b1c2a5e10")
+
+
+def _bool(raw: str | None, default: bool) -> bool:
+    if raw is None or raw.strip() == "":
+        return default
+    return raw.strip().lower() == "true"
+
+
+def _int(raw: str | None, default: int, key: str) -> int:
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        return int(raw.strip())
+    except ValueError:
+        raise ValueError(f"Invalid value {raw} for configuration {key}: Not a number of type INT") from None
+
+
+@dataclass(frozen=True, slots=True)
+class DataPlaneConfig:
+    """The data plane's settings (see the module docstring)."""
+
+    auto_create_topics: bool = True
+    num_partitions: int = 1
+    default_replication_factor: int = 1
+    metric_reporter_topic: str | None = None
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str]) -> DataPlaneConfig:
+        """From raw ``server.properties`` strings. Raises ValueError on a bad number (Kafka's message)."""
+        num = _int(props.get("num.partitions"), 1, "num.partitions")
+        if num < 1:
+            raise ValueError(f"Invalid value {num} for configuration num.partitions: Value must be at least 1")
+        topic = (props.get("metric.reporter.topic") or "").strip() or None
+        return cls(_bool(props.get("auto.create.topics.enable"), True), num,
+                   _int(props.get("default.replication.factor"), 1, "default.replication.factor"), topic)
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderLookup:
+    """The outcome of looking up a partition for a leader-only request: the log and state, or an error code."""
+
+    error: int
+    log: Log | None = None
+    state: PartitionState | None = None
+
+
+class TopicMeters:
+    """BrokerTopicMetrics: MessagesInPerSec, BytesInPerSec, BytesOutPerSec, broker-wide and per topic."""
+
+    NAMES = ("MessagesInPerSec", "BytesInPerSec", "BytesOutPerSec")
+
+    def __init__(self, registry: MetricsRegistry | None) -> None:
+        self._registry = registry
+        self._lock = threading.Lock()
+        self._meters: dict[tuple[str, str | None], Meter] = {}
+
+    def _meter(self, name: str, topic: str | None) -> Meter | None:
+        if self._registry is None:
+            return None
+        key = (name, topic)
+        meter = self._meters.get(key)
+        if meter is None:
+            with self._lock:
+                meter = self._meters.get(key)
+                if meter is None:
+                    tags = {"topic": topic} if topic is not None else {}
+                    meter = self._registry.meter(MetricName.of("kafka.server", "BrokerTopicMetrics", name, **tags))
+                    self._meters[key] = meter
+        return meter
+
+    def mark(self, name: str, topic: str, n: int) -> None:
+        """Mark ``n`` on the broker-wide meter and the topic's."""
+        if n <= 0:
+            return
+        for t in (None, topic):
+            m = self._meter(name, t)
+            if m is not None:
+                m.mark(n)
+
+
+class DataPlane:
+    """Logs, leadership checks, local topic management and delayed operations of one broker.
+
+    Args:
+        state: the broker's replica state (leadership) and metadata cache.
+        logs: the log manager (not yet started: :meth:`startup` does it).
+        self_broker: this broker as Metadata describes it.
+        config: the data-plane settings.
+        log4j: the logging hierarchy (server.log's ``kafka.server.KafkaApis`` lines for topic creation).
+        registry: where BrokerTopicMetrics go (None: not recorded).
+    """
+
+    def __init__(self, state: BrokerState, logs: LogManager, self_broker: LiveBroker, config: DataPlaneConfig,
+                 log4j: Log4j, registry: MetricsRegistry | None = None) -> None:
+        self.state = state
+        self.logs = logs
+        self.self_broker = self_broker
+        self.config = config
+        self.purgatory = Purgatory()
+        self.meters = TopicMeters(registry)
+        self._log = log4j.get_logger("kafka.zk.AdminZkClient")
+        self._topics_lock = threading.Lock()
+        # Fetch offsets of the other ISR members, per partition (for the high watermark of acks=all).
+        self._replica_offsets: dict[TopicPartition, dict[int, int]] = {}
+
+    # -------------------------------------------------------------------------------------------- lifecycle
+    def startup(self) -> None:
+        """Load the logs (recovering after a crash), start retention, and lead the topics found on disk."""
+        self.logs.startup()
+        self.logs.start()
+        by_topic: dict[str, list[Log]] = {}
+        for ltp, log in self.logs.all_logs().items():
+            by_topic.setdefault(ltp.topic, []).append(log)
+        states: list[PartitionState] = []
+        for logs in by_topic.values():
+            for log in logs:
+                tp = TopicPartition(log.topic_partition.topic, log.topic_partition.partition)
+                log.update_high_watermark(log.log_end_offset)  # ISR = {self}: everything on disk is committed
+                states.append(self._local_state(tp, max(log.epoch_cache.latest_epoch, 0)))
+        self._publish(states, [])
+
+    def close(self) -> None:
+        """Wake parked operations, then flush and close the logs (clean shutdown marker)."""
+        self.purgatory.close()
+        self.logs.shutdown()
+
+    # -------------------------------------------------------------------------------------------- leadership
+    def is_own_controller(self) -> bool:
+        """True while this broker manages its topics itself (no other controller has sent metadata)."""
+        cache = self.state.metadata_cache
+        return cache.local_authority or cache.snapshot.controller_id is None
+
+    def leader_log(self, tp: TopicPartition) -> LeaderLookup:
+        """The log of a partition this broker leads: UNKNOWN_TOPIC_OR_PARTITION when nobody hosts it here or in
+        the metadata, NOT_LEADER_OR_FOLLOWER when it exists but this broker is not its leader."""
+        ps = self.state.partition(tp)
+        if ps is None:
+            known = self.state.metadata_cache.snapshot.partition(tp) is not None
+            return LeaderLookup(NOT_LEADER_OR_FOLLOWER if known else UNKNOWN_TOPIC_OR_PARTITION)
+        if ps.role is not Role.LEADER or ps.leader != self.state.broker_id:
+            return LeaderLookup(NOT_LEADER_OR_FOLLOWER, state=ps)
+        log = self.logs.get_log(LogTopicPartition(tp.topic, tp.partition))
+        if log is None:
+            log = self.logs.get_or_create_log(LogTopicPartition(tp.topic, tp.partition))
+        return LeaderLookup(NONE, log, ps)
+
+    def hosted_log(self, tp: TopicPartition) -> Log | None:
+        """The local log of a partition this broker hosts in any role (follower fetches, ListOffsets by replicas)."""
+        if self.state.partition(tp) is None:
+            return None
+        return self.logs.get_log(LogTopicPartition(tp.topic, tp.partition))
+
+    def after_leader_append(self, tp: TopicPartition, log: Log, state: PartitionState) -> None:
+        """Move the high watermark after an append as far as the ISR allows, then wake waiting operations."""
+        self._maybe_increment_hw(tp, log, state)
+        self.purgatory.signal()
+
+    def record_follower_offset(self, tp: TopicPartition, replica_id: int, fetch_offset: int) -> None:
+        """A follower fetched from ``fetch_offset``: it holds everything below; the high watermark may move."""
+        ps = self.state.partition(tp)
+        log = self.logs.get_log(LogTopicPartition(tp.topic, tp.partition))
+        if ps is None or log is None or ps.role is not Role.LEADER:
+            return
+        self._replica_offsets.setdefault(tp, {})[replica_id] = fetch_offset
+        if self._maybe_increment_hw(tp, log, ps):
+            self.purgatory.signal()
+
+    def _maybe_increment_hw(self, tp: TopicPartition, log: Log, state: PartitionState) -> bool:
+        leo = log.log_end_offset
+        others = [r for r in state.isr if r != self.state.broker_id]
+        offsets = self._replica_offsets.get(tp, {})
+        new_hw = min([leo, *(offsets.get(r, 0) for r in others)])
+        if new_hw > log.high_watermark:
+            log.update_high_watermark(new_hw)
+            return True
+        return False
+
+    # -------------------------------------------------------------------------------------------- topics
+    @staticmethod
+    def topic_id(topic: str) -> str:
+        """The topic id of a locally created topic (stable across restarts: derived from the name)."""
+        return uuid_to_kafka_string(uuid.uuid5(_TOPIC_ID_NAMESPACE, topic))
+
+    def _local_state(self, tp: TopicPartition, epoch: int) -> PartitionState:
+        me = self.state.broker_id
+        return PartitionState(tp=tp, role=Role.LEADER, leader=me, leader_epoch=epoch, isr=(me,), replicas=(me,),
+                              partition_epoch=0, controller_epoch=self.state.controller_epoch,
+                              topic_id=self.topic_id(tp.topic))
+
+    def _publish(self, states: Iterable[PartitionState], removed: list[TopicPartition]) -> None:
+        states = list(states)
+        self.state.host_local_partitions(states, removed)
+        cached = [CachedPartition(s.tp.topic, s.tp.partition, s.controller_epoch, s.leader, s.leader_epoch, s.isr,
+                                  s.partition_epoch, s.replicas) for s in states]
+        removed_topics = sorted({tp.topic for tp in removed})
+        ids = {s.tp.topic: self.topic_id(s.tp.topic) for s in states}
+        self.state.metadata_cache.apply_local(cached, removed_topics, topic_ids=ids, self_broker=self.self_broker)
+
+    def topic_exists(self, topic: str) -> bool:
+        """True when the metadata cache knows ``topic``."""
+        return bool(self.state.metadata_cache.snapshot.partitions.get(topic))
+
+    def create_topic(self, topic: str, num_partitions: int, replication_factor: int,
+                     configs: Mapping[str, str] | None = None, *,
+                     validate_only: bool = False) -> tuple[int, str | None]:
+        """Create a topic led by this broker; ``(error code, message)`` as CreateTopics answers.
+
+        -1 for ``num_partitions``/``replication_factor`` means the broker defaults (KIP-464).
+        """
+        if not self.is_own_controller():
+            return NOT_CONTROLLER, "This is not the correct controller for this cluster."
+        try:
+            validate_topic_name(topic)
+        except ValueError as exc:
+            return INVALID_TOPIC_EXCEPTION, str(exc)
+        n = self.config.num_partitions if num_partitions == -1 else num_partitions
+        rf = self.config.default_replication_factor if replication_factor == -1 else replication_factor
+        if n < 1 or n > MAX_PARTITIONS_PER_TOPIC:
+            return INVALID_PARTITIONS, f"Number of partitions must be between 1 and {MAX_PARTITIONS_PER_TOPIC}."
+        if rf < 1:
+            return INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0."
+        if rf > 1:
+            return INVALID_REPLICATION_FACTOR, (f"Replication factor: {rf} larger than available brokers: 1.")
+        with self._topics_lock:
+            if self.topic_exists(topic):
+                return TOPIC_ALREADY_EXISTS, f"Topic '{topic}' already exists."
+            if validate_only:
+                return NONE, None
+            try:
+                if configs:
+                    self.logs.set_topic_config(topic, dict(configs))
+                for p in range(n):
+                    self.logs.get_or_create_log(LogTopicPartition(topic, p))
+            except ValueError as exc:
+                return INVALID_CONFIG, str(exc)
+            self._publish([self._local_state(TopicPartition(topic, p), 0) for p in range(n)], [])
+        assignment = ", ".join(f"{p} -> ArrayBuffer({self.state.broker_id})" for p in range(n))
+        self._log.info(f"Creating topic {topic} with configuration {dict(configs or {})} and initial partition "
+                       f"assignment HashMap({assignment})")
+        return NONE, None
+
+    def delete_topic(self, topic: str) -> int:
+        """Delete a locally managed topic and its logs; the error code DeleteTopics answers."""
+        if not self.is_own_controller():
+            return NOT_CONTROLLER
+        with self._topics_lock:
+            parts = self.state.metadata_cache.snapshot.partitions.get(topic)
+            if not parts:
+                return UNKNOWN_TOPIC_OR_PARTITION
+            removed = [TopicPartition(topic, p) for p in parts]
+            self._publish([], removed)
+            for tp in removed:
+                self.logs.delete_log(LogTopicPartition(tp.topic, tp.partition))
+                self._replica_offsets.pop(tp, None)
+        self._log.info(f"Topic deletion callback for {topic}")
+        return NONE
+
+    def maybe_auto_create(self, topics: Iterable[str]) -> None:
+        """Metadata's auto topic creation: create the unknown ones (when enabled and this broker is the controller)."""
+        if not self.config.auto_create_topics or not self.is_own_controller():
+            return
+        for topic in topics:
+            if not self.topic_exists(topic):
+                self.create_topic(topic, -1, -1)
+
+    def describe(self) -> dict[str, Any]:
+        """A small summary for logs and tests."""
+        snap = self.state.metadata_cache.snapshot
+        return {"topics": {t: len(p) for t, p in snap.partitions.items()}, "controller": snap.controller_id}

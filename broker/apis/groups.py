@@ -1,0 +1,130 @@
+"""FindCoordinator (10), OffsetCommit (8), OffsetFetch (9): what a consumer with a ``group.id`` needs to start.
+
+Every broker coordinates the groups whose offsets it stores (no ``__consumer_offsets`` partitioning across brokers:
+FindCoordinator answers this broker, on the listener the request came from). Offsets live in
+:class:`broker.apis.offsets.OffsetStore`. Group membership (JoinGroup/SyncGroup/Heartbeat/LeaveGroup) is in
+:mod:`broker.apis.membership`; OffsetCommit from a member checks its generation there (ILLEGAL_GENERATION,
+UNKNOWN_MEMBER_ID), a commit with generation -1 (an ``assign()`` consumer) is stored as is, as Kafka does for
+simple consumer groups.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.apis.kafka_apis import HandlerResult
+from broker.apis.membership import GroupCoordinator
+from broker.apis.offsets import CommittedOffset, OffsetStore
+from broker.network.request import Request
+from broker.protocol import RequestHeader
+from broker.state import LiveBroker
+
+__all__ = ["GroupApis"]
+
+COORDINATOR_NOT_AVAILABLE = 15
+INVALID_GROUP_ID = 24
+OFFSET_METADATA_TOO_LARGE = 12
+UNKNOWN_TOPIC_OR_PARTITION = 3
+# Kafka's offset.metadata.max.bytes default: longer commit metadata is refused with OFFSET_METADATA_TOO_LARGE.
+OFFSET_METADATA_MAX_BYTES = 4096
+KEY_TYPE_GROUP = 0
+
+
+class GroupApis:
+    """The group-coordinator request handlers of one broker.
+
+    Args:
+        self_broker: this broker (FindCoordinator answers its endpoint on the request's listener).
+        store: committed offsets.
+        coordinator: group membership.
+    """
+
+    def __init__(self, self_broker: LiveBroker, store: OffsetStore, coordinator: GroupCoordinator) -> None:
+        self.self_broker = self_broker
+        self.store = store
+        self.coordinator = coordinator
+
+    def find_coordinator(self, request: Request, header: RequestHeader, body: dict[str, Any]) -> HandlerResult:
+        """This broker, for groups; COORDINATOR_NOT_AVAILABLE for transactions (no transaction coordinator)."""
+        ep = self.self_broker.endpoint(request.listener)
+        key_type = int(body.get("key_type", KEY_TYPE_GROUP))
+
+        def one(key: str) -> dict[str, Any]:
+            if key_type != KEY_TYPE_GROUP or ep is None:
+                return {"key": key, "error_code": COORDINATOR_NOT_AVAILABLE, "error_message": "The coordinator is "
+                        "not available.", "node_id": -1, "host": "", "port": -1}
+            return {"key": key, "error_code": 0, "error_message": None, "node_id": self.self_broker.id,
+                    "host": ep.host, "port": ep.port}
+
+        if header.api_version >= 4:
+            coords = [one(k) for k in body.get("coordinator_keys") or []]
+            return HandlerResult({"throttle_time_ms": 0, "coordinators": coords},
+                                 tuple(c["error_code"] for c in coords) or (0,))
+        answer = one(str(body.get("key", "")))
+        del answer["key"]
+        answer["throttle_time_ms"] = 0
+        return HandlerResult(answer, (answer["error_code"],))
+
+    def offset_commit(self, request: Request, header: RequestHeader, body: dict[str, Any]) -> HandlerResult:
+        """Store the offsets after the membership checks; per-partition error codes."""
+        del request
+        group = str(body["group_id"])
+        generation = int(body.get("generation_id_or_member_epoch", -1))
+        member = str(body.get("member_id", ""))
+        group_error = 0 if group else INVALID_GROUP_ID
+        if not group_error:
+            group_error = self.coordinator.validate_commit(group, member, generation)
+        topics: list[dict[str, Any]] = []
+        entries: dict[tuple[str, int], CommittedOffset] = {}
+        codes: list[int] = []
+        for t in body["topics"]:
+            parts = []
+            for p in t["partitions"]:
+                code = group_error
+                meta = p.get("committed_metadata")
+                if not code and meta is not None and len(meta.encode()) > OFFSET_METADATA_MAX_BYTES:
+                    code = OFFSET_METADATA_TOO_LARGE
+                if not code:
+                    entries[(t["name"], int(p["partition_index"]))] = CommittedOffset(
+                        int(p["committed_offset"]), int(p.get("committed_leader_epoch", -1)), meta)
+                parts.append({"partition_index": p["partition_index"], "error_code": code})
+                codes.append(code)
+            topics.append({"name": t["name"], "partitions": parts})
+        if entries and not self.store.commit(group, entries):
+            for t in topics:
+                for p in t["partitions"]:
+                    if not p["error_code"]:
+                        p["error_code"] = COORDINATOR_NOT_AVAILABLE
+            codes = [p["error_code"] for t in topics for p in t["partitions"]]
+        del header
+        return HandlerResult({"throttle_time_ms": 0, "topics": topics}, tuple(codes) or (0,))
+
+    def _fetch_group(self, group: str, topics: list[dict[str, Any]] | None,
+                     index_key: str) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        if topics is None:  # all committed offsets of the group
+            by_topic: dict[str, list[int]] = {}
+            for (topic, partition) in sorted(self.store.group_offsets(group)):
+                by_topic.setdefault(topic, []).append(partition)
+            topics = [{"name": t, index_key: ps} for t, ps in by_topic.items()]
+        for t in topics:
+            parts = []
+            for idx in t[index_key]:
+                c = self.store.get(group, t["name"], int(idx))
+                parts.append({"partition_index": idx, "committed_offset": c.offset if c else -1,
+                              "committed_leader_epoch": c.leader_epoch if c else -1,
+                              "metadata": (c.metadata if c else "") or "", "error_code": 0})
+            out.append({"name": t["name"], "partitions": parts})
+        return out
+
+    def offset_fetch(self, request: Request, header: RequestHeader, body: dict[str, Any]) -> HandlerResult:
+        """Committed offsets (-1 where none), by group (v8+) or for the one group (v0-7)."""
+        del request
+        if header.api_version >= 8:
+            groups = []
+            for g in body.get("groups") or []:
+                groups.append({"group_id": g["group_id"], "error_code": 0,
+                               "topics": self._fetch_group(str(g["group_id"]), g.get("topics"), "partition_indexes")})
+            return HandlerResult({"throttle_time_ms": 0, "groups": groups}, (0,))
+        topics = self._fetch_group(str(body["group_id"]), body.get("topics"), "partition_indexes")
+        return HandlerResult({"throttle_time_ms": 0, "topics": topics, "error_code": 0}, (0,))

@@ -1,0 +1,69 @@
+"""Plug the data plane into a KafkaApis: logs, Produce/Fetch/ListOffsets, topics, groups (issue 3).
+
+:func:`install_data_plane` is called by ``broker.apis.factory.build_kafka_apis`` once the listeners are bound. It
+loads the logs (recovery after a crash happens here, before any request is served), registers every data-plane
+handler in KafkaApis' dispatch table (so ApiVersions advertises exactly them), and arranges for the logs to be
+closed cleanly at broker shutdown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from broker.apis.data_plane import DataPlane, DataPlaneConfig
+from broker.apis.fetch import handle_fetch
+from broker.apis.groups import GroupApis
+from broker.apis.kafka_apis import HandlerResult, KafkaApis
+from broker.apis.list_offsets import handle_list_offsets
+from broker.apis.membership import GroupCoordinator
+from broker.apis.offsets import OffsetStore
+from broker.apis.produce import handle_produce
+from broker.apis.topics import handle_create_topics, handle_delete_topics, metadata_with_auto_create
+from broker.log import LogManager
+from broker.log4j import Log4j
+from broker.metrics.registry import MetricsRegistry
+from broker.network.request import Request
+from broker.protocol import ApiKey, RequestHeader
+
+__all__ = ["install_data_plane"]
+
+_DataHandler = Callable[[DataPlane, Request, RequestHeader, dict[str, Any]], HandlerResult]
+
+
+def _bind(dp: DataPlane, fn: _DataHandler) -> Callable[[Request, RequestHeader, dict[str, Any]], HandlerResult]:
+    def handler(request: Request, header: RequestHeader, body: dict[str, Any]) -> HandlerResult:
+        return fn(dp, request, header, body)
+    return handler
+
+
+def install_data_plane(apis: KafkaApis, properties: Mapping[str, str], log4j: Log4j,
+                       registry: MetricsRegistry | None = None) -> DataPlane:
+    """Start the data plane of ``apis``' broker from raw ``server.properties`` and register its handlers.
+
+    Raises:
+        ValueError: a bad data-plane or log setting (Kafka's ConfigException text).
+        broker.log.LogDirInUseError: another broker holds a log dir.
+    """
+    config = DataPlaneConfig.from_properties(properties)
+    logs = LogManager.from_properties(properties, log4j=log4j, metrics=registry)
+    dp = DataPlane(apis.state, logs, apis.self_broker, config, log4j, registry)
+    dp.startup()
+    apis.add_closer(dp.close)
+    coordinator = GroupCoordinator()
+    apis.add_closer(coordinator.close)
+    groups = GroupApis(apis.self_broker, OffsetStore(logs.log_dirs[0]), coordinator)
+    apis.register(ApiKey.PRODUCE, _bind(dp, handle_produce))
+    apis.register(ApiKey.FETCH, _bind(dp, handle_fetch))
+    apis.register(ApiKey.LIST_OFFSETS, _bind(dp, handle_list_offsets))
+    apis.register(ApiKey.CREATE_TOPICS, _bind(dp, handle_create_topics))
+    apis.register(ApiKey.DELETE_TOPICS, _bind(dp, handle_delete_topics))
+    apis.register(ApiKey.METADATA, metadata_with_auto_create(dp, apis.handler(ApiKey.METADATA)))
+    apis.register(ApiKey.FIND_COORDINATOR, groups.find_coordinator)
+    apis.register(ApiKey.OFFSET_COMMIT, groups.offset_commit)
+    apis.register(ApiKey.OFFSET_FETCH, groups.offset_fetch)
+    apis.register(ApiKey.JOIN_GROUP, coordinator.join_group)
+    apis.register(ApiKey.SYNC_GROUP, coordinator.sync_group)
+    apis.register(ApiKey.HEARTBEAT, coordinator.heartbeat)
+    apis.register(ApiKey.LEAVE_GROUP, coordinator.leave_group)
+    return dp

@@ -1,0 +1,96 @@
+"""Produce (api key 0, v3-9): Kafka 2.8's ``KafkaApis.handleProduceRequest`` + ``ReplicaManager.appendRecords``.
+
+Per partition, in Kafka's order: the request-level record checks (``ProduceRequest.validateRecords``: one batch,
+magic 2, no zstd before v7; CORRUPT_MESSAGE / INVALID_RECORD / UNSUPPORTED_COMPRESSION_TYPE), the partition lookup
+(UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER), then the log's validation and append (CORRUPT_MESSAGE,
+MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE, KAFKA_STORAGE_ERROR). A bad partition never affects the others, and
+nothing is appended for it.
+
+acks: 0 answers nothing (and closes the connection if any partition failed, as Kafka does so the client notices);
+1 answers after the append; -1 (all) appends durably (fsync) and then waits in the purgatory until the high
+watermark covers the appended records (ISR = {self}: at once), up to ``timeout_ms``, else REQUEST_TIMED_OUT for
+that partition (the records stay in the log, as in Kafka).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.apis.data_plane import DataPlane
+from broker.apis.kafka_apis import HandlerResult
+from broker.log import Log, LogError
+from broker.network.request import Request
+from broker.protocol import CorruptRecord, RequestHeader
+from broker.protocol.records import validate_produce_records
+from broker.state import TopicPartition
+
+__all__ = ["INVALID_REQUIRED_ACKS", "REQUEST_TIMED_OUT", "handle_produce"]
+
+INVALID_REQUIRED_ACKS = 21
+REQUEST_TIMED_OUT = 7
+UNKNOWN_SERVER_ERROR = -1
+
+
+def _partition_response(index: int, code: int, base_offset: int = -1, log_start_offset: int = -1,
+                        message: str | None = None) -> dict[str, Any]:
+    return {"index": index, "error_code": code, "base_offset": base_offset, "log_append_time_ms": -1,
+            "log_start_offset": log_start_offset, "record_errors": [], "error_message": message}
+
+
+def handle_produce(dp: DataPlane, request: Request, header: RequestHeader, body: dict[str, Any]) -> HandlerResult:
+    """Append every partition's records where this broker leads; see the module docstring."""
+    del request
+    acks = int(body["acks"])
+    timeout_ms = int(body["timeout_ms"])
+    responses: list[dict[str, Any]] = []
+    codes: list[int] = []
+    pending: list[tuple[dict[str, Any], Log, int]] = []  # acks=all: (response, log, required high watermark)
+    for topic in body["topic_data"]:
+        name = topic["name"]
+        parts: list[dict[str, Any]] = []
+        for pdata in topic["partition_data"]:
+            index = int(pdata["index"])
+            resp = _append_one(dp, name, index, pdata.get("records"), acks, header.api_version, pending)
+            parts.append(resp)
+        responses.append({"name": name, "partition_responses": parts})
+    if acks == -1 and pending:
+        def completed() -> bool:
+            return all(log.high_watermark >= required for _, log, required in pending)
+        if not dp.purgatory.await_completion(completed, timeout_ms):
+            for resp, log, required in pending:
+                if log.high_watermark < required:
+                    resp["error_code"] = REQUEST_TIMED_OUT
+                    resp["base_offset"] = -1
+    for t in responses:
+        codes.extend(p["error_code"] for p in t["partition_responses"])
+    errors = tuple(codes) or (0,)
+    if acks == 0:
+        return HandlerResult({}, errors, no_response=True, close=any(codes))
+    return HandlerResult({"responses": responses, "throttle_time_ms": 0}, errors)
+
+
+def _append_one(dp: DataPlane, topic: str, index: int, records: Any, acks: int, version: int,
+                pending: list[tuple[dict[str, Any], Log, int]]) -> dict[str, Any]:
+    if acks not in (0, 1, -1):
+        return _partition_response(index, INVALID_REQUIRED_ACKS)
+    try:
+        validate_produce_records(records, version)
+    except CorruptRecord as exc:
+        return _partition_response(index, int(exc.error_code), message=str(exc))
+    tp = TopicPartition(topic, index)
+    lookup = dp.leader_log(tp)
+    if lookup.error or lookup.log is None or lookup.state is None:
+        return _partition_response(index, lookup.error or UNKNOWN_SERVER_ERROR)
+    log, state = lookup.log, lookup.state
+    try:
+        info = log.append_as_leader(records, state.leader_epoch, durable=(acks == -1))
+    except LogError as exc:
+        return _partition_response(index, int(exc.error_code), message=str(exc))
+    dp.after_leader_append(tp, log, state)
+    dp.meters.mark("MessagesInPerSec", topic, info.message_count)
+    dp.meters.mark("BytesInPerSec", topic, info.valid_bytes)
+    resp = _partition_response(index, 0, info.first_offset, info.log_start_offset)
+    resp["log_append_time_ms"] = info.log_append_time
+    if acks == -1:
+        pending.append((resp, log, info.last_offset + 1))
+    return resp

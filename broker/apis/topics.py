@@ -1,0 +1,106 @@
+"""CreateTopics (19), DeleteTopics (20) and Metadata's auto topic creation, for topics this broker manages itself.
+
+A standalone broker is its own controller (see :mod:`broker.apis.data_plane`): CreateTopics creates the logs and
+publishes the partitions with this broker as leader; with another controller in charge it answers NOT_CONTROLLER,
+as a Kafka broker that is not the controller does. Replication factor above 1 is refused with
+INVALID_REPLICATION_FACTOR (one broker), an explicit assignment must name this broker only
+(INVALID_REPLICA_ASSIGNMENT). A topic named twice in one request gets INVALID_REQUEST, as in Kafka.
+
+Metadata: when ``auto.create.topics.enable`` is true and the request allows it (v4+ ``allow_auto_topic_creation``,
+always before v4), requested topics that do not exist are created with ``num.partitions`` before the answer is
+built (Kafka answers LEADER_NOT_AVAILABLE first and creates them asynchronously; here they are ready at once).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from broker.apis.convert import kafka_string_to_uuid, uuid_to_kafka_string
+from broker.apis.data_plane import DataPlane
+from broker.apis.kafka_apis import Handler, HandlerResult
+from broker.log import validate_topic_name
+from broker.network.request import Request
+from broker.protocol import RequestHeader
+
+__all__ = ["handle_create_topics", "handle_delete_topics", "metadata_with_auto_create"]
+
+INVALID_REQUEST = 42
+INVALID_REPLICA_ASSIGNMENT = 39
+
+
+def handle_create_topics(dp: DataPlane, request: Request, header: RequestHeader,
+                         body: dict[str, Any]) -> HandlerResult:
+    """Create every requested topic (or only validate, ``validate_only``)."""
+    del request
+    counts = Counter(t["name"] for t in body["topics"])
+    validate_only = bool(body.get("validate_only", False))
+    out: list[dict[str, Any]] = []
+    for t in body["topics"]:
+        name = t["name"]
+        n, rf = int(t["num_partitions"]), int(t["replication_factor"])
+        configs = {c["name"]: c["value"] for c in t.get("configs") or [] if c.get("value") is not None}
+        assignments = t.get("assignments") or []
+        message: str | None = None
+        if counts[name] > 1:
+            code, message = INVALID_REQUEST, f"Create topics request from client contains topic {name} twice"
+        elif assignments and (n != -1 or rf != -1):
+            code, message = INVALID_REQUEST, ("Both numPartitions or replicationFactor and replicasAssignments "
+                                              "were set. Both cannot be used at the same time.")
+        elif assignments and any(list(a["broker_ids"]) != [dp.state.broker_id] for a in assignments):
+            code, message = INVALID_REPLICA_ASSIGNMENT, "Replica assignment must name this broker only."
+        else:
+            if assignments:
+                n, rf = len(assignments), 1
+            code, message = dp.create_topic(name, n, rf, configs, validate_only=validate_only)
+        created = code == 0
+        entry: dict[str, Any] = {"name": name, "error_code": code, "error_message": message,
+                                 "topic_config_error_code": 0,
+                                 "num_partitions": (n if n != -1 else dp.config.num_partitions) if created else -1,
+                                 "replication_factor": 1 if created else -1, "configs": []}
+        if created and not validate_only:
+            entry["topic_id"] = kafka_string_to_uuid(dp.topic_id(name))
+        out.append(entry)
+    del header
+    return HandlerResult({"throttle_time_ms": 0, "topics": out}, tuple(int(e["error_code"]) for e in out) or (0,))
+
+
+def handle_delete_topics(dp: DataPlane, request: Request, header: RequestHeader,
+                         body: dict[str, Any]) -> HandlerResult:
+    """Delete the named topics (by name; v6 topic ids of locally created topics are resolved too)."""
+    del request
+    names: list[str | None] = []
+    if header.api_version < 6:
+        names = list(body.get("topic_names") or [])
+    else:
+        by_id = {dp.topic_id(t): t for t in dp.state.metadata_cache.snapshot.partitions}
+        for t in body.get("topics") or []:
+            names.append(t.get("name") or by_id.get(uuid_to_kafka_string(t["topic_id"])))
+    out: list[dict[str, Any]] = []
+    for name in names:
+        code = dp.delete_topic(name) if name is not None else 100  # UNKNOWN_TOPIC_ID
+        out.append({"name": name, "error_code": code, "error_message": None})
+    return HandlerResult({"throttle_time_ms": 0, "responses": out}, tuple(int(e["error_code"]) for e in out) or (0,))
+
+
+def metadata_with_auto_create(dp: DataPlane, base: Handler) -> Handler:
+    """Wrap KafkaApis' Metadata handler with auto topic creation (see the module docstring)."""
+
+    def handler(request: Request, header: RequestHeader, body: dict[str, Any]) -> HandlerResult:
+        topics = body.get("topics")
+        allowed = header.api_version < 4 or bool(body.get("allow_auto_topic_creation", True))
+        if topics and allowed and dp.config.auto_create_topics:
+            wanted = []
+            for t in topics:
+                name = t.get("name")
+                if name is None or dp.topic_exists(name):
+                    continue
+                try:
+                    validate_topic_name(name)
+                except ValueError:
+                    continue  # not creatable: Metadata answers UNKNOWN_TOPIC_OR_PARTITION for it
+                wanted.append(name)
+            dp.maybe_auto_create(wanted)
+        return base(request, header, body)
+
+    return handler
