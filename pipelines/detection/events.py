@@ -24,15 +24,17 @@ __all__ = [
 CONTROL_REQUESTS = ("LeaderAndIsr", "UpdateMetadata", "StopReplica")
 
 # Event names (lower-cased) that mean each pairing kind, besides the message patterns below.
-SEND_EVENTS = ("controller_sending", "controller_send", "sending", "send", "request_sent")
-HANDLING_EVENTS = ("handling", "lai_handling", "stop_replica_handling", "request_handling", "handling_request")
-FINISHED_EVENTS = ("finished", "lai_finished", "request_finished", "finished_request")
-APPLIED_EVENTS = ("metadata_cache_updated", "update_metadata_applied", "um_applied", "metadata_cache_update")
-RESPONSE_EVENTS = ("controller_response", "response_received", "controller_response_received")
-LOCK_WAIT_EVENTS = ("lock_wait", "lock_waited", "lock_acquired")
-STALE_EVENTS = ("stale_broker_epoch", "stale_epoch", "broker_epoch_stale")
-FETCHER_EVENTS = ("log_start_offset_incremented", "log_start_offset", "checkpoint_flush", "epoch_cache_cleared",
-                  "leader_epoch_checkpoint", "incremented_log_start_offset")
+# The first name of each tuple is the parsers' (pipelines.parsing.patterns.EVENTS); the rest are tolerated aliases.
+SEND_EVENTS = ("leader_and_isr_sending", "update_metadata_sending", "stop_replica_sending", "controller_sending")
+HANDLING_EVENTS = ("leader_and_isr_handling", "stop_replica_handling", "become_leader_started",
+                   "become_follower_started", "handling")
+FINISHED_EVENTS = ("leader_and_isr_finished", "finished")
+APPLIED_EVENTS = ("metadata_cache_updated", "update_metadata_applied")
+RESPONSE_EVENTS = ("response_received", "controller_response")
+LOCK_WAIT_EVENTS = ("lock_wait",)
+STALE_EVENTS = ("stale_broker_epoch",)
+FETCHER_EVENTS = ("log_start_offset_incremented", "epoch_cache_cleared", "epoch_cache_truncated",
+                  "leader_epoch_checkpoint_flushed", "checkpoint_flush")
 
 # Message patterns (Kafka 2.2-3.x texts). Per-partition TRACE `Sending ... for partition` lines are not sends:
 # the INFO summary (2.6+) or the TRACE `Received response` line stands for the request.
@@ -43,7 +45,8 @@ RX_FINISHED = r"Finished LeaderAndIsr request in (\d+)ms correlationId (\d+) fro
 RX_APPLIED = r"partitions from metadata cache in response to UpdateMetadata request sent by controller (\d+) epoch (\d+) with correlation id (\d+)"  # noqa: E501
 RX_RESPONSE = r"Received response .* for request (\w+) with correlation id (\d+) sent to broker .*id: (\d+)"
 RX_STALE = r"(?i)(smaller than the current broker epoch|stale broker epoch)"
-RX_FETCHER = r"(?i)(Increment(?:ed|ing) log start offset|Cleared earliest \d+ entries from epoch cache|checkpoint)"
+RX_FETCHER = (r"(?i)(Increment(?:ed|ing) log start offset|Cleared earliest \d+ entries from epoch cache"
+              r"|leader-epoch-checkpoint)")
 
 _API_NAMES = {"LEADER_AND_ISR": "LeaderAndIsr", "UPDATE_METADATA": "UpdateMetadata", "STOP_REPLICA": "StopReplica"}
 
@@ -150,9 +153,14 @@ def pairing_input(state_changes: DataFrame) -> DataFrame:
         F.coalesce(F.col("elapsed_ms"), x(m, r"request in (\d+)ms").try_cast("long")).alias("elapsed_ms"),
         F.col("lock_wait_ms").cast("long").alias("lock_wait_ms"),
     )
+    # Broker-side lines pair by correlation id: per-partition 2.2-2.5 lines without one (`Handling stop replica
+    # (delete=false) for partition t-0`) are not requests. A lock-wait line may omit the request name.
+    needs_corr = F.col("kind").isin("handling", "finished", "applied", "response", "lock_wait")
     return out.where(
         F.col("kind").isNotNull() & F.col("ts").isNotNull() & F.col("broker_id").isNotNull()
-        & F.col("controller_id").isNotNull() & F.col("request").isin(*CONTROL_REQUESTS)
+        & F.col("controller_id").isNotNull()
+        & (F.col("request").isin(*CONTROL_REQUESTS) | ((F.col("kind") == "lock_wait") & F.col("request").isNull()))
+        & (~needs_corr | F.col("correlation_id").isNotNull())
     )
 
 

@@ -204,7 +204,7 @@ class _Key:
             return None
         found: dict[str, Any] | None = None
         for r in self.st.records:
-            if r["corr"] == corr and r["request"] == request:
+            if r["corr"] == corr and (request is None or r["request"] == request):
                 found = r  # the most recent one wins (correlation ids restart after a controller failover)
         return found
 
