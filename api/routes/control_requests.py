@@ -6,7 +6,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+import pyarrow as pa
+from fastapi import APIRouter, Query, Response
 
 from api.deps import StoreDep, TokenGuard, bad_param
 from api.models import ControlRequestPublic, ControlRequestsPublic
@@ -32,7 +33,7 @@ class PairingStatus(StrEnum):
     never_completed = "never_completed"
 
 
-@router.get("/control-requests")
+@router.get("/control-requests", response_model=ControlRequestsPublic)
 def list_control_requests(
     store: StoreDep,
     cluster: Annotated[str | None, Query(pattern=NAME_PATTERN)] = None,
@@ -43,20 +44,27 @@ def list_control_requests(
     since: datetime | None = None,
     until: datetime | None = None,
     limit: Annotated[int, Query(ge=1, description=f"rows, capped at {MAX_LIMIT}")] = DEFAULT_LIMIT,
-) -> ControlRequestsPublic:
+) -> Response:
     """The newest control requests (by controller send time) matching the filters; `count` counts all matches."""
     since, until = utc(since, "since"), utc(until, "until")
     if since is not None and until is not None and until <= since:
         bad_param("until", "until must be after since", str(until))
-    page, count = filter_control_requests(
-        store.snapshot(CONTROL_REQUEST_LATENCY.name),
-        cluster=cluster,
-        broker_id=broker_id,
-        request=request.value if request else None,
-        status=status.value if status else None,
-        min_latency_ms=min_latency_ms,
-        since=since,
-        until=until,
-        limit=min(limit, MAX_LIMIT),
-    )
-    return ControlRequestsPublic(data=[ControlRequestPublic.model_validate(r) for r in rows(page)], count=count)
+    filters = {
+        "cluster": cluster,
+        "broker_id": broker_id,
+        "request": request.value if request else None,
+        "status": status.value if status else None,
+        "min_latency_ms": min_latency_ms,
+        "since": since,
+        "until": until,
+        "limit": min(limit, MAX_LIMIT),
+    }
+
+    def answer(snap: pa.Table) -> bytes:
+        page, count = filter_control_requests(snap, **filters)  # type: ignore[arg-type]
+        data = [ControlRequestPublic.model_validate(r) for r in rows(page)]
+        return ControlRequestsPublic(data=data, count=count).model_dump_json().encode()
+
+    key = ("list", *sorted(filters.items()))
+    content = store.memo(CONTROL_REQUEST_LATENCY.name, key, answer)
+    return Response(content=content, media_type="application/json")
