@@ -42,39 +42,56 @@ PAGE_TIMEOUT_S = 30.0
 MARKER = "Browser-test alert: LeaderAndIsr to broker 2 waited 4321 ms"
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[str]:
+def _rollups() -> list[dict[str, object]]:
+    queues = [
+        rollup(b, s, T0 + timedelta(minutes=m), float((m * (b + 1)) % 17))
+        for b in range(3)
+        for m in range(30)
+        for s in ("RequestQueueSize", "ControlPlaneRequestQueueSize")
+    ]
+    idle = [
+        rollup(b, "NetworkProcessorAvgIdlePercent", T0 + timedelta(minutes=m), 0.5 + 0.4 * ((m + b) % 2))
+        for b in range(3)
+        for m in range(30)
+    ]
+    acceptor = [
+        rollup(
+            b,
+            "AcceptorBlockedPercent",
+            T0 + timedelta(minutes=m),
+            0.1 * (m % 5),
+            listener="PLAINTEXT",
+            attribute="OneMinuteRate",
+        )
+        for b in range(3)
+        for m in range(30)
+    ]
+    return queues + idle + acceptor
+
+
+def _samples() -> list[dict[str, object]]:
+    out: list[dict[str, object]] = []
+    for b in range(3):
+        for s in ("RequestQueueSize", "ControlPlaneRequestQueueSize", "NetworkProcessorAvgIdlePercent"):
+            out += samples(b, s, T0, 180, step_s=10.0)
+        out += samples(
+            b, "AcceptorBlockedPercent", T0, 180, step_s=10.0, listener="PLAINTEXT", attribute="OneMinuteRate"
+        )
+    return out
+
+
+@pytest.fixture(params=["rollups", "samples-only"])
+def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """The service over a lake with metric rollups (the panels' SQL), or with raw samples only (the page falls back
+    to /brokers/{id}/metrics, downsampled in DataFusion)."""
     lake = tmp_path / "lake"
     write(lake, ALERTS, [alert(i) for i in range(4)] + [alert(9, broker_id=2, summary=MARKER, severity="critical")])
     write(lake, CONTROL_REQUEST_LATENCY, [control_request(i, i % 3, 50.0 + 40 * (i % 7)) for i in range(60)])
-    write(
-        lake,
-        METRIC_ROLLUPS_1M,
-        [
-            rollup(b, s, T0 + timedelta(minutes=m), float((m * (b + 1)) % 17))
-            for b in range(3)
-            for m in range(30)
-            for s in ("RequestQueueSize", "ControlPlaneRequestQueueSize")
-        ]
-        + [
-            rollup(b, "NetworkProcessorAvgIdlePercent", T0 + timedelta(minutes=m), 0.5 + 0.4 * ((m + b) % 2) / 1)
-            for b in range(3)
-            for m in range(30)
-        ]
-        + [
-            rollup(
-                b,
-                "AcceptorBlockedPercent",
-                T0 + timedelta(minutes=m),
-                0.1 * (m % 5),
-                listener="PLAINTEXT",
-                attribute="OneMinuteRate",
-            )
-            for b in range(3)
-            for m in range(30)
-        ],
-    )
-    write(lake, METRIC_SAMPLES, samples(1, "RequestQueueSize", T0, 60))
+    if request.param == "rollups":
+        write(lake, METRIC_ROLLUPS_1M, _rollups())
+        write(lake, METRIC_SAMPLES, samples(1, "RequestQueueSize", T0, 60))
+    else:
+        write(lake, METRIC_SAMPLES, _samples())
     app = create_app()
     settings = Settings(lake=lake, api_token=TOKEN, refresh_interval_ms=0)
     app.dependency_overrides[get_settings] = lambda: settings
@@ -94,7 +111,7 @@ def server(tmp_path: Path) -> Iterator[str]:
     sock.close()
 
 
-def test_dashboard_in_headless_chromium(server: str, tmp_path: Path) -> None:
+def test_dashboard_in_headless_chromium(server: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     browser = Browser(tmp_path / "chromium-profile")
     try:
         page = Page(browser.page_ws())
@@ -130,7 +147,9 @@ def test_dashboard_in_headless_chromium(server: str, tmp_path: Path) -> None:
             png = tmp_path / "dashboard.png"
             png.write_bytes(base64.b64decode(shot["data"]))
             if os.environ.get("PLANEWATCH_SCREENSHOT"):
-                shutil.copy(png, os.environ["PLANEWATCH_SCREENSHOT"])
+                shutil.copy(
+                    png, os.environ["PLANEWATCH_SCREENSHOT"].replace(".png", f"-{request.node.callspec.id}.png")
+                )
             time.sleep(0.3)
             page.evaluate("1")  # drain late events
             assert page.errors() == []
