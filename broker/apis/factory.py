@@ -70,5 +70,6 @@ def build_kafka_apis(server: _Server) -> KafkaApis:
         log4j=server.log4j,
     )
     # The data plane (issue 3): logs under log.dirs, Produce/Fetch/ListOffsets, topics, groups.
-    install_data_plane(apis, getattr(cfg, "originals", {}), server.log4j, getattr(server, "registry", None))
+    install_data_plane(apis, getattr(cfg, "originals", {}), server.log4j, getattr(server, "registry", None),
+                       getattr(getattr(server, "socket_server", None), "reconfigure", None))
     return apis

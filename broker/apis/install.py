@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from broker.apis.configs import ConfigApis, DynamicBrokerConfig
 from broker.apis.data_plane import DataPlane, DataPlaneConfig
 from broker.apis.fetch import handle_fetch
 from broker.apis.groups import GroupApis
@@ -38,8 +39,12 @@ def _bind(dp: DataPlane, fn: _DataHandler) -> Callable[[Request, RequestHeader, 
 
 
 def install_data_plane(apis: KafkaApis, properties: Mapping[str, str], log4j: Log4j,
-                       registry: MetricsRegistry | None = None) -> DataPlane:
+                       registry: MetricsRegistry | None = None,
+                       reconfigure: Callable[[Mapping[str, str]], None] | None = None) -> DataPlane:
     """Start the data plane of ``apis``' broker from raw ``server.properties`` and register its handlers.
+
+    ``reconfigure`` applies dynamic connection limits (``SocketServer.reconfigure``); the persisted dynamic
+    configs are re-applied through it here, before the acceptors start.
 
     Raises:
         ValueError: a bad data-plane or log setting (Kafka's ConfigException text).
@@ -66,4 +71,10 @@ def install_data_plane(apis: KafkaApis, properties: Mapping[str, str], log4j: Lo
     apis.register(ApiKey.SYNC_GROUP, coordinator.sync_group)
     apis.register(ApiKey.HEARTBEAT, coordinator.heartbeat)
     apis.register(ApiKey.LEAVE_GROUP, coordinator.leave_group)
+    dynamic = DynamicBrokerConfig(apis.state.broker_id, logs.log_dirs[0], properties, reconfigure, log4j)
+    dynamic.load()
+    configs = ConfigApis(dynamic, dp)
+    apis.register(ApiKey.DESCRIBE_CONFIGS, configs.describe_configs)
+    apis.register(ApiKey.ALTER_CONFIGS, configs.alter_configs)
+    apis.register(ApiKey.INCREMENTAL_ALTER_CONFIGS, configs.incremental_alter_configs)
     return dp
