@@ -417,7 +417,8 @@ def _run_query(sql: str, handles: Mapping[str, _Handle]) -> pa.Table:
 
     qb = QueryBuilder()
     for name, h in handles.items():
-        qb.register(name, h.table)
+        with h.lock:  # registration takes the table's current snapshot; the refresher updates it under this lock
+            qb.register(name, h.table)
     # arro3 RecordBatchReader -> pyarrow through the Arrow PyCapsule interface; stop reading at the row cap.
     reader = pa.RecordBatchReader.from_stream(qb.execute(sql))
     batches: list[pa.RecordBatch] = []
