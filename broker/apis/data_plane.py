@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from broker.apis.convert import uuid_to_kafka_string
+from broker.apis.producers import ProducerStates
 from broker.log import Log, LogManager, validate_topic_name
 from broker.log import TopicPartition as LogTopicPartition
 from broker.log4j import Log4j
@@ -160,6 +161,7 @@ class DataPlane:
         self.self_broker = self_broker
         self.config = config
         self.purgatory = Purgatory()
+        self.producers = ProducerStates()
         self.meters = TopicMeters(registry)
         self._log = log4j.get_logger("kafka.zk.AdminZkClient")
         self._topics_lock = threading.Lock()
@@ -315,6 +317,7 @@ class DataPlane:
             for tp in removed:
                 self.logs.delete_log(LogTopicPartition(tp.topic, tp.partition))
                 self._replica_offsets.pop(tp, None)
+                self.producers.forget_partition(tp)
         self._log.info(f"Topic deletion callback for {topic}")
         return NONE
 

@@ -20,6 +20,7 @@ from broker.apis.list_offsets import handle_list_offsets
 from broker.apis.membership import GroupCoordinator
 from broker.apis.offsets import OffsetStore
 from broker.apis.produce import handle_produce
+from broker.apis.producers import ProducerIds
 from broker.apis.topics import handle_create_topics, handle_delete_topics, metadata_with_auto_create
 from broker.log import LogManager
 from broker.log4j import Log4j
@@ -71,6 +72,7 @@ def install_data_plane(apis: KafkaApis, properties: Mapping[str, str], log4j: Lo
     apis.register(ApiKey.SYNC_GROUP, coordinator.sync_group)
     apis.register(ApiKey.HEARTBEAT, coordinator.heartbeat)
     apis.register(ApiKey.LEAVE_GROUP, coordinator.leave_group)
+    apis.register(ApiKey.INIT_PRODUCER_ID, ProducerIds().init_producer_id)
     dynamic = DynamicBrokerConfig(apis.state.broker_id, logs.log_dirs[0], properties, reconfigure, log4j)
     dynamic.load()
     configs = ConfigApis(dynamic, dp)

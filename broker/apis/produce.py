@@ -74,7 +74,7 @@ def _append_one(dp: DataPlane, topic: str, index: int, records: Any, acks: int, 
     if acks not in (0, 1, -1):
         return _partition_response(index, INVALID_REQUIRED_ACKS)
     try:
-        validate_produce_records(records, version)
+        batch = validate_produce_records(records, version)
     except CorruptRecord as exc:
         return _partition_response(index, int(exc.error_code), message=str(exc))
     tp = TopicPartition(topic, index)
@@ -82,8 +82,24 @@ def _append_one(dp: DataPlane, topic: str, index: int, records: Any, acks: int, 
     if lookup.error or lookup.log is None or lookup.state is None:
         return _partition_response(index, lookup.error or UNKNOWN_SERVER_ERROR)
     log, state = lookup.log, lookup.state
+    pid = batch.producer_id
     try:
-        info = log.append_as_leader(records, state.leader_epoch, durable=(acks == -1))
+        if pid < 0:
+            info = log.append_as_leader(records, state.leader_epoch, durable=(acks == -1))
+        else:
+            first = batch.base_sequence
+            last = (first + batch.last_offset_delta) % (2**31)
+            with dp.producers.lock(tp):
+                verdict = dp.producers.check(tp, pid, batch.producer_epoch, first, last)
+                if verdict.error:
+                    return _partition_response(index, verdict.error)
+                if verdict.duplicate_of is not None:  # a retry of an appended batch: answer its offset again
+                    resp = _partition_response(index, 0, verdict.duplicate_of, log.log_start_offset)
+                    if acks == -1:
+                        pending.append((resp, log, verdict.duplicate_of + batch.last_offset_delta + 1))
+                    return resp
+                info = log.append_as_leader(records, state.leader_epoch, durable=(acks == -1))
+                dp.producers.record(tp, pid, batch.producer_epoch, first, last, info.first_offset)
     except LogError as exc:
         return _partition_response(index, int(exc.error_code), message=str(exc))
     dp.after_leader_append(tp, log, state)
