@@ -143,6 +143,7 @@ def test_dashboard_in_headless_chromium(server: str, tmp_path: Path, request: py
             assert "AcceptorBlockedPercent (OneMinuteRate)" in charts
             lines = page.evaluate("document.querySelectorAll('#lai svg .series polyline').length")
             assert lines == 9  # 3 brokers x (queue, processing, lock wait)
+            assert page.evaluate("document.querySelectorAll('svg.bars rect').length") == 3  # open alerts per broker
             shot = page.call("Page.captureScreenshot", format="png")
             png = tmp_path / "dashboard.png"
             png.write_bytes(base64.b64decode(shot["data"]))
