@@ -30,6 +30,7 @@ from tests.broker.network_helpers import (
 
 STORM_CONNECTIONS = 1500  # enough to overflow 3 x 20 queued slots many times; bounded for a 2-core CI box
 STORM_DEADLINE_S = 60.0
+CHURN_ROUNDS, CHURN_SIZE = 3, 500  # then 3 x 500 closes and re-opens, so the storm lasts more than an instant
 
 
 class FakeProcessor:
@@ -135,6 +136,10 @@ def test_connection_storm_never_starves_existing_connections(tmp_path: Path) -> 
             storming.set()
             while len(storm) < STORM_CONNECTIONS and time.monotonic() < deadline:
                 storm.append(socket.create_connection(("127.0.0.1", port)))
+            for _ in range(CHURN_ROUNDS):  # keep the acceptor and processors busy: close and reopen a slice
+                for s in storm[:CHURN_SIZE]:
+                    s.close()
+                storm[:CHURN_SIZE] = [socket.create_connection(("127.0.0.1", port)) for _ in range(CHURN_SIZE)]
             wait_until(lambda: server.socket_server is not None
                        and server.socket_server.connection_count() >= STORM_CONNECTIONS, timeout=STORM_DEADLINE_S,
                        what="storm registered")
