@@ -1,16 +1,84 @@
-"""`planewatch cluster`: not built yet (see the open issues)."""
+"""`planewatch cluster`: a controller and N brokers (separate processes) on 127.0.0.1.
+
+    planewatch cluster --brokers 3 [--dir var/cluster] [--base-port PORT] [--fetcher-model locked|async]
+    planewatch cluster --status --dir var/cluster
+
+Runs until SIGINT/SIGTERM, then stops every process cleanly. ``DIR/cluster.json`` describes the cluster for scripts
+(bootstrap servers; per broker its id, pid, listeners, log directory, logs, metrics, Prometheus endpoint).
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import signal
 import sys
+import threading
+from pathlib import Path
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    del parser
+    parser.add_argument("--brokers", type=int, default=3, help="number of brokers (default 3)")
+    parser.add_argument("--dir", type=Path, default=Path("var/cluster"), help="cluster directory (var/cluster)")
+    parser.add_argument("--base-port", type=int, default=0, help="first port (default 0: free ports)")
+    parser.add_argument("--fetcher-model", choices=("locked", "async"), default="locked",
+                        help="replica.fetcher.model of every broker (default locked, as Kafka 2.x)")
+    parser.add_argument("--update-metadata-cached", choices=("true", "false"), default="true",
+                        help="controller.update.metadata.cached: one shared UpdateMetadata (true) or per-broker")
+    parser.add_argument("--no-control-plane", action="store_true",
+                        help="brokers advertise no control-plane listener (KIP-291 off)")
+    parser.add_argument("--status", action="store_true", help="show who leads what in a running cluster")
+    parser.add_argument("--seconds", type=float, default=0.0, help="stop after N seconds (default: run until a signal)")
+
+
+def _status(directory: Path) -> int:
+    from broker.cluster.http import ControllerClient
+
+    try:
+        info = json.loads((directory / "cluster.json").read_text())
+    except (OSError, ValueError) as exc:
+        print(f"planewatch cluster: no cluster in {directory}: {exc}", file=sys.stderr)
+        return 1
+    try:
+        st = ControllerClient(info["controller"]["url"], timeout_s=5).status()
+    except (OSError, ConnectionError) as exc:
+        print(f"planewatch cluster: controller not reachable: {exc}", file=sys.stderr)
+        return 1
+    print(f"controller id={st['controller_id']} epoch={st['controller_epoch']} "
+          f"cached_update_metadata={st['cached_update_metadata']}")
+    for bid, b in sorted(st["brokers"].items(), key=lambda kv: int(kv[0])):
+        print(f"broker {bid} epoch={b['epoch']} listeners={b['listeners']}")
+    print(f"{'partition':<30} {'leader':>6} {'epoch':>5}  replicas  isr")
+    for p in st["partitions"]:
+        print(f"{p['topic'] + '-' + str(p['partition']):<30} {p['leader']:>6} {p['leader_epoch']:>5}  "
+              f"{','.join(map(str, p['replicas'])):<8}  {','.join(map(str, p['isr']))}")
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:
-    del args
-    print("planewatch cluster: not built yet", file=sys.stderr)
-    return 2
+    if args.status:
+        return _status(args.dir)
+    from broker.cluster.launcher import Cluster, ClusterSpec
+
+    if args.brokers < 1:
+        print("planewatch cluster: --brokers must be at least 1", file=sys.stderr)
+        return 2
+    spec = ClusterSpec(args.dir, args.brokers, args.base_port, args.fetcher_model,
+                       args.update_metadata_cached == "true", brokers_advertise_control=not args.no_control_plane)
+    cluster = Cluster(spec)
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda s, f: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        cluster.start()
+        print(f"cluster of {args.brokers} brokers started; bootstrap.servers={cluster.bootstrap_servers()}")
+        print(f"  cluster.json {cluster.dir / 'cluster.json'}", flush=True)
+        stop.wait(args.seconds if args.seconds > 0 else None)
+    except RuntimeError as exc:
+        print(f"planewatch cluster: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        cluster.stop()
+        print("cluster stopped", flush=True)
+    return 0

@@ -1,0 +1,155 @@
+"""The registration channel between brokers and the controller: HTTP/JSON on 127.0.0.1 (planewatch, not Kafka).
+
+Kafka 2.x brokers register in ZooKeeper; planewatch has no ZooKeeper, so the controller serves the few operations
+the brokers need (see :mod:`broker.cluster.controller`)::
+
+    POST /register      {"id", "listeners": {name: [host, port]}, "protocols": {name: proto}, "rack"} -> {"epoch"}
+    POST /heartbeat     {"id", "epoch"}                                         -> {"error_code"}
+    POST /create_topics {"topics": [{"name", "num_partitions", "replication_factor", "validate_only"}]}
+                                                                                -> {"results": [...]}
+    POST /alter_isr     {"id", "epoch", "topic", "partition", "leader_epoch", "isr"} -> {"error_code", ...}
+    GET  /status                                                                -> the controller's view
+
+:class:`ControllerClient` is the broker side (urllib, bounded timeouts). Bad JSON answers 400 with a message.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.error
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from broker.cluster.controller import Controller
+
+__all__ = ["MAX_BODY_BYTES", "ControllerClient", "ControllerHttpServer"]
+
+# A registration-channel request body larger than this is refused (413): the messages are tiny.
+MAX_BODY_BYTES = 1024 * 1024
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        del format, args  # no access log on stderr
+
+    def _answer(self, code: int, body: dict[str, Any]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        if self.path == "/status":
+            self._answer(200, self.server.controller.status())
+        else:
+            self._answer(404, {"error": f"no such path {self.path}"})
+
+    def do_POST(self) -> None:
+        size = int(self.headers.get("Content-Length") or 0)
+        if size > MAX_BODY_BYTES:
+            self._answer(413, {"error": "body too large"})
+            return
+        try:
+            body = json.loads(self.rfile.read(size) or b"{}")
+            if not isinstance(body, dict):
+                raise ValueError("expected a JSON object")
+            self._answer(200, self._dispatch(body))
+        except (ValueError, KeyError, TypeError) as exc:
+            self._answer(400, {"error": f"bad request: {exc}"})
+        except TimeoutError:
+            self._answer(503, {"error": "controller busy"})
+
+    def _dispatch(self, body: dict[str, Any]) -> dict[str, Any]:
+        c = self.server.controller
+        if self.path == "/register":
+            listeners = {str(k): (str(v[0]), int(v[1])) for k, v in body["listeners"].items()}
+            protocols = {str(k): str(v) for k, v in (body.get("protocols") or {}).items()}
+            epoch = c.register(int(body["id"]), listeners, protocols, body.get("rack"))
+            return {"epoch": epoch, "controller_id": c.controller_id}
+        if self.path == "/heartbeat":
+            return {"error_code": c.heartbeat(int(body["id"]), int(body["epoch"]))}
+        if self.path == "/create_topics":
+            return {"results": c.create_topics(list(body["topics"]))}
+        if self.path == "/alter_isr":
+            return c.alter_isr(int(body["id"]), int(body["epoch"]), str(body["topic"]), int(body["partition"]),
+                               int(body["leader_epoch"]), [int(r) for r in body["isr"]])
+        raise KeyError(f"no such path {self.path}")
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, controller: Controller, port: int) -> None:
+        super().__init__(("127.0.0.1", port), _Handler)
+        self.controller = controller
+
+
+class ControllerHttpServer:
+    """Serves the registration channel of a :class:`Controller` on 127.0.0.1."""
+
+    def __init__(self, controller: Controller, port: int = 0) -> None:
+        self._server = _Server(controller, port)
+        self.port = int(self._server.server_address[1])
+        self._thread = threading.Thread(target=self._server.serve_forever, name="controller-http", daemon=True)
+
+    def start(self) -> None:
+        """Serve in a background thread."""
+        self._thread.start()
+
+    def shutdown(self) -> None:
+        """Stop serving and close the socket."""
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(5)
+
+
+class ControllerClient:
+    """The broker side of the registration channel."""
+
+    def __init__(self, url: str, timeout_s: float = 10.0) -> None:
+        self.url = url.rstrip("/")
+        self.timeout_s = timeout_s
+
+    def _call(self, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.url + path, data=data, method="GET" if body is None else "POST",
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
+                out = json.loads(resp.read())
+        except urllib.error.HTTPError as exc:
+            raise ConnectionError(f"controller answered {exc.code}: {exc.read()[:200]!r}") from None
+        if not isinstance(out, dict):
+            raise ConnectionError("controller answered no JSON object")
+        return out
+
+    def register(self, broker_id: int, listeners: dict[str, tuple[str, int]], protocols: dict[str, str],
+                 rack: str | None) -> int:
+        """Register; the new broker epoch."""
+        out = self._call("/register", {"id": broker_id, "listeners": {k: list(v) for k, v in listeners.items()},
+                                       "protocols": protocols, "rack": rack})
+        return int(out["epoch"])
+
+    def heartbeat(self, broker_id: int, epoch: int) -> int:
+        """Keep the session; the error code (0 or STALE_BROKER_EPOCH)."""
+        return int(self._call("/heartbeat", {"id": broker_id, "epoch": epoch})["error_code"])
+
+    def create_topics(self, topics: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Forward CreateTopics; per-topic results."""
+        return list(self._call("/create_topics", {"topics": topics})["results"])
+
+    def alter_isr(self, broker_id: int, epoch: int, topic: str, partition: int, leader_epoch: int,
+                  isr: list[int]) -> dict[str, Any]:
+        """Ask for an ISR change."""
+        return self._call("/alter_isr", {"id": broker_id, "epoch": epoch, "topic": topic, "partition": partition,
+                                         "leader_epoch": leader_epoch, "isr": isr})
+
+    def status(self) -> dict[str, Any]:
+        """The controller's view."""
+        return self._call("/status")

@@ -1,0 +1,345 @@
+"""A broker as a member of the reference cluster: ``python -m broker.cluster.node --config FILE``.
+
+It is ``planewatch broker`` with a different apis factory (:func:`cluster_apis_factory`), which adds to the standard
+KafkaApis + data plane:
+
+* registration with the controller (``planewatch.controller.url``) before any request is served; the answer is the
+  broker epoch (``BrokerState.set_broker_epoch``), then a heartbeat thread keeps the session (a broker whose
+  heartbeat is refused as stale re-registers: a bounce the controller sees by the new epoch);
+* replica fetchers (:mod:`broker.fetcher`, ``replica.fetcher.model=locked|async``) as ReplicaManager's fetcher hook;
+* CreateTopics forwarded to the controller (replicated topics; the controller assigns replicas and elects leaders);
+* the leader side of the ISR (:class:`IsrManager`): followers' fetch offsets and the time they last caught up are
+  observed on the Fetch path; every ``replica.lag.time.max.ms / 2`` the leader shrinks the ISR of lagging followers
+  and expands it with caught-up ones through the controller, logging Kafka's ``Shrinking ISR`` / ``Expanding ISR``
+  lines (logger ``kafka.cluster.Partition``).
+
+Partitions found on disk at start-up are not led by the broker on its own authority: the controller decides.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+import time
+from collections.abc import Collection
+from dataclasses import replace
+from typing import Any
+
+from broker.apis.convert import kafka_string_to_uuid
+from broker.apis.data_plane import DataPlane
+from broker.apis.factory import build_kafka_apis, planewatch_setting
+from broker.apis.kafka_apis import Handler, HandlerResult, KafkaApis
+from broker.cluster.http import ControllerClient
+from broker.fetcher import ReplicaFetcherManager
+from broker.fetcher.thread import FetchSettings
+from broker.log import LogManager
+from broker.log import TopicPartition as LogTopicPartition
+from broker.log4j import Log4j
+from broker.network.request import Request
+from broker.protocol import ApiKey, RequestHeader
+from broker.state.model import Role, TopicPartition
+from broker.state.replica_manager import BrokerState
+
+__all__ = ["IsrManager", "LocalLogs", "cluster_apis_factory", "main"]
+
+# Heartbeat period; the controller's session timeout (default 3 s) must be several of these.
+HEARTBEAT_INTERVAL_S = 0.5
+# Kafka 2.x default replica.lag.time.max.ms is 30 s; a laptop cluster reacts faster.
+DEFAULT_REPLICA_LAG_TIME_MAX_MS = 10_000
+NOT_CONTROLLER = 41
+
+
+class LocalLogs:
+    """``broker.state.model.LocalLog`` over the data plane's LogManager (offsets in the Leader/Follower lines)."""
+
+    def __init__(self, logs: LogManager) -> None:
+        self.logs = logs
+
+    def log_end_offset(self, tp: TopicPartition) -> int:
+        """The log end offset (0 when there is no log yet)."""
+        log = self.logs.get_log(LogTopicPartition(tp.topic, tp.partition))
+        return log.log_end_offset if log is not None else 0
+
+    def high_watermark(self, tp: TopicPartition) -> int:
+        """The high watermark (0 when there is no log yet)."""
+        log = self.logs.get_log(LogTopicPartition(tp.topic, tp.partition))
+        return log.high_watermark if log is not None else 0
+
+    def delete_partitions(self, partitions: Collection[TopicPartition]) -> None:
+        """StopReplica with delete."""
+        for tp in partitions:
+            self.logs.delete_log(LogTopicPartition(tp.topic, tp.partition))
+
+
+class IsrManager:
+    """The leader side of the ISR (see the module docstring)."""
+
+    def __init__(self, state: BrokerState, dp: DataPlane, client: ControllerClient, lag_ms: int,
+                 log4j: Log4j) -> None:
+        self.state = state
+        self.dp = dp
+        self.client = client
+        self.lag_ns = lag_ms * 1_000_000
+        self.log4j = log4j
+        self._lock = threading.Lock()
+        # (tp, replica) -> (last fetch offset, last time it was caught up with the leader's log end, ns)
+        self._followers: dict[tuple[TopicPartition, int], tuple[int, int]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="isr-expiration", daemon=True)
+        self._interval_s = lag_ms / 2000
+        self._since: dict[tuple[TopicPartition, int], int] = {}  # (tp, leader epoch) -> first seen as leader
+
+    def observe(self, tp: TopicPartition, replica: int, fetch_offset: int, leader_leo: int) -> None:
+        """A follower fetched from ``fetch_offset`` while the leader's log ended at ``leader_leo``."""
+        now = time.monotonic_ns()
+        with self._lock:
+            prev = self._followers.get((tp, replica))
+            caught_up = now if fetch_offset >= leader_leo else (prev[1] if prev else 0)
+            self._followers[(tp, replica)] = (fetch_offset, caught_up)
+
+    def start(self) -> None:
+        """Start the periodic check."""
+        self._thread.start()
+
+    def close(self) -> None:
+        """Stop the periodic check."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(5)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval_s):
+            try:
+                self.check_once()
+            except Exception as exc:  # a controller hiccup must not stop ISR maintenance
+                self.log4j.get_logger("kafka.server.ReplicaManager").warn(f"ISR check failed: {exc}")
+
+    def check_once(self) -> None:
+        """Shrink the ISR of lagging followers and expand it with caught-up ones, for every led partition."""
+        now = time.monotonic_ns()
+        me = self.state.broker_id
+        for tp, ps in self.state.partitions().items():
+            if ps.role is not Role.LEADER or ps.leader != me:
+                continue
+            log = self.dp.logs.get_log(LogTopicPartition(tp.topic, tp.partition))
+            if log is None:
+                continue
+            with self._lock:
+                seen = {r: self._followers.get((tp, r)) for r in ps.replicas if r != me}
+            out = [r for r in ps.isr if r != me and (seen.get(r) is None or now - seen[r][1] > self.lag_ns)]  # type: ignore[index]
+            # A follower that has not fetched since this broker became leader gets the lag time to do so.
+            out = [r for r in out if now - self._leader_since(tp, ps.leader_epoch, now) > self.lag_ns]
+            back = [r for r in ps.replicas if r != me and r not in ps.isr and seen.get(r) is not None
+                    and seen[r][0] >= log.high_watermark]  # type: ignore[index]
+            if out:
+                new_isr = [r for r in ps.isr if r not in out]
+                ends = " ".join(f"(brokerId: {r}, endOffset: {seen[r][0] if seen.get(r) else -1})"  # type: ignore[index]
+                                for r in out)
+                text = (f"Shrinking ISR from {','.join(map(str, ps.isr))} to {','.join(map(str, new_isr))}. Leader: "
+                        f"(highWatermark: {log.high_watermark}, endOffset: {log.log_end_offset}). Out of sync "
+                        f"replicas: {ends}.")
+                self._alter(tp, ps.leader_epoch, new_isr, text)
+            elif back:
+                new_isr = [*ps.isr, *back]
+                text = f"Expanding ISR from {','.join(map(str, ps.isr))} to {','.join(map(str, new_isr))}"
+                self._alter(tp, ps.leader_epoch, new_isr, text)
+
+    def _leader_since(self, tp: TopicPartition, epoch: int, now: int) -> int:
+        return self._since.setdefault((tp, epoch), now)
+
+    def _alter(self, tp: TopicPartition, leader_epoch: int, new_isr: list[int], text: str) -> None:
+        answer = self.client.alter_isr(self.state.broker_id, self.state.broker_epoch, tp.topic, tp.partition,
+                                       leader_epoch, new_isr)
+        logger = self.log4j.get_logger("kafka.cluster.Partition",
+                                       f"[Partition {tp.topic}-{tp.partition} broker={self.state.broker_id}] ")
+        if int(answer.get("error_code", -1)) != 0:
+            logger.info(f"Failed to update ISR to {','.join(map(str, new_isr))}: error code {answer.get('error_code')}")
+            return
+        logger.info(text)
+        ps = self.state.partition(tp)
+        if ps is None or ps.leader_epoch != leader_epoch:
+            return
+        new = replace(ps, isr=tuple(new_isr), partition_epoch=int(answer.get("partition_epoch", ps.partition_epoch)))
+        self.state.host_local_partitions([new])
+        log = self.dp.logs.get_log(LogTopicPartition(tp.topic, tp.partition))
+        if log is not None:
+            self.dp.after_leader_append(tp, log, new)  # the HW may move now that the ISR is smaller
+
+
+class ClusterMember:
+    """Registration, heartbeats and ISR maintenance of one broker in the cluster."""
+
+    def __init__(self, apis: KafkaApis, dp: DataPlane, client: ControllerClient, listeners: dict[str, tuple[str, int]],
+                 protocols: dict[str, str], rack: str | None, isr: IsrManager, fetchers: ReplicaFetcherManager,
+                 log4j: Log4j) -> None:
+        self.apis = apis
+        self.dp = dp
+        self.client = client
+        self.listeners = listeners
+        self.protocols = protocols
+        self.rack = rack
+        self.isr = isr
+        self.fetchers = fetchers
+        self._log = log4j.get_logger("kafka.server.KafkaServer", f"[KafkaServer id={apis.state.broker_id}] ")
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._heartbeat, name="controller-heartbeat", daemon=True)
+
+    def register(self) -> None:
+        """Register with the controller and adopt the broker epoch it assigns."""
+        epoch = self.client.register(self.apis.state.broker_id, self.listeners, self.protocols, self.rack)
+        self.apis.state.set_broker_epoch(epoch)
+        self._log.info(f"Registered broker {self.apis.state.broker_id} at path /brokers/ids/"
+                       f"{self.apis.state.broker_id} with addresses: {self.listeners}, czxid (broker epoch): {epoch}")
+
+    def start(self) -> None:
+        """Register, then heartbeat and maintain ISRs in the background."""
+        self.register()
+        self._thread.start()
+        self.isr.start()
+
+    def _heartbeat(self) -> None:
+        while not self._stop.wait(HEARTBEAT_INTERVAL_S):
+            try:
+                if self.client.heartbeat(self.apis.state.broker_id, self.apis.state.broker_epoch) != 0:
+                    self._log.warn("The controller expired this broker's session: registering again")
+                    self.register()
+            except (OSError, ConnectionError) as exc:
+                self._log.warn(f"Heartbeat to the controller failed: {exc}")
+
+    def close(self) -> None:
+        """Stop heartbeats, ISR checks and fetchers."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(5)
+        self.isr.close()
+        self.fetchers.shutdown()
+
+
+def _data_plane_of(apis: KafkaApis) -> DataPlane:
+    """The DataPlane that ``build_kafka_apis`` installed (its ``close`` is one of KafkaApis' closers)."""
+    for closer in getattr(apis, "_closers", []):
+        owner = getattr(closer, "__self__", None)
+        if isinstance(owner, DataPlane):
+            return owner
+    raise RuntimeError("build_kafka_apis installed no data plane: the cluster needs broker.apis.install")
+
+
+def _forward_create_topics(client: ControllerClient) -> Handler:
+    def handle(request: Request, header: RequestHeader, body: dict[str, Any]) -> HandlerResult:
+        del request
+        specs = [{"name": t["name"], "num_partitions": int(t["num_partitions"]),
+                  "replication_factor": int(t["replication_factor"]),
+                  "validate_only": bool(body.get("validate_only", False))} for t in body["topics"]]
+        try:
+            results = client.create_topics(specs)
+        except (OSError, ConnectionError) as exc:
+            results = [{"name": s["name"], "error_code": NOT_CONTROLLER, "error_message": str(exc)} for s in specs]
+        status = client.status() if any(r["error_code"] == 0 for r in results) else {"partitions": []}
+        out = []
+        for r in results:
+            parts = [p for p in status["partitions"] if p["topic"] == r["name"]]
+            entry: dict[str, Any] = {"name": r["name"], "error_code": r["error_code"],
+                                     "error_message": r.get("error_message"), "topic_config_error_code": 0,
+                                     "num_partitions": len(parts) if parts else -1,
+                                     "replication_factor": len(parts[0]["replicas"]) if parts else -1,
+                                     "configs": []}
+            tid = status.get("topic_ids", {}).get(r["name"])
+            if tid:
+                entry["topic_id"] = kafka_string_to_uuid(tid)
+            out.append(entry)
+        del header
+        return HandlerResult({"throttle_time_ms": 0, "topics": out}, tuple(int(e["error_code"]) for e in out) or (0,))
+    return handle
+
+
+def _observing_fetch(inner: Handler, dp: DataPlane, isr: IsrManager) -> Handler:
+    def handle(request: Request, header: RequestHeader, body: dict[str, Any]) -> HandlerResult:
+        replica = int(body.get("replica_id", -1))
+        seen: list[tuple[TopicPartition, int, int]] = []
+        if replica >= 0:
+            for t in body.get("topics") or ():
+                for p in t.get("partitions") or ():
+                    tp = TopicPartition(str(t.get("topic", "")), int(p["partition"]))
+                    log = dp.logs.get_log(LogTopicPartition(tp.topic, tp.partition))
+                    if log is not None:
+                        seen.append((tp, int(p["fetch_offset"]), log.log_end_offset))
+        for tp, offset, leo in seen:
+            isr.observe(tp, replica, offset, leo)
+        return inner(request, header, body)
+    return handle
+
+
+def cluster_apis_factory(server: Any) -> KafkaApis:
+    """The apis factory of a cluster member (see the module docstring).
+
+    Raises:
+        ValueError: ``planewatch.controller.url`` missing or a bad ``replica.*`` setting.
+        ConnectionError: the controller cannot be reached.
+    """
+    cfg = server.config
+    url = planewatch_setting(cfg, "planewatch.controller.url")
+    if url is None:
+        raise ValueError("Missing required configuration planewatch.controller.url (the cluster's controller)")
+    model = planewatch_setting(cfg, "replica.fetcher.model") or "locked"
+    lag_ms = int(planewatch_setting(cfg, "replica.lag.time.max.ms") or DEFAULT_REPLICA_LAG_TIME_MAX_MS)
+    apis = build_kafka_apis(server)
+    dp = _data_plane_of(apis)
+    state = apis.state
+    # The controller decides who leads what: forget the leadership the data plane took for logs found on disk.
+    on_disk = list(state.partitions())
+    if on_disk:
+        state.host_local_partitions([], removed=on_disk)
+    client = ControllerClient(url)
+    fetchers = ReplicaFetcherManager(state.broker_id, dp.logs, FetchSettings(model=model), server.log4j,
+                                     on_fetched=lambda tps: dp.purgatory.signal())
+    state.fetcher_manager = fetchers
+    state.local_log = LocalLogs(dp.logs)
+    server.log4j.set_level("kafka.server.ReplicaFetcherManager", "DEBUG")
+    isr = IsrManager(state, dp, client, lag_ms, server.log4j)
+    apis.register(ApiKey.CREATE_TOPICS, _forward_create_topics(client))
+    apis.register(ApiKey.FETCH, _observing_fetch(apis.handler(ApiKey.FETCH), dp, isr))
+    listeners = {ep.name: (ep.host, ep.port) for ep in server.advertised_listeners()}
+    protocols = {ep.name: ep.security_protocol for ep in server.advertised_listeners()}
+    member = ClusterMember(apis, dp, client, listeners, protocols, planewatch_setting(cfg, "broker.rack"), isr,
+                           fetchers, server.log4j)
+    apis.add_closer(member.close)
+    member.start()
+    return apis
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one cluster broker until SIGINT/SIGTERM."""
+    from broker.config import ConfigException, load_config
+    from broker.server import KafkaServer
+
+    parser = argparse.ArgumentParser(prog="broker.cluster.node")
+    parser.add_argument("--config", required=True)
+    parser.add_argument("--override", action="append", default=[])
+    args = parser.parse_args(argv)
+    sys.setswitchinterval(0.0005)  # as planewatch broker: keep KIP-291's threads responsive
+    try:
+        config = load_config(args.config, args.override)
+    except ConfigException as e:
+        print(f"broker: invalid configuration: {e}", file=sys.stderr)  # noqa: T201 - process entry point
+        return 1
+    server = KafkaServer(config, apis_factory=cluster_apis_factory)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda s, f: stop.set())
+    try:
+        server.startup()
+    except (OSError, ValueError, ConnectionError) as e:
+        print(f"broker: cannot start: {e}", file=sys.stderr)  # noqa: T201 - process entry point
+        return 1
+    print(f"broker {config.broker_id} started", flush=True)  # noqa: T201 - process entry point
+    try:
+        stop.wait()
+    finally:
+        server.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

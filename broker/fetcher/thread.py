@@ -1,0 +1,359 @@
+"""One replica fetcher thread: fetches the partitions a follower hosts from one leader (Kafka's ReplicaFetcherThread).
+
+Theory of operation
+-------------------
+The thread loops: build a Fetch (``replica_id`` = this broker) for its partitions at their log end offsets, send it
+to the leader's inter-broker listener, then process the response partition by partition: append the batches as a
+follower (keeping offsets and leader epochs), move the local high watermark to ``min(leader HW, log end)``, and adopt
+the leader's log start offset when it moved (which clears and flushes the leader-epoch checkpoint, with fsync: slow
+when ``planewatch.leader.epoch.checkpoint.delay.ms`` is set). The follower's next fetch offset tells the leader how far
+it got, so the leader can move its high watermark and keep it in the ISR.
+
+Two models (``replica.fetcher.model``):
+
+* ``locked`` (Kafka 2.x ``AbstractFetcherThread.partitionMapLock``): the fetcher holds the lock while it processes a
+  whole response, slow checkpoint flushes included; :meth:`add_partitions` / :meth:`remove_partitions` run on the
+  request-handler thread handling LeaderAndIsr (under ``replicaStateChangeLock``) and take the same lock, so they
+  wait for the whole response to be processed, and every later control request waits behind them (KAFKA-6974).
+* ``async`` (the KAFKA-6974 proposal): add/remove are events on the thread's queue; only the fetcher thread touches
+  its partition map, between two responses; the handler thread never blocks.
+
+Either way, the time a control request spent waiting for the lock (or 0 ms for the async enqueue) is logged at DEBUG
+in server.log as ``[ReplicaFetcherManager on broker 1] LeaderAndIsr waited N ms for partitionMapLock of
+ReplicaFetcherThread-0-2 (planewatch)`` and kept in :attr:`ReplicaFetcherThread.lock_waits_ns`.
+"""
+
+from __future__ import annotations
+
+import queue
+import socket
+import struct
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from broker.log import Log, LogManager, LogStartOffsetIncrementReason
+from broker.log import TopicPartition as LogTopicPartition
+from broker.log4j import Log4j
+from broker.protocol import ApiKey, ProtocolError, decode_response, encode_request
+from broker.state.model import BrokerEndPoint, InitialFetchState, TopicPartition
+
+__all__ = ["FETCHER_MODELS", "FetchSettings", "PartitionFetchState", "ReplicaFetcherThread"]
+
+FETCHER_MODELS = ("locked", "async")
+# Fetch v11: replica id, current leader epoch, log start offset; the last non-flexible version (no tagged fields).
+FETCH_VERSION = 11
+# A response frame larger than this is not a Fetch response we asked for (max.bytes below): drop the connection.
+MAX_RESPONSE_BYTES = 256 * 1024 * 1024
+# How many lock-wait measurements a thread keeps (newest last).
+LOCK_WAIT_HISTORY = 10_000
+_I32 = struct.Struct(">i")
+NONE, OFFSET_OUT_OF_RANGE = 0, 1
+
+
+@dataclass(frozen=True, slots=True)
+class FetchSettings:
+    """``replica.fetch.*`` settings (Kafka's names and defaults, except a shorter max wait for a laptop cluster)."""
+
+    model: str = "locked"
+    max_wait_ms: int = 500  # replica.fetch.wait.max.ms
+    min_bytes: int = 1  # replica.fetch.min.bytes
+    max_bytes: int = 10 * 1024 * 1024  # replica.fetch.response.max.bytes
+    partition_max_bytes: int = 1024 * 1024  # replica.fetch.max.bytes
+    backoff_ms: int = 1000  # replica.fetch.backoff.ms
+    socket_timeout_ms: int = 30_000  # replica.socket.timeout.ms
+
+
+@dataclass(slots=True)
+class PartitionFetchState:
+    """What the fetcher knows of one partition."""
+
+    tp: TopicPartition
+    leader_epoch: int
+    log: Log
+    delayed_until_ns: int = 0  # after an error: not fetched before this time
+
+
+class _Connection:
+    """A blocking connection to the leader's inter-broker listener."""
+
+    def __init__(self, leader: BrokerEndPoint, timeout_s: float) -> None:
+        self.leader = leader
+        self.timeout_s = timeout_s
+        self.sock: socket.socket | None = None
+
+    def round_trip(self, frame: bytes) -> bytes:
+        if self.sock is None:
+            self.sock = socket.create_connection((self.leader.host, self.leader.port), timeout=self.timeout_s)
+            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.sock.sendall(frame)
+        size = _I32.unpack(self._read(4))[0]
+        if size < 0 or size > MAX_RESPONSE_BYTES:
+            raise ConnectionError(f"invalid response size {size}")
+        return self._read(size)
+
+    def _read(self, n: int) -> bytes:
+        assert self.sock is not None
+        buf = bytearray()
+        while len(buf) < n:
+            chunk = self.sock.recv(min(n - len(buf), 1 << 20))
+            if not chunk:
+                raise ConnectionError(f"connection to leader {self.leader.id} closed")
+            buf += chunk
+        return bytes(buf)
+
+    def close(self) -> None:
+        if self.sock is not None:
+            try:
+                self.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            self.sock.close()
+            self.sock = None
+
+
+class ReplicaFetcherThread(threading.Thread):
+    """Fetches partitions from one leader; see the module docstring for the two locking models.
+
+    Args:
+        broker_id: this (follower) broker.
+        fetcher_id: index among the threads to the same leader (``num.replica.fetchers``; planewatch uses 0).
+        leader: the leader's inter-broker endpoint.
+        logs: the follower's log manager.
+        settings: fetch settings incl. the model.
+        log4j: server.log.
+        on_fetched: called (outside the lock) after each processed response with the partitions that got data.
+    """
+
+    def __init__(self, broker_id: int, fetcher_id: int, leader: BrokerEndPoint, logs: LogManager,
+                 settings: FetchSettings, log4j: Log4j,
+                 on_fetched: Callable[[list[TopicPartition]], None] | None = None) -> None:
+        if settings.model not in FETCHER_MODELS:
+            raise ValueError(f"Invalid value {settings.model} for configuration replica.fetcher.model: String must "
+                             f"be one of: {', '.join(FETCHER_MODELS)}")
+        super().__init__(name=f"ReplicaFetcherThread-{fetcher_id}-{leader.id}", daemon=True)
+        self.broker_id = broker_id
+        self.leader = leader
+        self.logs = logs
+        self.settings = settings
+        self.partition_map_lock = threading.Lock()
+        self.partitions: dict[TopicPartition, PartitionFetchState] = {}
+        self.lock_waits_ns: deque[int] = deque(maxlen=LOCK_WAIT_HISTORY)
+        self._events: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        self._running = threading.Event()
+        self._running.set()
+        self._wake = threading.Event()
+        self._conn = _Connection(leader, settings.socket_timeout_ms / 1000)
+        self._correlation = 0
+        self._on_fetched = on_fetched
+        self._log = log4j.get_logger("kafka.server.ReplicaFetcherThread",
+                                     f"[ReplicaFetcher replicaId={broker_id}, leaderId={leader.id}, "
+                                     f"fetcherId={fetcher_id}] ")
+        self._mgr_log = log4j.get_logger("kafka.server.ReplicaFetcherManager",
+                                         f"[ReplicaFetcherManager on broker {broker_id}] ")
+        self._pending = 0  # async model: partitions added but not yet applied (for idleness)
+
+    # ------------------------------------------------------------------------------------------------ control side
+    def add_partitions(self, fetches: Mapping[TopicPartition, InitialFetchState], api: str = "LeaderAndIsr") -> None:
+        """Start fetching (become-follower). Locked model: takes the partition-map lock on the caller's thread."""
+        if self.settings.model == "async":
+            self._pending += len(fetches)
+            self._events.put(("add", dict(fetches)))
+            self._record_wait(api, 0)
+            self._wake.set()
+            return
+        before = time.monotonic_ns()
+        with self.partition_map_lock:
+            self._record_wait(api, time.monotonic_ns() - before)
+            self._apply_add(fetches)
+
+    def remove_partitions(self, tps: Collection[TopicPartition], api: str = "LeaderAndIsr") -> None:
+        """Stop fetching. Locked model: takes the partition-map lock on the caller's thread."""
+        if self.settings.model == "async":
+            self._events.put(("remove", list(tps)))
+            self._record_wait(api, 0)
+            self._wake.set()
+            return
+        before = time.monotonic_ns()
+        with self.partition_map_lock:
+            self._record_wait(api, time.monotonic_ns() - before)
+            self._apply_remove(tps)
+
+    def partition_count(self) -> int:
+        """Partitions fetched or about to be (a racy read)."""
+        return len(self.partitions) + max(self._pending, 0)
+
+    def hosts(self, tp: TopicPartition) -> bool:
+        """True when ``tp`` is in the partition map (a racy read)."""
+        return tp in self.partitions
+
+    def initiate_shutdown(self) -> None:
+        """Stop after the current fetch."""
+        self._running.clear()
+        self._wake.set()
+
+    def shutdown(self, timeout_s: float = 5.0) -> None:
+        """Stop and join; closes the connection."""
+        self.initiate_shutdown()
+        self._conn.close()
+        if self.is_alive() and threading.current_thread() is not self:
+            self.join(timeout_s)
+
+    def _record_wait(self, api: str, waited_ns: int) -> None:
+        self.lock_waits_ns.append(waited_ns)
+        if self._mgr_log.is_debug_enabled():
+            self._mgr_log.debug(f"{api} waited {waited_ns // 1_000_000} ms for partitionMapLock of {self.name} "
+                                "(planewatch)")
+
+    # ------------------------------------------------------------------------------------------------ state changes
+    def _apply_add(self, fetches: Mapping[TopicPartition, InitialFetchState]) -> None:
+        for tp, init in fetches.items():
+            log = self.logs.get_or_create_log(LogTopicPartition(tp.topic, tp.partition))
+            # Pre-KIP-101 truncation (planewatch has no OffsetsForLeaderEpoch): drop what is above the local HW.
+            hw = log.high_watermark
+            if log.log_end_offset > hw:
+                self._log.info(f"Truncating partition {tp.topic}-{tp.partition} to local high watermark {hw}")
+                log.truncate_to(hw)
+            self.partitions[tp] = PartitionFetchState(tp, init.leader_epoch, log)
+        if fetches:
+            self._log.info("Added partitions " + ", ".join(f"{tp.topic}-{tp.partition}" for tp in fetches))
+
+    def _apply_remove(self, tps: Collection[TopicPartition]) -> None:
+        removed = [tp for tp in tps if self.partitions.pop(tp, None) is not None]
+        if removed:
+            self._log.info("Removed partitions " + ", ".join(f"{tp.topic}-{tp.partition}" for tp in removed))
+
+    def _drain_events(self) -> None:
+        while True:
+            try:
+                kind, arg = self._events.get_nowait()
+            except queue.Empty:
+                return
+            if kind == "add":
+                self._apply_add(arg)
+                self._pending -= len(arg)
+            else:
+                self._apply_remove(arg)
+
+    # ------------------------------------------------------------------------------------------------ fetch loop
+    def run(self) -> None:
+        self._log.info("Starting")
+        try:
+            while self._running.is_set():
+                if self.settings.model == "async":
+                    self._drain_events()
+                    self._do_work()
+                else:
+                    self._do_work()
+        finally:
+            self._conn.close()
+            self._log.info("Stopped")
+
+    def _do_work(self) -> None:
+        body = self._build_fetch()
+        if body is None:
+            self._wake.wait(self.settings.backoff_ms / 1000 / 10)
+            self._wake.clear()
+            return
+        try:
+            self._correlation += 1
+            frame = encode_request(ApiKey.FETCH, FETCH_VERSION, self._correlation,
+                                   f"broker-{self.broker_id}-fetcher-0", body)
+            corr, response = decode_response(ApiKey.FETCH, FETCH_VERSION, self._conn.round_trip(frame))
+            if corr != self._correlation:
+                raise ConnectionError(f"correlation id {corr} does not match {self._correlation}")
+        except (OSError, ProtocolError) as exc:
+            self._conn.close()
+            if self._running.is_set():
+                self._log.warn(f"Error in response for fetch request (type=FetchRequest, replicaId={self.broker_id}"
+                               f", maxWait={self.settings.max_wait_ms}, minBytes={self.settings.min_bytes}, "
+                               f"maxBytes={self.settings.max_bytes}) to node {self.leader.id}: {exc}")
+                self._wake.wait(self.settings.backoff_ms / 1000)
+                self._wake.clear()
+            return
+        if self.settings.model == "locked":
+            with self.partition_map_lock:
+                fetched = self._process(response)
+        else:
+            self._drain_events()  # removals that arrived during the fetch win over its data
+            fetched = self._process(response)
+        if fetched and self._on_fetched is not None:
+            self._on_fetched(fetched)
+
+    def _build_fetch(self) -> dict[str, Any] | None:
+        now = time.monotonic_ns()
+        if self.settings.model == "locked":
+            with self.partition_map_lock:
+                states = [s for s in self.partitions.values() if s.delayed_until_ns <= now]
+        else:
+            states = [s for s in self.partitions.values() if s.delayed_until_ns <= now]
+        if not states:
+            return None
+        topics: dict[str, list[dict[str, Any]]] = {}
+        for s in states:
+            topics.setdefault(s.tp.topic, []).append({
+                "partition": s.tp.partition, "current_leader_epoch": s.leader_epoch,
+                "fetch_offset": s.log.log_end_offset, "log_start_offset": s.log.log_start_offset,
+                "partition_max_bytes": self.settings.partition_max_bytes})
+        return {"replica_id": self.broker_id, "max_wait_ms": self.settings.max_wait_ms,
+                "min_bytes": self.settings.min_bytes, "max_bytes": self.settings.max_bytes, "isolation_level": 0,
+                "session_id": 0, "session_epoch": -1,
+                "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
+                "forgotten_topics_data": [], "rack_id": ""}
+
+    def _process(self, response: dict[str, Any]) -> list[TopicPartition]:
+        """processFetchResponse: append, move HW and log start offset, per partition (caller holds the lock)."""
+        fetched: list[TopicPartition] = []
+        backoff_ns = self.settings.backoff_ms * 1_000_000
+        for topic in response.get("responses") or ():
+            for p in topic.get("partitions") or ():
+                tp = TopicPartition(topic["topic"], int(p["partition_index"]))
+                state = self.partitions.get(tp)
+                if state is None:
+                    continue  # removed while the fetch was in flight
+                code = int(p["error_code"])
+                if code != NONE:
+                    self._on_error(state, code, int(p.get("log_start_offset", -1)))
+                    state.delayed_until_ns = time.monotonic_ns() + backoff_ns
+                    continue
+                if self._append(state, p):
+                    fetched.append(tp)
+        return fetched
+
+    def _append(self, state: PartitionFetchState, p: Mapping[str, Any]) -> bool:
+        log = state.log
+        records = p.get("records") or b""
+        appended = False
+        if records:
+            try:
+                log.append_as_follower(records)
+                appended = True
+            except Exception as exc:  # a bad batch must not kill the thread: back off and refetch
+                self._log.error(f"Unexpected error occurred while processing data for partition {state.tp.topic}-"
+                                f"{state.tp.partition} at offset {log.log_end_offset}: {exc}")
+                state.delayed_until_ns = time.monotonic_ns() + self.settings.backoff_ms * 1_000_000
+                return False
+        leader_hw = int(p.get("high_watermark", -1))
+        if leader_hw >= 0:
+            log.update_high_watermark(min(leader_hw, log.log_end_offset))
+        leader_lso = int(p.get("log_start_offset", -1))
+        if 0 <= leader_lso <= log.high_watermark and leader_lso > log.log_start_offset:
+            # Kafka 2.x: maybeIncrementLogStartOffset -> leader epoch cache clearAndFlushEarliest (fsync).
+            log.increment_log_start_offset(leader_lso, LogStartOffsetIncrementReason.LEADER_OFFSET_INCREMENTED)
+        return appended
+
+    def _on_error(self, state: PartitionFetchState, code: int, leader_lso: int) -> None:
+        tp = f"{state.tp.topic}-{state.tp.partition}"
+        if code == OFFSET_OUT_OF_RANGE:
+            log = state.log
+            if leader_lso > log.log_end_offset:
+                self._log.info(f"Current offset {log.log_end_offset} for partition {tp} is out of range, which "
+                               f"typically implies a leader change. Reset fetch offset to {leader_lso}")
+                log.truncate_fully_and_start_at(leader_lso)
+            elif log.log_end_offset > log.high_watermark:
+                log.truncate_to(log.high_watermark)
+            return
+        self._log.warn(f"Error in response for fetch request for partition {tp}: error code {code}. Backing off.")
