@@ -261,7 +261,7 @@ class Processor(threading.Thread):
             if conn is None:
                 continue  # closed meanwhile (Kafka: no open connection for the response)
             if response.frame is None:  # NoOpResponse / CloseConnectionResponse
-                self._request_metrics.record(request, response, self._clock(), self._request_log)
+                self._record(request, response)
                 if response.close:
                     self._close(conn)
                 else:
@@ -412,7 +412,7 @@ class Processor(threading.Thread):
             conn.inflight = None
             conn.last_active_ns = self._clock()
             self._conns.move_to_end(conn.id)
-            self._request_metrics.record(request, response, self._clock(), self._request_log)
+            self._record(request, response)
             if response.close:
                 self._close(conn)
                 continue
@@ -432,6 +432,14 @@ class Processor(threading.Thread):
             self._close(oldest)
 
     # -- helpers --------------------------------------------------------------------------------------------------
+    def _record(self, request: Request, response: Response) -> None:
+        # Metrics and the request log must never leave a connection muted: a handler's unprintable request_json,
+        # say, is logged and the connection carries on.
+        try:
+            self._request_metrics.record(request, response, self._clock(), self._request_log)
+        except Exception:
+            self._log.error(f"Failed to record metrics for {request.header} on {request.connection_id}", exc_info=True)
+
     def _invalid(self, conn: _Conn, error: Exception) -> None:
         self.invalid_request_total += 1
         self._log_closing(conn.id, error)

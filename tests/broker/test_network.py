@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from broker.network.processor import Processor
+from broker.network.request import Request, Response
 from broker.protocol import ErrorCode, decode_response, encode_request
 from tests.broker.network_helpers import (
     API_VERSIONS,
@@ -297,3 +298,20 @@ def test_io_wait_ratio_window() -> None:
         now[0] += 1_000_000_000
         ratio.record(1_000_000_000)
     assert ratio.ratio() > 0.95
+
+
+class UnloggableApis(ScriptedApis):
+    def handle(self, request: Request) -> Response:
+        response = super().handle(request)
+        response.request_json = {"not json": object()}  # the request log cannot write this
+        return response
+
+
+def test_a_failing_request_log_does_not_wedge_the_connection(tmp_path: Path) -> None:
+    with running_server(tmp_path, UnloggableApis()) as server:
+        c = Client(server.bound_port("PLAINTEXT"))
+        for _ in range(3):
+            assert c.call(API_VERSIONS, 0)["error_code"] == 0
+        c.close()
+    log = (tmp_path / "logs" / "server.log").read_text()
+    assert "Failed to record metrics for RequestHeader(apiKey=API_VERSIONS" in log
