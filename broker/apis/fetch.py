@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,7 +124,7 @@ def _has_new_data(targets: list[_Target], follower: bool) -> bool:
 
 def handle_fetch(dp: DataPlane, request: Request, header: RequestHeader, body: dict[str, Any]) -> HandlerResult:
     """Answer a Fetch, long-polling when ``min_bytes`` are not yet available; see the module docstring."""
-    del request, header
+    del header
     replica_id = int(body.get("replica_id", CONSUMER_REPLICA_ID))
     follower = replica_id >= 0
     max_bytes = int(body.get("max_bytes", 0x7FFFFFFF))
@@ -137,6 +138,7 @@ def handle_fetch(dp: DataPlane, request: Request, header: RequestHeader, body: d
                 return False
             return min_bytes <= 1 or _read(targets, max_bytes, follower)[1] >= min_bytes
 
+        request.api_local_complete_ns = time.monotonic_ns()  # the long poll is RemoteTimeMs, as in Kafka
         dp.purgatory.await_completion(ready, max_wait_ms)
         topics, total, any_error = _read(targets, max_bytes, follower)
     if not follower:

@@ -18,6 +18,7 @@ from broker.apis.groups import GroupApis
 from broker.apis.kafka_apis import HandlerResult, KafkaApis
 from broker.apis.list_offsets import handle_list_offsets
 from broker.apis.membership import GroupCoordinator
+from broker.apis.metrics_topic import TopicMetricsReporter
 from broker.apis.offsets import OffsetStore
 from broker.apis.produce import handle_produce
 from broker.apis.producers import ProducerIds
@@ -29,6 +30,9 @@ from broker.network.request import Request
 from broker.protocol import ApiKey, RequestHeader
 
 __all__ = ["install_data_plane"]
+
+# KafkaConfig's default metrics.interval.ms (the JSON-lines reporter's interval; the topic reporter follows it).
+METRICS_INTERVAL_MS = 5000
 
 _DataHandler = Callable[[DataPlane, Request, RequestHeader, dict[str, Any]], HandlerResult]
 
@@ -79,4 +83,9 @@ def install_data_plane(apis: KafkaApis, properties: Mapping[str, str], log4j: Lo
     apis.register(ApiKey.DESCRIBE_CONFIGS, configs.describe_configs)
     apis.register(ApiKey.ALTER_CONFIGS, configs.alter_configs)
     apis.register(ApiKey.INCREMENTAL_ALTER_CONFIGS, configs.incremental_alter_configs)
+    if config.metric_reporter_topic and registry is not None:
+        interval = int(properties.get("metrics.interval.ms") or METRICS_INTERVAL_MS)
+        reporter = TopicMetricsReporter(dp, registry, config.metric_reporter_topic, interval, log4j)
+        reporter.start()
+        apis.add_closer(reporter.shutdown)  # closers run last-added first: before the logs close
     return dp

@@ -187,8 +187,9 @@ class KafkaApis:
                             f"connection {request.connection_id}", exc_info=True)
             return self._error(request, header, body, name, ErrorCode.UNKNOWN_SERVER_ERROR)
         if result.no_response:
+            logged = request_to_json(header, body) if self._request_logger.is_debug_enabled() else None
             return Response(None, close=result.close, metric_name=result.metric_name or name,
-                            error_codes=result.error_codes)
+                            error_codes=result.error_codes, request_json=logged)
         frame = encode_response(header, result.body)
         req_json, resp_json = self._json(header, body, result.body)
         return Response(frame, metric_name=result.metric_name or name, error_codes=result.error_codes,

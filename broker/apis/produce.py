@@ -14,6 +14,7 @@ that partition (the records stay in the log, as in Kafka).
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from broker.apis.data_plane import DataPlane
@@ -39,7 +40,6 @@ def _partition_response(index: int, code: int, base_offset: int = -1, log_start_
 
 def handle_produce(dp: DataPlane, request: Request, header: RequestHeader, body: dict[str, Any]) -> HandlerResult:
     """Append every partition's records where this broker leads; see the module docstring."""
-    del request
     acks = int(body["acks"])
     timeout_ms = int(body["timeout_ms"])
     responses: list[dict[str, Any]] = []
@@ -56,6 +56,8 @@ def handle_produce(dp: DataPlane, request: Request, header: RequestHeader, body:
     if acks == -1 and pending:
         def completed() -> bool:
             return all(log.high_watermark >= required for _, log, required in pending)
+        if not completed():
+            request.api_local_complete_ns = time.monotonic_ns()  # the wait is RemoteTimeMs, as in Kafka
         if not dp.purgatory.await_completion(completed, timeout_ms):
             for resp, log, required in pending:
                 if log.high_watermark < required:

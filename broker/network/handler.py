@@ -85,7 +85,8 @@ class KafkaRequestHandlerPool:
                 )
                 response = Response(None, close=True,
                                     metric_name=API_NAMES.get(request.header.api_key, str(request.header.api_key)))
-            request.api_local_complete_ns = self._clock()
+            if not request.api_local_complete_ns:  # a delayed Produce/Fetch set it when it parked (RemoteTimeMs)
+                request.api_local_complete_ns = self._clock()
             self._channel.send_response(request, response)
 
     def shutdown(self, timeout_s: float = 10.0) -> None:
