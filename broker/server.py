@@ -10,7 +10,7 @@ server.log lines (logger names in parentheses, as Kafka 2.8 writes them)::
 
     [KafkaServer id=1] starting (kafka.server.KafkaServer)
     KafkaConfig values: ... (kafka.server.KafkaConfig)
-    [SocketServer brokerId=1] Created data-plane acceptor and processors for endpoint : ListenerName(PLAINTEXT)
+    [SocketServer listenerType=ZK_BROKER, nodeId=1] Created data-plane acceptor and processors for endpoint : ...
     Awaiting socket connections on 127.0.0.1:9092. (kafka.network.Acceptor)
     [KafkaServer id=1] started (kafka.server.KafkaServer)
 

@@ -51,7 +51,9 @@ class SocketServer:
         self.config = config
         self.registry = registry
         self._clock = clock
-        self._log = log4j.get_logger("kafka.network.SocketServer", f"[SocketServer brokerId={config.broker_id}] ")
+        # Kafka 2.8's log prefix (2.2-2.7: "[SocketServer brokerId=N] ").
+        ident = f"[SocketServer listenerType=ZK_BROKER, nodeId={config.broker_id}] "
+        self._log = log4j.get_logger("kafka.network.SocketServer", ident)
         self._acceptor_log = log4j.get_logger("kafka.network.Acceptor")
         self.request_metrics = RequestMetrics(registry)
         self.quotas = ConnectionQuotas(

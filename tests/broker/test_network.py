@@ -219,10 +219,12 @@ def test_server_log_startup_and_shutdown_lines(tmp_path: Path) -> None:
     log = (tmp_path / "logs" / "server.log").read_text()
     for text in (
         "INFO [KafkaServer id=1] starting (kafka.server.KafkaServer)",
-        "INFO [SocketServer brokerId=1] Created data-plane acceptor and processors for endpoint : "
-        "ListenerName(PLAINTEXT) (kafka.network.SocketServer)",
-        "INFO [SocketServer brokerId=1] Created control-plane acceptor and processor for endpoint : "
-        "ListenerName(CONTROLLER) (kafka.network.SocketServer)",
+        "INFO [SocketServer listenerType=ZK_BROKER, nodeId=1] Created data-plane acceptor and processors for "
+        "endpoint : ListenerName(PLAINTEXT) (kafka.network.SocketServer)",
+        "INFO [SocketServer listenerType=ZK_BROKER, nodeId=1] Created control-plane acceptor and processor for "
+        "endpoint : ListenerName(CONTROLLER) (kafka.network.SocketServer)",
+        "INFO [SocketServer listenerType=ZK_BROKER, nodeId=1] Started data-plane acceptor and processor(s) for "
+        "endpoint : ListenerName(PLAINTEXT) (kafka.network.SocketServer)",
         f"INFO Awaiting socket connections on 127.0.0.1:{port}. (kafka.network.Acceptor)",
         "INFO [KafkaServer id=1] started (kafka.server.KafkaServer)",
         "INFO [data-plane Kafka Request Handler on Broker 1], shutting down (kafka.server.KafkaRequestHandlerPool)",
