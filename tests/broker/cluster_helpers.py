@@ -1,0 +1,79 @@
+"""Helpers of the multi-process cluster tests: start/stop a cluster, wait for conditions, raw control requests."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+from broker.cluster.http import ControllerClient
+from broker.cluster.launcher import Cluster, ClusterSpec
+from broker.protocol import decode_response, encode_request
+
+T = TypeVar("T")
+_I32 = struct.Struct(">i")
+
+
+@contextmanager
+def running_cluster(directory: Path, **spec: Any) -> Iterator[Cluster]:
+    """A started cluster, always stopped (SIGTERM, then SIGKILL) at exit."""
+    cluster = Cluster(ClusterSpec(directory, **spec))
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def status(cluster: Cluster) -> dict[str, Any]:
+    """The controller's view."""
+    return ControllerClient(cluster.controller_url, timeout_s=10).status()
+
+
+def wait_for(what: str, fn: Callable[[], T | None], timeout_s: float = 30.0, interval_s: float = 0.2) -> T:
+    """Poll ``fn`` until it returns something truthy; AssertionError naming ``what`` after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            value = fn()
+        except (OSError, ConnectionError, KeyError):
+            value = None
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(interval_s)
+
+
+def partition(cluster: Cluster, topic: str, p: int) -> dict[str, Any] | None:
+    """The controller's state of one partition."""
+    for entry in status(cluster)["partitions"]:
+        if entry["topic"] == topic and entry["partition"] == p:
+            return dict(entry)
+    return None
+
+
+def control_request(port: int, api_key: int, version: int, body: dict[str, Any], correlation_id: int = 99
+                    ) -> dict[str, Any]:
+    """Send one request to 127.0.0.1:port and return the decoded response body."""
+    frame = encode_request(api_key, version, correlation_id, "test-controller", body)
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(frame)
+        size = _I32.unpack(_recv(s, 4))[0]
+        corr, resp = decode_response(api_key, version, _recv(s, size))
+    assert corr == correlation_id
+    return resp
+
+
+def _recv(s: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = s.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("closed")
+        buf += chunk
+    return bytes(buf)
