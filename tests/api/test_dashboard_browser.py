@@ -158,3 +158,38 @@ def test_dashboard_in_headless_chromium(server: str, tmp_path: Path, request: py
             page.close()
     finally:
         browser.close()
+
+
+@pytest.mark.parametrize("server", ["rollups"], indirect=True)
+def test_dashboard_asks_for_the_token(server: str, tmp_path: Path) -> None:
+    """Without a token the page shows its token form; once entered, the data calls carry it and the page loads.
+    The only console error allowed is the browser's note about the first, refused (401) data call."""
+    browser = Browser(tmp_path / "chromium-profile")
+    try:
+        page = Page(browser.page_ws())
+        try:
+            for domain in ("Runtime", "Log", "Page"):
+                page.call(f"{domain}.enable")
+            page.call("Page.navigate", url=f"{server}/")
+            deadline = time.monotonic() + PAGE_TIMEOUT_S
+            shown = "getComputedStyle(document.getElementById('login')).display"
+            while time.monotonic() < deadline and page.evaluate(shown) != "flex":
+                time.sleep(0.2)
+            assert page.evaluate(shown) == "flex"
+            assert not page.evaluate("document.body.dataset.loaded")
+            page.evaluate(
+                f"document.getElementById('token').value = {TOKEN!r};"
+                "document.getElementById('loginForm').requestSubmit()"
+            )
+            while time.monotonic() < deadline and not page.evaluate("document.body.dataset.loaded"):
+                time.sleep(0.2)
+            assert page.evaluate("document.body.dataset.loaded") == "1"
+            assert MARKER in page.evaluate("document.body.innerText")
+            assert page.evaluate(shown) == "none"
+            errors = page.errors()
+            assert errors, "the refused first call is expected to be logged"
+            assert all("401" in e for e in errors), errors
+        finally:
+            page.close()
+    finally:
+        browser.close()
