@@ -199,3 +199,21 @@ def test_dynamic_reconfiguration_of_limits(tmp_path: Path) -> None:
             ss.reconfigure({"listener.name.nope.max.connections": "1"})
         for c in [*first, waiting]:
             c.close()
+
+
+def test_lowering_max_connections_closes_the_least_recently_used(tmp_path: Path) -> None:
+    with running_server(tmp_path, ScriptedApis(), {"num.network.threads": 1}) as server:
+        assert server.socket_server is not None
+        ss = server.socket_server
+        port = server.bound_port("PLAINTEXT")
+        clients = [Client(port) for _ in range(4)]
+        for c in clients:  # activity order: clients[0] is the least recently used
+            c.call(API_VERSIONS, 0)
+        ss.reconfigure({"max.connections": "2"})
+        assert clients[0].closed_by_peer()
+        assert clients[1].closed_by_peer()
+        wait_until(lambda: ss.quotas.total() == 2, what="2 connections left")
+        for c in clients[2:]:
+            assert c.call(API_VERSIONS, 0)["error_code"] == 0
+        for c in clients:
+            c.close()
