@@ -28,6 +28,8 @@ CONTROL_REQUESTS = ("LeaderAndIsr", "UpdateMetadata", "StopReplica")
 SEND_EVENTS = ("leader_and_isr_sending", "update_metadata_sending", "stop_replica_sending", "controller_sending")
 HANDLING_EVENTS = ("leader_and_isr_handling", "stop_replica_handling", "become_leader_started",
                    "become_follower_started", "handling")
+PARTITION_SEND_EVENTS = ("leader_and_isr_partition_sending", "update_metadata_partition_sending",
+                         "stop_replica_partition_sending")
 FINISHED_EVENTS = ("leader_and_isr_finished", "finished")
 APPLIED_EVENTS = ("metadata_cache_updated", "update_metadata_applied")
 RESPONSE_EVENTS = ("response_received", "controller_response")
@@ -52,7 +54,7 @@ _API_NAMES = {"LEADER_AND_ISR": "LeaderAndIsr", "UPDATE_METADATA": "UpdateMetada
 
 PAIRING_INPUT_DDL = (
     "cluster STRING, controller_id INT, broker_id INT, kind STRING, ts TIMESTAMP, request STRING, "
-    "correlation_id LONG, controller_epoch INT, partitions INT, elapsed_ms LONG, lock_wait_ms LONG"
+    "correlation_id LONG, controller_epoch INT, partitions INT, elapsed_ms LONG, lock_wait_ms LONG, detail STRING"
 )
 
 
@@ -79,9 +81,8 @@ def classify() -> Column:
     """The pairing kind of a state_change_events row, or NULL for rows pairing does not use."""
     from pyspark.sql import functions as F
 
-    per_partition_send = _msg(r"Sending .* request .* for partition ")
     return (
-        F.when(_is(SEND_EVENTS) | (_msg(RX_SEND) & ~per_partition_send), F.lit("send"))
+        F.when(_is(SEND_EVENTS) | _is(PARTITION_SEND_EVENTS) | _msg(RX_SEND), F.lit("send"))
         .when(_is(FINISHED_EVENTS) | _msg(RX_FINISHED), F.lit("finished"))
         .when(_is(HANDLING_EVENTS) | _msg(RX_HANDLING), F.lit("handling"))
         .when(_is(APPLIED_EVENTS) | _msg(RX_APPLIED), F.lit("applied"))
@@ -122,8 +123,11 @@ def pairing_input(state_changes: DataFrame) -> DataFrame:
         x(m, r"correlationId (\d+)").try_cast("long"),
         x(m, r"correlation id (\d+)").try_cast("long"),
     )
+    # a per-partition TRACE Sending line: which partition (one request is a burst of them)
+    detail = F.when(kind == "send", x(m, r"^.*Sending .* request .* for partition (\S+)"))
     partitions = F.coalesce(
         F.col("partitions"),
+        F.when(detail.isNotNull(), F.lit(1)),
         x(m, r"for (\d+) partitions").try_cast("int"),
         x(m, r"for (\d+) replicas").try_cast("int"),
         (x(m, r"with (\d+) become-leader").try_cast("int") + x(m, r"and (\d+) become-follower").try_cast("int")),
@@ -135,7 +139,8 @@ def pairing_input(state_changes: DataFrame) -> DataFrame:
         lambda s: s.try_cast("int"),
     )
     single_target = F.coalesce(
-        F.col("target_broker_id"), x(m, r"to broker (\d+)").try_cast("int"), x(m, RX_RESPONSE, 3).try_cast("int")
+        F.col("target_broker_id"), x(m, RX_RESPONSE, 3).try_cast("int"),
+        x(m, r"to broker (\d+)(?![\d.:])").try_cast("int")
     )
     targets = F.when(kind.isin("send", "response"),
                      F.when(single_target.isNotNull(), F.array(single_target)).otherwise(set_targets)) \
@@ -152,6 +157,7 @@ def pairing_input(state_changes: DataFrame) -> DataFrame:
         partitions.alias("partitions"),
         F.coalesce(F.col("elapsed_ms"), x(m, r"request in (\d+)ms").try_cast("long")).alias("elapsed_ms"),
         F.col("lock_wait_ms").cast("long").alias("lock_wait_ms"),
+        detail.alias("detail"),
     )
     # Broker-side lines pair by correlation id: per-partition 2.2-2.5 lines without one (`Handling stop replica
     # (delete=false) for partition t-0`) are not requests. A lock-wait line may omit the request name.
@@ -177,7 +183,8 @@ def heartbeats(df: DataFrame) -> DataFrame:
         "ts",
         *[F.lit(None).cast(t).alias(n) for n, t in (("request", "string"), ("correlation_id", "long"),
                                                     ("controller_epoch", "int"), ("partitions", "int"),
-                                                    ("elapsed_ms", "long"), ("lock_wait_ms", "long"))],
+                                                    ("elapsed_ms", "long"), ("lock_wait_ms", "long"),
+                                                    ("detail", "string"))],
     )
 
 

@@ -3,7 +3,7 @@
 
 `pair_requests(events, cfg)` takes pairing events (events.PAIRING_INPUT_DDL, heartbeats included) and returns
 control_request_latency rows (LATENCY_OUTPUT_DDL). It works on a streaming DataFrame (the watermark is set here)
-and, for tests and backfills, on a batch DataFrame (the state then lives for that one query only).
+and, for tests and backfills, on a batch DataFrame (applyInPandas with a fresh state per key: nothing expires).
 Late events (older than the watermark) are dropped by Spark before the operator and reported in the query
 progress as `numRowsDroppedByWatermark`; the job logs that number.
 """
@@ -46,20 +46,63 @@ def _events(pdf: pd.DataFrame) -> list[Event]:
     out = []
     for i, row in enumerate(pdf.itertuples(index=False)):
         t = int(millis.iloc[i]) if millis is not None else int(row.ts.timestamp() * 1000)
+        detail = None if row.detail is None or (isinstance(row.detail, float) and row.detail != row.detail) \
+            else str(row.detail)
         out.append(Event(row.kind, t, row.request, _int(row.correlation_id), _int(row.controller_epoch),
-                         _int(row.partitions), _int(row.elapsed_ms), _int(row.lock_wait_ms)))
+                         _int(row.partitions), _int(row.elapsed_ms), _int(row.lock_wait_ms), detail))
     return out
 
 
-def pairing_function(params: PairingParams, streaming: bool = True) -> Any:
-    """The function applyInPandasWithState calls once per key per micro-batch (and on timeout).
+def _frame(cluster: str, controller_id: int, broker_id: int, changed: list[dict[str, Any]],
+           params: PairingParams) -> Any:
+    """Changed requests of one key -> a pandas frame in LATENCY_OUTPUT_DDL (None when nothing changed)."""
+    import pandas as pd
 
-    `streaming=False` (a batch query: no watermark, no timeouts) pairs what it is given and expires nothing.
-    """
+    if not changed:
+        return None
+    rows = []
+    for r in changed:
+        row = latency_row(r, params.max_skew_ms)
+        rows.append({
+            "cluster": cluster, "broker_id": broker_id, "controller_id": controller_id,
+            "controller_epoch": row["controller_epoch"], "correlation_id": row["correlation_id"],
+            "request": row["request"], "sent_ms": row["sent_ts"], "handling_ms": row["handling_ts"],
+            "finished_ms": row["finished_ts"], "end_to_end_ms": row["end_to_end_ms"],
+            "queue_ms": row["queue_ms"], "processing_ms": row["processing_ms"],
+            "lock_wait_ms": row["lock_wait_ms"], "partitions": row["partitions"], "status": row["status"],
+            "pairing": row["pairing"], "flags": row["flags"], "controller_queue_ms": row["controller_queue_ms"],
+            "request_key": request_key(cluster, controller_id, broker_id, row["request"], row["anchor"]),
+        })
+    out = pd.DataFrame(rows, columns=_OUT_COLS)
+    for c in ("broker_id", "controller_id", "controller_epoch", "partitions"):
+        out[c] = out[c].astype("Int32")
+    for c in ("correlation_id", "sent_ms", "handling_ms", "finished_ms"):
+        out[c] = out[c].astype("Int64")
+    for c in ("end_to_end_ms", "queue_ms", "processing_ms", "lock_wait_ms", "controller_queue_ms"):
+        out[c] = out[c].astype("float64")
+    return out
 
-    def fn(key: tuple[Any, ...], pdfs: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
+
+def _batch_function(params: PairingParams) -> Any:
+    """applyInPandas function for batch queries (applyInPandasWithState is stream-only): one key's events, a
+    fresh state, no watermark (nothing expires)."""
+
+    def fn(key: tuple[Any, ...], pdf: Any) -> Any:
         import pandas as pd
 
+        cluster, controller_id, broker_id = key
+        out = None
+        if controller_id is not None and controller_id >= 0:
+            out = _frame(cluster, controller_id, broker_id, step(PairingState(), _events(pdf), 0, params), params)
+        return out if out is not None else pd.DataFrame(columns=_OUT_COLS)
+
+    return fn
+
+
+def pairing_function(params: PairingParams) -> Any:
+    """The function applyInPandasWithState calls once per key per micro-batch (and on timeout)."""
+
+    def fn(key: tuple[Any, ...], pdfs: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
         cluster, controller_id, broker_id = key
         if controller_id is None or controller_id < 0:  # heartbeats: they only move the watermark
             for _ in pdfs:
@@ -70,12 +113,10 @@ def pairing_function(params: PairingParams, streaming: bool = True) -> Any:
         if not state.hasTimedOut:
             for pdf in pdfs:
                 events.extend(_events(pdf))
-        watermark = int(state.getCurrentWatermarkMs()) if streaming else 0
+        watermark = int(state.getCurrentWatermarkMs())
         changed = step(st, events, watermark, params)
         deadline = st.next_deadline(params)
-        if not streaming:
-            pass
-        elif deadline is None and not st.seen:
+        if deadline is None and not st.seen:
             state.remove()
         else:
             state.update((st.to_json(),))
@@ -83,27 +124,8 @@ def pairing_function(params: PairingParams, streaming: bool = True) -> Any:
                 state.setTimeoutTimestamp(max(deadline, watermark + 1))
             elif st.seen:
                 state.setTimeoutTimestamp(max(max(st.seen.values()), watermark) + 1)
-        rows = []
-        for r in changed:
-            row = latency_row(r, params.max_skew_ms)
-            rows.append({
-                "cluster": cluster, "broker_id": broker_id, "controller_id": controller_id,
-                "controller_epoch": row["controller_epoch"], "correlation_id": row["correlation_id"],
-                "request": row["request"], "sent_ms": row["sent_ts"], "handling_ms": row["handling_ts"],
-                "finished_ms": row["finished_ts"], "end_to_end_ms": row["end_to_end_ms"],
-                "queue_ms": row["queue_ms"], "processing_ms": row["processing_ms"],
-                "lock_wait_ms": row["lock_wait_ms"], "partitions": row["partitions"], "status": row["status"],
-                "pairing": row["pairing"], "flags": row["flags"], "controller_queue_ms": row["controller_queue_ms"],
-                "request_key": request_key(cluster, controller_id, broker_id, row["request"], row["anchor"]),
-            })
-        if rows:
-            out = pd.DataFrame(rows, columns=_OUT_COLS)
-            for c in ("broker_id", "controller_id", "controller_epoch", "partitions"):
-                out[c] = out[c].astype("Int32")
-            for c in ("correlation_id", "sent_ms", "handling_ms", "finished_ms"):
-                out[c] = out[c].astype("Int64")
-            for c in ("end_to_end_ms", "queue_ms", "processing_ms", "lock_wait_ms", "controller_queue_ms"):
-                out[c] = out[c].astype("float64")
+        out = _frame(cluster, controller_id, broker_id, changed, params)
+        if out is not None:
             yield out
 
     return fn
@@ -121,10 +143,12 @@ def pair_requests(events: DataFrame, cfg: DetectionConfig) -> DataFrame:
     src = events
     if events.isStreaming:
         src = events.withWatermark("ts", f"{int(cfg.watermark_delay_s * 1000)} milliseconds")
-    out = src.groupBy("cluster", "controller_id", "broker_id").applyInPandasWithState(
-        pairing_function(params, events.isStreaming), LATENCY_OUTPUT_DDL, STATE_DDL, "append",
-        "EventTimeTimeout" if events.isStreaming else "NoTimeout",
-    )
+    grouped = src.groupBy("cluster", "controller_id", "broker_id")
+    if events.isStreaming:
+        out = grouped.applyInPandasWithState(
+            pairing_function(params), LATENCY_OUTPUT_DDL, STATE_DDL, "append", "EventTimeTimeout")
+    else:
+        out = grouped.applyInPandas(_batch_function(params), LATENCY_OUTPUT_DDL)
     return out.select(
         "cluster", "broker_id", "controller_id", "controller_epoch", "correlation_id", "request",
         F.timestamp_millis("sent_ms").alias("sent_ts"),

@@ -62,6 +62,9 @@ MAX_PENDING_SENDS = 64
 MAX_OPEN_RECORDS = 64
 # Recent event content keys kept for duplicate suppression (evicted by the watermark first).
 MAX_SEEN = 512
+# Per-partition TRACE Sending lines of one request are logged in one burst by ControllerBrokerRequestBatch;
+# lines to the same broker within this much time of the burst's first line are the same request.
+PARTITION_BURST_MS = 1_000
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,9 @@ class Event:
     partitions: int | None = None
     elapsed_ms: int | None = None
     lock_wait_ms: int | None = None
+    # TRACE controllers (2.2-2.5) log one Sending line per PARTITION: `detail` names it (topic-partition) and
+    # consecutive such lines of one burst are one request.
+    detail: str | None = None
 
 
 @dataclass(frozen=True)
@@ -210,6 +216,12 @@ class _Key:
 
     # --- event handlers --------------------------------------------------------------------------------------
     def send(self, ev: Event) -> None:
+        if ev.detail is not None and self.st.sends:
+            last = self.st.sends[-1]
+            if (last.get("burst") and last["request"] == ev.request and last["epoch"] == ev.controller_epoch
+                    and 0 <= ev.ts - last["ts"] <= PARTITION_BURST_MS):
+                last["partitions"] = (last["partitions"] or 0) + 1
+                return
         # A late Sending line (its broker side already seen): attach to the earliest unsent record it can answer.
         for r in self.st.records:
             if (r["sent_ts"] is None and r["request"] == ev.request and r["status"] != "never_completed"
@@ -220,7 +232,7 @@ class _Key:
                 return
         self.st.sends.append({"ts": ev.ts, "request": ev.request, "corr": ev.correlation_id,
                               "epoch": ev.controller_epoch, "partitions": ev.partitions,
-                              "anchor": f"s{ev.ts}:{ev.partitions}"})
+                              "anchor": f"s{ev.ts}:{ev.partitions}", "burst": ev.detail is not None})
         if len(self.st.sends) > MAX_PENDING_SENDS:
             self.st.sends.pop(0)
             self.st.dropped += 1
@@ -344,7 +356,7 @@ def step(state: PairingState, events: list[Event], watermark_ms: int, params: Pa
         if ev.kind == "heartbeat":
             continue
         # content, not source+offset: the same line shipped twice (two sources) is still one event
-        content = f"{ev.kind}|{ev.ts}|{ev.request}|{ev.correlation_id}|{ev.elapsed_ms}|{ev.partitions}"
+        content = f"{ev.kind}|{ev.ts}|{ev.request}|{ev.correlation_id}|{ev.elapsed_ms}|{ev.partitions}|{ev.detail}"
         if content in state.seen:
             state.duplicates += 1
             continue

@@ -230,3 +230,15 @@ def test_update_metadata_queued_behind_slow_leader_and_isr():
     um = next(r for r in rows(step(st, evs, 0, P)) if r["request"] == "UpdateMetadata")
     assert um["end_to_end_ms"] == 13_940.0
     assert um["controller_queue_ms"] == 13_927.0  # so the broker itself took 13 ms
+
+
+def test_trace_per_partition_sends_are_one_request():
+    st = PairingState()
+    evs = [Event("send", 1_000 + i, "LeaderAndIsr", None, 7, 1, detail=f"orders-{i}") for i in range(5)]
+    evs += [Event("handling", 1_020, "LeaderAndIsr", 44, 7, None), Event("response", 3_000, "LeaderAndIsr", 44)]
+    (r,) = rows(step(st, evs, 0, P))
+    assert r["partitions"] == 5
+    assert r["sent_ts"] == 1_000
+    assert r["pairing"] == "correlation_id"
+    assert r["end_to_end_ms"] == 2_000.0
+    assert st.sends == []

@@ -1,0 +1,68 @@
+# ruff: noqa: E501  (verbatim Kafka log lines)
+"""Pairing through Spark (batch query, same operator code as the stream): silver rows of real Kafka log texts
+-> pairing events -> control_request_latency rows. TRACE 2.2-2.5 logs pair by correlation id (the controller's
+`Received response` line), 2.7+ INFO logs by order; UpdateMetadata to a broker set fans out per broker."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from pipelines.detection.config import DetectionConfig
+from pipelines.detection.events import pairing_input
+from pipelines.detection.operator import pair_requests
+from schemas.tables import STATE_CHANGE_EVENTS
+
+pytestmark = pytest.mark.spark
+
+TRACE = """\
+[2019-06-12 10:15:02,114] TRACE [Controller id=1 epoch=7] Sending become-follower LeaderAndIsr request PartitionState(controllerEpoch=7, leader=2, leaderEpoch=12, isr=2,3, zkVersion=31, replicas=1,2,3, isNew=false) to broker 1 for partition orders-4 (state.change.logger)
+[2019-06-12 10:15:02,131] TRACE [Broker id=1] Received LeaderAndIsr request PartitionState(controllerEpoch=7, leader=2, leaderEpoch=12, isr=2,3, zkVersion=31, replicas=1,2,3, isNew=false) correlation id 44 from controller 1 epoch 7 for partition orders-4 (state.change.logger)
+[2019-06-12 10:15:02,132] TRACE [Broker id=1] Handling LeaderAndIsr request correlationId 44 from controller 1 epoch 7 starting the become-follower transition for partition orders-4 with leader 2 (state.change.logger)
+[2019-06-12 10:15:02,133] TRACE [Broker id=1] Handling LeaderAndIsr request correlationId 44 from controller 1 epoch 7 starting the become-follower transition for partition orders-5 with leader 2 (state.change.logger)
+[2019-06-12 10:15:09,870] TRACE [Broker id=1] Stopped fetchers as part of become-follower request from controller 1 epoch 7 with correlation id 44 for partition orders-4 with leader 2 (state.change.logger)
+[2019-06-12 10:15:09,880] TRACE [Controller id=1 epoch=7] Received response {error_code=0,partitions=[{topic=orders,partition=4,error_code=0}]} for request LEADER_AND_ISR with correlation id 44 sent to broker 10.0.0.1:9094 (id: 1 rack: null) (state.change.logger)
+"""
+INFO = """\
+[2021-03-02 08:00:01,004] INFO [Controller id=1 epoch=9] Sending LeaderAndIsr request to broker 2 with 120 become-leader and 840 become-follower partitions (state.change.logger)
+[2021-03-02 08:00:01,050] INFO [Controller id=1 epoch=9] Sending UpdateMetadata request to brokers HashSet(1, 2) for 963 partitions (state.change.logger)
+[2021-03-02 08:00:01,061] INFO [Broker id=1] Add 963 partitions and deleted 0 partitions from metadata cache in response to UpdateMetadata request sent by controller 1 epoch 9 with correlation id 17 (state.change.logger)
+[2021-03-02 08:00:01,010] INFO [Broker id=2] Handling LeaderAndIsr request correlationId 17 from controller 1 for 960 partitions (state.change.logger)
+[2021-03-02 08:00:14,977] INFO [Broker id=2] Finished LeaderAndIsr request in 13973ms correlationId 17 from controller 1 for 960 partitions (state.change.logger)
+[2021-03-02 08:00:14,990] INFO [Broker id=2] Add 963 partitions and deleted 0 partitions from metadata cache in response to UpdateMetadata request sent by controller 1 epoch 9 with correlation id 18 (state.change.logger)
+"""
+
+
+def silver(cluster: str, text: str) -> list[tuple]:
+    import re
+
+    rows = []
+    for i, line in enumerate(text.splitlines()):
+        m = re.match(r"^\[(.{23})\] (\w+) (.*) \(([^)]+)\)$", line)
+        assert m
+        ts = dt.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").replace(tzinfo=dt.UTC)
+        own = re.match(r"\[(?:Broker|Controller) id=(\d+)", m.group(3))
+        r = {"cluster": cluster, "broker_id": int(own.group(1)), "ts": ts, "level": m.group(2),
+             "logger": m.group(4), "message": m.group(3), "source": "t", "source_offset": i, "date": ts.date()}
+        rows.append(tuple(r.get(n) for n in STATE_CHANGE_EVENTS.names))
+    return rows
+
+
+def test_trace_and_info_logs_pair_in_spark(spark):
+    df = spark.createDataFrame(silver("trace", TRACE) + silver("info", INFO), STATE_CHANGE_EVENTS.to_spark())
+    out = {(r["cluster"], r["broker_id"], r["request"]): r.asDict()
+           for r in pair_requests(pairing_input(df), DetectionConfig()).collect()}
+    assert set(out) == {("trace", 1, "LeaderAndIsr"), ("info", 2, "LeaderAndIsr"), ("info", 1, "UpdateMetadata"),
+                        ("info", 2, "UpdateMetadata")}
+    t = out[("trace", 1, "LeaderAndIsr")]
+    assert t["correlation_id"] == 44
+    assert t["pairing"] == "correlation_id"
+    assert t["status"] == "completed"  # no Finished line before 2.7: the controller's response completes it
+    assert t["controller_epoch"] == 7
+    assert t["queue_ms"] == 18.0  # 02,114 -> 02,132 (first Handling line)
+    assert t["end_to_end_ms"] == 7766.0  # 02,114 -> 09,880 (response)
+    i = out[("info", 2, "LeaderAndIsr")]
+    assert (i["pairing"], i["end_to_end_ms"], i["lock_wait_ms"], i["queue_ms"]) == ("order", 13973.0, 6.0, 6.0)
+    assert out[("info", 1, "UpdateMetadata")]["end_to_end_ms"] == 11.0
+    assert out[("info", 2, "UpdateMetadata")]["controller_queue_ms"] == 13927.0
