@@ -110,7 +110,7 @@ def _print(name: str, r: dict[str, float]) -> None:
 
 def main(n: int = MESSAGES) -> None:
     """Run the three phases and print one line each."""
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
     props = {"listeners": "PLAINTEXT://127.0.0.1:0"}
     with broker_process(props) as (ports, pid):

@@ -11,7 +11,7 @@ from tests.broker.data_plane_helpers import bootstrap, broker
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
-from confluent_kafka.admin import (  # noqa: E402
+from confluent_kafka.admin import (  # type: ignore[attr-defined]  # noqa: E402
     AdminClient,
     AlterConfigOpType,
     ConfigEntry,
@@ -34,7 +34,7 @@ def _produce(bs: str, topic: str, compression: str, acks: str) -> None:
     errors: list[object] = []
     for i in range(N):
         p.produce(topic, key=str(i).encode(), value=_value(i), partition=i % PARTITIONS,
-                  on_delivery=lambda e, _m: e and errors.append(e))
+                  on_delivery=lambda e, _m: None if e is None else errors.append(e))
         if i % 1000 == 0:
             p.poll(0)
     assert p.flush(60) == 0
@@ -55,7 +55,7 @@ def _consume(c: Consumer, total: int) -> dict[int, list[tuple[int, bytes, bytes]
     while n < total and time.monotonic() < end:
         for m in c.consume(1000, 0.5):
             assert m.error() is None, m.error()
-            got.setdefault(m.partition(), []).append((m.offset(), m.key(), m.value()))
+            got.setdefault(int(m.partition() or 0), []).append((int(m.offset() or 0), m.key() or b"", m.value() or b""))
             n += 1
     return got
 
