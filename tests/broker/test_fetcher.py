@@ -1,0 +1,87 @@
+"""Replica fetcher against a real leader (an in-process reference broker): replication, and the two lock models.
+
+With slow leader-epoch-checkpoint flushes (``planewatch.leader.epoch.checkpoint.delay.ms``) a fetcher spends a long
+time processing one response. In the locked model a LeaderAndIsr-style ``remove_partitions`` on another thread waits
+for that whole response (KAFKA-6974); in the async model it returns at once. The tests assert the ordering and the
+logged lock waits, not wall-clock speed.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+
+from broker.cluster.node import _data_plane_of
+from broker.fetcher.thread import FetchSettings, ReplicaFetcherThread
+from broker.log import LogManager
+from broker.log import TopicPartition as LogTopicPartition
+from broker.log4j import Log4j
+from broker.state.model import BrokerEndPoint, InitialFetchState, TopicPartition
+from tests.broker.data_plane_helpers import bootstrap, broker
+
+pytestmark = pytest.mark.timeout(120)
+PARTITIONS = 4
+DELAY_MS = 300  # per partition: the first append of each partition assigns epoch 0 and flushes the checkpoint
+
+
+def _leo(logs: LogManager, p: int) -> int:
+    log = logs.get_log(LogTopicPartition("f", p))
+    return log.log_end_offset if log is not None else 0
+
+
+@pytest.mark.parametrize("model", ["locked", "async"])
+def test_fetcher_lock_models(tmp_path: Path, model: str) -> None:
+    with broker(tmp_path / "leader") as leader:
+        dp = _data_plane_of(leader.apis)  # type: ignore[arg-type]
+        assert dp.create_topic("f", PARTITIONS, 1) == (0, None)
+        prod = Producer({"bootstrap.servers": bootstrap(leader), "acks": "1"})
+        for i in range(40):
+            prod.produce("f", value=b"x" * 10, partition=i % PARTITIONS)
+        assert prod.flush(30) == 0
+        log4j = Log4j().configure(tmp_path / "follower-logs", levels={"kafka.server.ReplicaFetcherManager": "DEBUG"})
+        logs = LogManager.from_properties({"log.dirs": str(tmp_path / "follower-data"),
+                                           "planewatch.leader.epoch.checkpoint.delay.ms": str(DELAY_MS)},
+                                          log4j=log4j)
+        logs.startup()
+        endpoint = BrokerEndPoint(1, "127.0.0.1", leader.bound_port("PLAINTEXT"))
+        thread = ReplicaFetcherThread(2, 0, endpoint, logs, FetchSettings(model=model, max_wait_ms=100), log4j)
+        before = set(threading.enumerate())
+        try:
+            tps = [TopicPartition("f", p) for p in range(PARTITIONS)]
+            thread.add_partitions({tp: InitialFetchState(endpoint, 0, 0) for tp in tps})
+            thread.start()
+            deadline = time.monotonic() + 30
+            while not any(_leo(logs, p) for p in range(PARTITIONS)):
+                assert time.monotonic() < deadline, "the follower never fetched"
+                time.sleep(0.005)
+            # The fetcher is now inside the processing of its first response (one slow flush per partition).
+            thread.remove_partitions([tps[-1]])  # what LeaderAndIsr's handler thread does
+            done = sum(1 for p in range(PARTITIONS) if _leo(logs, p))
+            if model == "locked":
+                assert done == PARTITIONS  # the handler waited for the whole response to be processed
+            else:
+                assert done < PARTITIONS  # the handler did not wait: processing is still going on
+            assert not thread.hosts(tps[-1]) or model == "async"
+            deadline = time.monotonic() + 30
+            while any(_leo(logs, p) < 10 for p in range(PARTITIONS - 1)) or thread.hosts(tps[-1]):
+                assert time.monotonic() < deadline, "replication or the removal did not complete"
+                time.sleep(0.02)
+        finally:
+            thread.shutdown()
+            logs.shutdown()
+        log4j.flush()
+        text = (tmp_path / "follower-logs" / "server.log").read_text()
+        waits = [int(w) for w in re.findall(r"\[ReplicaFetcherManager on broker 2\] LeaderAndIsr waited (\d+) ms for "
+                                            r"partitionMapLock of ReplicaFetcherThread-0-1 \(planewatch\)", text)]
+        log4j.close()
+        assert len(waits) == 2  # add, remove
+        if model == "locked":
+            assert waits[1] >= DELAY_MS  # at least one more partition's flush happened while the handler waited
+        else:
+            assert waits == [0, 0]
+        assert not [t for t in set(threading.enumerate()) - before if t.is_alive() and t.name.startswith("Replica")]
