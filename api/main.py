@@ -10,9 +10,10 @@ from collections.abc import AsyncIterator
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
+from fastapi.staticfiles import StaticFiles
 
 from api.push import AlertPusher
-from api.routes import alertmanager, alerts, brokers, cluster, control_requests, dashboard, health
+from api.routes import alertmanager, alerts, brokers, cluster, control_requests, dashboard, docs, health
 from api.settings import Settings, get_settings
 from api.store import LakeStore, TableUnavailable
 
@@ -73,9 +74,13 @@ def create_app() -> FastAPI:
         summary="Kafka control-plane alerts, latencies and broker metrics, read from Delta.",
         version="0.1.0",
         lifespan=lifespan,
+        docs_url=None,  # served by api.routes.docs with local assets (the machine may be offline)
+        redoc_url=None,
     )
     app.add_exception_handler(TableUnavailable, _unavailable)
     app.include_router(health.router)
+    app.include_router(docs.router)
+    app.mount(docs.SWAGGER_URL, StaticFiles(directory=docs.SWAGGER_DIR), name="swagger")
     app.include_router(dashboard.page_router)
     for r in (alerts, brokers, control_requests, cluster, alertmanager, dashboard):
         app.include_router(r.router)

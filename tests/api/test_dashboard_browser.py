@@ -193,3 +193,27 @@ def test_dashboard_asks_for_the_token(server: str, tmp_path: Path) -> None:
             page.close()
     finally:
         browser.close()
+
+
+@pytest.mark.parametrize("server", ["rollups"], indirect=True)
+def test_docs_render_offline(server: str, tmp_path: Path) -> None:
+    """/docs renders Swagger UI from the service's own assets (no CDN): every operation shows, no console error."""
+    browser = Browser(tmp_path / "chromium-profile")
+    try:
+        page = Page(browser.page_ws())
+        try:
+            for domain in ("Runtime", "Log", "Page"):
+                page.call(f"{domain}.enable")
+            page.call("Page.navigate", url=f"{server}/docs")
+            count = "document.querySelectorAll('.opblock').length"
+            deadline = time.monotonic() + PAGE_TIMEOUT_S
+            while time.monotonic() < deadline and not page.evaluate(count):
+                time.sleep(0.2)
+            text = page.evaluate("document.body.innerText")
+            assert page.evaluate(count) >= 10, text[:500]
+            assert "/alerts/{alert_id}" in text
+            assert page.errors() == []
+        finally:
+            page.close()
+    finally:
+        browser.close()
