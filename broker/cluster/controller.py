@@ -123,7 +123,11 @@ class Controller:
         self.controller_epoch = 0
         self.controller_id = -1
         self._next_broker_epoch = 1
+        self._expected: set[int] = set()
         self._load()
+        # After a restart, wait up to one session timeout for the brokers that were live to register again before
+        # electing leaders (Kafka's new controller reads the live brokers from ZooKeeper at once).
+        self._grace_until_ns = clock_ns() + settings.session_timeout_ms * 1_000_000 if self._expected else 0
         self.channel: ControllerChannelManager | None = None
         self._log = log4j.get_logger("kafka.controller.KafkaController", "[Controller id=-1] ")
         self._stop = threading.Event()
@@ -142,6 +146,7 @@ class Controller:
         data = json.loads(path.read_text())
         self.controller_epoch = int(data.get("controller_epoch", 0))
         self._next_broker_epoch = int(data.get("next_broker_epoch", 1))
+        self._expected = {int(b) for b in data.get("brokers", {})}  # live before a controller restart
         self.topic_ids = {str(k): str(v) for k, v in data.get("topic_ids", {}).items()}
         for d in data.get("partitions", []):
             info = PartitionInfo.from_json(d)
@@ -258,12 +263,23 @@ class Controller:
                                                      self._clock())
         self._save()
         live = ",".join(str(b) for b in sorted(self.brokers))
+        if self.controller_id < 0 and self._expected - set(self.brokers) and self._clock() < self._grace_until_ns:
+            self._log.info(f"Broker {broker_id} registered; waiting for brokers "
+                           f"{','.join(map(str, sorted(self._expected - set(self.brokers))))} before the failover")
+            if len(self.brokers) == 1:
+                threading.Thread(target=self._failover_after_grace, name="controller-grace", daemon=True).start()
+            return epoch
         if self.controller_id < 0 or self.controller_id not in self.brokers:
             self._failover()
         self._log.info(f"Newly added brokers: {'' if bounced else broker_id}, deleted brokers: , bounced brokers: "
                        f"{broker_id if bounced else ''}, all live brokers: {live}")
         self._on_broker_startup(broker_id)
         return epoch
+
+    def _failover_after_grace(self) -> None:
+        self._stop.wait(max(self._grace_until_ns - self._clock(), 0) / 1e9)
+        if not self._stop.is_set():
+            self.submit(lambda: None if self.controller_id >= 0 else self._failover())
 
     def _failover(self) -> None:
         """Take the id of the lowest live broker, move the controller epoch, resend all state (onControllerFailover)."""
