@@ -82,7 +82,7 @@ def broker_bounce(d: Path, tl: Timeline) -> None:
     """kill -9 broker 2 under load, restart it; the controller sees a new epoch; stale requests are fenced."""
     with started_cluster(ClusterSpec(d / "cluster", session_timeout_ms=6000), tl) as cluster:
         create_topic(cluster, "bounce", 6, 3)
-        load = Load(cluster.bootstrap_servers(), "bounce", 6, max_records=20000, max_seconds=40).start()
+        load = Load(cluster.bootstrap_servers(), "bounce", 6, max_records=300_000, max_seconds=40).start()
         tl.emit("load-started", topic="bounce")
         time.sleep(3)
         old = controller_status(cluster)["brokers"]["2"]["epoch"]
@@ -108,7 +108,7 @@ def controller_failover(d: Path, tl: Timeline) -> None:
     """kill -9 the controller under load and restart it: a new controller epoch; the cluster keeps working."""
     with started_cluster(ClusterSpec(d / "cluster"), tl) as cluster:
         create_topic(cluster, "failover", 6, 3)
-        load = Load(cluster.bootstrap_servers(), "failover", 6, max_records=20000, max_seconds=30).start()
+        load = Load(cluster.bootstrap_servers(), "failover", 6, max_records=300_000, max_seconds=30).start()
         tl.emit("load-started", topic="failover")
         time.sleep(3)
         before = controller_status(cluster)
