@@ -49,7 +49,12 @@ class SlotLayout:
 
     def index(self, column: str) -> list[int]:
         """Slot positions (in order) feeding `column`."""
-        return [i for i, (c, _) in enumerate(self.slots) if c == column]
+        return _index(self.slots, column)
+
+
+@cache
+def _index(slots: tuple[tuple[str, int], ...], column: str) -> list[int]:
+    return [i for i, (c, _) in enumerate(slots) if c == column]
 
 
 @dataclass(frozen=True)

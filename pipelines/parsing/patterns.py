@@ -80,8 +80,8 @@ LAYOUT = (
 )
 LAYOUT_FIELDS = ("ts", "level", "logger", "thread", "ident", "body")
 
-# The timestamp text after normalisation (`/`->`-`, `T`->` `, `.`->`,`) must look like this before it is parsed.
-TS_STRICT = r"^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:,[0-9]{3})?"
+# The timestamp text after normalisation (`/`->`-`, `T`->` `, `,`->`.`) must look like this before it is parsed.
+TS_STRICT = r"^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{3})?"
 
 # ---------------------------------------------------------------------------------------------------- 3. log idents
 IDENT = (

@@ -32,9 +32,9 @@ def apply(col: Column, comp: Compiled) -> Column:
     return F.regexp_replace(col, comp.java, comp.template)
 
 
-def matched(parts: Column, n_slots: int) -> Column:
-    """Did the regex match (and did the captured text keep the slot count)?"""
-    return F.startswith(parts, F.lit(MARK)) & (F.size(_slots(parts)) == F.lit(n_slots))
+def matched(parts: Column, n_slots: int, arr: Column | None = None) -> Column:
+    """Did the regex match (and did the captured text keep the slot count)? `arr`: the parts already split."""
+    return F.startswith(parts, F.lit(MARK)) & (F.size(_slots(parts) if arr is None else arr) == F.lit(n_slots))
 
 
 def _slots(parts: Column) -> Column:
@@ -60,17 +60,26 @@ def typed(col: Column, type_: str) -> Column:
 
 
 def ts_col(text: Column, tz: str) -> Column:
-    """log4j timestamp text -> timestamp (UTC instant), independent of the session time zone."""
-    norm = F.translate(text, "/T.", "- ,")
-    utc = F.concat(norm, F.lit("+0000"))
-    parsed = F.when(
-        norm.rlike(P.TS_STRICT + P.END),
-        F.coalesce(
-            F.try_to_timestamp(utc, F.lit("yyyy-MM-dd HH:mm:ss,SSSZ")),
-            F.try_to_timestamp(utc, F.lit("yyyy-MM-dd HH:mm:ssZ")),
-        ),
+    """log4j timestamp text -> timestamp (an instant), read in zone `tz` whatever the session time zone.
+
+    Spark's string->timestamp cast is a hand-written parser, several times cheaper than a DateTimeFormatter pattern;
+    with a `Z` suffix it reads UTC without a zone lookup (a zone id suffix such as ` Europe/Berlin` costs a lookup per
+    row, so it is used only for other zones). The shape test (positions of the separators, a leading digit, length
+    19 or 23: `yyyy-MM-dd HH:mm:ss[.SSS]`) keeps the cast from accepting looser forms the Python engine rejects, and
+    costs no regex."""
+    norm = F.translate(text, "/T,", "- .")
+    n = F.length(norm)
+
+    def at(i: int, ch: str) -> Column:
+        return F.substring(norm, i, 1) == F.lit(ch)
+
+    shape = (
+        ((n == 19) | ((n == 23) & at(20, ".")))
+        & at(5, "-") & at(8, "-") & at(11, " ") & at(14, ":") & at(17, ":")
+        & (F.substring(norm, 1, 1) >= F.lit("0")) & (F.substring(norm, 1, 1) <= F.lit("9"))
     )
-    return parsed if tz == "UTC" else F.to_utc_timestamp(parsed, tz)
+    suffix = "Z" if tz == "UTC" else " " + tz
+    return F.when(shape, F.concat(norm, F.lit(suffix)).try_cast("timestamp"))
 
 
 def utc_date(ts: Column) -> Column:
@@ -124,27 +133,27 @@ def parse_logs_routed(raw: DataFrame, cluster_tz: str = "UTC") -> DataFrame:
         apply(strip(first), st.layout).alias("_lp1"),
     )
     n_layout = len(st.layout_slots.slots)
-    ok1 = matched(F.col("_lp1"), n_layout)
-    wrapped = F.col("_has_nl") & ~ok1
+    wrapped = F.col("_has_nl") & ~matched(F.col("_lp1"), n_layout)
     b = a.select(
         "*",
         wrapped.alias("_wrapped"),
         F.when(wrapped, apply(strip(F.translate(line, "\n\r", "")), st.layout))
         .otherwise(F.col("_lp1"))
         .alias("_lp"),
-    )
-    la = _slots(F.col("_lp"))
+    ).drop("_lp1")
+    # each split array is its own column, computed once per row and then indexed many times
+    b = b.select("*", _slots(F.col("_lp")).alias("_la"))
+    la = F.col("_la")
     lf = {c: field(la, st.layout_slots, c) for c in P.LAYOUT_FIELDS}
-    body = lf["body"]
     c = b.select(
         "*",
-        matched(F.col("_lp"), n_layout).alias("_layout_ok"),
+        matched(F.col("_lp"), n_layout, la).alias("_layout_ok"),
         lf["ts"].alias("_ts_text"),
         lf["level"].alias("level"),
         lf["logger"].alias("logger"),
         lf["ident"].alias("_ident"),
-        body.alias("_body"),
-    ).drop("_lp1")
+        lf["body"].alias("_body"),
+    ).drop("_lp", "_la")
     body = F.col("_body")
     ident = F.col("_ident")
     is_req = F.col("_layout_ok") & F.startswith(body, F.lit(REQUEST_PREFIX))
@@ -167,16 +176,22 @@ def parse_logs_routed(raw: DataFrame, cluster_tz: str = "UTC") -> DataFrame:
         F.when(is_req & ~is_json, apply(body, st.request_text)).alias("_rp"),
         F.when(is_json, F.from_json(req_rest, _request_json_schema())).alias("_rj"),
     )
+    d = d.select(
+        "*",
+        _slots(F.col("_ip")).alias("_ia"),
+        _slots(F.col("_mp")).alias("_ma"),
+        _slots(F.col("_rp")).alias("_ra"),
+    )
     return _finish(d)
 
 
 def _finish(d: DataFrame) -> DataFrame:
     st = LOG_STAGES
-    ia = _slots(F.col("_ip"))
+    ia = F.col("_ia")
     idf = {c: field(ia, st.ident_slots, c) for c in P.IDENT_FIELDS}
     n_msg = len(st.message_slots.slots)
-    msg_ok = F.coalesce(matched(F.col("_mp"), n_msg), F.lit(False))
-    ma = _slots(F.col("_mp"))
+    ma = F.col("_ma")
+    msg_ok = F.coalesce(matched(F.col("_mp"), n_msg, ma), F.lit(False))
     mf = {c: field(ma, st.message_slots, c) for c in P.BODY_FIELDS}
     types = {c.name: c.type for c in STATE_CHANGE_EVENTS.columns}
     m = {c: F.when(msg_ok, typed(mf[c], types.get(c, "string"))) for c in P.BODY_FIELDS}
@@ -212,8 +227,8 @@ def _finish(d: DataFrame) -> DataFrame:
                  "become_follower", "broker_epoch", "current_broker_epoch", "lock_wait_ms", "offset", "kafka_format"):
         sc[name] = m[name]
     # request log
-    ra = _slots(F.col("_rp"))
-    req_ok = F.coalesce(matched(F.col("_rp"), len(st.request_slots.slots)), F.lit(False))
+    ra = F.col("_ra")
+    req_ok = F.coalesce(matched(F.col("_rp"), len(st.request_slots.slots), ra), F.lit(False))
     rtypes = {c.name: c.type for c in REQUEST_EVENTS.columns}
     rq: dict[str, Column] = {}
     for name in P.REQUEST_TEXT_FIELDS:

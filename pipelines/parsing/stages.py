@@ -116,7 +116,7 @@ def py_double(text: str | None) -> float | None:
     return float(text)
 
 
-_TS_NORM = str.maketrans("/T.", "- ,")
+_TS_NORM = str.maketrans("/T,", "- .")
 
 
 def py_ts(text: str | None, tz: str = "UTC") -> datetime | None:
@@ -135,7 +135,12 @@ def py_ts(text: str | None, tz: str = "UTC") -> datetime | None:
         return None
     if tz == "UTC":
         return naive.replace(tzinfo=UTC)
-    return naive.replace(tzinfo=ZoneInfo(tz)).astimezone(UTC)
+    return naive.replace(tzinfo=_zone(tz)).astimezone(UTC)
+
+
+@cache
+def _zone(tz: str) -> ZoneInfo:
+    return ZoneInfo(tz)
 
 
 # Epoch milliseconds accepted as a metric timestamp: years 1970..9999 (Spark's timestamp range check).

@@ -108,7 +108,7 @@ def log_fixture_rows() -> list[dict[str, Any]]:
         kind = "request" if "request" in f.name else "server" if "server" in f.name else "state-change"
         m = re.search(r"broker-(\d+)", str(f))
         for i, line in enumerate(read_fixture_lines(f)):
-            rows.append(raw_log(line, i, kind, int(m.group(1)) if m else None, source=f.name))
+            rows.append(raw_log(line, i, kind, int(m.group(1)) if m else None, source=str(f.relative_to(FIXTURES))))
     return rows
 
 
@@ -119,7 +119,7 @@ def metric_fixture_rows() -> list[dict[str, Any]]:
     ):
         fmt = "json" if f.suffix == ".jsonl" else "prometheus"
         for i, line in enumerate(read_fixture_lines(f)):
-            rows.append(raw_metric(line, i, fmt, source=f.name))
+            rows.append(raw_metric(line, i, fmt, source=str(f.relative_to(FIXTURES))))
     return rows
 
 

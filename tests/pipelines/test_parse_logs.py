@@ -28,8 +28,8 @@ def test_every_event_is_covered_by_a_case() -> None:
 
 def test_samples_that_carry_control_plane_information() -> None:
     """The real excerpts (copied with provenance): what each line becomes."""
-    rows = [r for r in log_fixture_rows() if r["source"].startswith(("01_", "04_", "05_", "06_", "07_", "08_", "11_"))]
-    got = [(r["source"][:2], *parse_line(r)) for r in rows]
+    rows = [r for r in log_fixture_rows() if r["source"].startswith("samples/")]
+    got = [(r["source"][8:10], *parse_line(r)) for r in rows]
     events = [(src, row.get("event"), row.get("correlation_id"), row.get("reason")) for src, _, row in got]
     assert events == [
         ("01", "leader_and_isr_sending", None, None),  # hard-wrapped in the paste, joined by the source
@@ -72,7 +72,7 @@ def test_samples_wrapped_in_their_documented_layout() -> None:
     route, row = parse_line(raw_log(shrink, log_kind="server"))
     assert (route, row["event"], row["topic"], row["partition"], row["broker_id"]) == (
         "state_change", "isr_shrinking", "test", 0, 0)
-    sample07 = next(r["line"] for r in log_fixture_rows() if r["source"].startswith("07_")).split("\n")[0]
+    sample07 = next(r["line"] for r in log_fixture_rows() if r["source"].startswith("samples/07_")).split("\n")[0]
     route, row = parse_line(raw_log(f"[2020-09-09 18:37:12,886] DEBUG {sample07} (kafka.request.logger)",
                                     log_kind="request"))
     assert route == "request"

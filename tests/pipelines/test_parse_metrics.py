@@ -1,0 +1,63 @@
+"""The metric parser's Python engine against whole expected rows (no Spark)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from pipelines.parsing.pymetrics import parse_metric
+from schemas.tables import METRIC_SAMPLES, QUARANTINE, RAW_METRICS
+from tests.pipelines.parse_helpers import load_module, metric_fixture_rows, raw_metric
+
+cases = load_module("parse_cases")
+
+
+def _expected(case, raw):
+    prov = {c: raw[c] for c in ("source", "source_offset", "ingest_ts", "batch_id")}
+    if case.route == "sample":
+        row = dict.fromkeys(METRIC_SAMPLES.names)
+        row.update(cluster="c1", broker_id=raw["broker_id"], **prov)
+        row.update(case.expect)
+        row["date"] = row["ts"].date()
+        return row
+    if case.route == "unused":
+        return {**{c: raw[c] for c in RAW_METRICS.names}, **case.expect}
+    row = dict.fromkeys(QUARANTINE.names)
+    row.update(cluster="c1", broker_id=raw["broker_id"], target_table="metric_samples", stage="parse",
+               record=raw["line"], date=raw["date"], **prov)
+    row.update(case.expect)
+    return row
+
+
+@pytest.mark.parametrize("case", cases.METRIC_CASES, ids=lambda c: c.line[:70])
+def test_metric_case_whole_row(case) -> None:
+    raw = raw_metric(case.line, 5, case.metric_format)
+    route, row = parse_metric(raw)
+    assert route == case.route
+    assert row == _expected(case, raw)
+
+
+def test_check_fixture_prometheus_scrapes() -> None:
+    rows = [parse_metric(r) for r in metric_fixture_rows() if "scrape-" in r["source"]]
+    samples = [row for route, row in rows if route == "sample"]
+    assert len(samples) == 12
+    assert {r["signal"] for r in samples} == {"RequestQueueSize", "ControlPlaneRequestQueueSize",
+                                              "NetworkProcessorAvgIdlePercent"}
+    queue = sorted((r["ts"].isoformat(), r["value"]) for r in samples if r["signal"] == "RequestQueueSize")
+    assert queue == [("2021-03-02T08:00:00+00:00", 0.0), ("2021-03-02T08:00:15+00:00", 3.0),
+                     ("2021-03-02T08:00:30+00:00", 6.0), ("2021-03-02T08:00:45+00:00", 9.0)]
+    assert all(r["broker_id"] is None or r["broker_id"] == 9 for r in samples)
+
+
+def test_strimzi_socket_server_metric_names_sample() -> None:
+    """samples/10: every name of Strimzi's socket-server-metrics rule resolves to one CamelCase signal."""
+    rows = [r for r in metric_fixture_rows() if r["source"].startswith("samples/10_")]
+    assert len(rows) == 23
+    for r in rows:
+        route, row = parse_metric({**r, "line": r["line"] + " 1"})
+        assert route == "sample"
+        assert row["mbean"] == "kafka.server:type=socket-server-metrics"
+        assert row["signal"][0].isupper()
+        assert "_" not in row["signal"]
+        assert not math.isnan(row["value"])
