@@ -118,7 +118,7 @@ def test_handler_exception_closes_that_connection_only(tmp_path: Path) -> None:
 
 
 def test_idle_connections_expire_active_ones_stay(tmp_path: Path) -> None:
-    with running_server(tmp_path, ScriptedApis(), {"connections.max.idle.ms": 300}) as server:
+    with running_server(tmp_path, ScriptedApis(), {"connections.max.idle.ms": 1000}) as server:
         port = server.bound_port("PLAINTEXT")
         idle, active = Client(port), Client(port)
         stop = threading.Event()
