@@ -11,8 +11,11 @@ waits **on the handler thread** instead: :meth:`Purgatory.await_completion` re-c
 append and every high-watermark move) and gives up at the deadline, exactly when Kafka's reaper would expire it.
 
 What this costs: a long poll occupies one of ``num.io.threads`` handlers for up to ``max_wait_ms`` (clients'
-defaults: librdkafka 500 ms, kafka-python 500 ms), so the number of concurrently long-polling consumers should stay
-below ``num.io.threads``; a Fetch that can answer at once never waits. The signal is one condition variable
+defaults: librdkafka 500 ms, kafka-python 500 ms); a Fetch that can answer at once never waits. So that parked
+operations can never starve the other requests, at most ``max_waiting`` operations wait at a time (the data plane
+uses half of ``num.io.threads``, at least 1); beyond that an operation is answered at once with what it has (an
+empty long poll, which the client simply repeats; an acks=all produce then waits as usual, see
+:meth:`Purgatory.await_completion`). The signal is one condition variable
 (a version counter, ``notify_all``): waiters re-check their own predicate, which reads log offsets only (no lock,
 see ``broker.log.Log.read``).
 
@@ -35,7 +38,8 @@ class Purgatory:
         clock: monotonic seconds (injected for tests).
     """
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic, max_waiting: int = 2**31 - 1) -> None:
+        self.max_waiting = max_waiting
         self._cond = threading.Condition()
         self._version = 0
         self._closed = False
@@ -49,11 +53,12 @@ class Purgatory:
             if self.waiting:
                 self._cond.notify_all()
 
-    def await_completion(self, try_complete: Callable[[], bool], timeout_ms: int) -> bool:
+    def await_completion(self, try_complete: Callable[[], bool], timeout_ms: int, *, optional: bool = False) -> bool:
         """Wait until ``try_complete()`` is true (True) or ``timeout_ms`` passed / the purgatory closed (False).
 
         ``try_complete`` runs first without waiting, then after every :meth:`signal`; it must be cheap and must not
-        block (it runs while the purgatory's condition is held).
+        block (it runs while the purgatory's condition is held). An ``optional`` wait (a long poll) is skipped
+        (False at once) while ``max_waiting`` operations already wait; a required one (acks=all) always waits.
         """
         if try_complete():
             return True
@@ -61,6 +66,8 @@ class Purgatory:
             return False
         deadline = self._clock() + timeout_ms / 1000.0
         with self._cond:
+            if optional and self.waiting >= self.max_waiting:
+                return False
             self.waiting += 1
             try:
                 while not self._closed:

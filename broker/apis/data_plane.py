@@ -87,6 +87,7 @@ class DataPlaneConfig:
     num_partitions: int = 1
     default_replication_factor: int = 1
     metric_reporter_topic: str | None = None
+    num_io_threads: int = 8
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> DataPlaneConfig:
@@ -96,7 +97,8 @@ class DataPlaneConfig:
             raise ValueError(f"Invalid value {num} for configuration num.partitions: Value must be at least 1")
         topic = (props.get("metric.reporter.topic") or "").strip() or None
         return cls(_bool(props.get("auto.create.topics.enable"), True), num,
-                   _int(props.get("default.replication.factor"), 1, "default.replication.factor"), topic)
+                   _int(props.get("default.replication.factor"), 1, "default.replication.factor"), topic,
+                   _int(props.get("num.io.threads"), 8, "num.io.threads"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +162,8 @@ class DataPlane:
         self.logs = logs
         self.self_broker = self_broker
         self.config = config
-        self.purgatory = Purgatory()
+        # Long polls may park at most half the handler threads (see broker.purgatory).
+        self.purgatory = Purgatory(max_waiting=max(1, config.num_io_threads // 2))
         self.producers = ProducerStates()
         self.meters = TopicMeters(registry)
         self._log = log4j.get_logger("kafka.zk.AdminZkClient")

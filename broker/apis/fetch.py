@@ -139,7 +139,7 @@ def handle_fetch(dp: DataPlane, request: Request, header: RequestHeader, body: d
             return min_bytes <= 1 or _read(targets, max_bytes, follower)[1] >= min_bytes
 
         request.api_local_complete_ns = time.monotonic_ns()  # the long poll is RemoteTimeMs, as in Kafka
-        dp.purgatory.await_completion(ready, max_wait_ms)
+        dp.purgatory.await_completion(ready, max_wait_ms, optional=True)
         topics, total, any_error = _read(targets, max_bytes, follower)
     if not follower:
         for topic in topics:

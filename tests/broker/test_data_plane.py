@@ -231,3 +231,33 @@ def test_leader_and_isr_to_follower_mid_stream_no_silent_loss(tmp_path: Path) ->
         assert all(stored.get(off) == value for off, value in acked)
     finally:
         lm.shutdown()
+
+
+@pytest.mark.timeout(60)
+def test_long_polls_never_park_more_than_half_the_handler_threads(tmp_path: Path) -> None:
+    with broker(tmp_path, num__io__threads=2) as server:  # at most one parked long poll
+        port = server.bound_port("PLAINTEXT")
+        conns = [Wire(port) for _ in range(3)]
+        create(conns[0], "cap")
+        done: dict[int, float] = {}
+
+        def poll(k: int) -> None:
+            conns[k].call(ApiKey.FETCH, FETCH_V, fetch_body("cap", 0, max_wait_ms=2000))
+            done[k] = time.monotonic()
+
+        t0 = time.monotonic()
+        threads = [threading.Thread(target=poll, args=(k,)) for k in (0, 1)]
+        for th in threads:
+            th.start()
+        time.sleep(0.3)
+        # the other handler stays free for produce while one long poll is parked
+        p0 = time.monotonic()
+        assert part(conns[2].call(ApiKey.PRODUCE, PRODUCE_V, produce_body("cap", batch(1), acks=1)))["error_code"] == 0
+        assert time.monotonic() - p0 < 1.0
+        for th in threads:
+            th.join(10)
+        assert len(done) == 2
+        early = min(done.values()) - t0
+        assert early < 1.0  # one poll answered without parking (or woken by the produce)
+        for c in conns:
+            c.close()
