@@ -84,7 +84,9 @@ class GroupCoordinator:
         clock: monotonic seconds (injected for tests).
     """
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic,
+                 offset_groups: Callable[[], list[str]] = list) -> None:
+        self.offset_groups = offset_groups  # groups that only have committed offsets (ListGroups shows them)
         self._cond = threading.Condition()
         self._groups: dict[str, _Group] = {}
         self._clock = clock
@@ -301,6 +303,41 @@ class GroupCoordinator:
                 return ILLEGAL_GENERATION
             g.members[member].last_heartbeat = self._clock()
             return NONE
+
+    def describe_groups(self, request: Request, header: RequestHeader, body: dict[str, Any]) -> HandlerResult:
+        """DescribeGroups: state, protocol and members (with metadata and assignment) of each group; an unknown
+        group is described as ``Dead`` with no members, as Kafka does."""
+        del request, header
+        out: list[dict[str, Any]] = []
+        with self._cond:
+            for gid in body.get("groups") or []:
+                g = self._groups.get(str(gid))
+                if g is not None:
+                    self._expire(g)
+                entry: dict[str, Any] = {"error_code": NONE, "error_message": None, "group_id": gid,
+                                         "group_state": "Dead" if g is None else g.state,
+                                         "protocol_type": "" if g is None else g.protocol_type or "",
+                                         "protocol_data": "" if g is None else g.protocol or "", "members": [],
+                                         "authorized_operations": -2147483648}
+                if g is not None:
+                    entry["members"] = [{"member_id": m.member_id, "group_instance_id": None,
+                                         "client_id": m.client_id, "client_host": m.client_host,
+                                         "member_metadata": dict(m.protocols).get(g.protocol or "", b""),
+                                         "member_assignment": m.assignment} for m in g.members.values()]
+                out.append(entry)
+        return HandlerResult({"throttle_time_ms": 0, "groups": out}, tuple(NONE for _ in out) or (NONE,))
+
+    def list_groups(self, request: Request, header: RequestHeader, body: dict[str, Any]) -> HandlerResult:
+        """ListGroups: every group with members or committed offsets (``extra``), optionally filtered by state."""
+        del request, header
+        states = {str(x).lower() for x in body.get("states_filter") or []}
+        with self._cond:
+            known = {gid: (g.protocol_type or "", g.state) for gid, g in self._groups.items()}
+        for gid in self.offset_groups():
+            known.setdefault(gid, ("consumer", "Empty"))
+        groups = [{"group_id": gid, "protocol_type": ptype, "group_state": state, "group_type": "classic"}
+                  for gid, (ptype, state) in sorted(known.items()) if not states or state.lower() in states]
+        return HandlerResult({"throttle_time_ms": 0, "error_code": NONE, "groups": groups}, (NONE,))
 
     def describe(self, group: str) -> dict[str, Any] | None:
         """State, generation and members of a group (for DescribeGroups and tests)."""

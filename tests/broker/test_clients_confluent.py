@@ -94,6 +94,14 @@ def test_subscribe_with_group_id_gzip_auto_created_topic(tmp_path: Path) -> None
         c = Consumer({"bootstrap.servers": bs, "group.id": "g-sub", "auto.offset.reset": "earliest"})
         c.subscribe(["auto"])
         got = _consume(c, N)
+        admin = AdminClient({"bootstrap.servers": bs})
+        listed = admin.list_consumer_groups().result(10)
+        assert "g-sub" in [g.group_id for g in listed.valid]
+        desc = admin.describe_consumer_groups(["g-sub"])["g-sub"].result(10)
+        assert desc.state.name == "STABLE"
+        assert len(desc.members) == 1
+        assigned = {tp.partition for tp in desc.members[0].assignment.topic_partitions}
+        assert assigned == set(range(PARTITIONS))  # the client leader's range assignment, via SyncGroup
         c.close()
         _check(got)
         # the group's auto-committed offsets were stored; a new member resumes from them
