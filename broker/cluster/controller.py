@@ -225,6 +225,14 @@ class Controller:
         reg.last_seen_ns = self._clock()
         return NONE
 
+    def unregister(self, broker_id: int, epoch: int) -> int:
+        """A broker shuts down cleanly: handled as its session expiring now (STALE_BROKER_EPOCH for an old one)."""
+        reg = self.brokers.get(broker_id)
+        if reg is None or reg.epoch != epoch:
+            return STALE_BROKER_EPOCH
+        self.call(lambda: self._on_session_expired(broker_id, epoch))
+        return NONE
+
     def create_topics(self, topics: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """CreateTopics forwarded by a broker: ``[{name, num_partitions, replication_factor}]`` -> results."""
         return self.call(lambda: [self._create_topic(t) for t in topics])

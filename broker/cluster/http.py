@@ -5,6 +5,7 @@ the brokers need (see :mod:`broker.cluster.controller`)::
 
     POST /register      {"id", "listeners": {name: [host, port]}, "protocols": {name: proto}, "rack"} -> {"epoch"}
     POST /heartbeat     {"id", "epoch"}                                         -> {"error_code"}
+    POST /unregister    {"id", "epoch"}  (clean shutdown: the ephemeral node goes at once) -> {"error_code"}
     POST /create_topics {"topics": [{"name", "num_partitions", "replication_factor", "validate_only"}]}
                                                                                 -> {"results": [...]}
     POST /alter_isr     {"id", "epoch", "topic", "partition", "leader_epoch", "isr"} -> {"error_code", ...}
@@ -74,6 +75,8 @@ class _Handler(BaseHTTPRequestHandler):
             return {"epoch": epoch, "controller_id": c.controller_id}
         if self.path == "/heartbeat":
             return {"error_code": c.heartbeat(int(body["id"]), int(body["epoch"]))}
+        if self.path == "/unregister":
+            return {"error_code": c.unregister(int(body["id"]), int(body["epoch"]))}
         if self.path == "/create_topics":
             return {"results": c.create_topics(list(body["topics"]))}
         if self.path == "/alter_isr":
@@ -139,6 +142,10 @@ class ControllerClient:
     def heartbeat(self, broker_id: int, epoch: int) -> int:
         """Keep the session; the error code (0 or STALE_BROKER_EPOCH)."""
         return int(self._call("/heartbeat", {"id": broker_id, "epoch": epoch})["error_code"])
+
+    def unregister(self, broker_id: int, epoch: int) -> int:
+        """Clean shutdown: leave the cluster now (leaders move without waiting for the session timeout)."""
+        return int(self._call("/unregister", {"id": broker_id, "epoch": epoch})["error_code"])
 
     def create_topics(self, topics: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Forward CreateTopics; per-topic results."""

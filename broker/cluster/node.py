@@ -213,6 +213,10 @@ class ClusterMember:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(5)
+        try:  # leave now, so leaders move without waiting for the session timeout
+            self.client.unregister(self.apis.state.broker_id, self.apis.state.broker_epoch)
+        except (OSError, ConnectionError) as exc:
+            self._log.warn(f"Could not unregister from the controller: {exc}")
         self.isr.close()
         self.fetchers.shutdown()
 

@@ -101,7 +101,7 @@ class Load:
     """Bounded acks=all produce load in a background thread (count and time bounded); counts what was acked."""
 
     def __init__(self, bootstrap: str, topic: str, partitions: int, *, max_records: int, max_seconds: float,
-                 value_bytes: int = 100, acks: str = "all") -> None:
+                 value_bytes: int = 100, acks: str = "all", rate: float = 0.0) -> None:
         self.bootstrap = bootstrap
         self.topic = topic
         self.partitions = partitions
@@ -109,6 +109,7 @@ class Load:
         self.max_seconds = max_seconds
         self.value = b"x" * value_bytes
         self.acks = acks
+        self.rate = rate  # records per second; 0 = as fast as possible
         self.acked: list[int] = []
         self.failed = 0
         self._stop = threading.Event()
@@ -139,10 +140,13 @@ class Load:
 
         p = Producer({"bootstrap.servers": self.bootstrap, "acks": self.acks, "linger.ms": 5,
                       "message.timeout.ms": 60_000})
-        end = time.monotonic() + self.max_seconds
+        start = time.monotonic()
+        end = start + self.max_seconds
         for i in range(self.max_records):
             if self._stop.is_set() or time.monotonic() > end:
                 break
+            if self.rate > 0 and (ahead := start + i / self.rate - time.monotonic()) > 0:
+                p.poll(ahead)
             while True:
                 try:
                     p.produce(self.topic, key=str(i).encode(), value=self.value, partition=i % self.partitions,

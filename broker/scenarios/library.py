@@ -208,7 +208,7 @@ def fetcher_lock(d: Path, tl: Timeline) -> None:
         with started_cluster(spec, tl) as cluster:
             create_topic(cluster, "lock", 24, 3)
             load = Load(cluster.bootstrap_servers(), "lock", 24, max_records=100_000, max_seconds=40,
-                        value_bytes=500, acks="1").start()
+                        value_bytes=500, acks="1", rate=2000).start()
             tl.emit("load-started", run=model, topic="lock", checkpoint_delay_ms=100)
             time.sleep(5)
             for victim in (3, 2):
