@@ -149,3 +149,32 @@ def test_incremental_alter_configs_applied_live_persisted_and_reloaded(tmp_path:
     with broker(tmp_path) as server:  # persisted, re-applied at start
         assert server.socket_server is not None
         assert server.socket_server.quotas.max_for_ip("127.0.0.1") == 77
+
+
+@pytest.mark.timeout(90)
+def test_two_members_split_the_partitions_and_one_takes_over_after_a_leave(tmp_path: Path) -> None:
+    with broker(tmp_path, num__partitions=PARTITIONS) as server:
+        bs = bootstrap(server)
+        p = Producer({"bootstrap.servers": bs})
+        for i in range(400):
+            p.produce("split", str(i).encode(), partition=i % PARTITIONS)
+        assert p.flush(10) == 0
+        members = [Consumer({"bootstrap.servers": bs, "group.id": "g-split", "auto.offset.reset": "earliest"})
+                   for _ in range(2)]
+        for c in members:
+            c.subscribe(["split"])
+        seen: list[int] = []
+        end = time.monotonic() + 30
+        while time.monotonic() < end and not (all(len(c.assignment()) == 2 for c in members) and len(seen) >= 400):
+            for c in members:
+                seen += [int(m.value() or b"-1") for m in c.consume(100, 0.1) if m.error() is None]
+        parts = [sorted(tp.partition for tp in c.assignment()) for c in members]
+        assert sorted(parts[0] + parts[1]) == list(range(PARTITIONS))
+        assert len(parts[0]) == len(parts[1]) == 2
+        assert sorted(set(seen)) == list(range(400))
+        members[0].close()  # LeaveGroup: the other member rejoins and gets everything
+        end = time.monotonic() + 30
+        while time.monotonic() < end and len(members[1].assignment()) != PARTITIONS:
+            members[1].poll(0.1)
+        assert sorted(tp.partition for tp in members[1].assignment()) == list(range(PARTITIONS))
+        members[1].close()
