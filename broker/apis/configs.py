@@ -213,9 +213,11 @@ class ConfigApis:
                     res["error_code"], res["error_message"] = UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} not found"
                 else:
                     cfg = self.dp.logs.topic_config(name).to_topic_configs()
-                    res["configs"] = [{"name": k, "value": v, "read_only": True, "config_source": DEFAULT_CONFIG,
-                                       "is_default": True, "is_sensitive": False, "synonyms": [], "config_type": 0,
-                                       "documentation": None}
+                    overrides = self.dp.topic_overrides(name)
+                    res["configs"] = [{"name": k, "value": v, "read_only": True,
+                                       "config_source": DYNAMIC_TOPIC_CONFIG if k in overrides else DEFAULT_CONFIG,
+                                       "is_default": k not in overrides, "is_sensitive": False, "synonyms": [],
+                                       "config_type": 0, "documentation": None}
                                       for k, v in sorted(cfg.items()) if not keys or k in keys]
             else:
                 res["error_code"] = INVALID_REQUEST

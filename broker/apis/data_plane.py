@@ -30,6 +30,8 @@ planewatch/Kafka properties read here (raw ``server.properties`` strings):
 
 from __future__ import annotations
 
+import json
+import os
 import threading
 import uuid
 from collections.abc import Iterable, Mapping
@@ -58,6 +60,8 @@ INVALID_REPLICATION_FACTOR = 38
 NOT_CONTROLLER = 41
 INVALID_CONFIG = 40
 
+# Topic config overrides of CreateTopics, kept in the first log dir (Kafka: ZooKeeper /config/topics/<t>).
+TOPIC_CONFIGS_FILE = "topic-configs.json"
 # Partitions one CreateTopics may ask for: a typo like 100000 must not create 100k directories on a laptop.
 MAX_PARTITIONS_PER_TOPIC = 10_000
 # A stable namespace for topic ids derived from names (a standalone broker has no ZooKeeper to store them in).
@@ -168,13 +172,20 @@ class DataPlane:
         self.meters = TopicMeters(registry)
         self._log = log4j.get_logger("kafka.zk.AdminZkClient")
         self._topics_lock = threading.Lock()
+        self._topic_configs_path = logs.log_dirs[0] / TOPIC_CONFIGS_FILE
         # Fetch offsets of the other ISR members, per partition (for the high watermark of acks=all).
         self._replica_offsets: dict[TopicPartition, dict[int, int]] = {}
 
     # -------------------------------------------------------------------------------------------- lifecycle
     def startup(self) -> None:
-        """Load the logs (recovering after a crash), start retention, and lead the topics found on disk."""
+        """Load the logs (recovering after a crash), re-apply the topic configs, start retention, and lead the
+        topics found on disk."""
         self.logs.startup()
+        for topic, overrides in self._load_topic_configs().items():
+            try:
+                self.logs.set_topic_config(topic, overrides)
+            except ValueError as exc:
+                self._log.error(f"Ignoring stored configs of topic {topic}: {exc}")
         self.logs.start()
         by_topic: dict[str, list[Log]] = {}
         for ltp, log in self.logs.all_logs().items():
@@ -186,6 +197,35 @@ class DataPlane:
                 log.update_high_watermark(log.log_end_offset)  # ISR = {self}: everything on disk is committed
                 states.append(self._local_state(tp, max(log.epoch_cache.latest_epoch, 0)))
         self._publish(states, [])
+
+    def _load_topic_configs(self) -> dict[str, dict[str, str]]:
+        path = self._topic_configs_path
+        if not path.exists():
+            return {}
+        try:
+            raw = json.loads(path.read_text())
+            return {str(t): {str(k): str(v) for k, v in c.items()} for t, c in raw.items()}
+        except (ValueError, AttributeError) as exc:
+            self._log.error(f"Ignoring damaged topic configs file {path}: {exc}")
+            return {}
+
+    def topic_overrides(self, topic: str) -> dict[str, str]:
+        """The config overrides a topic was created with (DescribeConfigs' DYNAMIC_TOPIC_CONFIG entries)."""
+        return self._load_topic_configs().get(topic, {})
+
+    def _store_topic_config(self, topic: str, overrides: Mapping[str, str] | None) -> None:
+        """Persist (or with None forget) a topic's config overrides: temp file, fsync, rename."""
+        configs = self._load_topic_configs()
+        if overrides:
+            configs[topic] = dict(overrides)
+        elif configs.pop(topic, None) is None:
+            return
+        tmp = self._topic_configs_path.with_suffix(".tmp")
+        with open(tmp, "w") as fh:
+            json.dump(configs, fh, sort_keys=True)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self._topic_configs_path)
 
     def close(self) -> None:
         """Wake parked operations, then flush and close the logs (clean shutdown marker)."""
@@ -297,6 +337,7 @@ class DataPlane:
             try:
                 if configs:
                     self.logs.set_topic_config(topic, dict(configs))
+                    self._store_topic_config(topic, configs)
                 for p in range(n):
                     self.logs.get_or_create_log(LogTopicPartition(topic, p))
             except ValueError as exc:
@@ -317,6 +358,7 @@ class DataPlane:
                 return UNKNOWN_TOPIC_OR_PARTITION
             removed = [TopicPartition(topic, p) for p in parts]
             self._publish([], removed)
+            self._store_topic_config(topic, None)
             for tp in removed:
                 self.logs.delete_log(LogTopicPartition(tp.topic, tp.partition))
                 self._replica_offsets.pop(tp, None)
