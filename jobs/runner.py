@@ -31,6 +31,10 @@ log = logging.getLogger(__name__)
 FAMILIES_ALL = ("logs", "metrics")
 # How often the continuous runner checks its queries for failure.
 POLL_S = 1.0
+# A failed ingest query is restarted from its checkpoint this many times (safe: the sink is exactly-once). On a
+# loaded machine Spark's Python planner worker can miss its 10 s connect-back window; that must not end the run.
+MAX_RESTARTS = 3
+RESTART_BACKOFF_S = 2.0
 
 
 def _detect_module() -> Any | None:
@@ -71,31 +75,60 @@ def run_pipeline(
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _stop)
     try:
-        for family in families:
-            queries += start_ingest_queries(spark, settings, family)
         if settings.once:
-            _await_all(queries)
+            for family in families:  # one family at a time: the 2 cores are shared by the queries anyway
+                for attempt in range(MAX_RESTARTS + 1):
+                    started = start_ingest_queries(spark, settings, family)
+                    queries += started
+                    try:
+                        _await_all(started)
+                        break
+                    except RuntimeError as exc:
+                        if attempt == MAX_RESTARTS:
+                            raise
+                        log.warning("ingest %s failed (%s); restart %d from the checkpoint", family, exc, attempt + 1)
+                        _stop_all(started)
+                        time.sleep(RESTART_BACKOFF_S * (attempt + 1))
             if detection:
                 detect = _start_detection(spark, settings)
                 queries += detect
                 _await_all(detect)
             return 0
-        if detection:
-            queries += _start_detection(spark, settings)
+        by_family = {family: start_ingest_queries(spark, settings, family) for family in families}
+        for started in by_family.values():
+            queries += started
+        detect = _start_detection(spark, settings) if detection else []
+        queries += detect
+        restarts = dict.fromkeys(by_family, 0)
         while not stop.is_set():
-            for q in queries:
+            for q in detect:
                 if not q.isActive:
-                    exc = q.exception()
-                    raise RuntimeError(f"query {q.name} stopped: {exc}")
+                    raise RuntimeError(f"query {q.name} stopped: {q.exception()}")
+            for family, started in by_family.items():
+                dead = [q for q in started if not q.isActive]
+                if not dead:
+                    continue
+                if restarts[family] >= MAX_RESTARTS:
+                    raise RuntimeError(f"query {dead[0].name} stopped: {dead[0].exception()}")
+                restarts[family] += 1
+                log.warning("ingest %s stopped (%s); restart %d", family, dead[0].exception(), restarts[family])
+                _stop_all(started)
+                time.sleep(RESTART_BACKOFF_S * restarts[family])
+                by_family[family] = start_ingest_queries(spark, settings, family)
+                queries += by_family[family]
             time.sleep(POLL_S)
         return 0
     finally:
-        for q in queries:
-            try:
-                if q.isActive:
-                    q.stop()
-            except Exception:  # stopping during a batch logs noise; never mask the real error
-                log.debug("stop of %s failed", q.name, exc_info=True)
+        _stop_all(queries)
+
+
+def _stop_all(queries: Sequence[StreamingQuery]) -> None:
+    for q in queries:
+        try:
+            if q.isActive:
+                q.stop()
+        except Exception:  # stopping during a batch logs noise; never mask the real error
+            log.debug("stop of %s failed", q.name, exc_info=True)
 
 
 def main(argv: Sequence[str] | None = None, families: Sequence[str] = FAMILIES_ALL, app: str = "planewatch") -> int:

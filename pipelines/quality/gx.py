@@ -63,12 +63,19 @@ def validate_sample(pdf: Any, suite: Suite, table: str, batch_id: int) -> list[d
         gx_suite, batch_def = _suite_and_def(suite)
         result = batch_def.get_batch(batch_parameters={"dataframe": pdf}).validate(gx_suite)
     elapsed = (time.perf_counter() - t0) * 1e3
-    names = {(e.type, e.column, str(e.kwargs.get("row_condition"))): e.name for e in suite.expectations}
+    # GE rewrites row_condition; identify an expectation by its type, column and bounds instead.
+    def norm(v: Any) -> str:
+        return str(float(v)) if isinstance(v, int | float) and not isinstance(v, bool) else str(v)
+
+    def key(type_: str, kw: Any) -> tuple[str, ...]:
+        return (type_, *(norm(kw.get(k)) for k in ("column", "min_value", "max_value", "value_set", "regex")))
+
+    names = {key(e.type, e.kwargs): e.name for e in suite.expectations}
     rows = []
     for r in result.results:
         cfg = r.expectation_config
         kw = cfg.kwargs
-        name = names.get((cfg.type, str(kw.get("column")), str(kw.get("row_condition"))), cfg.type)
+        name = names.get(key(cfg.type, kw), cfg.type)
         res = r.result or {}
         rows.append(
             {

@@ -1,0 +1,59 @@
+"""conf/pipeline.yaml: validated on load with errors naming the key; flags override the file."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from jobs.io.settings import SettingsError, add_arguments, load_settings, parse_settings
+
+
+def test_the_shipped_config_loads() -> None:
+    s = load_settings()
+    assert s.sink_mode == "delta-rs"
+    assert s.files.max_bytes_per_batch == 64 * 1024 * 1024
+    assert s.trigger_interval == "10 seconds"
+    assert isinstance(s.detection, dict)
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"sources": {"files": {"max_bytes_per_batch": -1}}}, "sources.files.max_bytes_per_batch"),
+        ({"sink": {"mode": "parquet"}}, "sink.mode"),
+        ({"trigger": {"interval": "soon"}}, "trigger.interval"),
+        ({"sources": {"kafka": {"enabled": True}}}, "sources.kafka.logs_topics"),
+        ({"sources": {"kafka": {"starting_offsets": "middle"}}}, "sources.kafka.starting_offsets"),
+        ({"quality": {"enabled": "yes"}}, "quality.enabled"),
+        ({"lakes": "x"}, "unknown keys ['lakes']"),
+        ({"sources": {"files": {"pth": "x"}}}, "sources.files: unknown keys ['pth']"),
+        ({"cluster": "a b"}, "cluster"),
+        ({"detection": [1]}, "detection"),
+    ],
+)
+def test_bad_values_name_the_key(raw: dict, message: str) -> None:
+    with pytest.raises(SettingsError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        parse_settings(raw, "pipeline.yaml")
+
+
+def test_flags_override_the_file(tmp_path: Path) -> None:
+    cfg = tmp_path / "p.yaml"
+    cfg.write_text("lake: /a\ntrigger:\n  interval: 5 seconds\n")
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(
+        ["--config", str(cfg), "--input", str(tmp_path), "--lake", "/b", "--cluster", "prod", "--once",
+         "--trigger", "500 milliseconds"]
+    )  # fmt: skip
+    s = load_settings(args.config, args)
+    assert (s.lake, s.cluster, s.once, s.trigger_interval, s.files.path) == (
+        "/b", "prod", True, "500 milliseconds", str(tmp_path)
+    )  # fmt: skip
+    with pytest.raises(SettingsError, match="--input"):
+        load_settings(args.config, parser.parse_args(["--input", str(tmp_path / "missing")]))
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("lake: [unclosed\n")
+    with pytest.raises(SettingsError, match="not valid YAML"):
+        load_settings(bad)
