@@ -57,3 +57,39 @@ def test_produce_and_consume_10k_keyed(tmp_path: Path, compression: str) -> None
             want = [(str(i).encode(), _value(i)) for i in range(q, N, PARTITIONS)]
             assert [(k, v) for _o, k, v in got[q]] == want
             assert [o for o, _k, _v in got[q]] == list(range(len(want)))
+
+
+@pytest.mark.timeout(90)
+def test_subscribe_with_group_commits_and_resumes(tmp_path: Path) -> None:
+    with broker(tmp_path, num__partitions=2) as server:
+        bs = bootstrap(server)
+        producer = KafkaProducer(bootstrap_servers=bs, acks=0)  # acks=0: no answers, the connection stays up
+        for i in range(500):
+            producer.send("kps", key=b"k", value=str(i).encode(), partition=i % 2)
+        producer.flush(30)
+        producer.close()
+        deadline = time.monotonic() + 10
+        check = KafkaConsumer(bootstrap_servers=bs)
+        while time.monotonic() < deadline and sum(check.end_offsets(
+                [TopicPartition("kps", 0), TopicPartition("kps", 1)]).values()) < 500:
+            time.sleep(0.1)
+        check.close()
+        consumer = KafkaConsumer("kps", bootstrap_servers=bs, group_id="kps-g", auto_offset_reset="earliest",
+                                 enable_auto_commit=False)
+        seen: list[int] = []
+        end = time.monotonic() + 40
+        while len(seen) < 400 and time.monotonic() < end:
+            for records in consumer.poll(timeout_ms=300, max_records=400 - len(seen)).values():
+                seen += [int(r.value) for r in records]
+        consumer.commit()
+        assert sorted(consumer.assignment()) == [TopicPartition("kps", 0), TopicPartition("kps", 1)]
+        consumer.close()
+        resumed = KafkaConsumer("kps", bootstrap_servers=bs, group_id="kps-g", auto_offset_reset="earliest",
+                                enable_auto_commit=False)
+        rest: list[int] = []
+        end = time.monotonic() + 40
+        while len(seen) + len(rest) < 500 and time.monotonic() < end:
+            for records in resumed.poll(timeout_ms=300).values():
+                rest += [int(r.value) for r in records]
+        resumed.close()
+        assert sorted(seen + rest) == list(range(500))  # resumed from the committed offsets: nothing twice
