@@ -101,8 +101,9 @@ class GroupCoordinator:
     # ------------------------------------------------------------------------------------------- helpers
     def _expire(self, g: _Group) -> None:
         now = self._clock()
+        waiting = g.state == "PreparingRebalance"  # members parked in JoinGroup are not expired (as Kafka)
         gone = [m for m in g.members.values()
-                if now - m.last_heartbeat > m.session_timeout_ms / 1000 and not m.joined]
+                if now - m.last_heartbeat > m.session_timeout_ms / 1000 and not (waiting and m.joined)]
         for m in gone:
             del g.members[m.member_id]
         if gone:
@@ -254,11 +255,12 @@ class GroupCoordinator:
         with self._cond:
             g = self._groups.get(gid)
             code = NONE
+            if g is not None:
+                self._expire(g)  # first: a member whose session already ran out is gone
             if g is None or mid not in g.members:
                 code = UNKNOWN_MEMBER_ID
             else:
                 g.members[mid].last_heartbeat = self._clock()
-                self._expire(g)
                 if g.state == "PreparingRebalance":
                     self._maybe_complete_join(g)
                 if g.state in ("PreparingRebalance", "CompletingRebalance") or mid not in g.members:

@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from broker.apis.membership import GroupCoordinator
 from broker.apis.offsets import CommittedOffset, OffsetStore
 from broker.apis.producers import INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER, ProducerStates
-from broker.protocol import ApiKey
+from broker.network.request import Request
+from broker.protocol import ApiKey, RequestHeader
 from broker.protocol.records import build_batch, decode_records, parse_batches
 from broker.purgatory import Purgatory
 from broker.state import TopicPartition
@@ -107,3 +109,30 @@ def test_idempotent_retry_is_not_written_twice_and_topic_configs_survive_a_resta
         configs = {c["name"]: (c["value"], c["config_source"]) for c in desc["results"][0]["configs"]}
         assert configs["message.timestamp.type"] == ("LogAppendTime", 1)  # DYNAMIC_TOPIC_CONFIG
         w.close()
+
+
+def _req() -> Request:
+    return Request(0, "c", "PLAINTEXT", "PLAINTEXT", "127.0.0.1", b"", RequestHeader(11, 5, 1, "cli"), 0)
+
+
+def test_group_member_expires_after_its_session_and_the_group_rebalances() -> None:
+    now = [1000.0]
+    gc = GroupCoordinator(clock=lambda: now[0])
+    join = {"group_id": "g", "session_timeout_ms": 6000, "rebalance_timeout_ms": 6000, "member_id": "",
+            "protocol_type": "consumer", "protocols": [{"name": "range", "metadata": b"m"}]}
+    header = RequestHeader(11, 5, 1, "cli")
+    a = gc.join_group(_req(), header, join).body
+    assert (a["error_code"], a["generation_id"], a["leader"]) == (0, 1, a["member_id"])
+    sync = {"group_id": "g", "generation_id": 1, "member_id": a["member_id"],
+            "assignments": [{"member_id": a["member_id"], "assignment": b"all"}]}
+    assert gc.sync_group(_req(), header, sync).body["assignment"] == b"all"
+    hb = {"group_id": "g", "generation_id": 1, "member_id": a["member_id"]}
+    now[0] += 5
+    assert gc.heartbeat(_req(), header, hb).body["error_code"] == 0
+    assert gc.validate_commit("g", a["member_id"], 2) == 22  # ILLEGAL_GENERATION
+    now[0] += 7  # beyond session.timeout.ms without a heartbeat
+    assert gc.heartbeat(_req(), header, hb).body["error_code"] == 25  # UNKNOWN_MEMBER_ID: expired
+    described = gc.describe("g")
+    assert described is not None
+    assert described["members"] == []
+    assert described["state"] == "Empty"
