@@ -41,7 +41,7 @@ def _one(cluster: Cluster, sig: int, survivors_bootstrap: str) -> tuple[int, flo
     counts = {b: len(_led_by(client, b)) for b in cluster.brokers}
     victim = max(counts, key=lambda b: counts[b])
     t0 = time.monotonic()
-    cluster.kill_broker(victim, sig)
+    cluster.brokers[victim].popen.send_signal(sig)  # measured from the signal, not from the process exit
     controller_s = client_s = 0.0
     while time.monotonic() - t0 < TIMEOUT_S:
         if not controller_s and not _led_by(client, victim):
@@ -50,6 +50,7 @@ def _one(cluster: Cluster, sig: int, survivors_bootstrap: str) -> tuple[int, flo
             client_s = time.monotonic() - t0
             break
         time.sleep(POLL_S)
+    cluster.kill_broker(victim, sig)  # reap it
     cluster.start_broker(victim)
     return victim, controller_s, client_s
 
@@ -75,6 +76,13 @@ def main() -> None:
                 if time.monotonic() > end:
                     raise TimeoutError("topic creation did not finish")
                 time.sleep(0.2)
+            rf = min(3, args.brokers)
+            while sum(len(list((cluster.broker_dir(b) / "data").glob(f"{TOPIC}-*"))) for b in cluster.brokers) \
+                    < args.partitions * rf:  # every replica's log created (LeaderAndIsr handled everywhere)
+                if time.monotonic() > end + TIMEOUT_S:
+                    raise TimeoutError("the brokers did not create every replica")
+                time.sleep(0.5)
+            time.sleep(2)
             print(f"failover of the busiest of {args.brokers} brokers, {args.partitions} partitions (RF "
                   f"{min(3, args.brokers)}), session timeout {args.session_timeout_ms} ms")
             for name, sig in (("SIGTERM (clean)", signal.SIGTERM), ("SIGKILL", signal.SIGKILL)):

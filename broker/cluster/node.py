@@ -58,9 +58,10 @@ class LocalLogs:
         self.logs = logs
 
     def log_end_offset(self, tp: TopicPartition) -> int:
-        """The log end offset (0 when there is no log yet)."""
-        log = self.logs.get_log(LogTopicPartition(tp.topic, tp.partition))
-        return log.log_end_offset if log is not None else 0
+        """The log end offset. ReplicaManager asks it of every partition it makes leader or follower, so the log is
+        created here when missing (Kafka's ``Partition.createLogIfNotExists`` in makeLeader/makeFollower): a leader
+        must serve follower fetches before its first produce."""
+        return self.logs.get_or_create_log(LogTopicPartition(tp.topic, tp.partition)).log_end_offset
 
     def high_watermark(self, tp: TopicPartition) -> int:
         """The high watermark (0 when there is no log yet)."""
@@ -208,15 +209,23 @@ class ClusterMember:
             except (OSError, ConnectionError) as exc:
                 self._log.warn(f"Heartbeat to the controller failed: {exc}")
 
-    def close(self) -> None:
-        """Stop heartbeats, ISR checks and fetchers."""
+    def leave(self) -> None:
+        """Controlled shutdown: stop heartbeats and unregister, so leaders move without waiting for the session
+        timeout (idempotent)."""
+        if self._stop.is_set():
+            return
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(5)
-        try:  # leave now, so leaders move without waiting for the session timeout
+        try:
             self.client.unregister(self.apis.state.broker_id, self.apis.state.broker_epoch)
+            self._log.info("Controlled shutdown: left the cluster")
         except (OSError, ConnectionError) as exc:
             self._log.warn(f"Could not unregister from the controller: {exc}")
+
+    def close(self) -> None:
+        """Leave the cluster, stop ISR checks and fetchers."""
+        self.leave()
         self.isr.close()
         self.fetchers.shutdown()
 
@@ -309,6 +318,7 @@ def cluster_apis_factory(server: Any) -> KafkaApis:
     member = ClusterMember(apis, dp, client, listeners, protocols, planewatch_setting(cfg, "broker.rack"), isr,
                            fetchers, server.log4j)
     apis.add_closer(member.close)
+    server.cluster_member = member  # main() leaves the cluster before shutting the server down
     member.start()
     return apis
 
@@ -341,6 +351,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         stop.wait()
     finally:
+        member = getattr(server, "cluster_member", None)
+        if isinstance(member, ClusterMember):
+            member.leave()
         server.shutdown()
     return 0
 

@@ -106,13 +106,13 @@ class _Connection:
         return bytes(buf)
 
     def close(self) -> None:
-        if self.sock is not None:
+        sock, self.sock = self.sock, None  # the fetcher thread and shutdown() may both close
+        if sock is not None:
             try:
-                self.sock.shutdown(socket.SHUT_RDWR)
+                sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
-            self.sock.close()
-            self.sock = None
+            sock.close()
 
 
 class ReplicaFetcherThread(threading.Thread):
