@@ -162,9 +162,11 @@ class GroupCoordinator:
         protocols = [(str(p["name"]), bytes(p["metadata"])) for p in body["protocols"]]
         ptype = str(body["protocol_type"])
 
+        nullable = header.api_version >= 7  # ProtocolName is a non-nullable string before v7
+
         def fail(code: int, member: str = "") -> HandlerResult:
             return HandlerResult({"throttle_time_ms": 0, "error_code": code, "generation_id": -1,
-                                  "protocol_type": None, "protocol_name": None, "leader": "",
+                                  "protocol_type": None, "protocol_name": None if nullable else "", "leader": "",
                                   "member_id": member, "members": []}, (code,))
 
         if not gid:
@@ -211,7 +213,8 @@ class GroupCoordinator:
                             "metadata": dict(m.protocols).get(g.protocol or "", b"")} for m in g.members.values()]
             member.last_heartbeat = self._clock()
             return HandlerResult({"throttle_time_ms": 0, "error_code": NONE, "generation_id": g.generation,
-                                  "protocol_type": g.protocol_type, "protocol_name": g.protocol,
+                                  "protocol_type": g.protocol_type,
+                                  "protocol_name": g.protocol if g.protocol is not None or nullable else "",
                                   "leader": g.leader or "", "skip_assignment": False, "member_id": mid,
                                   "members": members}, (NONE,))
 
