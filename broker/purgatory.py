@@ -28,7 +28,11 @@ import threading
 import time
 from collections.abc import Callable
 
-__all__ = ["Purgatory"]
+__all__ = ["RECHECK_INTERVAL_S", "Purgatory"]
+
+# Waiters re-check their predicate at least this often even without a signal: conditions that change without an
+# append (a LeaderAndIsr taking leadership away from a parked acks=all produce) are noticed within this time.
+RECHECK_INTERVAL_S = 0.1
 
 
 class Purgatory:
@@ -78,7 +82,7 @@ class Purgatory:
                     if remaining <= 0:
                         return False
                     while self._version == seen and not self._closed:
-                        if not self._cond.wait(remaining):
+                        if not self._cond.wait(min(remaining, RECHECK_INTERVAL_S)):
                             break
                         remaining = deadline - self._clock()
                         if remaining <= 0:

@@ -252,6 +252,12 @@ class DataPlane:
             log = self.logs.get_or_create_log(LogTopicPartition(tp.topic, tp.partition))
         return LeaderLookup(NONE, log, ps)
 
+    def still_leader(self, tp: TopicPartition, state: PartitionState) -> bool:
+        """True while ``state`` (looked up before an append) is still this broker's leadership of ``tp``."""
+        now = self.state.partition(tp)
+        return now is state or (now is not None and now.role is Role.LEADER and now.leader == self.state.broker_id
+                                and now.leader_epoch == state.leader_epoch)
+
     def hosted_log(self, tp: TopicPartition) -> Log | None:
         """The local log of a partition this broker hosts in any role (follower fetches, ListOffsets by replicas)."""
         if self.state.partition(tp) is None:

@@ -133,13 +133,18 @@ def handle_fetch(dp: DataPlane, request: Request, header: RequestHeader, body: d
     targets = _targets(dp, body, follower, replica_id)
     topics, total, any_error = _read(targets, max_bytes, follower)
     if total < min_bytes and not any_error and max_wait_ms > 0 and any(t.log is not None for t in targets):
+        leaders = {(t.topic, t.partition): dp.state.partition(TopicPartition(t.topic, t.partition)) for t in targets}
+
         def ready() -> bool:
+            if any(dp.state.partition(TopicPartition(t, p)) is not s for (t, p), s in leaders.items()):
+                return True  # leadership changed while parked: answer with the new errors (DelayedFetch)
             if not _has_new_data(targets, follower):
                 return False
             return min_bytes <= 1 or _read(targets, max_bytes, follower)[1] >= min_bytes
 
         request.api_local_complete_ns = time.monotonic_ns()  # the long poll is RemoteTimeMs, as in Kafka
         dp.purgatory.await_completion(ready, max_wait_ms, optional=True)
+        targets = _targets(dp, body, follower, replica_id)
         topics, total, any_error = _read(targets, max_bytes, follower)
     if not follower:
         for topic in topics:

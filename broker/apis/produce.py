@@ -15,6 +15,7 @@ that partition (the records stay in the log, as in Kafka).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from broker.apis.data_plane import DataPlane
@@ -24,12 +25,25 @@ from broker.network.request import Request
 from broker.protocol import CorruptRecord, RequestHeader
 from broker.protocol.records import validate_produce_records
 from broker.state import TopicPartition
+from broker.state.model import PartitionState
 
 __all__ = ["INVALID_REQUIRED_ACKS", "REQUEST_TIMED_OUT", "handle_produce"]
 
 INVALID_REQUIRED_ACKS = 21
 REQUEST_TIMED_OUT = 7
 UNKNOWN_SERVER_ERROR = -1
+NOT_LEADER = 6  # NOT_LEADER_OR_FOLLOWER
+
+
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    """An acks=all partition waiting in the purgatory for the high watermark to reach ``required``."""
+
+    response: dict[str, Any]
+    log: Log
+    required: int
+    tp: TopicPartition
+    state: PartitionState
 
 
 def _partition_response(index: int, code: int, base_offset: int = -1, log_start_offset: int = -1,
@@ -44,7 +58,7 @@ def handle_produce(dp: DataPlane, request: Request, header: RequestHeader, body:
     timeout_ms = int(body["timeout_ms"])
     responses: list[dict[str, Any]] = []
     codes: list[int] = []
-    pending: list[tuple[dict[str, Any], Log, int]] = []  # acks=all: (response, log, required high watermark)
+    pending: list[_Pending] = []  # acks=all: waiting for the high watermark
     for topic in body["topic_data"]:
         name = topic["name"]
         parts: list[dict[str, Any]] = []
@@ -55,14 +69,16 @@ def handle_produce(dp: DataPlane, request: Request, header: RequestHeader, body:
         responses.append({"name": name, "partition_responses": parts})
     if acks == -1 and pending:
         def completed() -> bool:
-            return all(log.high_watermark >= required for _, log, required in pending)
+            return all(p.log.high_watermark >= p.required or not dp.still_leader(p.tp, p.state) for p in pending)
         if not completed():
             request.api_local_complete_ns = time.monotonic_ns()  # the wait is RemoteTimeMs, as in Kafka
-        if not dp.purgatory.await_completion(completed, timeout_ms):
-            for resp, log, required in pending:
-                if log.high_watermark < required:
-                    resp["error_code"] = REQUEST_TIMED_OUT
-                    resp["base_offset"] = -1
+        dp.purgatory.await_completion(completed, timeout_ms)
+        for p in pending:
+            if p.log.high_watermark >= p.required:
+                continue
+            # DelayedProduce: leadership lost while waiting -> NOT_LEADER_OR_FOLLOWER, else the timeout
+            p.response["error_code"] = REQUEST_TIMED_OUT if dp.still_leader(p.tp, p.state) else NOT_LEADER
+            p.response["base_offset"] = -1
     for t in responses:
         codes.extend(p["error_code"] for p in t["partition_responses"])
     errors = tuple(codes) or (0,)
@@ -72,7 +88,7 @@ def handle_produce(dp: DataPlane, request: Request, header: RequestHeader, body:
 
 
 def _append_one(dp: DataPlane, topic: str, index: int, records: Any, acks: int, version: int,
-                pending: list[tuple[dict[str, Any], Log, int]]) -> dict[str, Any]:
+                pending: list[_Pending]) -> dict[str, Any]:
     if acks not in (0, 1, -1):
         return _partition_response(index, INVALID_REQUIRED_ACKS)
     try:
@@ -98,17 +114,23 @@ def _append_one(dp: DataPlane, topic: str, index: int, records: Any, acks: int, 
                 if verdict.duplicate_of is not None:  # a retry of an appended batch: answer its offset again
                     resp = _partition_response(index, 0, verdict.duplicate_of, log.log_start_offset)
                     if acks == -1:
-                        pending.append((resp, log, verdict.duplicate_of + batch.last_offset_delta + 1))
+                        pending.append(_Pending(resp, log, verdict.duplicate_of + batch.last_offset_delta + 1, tp,
+                                                state))
                     return resp
                 info = log.append_as_leader(records, state.leader_epoch, durable=(acks == -1))
                 dp.producers.record(tp, pid, batch.producer_epoch, first, last, info.first_offset)
     except LogError as exc:
         return _partition_response(index, int(exc.error_code), message=str(exc))
     dp.after_leader_append(tp, log, state)
+    if not dp.still_leader(tp, state):
+        # A LeaderAndIsr made this broker a follower while the append ran (Kafka excludes this with the partition's
+        # leaderIsrUpdateLock): the records are in the log but never acknowledged; the new leader's follower
+        # truncation removes them, as KIP-291 describes.
+        return _partition_response(index, NOT_LEADER)
     dp.meters.mark("MessagesInPerSec", topic, info.message_count)
     dp.meters.mark("BytesInPerSec", topic, info.valid_bytes)
     resp = _partition_response(index, 0, info.first_offset, info.log_start_offset)
     resp["log_append_time_ms"] = info.log_append_time
     if acks == -1:
-        pending.append((resp, log, info.last_offset + 1))
+        pending.append(_Pending(resp, log, info.last_offset + 1, tp, state))
     return resp

@@ -261,3 +261,31 @@ def test_long_polls_never_park_more_than_half_the_handler_threads(tmp_path: Path
         assert early < 1.0  # one poll answered without parking (or woken by the produce)
         for c in conns:
             c.close()
+
+
+@pytest.mark.timeout(60)
+def test_parked_acks_all_answers_not_leader_when_leadership_moves(tmp_path: Path) -> None:
+    names = {k.replace(".", "__"): v for k, v in _control_props().items()}
+    with broker(tmp_path, **names) as server:
+        w = Wire(server.bound_port("PLAINTEXT"))
+        ctl = Wire(server.bound_port("CONTROLLER"))
+        create(w, "park")
+        assert ctl.call(ApiKey.UPDATE_METADATA, 6, _update_metadata("park", 1, 1, [1, 2]))["error_code"] == 0
+        assert ctl.call(ApiKey.LEADER_AND_ISR, 4, _leader_and_isr("park", 1, 1, [1, 2]))["error_code"] == 0
+        result: dict[str, Any] = {}
+
+        def produce() -> None:
+            result["r"] = w.call(ApiKey.PRODUCE, PRODUCE_V, produce_body("park", batch(3), acks=-1, timeout_ms=20_000))
+            result["t"] = time.monotonic()
+
+        th = threading.Thread(target=produce)
+        th.start()
+        time.sleep(0.3)
+        assert th.is_alive()  # parked: replica 2 has not fetched
+        moved = time.monotonic()
+        assert ctl.call(ApiKey.LEADER_AND_ISR, 4, _leader_and_isr("park", 2, 2, [2, 1]))["error_code"] == 0
+        th.join(10)
+        assert part(result["r"])["error_code"] == 6  # NOT_LEADER_OR_FOLLOWER, not a timeout 20 s later
+        assert result["t"] - moved < 2.0
+        w.close()
+        ctl.close()
