@@ -27,6 +27,7 @@ PACKAGES = ("jobs", "pipelines", "schemas")
 # Settings every job needs; spark.* keys of conf/pipeline.yaml come on top.
 BASE_CONF = {
     "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.shuffle.partitions": "2",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
