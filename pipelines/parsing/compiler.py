@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 
 from pipelines.parsing.patterns import END
@@ -46,15 +46,17 @@ class SlotLayout:
     """The slots shared by every regex of a stage: (column, k) for the k-th group feeding that column."""
 
     slots: tuple[tuple[str, int], ...]
+    positions: dict[str, tuple[int, ...]] = field(default_factory=dict, compare=False)
 
-    def index(self, column: str) -> list[int]:
+    def __post_init__(self) -> None:
+        pos: dict[str, list[int]] = {}
+        for i, (c, _) in enumerate(self.slots):
+            pos.setdefault(c, []).append(i)
+        object.__setattr__(self, "positions", {c: tuple(v) for c, v in pos.items()})
+
+    def index(self, column: str) -> tuple[int, ...]:
         """Slot positions (in order) feeding `column`."""
-        return _index(self.slots, column)
-
-
-@cache
-def _index(slots: tuple[tuple[str, int], ...], column: str) -> list[int]:
-    return [i for i, (c, _) in enumerate(slots) if c == column]
+        return self.positions.get(column, ())
 
 
 @dataclass(frozen=True)

@@ -45,8 +45,9 @@ def _matched(parts: str | None, n: int) -> bool:
 def _field(arr: list[str] | None, layout: SlotLayout, column: str) -> str | None:
     if arr is None:
         return None
-    for i in layout.index(column):
-        if i < len(arr) and arr[i] != "":
+    n = len(arr)
+    for i in layout.positions.get(column, ()):
+        if i < n and arr[i]:
             return arr[i]
     return None
 
