@@ -63,6 +63,7 @@ def validate_sample(pdf: Any, suite: Suite, table: str, batch_id: int) -> list[d
         gx_suite, batch_def = _suite_and_def(suite)
         result = batch_def.get_batch(batch_parameters={"dataframe": pdf}).validate(gx_suite)
     elapsed = (time.perf_counter() - t0) * 1e3
+
     # GE rewrites row_condition; identify an expectation by its type, column and bounds instead.
     def norm(v: Any) -> str:
         return str(float(v)) if isinstance(v, int | float) and not isinstance(v, bool) else str(v)
