@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from broker.log import LogManager, TopicPartition
+from broker.protocol.records import parse_batches
 from tests.broker.data_plane_helpers import bootstrap, broker
 
 KCAT = shutil.which("kcat") or shutil.which("kafkacat")
@@ -22,7 +24,7 @@ def _kcat(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess
 
 
 @pytest.mark.timeout(120)
-def test_kcat_metadata_produce_snappy_consume(tmp_path: Path) -> None:
+def test_kcat_metadata_produce_snappy_zstd_lz4_consume(tmp_path: Path) -> None:
     with broker(tmp_path, num__partitions=PARTITIONS) as server:
         bs = bootstrap(server)
         # produce (auto-creates the topic): keyed lines "key:value", snappy, partition chosen by kcat per line
@@ -30,7 +32,8 @@ def test_kcat_metadata_produce_snappy_consume(tmp_path: Path) -> None:
         for q in range(PARTITIONS):
             lines = [f"k{i}:value-{i}-{'z' * (i % 50)}" for i in range(q, N, PARTITIONS)]
             by_partition[q] = lines
-            done = _kcat("-b", bs, "-P", "-t", "kc", "-p", str(q), "-K", ":", "-z", "snappy",
+            codec = ("snappy", "zstd", "lz4")[q % 3]  # one codec per partition
+            done = _kcat("-b", bs, "-P", "-t", "kc", "-p", str(q), "-K", ":", "-z", codec,
                          stdin=("\n".join(lines) + "\n").encode())
             assert done.returncode == 0, done.stderr.decode()[-2000:]
         meta = _kcat("-b", bs, "-L")
@@ -46,3 +49,14 @@ def test_kcat_metadata_produce_snappy_consume(tmp_path: Path) -> None:
         # the whole topic, all partitions (what check-clients does)
         every = _kcat("-b", bs, "-C", "-t", "kc", "-e", "-q")
         assert len(every.stdout.decode().splitlines()) == N
+    # the batches are stored as the client compressed them
+    lm = LogManager([tmp_path / "data"])
+    lm.startup()
+    try:
+        for q in range(PARTITIONS):
+            log = lm.get_log(TopicPartition("kc", q))
+            assert log is not None
+            first = parse_batches(log.read(0, 1 << 20).records)[0]
+            assert first.compression == {"snappy": 2, "lz4": 3, "zstd": 4}[("snappy", "zstd", "lz4")[q % 3]]
+    finally:
+        lm.shutdown()
