@@ -277,8 +277,9 @@ class Controller:
             if len(self.brokers) == 1:
                 threading.Thread(target=self._failover_after_grace, name="controller-grace", daemon=True).start()
             return epoch
-        if self.controller_id < 0 or self.controller_id not in self.brokers:
-            self._failover()
+        if self.controller_id < 0 or self.controller_id not in self.brokers or (bounced and
+                                                                               broker_id == self.controller_id):
+            self._failover()  # the broker hosting the controller bounced: a new controller epoch, as in Kafka
         self._log.info(f"Newly added brokers: {'' if bounced else broker_id}, deleted brokers: , bounced brokers: "
                        f"{broker_id if bounced else ''}, all live brokers: {live}")
         self._on_broker_startup(broker_id)
@@ -355,8 +356,8 @@ class Controller:
         self._log.info(f"Broker failure callback for {', '.join(map(str, dead))}")
         for bid in dead:
             self.brokers.pop(bid, None)
-            if self.channel is not None:
-                threading.Thread(target=self.channel.remove_broker, args=(bid,), daemon=True).start()
+            if self.channel is not None:  # synchronous: a bounced broker's new send thread must not race it
+                self.channel.remove_broker(bid, timeout_s=2.0)
         live = set(self.brokers)
         sc = self._state_change_log()
         changed: list[PartitionInfo] = []
@@ -374,7 +375,7 @@ class Controller:
             if new is not info:
                 self.partitions[key] = new
                 changed.append(new)
-        if changed and self.controller_id not in dead:
+        if changed:
             self._send_leader_and_isr([p for p in changed if p.leader != NO_LEADER])
 
     def _create_topic(self, spec: dict[str, Any]) -> dict[str, Any]:

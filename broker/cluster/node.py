@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Collection
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from broker.apis.convert import kafka_string_to_uuid
@@ -36,6 +37,8 @@ from broker.fetcher import ReplicaFetcherManager
 from broker.fetcher.thread import FetchSettings
 from broker.log import LogManager
 from broker.log import TopicPartition as LogTopicPartition
+from broker.log.checkpoint import read_offsets_checkpoint
+from broker.log.manager import REPLICATION_OFFSET_CHECKPOINT
 from broker.log4j import Log4j
 from broker.network.request import Request
 from broker.protocol import ApiKey, RequestHeader
@@ -230,6 +233,21 @@ class ClusterMember:
         self.fetchers.shutdown()
 
 
+def _checkpointed_high_watermarks(cfg: Any) -> dict[tuple[str, int], int]:
+    """The high watermarks in every log dir's ``replication-offset-checkpoint`` (empty when there is none)."""
+    values = getattr(cfg, "values", {})
+    dirs = values.get("log.dirs") or [values.get("log.dir")]
+    out: dict[tuple[str, int], int] = {}
+    for d in (str(x).strip() for x in dirs if x):
+        path = Path(d) / REPLICATION_OFFSET_CHECKPOINT
+        if path.exists():
+            try:
+                out.update({(tp.topic, tp.partition): off for tp, off in read_offsets_checkpoint(path).items()})
+            except ValueError:
+                pass  # a torn checkpoint: every high watermark falls back to the log start offset
+    return out
+
+
 def _data_plane_of(apis: KafkaApis) -> DataPlane:
     """The DataPlane that ``build_kafka_apis`` installed (its ``close`` is one of KafkaApis' closers)."""
     for closer in getattr(apis, "_closers", []):
@@ -297,13 +315,18 @@ def cluster_apis_factory(server: Any) -> KafkaApis:
         raise ValueError("Missing required configuration planewatch.controller.url (the cluster's controller)")
     model = planewatch_setting(cfg, "replica.fetcher.model") or "locked"
     lag_ms = int(planewatch_setting(cfg, "replica.lag.time.max.ms") or DEFAULT_REPLICA_LAG_TIME_MAX_MS)
+    saved_hw = _checkpointed_high_watermarks(cfg)  # before the data plane loads the logs
     apis = build_kafka_apis(server)
     dp = _data_plane_of(apis)
     state = apis.state
-    # The controller decides who leads what: forget the leadership the data plane took for logs found on disk.
+    # The controller decides who leads what: forget the leadership the data plane took for logs found on disk, and
+    # the high watermarks it set to the log end (a standalone broker's view): a restarted follower must truncate to
+    # what was committed (Kafka's replication-offset-checkpoint), not keep an uncommitted, maybe divergent tail.
     on_disk = list(state.partitions())
     if on_disk:
         state.host_local_partitions([], removed=on_disk)
+    for ltp, log in dp.logs.all_logs().items():
+        log.update_high_watermark(saved_hw.get((ltp.topic, ltp.partition), log.log_start_offset))
     client = ControllerClient(url)
     fetchers = ReplicaFetcherManager(state.broker_id, dp.logs, FetchSettings(model=model), server.log4j,
                                      on_fetched=lambda tps: dp.purgatory.signal())

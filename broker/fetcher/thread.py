@@ -316,7 +316,7 @@ class ReplicaFetcherThread(threading.Thread):
                     continue  # removed while the fetch was in flight
                 code = int(p["error_code"])
                 if code != NONE:
-                    self._on_error(state, code, int(p.get("log_start_offset", -1)))
+                    self._on_error(state, code, int(p.get("log_start_offset", -1)), int(p.get("high_watermark", -1)))
                     state.delayed_until_ns = time.monotonic_ns() + backoff_ns
                     continue
                 if self._append(state, p):
@@ -345,11 +345,17 @@ class ReplicaFetcherThread(threading.Thread):
             log.increment_log_start_offset(leader_lso, LogStartOffsetIncrementReason.LEADER_OFFSET_INCREMENTED)
         return appended
 
-    def _on_error(self, state: PartitionFetchState, code: int, leader_lso: int) -> None:
+    def _on_error(self, state: PartitionFetchState, code: int, leader_lso: int, leader_hw: int) -> None:
         tp = f"{state.tp.topic}-{state.tp.partition}"
         if code == OFFSET_OUT_OF_RANGE:
             log = state.log
-            if leader_lso > log.log_end_offset:
+            if 0 <= leader_hw < log.log_end_offset:
+                # Our tail is beyond the leader's log: uncommitted records of an old leadership. Everything below
+                # the leader's high watermark is committed on both sides: keep that, refetch the rest.
+                self._log.info(f"Truncating partition {tp} to the leader's high watermark {leader_hw}: the local "
+                               f"log end offset {log.log_end_offset} is out of range on the leader")
+                log.truncate_to(max(leader_hw, log.log_start_offset))
+            elif leader_lso > log.log_end_offset:
                 self._log.info(f"Current offset {log.log_end_offset} for partition {tp} is out of range, which "
                                f"typically implies a leader change. Reset fetch offset to {leader_lso}")
                 log.truncate_fully_and_start_at(leader_lso)

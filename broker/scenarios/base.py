@@ -159,16 +159,19 @@ class Load:
 
 
 def consume_keys(bootstrap: str, topic: str, partitions: int, expected: int, timeout_s: float = 60.0) -> list[int]:
-    """Read every partition from offset 0 until ``expected`` records or the timeout."""
+    """Read every partition from offset 0 until ``expected`` distinct keys or the timeout; every key read."""
     from confluent_kafka import Consumer, TopicPartition
 
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"scenario-{topic}", "enable.auto.commit": False})
     try:
         c.assign([TopicPartition(topic, q, 0) for q in range(partitions)])
         got: list[int] = []
+        distinct: set[int] = set()
         end = time.monotonic() + timeout_s
-        while len(got) < expected and time.monotonic() < end:
-            got.extend(int(m.key() or b"-1") for m in c.consume(1000, 0.5) if m.error() is None)
+        while len(distinct) < expected and time.monotonic() < end:  # producer retries may have written duplicates
+            batch = [int(m.key() or b"-1") for m in c.consume(1000, 0.5) if m.error() is None]
+            got.extend(batch)
+            distinct.update(batch)
         return got
     finally:
         c.close()

@@ -49,9 +49,11 @@ _RECV = re.compile(_TS + r" TRACE \[Controller id=\d+ epoch=\d+\] Received respo
 
 
 def _verify(tl: Timeline, cluster: Cluster, topic: str, partitions: int, load: Load) -> None:
-    got = set(consume_keys(cluster.bootstrap_servers(), topic, partitions, len(load.acked)))
+    keys = consume_keys(cluster.bootstrap_servers(), topic, partitions, len(set(load.acked)))
+    got = set(keys)
     lost = len(set(load.acked) - got)
-    tl.emit("verified", topic=topic, acked=len(load.acked), failed=load.failed, consumed=len(got), lost=lost)
+    tl.emit("verified", topic=topic, acked=len(load.acked), failed=load.failed, consumed=len(got),
+            duplicates=len(keys) - len(got), lost=lost)
 
 
 def healthy(d: Path, tl: Timeline) -> None:
@@ -174,7 +176,7 @@ def connection_storm(d: Path, tl: Timeline) -> None:
     n = max(100, min(3000, soft - 300))
     with started_cluster(ClusterSpec(d / "cluster", brokers=1), tl) as cluster:
         create_topic(cluster, "storm", 3, 1)
-        load = Load(cluster.bootstrap_servers(), "storm", 3, max_records=200_000, max_seconds=25).start()
+        load = Load(cluster.bootstrap_servers(), "storm", 3, max_records=200_000, max_seconds=25, rate=4000).start()
         tl.emit("load-started", topic="storm")
         time.sleep(3)
         socks: list[socket.socket] = []
