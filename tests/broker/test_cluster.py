@@ -136,3 +136,13 @@ def test_kip291_migration_combinations(tmp_path: Path, controller_side: bool, br
         assert f"connected to 127.0.0.1:{other} " not in text
         acked = _produce(cluster.bootstrap_servers(), "k", range(20), 1)
         assert len(acked) == 20
+
+
+def test_per_broker_update_metadata_mode_replicates(tmp_path: Path) -> None:
+    """controller.update.metadata.cached=false: per-broker epochs in every control request; the cluster works."""
+    with running_cluster(tmp_path / "c", brokers=2, cached_update_metadata=False) as cluster:
+        _create(cluster.bootstrap_servers(), "pb", 2, 2)
+        assert len(_produce(cluster.bootstrap_servers(), "pb", range(100), 2)) == 100
+        wait_for("ISR of both", lambda: all(len(p["isr"]) == 2 for p in status(cluster)["partitions"]))
+        assert status(cluster)["cached_update_metadata"] is False
+        assert sorted(_consume_all(cluster.bootstrap_servers(), "pb", 2, 100)) == list(range(100))
