@@ -184,7 +184,7 @@ def test_leader_and_isr_to_follower_mid_stream_no_silent_loss(tmp_path: Path) ->
 
         def produce() -> None:
             p = confluent_kafka.Producer({"bootstrap.servers": f"127.0.0.1:{port}", "acks": "all",
-                                          "linger.ms": 5, "message.timeout.ms": 4000})
+                                          "linger.ms": 5, "message.timeout.ms": 2500})
 
             def done(err: Any, msg: Any) -> None:
                 if err is None:
