@@ -86,6 +86,10 @@ def main() -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    import logging
+
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
+    logging.getLogger("jobs.detect").setLevel(logging.INFO)  # per-batch breakdown of the pairing query
 
     import pyarrow as pa
     from deltalake import write_deltalake
@@ -102,7 +106,8 @@ def main() -> int:
     log_file.touch()
     settings = Settings(lake=str(tmp / "lake"), checkpoints=str(tmp / "ck"), once=False,
                         trigger_interval="1 second", cluster=CLUSTER,
-                        spark_conf={"spark.sql.shuffle.partitions": "2", "spark.sql.session.timeZone": "UTC"})
+                        spark_conf={"spark.sql.shuffle.partitions": "2", "spark.sql.session.timeZone": "UTC",
+                                    "spark.ui.showConsoleProgress": "false"})
     from dataclasses import replace
 
     settings = replace(settings, files=replace(settings.files, path=str(tmp / "input")))
