@@ -18,7 +18,7 @@ from broker.controller.requests import leader_and_isr_body, stop_replica_bodies
 from broker.protocol import ApiKey
 from tests.broker.cluster_helpers import control_request, partition, running_cluster, status, wait_for
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.timeout(180), pytest.mark.integration, pytest.mark.slow]
 STALE_BROKER_EPOCH = 77
 
 

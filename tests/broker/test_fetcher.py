@@ -24,7 +24,7 @@ from broker.log4j import Log4j
 from broker.state.model import BrokerEndPoint, InitialFetchState, TopicPartition
 from tests.broker.data_plane_helpers import bootstrap, broker
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.integration]
 PARTITIONS = 4
 DELAY_MS = 300  # per partition: the first append of each partition assigns epoch 0 and flushes the checkpoint
 

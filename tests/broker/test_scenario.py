@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.timeout(240), pytest.mark.integration, pytest.mark.slow]
 
 
 def test_broker_bounce_scenario_timeline(tmp_path: Path) -> None:
