@@ -85,3 +85,68 @@ def test_fetcher_lock_models(tmp_path: Path, model: str) -> None:
         else:
             assert waits == [0, 0]
         assert not [t for t in set(threading.enumerate()) - before if t.is_alive() and t.name.startswith("Replica")]
+
+
+@pytest.mark.parametrize("model", ["locked", "async"])
+def test_leader_and_isr_handling_waits_for_the_fetcher_only_when_locked(tmp_path: Path, model: str) -> None:
+    """KAFKA-6974 through ReplicaManager: a become-leader LeaderAndIsr removes a partition from a busy fetcher."""
+    from broker.cluster.node import LocalLogs
+    from broker.fetcher import ReplicaFetcherManager
+    from broker.state.model import (
+        Endpoint,
+        LeaderAndIsrPartition,
+        LeaderAndIsrRequestModel,
+        LiveBroker,
+        UpdateMetadataRequestModel,
+    )
+    from broker.state.replica_manager import BrokerState
+
+    with broker(tmp_path / "leader") as leader:
+        dp = _data_plane_of(leader.apis)  # type: ignore[arg-type]
+        assert dp.create_topic("f", PARTITIONS, 1) == (0, None)
+        prod = Producer({"bootstrap.servers": bootstrap(leader), "acks": "1"})
+        for i in range(40):
+            prod.produce("f", value=b"x" * 10, partition=i % PARTITIONS)
+        assert prod.flush(30) == 0
+        log4j = Log4j().configure(tmp_path / "follower-logs", levels={"kafka.server.ReplicaFetcherManager": "DEBUG",
+                                                                      "kafka.server.ReplicaManager": "DEBUG"})
+        logs = LogManager.from_properties({"log.dirs": str(tmp_path / "follower-data"),
+                                           "planewatch.leader.epoch.checkpoint.delay.ms": str(DELAY_MS)},
+                                          log4j=log4j)
+        logs.startup()
+        mgr = ReplicaFetcherManager(2, logs, FetchSettings(model=model, max_wait_ms=100), log4j)
+        state = BrokerState(2, log4j=log4j, fetcher_manager=mgr, local_log=LocalLogs(logs))
+        port = leader.bound_port("PLAINTEXT")
+        live = (LiveBroker(1, (Endpoint("PLAINTEXT", "127.0.0.1", port, 0),)),
+                LiveBroker(2, (Endpoint("PLAINTEXT", "127.0.0.1", 1, 0),)))
+        try:
+            state.maybe_update_metadata_cache(0, UpdateMetadataRequestModel(1, 1, -1, (), live))
+
+            def lai(corr: int, leader_id: int, epoch: int, parts: range) -> None:
+                states = tuple(LeaderAndIsrPartition("f", p, 1, leader_id, epoch, (1, 2), epoch, (1, 2))
+                               for p in parts)
+                state.become_leader_or_follower(corr, LeaderAndIsrRequestModel(1, 1, -1, states))
+
+            lai(1, 1, 1, range(PARTITIONS))  # become follower of broker 1: the fetcher starts
+            deadline = time.monotonic() + 30
+            while not any(_leo(logs, p) for p in range(PARTITIONS)):
+                assert time.monotonic() < deadline, "the follower never fetched"
+                time.sleep(0.005)
+            lai(2, 2, 2, range(PARTITIONS - 1, PARTITIONS))  # become leader of the last one: remove its fetcher
+            done = sum(1 for p in range(PARTITIONS) if _leo(logs, p))
+            assert done == PARTITIONS if model == "locked" else done < PARTITIONS
+        finally:
+            mgr.shutdown()
+            logs.shutdown()
+        log4j.flush()
+        text = (tmp_path / "follower-logs" / "server.log").read_text()
+        log4j.close()
+        waits = [int(w) for w in re.findall(r"LeaderAndIsr waited (\d+) ms for partitionMapLock", text)]
+        assert len(waits) >= 2
+        if model == "locked":
+            assert max(waits) >= DELAY_MS
+        else:
+            assert max(waits) == 0
+        finished = (tmp_path / "follower-logs" / "state-change.log").read_text()
+        assert re.search(r"Finished LeaderAndIsr request in \d+ms correlationId 2 from controller 1 for 1 partitions",
+                         finished)
