@@ -295,6 +295,8 @@ class Controller:
         if self.channel is not None:
             self.channel.shutdown(2)
             self.channel = None
+            # the old channel's gauge would keep reporting the old queues
+            self.registry.remove(MetricName.of("kafka.controller", "ControllerChannelManager", "TotalQueueSize"))
         if not self.brokers:
             self.controller_id = -1
             return
