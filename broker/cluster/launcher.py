@@ -219,6 +219,8 @@ class Cluster:
             if self.spec.brokers_advertise_control:
                 listeners["CONTROLLER"] = f"127.0.0.1:{ports['CONTROLLER']}"
             brokers.append({"id": bid, "pid": self.brokers[bid].popen.pid, "listeners": listeners,
+                            "host": "127.0.0.1", "port": ports["PLAINTEXT"],
+                            "control_listener": "CONTROLLER" if self.spec.brokers_advertise_control else None,
                             "log_dir": str(d / "data"), "logs_dir": str(d / "logs"),
                             "metrics_dir": str(d / "metrics"),
                             "prometheus": f"http://127.0.0.1:{ports['prometheus']}/metrics",
