@@ -325,6 +325,7 @@ def cluster_apis_factory(server: Any) -> KafkaApis:
     on_disk = list(state.partitions())
     if on_disk:
         state.host_local_partitions([], removed=on_disk)
+        state.metadata_cache.apply_local([], sorted({tp.topic for tp in on_disk}))  # until UpdateMetadata says
     for ltp, log in dp.logs.all_logs().items():
         log.update_high_watermark(saved_hw.get((ltp.topic, ltp.partition), log.log_start_offset))
     client = ControllerClient(url)
