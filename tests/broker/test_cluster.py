@@ -114,6 +114,10 @@ def test_bounced_broker_detected_and_stale_requests_fenced(tmp_path: Path) -> No
             # max_broker_epoch: built before the bounce (max < new epoch) -> stale; after it -> accepted
             assert send(-1, old_max) == STALE_BROKER_EPOCH
             assert send(-1, new_epoch) == 0
+        # a stale controller (older controller epoch) is refused whatever its broker epochs say
+        old_controller = leader_and_isr_body(5, controller_id=cid, controller_epoch=cepoch - 1, broker_epoch=-1,
+                                             partitions=[], live_leaders=[], max_broker_epoch=new_epoch)
+        assert control_request(port, ApiKey.LEADER_AND_ISR, 5, old_controller)["error_code"] == 11
         server_log = (cluster.broker_dir(2) / "logs" / "server.log").read_text()
         assert f"max broker epoch:{old_max}) when the current broker epoch is {new_epoch}" in server_log
 
