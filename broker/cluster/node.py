@@ -302,6 +302,22 @@ def _observing_fetch(inner: Handler, dp: DataPlane, isr: IsrManager) -> Handler:
     return handle
 
 
+def _leader_hw_after_leader_and_isr(inner: Handler, dp: DataPlane) -> Handler:
+    """After LeaderAndIsr, move the high watermark of every partition this broker leads as far as its ISR allows
+    (Kafka's ``maybeIncrementLeaderHW`` in ``makeLeader``): a new leader whose ISR is itself alone, e.g. after a full
+    cluster restart, must not wait for the next produce to expose what it holds."""
+    def handle(request: Request, header: RequestHeader, body: dict[str, Any]) -> HandlerResult:
+        result = inner(request, header, body)
+        me = dp.state.broker_id
+        for tp, ps in dp.state.partitions().items():
+            if ps.role is Role.LEADER and ps.leader == me:
+                log = dp.logs.get_log(LogTopicPartition(tp.topic, tp.partition))
+                if log is not None and log.high_watermark < log.log_end_offset:
+                    dp.after_leader_append(tp, log, ps)
+        return result
+    return handle
+
+
 def cluster_apis_factory(server: Any) -> KafkaApis:
     """The apis factory of a cluster member (see the module docstring).
 
@@ -337,6 +353,7 @@ def cluster_apis_factory(server: Any) -> KafkaApis:
     isr = IsrManager(state, dp, client, lag_ms, server.log4j)
     apis.register(ApiKey.CREATE_TOPICS, _forward_create_topics(client))
     apis.register(ApiKey.FETCH, _observing_fetch(apis.handler(ApiKey.FETCH), dp, isr))
+    apis.register(ApiKey.LEADER_AND_ISR, _leader_hw_after_leader_and_isr(apis.handler(ApiKey.LEADER_AND_ISR), dp))
     listeners = {ep.name: (ep.host, ep.port) for ep in server.advertised_listeners()}
     protocols = {ep.name: ep.security_protocol for ep in server.advertised_listeners()}
     member = ClusterMember(apis, dp, client, listeners, protocols, planewatch_setting(cfg, "broker.rack"), isr,
