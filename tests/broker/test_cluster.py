@@ -150,3 +150,15 @@ def test_per_broker_update_metadata_mode_replicates(tmp_path: Path) -> None:
         wait_for("ISR of both", lambda: all(len(p["isr"]) == 2 for p in status(cluster)["partitions"]))
         assert status(cluster)["cached_update_metadata"] is False
         assert sorted(_consume_all(cluster.bootstrap_servers(), "pb", 2, 100)) == list(range(100))
+
+
+def test_full_cluster_restart_keeps_every_record_and_restores_the_isr(tmp_path: Path) -> None:
+    with running_cluster(tmp_path / "c", brokers=3) as cluster:
+        _create(cluster.bootstrap_servers(), "keep", 3, 3)
+        wait_for("leaders", lambda: all(p["leader"] >= 0 for p in status(cluster)["partitions"]))
+        assert len(_produce(cluster.bootstrap_servers(), "keep", range(600), 3)) == 600
+    with running_cluster(tmp_path / "c", brokers=3) as cluster:  # same directory: persisted controller state, logs
+        wait_for("leaders after the restart", lambda: all(p["leader"] >= 0 for p in status(cluster)["partitions"]))
+        assert sorted(set(_consume_all(cluster.bootstrap_servers(), "keep", 3, 600))) == list(range(600))
+        wait_for("ISR restored", lambda: all(len(p["isr"]) == 3 for p in status(cluster)["partitions"]),
+                 timeout_s=60)
