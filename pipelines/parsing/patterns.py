@@ -93,6 +93,7 @@ IDENT = (
     r"|(?:Unified)?Log partition=(?P<topic__l>[^,]+)-(?P<partition__l>[0-9]+), dir=.*"
     r"|LeaderEpochCache (?P<topic__e>\S+)-(?P<partition__e>[0-9]+)"
     r"|ReplicaFetcherManager on broker (?P<broker_id__m>[0-9]+)"
+    r"|ReplicaManager broker=(?P<broker_id__r>[0-9]+)"
     r"|ReplicaFetcher replicaId=(?P<broker_id__f>[0-9]+), leaderId=(?P<leader__f>[0-9]+), fetcherId=[0-9]+"
     r"|.*"
     ")"
@@ -369,8 +370,12 @@ MESSAGES: tuple[Message, ...] = (
        rf"(?:Map|HashMap)\((?P<count_arrows>.*)\)", "fetcher", "2.2+"),
     _m("fetcher_removed", "Removed fetcher for partitions ",
        r"Removed fetcher for partitions (?:Set|HashSet)\((?P<count_csv>.*)\)", "fetcher", "2.2+"),
-    # ---- the reference broker's own lock-wait line (DEBUG): "... waited N ms for <lock> ..."
-    _m("lock_wait", "", rf".* waited (?P<lock_wait_ms>{_N}) ?ms for .*", "broker", "reference", contains=" waited "),
+    # ---- the reference broker's own lock-wait line (DEBUG, logger `planewatch`):
+    #   [ReplicaManager broker=1] LeaderAndIsr correlationId 7 waited 0 ms for replicaStateChangeLock
+    #   [ReplicaFetcherManager on broker 1] LeaderAndIsr waited N ms for partitionMapLock of ReplicaFetcherThread-0-2
+    _m("lock_wait", "",
+       rf"(?:(?P<request>LeaderAndIsr|UpdateMetadata|StopReplica) (?:correlationId (?P<correlation_id>{_N}) )?|.* )"
+       rf"waited (?P<lock_wait_ms>{_N}) ?ms for .*", "broker", "reference", contains=" waited "),
     _m("lock_wait", "", rf".*lock_wait_ms=(?P<lock_wait_ms>{_N}).*", "broker", "reference", contains="lock_wait_ms="),
     _m("leader_epoch_checkpoint_flushed", "",
        rf".*leader-epoch-checkpoint.*?(?:(?:in|took) (?P<elapsed_ms>{_N}) ?ms.*)?", "log", "reference",
