@@ -33,6 +33,12 @@ BASE_CONF = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     "spark.sql.streaming.stopGracefullyOnShutdown": "true",
+    # A long-running driver otherwise keeps 1000 SQL executions with their (large, regex-heavy) plans: after a
+    # 2-million-line benchmark run the 2 GiB driver died with OutOfMemoryError in the next query.
+    "spark.sql.ui.retainedExecutions": "20",
+    "spark.ui.retainedJobs": "100",
+    "spark.ui.retainedStages": "100",
+    "spark.sql.streaming.numRecentProgressUpdates": "20",
 }
 LOCAL_CONF = {
     "spark.driver.bindAddress": "127.0.0.1",
