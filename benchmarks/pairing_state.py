@@ -91,13 +91,14 @@ def run_spark(brokers: int, rounds: int) -> None:
             for b, evs in round_events(brokers, r, rng).items():
                 for e in evs:
                     data.append(("bench", 1, b, e.kind, t0 + timedelta(milliseconds=e.ts), e.request,
-                                 e.correlation_id, e.controller_epoch, e.partitions, e.elapsed_ms, None))
+                                 e.correlation_id, e.controller_epoch, e.partitions, e.elapsed_ms, None, e.detail))
         df = spark.createDataFrame(data, PAIRING_INPUT_DDL).cache()
         n = df.count()
         start = time.perf_counter()
         out = pair_requests(df, DetectionConfig()).count()
         wall = time.perf_counter() - start
-        print(f"spark applyInPandasWithState (batch, local[2]): {n} events -> {out} rows in {wall:.1f} s "
+        print(f"spark pairing operator (batch query: applyInPandas, same bucket code, local[2]): {n} events -> "
+              f"{out} rows in {wall:.1f} s "
               f"= {n / wall:,.0f} events/s")
     finally:
         spark.stop()
