@@ -170,7 +170,6 @@ def test_fixture_replay_pairs_and_alerts_exactly_once(spark, tmp_path):
     ]
 
 
-
 def test_quiet_cluster_never_completed_fires_with_heartbeats(spark, tmp_path):
     lake = tmp_path / "lake"
     t0 = dt.datetime(2024, 5, 10, 9, 0, tzinfo=dt.UTC)
