@@ -43,7 +43,10 @@ BASE_CONF = {
 LOCAL_CONF = {
     "spark.driver.bindAddress": "127.0.0.1",
     "spark.driver.host": "127.0.0.1",
-    "spark.driver.memory": "2g",
+    "spark.driver.memory": "3g",
+    # The parsers' plans are deep expression trees; the default 1 MiB thread stack overflowed while a
+    # continuous query analysed one (java.lang.StackOverflowError in the stream execution thread).
+    "spark.driver.extraJavaOptions": "-Xss16m",
 }
 
 

@@ -96,6 +96,11 @@ class _FileStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 cap = int(snap["offset"]) if snap is not None else int(entry["from"])
                 if int(entry["offset"]) > cap:
                     entry["offset"] = max(cap, int(entry["from"]))
+        before: dict[str, Any] = start["files"]
+        if files.keys() == before.keys() and all(
+            int(e["offset"]) == int(before[k]["offset"]) for k, e in files.items()
+        ):
+            return start  # nothing new: the same offset, so Spark runs no (empty) micro-batch
         return {"files": files}
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[_PiecePartition]:
