@@ -277,7 +277,7 @@ CONTROL_REQUEST_LATENCY = Table(
         _c("status", "string", "completed | in_flight | never_completed"),
         _c("pairing", "string", "correlation_id | order"),
         _c("updated_at", "timestamp"),
-        _c("request_key", "string", "stable id of the request (MERGE key): hash of cluster, controller, broker, anchor"),
+        _c("request_key", "string", "stable request id (MERGE key): hash of cluster, controller, broker, anchor"),
         _c("flags", "string", "comma list: clock_skew, controller_failover, broker_restart"),
         _c("controller_queue_ms", "double", "time queued at the controller behind the previous request to the broker"),
         _c("date", "date"),
