@@ -97,9 +97,11 @@ def test_acknowledged_appends_survive_sigkill(tmp_path: Path) -> None:
 def test_a_second_broker_cannot_open_a_locked_log_dir_until_the_first_dies(tmp_path: Path) -> None:
     log_dir = tmp_path / "kafka-logs"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\nfrom broker.log import LogManager\nfrom broker.log4j import Log4j\n"
-         "m = LogManager([sys.argv[1]], log4j=Log4j()); m.startup(); print('up', flush=True); time.sleep(60)",
-         str(log_dir)], cwd=REPO, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+        [sys.executable, "-c", "import sys\nfrom broker.log import LogManager\nfrom broker.log4j import Log4j\n"
+         "m = LogManager([sys.argv[1]], log4j=Log4j()); m.startup(); print('up', flush=True); sys.stdin.read()",
+         str(log_dir)], cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )  # the holder keeps the lock until we kill it (it blocks on stdin, never on a timer)
     try:
         assert holder.stdout is not None
         assert holder.stdout.readline().strip() == "up"
