@@ -11,6 +11,7 @@ from schemas.tables import METRIC_SAMPLES, QUARANTINE, RAW_METRICS
 from tests.pipelines.parse_helpers import load_module, metric_fixture_rows, raw_metric
 
 cases = load_module("parse_cases")
+metric_cases = load_module("parse_metric_cases")
 
 
 def _expected(case, raw):
@@ -30,7 +31,7 @@ def _expected(case, raw):
     return row
 
 
-@pytest.mark.parametrize("case", cases.METRIC_CASES, ids=lambda c: c.line[:70])
+@pytest.mark.parametrize("case", metric_cases.METRIC_CASES, ids=lambda c: c.line[:70])
 def test_metric_case_whole_row(case) -> None:
     raw = raw_metric(case.line, 5, case.metric_format)
     route, row = parse_metric(raw)

@@ -24,6 +24,7 @@ from tests.pipelines.parse_helpers import load_module, log_fixture_rows, metric_
 
 pytestmark = pytest.mark.spark
 cases = load_module("parse_cases")
+metric_cases = load_module("parse_metric_cases")
 
 # Bytes a file may hold that are not UTF-8: the source decodes them with replacement characters.
 NON_UTF8 = b"[2021-03-02 08:00:01,010] INFO [Broker id=2] \xff\xfe\xc3( garbage (state.change.logger)".decode(
@@ -120,7 +121,7 @@ def test_check_fixture_rows(parsed_logs) -> None:
 
 
 def _metric_rows() -> list[dict[str, Any]]:
-    rows = [raw_metric(c.line, i, c.metric_format, source="case") for i, c in enumerate(cases.METRIC_CASES)]
+    rows = [raw_metric(c.line, i, c.metric_format, source="case") for i, c in enumerate(metric_cases.METRIC_CASES)]
     rows += metric_fixture_rows()
     rows.append(raw_metric('{"mbean": "a:type=b", "tags": "not-a-map", "value": 1}', 0, source="bad-tags"))
     rows.append(raw_metric("x" * 200_000 + " 1", 0, source="huge"))
