@@ -39,7 +39,7 @@ from broker.scenarios.base import (
     wait_until,
 )
 
-__all__ = ["SCENARIOS"]
+__all__ = ["SCENARIOS", "fetcher_lock_run", "produce_backlog_run"]
 
 _LOCK_WAIT = re.compile(r"LeaderAndIsr waited (\d+) ms for partitionMapLock")
 _TS = r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]"
@@ -146,28 +146,33 @@ def _controller_round_trips(cluster: Cluster) -> list[float]:
     return out
 
 
+def produce_backlog_run(d: Path, tl: Timeline, control: bool) -> None:
+    """One half of produce-backlog: saturating acks=all produce, then leadership moves (cluster under ``d/cluster``)."""
+    name = "with-control-plane" if control else "without-control-plane"
+    spec = ClusterSpec(d / "cluster", brokers_advertise_control=control,
+                       extra={"num.io.threads": "2", "queued.max.requests": "50"})
+    with started_cluster(spec, tl) as cluster:
+        create_topic(cluster, "backlog", 6, 3)
+        loads = [Load(cluster.bootstrap_servers(), "backlog", 6, max_records=40000, max_seconds=20,
+                      value_bytes=10_000).start() for _ in range(4)]
+        tl.emit("load-started", run=name, producers=len(loads), value_bytes=10_000)
+        time.sleep(6)
+        cluster.kill_broker(3)
+        tl.emit("broker-killed", run=name, broker=3, reason="move leadership under backlog")
+        wait_until("new leaders", lambda: all(p["leader"] not in (3, -1)
+                                              for p in controller_status(cluster)["partitions"]))
+        tl.emit("leaders-moved", run=name)
+        for load in loads:
+            load.stop()
+        trips = _controller_round_trips(cluster)
+        tl.emit("leader-and-isr-round-trips", run=name, **percentiles([int(t) for t in trips]))
+        tl.emit("leader-and-isr-local-times", run=name, **percentiles(finished_times_ms(cluster)))
+
+
 def produce_backlog(d: Path, tl: Timeline) -> None:
     """KIP-291: saturating acks=all produce, then leadership moves; with and then without the control plane."""
     for control in (True, False):
-        name = "with-control-plane" if control else "without-control-plane"
-        spec = ClusterSpec(d / f"cluster-{name}", brokers_advertise_control=control,
-                           extra={"num.io.threads": "2", "queued.max.requests": "50"})
-        with started_cluster(spec, tl) as cluster:
-            create_topic(cluster, "backlog", 6, 3)
-            loads = [Load(cluster.bootstrap_servers(), "backlog", 6, max_records=40000, max_seconds=20,
-                          value_bytes=10_000).start() for _ in range(4)]
-            tl.emit("load-started", run=name, producers=len(loads), value_bytes=10_000)
-            time.sleep(6)
-            cluster.kill_broker(3)
-            tl.emit("broker-killed", run=name, broker=3, reason="move leadership under backlog")
-            wait_until("new leaders", lambda: all(p["leader"] not in (3, -1)
-                                                  for p in controller_status(cluster)["partitions"]))
-            tl.emit("leaders-moved", run=name)
-            for load in loads:
-                load.stop()
-            trips = _controller_round_trips(cluster)
-            tl.emit("leader-and-isr-round-trips", run=name, **percentiles([int(t) for t in trips]))
-            tl.emit("leader-and-isr-local-times", run=name, **percentiles(finished_times_ms(cluster)))
+        produce_backlog_run(d / ("with-control-plane" if control else "without-control-plane"), tl, control)
 
 
 def connection_storm(d: Path, tl: Timeline) -> None:
@@ -199,36 +204,38 @@ def connection_storm(d: Path, tl: Timeline) -> None:
         _verify(tl, cluster, "storm", 3, load)
 
 
+def fetcher_lock_run(d: Path, tl: Timeline, model: str) -> dict[str, Any]:
+    """One half of fetcher-lock with fetcher model ``locked`` or ``async`` (cluster under ``d/cluster``)."""
+    spec = ClusterSpec(d / "cluster", fetcher_model=model, checkpoint_delay_ms=100, session_timeout_ms=4000,
+                       extra={"log.segment.bytes": "20000", "log.retention.bytes": "40000",
+                              "log.retention.check.interval.ms": "1000"})
+    with started_cluster(spec, tl) as cluster:
+        create_topic(cluster, "lock", 24, 3)
+        load = Load(cluster.bootstrap_servers(), "lock", 24, max_records=100_000, max_seconds=40,
+                    value_bytes=500, acks="1", rate=2000).start()
+        tl.emit("load-started", run=model, topic="lock", checkpoint_delay_ms=100)
+        time.sleep(5)
+        for victim in (3, 2):
+            cluster.kill_broker(victim)
+            tl.emit("broker-killed", run=model, broker=victim)
+            time.sleep(2)
+            cluster.start_broker(victim)
+            tl.emit("broker-restarted", run=model, broker=victim)
+            time.sleep(4)
+        load.stop()
+        times = finished_times_ms(cluster)
+        waits = [int(m.group(1)) for bid in cluster.brokers
+                 for f in (cluster.broker_dir(bid) / "logs").glob("server.log*")
+                 for m in _LOCK_WAIT.finditer(f.read_text(errors="replace"))]
+        result = {"leader_and_isr_ms": percentiles(times), "partition_map_lock_wait_ms": percentiles(waits)}
+        tl.emit("leader-and-isr-times", run=model, **result["leader_and_isr_ms"])
+        tl.emit("partition-map-lock-waits", run=model, **result["partition_map_lock_wait_ms"])
+        return result
+
+
 def fetcher_lock(d: Path, tl: Timeline) -> None:
     """KAFKA-6974: slow checkpoint flushes while leadership moves; locked model first, then async."""
-    results: dict[str, Any] = {}
-    for model in ("locked", "async"):
-        spec = ClusterSpec(d / f"cluster-{model}", fetcher_model=model, checkpoint_delay_ms=100,
-                           session_timeout_ms=4000,
-                           extra={"log.segment.bytes": "20000", "log.retention.bytes": "40000",
-                                  "log.retention.check.interval.ms": "1000"})
-        with started_cluster(spec, tl) as cluster:
-            create_topic(cluster, "lock", 24, 3)
-            load = Load(cluster.bootstrap_servers(), "lock", 24, max_records=100_000, max_seconds=40,
-                        value_bytes=500, acks="1", rate=2000).start()
-            tl.emit("load-started", run=model, topic="lock", checkpoint_delay_ms=100)
-            time.sleep(5)
-            for victim in (3, 2):
-                cluster.kill_broker(victim)
-                tl.emit("broker-killed", run=model, broker=victim)
-                time.sleep(2)
-                cluster.start_broker(victim)
-                tl.emit("broker-restarted", run=model, broker=victim)
-                time.sleep(4)
-            load.stop()
-            times = finished_times_ms(cluster)
-            waits = [int(m.group(1)) for bid in cluster.brokers
-                     for f in (cluster.broker_dir(bid) / "logs").glob("server.log*")
-                     for m in _LOCK_WAIT.finditer(f.read_text(errors="replace"))]
-            results[model] = {"leader_and_isr_ms": percentiles(times), "partition_map_lock_wait_ms":
-                              percentiles(waits)}
-            tl.emit("leader-and-isr-times", run=model, **results[model]["leader_and_isr_ms"])
-            tl.emit("partition-map-lock-waits", run=model, **results[model]["partition_map_lock_wait_ms"])
+    results = {model: fetcher_lock_run(d / model, tl, model) for model in ("locked", "async")}
     tl.emit("summary", **{f"{m}_p99_ms": r["leader_and_isr_ms"]["p99"] for m, r in results.items()})
 
 
