@@ -23,11 +23,22 @@ __all__ = ["SNAPSHOTS", "SnapshotSpec", "conform", "local_root", "read_added_fil
 
 
 def conform(t: pa.Table, schema: pa.Schema) -> pa.Table:
-    """Give a table every contract column (missing ones as nulls) so readers can rely on the names."""
+    """Give a table every contract column (missing ones as nulls) so readers can rely on the names, and the
+    contract's types where a reader produced Arrow view types (delta-rs / DataFusion read strings as
+    string_view or binary_view, which Arrow's sort kernels do not take)."""
     for f in schema:
         if f.name not in t.column_names:
             t = t.append_column(pa.field(f.name, f.type, True), pa.nulls(t.num_rows, f.type))
+            continue
+        typ = t.schema.field(f.name).type
+        if typ != f.type and _is_view(typ):
+            i = t.column_names.index(f.name)
+            t = t.set_column(i, pa.field(f.name, f.type, True), t.column(i).cast(f.type))
     return t
+
+
+def _is_view(typ: pa.DataType) -> bool:
+    return bool(pa.types.is_string_view(typ) or pa.types.is_binary_view(typ))
 
 
 def _dedupe_alerts(t: pa.Table) -> pa.Table:

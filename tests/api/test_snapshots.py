@@ -8,6 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from deltalake import write_deltalake
 
 import api.store
 from api.snapshots import read_added_files
@@ -74,5 +75,29 @@ def test_partitioned_control_requests_keep_their_partition_columns(tmp_path: Pat
         assert snap.equals(_full(lake, CONTROL_REQUEST_LATENCY.name))
         top = snap.slice(0, 1).to_pylist()[0]
         assert (top["cluster"], top["correlation_id"], str(top["date"])) == ("c2", 20, "2026-11-20")
+    finally:
+        store.close()
+
+
+def test_appended_files_with_arrow_view_types_are_merged(tmp_path: Path, spy: list[int]) -> None:
+    """The pipeline's delta-rs MERGE writes string columns as string_view; Arrow cannot sort those, so the
+    incremental reload must bring them back to the contract's types (it failed with ArrowTypeError before)."""
+    lake = tmp_path / "lake"
+    write(lake, ALERTS, [alert(i) for i in range(3)])
+    store = LakeStore(lake, refresh_interval_s=0, background_reload=False)
+    try:
+        assert store.snapshot(ALERTS.name).num_rows == 3
+        schema = ALERTS.to_arrow()
+        rows = [{c: r.get(c) for c in schema.names} for r in (alert(7), alert(1, status="resolved"))]
+        views = pa.Table.from_pylist(rows, schema=schema)
+        for i, f in enumerate(schema):
+            if pa.types.is_string(f.type):
+                views = views.set_column(i, pa.field(f.name, pa.string_view()), views.column(i).cast(pa.string_view()))
+        write_deltalake(str(lake / ALERTS.name), views, mode="append")
+        snap = store.snapshot(ALERTS.name)
+        assert spy == [1]
+        assert snap.num_rows == 4
+        assert snap.schema.field("summary").type == pa.string()
+        assert snap.equals(_full(lake, ALERTS.name))
     finally:
         store.close()
