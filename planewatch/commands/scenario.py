@@ -3,36 +3,65 @@
     planewatch scenario healthy|produce-backlog|connection-storm|fetcher-lock|broker-bounce|controller-failover
 
 Each scenario starts its own cluster under ``DIR`` (default ``var/scenario/NAME``), is bounded in time, stops the
-cluster at the end, and prints what it did and when as JSON lines (also appended to ``DIR/scenario-NAME.jsonl``).
+cluster at the end, and prints what it did and when as JSON lines (also appended to ``DIR/scenario-NAME.jsonl``,
+or to ``--timeline FILE``). The two-part scenarios can also run one half at a time, each with its cluster directly
+under ``DIR/cluster`` (what `planewatch demo` does, so that every run is its own cluster in the lake):
+produce-backlog-with-control-plane, produce-backlog-without-control-plane, fetcher-lock-locked, fetcher-lock-async.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from broker.scenarios.base import Timeline
 
 NAMES = ("healthy", "produce-backlog", "connection-storm", "fetcher-lock", "broker-bounce", "controller-failover")
+HALVES = ("produce-backlog-with-control-plane", "produce-backlog-without-control-plane", "fetcher-lock-locked",
+          "fetcher-lock-async")
+
+
+def runs() -> dict[str, Callable[[Path, Timeline], object]]:
+    """Every runnable name: the scenarios and the halves of the two-part ones."""
+    from broker.scenarios.library import SCENARIOS, fetcher_lock_run, produce_backlog_run
+
+    out: dict[str, Callable[[Path, Timeline], object]] = dict(SCENARIOS)
+    out["produce-backlog-with-control-plane"] = partial(produce_backlog_run, control=True)
+    out["produce-backlog-without-control-plane"] = partial(produce_backlog_run, control=False)
+    out["fetcher-lock-locked"] = partial(fetcher_lock_run, model="locked")
+    out["fetcher-lock-async"] = partial(fetcher_lock_run, model="async")
+    return out
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("name", choices=NAMES, help="which scenario")
+    parser.add_argument("name", choices=NAMES + HALVES, help="which scenario")
     parser.add_argument("--dir", type=Path, default=None, help="where the cluster lives (var/scenario/NAME)")
+    parser.add_argument("--timeline", type=Path, default=None, metavar="FILE",
+                        help="where the JSON-lines timeline is appended (default DIR/scenario-NAME.jsonl)")
 
 
 def run(args: argparse.Namespace) -> int:
     from broker.scenarios.base import Timeline
-    from broker.scenarios.library import SCENARIOS
 
     d: Path = args.dir or Path("var/scenario") / args.name
     d.mkdir(parents=True, exist_ok=True)
-    tl = Timeline(args.name, d / f"scenario-{args.name}.jsonl")
+    timeline: Path = args.timeline or d / f"scenario-{args.name}.jsonl"
+    timeline.parent.mkdir(parents=True, exist_ok=True)
+    tl = Timeline(args.name, timeline)
     tl.emit("scenario-started", dir=str(d))
     try:
-        SCENARIOS[args.name](d, tl)
+        runs()[args.name](d, tl)
     except (RuntimeError, TimeoutError) as exc:
         tl.emit("scenario-failed", error=str(exc))
         print(f"planewatch scenario {args.name}: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        tl.emit("scenario-interrupted")
+        return 130
     tl.emit("scenario-finished")
     return 0
