@@ -1,8 +1,12 @@
-"""`planewatch demo` (interim): start the reference broker from conf/broker.properties and print its listeners.
+"""`planewatch demo`: reference clusters suffer the seeds' incidents, the pipeline catches them, the API shows them.
 
-It grows into the full demo (cluster, incidents, pipeline, API) later; for now it is `planewatch broker` on the
-repository's conf/broker.properties (looked up in the current directory first, then beside the installed package),
-running until Ctrl-C (or --seconds).
+    planewatch demo [--dir var/demo] [--port 8080] [--duration SECONDS] [--runs a,b,...] [--no-serve]
+
+Runs the scenarios one after another (healthy, produce-backlog without and with a control plane, connection-storm,
+fetcher-lock locked then async, broker-bounce), each on a 3-broker reference cluster, with the streaming pipeline
+and the API running; prints the dashboard URL and token, a progress line per step, and at the end a table of each
+injected incident against the alert that caught it (type, broker, detection delay). Ctrl-C stops everything.
+Exit code 0 when every incident was caught and nothing unexpected fired.
 """
 
 from __future__ import annotations
@@ -10,24 +14,41 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-_REPO_CONF = Path(__file__).resolve().parents[2] / "conf" / "broker.properties"
+from planewatch.demo.plan import RUNS
+
+
+def _runs(text: str) -> tuple[str, ...]:
+    names = tuple(x.strip() for x in text.split(",") if x.strip())
+    known = {r.name for r in RUNS}
+    bad = [n for n in names if n not in known]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(f"unknown run(s) {', '.join(bad) or '(none)'}; known: {', '.join(known)}")
+    return names
+
+
+def _duration(text: str) -> float:
+    v = float(text)
+    if v <= 0:
+        raise argparse.ArgumentTypeError("must be > 0 seconds")
+    return v
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", type=Path, default=None, metavar="FILE",
-                        help="broker properties (default: conf/broker.properties)")
-    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a broker property (repeatable)")
-    parser.add_argument("--seconds", type=float, default=0.0, metavar="N",
-                        help="stop after N seconds (default 0: run until Ctrl-C)")
+    parser.add_argument("--dir", type=Path, default=Path("var/demo"), help="where everything goes (var/demo)")
+    parser.add_argument("--port", type=int, default=8080, help="API port on 127.0.0.1 (a free one if taken)")
+    parser.add_argument("--duration", type=_duration, default=None, metavar="SECONDS",
+                        help="stop everything after this long (default: after the table, serve until Ctrl-C)")
+    parser.add_argument("--runs", type=_runs, default=tuple(r.name for r in RUNS), metavar="A,B",
+                        help="scenario runs to play, in the demo's order (default: all: "
+                             + ", ".join(r.name for r in RUNS) + ")")
+    parser.add_argument("--no-serve", dest="serve", action="store_false",
+                        help="exit after the table instead of serving the dashboard")
+    parser.add_argument("--config", type=Path, default=None, help="pipeline YAML (default conf/pipeline.yaml)")
 
 
 def run(args: argparse.Namespace) -> int:
-    from planewatch.commands.broker import serve
+    from planewatch.demo.runner import DemoOptions, run_demo
 
-    config = args.config
-    if config is None:
-        local = Path("conf/broker.properties")
-        config = local if local.exists() else _REPO_CONF
-    print(f"planewatch demo: starting the reference broker from {config} (Ctrl-C stops it)")
-    return serve(config, list(args.override), args.seconds)
+    opts = DemoOptions(dir=args.dir, port=args.port, duration_s=args.duration, runs=args.runs, serve=args.serve,
+                       config=args.config)
+    return run_demo(opts)

@@ -1,0 +1,173 @@
+"""What `planewatch demo` runs and how it scores the result (pure: no processes, no I/O).
+
+The demo runs the incident scenarios one after another, each on its own 3-broker reference cluster whose directory
+name is the run name, so that every run is its own ``cluster`` in the lake. A scenario's timeline (JSON lines) says
+what it injected and when; the expected alerts per run (``broker/scenarios/expected.py``) say which alert type and
+broker must catch it and which alert types must stay quiet. The result is one row per injected incident: the alert
+that caught it and the detection delay (from the timeline event to the moment the alert was readable through the
+API), plus every alert that should not have fired.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+__all__ = [
+    "RUNS",
+    "DemoRun",
+    "Detection",
+    "Incident",
+    "SeenAlert",
+    "incidents_of",
+    "match",
+    "render_table",
+    "unexpected_alerts",
+]
+
+
+@dataclass(frozen=True)
+class DemoRun:
+    """One scenario run of the demo: `planewatch scenario <name>` with its cluster under ``<clusters>/<name>``."""
+
+    name: str
+    title: str
+
+
+# The order of the issue: healthy first, broker-bounce last.
+RUNS: tuple[DemoRun, ...] = (
+    DemoRun("healthy", "healthy cluster under acks=all load: no alert expected"),
+    DemoRun("produce-backlog-without-control-plane",
+            "KIP-291: control requests wait behind a produce backlog (no control-plane listener)"),
+    DemoRun("produce-backlog-with-control-plane", "KIP-291: the same backlog with a dedicated control-plane listener"),
+    DemoRun("connection-storm", "KIP-402: thousands of connections starve the acceptor and network threads"),
+    DemoRun("fetcher-lock-locked", "KAFKA-6974: LeaderAndIsr blocked on the replica fetchers' partition lock"),
+    DemoRun("fetcher-lock-async", "KAFKA-6974 fixed: the same load with asynchronous fetcher checkpoints"),
+    DemoRun("broker-bounce", "kill -9 a broker and restart it: stale broker epoch requests fenced"),
+)
+
+
+class Expectation(Protocol):
+    """One expected incident (broker/scenarios/expected.py ExpectedIncident)."""
+
+    @property
+    def run(self) -> str: ...
+    @property
+    def event(self) -> str: ...
+    @property
+    def alert_type(self) -> str: ...
+    @property
+    def broker_id(self) -> int | str | None: ...
+
+
+@dataclass(frozen=True)
+class Incident:
+    """An injected incident: the run (= cluster), the timeline event and when it happened, what must catch it."""
+
+    run: str
+    event: str
+    ts_ms: int
+    alert_type: str
+    broker_id: int | None  # None: any broker of the cluster
+
+
+@dataclass(frozen=True)
+class SeenAlert:
+    """An alert as GET /alerts returned it, with the wall-clock time (ms) the demo first saw it there."""
+
+    alert_id: str
+    type: str
+    cluster: str
+    broker_id: int | None
+    severity: str | None
+    summary: str | None
+    seen_ms: int
+
+    @classmethod
+    def from_api(cls, row: Mapping[str, Any], seen_ms: int) -> SeenAlert:
+        """From one element of GET /alerts `data`."""
+        bid = row.get("broker_id")
+        return cls(str(row["alert_id"]), str(row["type"]), str(row["cluster"]), None if bid is None else int(bid),
+                   row.get("severity"), row.get("summary"), seen_ms)
+
+
+@dataclass(frozen=True)
+class Detection:
+    """An incident and the alert that caught it (None: not caught)."""
+
+    incident: Incident
+    alert: SeenAlert | None
+
+    @property
+    def delay_s(self) -> float | None:
+        """Seconds from the incident's timeline event to the alert being readable (never below 0)."""
+        return None if self.alert is None else max(0.0, (self.alert.seen_ms - self.incident.ts_ms) / 1000)
+
+
+def incidents_of(run: str, events: Iterable[Mapping[str, Any]], expected: Iterable[Expectation]) -> list[Incident]:
+    """The incidents a run injected: each expectation of the run whose marker event is in its timeline."""
+    evs = list(events)
+    out: list[Incident] = []
+    for exp in expected:
+        if exp.run != run:
+            continue
+        for ev in evs:
+            if ev.get("event") != exp.event:
+                continue
+            bid = exp.broker_id
+            broker = ev.get(bid) if isinstance(bid, str) else bid
+            out.append(Incident(run, exp.event, int(ev["ts_ms"]), exp.alert_type,
+                                None if broker is None else int(broker)))
+            break  # the first occurrence marks the incident
+    return out
+
+
+def _catches(alert: SeenAlert, inc: Incident) -> bool:
+    return alert.cluster == inc.run and alert.type == inc.alert_type and (
+        inc.broker_id is None or alert.broker_id == inc.broker_id)
+
+
+def match(incidents: Sequence[Incident], alerts: Iterable[SeenAlert]) -> list[Detection]:
+    """Each incident with the earliest-seen alert of its type on its cluster (and broker, when it names one)."""
+    seen = sorted(alerts, key=lambda a: (a.seen_ms, a.alert_id))
+    return [Detection(inc, next((a for a in seen if _catches(a, inc)), None)) for inc in incidents]
+
+
+def unexpected_alerts(alerts: Iterable[SeenAlert], forbidden: Mapping[str, Sequence[str]],
+                      runs: Iterable[str]) -> list[SeenAlert]:
+    """Alerts of a type that a run forbids ("*": every type) on that run's cluster: the false alarms."""
+    names = set(runs)
+    out = []
+    for a in alerts:
+        if a.cluster not in names:
+            continue
+        types = forbidden.get(a.cluster, ())
+        if "*" in types or a.type in types:
+            out.append(a)
+    return sorted(out, key=lambda a: (a.cluster, a.seen_ms))
+
+
+def _cell(v: object) -> str:
+    return "-" if v is None else str(v)
+
+
+def render_table(detections: Sequence[Detection], false_alarms: Sequence[SeenAlert]) -> str:
+    """The incident-to-alert table printed at the end of the demo (plain text, fixed-width columns)."""
+    header = ("run (cluster)", "incident", "expected alert", "broker", "caught by", "severity", "delay s")
+    body: list[tuple[str, ...]] = []
+    for d in detections:
+        i, a = d.incident, d.alert
+        body.append((i.run, i.event, i.alert_type, _cell(i.broker_id) if i.broker_id is not None else "any",
+                     "NOT DETECTED" if a is None else f"{a.type} broker {_cell(a.broker_id)}",
+                     _cell(a.severity) if a else "-", f"{d.delay_s:.1f}" if d.delay_s is not None else "-"))
+    widths = [max(len(r[c]) for r in (header, *body)) for c in range(len(header))]
+    lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in (header, *body)]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    caught = sum(1 for d in detections if d.alert is not None)
+    lines.append("")
+    lines.append(f"{caught} of {len(detections)} injected incidents caught; "
+                 f"{len(false_alarms)} alert(s) where none was expected")
+    for a in false_alarms:
+        lines.append(f"  unexpected: {a.cluster} {a.type} broker {_cell(a.broker_id)}: {_cell(a.summary)}")
+    return "\n".join(lines)

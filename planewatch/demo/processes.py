@@ -1,0 +1,107 @@
+"""The demo's child processes: the API, the streaming pipeline and one scenario at a time.
+
+Each child runs in its own session (process group), so that Ctrl-C in the terminal reaches the demo alone and the
+demo stops the children in order: the scenario first (its cluster is stopped by the scenario itself on SIGINT),
+then the pipeline (its queries stop cleanly on SIGINT), then the API. A child that does not stop in time is
+killed with its whole process group (a scenario's brokers are in its group).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import IO
+
+__all__ = ["Child", "free_port", "planewatch_cmd", "wait_http_ok"]
+
+# Graceful stop budget per child kind before SIGKILL of its process group.
+STOP_TIMEOUT_S = {"scenario": 45.0, "pipeline": 60.0, "api": 10.0}
+# Poll interval when waiting for an HTTP endpoint.
+HTTP_POLL_S = 0.25
+
+
+def planewatch_cmd(*args: str) -> list[str]:
+    """The command line of a `planewatch` subcommand with this interpreter (works without the console script)."""
+    return [sys.executable, "-m", "planewatch.cli", *args]
+
+
+def free_port(preferred: int) -> int:
+    """``preferred`` when it is free on 127.0.0.1 (0: none preferred), else a free port the kernel picks."""
+    for port in ((preferred, 0) if preferred else (0,)):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return int(s.getsockname()[1])
+    raise OSError("no free port on 127.0.0.1")
+
+
+class Child:
+    """A child process in its own session, its output going to a log file (or a pipe for stdout)."""
+
+    def __init__(self, kind: str, cmd: list[str], log: Path, env: dict[str, str], *, pipe_stdout: bool = False,
+                 cwd: Path | None = None) -> None:
+        self.kind = kind
+        log.parent.mkdir(parents=True, exist_ok=True)
+        self._log: IO[bytes] = open(log, "ab")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE if pipe_stdout else self._log, stderr=self._log, env=env,
+            cwd=cwd, start_new_session=True, text=False,
+        )
+
+    @property
+    def stdout(self) -> IO[bytes]:
+        assert self.proc.stdout is not None
+        return self.proc.stdout
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def interrupt(self) -> None:
+        """Ask the child to stop (SIGINT to the child only: it stops what it started)."""
+        if self.alive():
+            self.proc.send_signal(signal.SIGINT)
+
+    def stop(self, timeout_s: float | None = None) -> int | None:
+        """Interrupt, wait up to the kind's budget, then SIGKILL the process group; the exit code."""
+        self.interrupt()
+        try:
+            self.proc.wait(STOP_TIMEOUT_S[self.kind] if timeout_s is None else timeout_s)
+        except subprocess.TimeoutExpired:
+            pass
+        try:  # the group may hold grandchildren (brokers, Spark's JVM) even after the child ended
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            pass
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        self._log.close()
+        return self.proc.returncode
+
+
+def wait_http_ok(url: str, timeout_s: float, child: Child | None = None) -> None:
+    """Poll ``url`` until it answers 200; RuntimeError when the child dies or the time runs out."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if child is not None and not child.alive():
+            raise RuntimeError(f"{child.kind} exited with code {child.proc.returncode} before {url} answered")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(HTTP_POLL_S)
+    raise RuntimeError(f"{url} did not answer within {timeout_s:.0f} s")

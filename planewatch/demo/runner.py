@@ -1,0 +1,240 @@
+"""`planewatch demo`: the whole loop on one machine.
+
+1. the API (`planewatch api`, bearer token generated) and the streaming pipeline (`planewatch pipeline` over
+   ``<dir>/clusters``, continuous, short trigger) start;
+2. the scenarios run one after another, each on its own 3-broker reference cluster under
+   ``<dir>/clusters/<run>/cluster`` (``<dir>/current`` points at the running one: the API's GET /cluster);
+3. the demo polls GET /alerts, waits (bounded) until every injected incident is caught, prints the
+   incident-to-alert table and writes it to ``<dir>/report.json``;
+4. the API and pipeline keep running for the dashboard until Ctrl-C or the end of ``--duration``.
+
+Everything it writes is under ``<dir>`` (default ``var/demo``), which it clears (its own subdirectories only) at
+the start of each demo.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from planewatch.demo.plan import (
+    RUNS,
+    DemoRun,
+    Detection,
+    Incident,
+    incidents_of,
+    match,
+    render_table,
+    unexpected_alerts,
+)
+from planewatch.demo.processes import Child, free_port, planewatch_cmd, wait_http_ok
+from planewatch.demo.watch import AlertWatcher
+
+__all__ = ["DemoOptions", "run_demo"]
+
+# Spark, Delta and the API need this long at most to come up on a loaded 2-core machine.
+API_START_S = 60.0
+# After the last scenario, how long the demo waits for alerts still in flight (watermarks, windows, triggers).
+DETECTION_GRACE_S = 120.0
+# Micro-batch interval of the demo's pipeline: the detection delay's floor.
+TRIGGER = "2 seconds"
+# A scenario run that takes longer than this is interrupted (each is bounded well below it).
+RUN_TIMEOUT_S = 300.0
+# The subdirectories the demo owns under --dir (cleared at start).
+OWNED = ("clusters", "lake", "checkpoints", "timeline", "logs", "current", "report.json")
+
+
+@dataclass(frozen=True)
+class DemoOptions:
+    """What `planewatch demo` was asked to do."""
+
+    dir: Path
+    port: int = 8080
+    duration_s: float | None = None  # None: scenarios, table, then serve until Ctrl-C
+    runs: tuple[str, ...] = tuple(r.name for r in RUNS)
+    serve: bool = True
+    config: Path | None = None
+
+
+class Progress:
+    """One line per step, prefixed with the time since the demo started and the run being played."""
+
+    def __init__(self, out: IO[str], total: int) -> None:
+        self.out = out
+        self.total = total
+        self.t0 = time.monotonic()
+        self.current = ""
+
+    def say(self, text: str) -> None:
+        print(f"[{time.monotonic() - self.t0:6.1f}s] {self.current}{text}", file=self.out, flush=True)
+
+    def start_run(self, index: int, run: DemoRun) -> None:
+        self.current = ""
+        self.say(f"=== [{index}/{self.total}] {run.name}: {run.title}")
+        self.current = f"{run.name}: "
+
+    def event(self, ev: dict[str, Any]) -> None:
+        skip = {"ts", "ts_ms", "scenario", "event", "dir"}
+        fields = " ".join(f"{k}={v}" for k, v in ev.items() if k not in skip and not isinstance(v, dict | list))
+        self.say(f"{ev.get('event')} {fields}".rstrip())
+
+
+def _clear(d: Path) -> None:
+    for name in OWNED:
+        p = d / name
+        if p.is_symlink() or p.is_file():
+            p.unlink()
+        elif p.is_dir():
+            shutil.rmtree(p)
+
+
+def _env(token: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update({"SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
+                "PYSPARK_DRIVER_PYTHON": sys.executable, "GX_ANALYTICS_ENABLED": "False",
+                "PLANEWATCH_API_TOKEN": token, "PYTHONUNBUFFERED": "1"})
+    return env
+
+
+def _point_current(d: Path, run: str) -> None:
+    link = d / "current"
+    if link.is_symlink() or link.exists():
+        link.unlink()
+    link.symlink_to(Path("clusters") / run / "cluster")
+
+
+def _play(run: DemoRun, d: Path, env: dict[str, str], progress: Progress, deadline: float) -> list[dict[str, Any]]:
+    """Run one scenario as a child, echo its timeline as progress, return its events."""
+    cmd = planewatch_cmd("scenario", run.name, "--dir", str(d / "clusters" / run.name),
+                         "--timeline", str(d / "timeline" / f"{run.name}.jsonl"))
+    child = Child("scenario", cmd, d / "logs" / f"scenario-{run.name}.log", env, pipe_stdout=True)
+    events: list[dict[str, Any]] = []
+    stop_at = min(deadline, time.monotonic() + RUN_TIMEOUT_S)
+    try:
+        os.set_blocking(child.stdout.fileno(), False)
+        buf = b""
+        while child.alive() or buf:
+            chunk = child.stdout.read() or b""
+            buf += chunk
+            *lines, buf = buf.split(b"\n")
+            for line in lines:
+                if line.startswith(b"{"):
+                    ev = json.loads(line)
+                    events.append(ev)
+                    progress.event(ev)
+            if not child.alive() and not chunk:
+                break
+            if time.monotonic() > stop_at:
+                progress.say("time is up: interrupting the scenario")
+                break
+            time.sleep(0.2)
+    finally:
+        rc = child.stop()
+    if rc not in (0, None):
+        progress.say(f"scenario exited with code {rc} (see {d / 'logs' / f'scenario-{run.name}.log'})")
+    return events
+
+
+def _wait_detections(incidents: Sequence[Incident], watcher: AlertWatcher, progress: Progress,
+                     deadline: float) -> list[Detection]:
+    end = min(deadline, time.monotonic() + DETECTION_GRACE_S)
+    said = -1
+    while True:
+        dets = match(incidents, watcher.alerts())
+        caught = sum(1 for x in dets if x.alert is not None)
+        if caught != said:
+            progress.say(f"{caught}/{len(incidents)} injected incidents caught so far")
+            said = caught
+        if caught == len(incidents) or time.monotonic() > end:
+            return dets
+        time.sleep(1.0)
+
+
+def _report(d: Path, detections: Sequence[Detection], false_alarms: Sequence[Any]) -> None:
+    rows = [{**asdict(x.incident), "alert": None if x.alert is None else asdict(x.alert), "delay_s": x.delay_s}
+            for x in detections]
+    (d / "report.json").write_text(json.dumps(
+        {"incidents": rows, "unexpected": [asdict(a) for a in false_alarms]}, indent=2))
+
+
+def run_demo(opts: DemoOptions, out: IO[str] = sys.stdout,
+             expected: Callable[[], tuple[Sequence[Any], dict[str, tuple[str, ...]]]] | None = None) -> int:
+    """The whole demo; 0 when every injected incident was caught and nothing unexpected fired, else 1."""
+    if expected is None:
+        from broker.scenarios.expected import EXPECTED, FORBIDDEN
+
+        def expected() -> tuple[Sequence[Any], dict[str, tuple[str, ...]]]:
+            return EXPECTED, FORBIDDEN
+    want, forbidden = expected()
+    runs = [r for r in RUNS if r.name in opts.runs]
+    d = opts.dir.resolve()
+    d.mkdir(parents=True, exist_ok=True)
+    _clear(d)
+    for sub in ("clusters", "lake", "checkpoints", "timeline", "logs"):
+        (d / sub).mkdir()
+    start = time.monotonic()
+    deadline = start + opts.duration_s if opts.duration_s else float("inf")
+    progress = Progress(out, len(runs))
+    token = secrets.token_urlsafe(24)
+    env = _env(token)
+    port = free_port(opts.port)
+    url = f"http://127.0.0.1:{port}"
+    children: list[Child] = []
+    watcher: AlertWatcher | None = None
+    try:
+        api = Child("api", planewatch_cmd("api", "--lake", str(d / "lake"), "--port", str(port), "--cluster-dir",
+                                          str(d / "current"), "--log-level", "warning"), d / "logs" / "api.log", env)
+        children.append(api)
+        pipe_args = ["pipeline", "--input", str(d / "clusters"), "--lake", str(d / "lake"), "--checkpoints",
+                     str(d / "checkpoints"), "--trigger", TRIGGER]
+        if opts.config is not None:
+            pipe_args += ["--config", str(opts.config)]
+        children.append(Child("pipeline", planewatch_cmd(*pipe_args), d / "logs" / "pipeline.log", env))
+        wait_http_ok(f"{url}/livez", API_START_S, api)
+        progress.say(f"dashboard: {url}/#token={token}")
+        progress.say(f"API token: {token}   (curl -H 'Authorization: Bearer {token}' {url}/alerts)")
+        progress.say(f"everything is written under {d}; logs in {d / 'logs'}")
+        watcher = AlertWatcher(url, token).start()
+        incidents: list[Incident] = []
+        for i, run in enumerate(runs, 1):
+            if time.monotonic() > deadline:
+                progress.say(f"--duration reached: {run.name} and later runs skipped")
+                break
+            if not children[1].alive():
+                raise RuntimeError(f"the pipeline stopped (code {children[1].proc.returncode}); see "
+                                   f"{d / 'logs' / 'pipeline.log'}")
+            _point_current(d, run.name)
+            progress.start_run(i, run)
+            events = _play(run, d, env, progress, deadline)
+            incidents += incidents_of(run.name, events, want)
+        progress.current = ""
+        detections = _wait_detections(incidents, watcher, progress, deadline)
+        false_alarms = unexpected_alerts(watcher.alerts(), forbidden, [r.name for r in runs])
+        _report(d, detections, false_alarms)
+        print("\n" + render_table(detections, false_alarms) + "\n", file=out, flush=True)
+        progress.say(f"report: {d / 'report.json'}; dashboard: {url}/#token={token}")
+        ok = all(x.alert is not None for x in detections) and not false_alarms
+        if opts.serve and time.monotonic() < deadline:
+            progress.say("the API and pipeline keep running for the dashboard; Ctrl-C stops everything")
+            while time.monotonic() < deadline and all(c.alive() for c in children):
+                time.sleep(0.5)
+        return 0 if ok else 1
+    except KeyboardInterrupt:
+        progress.current = ""
+        progress.say("interrupted: stopping")
+        return 130
+    finally:
+        if watcher is not None:
+            watcher.stop()
+        for child in reversed(children):  # pipeline before API
+            child.stop()
+        progress.current = ""
+        progress.say("stopped: clusters, pipeline and API are down")

@@ -1,0 +1,94 @@
+"""The demo's scoring (pure): incidents from timelines, matching alerts, false alarms, the printed table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planewatch.demo.plan import RUNS, Incident, SeenAlert, incidents_of, match, render_table, unexpected_alerts
+
+
+@dataclass(frozen=True)
+class Exp:
+    run: str
+    event: str
+    alert_type: str
+    broker_id: int | str | None
+
+
+def _alert(i: int, type_: str, cluster: str, broker: int | None, seen: int) -> SeenAlert:
+    return SeenAlert(f"a{i}", type_, cluster, broker, "critical", f"summary {i}", seen)
+
+
+EVENTS = [
+    {"event": "scenario-started", "ts_ms": 1_000},
+    {"event": "storm-started", "ts_ms": 2_000, "broker": 1},
+    {"event": "storm-started", "ts_ms": 9_000, "broker": 2},  # only the first occurrence marks the incident
+    {"event": "broker-killed", "ts_ms": 3_000, "broker": 3},
+]
+
+
+def test_incidents_take_the_broker_from_a_field_a_constant_or_any() -> None:
+    exp = [Exp("storm", "storm-started", "ACCEPTOR_BLOCKED", "broker"),
+           Exp("storm", "broker-killed", "DELAYED_LEADER_AND_ISR", None),
+           Exp("storm", "broker-killed", "STALE_BROKER_EPOCH", 2),
+           Exp("storm", "never-happened", "LOCK_CONTENTION", 1),
+           Exp("other-run", "storm-started", "ACCEPTOR_BLOCKED", "broker")]
+    got = incidents_of("storm", EVENTS, exp)
+    assert got == [Incident("storm", "storm-started", 2_000, "ACCEPTOR_BLOCKED", 1),
+                   Incident("storm", "broker-killed", 3_000, "DELAYED_LEADER_AND_ISR", None),
+                   Incident("storm", "broker-killed", 3_000, "STALE_BROKER_EPOCH", 2)]
+
+
+def test_match_needs_cluster_type_and_broker_and_takes_the_earliest_seen() -> None:
+    inc = [Incident("storm", "storm-started", 2_000, "ACCEPTOR_BLOCKED", 1),
+           Incident("bounce", "broker-killed", 3_000, "STALE_BROKER_EPOCH", None)]
+    alerts = [_alert(1, "ACCEPTOR_BLOCKED", "storm", 2, 4_000),     # wrong broker
+              _alert(2, "ACCEPTOR_BLOCKED", "other", 1, 4_000),     # wrong cluster
+              _alert(3, "ACCEPTOR_BLOCKED", "storm", 1, 9_000),
+              _alert(4, "ACCEPTOR_BLOCKED", "storm", 1, 7_500),     # earliest right one
+              _alert(5, "NETWORK_PROCESSOR_SATURATED", "storm", 1, 3_000)]
+    det = match(inc, alerts)
+    assert det[0].alert is not None
+    assert det[0].alert.alert_id == "a4"
+    assert det[0].delay_s == 5.5
+    assert det[1].alert is None
+    assert det[1].delay_s is None
+
+
+def test_delay_is_never_negative() -> None:
+    inc = [Incident("r", "e", 10_000, "T", None)]
+    (d,) = match(inc, [_alert(1, "T", "r", 1, 9_000)])  # seen before the marker event (a precursor alert)
+    assert d.delay_s == 0.0
+
+
+def test_unexpected_alerts_are_the_forbidden_types_of_played_runs() -> None:
+    alerts = [_alert(1, "REQUEST_HANDLER_SATURATED", "healthy", 1, 1),
+              _alert(2, "LOCK_CONTENTION", "fetcher-lock-async", 2, 2),
+              _alert(3, "DELAYED_LEADER_AND_ISR", "fetcher-lock-async", 2, 3),
+              _alert(4, "LOCK_CONTENTION", "not-played", 2, 4)]
+    forbidden = {"healthy": ("*",), "fetcher-lock-async": ("LOCK_CONTENTION",), "not-played": ("*",)}
+    got = unexpected_alerts(alerts, forbidden, ["healthy", "fetcher-lock-async"])
+    assert [a.alert_id for a in got] == ["a2", "a1"]
+
+
+def test_table_lists_every_incident_and_the_false_alarms() -> None:
+    inc = [Incident("storm", "storm-started", 2_000, "ACCEPTOR_BLOCKED", 1),
+           Incident("bounce", "broker-killed", 3_000, "STALE_BROKER_EPOCH", None)]
+    det = match(inc, [_alert(4, "ACCEPTOR_BLOCKED", "storm", 1, 7_500)])
+    text = render_table(det, [_alert(9, "LOCK_CONTENTION", "healthy", 3, 1)])
+    lines = text.splitlines()
+    assert lines[0].split()[:2] == ["run", "(cluster)"]
+    assert "ACCEPTOR_BLOCKED broker 1" in lines[2]
+    assert lines[2].rstrip().endswith("5.5")
+    assert "NOT DETECTED" in lines[3]
+    assert " any " in lines[3]
+    assert "1 of 2 injected incidents caught; 1 alert(s) where none was expected" in text
+    assert "unexpected: healthy LOCK_CONTENTION broker 3: summary 9" in text
+
+
+def test_runs_follow_the_issue_order() -> None:
+    names = [r.name for r in RUNS]
+    assert names[0] == "healthy"
+    assert names[-1] == "broker-bounce"
+    assert names.index("produce-backlog-without-control-plane") < names.index("produce-backlog-with-control-plane")
+    assert names.index("fetcher-lock-locked") < names.index("fetcher-lock-async")
