@@ -1,0 +1,69 @@
+"""What each scenario run injects and which alert must catch it (pure data; `planewatch demo` scores against it).
+
+A run is one cluster (its directory name under the pipeline's input, so the alert's ``cluster``). An incident is
+marked by the first timeline event named ``event``; ``alert_type`` must then fire on that run's cluster, on broker
+``broker_id``: a fixed id, the name of the timeline event's field that holds it, or None for any broker of the run.
+``FORBIDDEN`` lists, per run, the alert types that would be false alarms there ("*": every type).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["ANY", "EXPECTED", "FORBIDDEN", "RUNS", "ExpectedIncident"]
+
+# FORBIDDEN wildcard: no alert of any type may fire on the run.
+ANY = "*"
+
+
+@dataclass(frozen=True)
+class ExpectedIncident:
+    """One injected incident: the run, its marker event, the alert type and broker that must catch it."""
+
+    run: str
+    event: str
+    alert_type: str
+    broker_id: int | str | None  # fixed id, timeline field holding it, or None = any broker of the run
+
+
+RUNS = (
+    "healthy",
+    "produce-backlog-without-control-plane",
+    "produce-backlog-with-control-plane",
+    "connection-storm",
+    "fetcher-lock-locked",
+    "fetcher-lock-async",
+    "broker-bounce",
+    "controller-failover",
+)
+
+EXPECTED: tuple[ExpectedIncident, ...] = (
+    # KIP-291 without a control plane: the LeaderAndIsr that moves leadership off the killed broker 3 waits behind
+    # the produce backlog in the shared request queue of the surviving brokers (1 and 2, whichever it reaches).
+    ExpectedIncident("produce-backlog-without-control-plane", "broker-killed", "CONTROL_REQUEST_QUEUED_BEHIND_DATA",
+                     None),
+    ExpectedIncident("produce-backlog-without-control-plane", "broker-killed", "DELAYED_LEADER_AND_ISR", None),
+    # KIP-402: thousands of connections against broker 1 block its acceptor.
+    ExpectedIncident("connection-storm", "storm-started", "ACCEPTOR_BLOCKED", "broker"),
+    # KAFKA-6974: after a restart the LeaderAndIsr that makes a broker follow waits for the fetchers'
+    # partitionMapLock on a surviving broker (any of them, depending on who fetches from the restarted one).
+    ExpectedIncident("fetcher-lock-locked", "broker-restarted", "LOCK_CONTENTION", None),
+    # A LeaderAndIsr carrying broker 2's pre-restart epoch is fenced (STALE_BROKER_EPOCH, error 77).
+    ExpectedIncident("broker-bounce", "stale-request-sent", "STALE_BROKER_EPOCH", "broker"),
+)
+
+FORBIDDEN: dict[str, tuple[str, ...]] = {
+    "healthy": (ANY,),
+    # the dedicated control plane keeps control requests out of the data backlog (the data plane itself is
+    # legitimately saturated: REQUEST_HANDLER_SATURATED on the data plane is not forbidden)
+    "produce-backlog-with-control-plane": ("CONTROL_REQUEST_QUEUED_BEHIND_DATA", "DELAYED_LEADER_AND_ISR",
+                                           "LEADER_AND_ISR_NOT_COMPLETED", "CONTROL_PLANE_QUEUE_BACKLOG"),
+    "connection-storm": ("LEADER_AND_ISR_NOT_COMPLETED", "LOCK_CONTENTION", "STALE_BROKER_EPOCH"),
+    "fetcher-lock-async": ("LOCK_CONTENTION", "LEADER_AND_ISR_NOT_COMPLETED"),
+    "fetcher-lock-locked": ("LEADER_AND_ISR_NOT_COMPLETED", "STALE_BROKER_EPOCH"),
+    "broker-bounce": ("LEADER_AND_ISR_NOT_COMPLETED", "LOCK_CONTENTION"),
+    # a controller failover under load is handled by the cluster: nothing an operator must act on
+    "controller-failover": ("LEADER_AND_ISR_NOT_COMPLETED", "DELAYED_LEADER_AND_ISR", "STALE_BROKER_EPOCH",
+                            "LOCK_CONTENTION", "CONTROL_REQUEST_QUEUED_BEHIND_DATA"),
+    "produce-backlog-without-control-plane": ("LOCK_CONTENTION", "STALE_BROKER_EPOCH"),
+}
