@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import socket
 import threading
 from pathlib import Path
@@ -290,6 +291,8 @@ def test_io_wait_ratio_window() -> None:
 
     now = [0]
     ratio = IoWaitRatio(lambda: now[0])
+    now[0] += 100_000_000
+    assert math.isnan(ratio.ratio())  # nothing measured yet: unknown (null in the metrics), not "never idle"
     for _ in range(10):  # 10 s: waiting 0.25 s of every second
         now[0] += 250_000_000
         ratio.record(250_000_000)
