@@ -147,6 +147,14 @@ class BatchReport:
     quarantine: int = 0
     unused: int = 0
     seconds: float = 0.0
+    # seconds per stage (raw, parse+<table>, ge:<table>, quarantine, dq): where a slow batch spends its time
+    stages: dict[str, float] = field(default_factory=dict)
+
+    def lap(self, stage: str, since: float) -> float:
+        """Add the time since ``since`` to ``stage``; returns now (the next stage's start)."""
+        now = time.perf_counter()
+        self.stages[stage] = round(self.stages.get(stage, 0.0) + now - since, 3)
+        return now
 
     @property
     def balanced(self) -> bool:
@@ -189,6 +197,7 @@ class IngestBatch:
         release: list[Any] = []
         try:
             report.raw = _rows_of(self.raw_sink.write(raw, batch_id), raw)
+            lap = report.lap("raw", t0)
             if report.raw == 0:
                 return
             parsed = _parse(raw, self.family)
@@ -211,8 +220,10 @@ class IngestBatch:
                     cached.append(bad)
                     dq_rows += self._rule_counts(bad, sink.table, batch_id, n_good)
                     quarantine_parts.append(_validation_quarantine(bad, sink.table))
+                lap = report.lap(sink.table.name, lap)
                 if self.settings.quality.enabled and n_good:
                     dq_rows += self._ge_sample(good, sink.table, batch_id)
+                    lap = report.lap(f"ge:{sink.table.name}", lap)
             quarantine = quarantine_parts[0]
             for part in quarantine_parts[1:]:
                 quarantine = quarantine.unionByName(part, allowMissingColumns=True)
@@ -220,8 +231,10 @@ class IngestBatch:
             cached.append(quarantine)
             report.quarantine = _rows_of(self.quarantine_sink.write(quarantine, batch_id), quarantine)
             report.unused = parsed.unused.count() if parsed.unused is not None else 0
+            lap = report.lap("quarantine", lap)
             dq_rows.append(self._reconciliation_row(report))
             self._write_dq(dq_rows, batch_id)
+            report.lap("dq", lap)
         finally:
             for frame in cached:
                 frame.unpersist()
