@@ -9,7 +9,9 @@ lags: every sample was high) or AVG (idle/blocked ratios) crosses the threshold.
 Meter semantics (FACTS.md section 3): RequestHandlerAvgIdlePercent and AcceptorBlockedPercent are Yammer meters in
 NANOSECONDS: MeanRate/OneMinuteRate are fractions 0..1 and Count is cumulative nanoseconds, so over a window the
 fraction is delta(Count) / delta(t) in ns. Some exporters scale ratios to 0..100: values above 1 are divided by 100.
-When one window has several attributes of a signal, the most current one wins (OneMinuteRate, Value, Count, ...).
+When one window has several attributes of a signal, the most current one wins (OneMinuteRate, Value, Count, ...);
+for the ratio meters a Count with at least two samples wins over all of them (the exact fraction of the window;
+a young meter's OneMinuteRate is 0 until its first 5-second tick).
 """
 
 from __future__ import annotations
@@ -136,15 +138,22 @@ def _ratio(stat: str) -> Column:
     return F.when(F.lower(F.coalesce(F.col("attribute"), F.lit(""))) == "count", from_count).otherwise(direct)
 
 
-def _best_attribute(df: DataFrame, keys: list[str]) -> DataFrame:
+def _best_attribute(df: DataFrame, keys: list[str], prefer_count: bool = False) -> DataFrame:
+    """One attribute per window. ``prefer_count`` (meters in ns): a Count with a usable delta wins, because it is the
+    exact fraction over the window, while a young meter's OneMinuteRate is still 0 (Yammer ticks every 5 s), which
+    reads as "never idle" on a broker that just started."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
+    attr = F.lower(F.coalesce(F.col("attribute"), F.lit("")))
     rank = F.coalesce(
-        F.element_at(F.create_map(*[F.lit(v) for kv in _ATTR_RANK.items() for v in kv]),
-                     F.lower(F.coalesce(F.col("attribute"), F.lit("")))),
+        F.element_at(F.create_map(*[F.lit(v) for kv in _ATTR_RANK.items() for v in kv]), attr),
         F.lit(5),
     )
+    if prefer_count:
+        usable = (attr == "count") & (F.col("samples") >= 2) & (F.col("last_ts") > F.col("first_ts")) & (
+            F.col("vlast") >= F.col("vfirst"))
+        rank = F.when(usable, F.lit(-1)).otherwise(rank)
     w = Window.partitionBy(*keys).orderBy(rank, F.col("attribute"))
     return df.withColumn("_rank", F.row_number().over(w)).where(F.col("_rank") == 1).drop("_rank")
 
@@ -176,7 +185,7 @@ def _rule(windows: DataFrame, cfg: DetectionConfig, rule: MetricRule, advice: st
     t = rule.alert_type
     rows = windows.where(F.col("sig").isin(*rule.signals) & (F.col("samples") >= setting(cfg, "min_samples")))
     if rule.kind == "ratio":
-        rows = _best_attribute(rows, ["cluster", "broker_id", "sig", "listener", "window_start"])
+        rows = _best_attribute(rows, ["cluster", "broker_id", "sig", "listener", "window_start"], prefer_count=True)
         measure = _ratio(rule.stat)
         value, threshold, shown = measure, level(cfg, t, "warning"), F.concat(_fmt1(measure * 100), F.lit("%"))
     elif rule.kind in ("queue_cp", "queue_data"):

@@ -110,6 +110,12 @@ def found(spark):
         *ms("rh-fire", "RequestHandlerAvgIdlePercent", [0.1, 0.15], "OneMinuteRate"),
         *ms("rhcp-fire", "ControlPlaneRequestHandlerAvgIdlePercent", [0.02, 0.03], "OneMinuteRate"),
         *ms("rh-quiet", "RequestHandlerAvgIdlePercent", [0.7, 0.75], "OneMinuteRate"),
+        # a broker that just started: the meter has not ticked yet (OneMinuteRate 0) but Count says 80 % idle
+        *ms("rhyoung-quiet", "RequestHandlerAvgIdlePercent", [0.0, 0.0], "OneMinuteRate", step=2.0),
+        *ms("rhyoung-quiet", "RequestHandlerAvgIdlePercent", [0, 1.6e9], "Count", step=2.0),
+        # the exact window fraction (Count: 5 % idle) wins over a lagging OneMinuteRate
+        *ms("rhcount-fire", "RequestHandlerAvgIdlePercent", [0.9, 0.8], "OneMinuteRate"),
+        *ms("rhcount-fire", "RequestHandlerAvgIdlePercent", [0, 0.5e9], "Count"),
         *ms("mal-fire", "last-applied-record-lag-ms", [8000, 9000], broker=3),
         *ms("mal-quiet", "last-applied-record-lag-ms", [10, 20], broker=3),
         *ms("ceq-fire", "EventQueueTimeMs", [1500, 2000], "99thPercentile", broker=1),
@@ -147,6 +153,7 @@ CASES = [
     ("NETWORK_PROCESSOR_SATURATED", "netp", 2),
     ("REQUEST_HANDLER_SATURATED", "rh", 2),
     ("REQUEST_HANDLER_SATURATED", "rhcp", 2),
+    ("REQUEST_HANDLER_SATURATED", "rhcount", 2),
     ("METADATA_APPLY_LAG", "mal", 3),
     ("CONTROLLER_EVENT_QUEUE_DELAY", "ceq", 1),
 ]
@@ -164,7 +171,8 @@ def test_detector_fires(found, type_, case, broker):
         assert h["evidence"].startswith("{")
 
 
-QUIET = sorted({(ty, c) for ty, c, _ in CASES if c not in ("rqs-override", "lockf", "accc", "netp", "rhcp")})
+FIRE_ONLY = ("rqs-override", "lockf", "accc", "netp", "rhcp", "rhcount")
+QUIET = sorted({(ty, c) for ty, c, _ in CASES if c not in FIRE_ONLY} | {("REQUEST_HANDLER_SATURATED", "rhyoung")})
 
 
 @pytest.mark.parametrize(("type_", "case"), QUIET)
@@ -192,5 +200,7 @@ def test_meter_semantics(found):
     (percent,) = of(found, "netp-fire", "NETWORK_PROCESSOR_SATURATED")
     assert percent["value"] == pytest.approx(0.065)  # 5 and 8 on a 0..100 scale
     assert percent["severity"] == "critical"
+    (exact,) = of(found, "rhcount-fire", "REQUEST_HANDLER_SATURATED")
+    assert exact["value"] == pytest.approx(0.05)  # 0.5e9 ns idle over 10 s, not the stale OneMinuteRate
     (cp,) = of(found, "rhcp-fire", "REQUEST_HANDLER_SATURATED")
     assert cp["listener"] == "control-plane"
