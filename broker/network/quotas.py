@@ -122,15 +122,21 @@ class ConnectionQuotas:
         """
         with self._cond:
             if not self._slot_available(listener):
-                start = self._clock()
+                # Marked slice by slice (not once at the end as Kafka does): the meter, and so
+                # AcceptorBlockedPercent, shows the acceptor blocked WHILE it is, not only once the storm is over.
+                mark_from = self._clock()
                 try:
                     while not self._slot_available(listener):
                         if not should_run():
                             raise QuotaWaitInterrupted(listener)
                         self._cond.wait(WAIT_SLICE_S)
+                        if blocked_meter is not None:
+                            now = self._clock()
+                            blocked_meter.mark(now - mark_from)
+                            mark_from = now
                 finally:
                     if blocked_meter is not None:
-                        blocked_meter.mark(self._clock() - start)
+                        blocked_meter.mark(self._clock() - mark_from)
             count = self._ip_counts.get(address, 0)
             limit = self._overrides.get(address, self._default_per_ip)
             if count >= limit:

@@ -49,6 +49,7 @@ def test_quotas_wait_for_a_slot_and_mark_blocked_time() -> None:
     t = threading.Thread(target=second)
     t.start()
     assert not done.wait(0.3)  # blocked: the listener is full
+    assert m.count >= 0.1e9  # marked while still blocked, not only once the wait is over
     q.dec("PLAINTEXT", "a")
     assert done.wait(5)
     t.join(5)
