@@ -179,6 +179,7 @@ class IngestBatch:
         self.quarantine_sink = DeltaSink(settings.table_path(QUARANTINE.name), QUARANTINE, f"{prefix}:quarantine", mode)
         self.dq_sink = DeltaSink(settings.table_path(DQ_RESULTS.name), DQ_RESULTS, f"{prefix}:dq_results", mode)
         self.reports: list[BatchReport] = []
+        self._ge_last: dict[str, float] = {}  # table -> monotonic time of its last GE sample validation
 
     def ensure_tables(self) -> None:
         """Create every table this query writes (empty), so readers find them before the first row."""
@@ -221,7 +222,7 @@ class IngestBatch:
                     dq_rows += self._rule_counts(bad, sink.table, batch_id, n_good)
                     quarantine_parts.append(_validation_quarantine(bad, sink.table))
                 lap = report.lap(sink.table.name, lap)
-                if self.settings.quality.enabled and n_good:
+                if self.settings.quality.enabled and n_good and self._ge_due(sink.table.name):
                     dq_rows += self._ge_sample(good, sink.table, batch_id)
                     lap = report.lap(f"ge:{sink.table.name}", lap)
             quarantine = quarantine_parts[0]
@@ -279,6 +280,15 @@ class IngestBatch:
             }
             for e in load_suite(table.name).hard
         ]
+
+    def _ge_due(self, table: str) -> bool:
+        """Whether this table's GE sample runs in this batch (at most once per quality.ge_interval_s)."""
+        now = time.monotonic()
+        last = self._ge_last.get(table)
+        if last is not None and now - last < self.settings.quality.ge_interval_s:
+            return False
+        self._ge_last[table] = now
+        return True
 
     def _ge_sample(self, good: DataFrame, table: Table, batch_id: int) -> list[dict[str, Any]]:
         from pipelines.quality import load_suite

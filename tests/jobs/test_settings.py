@@ -27,6 +27,7 @@ def test_the_shipped_config_loads() -> None:
         ({"sources": {"kafka": {"enabled": True}}}, "sources.kafka.logs_topics"),
         ({"sources": {"kafka": {"starting_offsets": "middle"}}}, "sources.kafka.starting_offsets"),
         ({"quality": {"enabled": "yes"}}, "quality.enabled"),
+        ({"quality": {"ge_interval_s": -1}}, "quality.ge_interval_s"),
         ({"lakes": "x"}, "unknown keys ['lakes']"),
         ({"sources": {"files": {"pth": "x"}}}, "sources.files: unknown keys ['pth']"),
         ({"cluster": "a b"}, "cluster"),
