@@ -297,7 +297,7 @@ def latest_metrics_sql(table: str, newest: datetime, signals: Sequence[str] = KE
         'SELECT "cluster", broker_id, signal, attribute, listener, '
         f"last_value({vcol} ORDER BY {tcol}) AS value, max({tcol}) AS ts "
         f"FROM {table} WHERE date >= {_lit_date(d0)} AND {tcol} >= {_lit_ts(since)} "
-        f"AND signal IN ({names}) AND broker_id IS NOT NULL "
+        f"AND signal IN ({names}) AND broker_id >= 0 "  # -1: a controller process, not a broker
         'GROUP BY "cluster", broker_id, signal, attribute, listener'
     )
 

@@ -85,6 +85,17 @@ def _skipped(name: str) -> bool:
     return name.startswith((".", "_")) or bool(_KAFKA_DATA.match(name)) or name.endswith(_SKIP_SUFFIX)
 
 
+def _is_json_document(path: str) -> bool:
+    """A pretty-printed JSON document (first line `{` or `[` alone), e.g. a cluster description, is not metric JSON
+    lines (one object per line); reading it line by line would only fill the quarantine."""
+    try:
+        with open(path, "rb") as fh:
+            first = fh.read(SNIFF_BYTES).lstrip().split(b"\n", 1)[0].strip()
+    except OSError:
+        return False
+    return first in (b"{", b"[")
+
+
 def describe(root: str, path: str, cluster: str | None, default_cluster: str) -> FileInfo | None:
     """Classify `path` (under `root`); None when it is not an input file.
 
@@ -95,6 +106,8 @@ def describe(root: str, path: str, cluster: str | None, default_cluster: str) ->
     if _skipped(name):
         return None
     fam_kind = classify_name(name)
+    if fam_kind == ("metrics", "json") and _is_json_document(path):
+        return None
     if fam_kind is None:
         try:
             with open(path, "rb") as fh:

@@ -50,6 +50,17 @@ def test_classification_and_broker_ids(tmp_path: Path) -> None:
     assert flat.cluster == "given"
 
 
+def test_json_documents_are_not_metric_json_lines(tmp_path: Path) -> None:
+    d = tmp_path / "c1" / "cluster"
+    d.mkdir(parents=True)
+    (d / "cluster.json").write_text('{\n  "brokers": [\n    {"id": 1}\n  ]\n}\n')
+    (d / "metrics.json").write_text('{"ts": 1, "broker_id": 1, "mbean": "m", "value": 1.0}\n')
+    assert describe(str(tmp_path), str(d / "cluster.json"), None, "dflt") is None
+    info = describe(str(tmp_path), str(d / "metrics.json"), None, "dflt")
+    assert info is not None
+    assert (info.family, info.kind, info.cluster) == ("metrics", "json", "c1")
+
+
 def test_growing_file_partial_line_rotation_and_deletion(tmp_path: Path) -> None:
     b = tmp_path / "broker-2"
     b.mkdir()
