@@ -103,6 +103,9 @@ class PairingState:
     duplicates: int = 0
     # event time the latest request on this key finished: a send queued behind it left the controller only then
     last_done: int | None = None
+    # the request the latest `Sending` line on this key belongs to (wherever it went: pending or attached), so the
+    # other lines of the same request join it: {"anchor", "request", "epoch", "last_ts", "closed"}
+    burst: dict[str, Any] | None = None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))
@@ -113,7 +116,7 @@ class PairingState:
             return cls()
         raw = json.loads(text)
         return cls(raw["sends"], raw["records"], {k: int(v) for k, v in raw["seen"].items()}, raw["dropped"],
-                   raw.get("duplicates", 0), raw.get("last_done"))
+                   raw.get("duplicates", 0), raw.get("last_done"), raw.get("burst"))
 
     def next_deadline(self, p: PairingParams) -> int | None:
         """Earliest event time at which something in the state expires (for the event-time timeout)."""
@@ -215,13 +218,39 @@ class _Key:
         return found
 
     # --- event handlers --------------------------------------------------------------------------------------
+    def _same_request(self, ev: Event) -> dict[str, Any] | None:
+        """The pending send or record that `ev`, a further line of the latest request's Sending burst, belongs to.
+
+        A controller at TRACE logs one `Sending become-leader ... for partition p` line per partition and then
+        (2.6+) the INFO summary `Sending LeaderAndIsr request to broker b with ...`: ONE request. A per-partition
+        line continues an open burst; the summary closes it; anything after a closed burst is the next request.
+        """
+        b = self.st.burst
+        if (b is None or b["closed"] or ev.correlation_id is not None or b["request"] != ev.request
+                or b["epoch"] != ev.controller_epoch or not 0 <= ev.ts - b["last_ts"] <= PARTITION_BURST_MS):
+            return None
+        for item in [*self.st.sends, *self.st.records]:
+            if item["anchor"] == b["anchor"]:
+                return item
+        return None
+
     def send(self, ev: Event) -> None:
-        if ev.detail is not None and self.st.sends:
-            last = self.st.sends[-1]
-            if (last.get("burst") and last["request"] == ev.request and last["epoch"] == ev.controller_epoch
-                    and 0 <= ev.ts - last["ts"] <= PARTITION_BURST_MS):
-                last["partitions"] = (last["partitions"] or 0) + 1
-                return
+        same = self._same_request(ev)
+        if same is not None and self.st.burst is not None:
+            self.st.burst["last_ts"] = ev.ts
+            if ev.detail is not None:
+                if "burst" in same:  # still pending: count the partition (an attached record has the broker's count)
+                    same["partitions"] = (same["partitions"] or 0) + 1
+            else:  # the INFO summary: its partition count is the request's
+                self.st.burst["closed"] = True
+                if "burst" in same and ev.partitions is not None:
+                    same["partitions"] = ev.partitions
+                elif same.get("partitions") is None:
+                    same["partitions"], same["dirty"] = ev.partitions, True
+            return
+        anchor = f"s{ev.ts}:{ev.partitions}"
+        self.st.burst = {"anchor": anchor, "request": ev.request, "epoch": ev.controller_epoch, "last_ts": ev.ts,
+                         "closed": ev.detail is None}
         # A late Sending line (its broker side already seen): attach to the earliest unsent record it can answer.
         for r in self.st.records:
             if (r["sent_ts"] is None and r["request"] == ev.request and r["status"] != "never_completed"
@@ -229,10 +258,11 @@ class _Key:
                     and _start(r) + self.p.max_skew_ms >= ev.ts):
                 self._attach_send(r, {"ts": ev.ts, "epoch": ev.controller_epoch, "partitions": ev.partitions,
                                       "corr": ev.correlation_id}, _start(r))
+                self.st.burst["anchor"] = r["anchor"]
                 return
         self.st.sends.append({"ts": ev.ts, "request": ev.request, "corr": ev.correlation_id,
                               "epoch": ev.controller_epoch, "partitions": ev.partitions,
-                              "anchor": f"s{ev.ts}:{ev.partitions}", "burst": ev.detail is not None})
+                              "anchor": anchor, "burst": ev.detail is not None})
         if len(self.st.sends) > MAX_PENDING_SENDS:
             self.st.sends.pop(0)
             self.st.dropped += 1

@@ -242,3 +242,41 @@ def test_trace_per_partition_sends_are_one_request():
     assert r["pairing"] == "correlation_id"
     assert r["end_to_end_ms"] == 2_000.0
     assert st.sends == []
+
+
+def _trace_then_info(ts: int, n: int, epoch: int = 1) -> list[Event]:
+    """What a TRACE controller (2.6+) logs for one LeaderAndIsr: n per-partition lines, then the INFO summary."""
+    burst = [Event("send", ts, "LeaderAndIsr", None, epoch, 1, detail=f"lock-{i}") for i in range(n)]
+    return [*burst, Event("send", ts, "LeaderAndIsr", None, epoch, n)]
+
+
+def _broker_side(ts: int, corr: int, n: int, took: int, epoch: int = 1) -> list[Event]:
+    return [Event("handling", ts, "LeaderAndIsr", corr, epoch, n),
+            Event("finished", ts + took, "LeaderAndIsr", corr, epoch, n, elapsed_ms=took)]
+
+
+def test_trace_burst_and_info_summary_are_one_request():
+    # the reference controller at TRACE (fetcher-lock run): two requests to broker 1, 8.8 s apart; counting the
+    # summary as a second send paired the second request with the first one's send (8808 ms of fake queue time)
+    st = PairingState()
+    evs = [*_trace_then_info(36_932, 24), *_broker_side(36_960, 1, 24, 76),
+           *_trace_then_info(45_738, 24), *_broker_side(45_740, 3, 24, 8)]
+    out = sorted(rows(step(st, evs, 0, P)), key=lambda r: r["correlation_id"])
+    assert [(r["correlation_id"], r["sent_ts"], r["queue_ms"], r["partitions"]) for r in out] == [
+        (1, 36_932, 28.0, 24), (3, 45_738, 2.0, 24)]
+    assert st.sends == []
+
+
+def test_trace_burst_and_summary_attach_late_and_next_summary_is_a_new_request():
+    # broker lines first (an earlier micro-batch), the controller's lines later; then two summaries 25 ms apart
+    # (two requests: a summary closes its burst)
+    st = PairingState()
+    step(st, [*_broker_side(36_960, 1, 24, 76), *_broker_side(45_740, 3, 24, 8)], 0, P)
+    out = rows(step(st, [*_trace_then_info(36_932, 24), *_trace_then_info(45_738, 24)], 0, P))
+    assert sorted((r["correlation_id"], r["sent_ts"]) for r in out) == [(1, 36_932), (3, 45_738)]
+    st2 = PairingState()
+    evs = [Event("send", 59_542, "LeaderAndIsr", None, 3, 24), Event("send", 59_567, "LeaderAndIsr", None, 3, 10),
+           *_broker_side(59_570, 7, 24, 5, epoch=3), *_broker_side(59_580, 8, 10, 5, epoch=3)]
+    got = sorted((r["correlation_id"], r["sent_ts"]) for r in rows(step(st2, evs, 0, P)))
+    assert got == [(7, 59_542), (8, 59_567)]
+    assert PairingState.from_json(st2.to_json()) == st2
