@@ -17,6 +17,7 @@ __all__ = [
     "PAIRING_INPUT_DDL",
     "heartbeats",
     "pairing_input",
+    "partition_map_lock_waits",
     "stale_epoch_events",
     "x",
 ]
@@ -46,6 +47,7 @@ RX_HANDLING = rf"Handling {_REQ} request correlationId (\d+) from controller (\d
 RX_FINISHED = r"Finished LeaderAndIsr request in (\d+)ms correlationId (\d+) from controller (\d+)"
 RX_APPLIED = r"partitions from metadata cache in response to UpdateMetadata request sent by controller (\d+) epoch (\d+) with correlation id (\d+)"  # noqa: E501
 RX_RESPONSE = r"Received response .* for request (\w+) with correlation id (\d+) sent to broker .*id: (\d+)"
+RX_PARTITION_MAP_LOCK = r"waited \d+ ?ms for partitionMapLock"
 RX_STALE = r"(?i)(smaller than the current broker epoch|stale broker epoch)"
 RX_FETCHER = (r"(?i)(Increment(?:ed|ing) log start offset|Cleared earliest \d+ entries from epoch cache"
               r"|leader-epoch-checkpoint)")
@@ -192,6 +194,15 @@ def stale_epoch_events(state_changes: DataFrame) -> DataFrame:
     """Rows where a broker rejected a control request for a stale broker epoch (KafkaApis lines)."""
 
     return state_changes.where(_is(STALE_EVENTS) | _msg(RX_STALE))
+
+
+def partition_map_lock_waits(state_changes: DataFrame) -> DataFrame:
+    """The reference broker's `LeaderAndIsr waited N ms for partitionMapLock of ReplicaFetcherThread-...` lines
+    (ReplicaFetcherManager, DEBUG, server.log): a control request's wait for one fetcher's lock (KAFKA-6974)."""
+    from pyspark.sql import functions as F
+
+    return state_changes.where(_is(LOCK_WAIT_EVENTS) & F.col("lock_wait_ms").isNotNull()
+                               & _msg(RX_PARTITION_MAP_LOCK))
 
 
 def fetcher_events(state_changes: DataFrame) -> DataFrame:

@@ -8,7 +8,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pipelines.detection.common import candidates, level, setting, severity
-from pipelines.detection.events import CONTROL_REQUESTS, fetcher_events, stale_epoch_events
+from pipelines.detection.events import (
+    CONTROL_REQUESTS,
+    fetcher_events,
+    partition_map_lock_waits,
+    stale_epoch_events,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -128,10 +133,14 @@ def detect_delayed_update_metadata(latency: DataFrame, cfg: DetectionConfig) -> 
 def detect_lock_contention(latency: DataFrame, state_changes: DataFrame, cfg: DetectionConfig) -> DataFrame:
     """LOCK_CONTENTION: a control request waited for a lock.
 
-    Two forms: (a) lock wait (elapsed - (Finished - Handling), or the reference broker's explicit lock-wait line)
+    Three forms: (a) lock wait (elapsed - (Finished - Handling), or the reference broker's explicit lock-wait line)
     above the threshold; (b) a LeaderAndIsr whose handling took longer than the threshold while the same broker's
     fetchers logged a burst of log-start-offset increments / checkpoint flushes (the KAFKA-6974 partitionMapLock
-    signature: the handler waits for fetcher locks inside the request)."""
+    signature: the handler waits for fetcher locks inside the request); (c) the reference broker's explicit
+    `LeaderAndIsr waited N ms for partitionMapLock of ReplicaFetcherThread-...` lines logged on the broker while the
+    request was handled (between its Handling and Finished lines; a broker handles one control request at a time,
+    and the lines carry no correlation id), summed, above the threshold. That wait is inside the handling, so
+    FACTS.md 1.3's `elapsed - (Finished - Handling)` (the replicaStateChangeLock wait) does not see it."""
     from pyspark.sql import functions as F
 
     t = "LOCK_CONTENTION"
@@ -139,30 +148,38 @@ def detect_lock_contention(latency: DataFrame, state_changes: DataFrame, cfg: De
     base = latency.where(F.col("request").isin(*CONTROL_REQUESTS) & F.col("status").isin("completed", "in_flight"))
     fetch = fetcher_events(state_changes).select(
         F.col("cluster").alias("f_cluster"), F.col("broker_id").alias("f_broker"), F.col("ts").alias("f_ts"))
-    burst = (
-        base.alias("l").where(F.col("processing_ms") >= warn)
-        .join(fetch, (F.col("f_cluster") == F.col("cluster")) & (F.col("f_broker") == F.col("broker_id"))
-              & F.col("f_ts").between(F.col("handling_ts"), F.col("finished_ts")))
-        .groupBy("request_key").agg(F.count("*").alias("fetcher_lines"))
-    )
-    rows = base.join(burst, "request_key", "left").withColumn(
+    slow = base.alias("l").where(F.col("processing_ms") >= warn)
+    during = (F.col("f_cluster") == F.col("cluster")) & (F.col("f_broker") == F.col("broker_id")) \
+        & F.col("f_ts").between(F.col("handling_ts"), F.col("finished_ts"))
+    burst = slow.join(fetch, during).groupBy("request_key").agg(F.count("*").alias("fetcher_lines"))
+    map_waits = partition_map_lock_waits(state_changes).select(
+        F.col("cluster").alias("f_cluster"), F.col("broker_id").alias("f_broker"), F.col("ts").alias("f_ts"),
+        F.col("lock_wait_ms").alias("f_wait"))
+    fetcher_lock = slow.join(map_waits, during).groupBy("request_key").agg(
+        F.sum("f_wait").cast("double").alias("fetcher_lock_ms"))
+    rows = base.join(burst, "request_key", "left").join(fetcher_lock, "request_key", "left").withColumn(
         "fetcher_lines", F.coalesce("fetcher_lines", F.lit(0))
     ).withColumn(
         "fetcher_driven", F.col("fetcher_lines") >= setting(cfg, "fetcher_burst_lines")
     )
-    value = F.when(F.col("fetcher_driven"), F.greatest("lock_wait_ms", "processing_ms")).otherwise(
-        F.col("lock_wait_ms"))
+    waited = F.coalesce("lock_wait_ms", F.lit(0.0)) + F.coalesce("fetcher_lock_ms", F.lit(0.0))
+    value = F.when(F.col("fetcher_driven"), F.greatest(waited, F.col("processing_ms"))).otherwise(
+        F.when(F.col("lock_wait_ms").isNotNull() | F.col("fetcher_lock_ms").isNotNull(), waited))
     summary = F.concat(
         F.col("request"), F.lit(" correlationId "), F.coalesce(F.col("correlation_id").cast("string"), F.lit("?")),
         F.lit(" on broker "), F.col("broker_id"), F.lit(" waited "), _fmt(F.coalesce("lock_wait_ms", F.lit(0.0))),
         F.lit(" ms for replicaStateChangeLock"),
+        F.when(F.col("fetcher_lock_ms").isNotNull(), F.concat(
+            F.lit(" and "), _fmt(F.col("fetcher_lock_ms")),
+            F.lit(" ms for the replica fetchers' partitionMapLock (KAFKA-6974)"))).otherwise(F.lit("")),
         F.when(F.col("fetcher_driven"), F.concat(
             F.lit(" and ran "), _fmt(F.col("processing_ms")), F.lit(" ms while its fetchers logged "),
             F.col("fetcher_lines"), F.lit(" log-start-offset/checkpoint lines (fetcher partitionMapLock contention)"),
         )).otherwise(F.lit("")),
     )
     evidence = F.to_json(F.struct(
-        F.from_json(_latency_evidence(), "map<string,string>").alias("request"), F.col("fetcher_lines")))
+        F.from_json(_latency_evidence(), "map<string,string>").alias("request"), F.col("fetcher_lines"),
+        F.col("fetcher_lock_ms")))
     return candidates(
         rows, t, sev=severity(cfg, t, value), broker_id=F.col("broker_id"), listener=F.lit(None),
         ts=F.coalesce("finished_ts", "handling_ts"), value=value, threshold=warn, summary=summary, evidence=evidence,

@@ -41,9 +41,15 @@ def lat(cluster, request="LeaderAndIsr", status="completed", e2e=40.0, lock=1.0,
                flags=flags, controller_queue_ms=cq)
 
 
-def sc(cluster, sec, message, broker=2, event=None):
+def sc(cluster, sec, message, broker=2, event=None, lock_wait_ms=None):
     return row(STATE_CHANGE_EVENTS, cluster=cluster, broker_id=broker, ts=t(sec), level="INFO", event=event,
-               message=message, source="f", source_offset=0)
+               message=message, source="f", source_offset=0, lock_wait_ms=lock_wait_ms)
+
+
+def map_lock(cluster, sec, waited):
+    """The reference broker's partitionMapLock line (no correlation id: it is the request being handled)."""
+    return sc(cluster, sec, f"LeaderAndIsr waited {waited} ms for partitionMapLock of ReplicaFetcherThread-0-1 "
+                            "(planewatch)", event="lock_wait", lock_wait_ms=waited)
 
 
 def req(cluster, api, listener, queue_ms, error=0, broker=2):
@@ -74,9 +80,14 @@ def found(spark):
         lat("lock-fire", lock=4000.0, e2e=4100.0, proc=100.0),
         lat("lockf-fire", lock=10.0, e2e=4000.0, proc=3900.0),
         lat("lock-quiet", lock=6.0, e2e=4000.0, proc=3900.0),
+        lat("lockm-fire", lock=2.0, e2e=1700.0, proc=1600.0),
+        lat("lockm-quiet", lock=2.0, e2e=1700.0, proc=1600.0),
     ]
     changes = [sc("lockf-fire", 1.5 + i * 0.1, FETCH.format(i=i)) for i in range(20)]
     changes += [sc("lock-quiet", 1.5 + i * 0.1, FETCH.format(i=i)) for i in range(2)]
+    # handling 1.006 s .. finished 2.606 s: two fetchers' waits inside (900 + 700 ms); outside or small: quiet
+    changes += [map_lock("lockm-fire", 1.5, 900), map_lock("lockm-fire", 2.4, 700)]
+    changes += [map_lock("lockm-quiet", 0.5, 900), map_lock("lockm-quiet", 1.5, 300), map_lock("lockm-quiet", 3.0, 900)]
     changes += [
         sc("stale-fire", 3, "[KafkaApi-2] Received LeaderAndIsr request with broker epoch 25 smaller than the "
                             "current broker epoch 31"),
@@ -141,6 +152,7 @@ CASES = [
     ("DELAYED_UPDATE_METADATA", "um", 2),
     ("LOCK_CONTENTION", "lock", 2),
     ("LOCK_CONTENTION", "lockf", 2),
+    ("LOCK_CONTENTION", "lockm", 2),
     ("CONTROL_REQUEST_QUEUED_BEHIND_DATA", "qbd", 2),
     ("CONTROL_REQUEST_QUEUED_BEHIND_DATA", "qbdm", 2),
     ("STALE_BROKER_EPOCH", "stale", 2),
@@ -192,6 +204,12 @@ def test_delayed_leader_and_isr_summary_is_actionable(found):
                               "6 ms of it waiting for a lock")
     assert hit["value"] == 13973.0
     assert hit["severity"] == "warning"
+
+
+def test_lock_contention_counts_partition_map_lock_waits_inside_the_request(found):
+    (hit,) = of(found, "lockm-fire", "LOCK_CONTENTION")
+    assert hit["value"] == 1602.0  # 2 ms replicaStateChangeLock + 900 + 700 ms partitionMapLock
+    assert "1600 ms for the replica fetchers' partitionMapLock" in hit["summary"]
 
 
 def test_meter_semantics(found):
