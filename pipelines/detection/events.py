@@ -34,6 +34,10 @@ PARTITION_SEND_EVENTS = ("leader_and_isr_partition_sending", "update_metadata_pa
 FINISHED_EVENTS = ("leader_and_isr_finished", "finished")
 APPLIED_EVENTS = ("metadata_cache_updated", "update_metadata_applied")
 RESPONSE_EVENTS = ("response_received", "controller_response")
+# controller.log `Newly added brokers: .., deleted brokers: 3, bounced brokers: 2, ..`: the controller dropped the
+# queued requests of the deleted and bounced brokers (pairing kind `gone`)
+GONE_EVENTS = ("broker_change",)
+RX_GONE = r"deleted brokers: [0-9, ]*, bounced brokers: "
 LOCK_WAIT_EVENTS = ("lock_wait",)
 STALE_EVENTS = ("stale_broker_epoch",)
 FETCHER_EVENTS = ("log_start_offset_incremented", "epoch_cache_cleared", "epoch_cache_truncated",
@@ -90,6 +94,7 @@ def classify() -> Column:
         .when(_is(APPLIED_EVENTS) | _msg(RX_APPLIED), F.lit("applied"))
         .when(_is(RESPONSE_EVENTS) | _msg(RX_RESPONSE), F.lit("response"))
         .when(_is(LOCK_WAIT_EVENTS) & F.col("lock_wait_ms").isNotNull(), F.lit("lock_wait"))
+        .when(_is(GONE_EVENTS) | _msg(RX_GONE), F.lit("gone"))
     )
 
 
@@ -144,8 +149,14 @@ def pairing_input(state_changes: DataFrame) -> DataFrame:
         F.col("target_broker_id"), x(m, RX_RESPONSE, 3).try_cast("int"),
         x(m, r"to broker (\d+)(?![\d.:])").try_cast("int")
     )
+    gone_targets = F.transform(
+        F.filter(F.split(F.concat_ws(",", x(m, r"deleted brokers: ([0-9, ]*),"), x(m, r"bounced brokers: ([0-9, ]*),")),
+                         r",\s*"), lambda s: s != F.lit("")),
+        lambda s: s.try_cast("int"),
+    )
     targets = F.when(kind.isin("send", "response"),
                      F.when(single_target.isNotNull(), F.array(single_target)).otherwise(set_targets)) \
+        .when(kind == "gone", gone_targets) \
         .otherwise(F.array(F.col("broker_id")))
     out = state_changes.select(
         "cluster",
@@ -167,7 +178,8 @@ def pairing_input(state_changes: DataFrame) -> DataFrame:
     return out.where(
         F.col("kind").isNotNull() & F.col("ts").isNotNull() & F.col("broker_id").isNotNull()
         & F.col("controller_id").isNotNull()
-        & (F.col("request").isin(*CONTROL_REQUESTS) | ((F.col("kind") == "lock_wait") & F.col("request").isNull()))
+        & (F.col("request").isin(*CONTROL_REQUESTS) | ((F.col("kind") == "lock_wait") & F.col("request").isNull())
+           | (F.col("kind") == "gone"))
         & (~needs_corr | F.col("correlation_id").isNotNull())
     )
 

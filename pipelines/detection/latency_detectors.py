@@ -29,8 +29,9 @@ __all__ = [
     "detect_stale_broker_epoch",
 ]
 
-# Rows with these flags are not the control plane's fault: the broker restarted, or the controller moved.
-EXCUSED_FLAGS = r"broker_restart|controller_failover"
+# Rows with these flags are not the control plane's fault: the broker restarted or was declared gone by the
+# controller, or the controller moved.
+EXCUSED_FLAGS = r"broker_restart|broker_gone|controller_failover"
 
 
 def _fmt(c: Column) -> Column:

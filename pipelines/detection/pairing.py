@@ -29,6 +29,8 @@ Edge cases, each with a flag on the row:
   * broker restart mid-request: a new `Handling` while an older one on the key never finished means the broker
     dropped the older one (the controller retries after reconnecting); the older resolves `never_completed` with
     flag `broker_restart` and hands its send to the retry.
+  * broker deleted or bounced (controller.log `Newly added brokers: .., deleted brokers: 3, bounced brokers: ..`):
+    the controller dropped its queued requests; pending sends resolve `never_completed` with flag `broker_gone`.
   * clock skew: a negative send->handling time within MAX_CLOCK_SKEW is clamped to 0, flag `clock_skew`.
 """
 
@@ -51,9 +53,10 @@ __all__ = [
 ]
 
 # Kinds of event the operator understands (events.py maps silver rows onto them).
-KINDS = ("send", "handling", "finished", "applied", "response", "lock_wait", "heartbeat")
+KINDS = ("send", "handling", "finished", "applied", "response", "lock_wait", "gone", "heartbeat")
 # Same-millisecond events of one request sort in this order.
-_KIND_ORDER = {"send": 0, "handling": 1, "lock_wait": 2, "finished": 3, "applied": 3, "response": 4, "heartbeat": 5}
+_KIND_ORDER = {"send": 0, "handling": 1, "lock_wait": 2, "finished": 3, "applied": 3, "response": 4, "gone": 5,
+               "heartbeat": 6}
 
 # One request is in flight per (controller, broker): more than a handful pending means the broker's log is not
 # shipped or the broker is gone; 64 keeps the state small (10,000 brokers x 64 sends) while tolerating bursts.
@@ -340,6 +343,19 @@ class _Key:
         if r["finished_ts"] is None:
             # the controller saw the answer (2.2-2.5 brokers log no Finished line); broker lines may still refine it
             r["status"] = "completed"
+
+    def gone(self, ev: Event) -> None:
+        """The controller declared the broker deleted or bounced (controller.log): it dropped the broker's queued
+        requests with its RequestSendThread. Sends still pending resolve `never_completed` (flag `broker_gone`), so
+        they cannot pair with the requests of the broker's next incarnation; so does a handling left unfinished."""
+        for s in [s for s in self.st.sends if s["ts"] <= ev.ts]:
+            self.st.sends.remove(s)
+            self._expire_send(s, "broker_gone")
+        for r in self.st.records:
+            if r["finished_ts"] is None and r["status"] == "in_flight" and _start(r) <= ev.ts:
+                r["status"], r["dirty"] = "never_completed", True
+                r["flags"].append("broker_gone")
+        self.st.burst = None
 
     def _expire_send(self, s: dict[str, Any], flag: str | None) -> None:
         r = {**_new_record(Event("send", s["ts"], s["request"], s["corr"], s["epoch"], s["partitions"]), s["anchor"]),

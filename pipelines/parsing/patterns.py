@@ -88,6 +88,7 @@ IDENT = (
     "^(?:"
     r"Broker id=(?P<broker_id__b>[0-9]+)"
     r"|Controller id=(?P<controller_id__c>[0-9]+) epoch=(?P<controller_epoch__c>[0-9]+)"
+    r"|Controller id=(?P<controller_id__o>[0-9]+)$"  # KafkaController's own ident (controller.log)
     r"|KafkaApi-(?P<broker_id__k>[0-9]+)"
     r"|Partition (?P<topic__p>\S+)-(?P<partition__p>[0-9]+) broker=(?P<broker_id__p>[0-9]+)"
     r"|(?:Unified)?Log partition=(?P<topic__l>[^,]+)-(?P<partition__l>[0-9]+), dir=.*"
@@ -370,6 +371,11 @@ MESSAGES: tuple[Message, ...] = (
        rf"(?:Map|HashMap)\((?P<count_arrows>.*)\)", "fetcher", "2.2+"),
     _m("fetcher_removed", "Removed fetcher for partitions ",
        r"Removed fetcher for partitions (?:Set|HashSet)\((?P<count_csv>.*)\)", "fetcher", "2.2+"),
+    # ---- controller.log (KafkaController.onBrokerChange, 2.2-3.x ZK): a deleted or bounced broker's queued control
+    # requests are dropped with its RequestSendThread (target_brokers = the deleted ones; bounced ones in the text)
+    _m("broker_change", "Newly added brokers: ",
+       r"Newly added brokers: [0-9, ]*, deleted brokers: (?P<target_brokers>[0-9, ]*), bounced brokers: [0-9, ]*, "
+       r"all live brokers: [0-9, ]*", "controller", "2.2+"),
     # ---- the reference broker's own lock-wait line (DEBUG, logger `planewatch`):
     #   [ReplicaManager broker=1] LeaderAndIsr correlationId 7 waited 0 ms for replicaStateChangeLock
     #   [ReplicaFetcherManager on broker 1] LeaderAndIsr waited N ms for partitionMapLock of ReplicaFetcherThread-0-2

@@ -1048,6 +1048,19 @@ STATE_CASES: list[Case] = [
         event="leader_started",
         kafka_format="2.2-2.5",
     ),
+    # ---- controller.log broker change (the controller drops a deleted/bounced broker's queued requests)
+    st(
+        "INFO",
+        "Controller id=1",
+        "Newly added brokers: , deleted brokers: 3, bounced brokers: 2, all live brokers: 1,2",
+        logger="kafka.controller.KafkaController",
+        broker=1,
+        controller_id=1,
+        role="controller",
+        target_brokers="3",
+        event="broker_change",
+        kafka_format="2.2+",
+    ),
     # ---- the reference broker's lock-wait line
     st(
         "DEBUG",

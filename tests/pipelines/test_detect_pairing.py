@@ -280,3 +280,23 @@ def test_trace_burst_and_summary_attach_late_and_next_summary_is_a_new_request()
     got = sorted((r["correlation_id"], r["sent_ts"]) for r in rows(step(st2, evs, 0, P)))
     assert got == [(7, 59_542), (8, 59_567)]
     assert PairingState.from_json(st2.to_json()) == st2
+
+
+def test_broker_gone_drops_its_queued_sends():
+    # fetcher-lock run: UpdateMetadata queued for broker 3 while it was down; the controller deleted it, it came
+    # back and handled corr 0 of the NEW connection: that one must pair with the send after the restart, not the
+    # dropped one (which paired before: 7.9 s of fake delay, DELAYED_UPDATE_METADATA)
+    st = PairingState()
+    evs = [
+        Event("send", 18_861, "UpdateMetadata", None, 1, 24),
+        Event("send", 19_073, "UpdateMetadata", None, 1, 24),
+        Event("gone", 23_000),
+        Event("send", 26_700, "UpdateMetadata", None, 1, 24),
+        Event("applied", 26_742, "UpdateMetadata", 0, 1, 24),
+    ]
+    out = rows(step(st, evs, 0, P))
+    done = [r for r in out if r["status"] == "completed"]
+    assert [(r["correlation_id"], r["sent_ts"], r["end_to_end_ms"]) for r in done] == [(0, 26_700, 42.0)]
+    dropped = [r for r in out if r["status"] == "never_completed"]
+    assert [(r["sent_ts"], r["flags"]) for r in dropped] == [(18_861, "broker_gone"), (19_073, "broker_gone")]
+    assert st.sends == []

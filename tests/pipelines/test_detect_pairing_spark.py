@@ -66,3 +66,33 @@ def test_trace_and_info_logs_pair_in_spark(spark):
     assert (i["pairing"], i["end_to_end_ms"], i["lock_wait_ms"], i["queue_ms"]) == ("order", 13973.0, 6.0, 6.0)
     assert out[("info", 1, "UpdateMetadata")]["end_to_end_ms"] == 11.0
     assert out[("info", 2, "UpdateMetadata")]["controller_queue_ms"] == 13927.0
+
+
+# The reference controller at TRACE (fetcher-lock run): per-partition lines + the INFO summary are ONE request; then
+# controller.log deletes the broker, which drops the UpdateMetadata still queued for it.
+REFERENCE = """\
+[2026-11-22 08:06:36,932] TRACE [Controller id=3 epoch=1] Sending become-leader LeaderAndIsr request LeaderAndIsrPartitionState(topicName='lock', partitionIndex=0, controllerEpoch=1, leader=1, leaderEpoch=0, isr=[1, 2, 3], zkVersion=0, replicas=[1, 2, 3], addingReplicas=[], removingReplicas=[], isNew=true) to broker 1 for partition lock-0 (state.change.logger)
+[2026-11-22 08:06:36,932] TRACE [Controller id=3 epoch=1] Sending become-follower LeaderAndIsr request LeaderAndIsrPartitionState(topicName='lock', partitionIndex=1, controllerEpoch=1, leader=2, leaderEpoch=0, isr=[2, 3, 1], zkVersion=0, replicas=[2, 3, 1], addingReplicas=[], removingReplicas=[], isNew=true) to broker 1 for partition lock-1 (state.change.logger)
+[2026-11-22 08:06:36,932] INFO [Controller id=3 epoch=1] Sending LeaderAndIsr request to broker 1 with 1 become-leader and 1 become-follower partitions (state.change.logger)
+[2026-11-22 08:06:36,960] INFO [Broker id=1] Handling LeaderAndIsr request correlationId 1 from controller 3 for 2 partitions (state.change.logger)
+[2026-11-22 08:06:37,036] INFO [Broker id=1] Finished LeaderAndIsr request in 76ms correlationId 1 from controller 3 for 2 partitions (state.change.logger)
+[2026-11-22 08:06:45,738] TRACE [Controller id=3 epoch=1] Sending become-leader LeaderAndIsr request LeaderAndIsrPartitionState(topicName='lock', partitionIndex=0, controllerEpoch=1, leader=1, leaderEpoch=1, isr=[1, 2], zkVersion=1, replicas=[1, 2, 3], addingReplicas=[], removingReplicas=[], isNew=false) to broker 1 for partition lock-0 (state.change.logger)
+[2026-11-22 08:06:45,738] TRACE [Controller id=3 epoch=1] Sending become-leader LeaderAndIsr request LeaderAndIsrPartitionState(topicName='lock', partitionIndex=1, controllerEpoch=1, leader=1, leaderEpoch=1, isr=[1, 2], zkVersion=1, replicas=[2, 3, 1], addingReplicas=[], removingReplicas=[], isNew=false) to broker 1 for partition lock-1 (state.change.logger)
+[2026-11-22 08:06:45,738] INFO [Controller id=3 epoch=1] Sending LeaderAndIsr request to broker 1 with 2 become-leader and 0 become-follower partitions (state.change.logger)
+[2026-11-22 08:06:45,740] INFO [Broker id=1] Handling LeaderAndIsr request correlationId 3 from controller 3 for 2 partitions (state.change.logger)
+[2026-11-22 08:06:45,748] INFO [Broker id=1] Finished LeaderAndIsr request in 8ms correlationId 3 from controller 3 for 2 partitions (state.change.logger)
+[2026-11-22 08:06:46,000] INFO [Controller id=3 epoch=1] Sending UpdateMetadata request to brokers HashSet(1) for 2 partitions (state.change.logger)
+[2026-11-22 08:06:47,000] INFO [Controller id=3] Newly added brokers: , deleted brokers: 1, bounced brokers: , all live brokers: 2 (kafka.controller.KafkaController)
+"""
+
+
+def test_reference_trace_burst_is_one_request_and_a_deleted_broker_drops_its_sends(spark):
+    df = spark.createDataFrame(silver("ref", REFERENCE), STATE_CHANGE_EVENTS.to_spark())
+    out = sorted((r.asDict() for r in pair_requests(pairing_input(df), DetectionConfig()).collect()),
+                 key=lambda r: (r["request"], r["sent_ts"]))
+    got = [(r["request"], r["correlation_id"], r["queue_ms"], r["partitions"], r["status"], r["flags"]) for r in out]
+    assert got == [
+        ("LeaderAndIsr", 1, 28.0, 2, "completed", None),
+        ("LeaderAndIsr", 3, 2.0, 2, "completed", None),
+        ("UpdateMetadata", None, None, 2, "never_completed", "broker_gone"),
+    ]
