@@ -73,6 +73,13 @@ METRIC_RULES: dict[str, MetricRule] = {r.alert_type: r for r in (
 )}
 DETECTION_SIGNALS = tuple(sorted({s for r in METRIC_RULES.values() for s in r.signals}))
 
+# Idle meters (Yammer, ns): a meter that was never marked has Count 0 and every rate 0 (rates only move at the first
+# 5-second tick), which reads as "never idle" for a broker that just (re)started. A live idle meter's rates are never
+# exactly 0 (Kafka's handlers mark their idle time at every poll of the request queue), so an exact 0 rate is "not
+# measured yet"; likewise a Count that did not move over a window (e.g. 0 and 0 across a restart) measures nothing.
+IDLE_METERS = ("requesthandleravgidlepercent", "controlplanerequesthandleravgidlepercent")
+METER_RATES = ("meanrate", "oneminuterate", "fiveminuterate", "fifteenminuterate")
+
 # Preferred attribute per window (lower wins): the current rate/percentile over lifetime means.
 _ATTR_RANK = {"oneminuterate": 0, "99thpercentile": 0, "0.99": 0, "value": 1, "": 1, "count": 2, "mean": 3,
               "fiveminuterate": 3, "fifteenminuterate": 3, "meanrate": 4}
@@ -92,6 +99,9 @@ def metric_windows(samples: DataFrame, cfg: DetectionConfig) -> DataFrame:
 
     src = samples.where(F.col("ts").isNotNull() & F.col("value").isNotNull() & ~F.isnan("value"))
     src = src.withColumn("sig", norm_signal(F.col("signal"))).where(F.col("sig").isin(*DETECTION_SIGNALS))
+    unmeasured = F.col("sig").isin(*IDLE_METERS) & F.lower(F.coalesce(F.col("attribute"), F.lit(""))).isin(
+        *METER_RATES) & (F.col("value") == 0.0)
+    src = src.where(~unmeasured)
     if samples.isStreaming:
         src = src.withWatermark("ts", f"{int(cfg.watermark_delay_s * 1000)} milliseconds")
     w = F.window("ts", f"{int(cfg.metric_window_s * 1000)} milliseconds")
@@ -134,7 +144,7 @@ def _ratio(stat: str) -> Column:
     direct = F.when(raw > 1.0 + 1e-9, raw / 100.0).otherwise(raw)
     span_ns = (F.col("last_ts").cast("double") - F.col("first_ts").cast("double")) * NANOS_PER_SECOND
     delta = F.col("vlast") - F.col("vfirst")
-    from_count = F.when((span_ns > 0) & (delta >= 0), F.least(delta / span_ns, F.lit(1.0)))
+    from_count = F.when((span_ns > 0) & (delta > 0), F.least(delta / span_ns, F.lit(1.0)))
     return F.when(F.lower(F.coalesce(F.col("attribute"), F.lit(""))) == "count", from_count).otherwise(direct)
 
 
@@ -152,7 +162,7 @@ def _best_attribute(df: DataFrame, keys: list[str], prefer_count: bool = False) 
     )
     if prefer_count:
         usable = (attr == "count") & (F.col("samples") >= 2) & (F.col("last_ts") > F.col("first_ts")) & (
-            F.col("vlast") >= F.col("vfirst"))
+            F.col("vlast") > F.col("vfirst"))
         rank = F.when(usable, F.lit(-1)).otherwise(rank)
     w = Window.partitionBy(*keys).orderBy(rank, F.col("attribute"))
     return df.withColumn("_rank", F.row_number().over(w)).where(F.col("_rank") == 1).drop("_rank")
