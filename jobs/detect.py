@@ -149,13 +149,14 @@ class PairingBatch:
         self.holder: dict[str, Any] = {"name": "detect_pairing"}
 
     def _fetcher_lines(self, batch: DataFrame) -> DataFrame:
-        """state_change_events of the batch's clusters and days (LOCK_CONTENTION's fetcher bursts)."""
+        """state_change_events of the batch's clusters and days (LOCK_CONTENTION's fetcher bursts and lock waits,
+        LEADER_AND_ISR_NOT_COMPLETED's controller elections)."""
         from pyspark.sql import functions as F
 
         from jobs.io.delta_read import read_delta
 
         keys = (
-            batch.select("cluster", F.to_date(F.coalesce("handling_ts", "finished_ts")).alias("date"))
+            batch.select("cluster", F.to_date(F.coalesce("handling_ts", "finished_ts", "sent_ts")).alias("date"))
             .where(F.col("date").isNotNull())
             .distinct()
             .collect()
@@ -194,9 +195,10 @@ class PairingBatch:
         if tbl.num_rows:
             rows = self.spark.createDataFrame(tbl)
             slowest = pc.max(tbl["processing_ms"]).as_py()
+            dead = bool(pc.any(pc.equal(tbl["status"], "never_completed")).as_py())
             fetch = (
                 self._fetcher_lines(rows)
-                if slowest is not None and slowest >= self.cfg.threshold("LOCK_CONTENTION").warning
+                if dead or (slowest is not None and slowest >= self.cfg.threshold("LOCK_CONTENTION").warning)
                 else self.spark.createDataFrame([], STATE_CHANGE_EVENTS.to_spark())
             )
             cands = _candidates_list(latency_candidates(rows, fetch, self.cfg))

@@ -39,10 +39,11 @@ def _union(frames: list[DataFrame]) -> DataFrame:
 
 
 def latency_candidates(latency: DataFrame, state_changes: DataFrame, cfg: DetectionConfig) -> DataFrame:
-    """Candidates from control_request_latency rows (fetcher lines from state_changes for LOCK_CONTENTION)."""
+    """Candidates from control_request_latency rows (state_changes: fetcher and lock lines for LOCK_CONTENTION,
+    controller elections for LEADER_AND_ISR_NOT_COMPLETED)."""
     return _union([
         lat.detect_delayed_leader_and_isr(latency, cfg),
-        lat.detect_leader_and_isr_not_completed(latency, cfg),
+        lat.detect_leader_and_isr_not_completed(latency, cfg, state_changes),
         lat.detect_delayed_update_metadata(latency, cfg),
         lat.detect_lock_contention(latency, state_changes, cfg),
     ])

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CONTROL_REQUESTS",
     "PAIRING_INPUT_DDL",
+    "controller_elections",
     "heartbeats",
     "pairing_input",
     "partition_map_lock_waits",
@@ -206,6 +207,14 @@ def stale_epoch_events(state_changes: DataFrame) -> DataFrame:
     """Rows where a broker rejected a control request for a stale broker epoch (KafkaApis lines)."""
 
     return state_changes.where(_is(STALE_EVENTS) | _msg(RX_STALE))
+
+
+def controller_elections(state_changes: DataFrame) -> DataFrame:
+    """controller.log `N successfully elected as the controller. Epoch incremented to E` rows (controller_epoch)."""
+    from pyspark.sql import functions as F
+
+    return state_changes.where((_is(("controller_elected",)) | _msg(r"successfully elected as the controller"))
+                               & F.col("controller_epoch").isNotNull())
 
 
 def partition_map_lock_waits(state_changes: DataFrame) -> DataFrame:

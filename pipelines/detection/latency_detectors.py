@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from pipelines.detection.common import candidates, level, setting, severity
 from pipelines.detection.events import (
     CONTROL_REQUESTS,
+    controller_elections,
     fetcher_events,
     partition_map_lock_waits,
     stale_epoch_events,
@@ -86,10 +87,14 @@ def detect_delayed_leader_and_isr(latency: DataFrame, cfg: DetectionConfig) -> D
     )
 
 
-def detect_leader_and_isr_not_completed(latency: DataFrame, cfg: DetectionConfig) -> DataFrame:
+def detect_leader_and_isr_not_completed(latency: DataFrame, cfg: DetectionConfig,
+                                        state_changes: DataFrame | None = None) -> DataFrame:
     """LEADER_AND_ISR_NOT_COMPLETED: a LeaderAndIsr was sent (or started) and not finished within the timeout.
 
-    Requests dropped by a broker restart or superseded by a controller failover are excused (flags)."""
+    Requests dropped by a broker restart or superseded by a controller failover are excused (flags). So is a request
+    whose controller was replaced before the timeout: a controller with a higher epoch was elected in the cluster
+    (controller.log `N successfully elected as the controller. Epoch incremented to E`; in ZK mode the old
+    controller's queued requests die with it, and its key never sees the new epoch, so pairing cannot flag it)."""
     from pyspark.sql import functions as F
 
     rows = latency.where(
@@ -97,6 +102,14 @@ def detect_leader_and_isr_not_completed(latency: DataFrame, cfg: DetectionConfig
     )
     timeout_ms = setting(cfg, "never_completed_timeout_s") * 1000
     started = F.coalesce("sent_ts", "handling_ts")
+    if state_changes is not None:
+        elected = controller_elections(state_changes).select(
+            F.col("cluster").alias("e_cluster"), F.col("ts").alias("e_ts"),
+            F.col("controller_epoch").alias("e_epoch"))
+        rows = rows.join(elected, (F.col("e_cluster") == F.col("cluster"))
+                         & (F.col("e_epoch") > F.coalesce(F.col("controller_epoch"), F.lit(-1)))
+                         & (F.col("e_ts") >= started)
+                         & (F.col("e_ts") <= started + F.make_dt_interval(secs=timeout_ms / 1000)), "left_anti")
     summary = F.concat(
         _who("LeaderAndIsr"), F.lit(" to broker "), F.col("broker_id"),
         F.when(F.col("handling_ts").isNotNull(), F.lit(" started but")).otherwise(F.lit(" was sent but")),

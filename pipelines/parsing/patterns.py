@@ -376,6 +376,11 @@ MESSAGES: tuple[Message, ...] = (
     _m("broker_change", "Newly added brokers: ",
        r"Newly added brokers: [0-9, ]*, deleted brokers: (?P<target_brokers>[0-9, ]*), bounced brokers: [0-9, ]*, "
        r"all live brokers: [0-9, ]*", "controller", "2.2+"),
+    # controller.log (KafkaController.elect, 2.2-3.x ZK): a new controller epoch; the previous controller's queued
+    # requests died with it
+    _m("controller_elected", "",
+       rf"(?P<controller_id>{_N}) successfully elected as the controller\. Epoch incremented to "
+       rf"(?P<controller_epoch>{_N}).*", "controller", "2.2+", contains=" successfully elected as the controller"),
     # ---- the reference broker's own lock-wait line (DEBUG, logger `planewatch`):
     #   [ReplicaManager broker=1] LeaderAndIsr correlationId 7 waited 0 ms for replicaStateChangeLock
     #   [ReplicaFetcherManager on broker 1] LeaderAndIsr waited N ms for partitionMapLock of ReplicaFetcherThread-0-2

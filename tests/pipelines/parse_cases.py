@@ -1061,6 +1061,18 @@ STATE_CASES: list[Case] = [
         event="broker_change",
         kafka_format="2.2+",
     ),
+    st(
+        "INFO",
+        "Controller id=2",
+        "2 successfully elected as the controller. Epoch incremented to 5 and epoch zk version is now 5",
+        logger="kafka.controller.KafkaController",
+        broker=2,
+        controller_id=2,
+        controller_epoch=5,
+        role="controller",
+        event="controller_elected",
+        kafka_format="2.2+",
+    ),
     # ---- the reference broker's lock-wait line
     st(
         "DEBUG",

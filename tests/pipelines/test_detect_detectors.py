@@ -41,9 +41,10 @@ def lat(cluster, request="LeaderAndIsr", status="completed", e2e=40.0, lock=1.0,
                flags=flags, controller_queue_ms=cq)
 
 
-def sc(cluster, sec, message, broker=2, event=None, lock_wait_ms=None):
+def sc(cluster, sec, message, broker=2, event=None, lock_wait_ms=None, controller_epoch=None):
     return row(STATE_CHANGE_EVENTS, cluster=cluster, broker_id=broker, ts=t(sec), level="INFO", event=event,
-               message=message, source="f", source_offset=0, lock_wait_ms=lock_wait_ms)
+               message=message, source="f", source_offset=0, lock_wait_ms=lock_wait_ms,
+               controller_epoch=controller_epoch)
 
 
 def map_lock(cluster, sec, waited):
@@ -75,6 +76,7 @@ def found(spark):
         lat("nc-fire", status="never_completed", e2e=None, lock=None),
         lat("nc-quiet", status="never_completed", e2e=None, lock=None, flags="broker_restart"),
         lat("nc-quiet", key="ok"),
+        lat("nc-quiet", status="never_completed", e2e=None, lock=None, key="controller-died"),
         lat("um-fire", request="UpdateMetadata", e2e=9000.0, lock=None, proc=None),
         lat("um-quiet", request="UpdateMetadata", e2e=13940.0, cq=13927.0, lock=None, proc=None),
         lat("lock-fire", lock=4000.0, e2e=4100.0, proc=100.0),
@@ -88,6 +90,16 @@ def found(spark):
     # handling 1.006 s .. finished 2.606 s: two fetchers' waits inside (900 + 700 ms); outside or small: quiet
     changes += [map_lock("lockm-fire", 1.5, 900), map_lock("lockm-fire", 2.4, 700)]
     changes += [map_lock("lockm-quiet", 0.5, 900), map_lock("lockm-quiet", 1.5, 300), map_lock("lockm-quiet", 3.0, 900)]
+    # the controller (epoch 9) of nc-quiet's third request died: epoch 10 elected 3 s after the send; nc-fire's
+    # election happened long after its timeout, and an election of the same epoch proves nothing
+    changes += [
+        sc("nc-quiet", 4, "3 successfully elected as the controller. Epoch incremented to 10 and epoch zk version "
+                          "is now 10", broker=3, event="controller_elected", controller_epoch=10),
+        sc("nc-fire", 500, "3 successfully elected as the controller. Epoch incremented to 10 and epoch zk version "
+                           "is now 10", broker=3, event="controller_elected", controller_epoch=10),
+        sc("nc-fire", 4, "1 successfully elected as the controller. Epoch incremented to 9 and epoch zk version "
+                         "is now 9", broker=1, event="controller_elected", controller_epoch=9),
+    ]
     changes += [
         sc("stale-fire", 3, "[KafkaApi-2] Received LeaderAndIsr request with broker epoch 25 smaller than the "
                             "current broker epoch 31"),
