@@ -14,8 +14,9 @@ from schemas.tables import METRIC_SAMPLES
 T0 = dt.datetime(2021, 3, 2, 8, 0, tzinfo=dt.UTC)
 
 
-def _sample(signal: str | None, value: float | None, broker: int = 1, ts: dt.datetime | None = T0) -> tuple:
-    return ("c", broker, ts, signal, None, "Value", None, None, None, {}, value, "raw", "prometheus", "f", 0, T0, 0,
+def _sample(signal: str | None, value: float | None, broker: int = 1, ts: dt.datetime | None = T0,
+            attribute: str = "Value") -> tuple:
+    return ("c", broker, ts, signal, None, attribute, None, None, None, {}, value, "raw", "prometheus", "f", 0, T0, 0,
             T0.date())  # fmt: skip
 
 
@@ -28,13 +29,14 @@ def test_hard_rules_split_rows_with_the_failed_expectation(spark) -> None:
         _sample("NetworkProcessorAvgIdlePercent", 85.0),  # 0..100 convention
         _sample("NetworkProcessorAvgIdlePercent", 140.0),
         _sample("NetworkProcessorAvgIdlePercent", float("nan")),
+        _sample("AcceptorBlockedPercent", 1.8e9, attribute="Count"),  # a meter's Count: cumulative ns, no range
         _sample(None, 1.0),
         _sample("BytesInPerSec", -5.0),  # not a queue size or a percent: no range rule
         _sample("RequestQueueSize", 1.0, broker=-3),
     ]
     df = spark.createDataFrame(rows, METRIC_SAMPLES.ddl())
     good, bad = split_valid(df, load_suite("metric_samples"))
-    assert sorted(r["value"] for r in good.collect()) == [-5.0, 0.7, 3.0, 85.0]
+    assert sorted(r["value"] for r in good.collect()) == [-5.0, 0.7, 3.0, 85.0, 1.8e9]
     reasons = {r["_dq_reason"] for r in bad.collect()}
     assert "expect_column_values_to_not_be_null(signal)" in reasons
     assert "expect_column_values_to_be_between(value, min_value=0) when signal LIKE '%QueueSize'" in reasons
