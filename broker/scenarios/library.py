@@ -41,6 +41,16 @@ from broker.scenarios.base import (
 
 __all__ = ["SCENARIOS", "fetcher_lock_run", "produce_backlog_run"]
 
+# connection-storm: the PLAINTEXT listener's max.connections, far below the storm (the acceptor blocks at it), and
+# how long one storm connect may wait once the listen backlog is full too (then the storm stops growing).
+STORM_LISTENER_MAX_CONNECTIONS = 500
+STORM_CONNECT_TIMEOUT_S = 3.0
+
+# fetcher-lock: each leader-epoch checkpoint flush is slowed by this much (a slow disk's fsync, KAFKA-6974). The
+# locked fetcher holds partitionMapLock over a whole fetch response, i.e. over several such flushes: at 100 ms the
+# LeaderAndIsr waits stayed under 0.5 s on 2 busy cores; 300 ms makes them exceed LOCK_CONTENTION's 1 s.
+FETCHER_CHECKPOINT_DELAY_MS = 300
+
 _LOCK_WAIT = re.compile(r"LeaderAndIsr waited (\d+) ms for partitionMapLock")
 _TS = r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]"
 _SEND = re.compile(_TS + r" INFO \[Controller id=\d+ epoch=\d+\] Sending LeaderAndIsr request to broker (\d+) ")
@@ -176,21 +186,29 @@ def produce_backlog(d: Path, tl: Timeline) -> None:
 
 
 def connection_storm(d: Path, tl: Timeline) -> None:
-    """KIP-402: open many connections against broker 1 while produce runs, then close them."""
+    """KIP-402: open many connections against broker 1 while produce runs, then close them.
+
+    The PLAINTEXT listener is capped (``listener.name.plaintext.max.connections``, a listener limit applies even to
+    the inter-broker listener) well below the storm, so the acceptor really blocks waiting for a slot, as a broker
+    at its limit does; without a cap the acceptor hands thousands of connections to its processors in a few ms.
+    """
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     n = max(100, min(3000, soft - 300))
-    with started_cluster(ClusterSpec(d / "cluster", brokers=1), tl) as cluster:
+    cap = max(20, min(STORM_LISTENER_MAX_CONNECTIONS, n // 3))
+    spec = ClusterSpec(d / "cluster", brokers=1, extra={"listener.name.plaintext.max.connections": str(cap)})
+    with started_cluster(spec, tl) as cluster:
         create_topic(cluster, "storm", 3, 1)
         load = Load(cluster.bootstrap_servers(), "storm", 3, max_records=200_000, max_seconds=25, rate=4000).start()
         tl.emit("load-started", topic="storm")
         time.sleep(3)
         socks: list[socket.socket] = []
         port = cluster.ports[1]["PLAINTEXT"]
-        tl.emit("storm-started", broker=1, target_connections=n)
+        tl.emit("storm-started", broker=1, listener="PLAINTEXT", target_connections=n,
+                listener_max_connections=cap)
         try:
             for _ in range(n):
-                try:
-                    socks.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+                try:  # past the cap the kernel's listen backlog still completes handshakes; then connects time out
+                    socks.append(socket.create_connection(("127.0.0.1", port), timeout=STORM_CONNECT_TIMEOUT_S))
                 except OSError:
                     break
             tl.emit("storm-peak", broker=1, connections=len(socks))
@@ -206,14 +224,15 @@ def connection_storm(d: Path, tl: Timeline) -> None:
 
 def fetcher_lock_run(d: Path, tl: Timeline, model: str) -> dict[str, Any]:
     """One half of fetcher-lock with fetcher model ``locked`` or ``async`` (cluster under ``d/cluster``)."""
-    spec = ClusterSpec(d / "cluster", fetcher_model=model, checkpoint_delay_ms=100, session_timeout_ms=4000,
+    spec = ClusterSpec(d / "cluster", fetcher_model=model, checkpoint_delay_ms=FETCHER_CHECKPOINT_DELAY_MS,
+                       session_timeout_ms=4000,
                        extra={"log.segment.bytes": "20000", "log.retention.bytes": "40000",
                               "log.retention.check.interval.ms": "1000"})
     with started_cluster(spec, tl) as cluster:
         create_topic(cluster, "lock", 24, 3)
         load = Load(cluster.bootstrap_servers(), "lock", 24, max_records=100_000, max_seconds=40,
                     value_bytes=500, acks="1", rate=2000).start()
-        tl.emit("load-started", run=model, topic="lock", checkpoint_delay_ms=100)
+        tl.emit("load-started", run=model, topic="lock", checkpoint_delay_ms=FETCHER_CHECKPOINT_DELAY_MS)
         time.sleep(5)
         for victim in (3, 2):
             cluster.kill_broker(victim)
