@@ -35,7 +35,7 @@ from typing import Any
 from broker.controller.requests import BrokerNode, response_to_kafka_string
 from broker.log4j import KafkaLogger, Log4j, default_log4j
 from broker.metrics.registry import Histogram, MetricName, MetricsRegistry
-from broker.protocol import API_NAMES, ProtocolError, decode_response, encode_request
+from broker.protocol import API_NAMES, ApiKey, ProtocolError, decode_response, encode_request
 
 __all__ = [
     "DEFAULT_REQUEST_TIMEOUT_MS",
@@ -250,8 +250,9 @@ class RequestSendThread(threading.Thread):
                                        (first_send_ns - item.enqueue_ns) / 1e6, (done_ns - sent_ns) / 1e6)
             sc = self.manager.state_change_logger()
             if sc.is_trace_enabled():
-                sc.trace(f"Received response {response_to_kafka_string(item.api_key, body)} for request {api} with "
-                         f"correlation id {correlation_id} sent to broker {self.node}")
+                # `$api` is Kafka's ApiKeys enum: its toString is the constant name (LEADER_AND_ISR), not `name`
+                sc.trace(f"Received response {response_to_kafka_string(item.api_key, body)} for request "
+                         f"{ApiKey(item.api_key).name} with correlation id {correlation_id} sent to broker {self.node}")
             if item.callback is not None:
                 try:
                     item.callback(response)

@@ -180,9 +180,9 @@ def test_channel_sends_in_order_one_in_flight_and_writes_controller_lines(
         "TRACE [Controller id=1 epoch=5] Sending StopReplica request StopReplicaPartitionState(partitionIndex=7, "
         "leaderEpoch=4, deletePartition=true) to broker 1 for partition t-7",
         f"TRACE [Controller id=1 epoch=5] Received response UpdateMetadataResponseData(errorCode=0) for request "
-        f"UpdateMetadata with correlation id 1 sent to broker {node}",
+        f"UPDATE_METADATA with correlation id 1 sent to broker {node}",
         f"TRACE [Controller id=1 epoch=5] Received response StopReplicaResponseData(errorCode=0, partitionErrors=["
-        f"StopReplicaPartitionError(topicName='t', partitionIndex=9, errorCode=0)]) for request StopReplica with "
+        f"StopReplicaPartitionError(topicName='t', partitionIndex=9, errorCode=0)]) for request STOP_REPLICA with "
         f"correlation id 2 sent to broker {node}",
     ]:
         assert re.search("^" + TS + " " + re.escape(line) + r" \(state\.change\.logger\)$", text, re.M), line
