@@ -31,6 +31,9 @@ Edge cases, each with a flag on the row:
     flag `broker_restart` and hands its send to the retry.
   * broker deleted or bounced (controller.log `Newly added brokers: .., deleted brokers: 3, bounced brokers: ..`):
     the controller dropped its queued requests; pending sends resolve `never_completed` with flag `broker_gone`.
+  * an UpdateMetadata for 0 partitions leaves no broker line (Kafka logs `Add N partitions ...` only for partition
+    states): broker lines skip it; it completes with its TRACE response, or (flag `no_broker_line`) when a later
+    request on the key is handled.
   * clock skew: a negative send->handling time within MAX_CLOCK_SKEW is clamped to 0, flag `clock_skew`.
 """
 
@@ -177,8 +180,13 @@ class _Key:
         self.out: list[dict[str, Any]] = []
 
     # --- matching ------------------------------------------------------------------------------------------
-    def _take_send(self, request: str | None, corr: int | None, epoch: int | None, at: int) -> dict[str, Any] | None:
-        """Remove and return the send a broker-side request at event time `at` answers, or None."""
+    def _take_send(self, request: str | None, corr: int | None, epoch: int | None, at: int,
+                   broker_side: bool = True) -> dict[str, Any] | None:
+        """Remove and return the send a request at event time `at` answers, or None.
+
+        A broker-side line never answers a silent send (an UpdateMetadata for 0 partitions: the broker logs nothing
+        for it); silent sends older than the one a broker line takes were answered before it (one request in flight
+        per broker) and resolve `completed` without a finish time."""
         sends = self.st.sends
         if corr is not None:
             for i, s in enumerate(sends):
@@ -186,12 +194,17 @@ class _Key:
                     return sends.pop(i)
         cands = [s for s in sends
                  if s["corr"] is None and s["request"] == request and s["ts"] <= at + self.p.max_skew_ms
-                 and (epoch is None or s["epoch"] is None or s["epoch"] == epoch)]
+                 and (epoch is None or s["epoch"] is None or s["epoch"] == epoch)
+                 and not (broker_side and s.get("silent"))]
         if not cands:
             return None
         top = max((s["epoch"] for s in cands if s["epoch"] is not None), default=None)
         chosen = min((s for s in cands if s["epoch"] == top), key=lambda s: s["ts"])
         sends.remove(chosen)
+        if broker_side:
+            for s in [s for s in sends if s.get("silent") and s["request"] == request and s["ts"] <= chosen["ts"]]:
+                sends.remove(s)
+                self._answered_silently(s)
         if top is not None:  # older controller epochs on this key were superseded by a failover
             for s in [s for s in sends if s["epoch"] is not None and s["epoch"] < top and s["ts"] <= chosen["ts"]]:
                 sends.remove(s)
@@ -255,8 +268,10 @@ class _Key:
         self.st.burst = {"anchor": anchor, "request": ev.request, "epoch": ev.controller_epoch, "last_ts": ev.ts,
                          "closed": ev.detail is None}
         # A late Sending line (its broker side already seen): attach to the earliest unsent record it can answer.
+        silent = ev.request == "UpdateMetadata" and ev.partitions == 0 and ev.detail is None
         for r in self.st.records:
-            if (r["sent_ts"] is None and r["request"] == ev.request and r["status"] != "never_completed"
+            if (not silent and r["sent_ts"] is None and r["request"] == ev.request
+                    and r["status"] != "never_completed"
                     and (ev.correlation_id is None or r["corr"] == ev.correlation_id)
                     and _start(r) + self.p.max_skew_ms >= ev.ts):
                 self._attach_send(r, {"ts": ev.ts, "epoch": ev.controller_epoch, "partitions": ev.partitions,
@@ -265,7 +280,7 @@ class _Key:
                 return
         self.st.sends.append({"ts": ev.ts, "request": ev.request, "corr": ev.correlation_id,
                               "epoch": ev.controller_epoch, "partitions": ev.partitions,
-                              "anchor": anchor, "burst": ev.detail is not None})
+                              "anchor": anchor, "burst": ev.detail is not None, "silent": silent})
         if len(self.st.sends) > MAX_PENDING_SENDS:
             self.st.sends.pop(0)
             self.st.dropped += 1
@@ -328,13 +343,13 @@ class _Key:
         """Controller TRACE `Received response ... correlation id N`: gives the oldest unanswered send its id."""
         r = self._find(ev.request, ev.correlation_id)
         if r is None:
-            s = self._take_send(ev.request, None, None, ev.ts)
+            s = self._take_send(ev.request, None, None, ev.ts, broker_side=False)
             r = _new_record(ev, s["anchor"] if s else f"r{ev.correlation_id}:{ev.ts}")
             if s is not None:
                 self._attach_send(r, s, ev.ts)
             self.st.records.append(r)
         elif r["sent_ts"] is None:
-            s = self._take_send(ev.request, None, None, ev.ts)
+            s = self._take_send(ev.request, None, None, ev.ts, broker_side=False)
             if s is not None:
                 self._attach_send(r, s, ev.ts)
         r["pairing"] = "correlation_id"
@@ -356,6 +371,12 @@ class _Key:
                 r["status"], r["dirty"] = "never_completed", True
                 r["flags"].append("broker_gone")
         self.st.burst = None
+
+    def _answered_silently(self, s: dict[str, Any]) -> None:
+        r = {**_new_record(Event("send", s["ts"], s["request"], s["corr"], s["epoch"], s["partitions"]), s["anchor"]),
+             "sent_ts": s["ts"], "status": "completed"}
+        r["flags"].append("no_broker_line")
+        self.out.append(r)
 
     def _expire_send(self, s: dict[str, Any], flag: str | None) -> None:
         r = {**_new_record(Event("send", s["ts"], s["request"], s["corr"], s["epoch"], s["partitions"]), s["anchor"]),

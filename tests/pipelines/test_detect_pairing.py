@@ -300,3 +300,27 @@ def test_broker_gone_drops_its_queued_sends():
     dropped = [r for r in out if r["status"] == "never_completed"]
     assert [(r["sent_ts"], r["flags"]) for r in dropped] == [(18_861, "broker_gone"), (19_073, "broker_gone")]
     assert st.sends == []
+
+
+def test_update_metadata_for_zero_partitions_leaves_no_broker_line():
+    # the produce-backlog run: broker 2 logged nothing for the 0-partition UpdateMetadata at cluster start, so every
+    # later UpdateMetadata paired with the send before its own (9 s of fake delay, DELAYED_UPDATE_METADATA)
+    st = PairingState()
+    evs = [
+        Event("send", 52_478, "UpdateMetadata", None, 1, 0),
+        Event("send", 52_582, "UpdateMetadata", None, 1, 6),
+        Event("applied", 52_619, "UpdateMetadata", 2, 1, 6),
+        Event("send", 61_624, "UpdateMetadata", None, 1, 1),
+        Event("applied", 61_634, "UpdateMetadata", 4, 1, 1),
+    ]
+    out = rows(step(st, evs, 0, P))
+    got = sorted((r["sent_ts"], r["correlation_id"], r["end_to_end_ms"], r["status"], r["flags"]) for r in out)
+    assert got == [(52_478, None, None, "completed", "no_broker_line"), (52_582, 2, 37.0, "completed", None),
+                   (61_624, 4, 10.0, "completed", None)]
+    assert st.sends == []
+    # with the controller's TRACE response the silent send completes by correlation id
+    st2 = PairingState()
+    evs2 = [Event("send", 52_478, "UpdateMetadata", None, 1, 0), Event("response", 52_496, "UpdateMetadata", 0),
+            Event("send", 52_582, "UpdateMetadata", None, 1, 6), Event("applied", 52_619, "UpdateMetadata", 2, 1, 6)]
+    got2 = sorted((r["sent_ts"], r["correlation_id"], r["end_to_end_ms"]) for r in rows(step(st2, evs2, 0, P)))
+    assert got2 == [(52_478, 0, 18.0), (52_582, 2, 37.0)]
