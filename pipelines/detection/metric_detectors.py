@@ -144,8 +144,16 @@ def _ratio(stat: str) -> Column:
     direct = F.when(raw > 1.0 + 1e-9, raw / 100.0).otherwise(raw)
     span_ns = (F.col("last_ts").cast("double") - F.col("first_ts").cast("double")) * NANOS_PER_SECOND
     delta = F.col("vlast") - F.col("vfirst")
-    from_count = F.when((span_ns > 0) & (delta > 0), F.least(delta / span_ns, F.lit(1.0)))
+    from_count = F.when((span_ns > 0) & (delta > 0) & _count_monotonic(), F.least(delta / span_ns, F.lit(1.0)))
     return F.when(F.lower(F.coalesce(F.col("attribute"), F.lit(""))) == "count", from_count).otherwise(direct)
+
+
+def _count_monotonic() -> Column:
+    """A cumulative Count that did not restart inside the window: it starts at its minimum and ends at its maximum
+    (a broker restart resets it to 0, e.g. 0 -> 9.7e9 -> 0.5e9 -> 4.8e9, which would read as a low fraction)."""
+    from pyspark.sql import functions as F
+
+    return (F.col("vfirst") == F.col("vmin")) & (F.col("vlast") == F.col("vmax"))
 
 
 def _best_attribute(df: DataFrame, keys: list[str], prefer_count: bool = False) -> DataFrame:
@@ -162,7 +170,7 @@ def _best_attribute(df: DataFrame, keys: list[str], prefer_count: bool = False) 
     )
     if prefer_count:
         usable = (attr == "count") & (F.col("samples") >= 2) & (F.col("last_ts") > F.col("first_ts")) & (
-            F.col("vlast") > F.col("vfirst"))
+            F.col("vlast") > F.col("vfirst")) & _count_monotonic()
         rank = F.when(usable, F.lit(-1)).otherwise(rank)
     w = Window.partitionBy(*keys).orderBy(rank, F.col("attribute"))
     return df.withColumn("_rank", F.row_number().over(w)).where(F.col("_rank") == 1).drop("_rank")

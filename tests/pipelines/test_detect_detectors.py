@@ -139,6 +139,8 @@ def found(spark):
         # a broker bounced inside the window: each incarnation's first sample has an unmarked meter (all 0)
         *ms("rhbounce-quiet", "RequestHandlerAvgIdlePercent", [0.0, 0.0], "OneMinuteRate", step=5.0),
         *ms("rhbounce-quiet", "RequestHandlerAvgIdlePercent", [0.0, 0.0], "Count", step=5.0),
+        # the broker restarted inside the window: its Count restarted from 0 (a fraction over it means nothing)
+        *ms("rhrestart-quiet", "RequestHandlerAvgIdlePercent", [0, 9.7e9, 0.5e9, 4.8e9], "Count", step=7.0),
         # the exact window fraction (Count: 5 % idle) wins over a lagging OneMinuteRate
         *ms("rhcount-fire", "RequestHandlerAvgIdlePercent", [0.9, 0.8], "OneMinuteRate"),
         *ms("rhcount-fire", "RequestHandlerAvgIdlePercent", [0, 0.5e9], "Count"),
@@ -199,7 +201,7 @@ def test_detector_fires(found, type_, case, broker):
 
 
 FIRE_ONLY = ("rqs-override", "lockf", "accc", "netp", "rhcp", "rhcount")
-QUIET_ONLY = {("REQUEST_HANDLER_SATURATED", "rhyoung"), ("REQUEST_HANDLER_SATURATED", "rhbounce")}
+QUIET_ONLY = {("REQUEST_HANDLER_SATURATED", c) for c in ("rhyoung", "rhbounce", "rhrestart")}
 QUIET = sorted({(ty, c) for ty, c, _ in CASES if c not in FIRE_ONLY} | QUIET_ONLY)
 
 
