@@ -89,8 +89,12 @@ def utc_date(ts: Column) -> Column:
 
 def api_name_col(text: Column) -> Column:
     """LEADER_AND_ISR / "update metadata" -> LeaderAndIsr / UpdateMetadata (unknown spellings kept)."""
+    # a canonical name maps to itself: one hash lookup, no lower() (which goes through ICU case mapping)
+    canonical = F.create_map(*[F.lit(x) for name in API_BY_KEY.values() for x in (name, name)])
     lookup = F.create_map(*[F.lit(x) for kv in API_BY_KEY.items() for x in kv])
-    return F.coalesce(F.try_element_at(lookup, F.lower(F.translate(text, "_ ", ""))), text)
+    return F.coalesce(
+        F.try_element_at(canonical, text), F.try_element_at(lookup, F.lower(F.translate(text, "_ ", ""))), text
+    )
 
 
 def _api_id_col(name: Column) -> Column:
@@ -112,40 +116,66 @@ def _request_json_schema() -> str:
     return ", ".join(parts)
 
 
+# Projections kept per (JVM, zone): building them costs thousands of py4j calls (seconds per micro-batch on a busy
+# 2-core driver); Column expressions are unresolved trees, valid for any DataFrame of the same JVM. A process uses one
+# or two zones; the bound only keeps a pathological caller from growing the cache.
+_MAX_CACHED_PROJECTIONS = 16
+_Step = tuple[tuple["Column | str", ...], tuple[str, ...]]  # (columns selected, columns dropped afterwards)
+_PROJECTIONS: dict[tuple[int, str], tuple[_Step, ...]] = {}
+
+
 def parse_logs_routed(raw: DataFrame, cluster_tz: str = "UTC") -> DataFrame:
     """raw (RAW_LOGS columns) -> one wide row per line with `_route` (ROUTES), `_reason` and every output column."""
+    key = (id(raw.sparkSession.sparkContext._jvm), cluster_tz)
+    steps = _PROJECTIONS.get(key)
+    if steps is None:
+        if len(_PROJECTIONS) >= _MAX_CACHED_PROJECTIONS:
+            _PROJECTIONS.clear()
+        steps = _PROJECTIONS[key] = _projections(cluster_tz)
+    df = raw
+    for cols, drop in steps:
+        df = df.select(*cols)
+        if drop:
+            df = df.drop(*drop)
+    return df
+
+
+def _layout(text: Column) -> Column:
+    """The layout template of one line: the Apache regex alone on lines starting with `[` (no other alternative can
+    match them, and no prefix is stripped from them), else the prefix stripped and the whole layout regex."""
+    st = LOG_STAGES
+    return F.when(F.startswith(text, F.lit("[")), apply(text, st.layout_apache)).otherwise(
+        apply(F.regexp_replace(text, st.prefix_java, ""), st.layout)
+    )
+
+
+def _projections(cluster_tz: str) -> tuple[_Step, ...]:
     st = LOG_STAGES
     line = F.coalesce(F.col("line"), F.lit(""))
     nl = F.instr(line, "\n")
-
-    def strip(c: Column) -> Column:  # the prefix regex only runs on lines that do not start like Apache's layout
-        return F.when(F.startswith(c, F.lit("[")), c).otherwise(F.regexp_replace(c, st.prefix_java, ""))
-
     first_raw = F.substring_index(line, "\n", 1)
     # a CRLF file leaves a `\r` at the end of the line: not part of the layout
     first = F.when(
         F.endswith(first_raw, F.lit("\r")), first_raw.substr(F.lit(1), F.length(first_raw) - 1)
     ).otherwise(first_raw)
-    a = raw.select(
+    a = (
         "*",
         (nl > 0).alias("_has_nl"),
         F.when(nl > 0, F.substring(line, nl, _MAX)).otherwise(F.lit("")).alias("_tail"),
-        apply(strip(first), st.layout).alias("_lp1"),
+        _layout(first).alias("_lp1"),
     )
     n_layout = len(st.layout_slots.slots)
     wrapped = F.col("_has_nl") & ~matched(F.col("_lp1"), n_layout)
-    b = a.select(
+    b = (
         "*",
         wrapped.alias("_wrapped"),
-        F.when(wrapped, apply(strip(F.translate(line, "\n\r", "")), st.layout))
-        .otherwise(F.col("_lp1"))
-        .alias("_lp"),
-    ).drop("_lp1")
+        F.when(wrapped, _layout(F.translate(line, "\n\r", ""))).otherwise(F.col("_lp1")).alias("_lp"),
+    )
     # each split array is its own column, computed once per row and then indexed many times
-    b = b.select("*", _slots(F.col("_lp")).alias("_la"))
+    b2 = ("*", _slots(F.col("_lp")).alias("_la"))
     la = F.col("_la")
     lf = {c: field(la, st.layout_slots, c) for c in P.LAYOUT_FIELDS}
-    c = b.select(
+    c = (
         "*",
         matched(F.col("_lp"), n_layout, la).alias("_layout_ok"),
         lf["ts"].alias("_ts_text"),
@@ -153,39 +183,49 @@ def parse_logs_routed(raw: DataFrame, cluster_tz: str = "UTC") -> DataFrame:
         lf["logger"].alias("logger"),
         lf["ident"].alias("_ident"),
         lf["body"].alias("_body"),
-    ).drop("_lp", "_la")
+    )
     body = F.col("_body")
     ident = F.col("_ident")
     is_req = F.col("_layout_ok") & F.startswith(body, F.lit(REQUEST_PREFIX))
     req_rest = F.ltrim(F.substring(body, len(REQUEST_PREFIX) + 1, _MAX))
     is_json = is_req & F.startswith(req_rest, F.lit("{"))
+    # the classifier: literal tests only; the taken branch runs its one regex (a line without a layout has no body)
     msg_case = None
     for m, comp in zip(P.MESSAGES, st.messages, strict=True):
-        cond = F.col("_layout_ok")
+        conds = []
         if m.prefix:
-            cond = cond & F.startswith(body, F.lit(m.prefix))
+            conds.append(F.startswith(body, F.lit(m.prefix)))
         if m.contains:
-            cond = cond & F.contains(body, F.lit(m.contains))
+            conds.append(F.contains(body, F.lit(m.contains)))
+        cond = conds[0] if len(conds) == 1 else conds[0] & conds[1]
         msg_case = F.when(cond, apply(body, comp)) if msg_case is None else msg_case.when(cond, apply(body, comp))
     assert msg_case is not None
-    d = c.select(
+    d = (
         "*",
         ts_col(F.col("_ts_text"), cluster_tz).alias("ts"),
         F.when(ident.isNotNull(), apply(ident, st.ident)).alias("_ip"),
-        F.when(~is_req, msg_case).alias("_mp"),
+        F.when(F.col("_layout_ok") & ~is_req, msg_case).alias("_mp"),
         F.when(is_req & ~is_json, apply(body, st.request_text)).alias("_rp"),
         F.when(is_json, F.from_json(req_rest, _request_json_schema())).alias("_rj"),
     )
-    d = d.select(
+    d2 = (
         "*",
         _slots(F.col("_ip")).alias("_ia"),
         _slots(F.col("_mp")).alias("_ma"),
         _slots(F.col("_rp")).alias("_ra"),
     )
-    return _finish(d)
+    return (
+        (a, ()),
+        (b, ("_lp1",)),
+        (b2, ()),
+        (c, ("_lp", "_la")),
+        (d, ()),
+        (d2, ()),
+        (_finish(), ()),
+    )
 
 
-def _finish(d: DataFrame) -> DataFrame:
+def _finish() -> tuple[Column, ...]:
     st = LOG_STAGES
     ia = F.col("_ia")
     idf = {c: field(ia, st.ident_slots, c) for c in P.IDENT_FIELDS}
@@ -266,7 +306,7 @@ def _finish(d: DataFrame) -> DataFrame:
     target = F.when(is_req_line | (F.col("log_kind") == F.lit("request")), F.lit("request_events")).otherwise(
         F.lit("state_change_events")
     )
-    out = d.select(
+    return (
         *[F.col(c) for c in RAW_LOGS.names if c not in ("broker_id", "date")],
         F.col("broker_id").alias("_raw_broker_id"),
         F.col("date").alias("_raw_date"),
@@ -274,10 +314,10 @@ def _finish(d: DataFrame) -> DataFrame:
         route.alias("_route"),
         reason.alias("_reason"),
         target.alias("_target"),
-        F.struct(*[v.alias(k) for k, v in sc.items()]).alias("_sc"),
-        F.struct(*[v.alias(k) for k, v in rq.items()]).alias("_rq"),
+        # each struct is only read on its own route: built only where it can be
+        F.when(msg_ok, F.struct(*[v.alias(k) for k, v in sc.items()])).alias("_sc"),
+        F.when(is_req_line, F.struct(*[v.alias(k) for k, v in rq.items()])).alias("_rq"),
     )
-    return out
 
 
 def route_outputs(routed: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame, DataFrame]:

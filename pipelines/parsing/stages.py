@@ -58,6 +58,8 @@ class LogStages:
     prefix_python: re.Pattern[str]
     layout: Compiled
     layout_slots: SlotLayout
+    # LAYOUT's Apache alternative alone, same slots: what `layout` gives on a line starting with `[` (Spark engine)
+    layout_apache: Compiled
     ident: Compiled
     ident_slots: SlotLayout
     messages: tuple[Compiled, ...]
@@ -85,6 +87,7 @@ def _build() -> LogStages:
         re.compile(P.PREFIX, re.ASCII | re.DOTALL),
         compile_regex(P.LAYOUT, layout_slots, concat=True),
         layout_slots,
+        compile_regex(P.LAYOUT_APACHE, layout_slots, concat=True),
         compile_regex(P.IDENT, ident_slots, concat=True),
         ident_slots,
         messages,
