@@ -43,6 +43,11 @@ EXPECTED: tuple[ExpectedIncident, ...] = (
     ExpectedIncident("produce-backlog-without-control-plane", "broker-killed", "CONTROL_REQUEST_QUEUED_BEHIND_DATA",
                      None),
     ExpectedIncident("produce-backlog-without-control-plane", "broker-killed", "DELAYED_LEADER_AND_ISR", None),
+    # ... and so does the UpdateMetadata that follows it; the produce backlog itself saturates the request handlers
+    ExpectedIncident("produce-backlog-without-control-plane", "broker-killed", "DELAYED_UPDATE_METADATA", None),
+    ExpectedIncident("produce-backlog-without-control-plane", "load-started", "REQUEST_HANDLER_SATURATED", None),
+    # with the control plane the data plane is just as saturated (only control requests are spared)
+    ExpectedIncident("produce-backlog-with-control-plane", "load-started", "REQUEST_HANDLER_SATURATED", None),
     # KIP-402: thousands of connections against broker 1 block its acceptor.
     ExpectedIncident("connection-storm", "storm-started", "ACCEPTOR_BLOCKED", "broker"),
     # KAFKA-6974: after a restart the LeaderAndIsr that makes a broker follow waits for the fetchers'
@@ -54,10 +59,10 @@ EXPECTED: tuple[ExpectedIncident, ...] = (
 
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     "healthy": (ANY,),
-    # the dedicated control plane keeps control requests out of the data backlog (the data plane itself is
-    # legitimately saturated: REQUEST_HANDLER_SATURATED on the data plane is not forbidden)
+    # the dedicated control plane keeps control requests out of the data backlog
     "produce-backlog-with-control-plane": ("CONTROL_REQUEST_QUEUED_BEHIND_DATA", "DELAYED_LEADER_AND_ISR",
-                                           "LEADER_AND_ISR_NOT_COMPLETED", "CONTROL_PLANE_QUEUE_BACKLOG"),
+                                           "DELAYED_UPDATE_METADATA", "LEADER_AND_ISR_NOT_COMPLETED",
+                                           "CONTROL_PLANE_QUEUE_BACKLOG", "LOCK_CONTENTION", "STALE_BROKER_EPOCH"),
     # one broker with a control plane: only the PLAINTEXT listener's acceptor and network threads may suffer
     "connection-storm": ("LEADER_AND_ISR_NOT_COMPLETED", "DELAYED_LEADER_AND_ISR", "LOCK_CONTENTION",
                          "STALE_BROKER_EPOCH", "CONTROL_REQUEST_QUEUED_BEHIND_DATA", "DELAYED_UPDATE_METADATA"),

@@ -224,12 +224,15 @@ class _Key:
         r["pairing"] = "correlation_id" if s["corr"] is not None else "order"
         r["dirty"] = True
 
-    def _find(self, request: str | None, corr: int | None) -> dict[str, Any] | None:
+    def _find(self, request: str | None, corr: int | None, epoch: int | None = None) -> dict[str, Any] | None:
+        """The record of correlation id `corr`; a known controller epoch must agree (a restarted controller starts
+        its correlation ids again under a new epoch)."""
         if corr is None:
             return None
         found: dict[str, Any] | None = None
         for r in self.st.records:
-            if r["corr"] == corr and (request is None or r["request"] == request):
+            if (r["corr"] == corr and (request is None or r["request"] == request)
+                    and (epoch is None or r["epoch"] is None or r["epoch"] == epoch)):
                 found = r  # the most recent one wins (correlation ids restart after a controller failover)
         return found
 
@@ -286,7 +289,7 @@ class _Key:
             self.st.dropped += 1
 
     def _broker_record(self, ev: Event) -> dict[str, Any]:
-        r = self._find(ev.request, ev.correlation_id)
+        r = self._find(ev.request, ev.correlation_id, ev.controller_epoch)
         if r is not None and r["status"] != "never_completed":
             return r
         r = _new_record(ev, f"b{ev.correlation_id}:{ev.ts}")
@@ -335,13 +338,13 @@ class _Key:
             r["finished_ts"], r["status"], r["dirty"] = ev.ts, "completed", True
 
     def lock_wait(self, ev: Event) -> None:
-        r = self._find(ev.request, ev.correlation_id)
+        r = self._find(ev.request, ev.correlation_id, ev.controller_epoch)
         if r is not None:
             r["lock_wait_ms"], r["dirty"] = ev.lock_wait_ms, True
 
     def response(self, ev: Event) -> None:
         """Controller TRACE `Received response ... correlation id N`: gives the oldest unanswered send its id."""
-        r = self._find(ev.request, ev.correlation_id)
+        r = self._find(ev.request, ev.correlation_id, ev.controller_epoch)
         if r is None:
             s = self._take_send(ev.request, None, None, ev.ts, broker_side=False)
             r = _new_record(ev, s["anchor"] if s else f"r{ev.correlation_id}:{ev.ts}")

@@ -324,3 +324,20 @@ def test_update_metadata_for_zero_partitions_leaves_no_broker_line():
             Event("send", 52_582, "UpdateMetadata", None, 1, 6), Event("applied", 52_619, "UpdateMetadata", 2, 1, 6)]
     got2 = sorted((r["sent_ts"], r["correlation_id"], r["end_to_end_ms"]) for r in rows(step(st2, evs2, 0, P)))
     assert got2 == [(52_478, 0, 18.0), (52_582, 2, 37.0)]
+
+
+def test_restarted_controller_correlation_ids_do_not_match_the_old_epoch():
+    # controller-failover run: the old controller's 0-partition UpdateMetadata corr 1 was answered (TRACE response,
+    # no broker line); the restarted controller (same id, epoch 2) starts again at corr 0, 1: its corr 1 must not
+    # complete the old record (6 s of fake delay, DELAYED_UPDATE_METADATA)
+    st = PairingState()
+    evs = [
+        Event("send", 35_158, "UpdateMetadata", None, 1, 0),
+        Event("response", 35_170, "UpdateMetadata", 1, 1),
+        Event("send", 41_330, "UpdateMetadata", None, 2, 3),
+        Event("applied", 41_340, "UpdateMetadata", 1, 2, 3),
+    ]
+    out = {(r["controller_epoch"], r["correlation_id"]): r for r in rows(step(st, evs, 0, P))}
+    assert out[(1, 1)]["end_to_end_ms"] == 12.0
+    assert out[(1, 1)]["finished_ts"] is None
+    assert (out[(2, 1)]["sent_ts"], out[(2, 1)]["end_to_end_ms"]) == (41_330, 10.0)
