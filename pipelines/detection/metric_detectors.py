@@ -74,11 +74,12 @@ METRIC_RULES: dict[str, MetricRule] = {r.alert_type: r for r in (
 DETECTION_SIGNALS = tuple(sorted({s for r in METRIC_RULES.values() for s in r.signals}))
 
 # Idle meters (Yammer, ns): a meter that was never marked has Count 0 and every rate 0 (rates only move at the first
-# 5-second tick), which reads as "never idle" for a broker that just (re)started. A live idle meter's rates are never
-# exactly 0 (Kafka's handlers mark their idle time at every poll of the request queue), so an exact 0 rate is "not
-# measured yet"; likewise a Count that did not move over a window (e.g. 0 and 0 across a restart) measures nothing.
+# 5-second tick), which reads as "never idle" for a broker that just (re)started. A live idle meter is never exactly 0
+# (Kafka's handlers mark their idle time at every poll of the request queue), so an exact 0, Count or rate, is "not
+# measured yet" (a Count of 0 is no baseline either: the handlers may have started marking late in the interval);
+# likewise a Count that did not move over a window measures nothing.
 IDLE_METERS = ("requesthandleravgidlepercent", "controlplanerequesthandleravgidlepercent")
-METER_RATES = ("meanrate", "oneminuterate", "fiveminuterate", "fifteenminuterate")
+METER_ATTRIBUTES = ("count", "meanrate", "oneminuterate", "fiveminuterate", "fifteenminuterate")
 
 # Preferred attribute per window (lower wins): the current rate/percentile over lifetime means.
 _ATTR_RANK = {"oneminuterate": 0, "99thpercentile": 0, "0.99": 0, "value": 1, "": 1, "count": 2, "mean": 3,
@@ -100,7 +101,7 @@ def metric_windows(samples: DataFrame, cfg: DetectionConfig) -> DataFrame:
     src = samples.where(F.col("ts").isNotNull() & F.col("value").isNotNull() & ~F.isnan("value"))
     src = src.withColumn("sig", norm_signal(F.col("signal"))).where(F.col("sig").isin(*DETECTION_SIGNALS))
     unmeasured = F.col("sig").isin(*IDLE_METERS) & F.lower(F.coalesce(F.col("attribute"), F.lit(""))).isin(
-        *METER_RATES) & (F.col("value") == 0.0)
+        *METER_ATTRIBUTES) & (F.col("value") == 0.0)
     src = src.where(~unmeasured)
     if samples.isStreaming:
         src = src.withWatermark("ts", f"{int(cfg.watermark_delay_s * 1000)} milliseconds")

@@ -143,7 +143,9 @@ def found(spark):
         *ms("rhrestart-quiet", "RequestHandlerAvgIdlePercent", [0, 9.7e9, 0.5e9, 4.8e9], "Count", step=7.0),
         # the exact window fraction (Count: 5 % idle) wins over a lagging OneMinuteRate
         *ms("rhcount-fire", "RequestHandlerAvgIdlePercent", [0.9, 0.8], "OneMinuteRate"),
-        *ms("rhcount-fire", "RequestHandlerAvgIdlePercent", [0, 0.5e9], "Count"),
+        *ms("rhcount-fire", "RequestHandlerAvgIdlePercent", [1e9, 1.5e9], "Count"),
+        # a restarted broker's first sample (Count 0: not marked yet) is no baseline
+        *ms("rhfirst-quiet", "ControlPlaneRequestHandlerAvgIdlePercent", [0, 40.9e6], "Count", step=3.5),
         *ms("mal-fire", "last-applied-record-lag-ms", [8000, 9000], broker=3),
         *ms("mal-quiet", "last-applied-record-lag-ms", [10, 20], broker=3),
         *ms("ceq-fire", "EventQueueTimeMs", [1500, 2000], "99thPercentile", broker=1),
@@ -201,7 +203,7 @@ def test_detector_fires(found, type_, case, broker):
 
 
 FIRE_ONLY = ("rqs-override", "lockf", "accc", "netp", "rhcp", "rhcount")
-QUIET_ONLY = {("REQUEST_HANDLER_SATURATED", c) for c in ("rhyoung", "rhbounce", "rhrestart")}
+QUIET_ONLY = {("REQUEST_HANDLER_SATURATED", c) for c in ("rhyoung", "rhbounce", "rhrestart", "rhfirst")}
 QUIET = sorted({(ty, c) for ty, c, _ in CASES if c not in FIRE_ONLY} | QUIET_ONLY)
 
 
