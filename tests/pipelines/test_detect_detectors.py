@@ -59,9 +59,10 @@ def req(cluster, api, listener, queue_ms, error=0, broker=2):
                source="f", source_offset=0)
 
 
-def ms(cluster, signal, values, attribute="Value", listener=None, broker=2, step=10.0):
+def ms(cluster, signal, values, attribute="Value", listener=None, broker=2, step=10.0, sources=None):
     return [row(METRIC_SAMPLES, cluster=cluster, broker_id=broker, ts=t(i * step), signal=signal,
-                attribute=attribute, listener=listener, value=float(v), source="f", source_offset=i)
+                attribute=attribute, listener=listener, value=float(v), source=sources[i] if sources else "f",
+                source_offset=i)
             for i, v in enumerate(values)]
 
 
@@ -144,6 +145,9 @@ def found(spark):
         # the exact window fraction (Count: 5 % idle) wins over a lagging OneMinuteRate
         *ms("rhcount-fire", "RequestHandlerAvgIdlePercent", [0.9, 0.8], "OneMinuteRate"),
         *ms("rhcount-fire", "RequestHandlerAvgIdlePercent", [1e9, 1.5e9], "Count"),
+        # killed and restarted between two samples: old file 4.38e9, new file 0 (dropped) then 4.80e9
+        *ms("rhfile-quiet", "RequestHandlerAvgIdlePercent", [4.378e9, 0, 4.805e9], "Count", step=3.9,
+            sources=["metrics-1.jsonl", "metrics-2.jsonl", "metrics-2.jsonl"]),
         # a restarted broker's first sample (Count 0: not marked yet) is no baseline
         *ms("rhfirst-quiet", "ControlPlaneRequestHandlerAvgIdlePercent", [0, 40.9e6], "Count", step=3.5),
         *ms("mal-fire", "last-applied-record-lag-ms", [8000, 9000], broker=3),
@@ -203,7 +207,7 @@ def test_detector_fires(found, type_, case, broker):
 
 
 FIRE_ONLY = ("rqs-override", "lockf", "accc", "netp", "rhcp", "rhcount")
-QUIET_ONLY = {("REQUEST_HANDLER_SATURATED", c) for c in ("rhyoung", "rhbounce", "rhrestart", "rhfirst")}
+QUIET_ONLY = {("REQUEST_HANDLER_SATURATED", c) for c in ("rhyoung", "rhbounce", "rhrestart", "rhfirst", "rhfile")}
 QUIET = sorted({(ty, c) for ty, c, _ in CASES if c not in FIRE_ONLY} | QUIET_ONLY)
 
 
