@@ -365,14 +365,25 @@ class _Key:
     def gone(self, ev: Event) -> None:
         """The controller declared the broker deleted or bounced (controller.log): it dropped the broker's queued
         requests with its RequestSendThread. Sends still pending resolve `never_completed` (flag `broker_gone`), so
-        they cannot pair with the requests of the broker's next incarnation; so does a handling left unfinished."""
+        they cannot pair with the requests of the broker's next incarnation; so does a handling left unfinished, and
+        every earlier request leaves the state."""
         for s in [s for s in self.st.sends if s["ts"] <= ev.ts]:
             self.st.sends.remove(s)
             self._expire_send(s, "broker_gone")
+        keep = []
         for r in self.st.records:
-            if r["finished_ts"] is None and r["status"] == "in_flight" and _start(r) <= ev.ts:
+            if _start(r) > ev.ts:
+                keep.append(r)
+                continue
+            if r["finished_ts"] is None and r["status"] == "in_flight":
                 r["status"], r["dirty"] = "never_completed", True
                 r["flags"].append("broker_gone")
+            if r["dirty"]:
+                self.out.append(dict(r))
+                r["dirty"] = False
+        # the broker's next incarnation starts its correlation ids again on a new connection (same controller
+        # epoch): nothing from before may match its lines
+        self.st.records = keep
         self.st.burst = None
 
     def _answered_silently(self, s: dict[str, Any]) -> None:

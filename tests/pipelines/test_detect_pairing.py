@@ -341,3 +341,18 @@ def test_restarted_controller_correlation_ids_do_not_match_the_old_epoch():
     assert out[(1, 1)]["end_to_end_ms"] == 12.0
     assert out[(1, 1)]["finished_ts"] is None
     assert (out[(2, 1)]["sent_ts"], out[(2, 1)]["end_to_end_ms"]) == (41_330, 10.0)
+
+
+def test_bounced_broker_restarts_correlation_ids_under_the_same_epoch():
+    # fetcher-lock run: corr 0 (0 partitions, answered by the TRACE response) before broker 3 bounced; the new
+    # incarnation's connection starts at corr 0 again (same controller epoch): it must not complete the old record
+    st = PairingState()
+    evs = [
+        Event("send", 15_998, "UpdateMetadata", None, 1, 0),
+        Event("response", 16_010, "UpdateMetadata", 0, 1),
+        Event("gone", 23_880),
+        Event("send", 23_900, "UpdateMetadata", None, 1, 24),
+        Event("applied", 23_908, "UpdateMetadata", 0, 1, 24),
+    ]
+    got = sorted((r["sent_ts"], r["end_to_end_ms"]) for r in rows(step(st, evs, 0, P)))
+    assert got == [(15_998, 12.0), (23_900, 8.0)]
