@@ -16,6 +16,8 @@ at run time.
 
 from __future__ import annotations
 
+import math
+
 import time
 from collections.abc import Callable, Mapping
 from typing import Final
@@ -126,7 +128,13 @@ class SocketServer:
         net = "kafka.network"
 
         def avg_idle(procs: list[Processor]) -> Callable[[], float]:
-            return lambda: sum(p.io_wait.ratio() for p in procs) / len(procs) if procs else float("nan")
+            # A processor whose first select has not returned yet measured nothing (NaN): it is left out of the
+            # average rather than turning the whole gauge NaN; NaN only while no processor has measured anything.
+            def value() -> float:
+                measured = [r for r in (p.io_wait.ratio() for p in procs) if not math.isnan(r)]
+                return sum(measured) / len(measured) if measured else math.nan
+
+            return value
 
         data = list(self._data_processors)
         ctrl = [self._control_processor] if self._control_processor is not None else []
