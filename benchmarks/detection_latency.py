@@ -89,7 +89,8 @@ def main() -> int:
     import logging
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
-    logging.getLogger("jobs.detect").setLevel(logging.INFO)  # per-batch breakdown of the pairing query
+    for name in ("jobs.detect", "jobs.ingest"):  # per-batch breakdowns: where an incident's seconds go
+        logging.getLogger(name).setLevel(logging.INFO)
 
     import pyarrow as pa
     from deltalake import write_deltalake

@@ -36,6 +36,7 @@ from schemas.tables import (
 )
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
@@ -147,6 +148,7 @@ class BatchReport:
     quarantine: int = 0
     unused: int = 0
     seconds: float = 0.0
+    path: str = ""  # driver (small batch, jobs.ingest_driver) | executors
     # seconds per stage (raw, parse+<table>, ge:<table>, quarantine, dq): where a slow batch spends its time
     stages: dict[str, float] = field(default_factory=dict)
 
@@ -188,6 +190,11 @@ class IngestBatch:
         for sink in (self.raw_sink, *self.silver_sinks.values(), self.quarantine_sink, self.dq_sink):
             ensure_table(sink.path, sink.table)
 
+    @property
+    def driver_max_rows(self) -> int:
+        """Batches of at most this many records take the driver path (0: never; delta-spark: never)."""
+        return self.settings.driver_batch_max_rows if self.settings.sink_mode == "delta-rs" else 0
+
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         from pyspark.sql import functions as F
 
@@ -197,6 +204,11 @@ class IngestBatch:
         cached: list[DataFrame] = [raw]
         release: list[Any] = []
         try:
+            if self.driver_max_rows and raw.count() <= self.driver_max_rows:
+                # one more Spark job (the count runs on the cache the executor path would fill anyway)
+                self._driver_batch(raw.toArrow(), report, report.lap("collect", t0))
+                return
+            report.path = "executors"
             report.raw = _rows_of(self.raw_sink.write(raw, batch_id), raw)
             lap = report.lap("raw", t0)
             if report.raw == 0:
@@ -219,7 +231,8 @@ class IngestBatch:
                 if bad is not None:
                     bad = bad.persist()
                     cached.append(bad)
-                    dq_rows += self._rule_counts(bad, sink.table, batch_id, n_good)
+                    counts = {r["_dq_reason"]: int(r["count"]) for r in bad.groupBy("_dq_reason").count().collect()}
+                    dq_rows += self._rule_counts(counts, sink.table, batch_id, n_good)
                     quarantine_parts.append(_validation_quarantine(bad, sink.table))
                 lap = report.lap(sink.table.name, lap)
                 if self.settings.quality.enabled and n_good and self._ge_due(sink.table.name):
@@ -258,12 +271,65 @@ class IngestBatch:
         good, bad = split_valid(frame, suite)
         return good, bad
 
-    def _rule_counts(self, bad: DataFrame, table: Table, batch_id: int, n_good: int) -> list[dict[str, Any]]:
+    def _driver_batch(self, raw: pa.Table, report: BatchReport, lap: float) -> None:
+        """The driver path (jobs.ingest_driver): parse, validate and commit a small batch without Spark jobs."""
+        import pyarrow as pa
+
+        from jobs.ingest_driver import route_batch
+
+        batch_id = report.batch_id
+        report.path = "driver"
+        report.raw = raw.num_rows
+        self.raw_sink.write_arrow(raw, batch_id)
+        lap = report.lap("raw", lap)
+        if report.raw == 0:
+            return
+        suites = self._suites() if self.settings.quality.enabled else None
+        routed = route_batch(raw, self.family, batch_id, suites)
+        lap = report.lap("parse", lap)
+        dq_rows: list[dict[str, Any]] = []
+        for sink in self.silver_sinks.values():
+            good = routed.silver.get(sink.table.name)
+            if good is None:
+                continue
+            sink.write_arrow(good, batch_id)
+            report.silver[sink.table.name] = good.num_rows
+            if sink.table.name in routed.failed_rules:
+                dq_rows += self._rule_counts(routed.failed_rules[sink.table.name], sink.table, batch_id, good.num_rows)
+            lap = report.lap(sink.table.name, lap)
+        quarantine = routed.quarantine if routed.quarantine is not None else pa.table({})
+        self.quarantine_sink.write_arrow(quarantine, batch_id)
+        report.quarantine = quarantine.num_rows
+        report.unused = routed.unused
+        lap = report.lap("quarantine", lap)
+        # Great Expectations after every table is committed: the silver rows are readable (detection) meanwhile
+        for sink in self.silver_sinks.values():
+            good = routed.silver.get(sink.table.name)
+            if self.settings.quality.enabled and good is not None and good.num_rows and self._ge_due(sink.table.name):
+                sample = good.drop_columns([c for c in ("labels",) if c in good.column_names])
+                dq_rows += self._ge_validate(sample.slice(0, self.settings.quality.sample_limit).to_pandas(),
+                                             sink.table, batch_id)
+                lap = report.lap(f"ge:{sink.table.name}", lap)
+        dq_rows.append(self._reconciliation_row(report))
+        self._write_dq(dq_rows, batch_id)
+        report.lap("dq", lap)
+
+    def _suites(self) -> dict[str, Any]:
+        from pipelines.quality import load_suite
+
+        out: dict[str, Any] = {}
+        for sink in self.silver_sinks.values():
+            try:
+                out[sink.table.name] = load_suite(sink.table.name)
+            except Exception as exc:
+                log.warning("no quality suite for %s: %s", sink.table.name, exc)
+        return out
+
+    def _rule_counts(self, counts: dict[str, int], table: Table, batch_id: int, n_good: int) -> list[dict[str, Any]]:
         import datetime as dt
 
         from pipelines.quality import load_suite
 
-        counts = {r["_dq_reason"]: int(r["count"]) for r in bad.groupBy("_dq_reason").count().collect()}
         total = n_good + sum(counts.values())
         now = dt.datetime.now(dt.UTC)
         return [
@@ -291,29 +357,39 @@ class IngestBatch:
         return True
 
     def _ge_sample(self, good: DataFrame, table: Table, batch_id: int) -> list[dict[str, Any]]:
+        try:
+            pdf = good.drop("labels").limit(self.settings.quality.sample_limit).toPandas()
+        except Exception as exc:  # pragma: no cover - a failed Spark action fails the batch anyway
+            return self._ge_error(table, batch_id, exc)
+        return self._ge_validate(pdf, table, batch_id)
+
+    def _ge_validate(self, pdf: Any, table: Table, batch_id: int) -> list[dict[str, Any]]:
         from pipelines.quality import load_suite
         from pipelines.quality.gx import validate_sample
 
         try:
-            pdf = good.drop("labels").limit(self.settings.quality.sample_limit).toPandas()
             return validate_sample(pdf, load_suite(table.name), table.name, batch_id)
         except Exception as exc:  # GE trouble must not stop ingestion; it shows in the results table
             log.exception("Great Expectations failed on %s batch %d", table.name, batch_id)
-            import datetime as dt
+            return self._ge_error(table, batch_id, exc)
 
-            return [
-                {
-                    "table_name": table.name,
-                    "batch_id": batch_id,
-                    "suite": table.name,
-                    "expectation": f"great_expectations error: {exc}"[:500],
-                    "success": False,
-                    "unexpected_count": None,
-                    "element_count": None,
-                    "run_ts": dt.datetime.now(dt.UTC),
-                    "duration_ms": None,
-                }
-            ]
+    @staticmethod
+    def _ge_error(table: Table, batch_id: int, exc: Exception) -> list[dict[str, Any]]:
+        import datetime as dt
+
+        return [
+            {
+                "table_name": table.name,
+                "batch_id": batch_id,
+                "suite": table.name,
+                "expectation": f"great_expectations error: {exc}"[:500],
+                "success": False,
+                "unexpected_count": None,
+                "element_count": None,
+                "run_ts": dt.datetime.now(dt.UTC),
+                "duration_ms": None,
+            }
+        ]
 
     def _reconciliation_row(self, report: BatchReport) -> dict[str, Any]:
         import datetime as dt

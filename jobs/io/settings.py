@@ -82,6 +82,9 @@ class Settings:
     spark_master: str = "local[2]"
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     sink_mode: str = "delta-rs"
+    # micro-batches of at most this many records are parsed and committed by the driver (jobs.ingest_driver);
+    # 0: always the executors
+    driver_batch_max_rows: int = 20_000
     files: FileSourceSettings = field(default_factory=FileSourceSettings)
     kafka: KafkaSourceSettings = field(default_factory=KafkaSourceSettings)
     quality: QualitySettings = field(default_factory=QualitySettings)
@@ -176,7 +179,7 @@ def parse_settings(raw: Mapping[str, Any] | None, source: str = "<settings>") ->
     top = _Reader(raw, "", source)
     trigger = top.section("trigger", {"interval", "once"})
     spark = top.section("spark", {"master", "conf"})
-    sink = top.section("sink", {"mode"})
+    sink = top.section("sink", {"mode", "driver_batch_max_rows"})
     sources = top.section("sources", {"files", "kafka"})
     files = sources.section("files", {"enabled", "path", "max_bytes_per_batch"})
     kafka = sources.section(
@@ -210,6 +213,7 @@ def parse_settings(raw: Mapping[str, Any] | None, source: str = "<settings>") ->
         spark_master=spark.str_("master", "local[2]") or "local[2]",
         spark_conf={str(a): str(b) for a, b in conf.items()},
         sink_mode=sink.choice("mode", "delta-rs", ("delta-rs", "delta-spark")),
+        driver_batch_max_rows=sink.nonneg_int("driver_batch_max_rows", 20_000),
         files=FileSourceSettings(
             enabled=files.bool_("enabled", True),
             path=files.str_("path", "var/input") or "var/input",

@@ -13,6 +13,7 @@ from jobs.io.settings import SettingsError, add_arguments, load_settings, parse_
 def test_the_shipped_config_loads() -> None:
     s = load_settings()
     assert s.sink_mode == "delta-rs"
+    assert s.driver_batch_max_rows == 20_000
     assert s.files.max_bytes_per_batch == 64 * 1024 * 1024
     assert s.trigger_interval == "10 seconds"
     assert isinstance(s.detection, dict)
@@ -23,6 +24,7 @@ def test_the_shipped_config_loads() -> None:
     [
         ({"sources": {"files": {"max_bytes_per_batch": -1}}}, "sources.files.max_bytes_per_batch"),
         ({"sink": {"mode": "parquet"}}, "sink.mode"),
+        ({"sink": {"driver_batch_max_rows": -1}}, "sink.driver_batch_max_rows"),
         ({"trigger": {"interval": "soon"}}, "trigger.interval"),
         ({"sources": {"kafka": {"enabled": True}}}, "sources.kafka.logs_topics"),
         ({"sources": {"kafka": {"starting_offsets": "middle"}}}, "sources.kafka.starting_offsets"),

@@ -45,6 +45,7 @@ def _config(tmp: Path, inp: Path) -> Path:
     cfg.write_text(
         f"sources:\n  files:\n    path: {inp}\n    max_bytes_per_batch: {BATCH_BYTES}\n"
         "quality:\n  enabled: false\n"  # GE's import alone costs seconds per process; tested elsewhere
+        "sink:\n  driver_batch_max_rows: 0\n"  # the executor path (pending files); the driver path: test_ingest_driver
     )
     return cfg
 
@@ -95,7 +96,7 @@ def test_kill_9_mid_batch_then_restart_equals_clean_run(spark, tmp_path: Path) -
     settings = parse_settings(
         {"lake": str(clean_lake), "checkpoints": str(tmp_path / "ck-clean"), "trigger": {"once": True},
          "sources": {"files": {"path": str(inp), "max_bytes_per_batch": BATCH_BYTES}},
-         "quality": {"enabled": False}},
+         "quality": {"enabled": False}, "sink": {"driver_batch_max_rows": 0}},
         "test",
     )  # fmt: skip
     assert run_pipeline(spark, settings, families=("logs",), detection=False) == 0

@@ -25,7 +25,9 @@ def test_spark_submit_on_a_standalone_cluster(tmp_path: Path) -> None:
     inp = tmp_path / "input"
     shutil.copytree(FIXTURE / "demo-cluster" / "broker-2", inp / "demo-cluster" / "broker-2")
     cfg = tmp_path / "pipeline.yaml"
-    cfg.write_text("quality:\n  enabled: false\nspark:\n  conf:\n    spark.executor.memory: 1g\n")
+    # driver_batch_max_rows 0: the executors write every Parquet file, however small the batch (what this proves)
+    cfg.write_text("quality:\n  enabled: false\nsink:\n  driver_batch_max_rows: 0\n"
+                   "spark:\n  conf:\n    spark.executor.memory: 1g\n")
     cluster = start_cluster(str(tmp_path / "cluster"), cores=1, memory="1500m")
     try:
         env = {

@@ -1,0 +1,159 @@
+"""The driver path of small ingest micro-batches (jobs.ingest_driver) writes exactly what the executor path writes.
+
+Both paths run through IngestBatch on the same source-shaped DataFrame: every log format of FACTS.md (the parser
+cases), every metric naming, garbage, and rows that parse but fail a hard quality rule. Each table is compared row
+for row; the reconciliation holds on both; a replayed batch writes nothing twice on the driver path either.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable
+
+from jobs.ingest import IngestBatch
+from jobs.ingest_driver import route_batch, spark_json
+from jobs.io.settings import parse_settings
+from pipelines.quality import load_suite
+from pipelines.quality.arrow_rules import REASON, split_valid_arrow
+from schemas.tables import METRIC_SAMPLES, RAW_LOGS, STATE_CHANGE_EVENTS
+from tests.pipelines.parse_cases import ALL_LOG_CASES
+from tests.pipelines.parse_metric_cases import METRIC_CASES
+
+INGEST_TS = dt.datetime(2024, 1, 1, 0, 0, tzinfo=dt.UTC)
+SOURCE_DDL = ("cluster string, broker_id int, kind string, line string, line_bytes long, source string, "
+              "source_offset long, ingest_ts timestamp, truncated boolean")
+# Lines that parse but break a hard rule (metric_samples.json): a negative queue size, a percent above 100, NaN.
+BAD_METRICS = (
+    "kafka_network_requestchannel_requestqueuesize -3.0 1614672000000",
+    "kafka_network_socketserver_networkprocessoravgidlepercent 250",
+    "kafka_network_socketserver_networkprocessoravgidlepercent NaN",
+)
+GARBAGE = ("this line is not a Kafka log line at all", "\x00\x01binary\ufffd", "{\"json\": \"not a metric\"", "")
+# A source row's broker id outside 0..2^31-1 (the path said broker--5): lines without [Broker id=N] fail validation.
+BAD_BROKER = -5
+
+
+def _source_rows(family: str) -> list[tuple[Any, ...]]:
+    rows: list[tuple[Any, ...]] = []
+
+    def add(kind: str | None, line: str, broker: int | None, source: str) -> None:
+        rows.append(("c1", broker, kind, line, len(line.encode()), source, len(rows) * 100, INGEST_TS, False))
+
+    if family == "logs":
+        for i, case in enumerate(ALL_LOG_CASES):
+            add(case.log_kind, case.line, BAD_BROKER if i % 7 == 0 else 9, f"/in/c1/broker-9/{case.log_kind}.log")
+        for g in GARBAGE:
+            add("state-change", g, 9, "/in/c1/broker-9/state-change.log")
+    else:
+        for case in METRIC_CASES:
+            add(case.metric_format or "prometheus", case.line, 2, "/in/c1/broker-2/metrics/m.prom")
+        for line in (*BAD_METRICS, *GARBAGE):
+            add("prometheus", line, 2, "/in/c1/broker-2/metrics/m.prom")
+    return rows
+
+
+def _settings(tmp: Path, name: str, driver_max: int) -> Any:
+    return parse_settings({"lake": str(tmp / name / "lake"), "checkpoints": str(tmp / name / "ck"),
+                           "sink": {"driver_batch_max_rows": driver_max}, "quality": {"sample_limit": 50}}, "test")
+
+
+def _table(lake: Path, name: str) -> list[dict[str, Any]]:
+    rows = pa.table(DeltaTable(str(lake / name)).to_pyarrow_table()).to_pylist()
+    return sorted(rows, key=lambda r: (r.get("source") or "", r.get("source_offset") or -1, r.get("reason") or ""))
+
+
+def _same(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> None:
+    assert len(a) == len(b)
+    for x, y in zip(a, b, strict=True):
+        if "record" in x and x.get("stage") == "validate":  # JSON text: same object, number spelling may differ
+            x, y = {**x, "record": json.loads(x["record"])}, {**y, "record": json.loads(y["record"])}
+        assert x == y
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("family", ["logs", "metrics"])
+def test_driver_path_writes_what_the_executor_path_writes(spark: Any, tmp_path: Path, family: str) -> None:
+    df = spark.createDataFrame(_source_rows(family), SOURCE_DDL)
+    runs = {}
+    for name, driver_max in (("executors", 0), ("driver", 100_000)):
+        settings = _settings(tmp_path, name, driver_max)
+        handler = IngestBatch(settings, family, f"ingest_{family}_files", "run1")
+        handler.ensure_tables()
+        handler(df, 0)
+        handler(df, 0)  # a replayed batch (crash before the checkpoint commit) writes nothing twice
+        assert [r.path for r in handler.reports] == [name, name]
+        runs[name] = (tmp_path / name / "lake", handler.reports[0])
+    (lake_e, rep_e), (lake_d, rep_d) = runs["executors"], runs["driver"]
+    assert (rep_d.raw, rep_d.silver, rep_d.quarantine, rep_d.unused) == (
+        rep_e.raw, rep_e.silver, rep_e.quarantine, rep_e.unused)
+    assert rep_d.balanced and rep_d.raw == df.count()
+    tables = ["raw_logs", "state_change_events", "request_events"] if family == "logs" else [
+        "raw_metrics", "metric_samples"]
+    for t in [*tables, "quarantine"]:
+        _same(_table(lake_d, t), _table(lake_e, t))
+    q = _table(lake_d, "quarantine")
+    assert {r["stage"] for r in q} == {"parse", "validate"}  # both kinds of rejection happened
+    dq = {(r["suite"], r["expectation"], r["success"], r["unexpected_count"], r["element_count"])
+          for r in _table(lake_d, "dq_results") if r["suite"] != r["table_name"]}  # GE rows: timing differs
+    assert dq == {(r["suite"], r["expectation"], r["success"], r["unexpected_count"], r["element_count"])
+                  for r in _table(lake_e, "dq_results") if r["suite"] != r["table_name"]}
+    assert any(s == "reconciliation" and ok for s, _, ok, _, _ in dq)
+
+
+@pytest.mark.spark
+def test_arrow_rules_match_the_spark_rules(spark: Any) -> None:
+    rows = [
+        {"cluster": "c", "broker_id": 1, "signal": "RequestQueueSize", "value": -1.0, "attribute": None},
+        {"cluster": "c", "broker_id": 1, "signal": "RequestQueueSize", "value": 4.0, "attribute": None},
+        {"cluster": "c", "broker_id": 1, "signal": "RequestHandlerAvgIdlePercent", "value": 250.0, "attribute": "Count"},
+        {"cluster": "c", "broker_id": 1, "signal": "RequestHandlerAvgIdlePercent", "value": 250.0,
+         "attribute": "OneMinuteRate"},
+        {"cluster": "c", "broker_id": 1, "signal": "NetworkProcessorAvgIdlePercent", "value": float("nan"),
+         "attribute": None},
+        {"cluster": None, "broker_id": -7, "signal": None, "value": None, "attribute": None},
+        {"cluster": "c", "broker_id": -1, "signal": "X", "value": 1e300, "attribute": None},
+    ]
+    schema = pa.schema([("cluster", pa.string()), ("broker_id", pa.int32()), ("signal", pa.string()),
+                        ("value", pa.float64()), ("attribute", pa.string())])
+    tbl = pa.Table.from_pylist(rows, schema)
+    suite = load_suite(METRIC_SAMPLES.name)
+    good, bad = split_valid_arrow(tbl, suite)
+    from pipelines.quality.rules import split_valid
+
+    ddl = "cluster string, broker_id int, signal string, value double, attribute string"
+    s_good, s_bad = split_valid(spark.createDataFrame([tuple(r.values()) for r in rows], ddl), suite)
+    assert good.num_rows == s_good.count() == 3
+    assert sorted(zip(bad["signal"].to_pylist(), bad[REASON].to_pylist(), strict=True), key=str) == sorted(
+        ((r["signal"], r[REASON]) for r in s_bad.collect()), key=str)
+
+
+def test_route_batch_reconciles_without_spark() -> None:
+    raw = pa.Table.from_pylist(
+        [{"cluster": "c1", "broker_id": b, "log_kind": kind, "line": line, "line_bytes": len(line), "source": "s",
+          "source_offset": off, "ingest_ts": INGEST_TS, "batch_id": 3, "date": INGEST_TS.date()}
+         for (_, b, kind, line, _, _, off, _, _) in _source_rows("logs")], RAW_LOGS.to_arrow())
+    suites = {t: load_suite(t) for t in ("state_change_events", "request_events")}
+    out = route_batch(raw, "logs", 3, suites)
+    assert out.quarantine is not None
+    silver = sum(t.num_rows for t in out.silver.values())
+    assert raw.num_rows == silver + out.quarantine.num_rows + out.unused
+    assert out.failed_rules[STATE_CHANGE_EVENTS.name]  # the -5 broker ids
+    assert set(out.quarantine.column("batch_id").to_pylist()) == {3}
+    assert all(t.column("batch_id").to_pylist() == [3] * t.num_rows for t in out.silver.values())
+    # quality off: nothing is validated, so nothing but parser rejects is quarantined
+    loose = route_batch(raw, "logs", 3, None)
+    assert loose.quarantine is not None
+    assert sum(t.num_rows for t in loose.silver.values()) == silver + sum(
+        sum(v.values()) for v in out.failed_rules.values())
+
+
+def test_spark_json_is_to_json_shaped() -> None:
+    ts = dt.datetime(2021, 3, 2, 8, 0, 1, 10500, tzinfo=dt.UTC)
+    assert spark_json({"a": 1, "b": None, "ts": ts, "d": ts.date(), "m": [("k", "v")], "x": float("nan")}) == (
+        '{"a":1,"ts":"2021-03-02T08:00:01.010Z","d":"2021-03-02","m":{"k":"v"},"x":"NaN"}')
