@@ -17,7 +17,6 @@ at run time.
 from __future__ import annotations
 
 import math
-
 import time
 from collections.abc import Callable, Mapping
 from typing import Final

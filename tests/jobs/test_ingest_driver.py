@@ -92,7 +92,8 @@ def test_driver_path_writes_what_the_executor_path_writes(spark: Any, tmp_path: 
     (lake_e, rep_e), (lake_d, rep_d) = runs["executors"], runs["driver"]
     assert (rep_d.raw, rep_d.silver, rep_d.quarantine, rep_d.unused) == (
         rep_e.raw, rep_e.silver, rep_e.quarantine, rep_e.unused)
-    assert rep_d.balanced and rep_d.raw == df.count()
+    assert rep_d.balanced
+    assert rep_d.raw == df.count()
     tables = ["raw_logs", "state_change_events", "request_events"] if family == "logs" else [
         "raw_metrics", "metric_samples"]
     for t in [*tables, "quarantine"]:
@@ -111,7 +112,8 @@ def test_arrow_rules_match_the_spark_rules(spark: Any) -> None:
     rows = [
         {"cluster": "c", "broker_id": 1, "signal": "RequestQueueSize", "value": -1.0, "attribute": None},
         {"cluster": "c", "broker_id": 1, "signal": "RequestQueueSize", "value": 4.0, "attribute": None},
-        {"cluster": "c", "broker_id": 1, "signal": "RequestHandlerAvgIdlePercent", "value": 250.0, "attribute": "Count"},
+        {"cluster": "c", "broker_id": 1, "signal": "RequestHandlerAvgIdlePercent", "value": 250.0,
+         "attribute": "Count"},
         {"cluster": "c", "broker_id": 1, "signal": "RequestHandlerAvgIdlePercent", "value": 250.0,
          "attribute": "OneMinuteRate"},
         {"cluster": "c", "broker_id": 1, "signal": "NetworkProcessorAvgIdlePercent", "value": float("nan"),
