@@ -42,6 +42,7 @@ from schemas.tables import (
 )
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
@@ -148,27 +149,22 @@ class PairingBatch:
         self.alerts = AlertWriter(settings, "detect_pairing", run_id, cfg)
         self.holder: dict[str, Any] = {"name": "detect_pairing"}
 
-    def _fetcher_lines(self, batch: DataFrame) -> DataFrame:
+    def _fetcher_lines(self, batch: pa.Table) -> DataFrame:
         """state_change_events of the batch's clusters and days (LOCK_CONTENTION's fetcher bursts and lock waits,
-        LEADER_AND_ISR_NOT_COMPLETED's controller elections)."""
-        from pyspark.sql import functions as F
+        LEADER_AND_ISR_NOT_COMPLETED's controller elections): the keys come from the collected rows and only those
+        partitions' files are read (no Spark job to find the keys, no listing of the whole table)."""
+        import pyarrow.compute as pc
 
         from jobs.io.delta_read import read_delta
 
-        keys = (
-            batch.select("cluster", F.to_date(F.coalesce("handling_ts", "finished_ts", "sent_ts")).alias("date"))
-            .where(F.col("date").isNotNull())
-            .distinct()
-            .collect()
-        )
-        sce = read_delta(self.spark, self.settings.table_path(STATE_CHANGE_EVENTS.name))
+        ts = pc.coalesce(batch["handling_ts"], batch["finished_ts"], batch["sent_ts"])
+        keys = {(c, d) for c, d in zip(batch["cluster"].to_pylist(), pc.cast(ts, "date32").to_pylist(), strict=True)
+                if c is not None and d is not None}
+        path = self.settings.table_path(STATE_CHANGE_EVENTS.name)
         if not keys:
-            return sce.limit(0)
-        conds = [(F.col("cluster") == k["cluster"]) & (F.col("date") == k["date"]) for k in keys]
-        cond = conds[0]
-        for c in conds[1:]:
-            cond = cond | c
-        return sce.where(cond)
+            return self.spark.createDataFrame([], STATE_CHANGE_EVENTS.to_spark())
+        dnf = [[("cluster", "=", c), ("date", "=", d.isoformat())] for c, d in sorted(keys)]
+        return read_delta(self.spark, path, partitions_in=dnf)
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         import time
@@ -197,7 +193,7 @@ class PairingBatch:
             slowest = pc.max(tbl["processing_ms"]).as_py()
             dead = bool(pc.any(pc.equal(tbl["status"], "never_completed")).as_py())
             fetch = (
-                self._fetcher_lines(rows)
+                self._fetcher_lines(tbl)
                 if dead or (slowest is not None and slowest >= self.cfg.threshold("LOCK_CONTENTION").warning)
                 else self.spark.createDataFrame([], STATE_CHANGE_EVENTS.to_spark())
             )

@@ -43,8 +43,12 @@ def _spark_schema(arrow_schema: Any) -> StructType:
     return schema
 
 
-def read_delta(spark: SparkSession, path: str, version: int | None = None) -> DataFrame:
+def read_delta(spark: SparkSession, path: str, version: int | None = None,
+               partitions_in: list[list[tuple[str, str, Any]]] | None = None) -> DataFrame:
     """The table's snapshot (latest or `version`) as a Spark DataFrame, columns in table order.
+
+    `partitions_in`: only the files of these partitions (delta-rs tuple filters in disjunctive normal form, e.g.
+    ``[[("cluster", "=", "c1"), ("date", "=", "2026-11-23")]]``): Spark neither lists nor plans the other files.
 
     Raises:
         PipelineIOError: `path` is not a Delta table.
@@ -57,7 +61,7 @@ def read_delta(spark: SparkSession, path: str, version: int | None = None) -> Da
     dt = DeltaTable(path, version=version)
     arrow_schema = pa.schema(dt.schema().to_arrow())
     schema = _spark_schema(arrow_schema)
-    files = dt.file_uris()
+    files = dt.file_uris(file_pruning_predicate=partitions_in) if partitions_in is not None else dt.file_uris()
     if not files:
         return spark.createDataFrame([], schema)
     partitions = dt.metadata().partition_columns
