@@ -174,6 +174,7 @@ class PairingBatch:
         from pyspark.sql import functions as F
 
         from pipelines.detection.detectors import latency_candidates
+        from pipelines.detection.prefilter import latency_may_alert
 
         watermark = _watermark(self.holder)
         t0 = time.perf_counter()
@@ -188,7 +189,7 @@ class PairingBatch:
         self.latency.write_arrow(tbl, batch_id)
         t2 = time.perf_counter()
         cands: list[dict[str, Any]] = []
-        if tbl.num_rows:
+        if latency_may_alert(tbl, self.cfg):  # else no detector can fire: skip ~2 s of Spark plans per batch
             rows = self.spark.createDataFrame(tbl)
             slowest = pc.max(tbl["processing_ms"]).as_py()
             dead = bool(pc.any(pc.equal(tbl["status"], "never_completed")).as_py())

@@ -69,23 +69,26 @@ def ms(cluster, signal, values, attribute="Value", listener=None, broker=2, step
 FETCH = "[UnifiedLog partition=t-{i}, dir=/d] Incremented log start offset to {i} due to leader offset increment"
 
 
+LATENCY = [
+    lat("dl-fire", e2e=13973.0, lock=6.0, proc=13967.0),
+    lat("dl-quiet", e2e=40.0),
+    lat("nc-fire", status="never_completed", e2e=None, lock=None),
+    lat("nc-quiet", status="never_completed", e2e=None, lock=None, flags="broker_restart"),
+    lat("nc-quiet", key="ok"),
+    lat("nc-quiet", status="never_completed", e2e=None, lock=None, key="controller-died"),
+    lat("um-fire", request="UpdateMetadata", e2e=9000.0, lock=None, proc=None),
+    lat("um-quiet", request="UpdateMetadata", e2e=13940.0, cq=13927.0, lock=None, proc=None),
+    lat("lock-fire", lock=4000.0, e2e=4100.0, proc=100.0),
+    lat("lockf-fire", lock=10.0, e2e=4000.0, proc=3900.0),
+    lat("lock-quiet", lock=6.0, e2e=4000.0, proc=3900.0),
+    lat("lockm-fire", lock=2.0, e2e=1700.0, proc=1600.0),
+    lat("lockm-quiet", lock=2.0, e2e=1700.0, proc=1600.0),
+]
+
+
 @pytest.fixture(scope="module")
 def found(spark):
-    latency = [
-        lat("dl-fire", e2e=13973.0, lock=6.0, proc=13967.0),
-        lat("dl-quiet", e2e=40.0),
-        lat("nc-fire", status="never_completed", e2e=None, lock=None),
-        lat("nc-quiet", status="never_completed", e2e=None, lock=None, flags="broker_restart"),
-        lat("nc-quiet", key="ok"),
-        lat("nc-quiet", status="never_completed", e2e=None, lock=None, key="controller-died"),
-        lat("um-fire", request="UpdateMetadata", e2e=9000.0, lock=None, proc=None),
-        lat("um-quiet", request="UpdateMetadata", e2e=13940.0, cq=13927.0, lock=None, proc=None),
-        lat("lock-fire", lock=4000.0, e2e=4100.0, proc=100.0),
-        lat("lockf-fire", lock=10.0, e2e=4000.0, proc=3900.0),
-        lat("lock-quiet", lock=6.0, e2e=4000.0, proc=3900.0),
-        lat("lockm-fire", lock=2.0, e2e=1700.0, proc=1600.0),
-        lat("lockm-quiet", lock=2.0, e2e=1700.0, proc=1600.0),
-    ]
+    latency = LATENCY
     changes = [sc("lockf-fire", 1.5 + i * 0.1, FETCH.format(i=i)) for i in range(20)]
     changes += [sc("lock-quiet", 1.5 + i * 0.1, FETCH.format(i=i)) for i in range(2)]
     # handling 1.006 s .. finished 2.606 s: two fetchers' waits inside (900 + 700 ms); outside or small: quiet
@@ -246,3 +249,32 @@ def test_meter_semantics(found):
     assert exact["value"] == pytest.approx(0.05)  # 0.5e9 ns idle over 10 s, not the stale OneMinuteRate
     (cp,) = of(found, "rhcp-fire", "REQUEST_HANDLER_SATURATED")
     assert cp["listener"] == "control-plane"
+
+
+LATENCY_TYPES = ("DELAYED_LEADER_AND_ISR", "LEADER_AND_ISR_NOT_COMPLETED", "DELAYED_UPDATE_METADATA", "LOCK_CONTENTION")
+
+
+def test_latency_prefilter_never_skips_a_batch_that_fires(found):
+    """jobs.detect skips the latency detectors when the pre-check says no row can fire: it must be a necessary
+    condition (every case that fires passes it), and it must skip healthy batches (or it saves nothing)."""
+    import pyarrow as pa
+
+    from pipelines.detection.prefilter import latency_may_alert
+
+    schema = CONTROL_REQUEST_LATENCY.to_arrow()
+    by_cluster: dict[str, list[dict]] = {}
+    for values in LATENCY:
+        r = dict(zip(CONTROL_REQUEST_LATENCY.names, values, strict=True))
+        by_cluster.setdefault(r["cluster"], []).append(r)
+    fired = {c["cluster"] for c in found if c["type"] in LATENCY_TYPES}
+    assert fired
+    for cluster, rows in by_cluster.items():
+        may = latency_may_alert(pa.Table.from_pylist(rows, schema), CFG)
+        if cluster in fired:
+            assert may, cluster
+    assert not latency_may_alert(pa.Table.from_pylist(by_cluster["dl-quiet"], schema), CFG)
+    assert not latency_may_alert(pa.Table.from_pylist([], schema), CFG)
+    nan = {**by_cluster["dl-quiet"][0], "end_to_end_ms": float("nan")}
+    assert latency_may_alert(pa.Table.from_pylist([nan], schema), CFG)  # Spark orders NaN above every number
+    low = DetectionConfig.from_mapping({"clusters": {"x": {"thresholds": {"DELAYED_LEADER_AND_ISR": {"warning": 10}}}}})
+    assert latency_may_alert(pa.Table.from_pylist(by_cluster["dl-quiet"], schema), low)  # a cluster override

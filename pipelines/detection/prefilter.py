@@ -1,0 +1,57 @@
+"""Can a batch of control-request latency rows fire any latency detector at all? (pure, Arrow, no Spark)
+
+The latency detectors (:func:`pipelines.detection.detectors.latency_candidates`) are Spark plans whose construction
+and run cost about two seconds of driver time even for one row; most pairing batches of a healthy cluster hold only
+fast requests. :func:`latency_may_alert` is a necessary condition of every latency detector, checked on the
+collected rows: when it is false no detector can produce a candidate and the Spark plans are skipped. It must stay
+conservative: the lowest warning level over the base rules and every cluster override, and NaN counts as a
+possible alert (Spark orders NaN above every number).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from pipelines.detection.config import DetectionConfig
+
+__all__ = ["latency_may_alert"]
+
+
+def _lowest_warning(cfg: DetectionConfig, alert_type: str) -> float:
+    configs = [cfg, *(cfg.for_cluster(c) for c in cfg.overrides)]
+    return min(float(c.threshold(alert_type).warning) for c in configs)
+
+
+def _reaches(values: Any, level: float) -> bool:
+    import pyarrow.compute as pc
+
+    if len(values) == 0:
+        return False
+    floats = pc.cast(values, "double")
+    hit = pc.or_kleene(pc.greater_equal(floats, level), pc.is_nan(floats))
+    return bool(pc.any(hit).as_py())
+
+
+def latency_may_alert(tbl: pa.Table, cfg: DetectionConfig) -> bool:
+    """False only when no row can pass DELAYED_LEADER_AND_ISR, LEADER_AND_ISR_NOT_COMPLETED,
+    DELAYED_UPDATE_METADATA or LOCK_CONTENTION (each detector's own value against its lowest warning level)."""
+    import pyarrow.compute as pc
+
+    if tbl.num_rows == 0:
+        return False
+    if bool(pc.any(pc.equal(tbl["status"], "never_completed")).as_py()):
+        return True
+    e2e = tbl["end_to_end_ms"]
+    um_value = pc.subtract(pc.cast(e2e, "double"), pc.fill_null(pc.cast(tbl["controller_queue_ms"], "double"), 0.0))
+    lock = _lowest_warning(cfg, "LOCK_CONTENTION")
+    return (
+        _reaches(e2e, _lowest_warning(cfg, "DELAYED_LEADER_AND_ISR"))
+        or _reaches(um_value, _lowest_warning(cfg, "DELAYED_UPDATE_METADATA"))
+        # LOCK_CONTENTION's value is the lock wait, or (fetcher-driven, explicit partitionMapLock waits) needs
+        # processing_ms at the threshold first
+        or _reaches(tbl["lock_wait_ms"], lock)
+        or _reaches(tbl["processing_ms"], lock)
+    )
