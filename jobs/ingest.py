@@ -204,10 +204,14 @@ class IngestBatch:
         cached: list[DataFrame] = [raw]
         release: list[Any] = []
         try:
-            if self.driver_max_rows and raw.count() <= self.driver_max_rows:
-                # one more Spark job (the count runs on the cache the executor path would fill anyway)
-                self._driver_batch(raw.toArrow(), report, report.lap("collect", t0))
-                return
+            if self.driver_max_rows:
+                # ONE Spark job reads the batch and decides: at most driver_max_rows records come back whole; a
+                # larger batch stops at one record more and goes to the executors (the partitions read so far stay
+                # in the cache the executor path then completes)
+                head = raw.limit(self.driver_max_rows + 1).toArrow()
+                if head.num_rows <= self.driver_max_rows:
+                    self._driver_batch(head, report, report.lap("collect", t0))
+                    return
             report.path = "executors"
             report.raw = _rows_of(self.raw_sink.write(raw, batch_id), raw)
             lap = report.lap("raw", t0)

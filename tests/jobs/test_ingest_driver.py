@@ -81,15 +81,19 @@ def _same(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> None:
 def test_driver_path_writes_what_the_executor_path_writes(spark: Any, tmp_path: Path, family: str) -> None:
     df = spark.createDataFrame(_source_rows(family), SOURCE_DDL)
     runs = {}
-    for name, driver_max in (("executors", 0), ("driver", 100_000)):
+    # over-limit: a batch above driver_batch_max_rows falls through to the executors after the one collect job
+    for name, driver_max, path in (("executors", 0, "executors"), ("driver", 100_000, "driver"),
+                                   ("over-limit", 10, "executors")):
         settings = _settings(tmp_path, name, driver_max)
         handler = IngestBatch(settings, family, f"ingest_{family}_files", "run1")
         handler.ensure_tables()
         handler(df, 0)
         handler(df, 0)  # a replayed batch (crash before the checkpoint commit) writes nothing twice
-        assert [r.path for r in handler.reports] == [name, name]
+        assert [r.path for r in handler.reports] == [path, path]
         runs[name] = (tmp_path / name / "lake", handler.reports[0])
     (lake_e, rep_e), (lake_d, rep_d) = runs["executors"], runs["driver"]
+    for t in ("quarantine", "raw_logs" if family == "logs" else "raw_metrics"):
+        _same(_table(runs["over-limit"][0], t), _table(lake_e, t))
     assert (rep_d.raw, rep_d.silver, rep_d.quarantine, rep_d.unused) == (
         rep_e.raw, rep_e.silver, rep_e.quarantine, rep_e.unused)
     assert rep_d.balanced
