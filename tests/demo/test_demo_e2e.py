@@ -1,0 +1,109 @@
+"""A shortened `planewatch demo` end to end: every injected incident is caught and shows up in GET /alerts.
+
+The demo runs as its own process (clusters, pipeline, API on 127.0.0.1), with a subset of the runs and --no-serve.
+Afterwards the test serves the demo's lake with its own API process and checks each incident's alert through
+GET /alerts (with a token; without one it is refused), and that no process of the demo is left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from planewatch.demo.processes import Child, free_port, planewatch_cmd, wait_http_ok
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(1200)]
+
+# One run per alert family the demo is about, healthy first (it must stay quiet); the full list is the default.
+RUNS = ("healthy", "produce-backlog-without-control-plane", "connection-storm", "broker-bounce")
+# Bounds the demo itself (its --duration); the test's own timeout is above it.
+DEMO_DURATION_S = 900
+TOKEN = "e2e-token"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie is not a process left behind
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def _all_alerts(client: httpx.Client) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    cursor = None
+    for _ in range(50):
+        params = {"limit": "1000"} | ({"cursor": cursor} if cursor else {})
+        page = client.get("/alerts", params=params)
+        assert page.status_code == 200, page.text
+        body = page.json()
+        out += body["data"]
+        cursor = body["next_cursor"]
+        if not cursor:
+            break
+    return out
+
+
+def test_shortened_demo_catches_every_incident(tmp_path: Path) -> None:
+    d = tmp_path / "demo"
+    cmd = planewatch_cmd("demo", "--dir", str(d), "--port", "0", "--runs", ",".join(RUNS),
+                         "--duration", str(DEMO_DURATION_S), "--no-serve")
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True, env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
+    try:
+        out, _ = proc.communicate(timeout=DEMO_DURATION_S + 180)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    report = json.loads((d / "report.json").read_text())
+    missed = [r for r in report["incidents"] if r["alert"] is None]
+    assert not missed, out[-6000:]
+    assert report["unexpected"] == [], out[-6000:]
+    assert proc.returncode == 0, out[-6000:]
+    assert {r["run"] for r in report["incidents"]} >= set(RUNS) - {"healthy"}
+    assert "injected incidents caught" in out
+    assert "dashboard: http://127.0.0.1:" in out
+
+    # Nothing left running: every broker and controller process of every run's cluster is gone.
+    for run in RUNS:
+        cluster = json.loads((d / "clusters" / run / "cluster" / "cluster.json").read_text())
+        pids = [b["pid"] for b in cluster["brokers"]] + [cluster["controller"]["pid"]]
+        assert not [p for p in pids if _pid_alive(p)], f"{run}: processes left behind"
+
+    # The same alerts through a fresh API over the demo's lake.
+    port = free_port(0)
+    api = Child("api", planewatch_cmd("api", "--lake", str(d / "lake"), "--port", str(port)), tmp_path / "api.log",
+                {**os.environ, "PLANEWATCH_API_TOKEN": TOKEN, "PYTHONUNBUFFERED": "1"})
+    try:
+        wait_http_ok(f"http://127.0.0.1:{port}/livez", 60, api)
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as anon:
+            assert anon.get("/alerts").status_code == 401
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30,
+                          headers={"Authorization": f"Bearer {TOKEN}"}) as client:
+            by_id = {a["alert_id"]: a for a in _all_alerts(client)}
+            for r in report["incidents"]:
+                got = by_id.get(r["alert"]["alert_id"])
+                assert got is not None, r
+                assert (got["type"], got["cluster"]) == (r["alert_type"], r["run"])
+                if r["broker_id"] is not None:
+                    assert got["broker_id"] == r["broker_id"]
+                assert got["summary"]
+                one = client.get(f"/alerts/{got['alert_id']}")
+                assert one.status_code == 200
+                assert one.json()["evidence"], "an alert carries its evidence"
+            assert not [a for a in by_id.values() if a["cluster"] == "healthy"]
+    finally:
+        api.stop()
