@@ -14,12 +14,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from planewatch.demo.plan import RUNS
+from planewatch.demo.plan import ALL_RUNS, EXTRA_RUNS, RUNS
 
 
 def _runs(text: str) -> tuple[str, ...]:
     names = tuple(x.strip() for x in text.split(",") if x.strip())
-    known = {r.name for r in RUNS}
+    known = [r.name for r in ALL_RUNS]
     bad = [n for n in names if n not in known]
     if bad or not names:
         raise argparse.ArgumentTypeError(f"unknown run(s) {', '.join(bad) or '(none)'}; known: {', '.join(known)}")
@@ -39,8 +39,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--duration", type=_duration, default=None, metavar="SECONDS",
                         help="stop everything after this long (default: after the table, serve until Ctrl-C)")
     parser.add_argument("--runs", type=_runs, default=tuple(r.name for r in RUNS), metavar="A,B",
-                        help="scenario runs to play, in the demo's order (default: all: "
-                             + ", ".join(r.name for r in RUNS) + ")")
+                        help="scenario runs to play, in the demo's order (default: "
+                             + ", ".join(r.name for r in RUNS) + "; also: "
+                             + ", ".join(r.name for r in EXTRA_RUNS) + ")")
     parser.add_argument("--no-serve", dest="serve", action="store_false",
                         help="exit after the table instead of serving the dashboard")
     parser.add_argument("--config", type=Path, default=None, help="pipeline YAML (default conf/pipeline.yaml)")

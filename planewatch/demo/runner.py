@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from planewatch.demo.plan import (
+    ALL_RUNS,
     RUNS,
     DemoRun,
     Detection,
@@ -174,7 +175,7 @@ def run_demo(opts: DemoOptions, out: IO[str] = sys.stdout,
         def expected() -> tuple[Sequence[Any], dict[str, tuple[str, ...]]]:
             return EXPECTED, FORBIDDEN
     want, forbidden = expected()
-    runs = [r for r in RUNS if r.name in opts.runs]
+    runs = [r for r in ALL_RUNS if r.name in opts.runs]
     d = opts.dir.resolve()
     d.mkdir(parents=True, exist_ok=True)
     _clear(d)

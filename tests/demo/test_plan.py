@@ -92,3 +92,20 @@ def test_runs_follow_the_issue_order() -> None:
     assert names[-1] == "broker-bounce"
     assert names.index("produce-backlog-without-control-plane") < names.index("produce-backlog-with-control-plane")
     assert names.index("fetcher-lock-locked") < names.index("fetcher-lock-async")
+
+
+def test_extra_runs_are_selectable_but_not_default() -> None:
+    import argparse
+
+    import pytest
+
+    from planewatch.commands.demo import configure
+    from planewatch.demo.plan import EXTRA_RUNS
+
+    parser = argparse.ArgumentParser()
+    configure(parser)
+    assert "controller-failover" not in parser.parse_args([]).runs
+    assert [r.name for r in EXTRA_RUNS] == ["controller-failover"]
+    assert parser.parse_args(["--runs", "healthy,controller-failover"]).runs == ("healthy", "controller-failover")
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--runs", "no-such-run"])
