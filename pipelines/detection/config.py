@@ -113,6 +113,10 @@ class DetectionConfig:
     metric_window_s: float = 30.0
     # A window needs this many samples before a metric rule can fire (one scrape is not "sustained").
     min_samples: int = 2
+    # ... and they must span at least this much event time: a breach seen in two samples a few seconds apart (a
+    # broker's start-up burst, whose idle ratios cover only the seconds since it started) is not sustained.
+    # 10 s: three samples of the reference broker (5 s interval), two of a 10 s scrape.
+    min_span_s: float = 10.0
     # Data-plane request queue capacity (`queued.max.requests`), per cluster.
     queued_max_requests: int = DEFAULT_QUEUED_MAX_REQUESTS
     # Listener names that are the control plane (`control.plane.listener.name`); control requests seen on any

@@ -3,7 +3,8 @@
 `metric_windows` aggregates metric_samples into event-time windows (`DetectionConfig.metric_window_s`) per
 (cluster, broker, signal, listener, attribute): min/max/avg/first/last/samples. On a stream it sets the
 watermark, so window state is dropped once the watermark passes the window's end. Each detector then reads
-window rows; "sustained" means: at least `min_samples` samples in the window, and the window's MIN (queues,
+window rows; "sustained" means: at least `min_samples` samples in the window spanning `min_span_s` of event time,
+and the window's MIN (queues,
 lags: every sample was high) or AVG (idle/blocked ratios) crosses the threshold.
 
 Meter semantics (FACTS.md section 3): RequestHandlerAvgIdlePercent and AcceptorBlockedPercent are Yammer meters in
@@ -204,11 +205,20 @@ def _evidence() -> Column:
                               "vmax", "vavg", "vfirst", "vlast", "first_ts", "last_ts"))
 
 
+def _sustained(cfg: DetectionConfig) -> Column:
+    """A window long enough to call its condition sustained: min_samples samples spanning min_span_s."""
+    from pyspark.sql import functions as F
+
+    span_s = F.unix_micros(F.col("last_ts")) - F.unix_micros(F.col("first_ts"))
+    return (F.col("samples") >= setting(cfg, "min_samples")) & (
+        span_s >= setting(cfg, "min_span_s") * F.lit(1_000_000))
+
+
 def _rule(windows: DataFrame, cfg: DetectionConfig, rule: MetricRule, advice: str) -> DataFrame:
     from pyspark.sql import functions as F
 
     t = rule.alert_type
-    rows = windows.where(F.col("sig").isin(*rule.signals) & (F.col("samples") >= setting(cfg, "min_samples")))
+    rows = windows.where(F.col("sig").isin(*rule.signals) & _sustained(cfg))
     if rule.kind == "ratio":
         rows = _best_attribute(rows, ["cluster", "broker_id", "sig", "listener", "window_start"], prefer_count=True)
         measure = _ratio(rule.stat)
@@ -289,10 +299,10 @@ def detect_queue_saturated_without_control_plane(windows: DataFrame, cfg: Detect
     per = windows.groupBy("cluster", "broker_id", "window_start", "window_end").agg(
         F.max(F.when(F.col("sig") == "requestqueuesize", F.col("vmin"))).alias("vmin"),
         F.max(F.when(F.col("sig") == "requestqueuesize", F.col("samples"))).alias("samples"),
+        F.max(F.when(F.col("sig") == "requestqueuesize", F.col("first_ts"))).alias("first_ts"),
         F.max(F.when(F.col("sig") == "requestqueuesize", F.col("last_ts"))).alias("last_ts"),
         F.count(F.when(F.col("sig").startswith("controlplane"), 1)).alias("cp_series"),
-    ).where(F.col("vmin").isNotNull() & (F.col("cp_series") == 0)
-            & (F.col("samples") >= setting(cfg, "min_samples")))
+    ).where(F.col("vmin").isNotNull() & (F.col("cp_series") == 0) & _sustained(cfg))
     cap = setting(cfg, "queued_max_requests").cast("double")
     sat = level(cfg, "REQUEST_QUEUE_SATURATED", "warning")
     summary = F.concat(F.lit("RequestQueueSize on broker "), F.col("broker_id"), F.lit(" stayed at >= "),
