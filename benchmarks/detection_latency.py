@@ -156,10 +156,14 @@ def main() -> int:
             lat.append(time.monotonic() - t0)
             print(f"incident {i + 1:2d}: alert readable after {lat[-1]:.2f} s")
             time.sleep(a.gap)
-        lat.sort()
-        p99 = lat[min(len(lat) - 1, round(0.99 * (len(lat) - 1)))]
-        print(f"detection latency ({a.mode}, 1 s trigger, {len(lat)} incidents): p50 {statistics.median(lat):.2f} s, "
-              f"p99 {p99:.2f} s, max {lat[-1]:.2f} s")
+        def summary(xs: list[float]) -> str:
+            xs = sorted(xs)
+            p99 = xs[min(len(xs) - 1, round(0.99 * (len(xs) - 1)))]
+            return f"p50 {statistics.median(xs):.2f} s, p99 {p99:.2f} s, max {xs[-1]:.2f} s"
+
+        print(f"detection latency ({a.mode}, 1 s trigger, {len(lat)} incidents): {summary(lat)}")
+        if len(lat) > 2:  # the first incident after start pays the JVM's warm-up (JIT, first plans, GE's context)
+            print(f"  first incident after start {lat[0]:.2f} s; the {len(lat) - 1} after it: {summary(lat[1:])}")
         return 0
     finally:
         for q in queries:
