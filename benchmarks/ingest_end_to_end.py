@@ -1,6 +1,7 @@
 """End-to-end ingestion throughput and one-line latency (issue 5).
 
     .venv/bin/python -m benchmarks.ingest_end_to_end [--lines 2000000] [--metric-lines 500000] [--skip-latency]
+        [--skip-baselines] [--driver-path]
 
 1. A mixed-version state-change log (2.2-2.5 TRACE per-partition lines, 2.6+ INFO summaries with correlation ids,
    Finished lines, controller Sending lines) -> the ingest job (planewatch_files source, bronze raw_logs + silver
@@ -213,12 +214,20 @@ def latency(spark: Any, tmp: Path, samples: int = 5) -> list[float]:
     return out
 
 
+# Micro-batch size of the --driver-path run: ~15,000 of the benchmark's ~200-byte lines, under the default
+# sink.driver_batch_max_rows (20,000), so every batch takes the driver path.
+DRIVER_BATCH_BYTES = 3 * 1024 * 1024
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--lines", type=int, default=2_000_000)
     parser.add_argument("--metric-lines", type=int, default=500_000)
     parser.add_argument("--skip-latency", action="store_true")
     parser.add_argument("--skip-baselines", action="store_true")
+    parser.add_argument("--driver-path", action="store_true",
+                        help="also ingest the same log in small micro-batches (3 MiB, under sink.driver_batch_max_rows)"
+                             " that the driver parses and commits (jobs.ingest_driver)")
     args = parser.parse_args(argv)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -253,6 +262,19 @@ def main(argv: list[str] | None = None) -> int:
             f"spark ingest (bronze+silver+quarantine, quality on): {el:.1f} s, {args.lines / el:,.0f} lines/s "
             f"(raw {n_raw:,}, silver {n_silver:,})"
         )
+        if args.driver_path:
+            sd = parse_settings(
+                {"lake": str(tmp / "dlake"), "checkpoints": str(tmp / "dck"), "trigger": {"once": True},
+                 "sources": {"files": {"path": str(tmp / "input"), "max_bytes_per_batch": DRIVER_BATCH_BYTES}},
+                 "sink": {"driver_batch_max_rows": 20_000}, "quality": {"enabled": True, "sample_limit": 5000}},
+                "bench",
+            )  # fmt: skip
+            t = time.perf_counter()
+            run_pipeline(spark, sd, families=("logs",), detection=False)
+            el = time.perf_counter() - t
+            n_silver = _count(str(tmp / "dlake" / "state_change_events"))
+            print(f"driver path (3 MiB micro-batches, parsed and committed by the driver): {el:.1f} s, "
+                  f"{args.lines / el:,.0f} lines/s (silver {n_silver:,})")
         if not args.skip_baselines:
             t_re = python_re_loop(log, str(tmp / "re_table"))
             print(f"python re loop -> delta-rs (silver only): {t_re:.1f} s, {args.lines / t_re:,.0f} lines/s")
