@@ -218,13 +218,16 @@ class LogsBatch:
         from pyspark.sql import functions as F
 
         from pipelines.detection.detectors import log_candidates
+        from pipelines.detection.prefilter import log_rows_that_may_alert
 
         watermark = _watermark(self.holder)
         df = df.persist()
         try:
             sc = df.where(F.col("_src") == "sc").select(*[F.col(n) for n in STATE_CHANGE_EVENTS.names])
             rq = df.where(F.col("_src") == "rq").select(*[F.col(f"rq_{n}").alias(n) for n in REQUEST_EVENTS.names])
-            cands = _candidates_list(log_candidates(sc, rq, self.cfg))
+            # one cheap job: most batches hold no row either detector could start from (seconds of plans saved)
+            may = not log_rows_that_may_alert(sc, rq, self.cfg).isEmpty()
+            cands = _candidates_list(log_candidates(sc, rq, self.cfg)) if may else []
             n = self.alerts.write(cands, watermark, batch_id)
             log.info("detect_logs batch %d: %d candidate(s), %d alert row(s)", batch_id, len(cands), n)
         finally:

@@ -1,11 +1,12 @@
-"""Can a batch of control-request latency rows fire any latency detector at all? (pure, Arrow, no Spark)
+"""Can a batch fire any detector at all? Cheap necessary conditions, checked before the detectors' Spark plans.
 
 The latency detectors (:func:`pipelines.detection.detectors.latency_candidates`) are Spark plans whose construction
 and run cost about two seconds of driver time even for one row; most pairing batches of a healthy cluster hold only
 fast requests. :func:`latency_may_alert` is a necessary condition of every latency detector, checked on the
 collected rows: when it is false no detector can produce a candidate and the Spark plans are skipped. It must stay
 conservative: the lowest warning level over the base rules and every cluster override, and NaN counts as a
-possible alert (Spark orders NaN above every number).
+possible alert (Spark orders NaN above every number). :func:`log_rows_that_may_alert` is the same for the log
+detectors (stale broker epochs, control requests queued behind data): the rows any of them could start from.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from pyspark.sql import DataFrame
 
     from pipelines.detection.config import DetectionConfig
 
-__all__ = ["latency_may_alert"]
+__all__ = ["latency_may_alert", "log_rows_that_may_alert"]
 
 
 def _lowest_warning(cfg: DetectionConfig, alert_type: str) -> float:
@@ -55,3 +57,19 @@ def latency_may_alert(tbl: pa.Table, cfg: DetectionConfig) -> bool:
         or _reaches(tbl["lock_wait_ms"], lock)
         or _reaches(tbl["processing_ms"], lock)
     )
+
+
+def log_rows_that_may_alert(state_changes: DataFrame, requests: DataFrame, cfg: DetectionConfig) -> DataFrame:
+    """The rows from which STALE_BROKER_EPOCH or CONTROL_REQUEST_QUEUED_BEHIND_DATA (request-log form) could fire
+    (one column, `_src`): stale-epoch lines, control responses with error 77, control requests whose queue time
+    reaches the lowest warning level. Empty: :func:`pipelines.detection.detectors.log_candidates` finds nothing."""
+    from pyspark.sql import functions as F
+
+    from pipelines.detection.events import CONTROL_REQUESTS, stale_epoch_events
+
+    queued = F.col("request_queue_time_ms").cast("double")
+    lowest = _lowest_warning(cfg, "CONTROL_REQUEST_QUEUED_BEHIND_DATA")
+    control = requests.where(F.col("api_name").isin(*CONTROL_REQUESTS) & (
+        (F.col("error_code") == 77) | (queued >= F.lit(lowest)) | F.isnan(queued)))
+    return stale_epoch_events(state_changes).select(F.lit("sc").alias("_src")).unionByName(
+        control.select(F.lit("rq").alias("_src")))
