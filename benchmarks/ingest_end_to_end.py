@@ -214,6 +214,25 @@ def latency(spark: Any, tmp: Path, samples: int = 5) -> list[float]:
     return out
 
 
+def _ingest_logs(spark: Any, tmp: Path, lake: str, batch_bytes: int, driver_max_rows: int | None
+                 ) -> tuple[float, int, int]:
+    """The ingest job over tmp/input into tmp/<lake> (quality on): (seconds, raw rows, silver rows)."""
+    from jobs.io.settings import parse_settings
+    from jobs.runner import run_pipeline
+
+    raw: dict[str, Any] = {
+        "lake": str(tmp / lake), "checkpoints": str(tmp / f"{lake}-ck"), "trigger": {"once": True},
+        "sources": {"files": {"path": str(tmp / "input"), "max_bytes_per_batch": batch_bytes}},
+        "quality": {"enabled": True, "sample_limit": 5000},
+    }
+    if driver_max_rows is not None:
+        raw["sink"] = {"driver_batch_max_rows": driver_max_rows}
+    t = time.perf_counter()
+    run_pipeline(spark, parse_settings(raw, "bench"), families=("logs",), detection=False)
+    el = time.perf_counter() - t
+    return el, _count(str(tmp / lake / "raw_logs")), _count(str(tmp / lake / "state_change_events"))
+
+
 # Micro-batch size of the --driver-path run: ~15,000 of the benchmark's ~200-byte lines, under the default
 # sink.driver_batch_max_rows (20,000), so every batch takes the driver path.
 DRIVER_BATCH_BYTES = 3 * 1024 * 1024
@@ -247,32 +266,13 @@ def main(argv: list[str] | None = None) -> int:
     spark.sparkContext.setLogLevel("ERROR")
     print(f"spark session start: {time.perf_counter() - t:.1f} s (excluded below)")
     try:
-        s = parse_settings(
-            {"lake": str(tmp / "lake"), "checkpoints": str(tmp / "ck"), "trigger": {"once": True},
-             "sources": {"files": {"path": str(tmp / "input"), "max_bytes_per_batch": 128 * 1024 * 1024}},
-             "quality": {"enabled": True, "sample_limit": 5000}},
-            "bench",
-        )  # fmt: skip
-        t = time.perf_counter()
-        run_pipeline(spark, s, families=("logs",), detection=False)
-        el = time.perf_counter() - t
-        n_silver = _count(str(tmp / "lake" / "state_change_events"))
-        n_raw = _count(str(tmp / "lake" / "raw_logs"))
+        el, n_raw, n_silver = _ingest_logs(spark, tmp, "lake", 128 * 1024 * 1024, None)
         print(
             f"spark ingest (bronze+silver+quarantine, quality on): {el:.1f} s, {args.lines / el:,.0f} lines/s "
             f"(raw {n_raw:,}, silver {n_silver:,})"
         )
         if args.driver_path:
-            sd = parse_settings(
-                {"lake": str(tmp / "dlake"), "checkpoints": str(tmp / "dck"), "trigger": {"once": True},
-                 "sources": {"files": {"path": str(tmp / "input"), "max_bytes_per_batch": DRIVER_BATCH_BYTES}},
-                 "sink": {"driver_batch_max_rows": 20_000}, "quality": {"enabled": True, "sample_limit": 5000}},
-                "bench",
-            )  # fmt: skip
-            t = time.perf_counter()
-            run_pipeline(spark, sd, families=("logs",), detection=False)
-            el = time.perf_counter() - t
-            n_silver = _count(str(tmp / "dlake" / "state_change_events"))
+            el, _, n_silver = _ingest_logs(spark, tmp, "dlake", DRIVER_BATCH_BYTES, 20_000)
             print(f"driver path (3 MiB micro-batches, parsed and committed by the driver): {el:.1f} s, "
                   f"{args.lines / el:,.0f} lines/s (silver {n_silver:,})")
         if not args.skip_baselines:
