@@ -113,8 +113,9 @@ class DetectionConfig:
     metric_window_s: float = 30.0
     # A window needs this many samples before a metric rule can fire (one scrape is not "sustained").
     min_samples: int = 2
-    # ... and they must span at least this much event time: a breach seen in two samples a few seconds apart (a
-    # broker's start-up burst, whose idle ratios cover only the seconds since it started) is not sustained.
+    # The capacity rules (NETWORK_PROCESSOR_SATURATED, REQUEST_HANDLER_SATURATED) also need the samples to span
+    # this much event time: idle ratios seen low in two samples a few seconds apart (a busy broker's burst, or a
+    # young broker whose ratios cover only the seconds since it started) are not saturation.
     # 10 s: three samples of the reference broker (5 s interval), two of a 10 s scrape.
     min_span_s: float = 10.0
     # Data-plane request queue capacity (`queued.max.requests`), per cluster.

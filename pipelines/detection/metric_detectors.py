@@ -3,8 +3,8 @@
 `metric_windows` aggregates metric_samples into event-time windows (`DetectionConfig.metric_window_s`) per
 (cluster, broker, signal, listener, attribute): min/max/avg/first/last/samples. On a stream it sets the
 watermark, so window state is dropped once the watermark passes the window's end. Each detector then reads
-window rows; "sustained" means: at least `min_samples` samples in the window spanning `min_span_s` of event time,
-and the window's MIN (queues,
+window rows; "sustained" means: at least `min_samples` samples in the window (for the capacity rules, the idle
+ratios, also spanning `min_span_s` of event time), and the window's MIN (queues,
 lags: every sample was high) or AVG (idle/blocked ratios) crosses the threshold.
 
 Meter semantics (FACTS.md section 3): RequestHandlerAvgIdlePercent and AcceptorBlockedPercent are Yammer meters in
@@ -54,6 +54,11 @@ class MetricRule:
     stat: str  # "min" (every sample crossed) | "avg"
     kind: str  # "ratio" (0..1 fraction, meters allowed) | "queue_cp" | "queue_data" | "ms"
     what: str  # subject of the summary
+    # Capacity signals (idle ratios): a busy broker's burst of a few seconds is normal, and a young broker's ratio
+    # covers only the seconds since it started, so the window's samples must also span detection.min_span_s.
+    # Incident signals (a blocked acceptor, queue backlogs, lags) fire however short (a 10 s storm on a broker that
+    # lived 17 s is an incident).
+    span: bool = False
 
 
 METRIC_RULES: dict[str, MetricRule] = {r.alert_type: r for r in (
@@ -64,10 +69,10 @@ METRIC_RULES: dict[str, MetricRule] = {r.alert_type: r for r in (
                                     "acceptoridlepercent"), "avg", "ratio", "AcceptorBlockedPercent"),
     MetricRule("NETWORK_PROCESSOR_SATURATED", ("networkprocessoravgidlepercent",
                                                "controlplanenetworkprocessoravgidlepercent"), "avg", "ratio",
-               "NetworkProcessorAvgIdlePercent"),
+               "NetworkProcessorAvgIdlePercent", span=True),
     MetricRule("REQUEST_HANDLER_SATURATED", ("requesthandleravgidlepercent",
                                              "controlplanerequesthandleravgidlepercent"), "avg", "ratio",
-               "RequestHandlerAvgIdlePercent"),
+               "RequestHandlerAvgIdlePercent", span=True),
     MetricRule("METADATA_APPLY_LAG", ("lastappliedrecordlagms", "metadataapplylagms", "metadataapplylag"), "min",
                "ms", "last-applied-record-lag-ms"),
     MetricRule("CONTROLLER_EVENT_QUEUE_DELAY", ("eventqueuetimems",), "avg", "ms", "EventQueueTimeMs"),
@@ -205,20 +210,22 @@ def _evidence() -> Column:
                               "vmax", "vavg", "vfirst", "vlast", "first_ts", "last_ts"))
 
 
-def _sustained(cfg: DetectionConfig) -> Column:
-    """A window long enough to call its condition sustained: min_samples samples spanning min_span_s."""
+def _sustained(cfg: DetectionConfig, span: bool = False) -> Column:
+    """A window long enough to call its condition sustained: min_samples samples (spanning min_span_s: `span`)."""
     from pyspark.sql import functions as F
 
-    span_s = F.unix_micros(F.col("last_ts")) - F.unix_micros(F.col("first_ts"))
-    return (F.col("samples") >= setting(cfg, "min_samples")) & (
-        span_s >= setting(cfg, "min_span_s") * F.lit(1_000_000))
+    enough = F.col("samples") >= setting(cfg, "min_samples")
+    if not span:
+        return enough
+    span_us = F.unix_micros(F.col("last_ts")) - F.unix_micros(F.col("first_ts"))
+    return enough & (span_us >= setting(cfg, "min_span_s") * F.lit(1_000_000))
 
 
 def _rule(windows: DataFrame, cfg: DetectionConfig, rule: MetricRule, advice: str) -> DataFrame:
     from pyspark.sql import functions as F
 
     t = rule.alert_type
-    rows = windows.where(F.col("sig").isin(*rule.signals) & _sustained(cfg))
+    rows = windows.where(F.col("sig").isin(*rule.signals) & _sustained(cfg, rule.span))
     if rule.kind == "ratio":
         rows = _best_attribute(rows, ["cluster", "broker_id", "sig", "listener", "window_start"], prefer_count=True)
         measure = _ratio(rule.stat)
@@ -299,7 +306,6 @@ def detect_queue_saturated_without_control_plane(windows: DataFrame, cfg: Detect
     per = windows.groupBy("cluster", "broker_id", "window_start", "window_end").agg(
         F.max(F.when(F.col("sig") == "requestqueuesize", F.col("vmin"))).alias("vmin"),
         F.max(F.when(F.col("sig") == "requestqueuesize", F.col("samples"))).alias("samples"),
-        F.max(F.when(F.col("sig") == "requestqueuesize", F.col("first_ts"))).alias("first_ts"),
         F.max(F.when(F.col("sig") == "requestqueuesize", F.col("last_ts"))).alias("last_ts"),
         F.count(F.when(F.col("sig").startswith("controlplane"), 1)).alias("cp_series"),
     ).where(F.col("vmin").isNotNull() & (F.col("cp_series") == 0) & _sustained(cfg))

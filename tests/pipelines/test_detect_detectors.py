@@ -160,6 +160,9 @@ def found(spark):
         # started) is not sustained (min_span_s)
         *ms("netyoung-quiet", "NetworkProcessorAvgIdlePercent", [0.082, 0.083], step=5.0),
         *ms("rhyoung2-quiet", "RequestHandlerAvgIdlePercent", [0.12, 0.12], "OneMinuteRate", step=5.0),
+        # a connection storm on a broker that lived 17 s: two samples 5 s apart, 30% of the time blocked (Count);
+        # an incident signal fires however short (min_span_s is for the idle-ratio capacity rules)
+        *ms("accyoung-fire", "AcceptorBlockedPercent", [0, 1.5e9], "Count", "PLAINTEXT", step=5.0),
         *ms("mal-fire", "last-applied-record-lag-ms", [8000, 9000], broker=3),
         *ms("mal-quiet", "last-applied-record-lag-ms", [10, 20], broker=3),
         *ms("ceq-fire", "EventQueueTimeMs", [1500, 2000], "99thPercentile", broker=1),
@@ -194,6 +197,7 @@ CASES = [
     ("REQUEST_QUEUE_SATURATED", "rqs-override", 2),
     ("ACCEPTOR_BLOCKED", "acc", 2),
     ("ACCEPTOR_BLOCKED", "accc", 2),
+    ("ACCEPTOR_BLOCKED", "accyoung", 2),
     ("NETWORK_PROCESSOR_SATURATED", "net", 2),
     ("NETWORK_PROCESSOR_SATURATED", "netp", 2),
     ("REQUEST_HANDLER_SATURATED", "rh", 2),
@@ -216,7 +220,7 @@ def test_detector_fires(found, type_, case, broker):
         assert h["evidence"].startswith("{")
 
 
-FIRE_ONLY = ("rqs-override", "lockf", "accc", "netp", "rhcp", "rhcount")
+FIRE_ONLY = ("rqs-override", "lockf", "accc", "accyoung", "netp", "rhcp", "rhcount")
 QUIET_ONLY = {("REQUEST_HANDLER_SATURATED", c) for c in ("rhyoung", "rhbounce", "rhrestart", "rhfirst", "rhfile",
                                                           "rhyoung2")} | {("NETWORK_PROCESSOR_SATURATED", "netyoung")}
 QUIET = sorted({(ty, c) for ty, c, _ in CASES if c not in FIRE_ONLY} | QUIET_ONLY)
