@@ -22,37 +22,38 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from jobs.ingest_driver import ROUTE_TABLES
 from jobs.io.delta_sink import DeltaSink, SinkResult, ensure_table
 from jobs.io.settings import Settings
+from pipelines.parsing import may_route, route_frames, routed_lines
+from pipelines.quality.rules import REASON, flag_invalid
 from schemas.tables import (
     DQ_RESULTS,
-    METRIC_SAMPLES,
     QUARANTINE,
     RAW_LOGS,
     RAW_METRICS,
-    REQUEST_EVENTS,
-    STATE_CHANGE_EVENTS,
     Table,
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import pyarrow as pa
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
-__all__ = ["FAMILY_TABLES", "IngestBatch", "app_run_id", "start_ingest_queries", "to_raw"]
+__all__ = ["IngestBatch", "app_run_id", "start_ingest_queries", "to_raw"]
 
 log = logging.getLogger(__name__)
 
-# Silver outputs per family: attribute of the parser's result -> table.
-FAMILY_TABLES: dict[str, dict[str, Table]] = {
-    "logs": {"state_change": STATE_CHANGE_EVENTS, "requests": REQUEST_EVENTS},
-    "metrics": {"samples": METRIC_SAMPLES},
-}
 RAW_TABLE = {"logs": RAW_LOGS, "metrics": RAW_METRICS}
 # A quarantined record keeps at most this much text (QUARANTINE.record's contract: 64 KiB).
 MAX_RECORD_CHARS = 64 * 1024
 APP_ID_FILE = "_planewatch_app_id"
+# A file micro-batch above this many bytes skips the driver path's row-count job: that job reads every partition
+# of the batch in full (a limit over a Python source), which for a backfill cost as much as the bronze write. One
+# source piece (jobs.io.file_tail.SPLIT_BYTES) holds ~40,000 Kafka log lines, twice the default row limit.
+DRIVER_PATH_MAX_BYTES = 8 * 1024 * 1024
 
 
 def app_run_id(checkpoint: str) -> str:
@@ -87,28 +88,35 @@ def to_raw(df: DataFrame, family: str, batch_id: int) -> DataFrame:
     )
 
 
-@dataclass
-class _ParseResult:
-    silver: dict[str, DataFrame]
-    rejected: DataFrame
-    unused: DataFrame | None
-    result: Any  # the parser's result object (unpersist() when done)
+class Counts:
+    """Rows per value of a column, counted while a job runs (`DataFrame.observe`): no pass of its own.
 
+    The observed node is also a barrier the optimizer pushes no filter through: a route filter pushed below the
+    parser's projections would inline their expressions into the filter (the whole parse evaluated twice per line,
+    and plans so large that a union of three of them ran the driver out of memory).
+    """
 
-def _parse(raw: DataFrame, family: str) -> _ParseResult:
-    """Run H3's parsers (pipelines.parsing); without them every record is kept in bronze as unused."""
-    import importlib
+    def __init__(self, name: str) -> None:
+        self.name = name  # unique per query and batch: concurrent queries share the session
+        self._observation: Any = None
+        self._keys: tuple[str, ...] = ()
 
-    try:
-        parsing: Any = importlib.import_module("pipelines.parsing")
-    except ImportError:
-        log.warning("pipelines.parsing is not available: records kept in bronze only")
-        empty_q = raw.sparkSession.createDataFrame([], QUARANTINE.to_spark())
-        return _ParseResult({}, empty_q, raw, None)
-    fn = parsing.parse_log_lines if family == "logs" else parsing.parse_metric_lines
-    out = fn(raw, persist=True)
-    silver = {attr: getattr(out, attr) for attr in FAMILY_TABLES[family]}
-    return _ParseResult(silver, out.rejected, getattr(out, "unused", None), out)
+    def on(self, df: DataFrame, col: Column, keys: Sequence[str]) -> DataFrame:
+        """`df`, counting its rows per value of `col` among `keys` in the first action run on it."""
+        from pyspark.sql import Observation
+        from pyspark.sql import functions as F
+
+        self._keys = tuple(keys)
+        self._observation = Observation(self.name)
+        return df.observe(self._observation, *[F.count_if(col == F.lit(k)).alias(f"k{i}") for i, k in
+                                               enumerate(self._keys)])
+
+    def get(self) -> dict[str, int]:
+        """The counts (blocks until the first action on the observed frame finished: call after it)."""
+        if self._observation is None:
+            return {}
+        got = self._observation.get
+        return {k: int(got.get(f"k{i}") or 0) for i, k in enumerate(self._keys)}
 
 
 def _validation_quarantine(bad: DataFrame, table: Table) -> DataFrame:
@@ -166,17 +174,21 @@ class BatchReport:
 class IngestBatch:
     """The foreachBatch function of one ingest query (callable(df, batch_id))."""
 
-    def __init__(self, settings: Settings, family: str, query: str, run_id: str) -> None:
+    def __init__(self, settings: Settings, family: str, query: str, run_id: str, checkpoint: str | None = None
+                 ) -> None:
         self.settings = settings
+        # the query's checkpoint, when its source is planewatch_files: the offset log tells each batch's bytes
+        self.files_checkpoint = checkpoint
         self.family = family
         self.query = query
         prefix = f"{query}.{run_id}"
         mode = settings.sink_mode
         self.raw_table = RAW_TABLE[family]
         self.raw_sink = DeltaSink(settings.table_path(self.raw_table.name), self.raw_table, f"{prefix}:raw", mode)
+        # parser route -> its silver table's sink; the first is the family's main table (most of the lines)
         self.silver_sinks = {
-            attr: DeltaSink(settings.table_path(t.name), t, f"{prefix}:{t.name}", mode)
-            for attr, t in FAMILY_TABLES[family].items()
+            route: DeltaSink(settings.table_path(t.name), t, f"{prefix}:{t.name}", mode)
+            for route, t in ROUTE_TABLES[family].items()
         }
         self.quarantine_sink = DeltaSink(settings.table_path(QUARANTINE.name), QUARANTINE, f"{prefix}:quarantine", mode)
         self.dq_sink = DeltaSink(settings.table_path(DQ_RESULTS.name), DQ_RESULTS, f"{prefix}:dq_results", mode)
@@ -196,84 +208,141 @@ class IngestBatch:
         return self.settings.driver_batch_max_rows if self.settings.sink_mode == "delta-rs" else 0
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
-        from pyspark.sql import functions as F
-
         t0 = time.perf_counter()
         report = BatchReport(batch_id)
-        raw = to_raw(df, self.family, batch_id).persist()
-        cached: list[DataFrame] = [raw]
-        release: list[Any] = []
+        raw = to_raw(df, self.family, batch_id)
+        cached: list[DataFrame] = []
+        lap = t0
         try:
-            if self.driver_max_rows:
+            if self._driver_path_possible(batch_id):
                 # ONE Spark job reads the batch and decides: at most driver_max_rows records come back whole; a
-                # larger batch stops at one record more and goes to the executors (the partitions read so far stay
-                # in the cache the executor path then completes)
+                # larger batch stops at one record more and goes to the executors
                 head = raw.limit(self.driver_max_rows + 1).toArrow()
+                lap = report.lap("collect", t0)
                 if head.num_rows <= self.driver_max_rows:
-                    self._driver_batch(head, report, report.lap("collect", t0))
+                    self._driver_batch(head, report, lap)
                     return
-            report.path = "executors"
-            report.raw = _rows_of(self.raw_sink.write(raw, batch_id), raw)
-            lap = report.lap("raw", t0)
-            if report.raw == 0:
-                return
-            parsed = _parse(raw, self.family)
-            if parsed.result is not None and hasattr(parsed.result, "unpersist"):
-                release.append(parsed.result)
-            quarantine_parts = [parsed.rejected.withColumn("batch_id", F.lit(batch_id).cast("long"))]
-            dq_rows: list[dict[str, Any]] = []
-            for attr, sink in self.silver_sinks.items():
-                frame = parsed.silver.get(attr)
-                if frame is None:
-                    continue
-                frame = frame.withColumn("batch_id", F.lit(batch_id).cast("long"))
-                good, bad = self._validate(frame, sink.table)
-                good = good.persist()
-                cached.append(good)
-                n_good = _rows_of(sink.write(good, batch_id), good)
-                report.silver[sink.table.name] = n_good
-                if bad is not None:
-                    bad = bad.persist()
-                    cached.append(bad)
-                    counts = {r["_dq_reason"]: int(r["count"]) for r in bad.groupBy("_dq_reason").count().collect()}
-                    dq_rows += self._rule_counts(counts, sink.table, batch_id, n_good)
-                    quarantine_parts.append(_validation_quarantine(bad, sink.table))
-                lap = report.lap(sink.table.name, lap)
-                if self.settings.quality.enabled and n_good and self._ge_due(sink.table.name):
-                    dq_rows += self._ge_sample(good, sink.table, batch_id)
-                    lap = report.lap(f"ge:{sink.table.name}", lap)
-            quarantine = quarantine_parts[0]
-            for part in quarantine_parts[1:]:
-                quarantine = quarantine.unionByName(part, allowMissingColumns=True)
-            quarantine = quarantine.persist()
-            cached.append(quarantine)
-            report.quarantine = _rows_of(self.quarantine_sink.write(quarantine, batch_id), quarantine)
-            report.unused = parsed.unused.count() if parsed.unused is not None else 0
-            lap = report.lap("quarantine", lap)
-            dq_rows.append(self._reconciliation_row(report))
-            self._write_dq(dq_rows, batch_id)
-            report.lap("dq", lap)
+            self._executor_batch(raw, report, lap, cached)
+        except BaseException:
+            log.exception("batch %d failed", batch_id)
+            raise
         finally:
             for frame in cached:
                 frame.unpersist()
-            for result in release:
-                result.unpersist()
             report.seconds = time.perf_counter() - t0
             self.reports.append(report)
             log.info("%s batch %d: %s", self.query, batch_id, report)
 
-    def _validate(self, frame: DataFrame, table: Table) -> tuple[DataFrame, DataFrame | None]:
-        if not self.settings.quality.enabled:
-            return frame, None
-        from pipelines.quality import load_suite, split_valid
+    def _driver_path_possible(self, batch_id: int) -> bool:
+        """Whether the batch may be small enough for the driver path: a file batch of more than
+        DRIVER_PATH_MAX_BYTES goes to the executors without the row-count job (which reads every partition)."""
+        if not self.driver_max_rows:
+            return False
+        if self.files_checkpoint is None:
+            return True
+        from jobs.io.sources import logged_file_batch_bytes
 
-        try:
-            suite = load_suite(table.name)
-        except Exception as exc:
-            log.warning("no quality suite for %s: %s", table.name, exc)
-            return frame, None
-        good, bad = split_valid(frame, suite)
-        return good, bad
+        size = logged_file_batch_bytes(self.files_checkpoint, batch_id)
+        return size is None or size <= DRIVER_PATH_MAX_BYTES
+
+    def _executor_batch(self, raw: DataFrame, report: BatchReport, lap: float, cached: list[DataFrame]) -> None:
+        """The executor path: no Spark cache, and in the common case one parse of each line.
+
+        1. The executors write the batch to bronze; the silver jobs then read the batch back from those Parquet
+           files (a columnar scan), not from the source (a Python reader) nor from a Spark cache (building one cost
+           more than the parse).
+        2. One job parses every line and writes the family's main table (state-change events, metric samples),
+           counting on the way (`DataFrame.observe`) the rows of every route and of every failed hard rule.
+        3. Only when those counts say so, a later job writes the other silver table (parsing only the lines that can
+           belong to it) and one the quarantine (parsing again: bad input is rare, and costs one more pass).
+        """
+        from pyspark.sql import functions as F
+
+        batch_id = report.batch_id
+        report.path = "executors"
+        result = self.raw_sink.write(raw, batch_id)
+        bronze = self._bronze(raw, result, cached)
+        report.raw = result.rows if (not result.skipped and result.mode == "delta-rs") else int(bronze.count())
+        lap = report.lap("raw", lap)
+        if report.raw == 0:
+            return
+        quality = self._suites() if self.settings.quality.enabled else {}
+        dq_rows: list[dict[str, Any]] = []
+        failed: dict[str, dict[str, int]] = {}
+        routes: dict[str, int] = {}
+        lit_batch = F.lit(batch_id).cast("long")
+        all_routes = (*self.silver_sinks, "rejected", "unused")
+        for i, (route, sink) in enumerate(self.silver_sinks.items()):
+            if i and not routes.get(route):
+                continue  # no line of this batch belongs to this table: no job
+            rows = bronze if i == 0 else bronze.where(may_route(route, self.family))
+            observed = Counts(f"routes:{self.query}:{batch_id}:{route}")
+            routed = observed.on(routed_lines(rows, self.family), F.col("_route"), all_routes)
+            frame = route_frames(routed, self.family)[route].withColumn("batch_id", lit_batch)
+            suite = quality.get(sink.table.name)
+            rules = Counts(f"rules:{self.query}:{batch_id}:{route}")
+            if suite is not None:
+                flagged = rules.on(flag_invalid(frame, suite), F.col(REASON), [e.name for e in suite.hard])
+                frame = flagged.where(F.col(REASON).isNull()).drop(REASON)
+            written = sink.write(frame, batch_id)
+            if written.skipped:  # a replayed batch wrote nothing: run the plan once for its counts
+                frame.write.format("noop").mode("overwrite").save()
+            if i == 0:
+                routes = observed.get()
+            bad = rules.get() if suite is not None else {}
+            n_good = routes.get(route, 0) - sum(bad.values())
+            report.silver[sink.table.name] = n_good
+            if suite is not None:
+                failed[sink.table.name] = {k: v for k, v in bad.items() if v}
+                dq_rows += self._rule_counts(failed[sink.table.name], sink.table, batch_id, n_good)
+            lap = report.lap(sink.table.name, lap)
+            if suite is not None and n_good and self._ge_due(sink.table.name):
+                dq_rows += self._ge_sample(frame, sink.table, batch_id)
+                lap = report.lap(f"ge:{sink.table.name}", lap)
+        for sink in self.silver_sinks.values():  # tables without a job: 0 rows (and their rule rows say 0 of 0)
+            if sink.table.name not in report.silver:
+                report.silver[sink.table.name] = 0
+                if sink.table.name in quality:
+                    dq_rows += self._rule_counts({}, sink.table, batch_id, 0)
+        report.unused = routes.get("unused", 0)
+        if routes.get("rejected", 0) + sum(sum(v.values()) for v in failed.values()):
+            report.quarantine = self._write_quarantine(bronze, quality, failed, batch_id)
+        lap = report.lap("quarantine", lap)
+        dq_rows.append(self._reconciliation_row(report))
+        self._write_dq(dq_rows, batch_id)
+        report.lap("dq", lap)
+
+    def _bronze(self, raw: DataFrame, result: SinkResult, cached: list[DataFrame]) -> DataFrame:
+        """The batch's bronze rows for the silver jobs: read back from the files the batch committed (delta-rs),
+        else (delta-spark) the source rows, cached: a re-read of the source would stamp a new ingest_ts."""
+        from jobs.io.delta_read import read_files
+
+        if result.mode == "delta-rs":
+            files = self.raw_sink.batch_files(result.batch_id)
+            if files or not result.skipped:
+                return read_files(raw.sparkSession, self.raw_sink.path, self.raw_table.to_spark(),
+                                  self.raw_table.partition_by, files)
+        frame = raw.persist()
+        cached.append(frame)
+        return frame
+
+    def _write_quarantine(self, bronze: DataFrame, quality: dict[str, Any], failed: dict[str, dict[str, int]],
+                          batch_id: int) -> int:
+        """Parse the batch once more; write its rejected lines and the silver rows that failed a hard rule."""
+        from pyspark.sql import functions as F
+
+        counts = Counts(f"quarantine:{self.query}:{batch_id}")
+        routed = counts.on(routed_lines(bronze, self.family), F.col("_route"), ("rejected",))
+        outputs = route_frames(routed, self.family)
+        lit_batch = F.lit(batch_id).cast("long")
+        quarantine = outputs["rejected"].withColumn("batch_id", lit_batch)
+        for route, sink in self.silver_sinks.items():
+            if not failed.get(sink.table.name):
+                continue
+            frame = outputs[route].withColumn("batch_id", lit_batch)
+            bad = flag_invalid(frame, quality[sink.table.name]).where(F.col(REASON).isNotNull())
+            quarantine = quarantine.unionByName(_validation_quarantine(bad, sink.table), allowMissingColumns=True)
+        return _rows_of(self.quarantine_sink.write(quarantine, batch_id), quarantine)
 
     def _driver_batch(self, raw: pa.Table, report: BatchReport, lap: float) -> None:
         """The driver path (jobs.ingest_driver): parse, validate and commit a small batch without Spark jobs."""
@@ -454,7 +523,8 @@ def start_ingest_queries(spark: SparkSession, settings: Settings, family: str) -
         streams.append((f"ingest_{family}_kafka", reader.load()))
     for name, stream in streams:
         checkpoint = settings.checkpoint_path(name)
-        handler = IngestBatch(settings, family, name, app_run_id(checkpoint))
+        handler = IngestBatch(settings, family, name, app_run_id(checkpoint),
+                              checkpoint if name.endswith("_files") else None)
         handler.ensure_tables()
         writer = stream.writeStream.queryName(name).option("checkpointLocation", checkpoint).foreachBatch(handler)
         writer = (

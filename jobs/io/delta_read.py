@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadMaxFiles, SupportsTriggerAvailableNow
 
-__all__ = ["DEFAULT_MAX_FILES_PER_TRIGGER", "DeltaStreamSource", "added_files", "read_delta"]
+__all__ = ["DEFAULT_MAX_FILES_PER_TRIGGER", "DeltaStreamSource", "added_files", "read_delta", "read_files"]
 
 # One micro-batch reads at most this many Parquet files: bounds a catch-up batch after a long stop.
 DEFAULT_MAX_FILES_PER_TRIGGER = 1000
@@ -68,6 +68,18 @@ def read_delta(spark: SparkSession, path: str, version: int | None = None,
     reader = spark.read.schema(schema)
     if partitions:
         reader = reader.option("basePath", _strip(dt.table_uri))
+    return reader.parquet(*files).select(*[f.name for f in schema.fields])
+
+
+def read_files(spark: SparkSession, table_path: str, schema: StructType, partition_by: Sequence[str],
+               files: Sequence[str]) -> DataFrame:
+    """Some of a table's files (absolute paths or file URIs under `table_path`) as a DataFrame of `schema`, the
+    partition columns taken from the Hive-style directories, as a table read gives them (empty: no files)."""
+    if not files:
+        return spark.createDataFrame([], schema)
+    reader = spark.read.schema(schema)
+    if partition_by:
+        reader = reader.option("basePath", _strip(table_path))
     return reader.parquet(*files).select(*[f.name for f in schema.fields])
 
 

@@ -204,6 +204,17 @@ class DeltaSink:
         v: int | None = DeltaTable(self.path).transaction_version(self.app_id)
         return v
 
+    def batch_files(self, batch_id: int) -> list[str]:
+        """The file URIs batch `batch_id` of this app added to the table (delta-rs mode; by the files' name prefix,
+        which the sink gives every file it commits), in the current snapshot."""
+        from deltalake import DeltaTable
+
+        local = _local_path(self.path)
+        if not DeltaTable.is_deltatable(local):
+            return []
+        prefix = f"{app_slug(self.app_id)}-b{batch_id}-"
+        return [u for u in DeltaTable(local).file_uris() if unquote(u.rsplit("/", 1)[-1]).startswith(prefix)]
+
     def write(self, df: DataFrame, batch_id: int) -> SinkResult:
         """Append `df` as batch `batch_id`, exactly once."""
         if self.mode == "delta-spark":

@@ -38,6 +38,8 @@ __all__ = [
     "RAW_RECORD_DDL",
     "FileStreamSource",
     "KafkaStreamSource",
+    "file_batch_bytes",
+    "logged_file_batch_bytes",
     "register_sources",
 ]
 
@@ -60,6 +62,39 @@ def _family(options: dict[str, str]) -> str:
     if family not in FAMILIES:
         raise PipelineIOError(f"option family must be one of {FAMILIES}, got {family!r}")
     return family
+
+
+def file_batch_bytes(end: dict[str, Any]) -> int | None:
+    """Bytes of file data a `planewatch_files` micro-batch reads, from its end offset alone (each file's entry
+    carries the range start `from`); None if `end` is not such an offset."""
+    files = end.get("files")
+    if not isinstance(files, dict):
+        return None
+    total = 0
+    for entry in files.values():
+        if not isinstance(entry, dict) or "offset" not in entry or "from" not in entry:
+            return None
+        total += max(0, int(entry["offset"]) - int(entry["from"]))
+    return total
+
+
+def logged_file_batch_bytes(checkpoint: str, batch_id: int) -> int | None:
+    """file_batch_bytes of batch `batch_id` as Spark's offset log (`<checkpoint>/offsets/<id>`: a version line, the
+    batch metadata, then one offset per source) recorded it before running the batch; None if unknown."""
+    import os
+
+    try:
+        with open(os.path.join(checkpoint, "offsets", str(batch_id)), encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return None
+    if len(lines) != 3:  # one source per ingest query
+        return None
+    try:
+        end = json.loads(lines[2])
+    except ValueError:
+        return None
+    return file_batch_bytes(end) if isinstance(end, dict) else None
 
 
 class _PiecePartition(InputPartition):

@@ -30,8 +30,11 @@ __all__ = [
     "ParsedMetrics",
     "broker_id_from_path",
     "classify_log_kind",
+    "may_route",
     "parse_log_lines",
     "parse_metric_lines",
+    "route_frames",
+    "routed_lines",
 ]
 
 
@@ -102,6 +105,44 @@ def parse_metric_lines(raw: DataFrame, persist: bool = False) -> ParsedMetrics:
         routed = routed.persist()
     samples, rejected, unused = route_metric_outputs(routed)
     return ParsedMetrics(samples, rejected, unused, routed)
+
+
+def routed_lines(raw: DataFrame, family: str, cluster_tz: str = "UTC") -> DataFrame:
+    """Bronze rows of `family` (logs | metrics) -> one wide row per record with its `_route`: the parser's own
+    routes (logs: state_change, request, rejected, unused; metrics: sample, rejected, unused)."""
+    if family == "logs":
+        from pipelines.parsing.spark_logs import parse_logs_routed
+
+        return parse_logs_routed(raw, cluster_tz)
+    from pipelines.parsing.spark_metrics import parse_metrics_routed
+
+    return parse_metrics_routed(raw)
+
+
+def route_frames(routed: DataFrame, family: str) -> dict[str, DataFrame]:
+    """The rows of each route that has a table (silver routes and `rejected`), in that table's columns."""
+    if family == "logs":
+        from pipelines.parsing.spark_logs import route_outputs
+
+        state, requests, rejected, _ = route_outputs(routed)
+        return {"state_change": state, "request": requests, "rejected": rejected}
+    from pipelines.parsing.spark_metrics import route_metric_outputs
+
+    samples, rejected, _ = route_metric_outputs(routed)
+    return {"sample": samples, "rejected": rejected}
+
+
+def may_route(route: str, family: str) -> Column:
+    """A cheap test on bronze columns that every record of `route` passes (a necessary condition, no regex), so a
+    job writing only that route parses only those records; true where there is no cheaper test."""
+    from pyspark.sql import functions as F
+
+    if family == "logs" and route == "request":
+        from pipelines.parsing.stages import REQUEST_PREFIX
+
+        # a request line's message starts with the prefix; a wrapped line's layout is read with its newlines removed
+        return F.contains(F.translate(F.coalesce(F.col("line"), F.lit("")), "\n\r", ""), F.lit(REQUEST_PREFIX))
+    return F.lit(True)
 
 
 def classify_log_kind(path_col: Column, line_col: Column) -> Column:

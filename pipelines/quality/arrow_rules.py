@@ -10,15 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pipelines.quality.rules import Expectation, QualityError, Suite, _numeric_nan_possible
+from pipelines.quality.rules import REASON, Expectation, QualityError, Suite, _numeric_nan_possible
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = ["REASON", "split_valid_arrow"]
-
-# Name of the column that carries the failed expectation on the failing rows (as in rules.split_valid).
-REASON = "_dq_reason"
 
 
 def _violation(e: Expectation) -> Any:

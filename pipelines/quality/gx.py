@@ -16,12 +16,25 @@ _LOCK = threading.Lock()
 _CTX: dict[str, Any] = {}
 
 
+def _import_gx() -> Any:
+    """great_expectations, imported so that a failed import raises ImportError.
+
+    Its import pulls in pyspark.sql.connect, which calls sys.exit(0) when it believes it runs doctests (a `python -c`
+    main module) and grpc is missing. Inside a foreachBatch callback a SystemExit would end py4j's callback thread
+    without an answer, and the streaming query would wait for it forever."""
+    try:
+        import great_expectations as gx
+    except SystemExit as exc:
+        raise ImportError(f"importing great_expectations exited ({exc.code}): pyspark.sql.connect's checks") from exc
+    return gx
+
+
 def _context() -> Any:
     # GE must never phone home; its tqdm bars would flood the job's stderr.
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
     os.environ.setdefault("TQDM_DISABLE", "1")
     if "ctx" not in _CTX:
-        import great_expectations as gx
+        gx = _import_gx()
 
         ctx = gx.get_context(mode="ephemeral")
         from great_expectations.data_context.types.base import ProgressBarsConfig
@@ -39,7 +52,7 @@ def _context() -> Any:
 
 
 def _suite_and_def(suite: Suite) -> tuple[Any, Any]:
-    import great_expectations as gx
+    gx = _import_gx()
     from great_expectations.expectations.expectation_configuration import ExpectationConfiguration
 
     ctx = _context()

@@ -11,8 +11,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-__all__ = ["SUITES_DIR", "Expectation", "QualityError", "Suite", "load_suite", "split_valid", "violation"]
+__all__ = ["REASON", "SUITES_DIR", "Expectation", "QualityError", "Suite", "flag_invalid", "load_suite", "split_valid",
+           "violation"]
 
+# Name of the column that carries the first failed expectation of a failing row (None on a valid row).
+REASON = "_dq_reason"
 SUITES_DIR = Path(__file__).resolve().parent / "suites"
 # The row rules Spark can evaluate per row (the rest run in GE only).
 ROW_TYPES = (
@@ -122,15 +125,20 @@ def _numeric_nan_possible(e: Expectation) -> bool:
     return e.column in ("value",) or e.column.endswith("_ms")
 
 
-def split_valid(df: DataFrame, suite: Suite) -> tuple[DataFrame, DataFrame]:
-    """(valid rows, failing rows with a `_dq_reason` column) by the suite's hard expectations, over every row."""
+def flag_invalid(df: DataFrame, suite: Suite) -> DataFrame:
+    """`df` with a REASON column: the first hard expectation the row fails, in suite order; null on a valid row."""
     from pyspark.sql import functions as F
 
     hard = [e for e in suite.hard if e.column in df.columns]
-    if not hard:
-        return df, df.limit(0).withColumn("_dq_reason", F.lit(None).cast("string"))
     reason = F.coalesce(*[F.when(violation(e), F.lit(e.name)) for e in hard], F.lit(None).cast("string"))
-    flagged = df.withColumn("_dq_reason", reason)
-    good = flagged.where(F.col("_dq_reason").isNull()).drop("_dq_reason")
-    bad = flagged.where(F.col("_dq_reason").isNotNull())
+    return df.withColumn(REASON, reason)
+
+
+def split_valid(df: DataFrame, suite: Suite) -> tuple[DataFrame, DataFrame]:
+    """(valid rows, failing rows with a REASON column) by the suite's hard expectations, over every row."""
+    from pyspark.sql import functions as F
+
+    flagged = flag_invalid(df, suite)
+    good = flagged.where(F.col(REASON).isNull()).drop(REASON)
+    bad = flagged.where(F.col(REASON).isNotNull())
     return good, bad
