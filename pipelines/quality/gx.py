@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import os
 import threading
 import time
@@ -10,7 +11,9 @@ from typing import Any
 
 from pipelines.quality.rules import Suite
 
-__all__ = ["validate_sample"]
+__all__ = ["prepare", "prepare_in_background", "validate_sample"]
+
+log = logging.getLogger(__name__)
 
 _LOCK = threading.Lock()
 _CTX: dict[str, Any] = {}
@@ -63,6 +66,27 @@ def _suite_and_def(suite: Suite) -> tuple[Any, Any]:
         _CTX["suites"][suite.name] = gx_suite
         _CTX["defs"][suite.name] = _CTX["asset"].add_batch_definition_whole_dataframe(suite.name)
     return _CTX["suites"][suite.name], _CTX["defs"][suite.name]
+
+
+def prepare(suites: list[Suite]) -> None:
+    """Import GE and build the context and these suites now (seconds on first use), not in the first batch."""
+    with _LOCK:
+        for suite in suites:
+            _suite_and_def(suite)
+
+
+def prepare_in_background(suites: list[Suite]) -> threading.Thread:
+    """`prepare` in a daemon thread: the driver's Python waits on the JVM during a query's first batch anyway."""
+
+    def run() -> None:
+        try:
+            prepare(suites)
+        except Exception:  # validate_sample reports the same error in dq_results when it is used
+            log.warning("Great Expectations could not be prepared", exc_info=True)
+
+    thread = threading.Thread(target=run, name="gx-prepare", daemon=True)
+    thread.start()
+    return thread
 
 
 def validate_sample(pdf: Any, suite: Suite, table: str, batch_id: int) -> list[dict[str, Any]]:
