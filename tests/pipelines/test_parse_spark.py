@@ -155,3 +155,21 @@ def test_path_helpers(spark) -> None:
     got = df.select(classify_log_kind(df.path, df.line).alias("k"), broker_id_from_path(df.path).alias("b")).collect()
     assert [(r.k, r.b) for r in got] == [("state-change", 3), ("server", 12), ("request", None), ("controller", None),
                                          ("state-change", None), ("server", None), ("unknown", None)]
+
+
+def test_may_route_keeps_every_request_line(spark, parsed_logs) -> None:
+    """The executor path's request job parses only lines passing may_route: it must pass every line that the parser
+    routes to request_events (a necessary condition), and drop the state-change lines it exists to skip."""
+    from pipelines.parsing import may_route
+
+    rows, out, _ = parsed_logs
+    raw = spark.createDataFrame([tuple(r[c] for c in RAW_LOGS.names) for r in rows], RAW_LOGS.to_spark())
+    kept = {(r["source"], r["source_offset"]) for r in
+            raw.where(may_route("request", "logs")).select("source", "source_offset").collect()}
+    assert out["request"]
+    assert set(out["request"]) <= kept
+    assert any(k not in kept for k in out["state_change"])
+    assert raw.where(may_route("state_change", "logs")).count() == len(rows)  # no cheaper test: every line
+    wrapped = "[2021-03-02 08:00:01,010] DEBUG Completed re\nquest:{} (kafka.request.logger)"
+    one = spark.createDataFrame([(wrapped,)], "line string")
+    assert one.where(may_route("request", "logs")).count() == 1
