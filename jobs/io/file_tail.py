@@ -33,6 +33,7 @@ __all__ = [
     "MAX_LINE_BYTES",
     "OUTPUT_SCHEMA_DDL",
     "Piece",
+    "pack",
     "plan",
     "read_piece",
     "split",
@@ -212,6 +213,23 @@ def split(family: str, start: dict[str, dict[str, Any]], end: dict[str, dict[str
             b = min(hi, a + SPLIT_BYTES)
             pieces.append(Piece(e["path"], dev, ino, lo, hi, a, b, family, e["kind"], e["cluster"], e["broker_id"]))
     return pieces
+
+
+def pack(pieces: list[Piece], max_bytes: int = SPLIT_BYTES) -> list[list[Piece]]:
+    """Consecutive pieces grouped into Spark partitions of at most `max_bytes` (a piece larger than that is a group
+    of its own): a batch over many small files (scrapes, rotated logs, a few lines per broker) runs a few tasks, not
+    one per file, and each task pays the Python worker's fixed cost once. Deterministic for a given piece list."""
+    groups: list[list[Piece]] = []
+    size = 0
+    for piece in pieces:
+        n = piece.end - piece.start
+        if groups and size + n <= max_bytes:
+            groups[-1].append(piece)
+            size += n
+        else:
+            groups.append([piece])
+            size = n
+    return groups
 
 
 def _open_by_inode(piece: Piece) -> Any:

@@ -25,7 +25,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadMaxRows, SupportsTriggerAvailableNow
 
 from jobs.io import PipelineIOError
-from jobs.io.file_tail import OUTPUT_SCHEMA_DDL, Piece, plan, read_piece, split
+from jobs.io.file_tail import OUTPUT_SCHEMA_DDL, Piece, pack, plan, read_piece, split
 from jobs.io.paths import FAMILIES, broker_id_from_path, sniff
 
 if TYPE_CHECKING:
@@ -98,8 +98,8 @@ def logged_file_batch_bytes(checkpoint: str, batch_id: int) -> int | None:
 
 
 class _PiecePartition(InputPartition):
-    def __init__(self, piece: Piece) -> None:
-        self.piece = piece
+    def __init__(self, pieces: list[Piece]) -> None:
+        self.pieces = pieces
 
 
 class _FileStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -139,11 +139,12 @@ class _FileStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return {"files": files}
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[_PiecePartition]:
-        return [_PiecePartition(p) for p in split(self.family, start["files"], end["files"])]
+        return [_PiecePartition(group) for group in pack(split(self.family, start["files"], end["files"]))]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, _PiecePartition)
-        yield from read_piece(partition.piece)
+        for piece in partition.pieces:
+            yield from read_piece(piece)
 
     def commit(self, end: dict[str, Any]) -> None:
         del end

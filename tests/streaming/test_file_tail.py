@@ -143,3 +143,15 @@ def test_pieces_cover_each_line_once(tmp_path: Path, monkeypatch: pytest.MonkeyP
     rows = [r for p in pieces for b in read_piece(p) for r in b.to_pylist()]
     assert [r["line"].split("\n")[0] for r in rows] == [c for c in content if not c.startswith("\t")]
     assert sum(1 for r in rows if "\tat frame" in r["line"]) == len([i for i in range(200) if i % 7 == 0])
+
+
+def test_pack_groups_small_pieces_in_order_and_keeps_big_ones_alone() -> None:
+    def piece(i: int, size: int) -> file_tail.Piece:
+        return file_tail.Piece(f"/in/f{i}", 1, i, 0, size, 0, size, "metrics", "prometheus", "c", 1)
+
+    pieces = [piece(0, 40), piece(1, 40), piece(2, 30), piece(3, 200), piece(4, 10), piece(5, 100)]
+    groups = file_tail.pack(pieces, max_bytes=100)
+    assert [[p.ino for p in g] for g in groups] == [[0, 1], [2], [3], [4], [5]]
+    assert [p for g in groups for p in g] == pieces  # every piece once, in order
+    assert all(sum(p.end - p.start for p in g) <= 100 or len(g) == 1 for g in groups)
+    assert file_tail.pack([]) == []
