@@ -325,7 +325,8 @@ class IngestBatch:
         from jobs.io.delta_read import read_files
 
         if result.mode == "delta-rs":
-            files = self.raw_sink.batch_files(result.batch_id)
+            # a replayed batch committed its files in an earlier run: found by name in the table's snapshot
+            files = self.raw_sink.batch_files(result.batch_id) if result.skipped else list(result.paths)
             if files or not result.skipped:
                 return read_files(raw.sparkSession, self.raw_sink.path, self.raw_table.to_spark(),
                                   self.raw_table.partition_by, files)

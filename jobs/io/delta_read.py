@@ -62,13 +62,7 @@ def read_delta(spark: SparkSession, path: str, version: int | None = None,
     arrow_schema = pa.schema(dt.schema().to_arrow())
     schema = _spark_schema(arrow_schema)
     files = dt.file_uris(file_pruning_predicate=partitions_in) if partitions_in is not None else dt.file_uris()
-    if not files:
-        return spark.createDataFrame([], schema)
-    partitions = dt.metadata().partition_columns
-    reader = spark.read.schema(schema)
-    if partitions:
-        reader = reader.option("basePath", _strip(dt.table_uri))
-    return reader.parquet(*files).select(*[f.name for f in schema.fields])
+    return read_files(spark, dt.table_uri, schema, dt.metadata().partition_columns, files)
 
 
 def read_files(spark: SparkSession, table_path: str, schema: StructType, partition_by: Sequence[str],

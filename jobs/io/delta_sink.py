@@ -82,6 +82,7 @@ class SinkResult:
     version: int | None = None
     duration_ms: float = 0.0
     mode: str = "delta-rs"
+    paths: tuple[str, ...] = ()  # the committed files (delta-rs, not skipped): absolute paths
 
 
 def app_slug(app_id: str) -> str:
@@ -307,7 +308,8 @@ class DeltaSink:
         version = self._commit(local, adds, schema, props, batch_id)
         shutil.rmtree(pending, ignore_errors=True)
         dt_ms = (time.perf_counter() - t0) * 1e3
-        return SinkResult(self.table.name, batch_id, False, len(adds), rows, version, dt_ms)
+        paths = tuple(os.path.join(local, dst) for _, dst in moves)
+        return SinkResult(self.table.name, batch_id, False, len(adds), rows, version, dt_ms, paths=paths)
 
     def _commit(self, local: str, adds: list[Any], schema: Any, props: Any, batch_id: int) -> int:
         from deltalake import DeltaTable
