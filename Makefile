@@ -8,7 +8,7 @@ export PYSPARK_PYTHON := $(CURDIR)/$(VENV)/bin/python
 export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(VENV)/bin/python
 export GX_ANALYTICS_ENABLED := False
 
-$(STAMP): pyproject.toml scripts/bootstrap.sh
+$(STAMP): pyproject.toml scripts/bootstrap.sh jvm/pom.xml planewatch/kafka/artifacts.py
 	bash scripts/bootstrap.sh
 
 .PHONY: help venv demo test test-fast lint broker benchmarks cluster-up cluster-down

@@ -4,6 +4,8 @@
 #   - Java 17 (Spark's JVM), from Debian's openjdk-17-jre-headless
 #   - kcat (Debian package kafkacat), an independent Kafka client the tests use
 #   - chromium (Debian), the headless browser of the dashboard test
+#   - Maven (Debian), which fetches the JVM artifacts of jvm/pom.xml (Apache Kafka, the JMX exporter agent,
+#     spark-sql-kafka, delta-spark) into .jvm/ (skipped when already there)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,6 +13,7 @@ need_apt=()
 command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
 command -v kcat >/dev/null 2>&1 || command -v kafkacat >/dev/null 2>&1 || need_apt+=(kafkacat)
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || need_apt+=(chromium)
+command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
 if [ ${#need_apt[@]} -gt 0 ]; then
     echo "bootstrap: installing ${need_apt[*]} with apt-get"
     SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -33,5 +36,6 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade "pip>=25.1"
 .venv/bin/python -m pip install -q -e . --group dev
+.venv/bin/python -m planewatch.kafka.artifacts fetch || { echo "bootstrap: fetching the JVM artifacts failed (above)" >&2; exit 1; }
 touch .venv/.installed
 echo "bootstrap: .venv ready ($(.venv/bin/python --version), java: $(java -version 2>&1 | head -1))"
