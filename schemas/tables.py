@@ -136,14 +136,14 @@ RAW_METRICS = Table(
     (
         _c("cluster", "string", nullable=False),
         _c("broker_id", "int"),
-        _c("metric_format", "string", "json | prometheus"),
+        _c("metric_format", "string", "json | prometheus | source-error (a failed scrape: `line` says why)"),
         _c("line", "string"),
         _c("line_bytes", "long"),
         *_PROVENANCE,
         _c("date", "date"),
     ),
     partition_by=("cluster", "date"),
-    doc="every input metric record (a JSON line or a Prometheus exposition line)",
+    doc="every input metric record (a JSON line, a Prometheus exposition line, or a failed scrape)",
 )
 
 QUARANTINE = Table(
@@ -153,7 +153,7 @@ QUARANTINE = Table(
         _c("cluster", "string", nullable=False),
         _c("broker_id", "int"),
         _c("target_table", "string", "the table the record was meant for"),
-        _c("stage", "string", "decode | parse | validate"),
+        _c("stage", "string", "decode | source (a failed scrape) | parse | validate"),
         _c("reason", "string", "why it was rejected (parser reason or the failed expectation)"),
         _c("record", "string", "the rejected record, truncated to 64 KiB"),
         *_PROVENANCE,
@@ -249,7 +249,7 @@ METRIC_SAMPLES = Table(
         _c("labels", "map<string,string>", "every other label/tag"),
         _c("value", "double"),
         _c("raw_name", "string", "the name as it arrived (MBean or Prometheus name)"),
-        _c("metric_format", "string", "json | prometheus"),
+        _c("metric_format", "string", "json | prometheus | source-error (a failed scrape: `line` says why)"),
         *_PROVENANCE,
         _c("date", "date"),
     ),

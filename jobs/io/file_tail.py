@@ -33,9 +33,11 @@ __all__ = [
     "MAX_LINE_BYTES",
     "OUTPUT_SCHEMA_DDL",
     "Piece",
+    "buffer_records",
     "pack",
     "plan",
     "read_piece",
+    "records_batch",
     "split",
 ]
 
@@ -293,10 +295,15 @@ def _records(buf: bytes, base: int, piece: Piece) -> tuple[list[str], list[int],
     return texts, offsets, sizes
 
 
+def buffer_records(buf: bytes, base: int = 0, family: str = "metrics") -> tuple[list[str], list[int], list[int]]:
+    """The records of a buffer of whole lines that sits at offset `base` of its source (e.g. a scraped Prometheus
+    answer), split exactly as `read_piece` splits a file: (texts, offsets, byte lengths)."""
+    end = base + len(buf)
+    return _records(buf, base, Piece("", 0, 0, base, end, base, end, family, "", "", None))
+
+
 def read_piece(piece: Piece, now: dt.datetime | None = None) -> Iterator[Any]:
     """Yield the piece's records as pyarrow RecordBatches of OUTPUT_SCHEMA_DDL's columns."""
-    import pyarrow as pa
-
     fh = _open_by_inode(piece)
     if fh is None:
         log.warning("file %s (inode %d) disappeared before it was read; skipped", piece.path, piece.ino)
@@ -317,11 +324,20 @@ def read_piece(piece: Piece, now: dt.datetime | None = None) -> Iterator[Any]:
     texts, offsets, sizes = _records(buf, read_from, piece)
     if not texts:
         return
+    yield records_batch(texts, offsets, sizes, cluster=piece.cluster, broker_id=piece.broker_id, kind=piece.kind,
+                        source=piece.path, ingest_ts=now or dt.datetime.now(dt.UTC))
+
+
+def records_batch(texts: list[str], offsets: list[int], sizes: list[int], *, cluster: str, broker_id: int | None,
+                  kind: str, source: str, ingest_ts: dt.datetime) -> Any:
+    """Records of one source as a pyarrow RecordBatch of OUTPUT_SCHEMA_DDL's columns; a record longer than
+    MAX_LINE_BYTES keeps its first MAX_LINE_BYTES characters (`truncated` set, `line_bytes` the original size)."""
+    import pyarrow as pa
+
     truncated = [len(t) > MAX_LINE_BYTES for t in texts]
     if any(truncated):
         texts = [t[:MAX_LINE_BYTES] if cut else t for t, cut in zip(texts, truncated, strict=True)]
     n = len(texts)
-    ts = now or dt.datetime.now(dt.UTC)
     schema = pa.schema(
         [
             ("cluster", pa.string()),
@@ -335,16 +351,16 @@ def read_piece(piece: Piece, now: dt.datetime | None = None) -> Iterator[Any]:
             ("truncated", pa.bool_()),
         ]
     )
-    yield pa.RecordBatch.from_arrays(
+    return pa.RecordBatch.from_arrays(
         [
-            pa.array([piece.cluster] * n, pa.string()),
-            pa.array([piece.broker_id] * n, pa.int32()),
-            pa.array([piece.kind] * n, pa.string()),
+            pa.array([cluster] * n, pa.string()),
+            pa.array([broker_id] * n, pa.int32()),
+            pa.array([kind] * n, pa.string()),
             pa.array(texts, pa.string()),
             pa.array(sizes, pa.int64()),
-            pa.array([piece.path] * n, pa.string()),
+            pa.array([source] * n, pa.string()),
             pa.array(offsets, pa.int64()),
-            pa.array([ts] * n, pa.timestamp("us", tz="UTC")),
+            pa.array([ingest_ts] * n, pa.timestamp("us", tz="UTC")),
             pa.array(truncated, pa.bool_()),
         ],
         schema=schema,

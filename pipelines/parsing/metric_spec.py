@@ -12,6 +12,8 @@ __all__ = [
     "REASONS",
     "REQUEST_LABELS",
     "ROLE_LABELS",
+    "SOURCE_ERROR_FORMAT",
+    "SOURCE_STAGE",
     "TRIM",
 ]
 
@@ -36,6 +38,13 @@ LISTENER_LABELS = ("listener",)
 REQUEST_LABELS = ("request",)
 PROCESSOR_LABELS = ("processor", "networkProcessor", "networkprocessor", "network_processor")
 ROLE_LABELS = (*LISTENER_LABELS, *REQUEST_LABELS, *PROCESSOR_LABELS, "quantile")
+
+# The `metric_format` of a raw record that stands for a failed read of its source (a scrape target that is down,
+# answers an HTTP error or no Prometheus text): its `line` starts with the reason, e.g. "scrape failed: connection
+# refused", optionally followed by a newline and the head of what came back. Both engines quarantine such a record
+# whole, with that first line as the reason and stage SOURCE_STAGE (not "parse": no line of the source was parsed).
+SOURCE_ERROR_FORMAT = "source-error"
+SOURCE_STAGE = "source"
 
 REASONS = {
     "blank": "blank line",

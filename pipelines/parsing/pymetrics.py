@@ -105,11 +105,11 @@ def _labels_out(
     return {k: v for k, v in d.items() if k not in S.ROLE_LABELS}, listener, request, processor
 
 
-def _reject(rec: Mapping[str, Any], reason: str) -> tuple[str, Row]:
+def _reject(rec: Mapping[str, Any], reason: str, stage: str = "parse") -> tuple[str, Row]:
     line = rec.get("line")
     return "rejected", {
         "cluster": rec.get("cluster"), "broker_id": rec.get("broker_id"), "target_table": "metric_samples",
-        "stage": "parse", "reason": reason, "record": None if line is None else line[:QUARANTINE_RECORD_CHARS],
+        "stage": stage, "reason": reason, "record": None if line is None else line[:QUARANTINE_RECORD_CHARS],
         **{c: rec.get(c) for c in _PROV}, "date": rec.get("date"),
     }
 
@@ -123,6 +123,8 @@ def _unused(rec: Mapping[str, Any], reason: str) -> tuple[str, Row]:
 def parse_metric(rec: Mapping[str, Any]) -> tuple[str, Row]:
     """One RAW_METRICS row -> ("sample" | "rejected" | "unused", row)."""
     R = S.REASONS
+    if rec.get("metric_format") == S.SOURCE_ERROR_FORMAT:
+        return _reject(rec, (rec.get("line") or "").split("\n", 1)[0], S.SOURCE_STAGE)
     s = (rec.get("line") or "").strip(S.TRIM)
     if s == "":
         return _unused(rec, R["blank"])

@@ -180,7 +180,9 @@ def parse_metrics_routed(raw: DataFrame) -> DataFrame:
     R = S.REASONS
     s = F.col("_s")
     route_reason = (
-        F.when(s == F.lit(""), F.array(F.lit("unused"), F.lit(R["blank"])))
+        F.when(F.col("_fmt") == F.lit(S.SOURCE_ERROR_FORMAT),
+               F.array(F.lit("rejected"), F.substring_index(F.coalesce(F.col("line"), F.lit("")), "\n", 1)))
+        .when(s == F.lit(""), F.array(F.lit("unused"), F.lit(R["blank"])))
         .when(F.startswith(s, F.lit("#")), F.array(F.lit("unused"), F.lit(R["comment"])))
         .when((F.col("_fmt") == "json") & ~F.startswith(s, F.lit("{")),
               F.array(F.lit("rejected"), F.lit(R["not_object"])))
@@ -230,7 +232,8 @@ def route_metric_outputs(routed: DataFrame) -> tuple[DataFrame, DataFrame, DataF
         F.col("cluster"),
         F.col("broker_id"),
         F.lit("metric_samples").alias("target_table"),
-        F.lit("parse").alias("stage"),
+        F.when(F.col("metric_format") == F.lit(S.SOURCE_ERROR_FORMAT), F.lit(S.SOURCE_STAGE))
+        .otherwise(F.lit("parse")).alias("stage"),
         F.col("_reason").alias("reason"),
         F.substring(F.col("line"), 1, QUARANTINE_RECORD_CHARS).alias("record"),
         *[F.col(c) for c in _PROV],

@@ -149,4 +149,10 @@ METRIC_CASES: list[MCase] = [
     MCase("\x00\x01 binary \ufffd", "rejected", {"reason": "not a Prometheus exposition line"}),
     MCase('foo{a="1",a="2"} 1', "rejected", {"reason": "duplicate label or tag"}),
     MCase("foo 1 99999999999999999", "rejected", {"reason": "timestamp is not epoch milliseconds in range"}),
+    # a failed read of a source (jobs.io.scrape): quarantined whole, the first line is the reason, stage source
+    MCase("scrape failed: connection refused", "rejected",
+          {"reason": "scrape failed: connection refused", "stage": "source"}, "source-error"),
+    MCase("scrape failed: answer is not Prometheus text (HTTP 200, Content-Type text/html)\n<html># x 1</html>",
+          "rejected", {"reason": "scrape failed: answer is not Prometheus text (HTTP 200, Content-Type text/html)",
+                       "stage": "source"}, "source-error"),
 ]
