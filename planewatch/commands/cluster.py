@@ -1,7 +1,11 @@
 """`planewatch cluster`: a controller and N brokers (separate processes) on 127.0.0.1.
 
     planewatch cluster --brokers 3 [--dir var/cluster] [--base-port PORT] [--fetcher-model locked|async]
+    planewatch cluster --kafka 3.9.1 --brokers 3 [--kraft] [--no-control-plane] [--dir var/cluster]
     planewatch cluster --status --dir var/cluster
+
+Without ``--kafka`` the brokers are planewatch's reference brokers; with it, Apache Kafka itself from the jars the
+set-up fetched (``planewatch.kafka``): ZooKeeper mode below 4.0 (``--kraft`` for a 3.x KRaft cluster), KRaft from 4.0.
 
 Runs until SIGINT/SIGTERM, then stops every process cleanly. ``DIR/cluster.json`` describes the cluster for scripts
 (bootstrap servers; per broker its id, pid, listeners, log directory, logs, metrics, Prometheus endpoint).
@@ -27,6 +31,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="controller.update.metadata.cached: one shared UpdateMetadata (true) or per-broker")
     parser.add_argument("--no-control-plane", action="store_true",
                         help="brokers advertise no control-plane listener (KIP-291 off)")
+    parser.add_argument("--kafka", metavar="VERSION", default=None,
+                        help="run Apache Kafka VERSION (e.g. 3.9.1, 4.4.0) instead of the reference broker")
+    parser.add_argument("--kraft", action="store_true",
+                        help="with --kafka below 4.0: KRaft mode instead of ZooKeeper (4.x is always KRaft)")
     parser.add_argument("--status", action="store_true", help="show who leads what in a running cluster")
     parser.add_argument("--seconds", type=float, default=0.0, help="stop after N seconds (default: run until a signal)")
 
@@ -39,6 +47,8 @@ def _status(directory: Path) -> int:
     except (OSError, ValueError) as exc:
         print(f"planewatch cluster: no cluster in {directory}: {exc}", file=sys.stderr)
         return 1
+    if info.get("engine") == "apache-kafka":
+        return _kafka_status(info)
     try:
         st = ControllerClient(info["controller"]["url"], timeout_s=5).status()
     except (OSError, ConnectionError) as exc:
@@ -55,9 +65,65 @@ def _status(directory: Path) -> int:
     return 0
 
 
+def _kafka_status(info: dict[str, object]) -> int:
+    """Apache Kafka's own view through its admin API: controller, brokers, leaders and ISRs."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    try:
+        md = AdminClient({"bootstrap.servers": str(info["bootstrap.servers"])}).list_topics(timeout=10)
+    except KafkaException as exc:
+        print(f"planewatch cluster: Kafka not reachable: {exc}", file=sys.stderr)
+        return 1
+    print(f"Apache Kafka {info.get('kafka_version')} ({info.get('mode')}) controller id={md.controller_id}")
+    for bid, b in sorted(md.brokers.items()):
+        print(f"broker {bid} {b.host}:{b.port}")
+    print(f"{'partition':<30} {'leader':>6}  replicas  isr")
+    for name, t in sorted(md.topics.items()):
+        for pid, p in sorted(t.partitions.items()):
+            print(f"{name + '-' + str(pid):<30} {p.leader:>6}  {','.join(map(str, p.replicas)):<8}  "
+                  f"{','.join(map(str, p.isrs))}")
+    return 0
+
+
+def _run_kafka(args: argparse.Namespace) -> int:
+    from planewatch.kafka.artifacts import ArtifactMissing
+    from planewatch.kafka.cluster import KafkaCluster, KafkaClusterSpec, KafkaStartError
+
+    try:
+        cluster = KafkaCluster(KafkaClusterSpec(args.dir, args.kafka, args.brokers, kraft=True if args.kraft else None,
+                                                control_plane=not args.no_control_plane))
+    except (ArtifactMissing, ValueError) as exc:
+        print(f"planewatch cluster: {exc}", file=sys.stderr)
+        return 1
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda s, f: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        cluster.start()
+        mode = "KRaft" if cluster.spec.is_kraft else "ZooKeeper mode"
+        print(f"Apache Kafka {args.kafka} ({mode}) cluster of {args.brokers} brokers started; "
+              f"bootstrap.servers={cluster.bootstrap_servers()}")
+        print(f"  cluster.json {cluster.dir / 'cluster.json'}", flush=True)
+        stop.wait(args.seconds if args.seconds > 0 else None)
+    except KafkaStartError as exc:
+        print(f"planewatch cluster: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        cluster.stop()
+        print("cluster stopped", flush=True)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     if args.status:
         return _status(args.dir)
+    if args.kafka:
+        if args.brokers < 1:
+            print("planewatch cluster: --brokers must be at least 1", file=sys.stderr)
+            return 2
+        return _run_kafka(args)
     from broker.cluster.launcher import Cluster, ClusterSpec
 
     if args.brokers < 1:

@@ -7,6 +7,11 @@ cluster at the end, and prints what it did and when as JSON lines (also appended
 or to ``--timeline FILE``). The two-part scenarios can also run one half at a time, each with its cluster directly
 under ``DIR/cluster`` (what `planewatch demo` does, so that every run is its own cluster in the lake):
 produce-backlog-with-control-plane, produce-backlog-without-control-plane, fetcher-lock-locked, fetcher-lock-async.
+
+``--kafka VERSION`` runs the scenario on Apache Kafka itself (``planewatch.kafka.scenarios``): healthy, the two
+produce-backlog halves, connection-storm, broker-bounce and controller-failover in ZooKeeper mode (below 4.0),
+metadata-lag on KRaft (4.x, or ``--kraft``). fetcher-lock (KAFKA-6974's async fetcher) and the cacheable
+UpdateMetadata exist on the reference broker only.
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from broker.scenarios.base import Timeline
 
-NAMES = ("healthy", "produce-backlog", "connection-storm", "fetcher-lock", "broker-bounce", "controller-failover")
+NAMES = ("healthy", "produce-backlog", "connection-storm", "fetcher-lock", "broker-bounce", "controller-failover",
+         "metadata-lag")
 HALVES = ("produce-backlog-with-control-plane", "produce-backlog-without-control-plane", "fetcher-lock-locked",
           "fetcher-lock-async")
 
@@ -41,6 +47,9 @@ def runs() -> dict[str, Callable[[Path, Timeline], object]]:
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", choices=NAMES + HALVES, help="which scenario")
     parser.add_argument("--dir", type=Path, default=None, help="where the cluster lives (var/scenario/NAME)")
+    parser.add_argument("--kafka", metavar="VERSION", default=None,
+                        help="run on Apache Kafka VERSION (e.g. 3.9.1, 4.4.0) instead of the reference broker")
+    parser.add_argument("--kraft", action="store_true", help="with --kafka below 4.0: a KRaft cluster")
     parser.add_argument("--timeline", type=Path, default=None, metavar="FILE",
                         help="where the JSON-lines timeline is appended (default DIR/scenario-NAME.jsonl)")
 
@@ -53,10 +62,44 @@ def run(args: argparse.Namespace) -> int:
     timeline: Path = args.timeline or d / f"scenario-{args.name}.jsonl"
     timeline.parent.mkdir(parents=True, exist_ok=True)
     tl = Timeline(args.name, timeline)
+    if args.kafka:
+        return _run_kafka(args, d, tl)
+    if args.name == "metadata-lag":
+        print("planewatch scenario metadata-lag: a KRaft scenario; run it with --kafka 4.x", file=sys.stderr)
+        return 2
     tl.emit("scenario-started", dir=str(d))
     try:
         runs()[args.name](d, tl)
     except (RuntimeError, TimeoutError) as exc:
+        tl.emit("scenario-failed", error=str(exc))
+        print(f"planewatch scenario {args.name}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        tl.emit("scenario-interrupted")
+        return 130
+    tl.emit("scenario-finished")
+    return 0
+
+
+def _run_kafka(args: argparse.Namespace, d: Path, tl: Timeline) -> int:
+    from planewatch.kafka.artifacts import ArtifactMissing
+    from planewatch.kafka.scenarios import SCENARIOS, scenario_names
+
+    kraft = True if args.kraft else None
+    try:
+        names = scenario_names(args.kafka, kraft)
+    except ValueError as exc:
+        print(f"planewatch scenario: {exc}", file=sys.stderr)
+        return 2
+    if args.name not in names:
+        print(f"planewatch scenario {args.name}: Apache Kafka {args.kafka} does not have this mechanism here "
+              f"(it runs: {', '.join(names)}; fetcher-lock and cacheable UpdateMetadata are reference-broker "
+              f"designs)", file=sys.stderr)
+        return 2
+    tl.emit("scenario-started", dir=str(d), engine="apache-kafka", kafka_version=args.kafka)
+    try:
+        SCENARIOS[args.name](d, tl, args.kafka, kraft)
+    except (RuntimeError, TimeoutError, ArtifactMissing, ValueError) as exc:
         tl.emit("scenario-failed", error=str(exc))
         print(f"planewatch scenario {args.name}: {exc}", file=sys.stderr)
         return 1

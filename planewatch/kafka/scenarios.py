@@ -1,0 +1,357 @@
+"""The incident scenarios on Apache Kafka itself: the mechanisms Kafka has, caused the way an operator would meet them.
+
+=========================================  ====================================================================
+``healthy``                                3 brokers, replicated topic, bounded acks=all load, all consumed back
+``produce-backlog-with-control-plane``     KIP-291 (ZooKeeper mode): request handlers saturated by produce
+``produce-backlog-without-control-plane``  requests the broker must recompress (gzip topic, uncompressed 1 MB
+                                           batches, one I/O thread), then a broker is killed: the controller's
+                                           LeaderAndIsr/UpdateMetadata queue behind the produce backlog unless
+                                           the brokers have a control-plane listener
+``connection-storm``                       KIP-402: thousands of connections against a listener capped by
+                                           ``listener.name.plaintext.max.connections``: the acceptor waits for
+                                           slots (AcceptorBlockedPercent)
+``broker-bounce``                          kill -9 a broker, restart it (new broker epoch = ZooKeeper czxid); a
+                                           LeaderAndIsr carrying the old epoch is fenced (STALE_BROKER_EPOCH)
+``controller-failover``                    kill -9 the broker that is the active controller under load: another
+                                           broker wins the election, the cluster goes on (nothing to alert)
+``metadata-lag`` (KRaft)                   the controller quorum is paused (SIGSTOP) under load: brokers stop
+                                           applying metadata (last-applied-record-lag-ms grows) until it resumes
+=========================================  ====================================================================
+
+KAFKA-6974's asynchronous fetcher and the cacheable UpdateMetadata were never shipped by Apache Kafka; their
+scenarios run on the reference broker only. Every scenario prints the same JSON-lines timeline as the reference
+ones (``broker.scenarios.base.Timeline``), starts its cluster under ``DIR/cluster`` and stops it at the end.
+"""
+
+from __future__ import annotations
+
+import re
+import resource
+import signal
+import socket
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from broker.scenarios.base import Load, Timeline, consume_keys, wait_until
+from planewatch.kafka.cluster import KafkaCluster, KafkaClusterSpec
+
+__all__ = ["KRAFT_ONLY", "SCENARIOS", "ZOOKEEPER_ONLY", "scenario_names"]
+
+# produce-backlog: what makes the request handler the bottleneck. The topic's compression.type (gzip) differs from
+# the producers' (none), so the handler recompresses every batch; one I/O thread; large batches from many
+# connections (a broker processes one request per connection at a time: the queue holds at most one per connection).
+BACKLOG_PRODUCERS = 24
+BACKLOG_VALUE_BYTES = 100_000
+BACKLOG_BROKER_CONFIG = {"num.io.threads": "1", "queued.max.requests": "100", "message.max.bytes": "2000000"}
+# connection-storm: the PLAINTEXT listener's cap (the acceptor blocks at it) and the storm's size.
+STORM_LISTENER_MAX_CONNECTIONS = 300
+STORM_CONNECT_TIMEOUT_S = 3.0
+# metadata-lag: how long the KRaft controller stays paused (METADATA_APPLY_LAG's warning is 5 s).
+CONTROLLER_PAUSE_S = 15.0
+_EPOCH = re.compile(r"Registered broker (\d+) at path \S+ with addresses: .*czxid \(broker epoch\): (\d+)")
+_CONTROLLER_EPOCH = re.compile(r"\[Controller id=(\d+) epoch=(\d+)\]")
+
+
+@contextmanager
+def started(spec: KafkaClusterSpec, tl: Timeline) -> Iterator[KafkaCluster]:
+    """Start an Apache Kafka cluster, report it, always stop it."""
+    cluster = KafkaCluster(spec)
+    try:
+        cluster.start()
+        tl.emit("cluster-started", engine="apache-kafka", kafka_version=spec.version, brokers=spec.brokers,
+                mode="kraft" if spec.is_kraft else "zookeeper", control_plane=cluster.control_plane,
+                bootstrap=cluster.bootstrap_servers())
+        yield cluster
+    finally:
+        cluster.stop()
+        tl.emit("cluster-stopped")
+
+
+def _admin(cluster: KafkaCluster) -> Any:
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": cluster.bootstrap_servers()})
+
+
+def create_topic(cluster: KafkaCluster, topic: str, partitions: int, rf: int,
+                 config: dict[str, str] | None = None) -> None:
+    """Create a topic with Kafka's admin API and wait until every partition has a leader."""
+    from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
+
+    admin = _admin(cluster)
+    for fut in admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=rf,
+                                             config=config or {})]).values():
+        fut.result(60)
+    wait_until(f"leaders of {topic}", lambda: all(
+        p.leader >= 0 for p in admin.list_topics(topic, timeout=10).topics[topic].partitions.values()))
+
+
+def leaders(cluster: KafkaCluster, topic: str) -> dict[int, int]:
+    """partition -> leader (-1: none) from the cluster's metadata."""
+    md = _admin(cluster).list_topics(topic, timeout=10)
+    return {pid: p.leader for pid, p in md.topics[topic].partitions.items()}
+
+
+def controller_id(cluster: KafkaCluster) -> int:
+    """The active controller's id as the cluster's metadata names it."""
+    return int(_admin(cluster).list_topics(timeout=10).controller_id)
+
+
+def _verify(tl: Timeline, cluster: KafkaCluster, topic: str, partitions: int, load: Load) -> None:
+    keys = consume_keys(cluster.bootstrap_servers(), topic, partitions, len(set(load.acked)))
+    got = set(keys)
+    tl.emit("verified", topic=topic, acked=len(load.acked), failed=load.failed, consumed=len(got),
+            duplicates=len(keys) - len(got), lost=len(set(load.acked) - got))
+
+
+def healthy(d: Path, tl: Timeline, version: str, kraft: bool | None = None) -> None:
+    """A healthy cluster under a bounded load: nothing to alert on."""
+    with started(KafkaClusterSpec(d / "cluster", version, kraft=kraft), tl) as cluster:
+        create_topic(cluster, "healthy", 6, 3)
+        tl.emit("topic-created", topic="healthy", partitions=6, replication_factor=3)
+        load = Load(cluster.bootstrap_servers(), "healthy", 6, max_records=20_000, max_seconds=20, rate=1000).start()
+        tl.emit("load-started", topic="healthy")
+        load.wait()
+        tl.emit("load-stopped", acked=len(load.acked))
+        _verify(tl, cluster, "healthy", 6, load)
+
+
+class _BacklogLoad:
+    """Many producer connections sending large uncompressed batches as fast as the broker takes them (bounded)."""
+
+    def __init__(self, bootstrap: str, topic: str, producers: int, max_seconds: float) -> None:
+        import threading
+
+        self.bootstrap, self.topic, self.max_seconds = bootstrap, topic, max_seconds
+        self.acked = 0
+        self.failed = 0
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._run, name=f"backlog-{i}", daemon=True)
+                         for i in range(producers)]
+
+    def start(self) -> _BacklogLoad:
+        for t in self._threads:
+            t.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        for t in self._threads:
+            t.join(self.max_seconds + 60)
+
+    def _done(self, err: Any, msg: Any) -> None:
+        if err is None:
+            self.acked += 1
+        else:
+            self.failed += 1
+
+    def _run(self) -> None:
+        import os
+
+        from confluent_kafka import Producer
+
+        p = Producer({"bootstrap.servers": self.bootstrap, "acks": "1", "compression.type": "none",
+                      "linger.ms": 20, "batch.size": 1_000_000, "message.max.bytes": 1_900_000,
+                      "queue.buffering.max.kbytes": 16_384, "message.timeout.ms": 60_000})
+        value = os.urandom(BACKLOG_VALUE_BYTES // 2).hex().encode()  # text: gzip has work to do
+        end = time.monotonic() + self.max_seconds
+        while not self._stop.is_set() and time.monotonic() < end:
+            try:
+                p.produce(self.topic, value=value, on_delivery=self._done)
+            except BufferError:
+                p.poll(0.05)
+                continue
+            p.poll(0)
+        p.flush(30)
+
+
+def produce_backlog_run(d: Path, tl: Timeline, version: str, kraft: bool | None = None, *, control: bool) -> None:
+    """KIP-291 on Apache Kafka: a produce backlog in the data plane, then the controller moves leadership."""
+    name = "with-control-plane" if control else "without-control-plane"
+    spec = KafkaClusterSpec(d / "cluster", version, kraft=kraft, control_plane=control, extra=BACKLOG_BROKER_CONFIG)
+    with started(spec, tl) as cluster:
+        create_topic(cluster, "backlog", 6, 3, {"compression.type": "gzip", "max.message.bytes": "2000000"})
+        load = _BacklogLoad(cluster.bootstrap_servers(), "backlog", BACKLOG_PRODUCERS, max_seconds=40).start()
+        tl.emit("load-started", run=name, producers=BACKLOG_PRODUCERS, value_bytes=BACKLOG_VALUE_BYTES)
+        time.sleep(8)
+        # not the active controller: killing it would be a controller failover, another incident
+        active = controller_id(cluster)
+        victim = max(b for b in cluster.brokers if b != active)
+        cluster.kill_broker(victim)
+        tl.emit("broker-killed", run=name, broker=victim, controller=active, reason="move leadership under backlog")
+        wait_until("new leaders", lambda: all(v not in (victim, -1) for v in leaders(cluster, "backlog").values()),
+                   timeout_s=90)
+        tl.emit("leaders-moved", run=name)
+        time.sleep(5)
+        load.stop()
+        tl.emit("load-stopped", run=name, acked=load.acked, failed=load.failed)
+
+
+def connection_storm(d: Path, tl: Timeline, version: str, kraft: bool | None = None) -> None:
+    """KIP-402 on Apache Kafka: the acceptor of a capped listener blocks while a storm of connections waits."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    n = max(100, min(2000, soft - 300))
+    cap = max(20, min(STORM_LISTENER_MAX_CONNECTIONS, n // 3))
+    spec = KafkaClusterSpec(d / "cluster", version, kraft=kraft, brokers=1,
+                            extra={"listener.name.plaintext.max.connections": str(cap), "num.network.threads": "1"})
+    with started(spec, tl) as cluster:
+        create_topic(cluster, "storm", 3, 1)
+        load = Load(cluster.bootstrap_servers(), "storm", 3, max_records=200_000, max_seconds=30, rate=2000).start()
+        tl.emit("load-started", topic="storm")
+        time.sleep(3)
+        socks: list[socket.socket] = []
+        port = cluster.ports[1]["PLAINTEXT"]
+        tl.emit("storm-started", broker=1, listener="PLAINTEXT", target_connections=n, listener_max_connections=cap)
+        try:
+            for _ in range(n):
+                try:
+                    socks.append(socket.create_connection(("127.0.0.1", port), timeout=STORM_CONNECT_TIMEOUT_S))
+                except OSError:
+                    break
+            tl.emit("storm-peak", broker=1, connections=len(socks))
+            time.sleep(12)
+        finally:
+            for s in socks:
+                s.close()
+        tl.emit("storm-stopped", broker=1)
+        load.stop()
+        tl.emit("load-stopped", acked=len(load.acked))
+        _verify(tl, cluster, "storm", 3, load)
+
+
+def _broker_epoch(cluster: KafkaCluster, broker: int, after: int = -1) -> int:
+    """The broker's epoch (its registration's czxid, from its server.log); waits for one newer than ``after``."""
+    def newest() -> int | None:
+        epochs = [int(m.group(2)) for f in sorted((cluster.broker_dir(broker) / "logs").glob("server.log*"))
+                  for m in _EPOCH.finditer(f.read_text(errors="replace")) if int(m.group(1)) == broker]
+        return epochs[-1] if epochs and epochs[-1] > after else None
+    return int(wait_until(f"broker {broker} registered with an epoch above {after}", newest))
+
+
+def _controller_epoch(cluster: KafkaCluster) -> tuple[int, int]:
+    """(controller id, controller epoch) of the newest controller line any broker wrote."""
+    best = (-1, -1)
+    for bid in cluster.brokers:
+        for f in (cluster.broker_dir(bid) / "logs").glob("controller.log*"):
+            for m in _CONTROLLER_EPOCH.finditer(f.read_text(errors="replace")):
+                if int(m.group(2)) >= best[1]:
+                    best = (int(m.group(1)), int(m.group(2)))
+    return best
+
+
+def _stale_leader_and_isr(cluster: KafkaCluster, broker: int, epoch: int) -> int:
+    """Send a LeaderAndIsr carrying ``epoch`` as a controller would; Kafka's error code."""
+    from broker.controller.requests import leader_and_isr_body
+    from broker.protocol import ApiKey, decode_response, encode_request
+
+    cid, cepoch = _controller_epoch(cluster)
+    body = leader_and_isr_body(5, controller_id=cid, controller_epoch=cepoch, broker_epoch=epoch, partitions=[],
+                               live_leaders=[])
+    ports = cluster.ports[broker]
+    port = ports.get("CONTROLLER") if cluster.control_plane else ports["PLAINTEXT"]
+    with socket.create_connection(("127.0.0.1", port or ports["PLAINTEXT"]), timeout=10) as s:
+        s.sendall(encode_request(ApiKey.LEADER_AND_ISR, 5, 1, str(cid), body))
+        size = int.from_bytes(s.recv(4, socket.MSG_WAITALL), "big")
+        _, resp = decode_response(ApiKey.LEADER_AND_ISR, 5, s.recv(size, socket.MSG_WAITALL))
+    return int(resp["error_code"])
+
+
+def broker_bounce(d: Path, tl: Timeline, version: str, kraft: bool | None = None) -> None:
+    """kill -9 broker 2 under load, restart it: a new broker epoch; a request with the old one is fenced."""
+    with started(KafkaClusterSpec(d / "cluster", version, kraft=kraft), tl) as cluster:
+        create_topic(cluster, "bounce", 6, 3)
+        load = Load(cluster.bootstrap_servers(), "bounce", 6, max_records=300_000, max_seconds=45, rate=2000).start()
+        tl.emit("load-started", topic="bounce")
+        time.sleep(3)
+        victim = max(b for b in cluster.brokers if b != controller_id(cluster))
+        old = _broker_epoch(cluster, victim)
+        cluster.kill_broker(victim)
+        tl.emit("broker-killed", broker=victim, signal="SIGKILL", broker_epoch=old)
+        time.sleep(1)
+        cluster.start_broker(victim)
+        new = _broker_epoch(cluster, victim, after=old)
+        tl.emit("broker-restarted", broker=victim, broker_epoch=new, previous_epoch=old)
+        code = _stale_leader_and_isr(cluster, victim, old)
+        tl.emit("stale-request-sent", broker=victim, api="LeaderAndIsr", broker_epoch=old, error_code=code,
+                fenced=code == 77)
+        admin = _admin(cluster)
+        wait_until("ISR restored", lambda: all(
+            victim in p.isrs for p in admin.list_topics("bounce", timeout=10).topics["bounce"].partitions.values()),
+            timeout_s=90)
+        tl.emit("isr-restored", broker=victim)
+        load.stop()
+        tl.emit("load-stopped", acked=len(load.acked))
+        _verify(tl, cluster, "bounce", 6, load)
+
+
+def controller_failover(d: Path, tl: Timeline, version: str, kraft: bool | None = None) -> None:
+    """kill -9 the active controller (a broker, ZooKeeper mode) under load: a new one is elected; no incident."""
+    with started(KafkaClusterSpec(d / "cluster", version, kraft=kraft), tl) as cluster:
+        create_topic(cluster, "failover", 6, 3)
+        load = Load(cluster.bootstrap_servers(), "failover", 6, max_records=300_000, max_seconds=40,
+                    rate=2000).start()
+        tl.emit("load-started", topic="failover")
+        time.sleep(3)
+        active = controller_id(cluster)
+        cluster.kill_broker(active)
+        tl.emit("controller-killed", controller_id=active)
+        new = wait_until("a new controller", lambda: (c := controller_id(cluster)) not in (active, -1) and c,
+                         timeout_s=90)
+        tl.emit("controller-elected", controller_id=new)
+        cluster.start_broker(active)
+        tl.emit("broker-restarted", broker=active)
+        create_topic(cluster, "after-failover", 3, 3)
+        tl.emit("topic-created", topic="after-failover")
+        load.stop()
+        tl.emit("load-stopped", acked=len(load.acked))
+        _verify(tl, cluster, "failover", 6, load)
+
+
+def metadata_lag(d: Path, tl: Timeline, version: str, kraft: bool | None = None) -> None:
+    """KRaft: the controller quorum is paused under load; the brokers' metadata stops moving until it resumes."""
+    spec = KafkaClusterSpec(d / "cluster", version, kraft=kraft)
+    if not spec.is_kraft:
+        raise ValueError("metadata-lag needs a KRaft cluster (Kafka 4.x, or --kraft)")
+    with started(spec, tl) as cluster:
+        create_topic(cluster, "lag", 6, 3)
+        load = Load(cluster.bootstrap_servers(), "lag", 6, max_records=300_000, max_seconds=40, rate=1000).start()
+        tl.emit("load-started", topic="lag")
+        time.sleep(8)
+        for nid, proc in cluster.controllers.items():
+            proc.popen.send_signal(signal.SIGSTOP)
+            tl.emit("controller-paused", controller_id=nid, seconds=CONTROLLER_PAUSE_S)
+        time.sleep(CONTROLLER_PAUSE_S)
+        for nid, proc in cluster.controllers.items():
+            proc.popen.send_signal(signal.SIGCONT)
+            tl.emit("controller-resumed", controller_id=nid)
+        time.sleep(8)
+        load.stop()
+        tl.emit("load-stopped", acked=len(load.acked))
+        _verify(tl, cluster, "lag", 6, load)
+
+
+Scenario = Callable[[Path, Timeline, str, bool | None], None]
+SCENARIOS: dict[str, Scenario] = {
+    "healthy": healthy,
+    "produce-backlog-with-control-plane": partial(produce_backlog_run, control=True),
+    "produce-backlog-without-control-plane": partial(produce_backlog_run, control=False),
+    "connection-storm": connection_storm,
+    "broker-bounce": broker_bounce,
+    "controller-failover": controller_failover,
+    "metadata-lag": metadata_lag,
+}
+# ZooKeeper-mode mechanisms (KIP-291 control plane, broker epochs fenced by the broker, a broker as controller).
+ZOOKEEPER_ONLY = frozenset({"produce-backlog-with-control-plane", "produce-backlog-without-control-plane",
+                            "broker-bounce", "controller-failover"})
+KRAFT_ONLY = frozenset({"metadata-lag"})
+
+
+def scenario_names(version: str, kraft: bool | None = None) -> list[str]:
+    """The scenarios Apache Kafka ``version`` (in that mode) has the mechanism for."""
+    is_kraft = KafkaClusterSpec(Path("."), version, kraft=kraft).is_kraft
+    excluded = ZOOKEEPER_ONLY if is_kraft else KRAFT_ONLY
+    return [n for n in SCENARIOS if n not in excluded]
