@@ -1,7 +1,8 @@
 """The ingest streaming queries shared by jobs/ingest_logs.py, jobs/ingest_metrics.py and `planewatch pipeline`.
 
 One query per (family, source): `ingest_logs_files`, `ingest_logs_kafka`, `ingest_metrics_files`,
-`ingest_metrics_kafka`. Each micro-batch (`IngestBatch`):
+`ingest_metrics_kafka`, `ingest_metrics_prometheus` (live endpoints scraped every trigger; a failed scrape is one raw
+record the parser quarantines with stage `source`). Each micro-batch (`IngestBatch`):
 
 1. raw records -> bronze (`raw_logs` / `raw_metrics`), every record with its source and offset;
 2. `pipelines.parsing` -> silver tables + parser rejects (+ recognised-but-unused lines, kept in bronze only);
@@ -50,6 +51,9 @@ RAW_TABLE = {"logs": RAW_LOGS, "metrics": RAW_METRICS}
 # A quarantined record keeps at most this much text (QUARANTINE.record's contract: 64 KiB).
 MAX_RECORD_CHARS = 64 * 1024
 APP_ID_FILE = "_planewatch_app_id"
+# Where the Prometheus source keeps the answers of planned scrapes until their batch commits, inside the query's
+# checkpoint (the answers belong to the offsets logged there; a new checkpoint starts without them).
+SCRAPE_SPOOL_DIR = "_planewatch_scrapes"
 # A file micro-batch above this many bytes skips the driver path's row-count job: that job reads every partition
 # of the batch in full (a limit over a Python source), which for a backfill cost as much as the bronze write. One
 # source piece (jobs.io.file_tail.SPLIT_BYTES) holds ~40,000 Kafka log lines, twice the default row limit.
@@ -529,6 +533,26 @@ def start_ingest_queries(spark: SparkSession, settings: Settings, family: str) -
         if settings.cluster:
             reader = reader.option("cluster", settings.cluster)
         streams.append((f"ingest_{family}_kafka", reader.load()))
+    prom = settings.prometheus
+    if prom.enabled and family == "metrics":
+        import json
+
+        from jobs.io.settings import interval_seconds
+
+        name = f"ingest_{family}_prometheus"
+        targets = [{"url": t.url, "cluster": t.cluster, "broker_id": t.broker_id} for t in prom.targets]
+        reader = (
+            spark.readStream.format("planewatch_prometheus")
+            .option("targets", json.dumps(targets))
+            .option("clusterJson", json.dumps([{"path": os.path.abspath(p)} for p in prom.cluster_json]))
+            .option("interval", prom.interval_s or interval_seconds(settings.trigger_interval))
+            .option("timeout", prom.timeout_s)
+            .option("defaultCluster", settings.default_cluster)
+            .option("spoolDir", os.path.join(os.path.abspath(settings.checkpoint_path(name)), SCRAPE_SPOOL_DIR))
+        )
+        if settings.cluster:
+            reader = reader.option("cluster", settings.cluster)
+        streams.append((name, reader.load()))
     for name, stream in streams:
         checkpoint = settings.checkpoint_path(name)
         handler = IngestBatch(settings, family, name, app_run_id(checkpoint),

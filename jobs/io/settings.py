@@ -20,16 +20,21 @@ __all__ = [
     "DEFAULT_CONFIG",
     "FileSourceSettings",
     "KafkaSourceSettings",
+    "PrometheusSourceSettings",
+    "PrometheusTarget",
     "QualitySettings",
     "Settings",
     "SettingsError",
     "add_arguments",
+    "interval_seconds",
     "load_settings",
 ]
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "conf" / "pipeline.yaml"
 _INTERVAL = re.compile(r"^\d+(\.\d+)?\s*(millisecond|second|minute|hour)s?$")
 _CLUSTER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
+_URL = re.compile(r"^https?://[^/\s]+(/\S*)?$")
+_UNIT_S = {"millisecond": 0.001, "second": 1.0, "minute": 60.0, "hour": 3600.0}
 
 
 class SettingsError(PipelineIOError):
@@ -55,6 +60,28 @@ class KafkaSourceSettings:
     metrics_topics: tuple[str, ...] = ()
     starting_offsets: str = "earliest"
     max_records_per_batch: int = 200_000
+
+
+@dataclass(frozen=True)
+class PrometheusTarget:
+    """One endpoint of `sources.prometheus.targets`; `cluster` None: the pipeline's cluster, else default_cluster."""
+
+    url: str
+    cluster: str | None = None
+    broker_id: int | None = None
+
+
+@dataclass(frozen=True)
+class PrometheusSourceSettings:
+    """`sources.prometheus`: live endpoints (JMX exporters, the reference broker) scraped every trigger."""
+
+    enabled: bool = False
+    targets: tuple[PrometheusTarget, ...] = ()
+    # planewatch cluster.json files (or their directories), re-read every trigger; their targets belong to the
+    # cluster named by the directory holding cluster.json unless `cluster` is set
+    cluster_json: tuple[str, ...] = ()
+    interval_s: float | None = None  # at most one scrape per target per this many seconds; None: the trigger interval
+    timeout_s: float = 5.0  # per scrape (connect, request, answer)
 
 
 @dataclass(frozen=True)
@@ -87,6 +114,7 @@ class Settings:
     driver_batch_max_rows: int = 20_000
     files: FileSourceSettings = field(default_factory=FileSourceSettings)
     kafka: KafkaSourceSettings = field(default_factory=KafkaSourceSettings)
+    prometheus: PrometheusSourceSettings = field(default_factory=PrometheusSourceSettings)
     quality: QualitySettings = field(default_factory=QualitySettings)
     detection: Mapping[str, Any] = field(default_factory=dict)
     source_file: str = ""
@@ -155,6 +183,23 @@ class _Reader:
             raise self.fail(key, f"expected an integer >= 0, got {v!r}")
         return v
 
+    def pos_number(self, key: str, default: float | None) -> float | None:
+        value = self.raw.get(key, default)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            raise self.fail(key, f"expected a positive number, got {value!r}")
+        return float(value)
+
+    def seconds(self, key: str) -> float | None:
+        """A positive number of seconds, or an interval like '10 seconds'; None when unset."""
+        value = self.raw.get(key)
+        if isinstance(value, str):
+            if not _INTERVAL.match(value.strip()):
+                raise self.fail(key, f"expected seconds or e.g. '10 seconds', got {value!r}")
+            return interval_seconds(value)
+        return self.pos_number(key, None)
+
     def str_list(self, key: str) -> tuple[str, ...]:
         value = self.raw.get(key) or []
         if isinstance(value, str):
@@ -180,7 +225,7 @@ def parse_settings(raw: Mapping[str, Any] | None, source: str = "<settings>") ->
     trigger = top.section("trigger", {"interval", "once"})
     spark = top.section("spark", {"master", "conf"})
     sink = top.section("sink", {"mode", "driver_batch_max_rows"})
-    sources = top.section("sources", {"files", "kafka"})
+    sources = top.section("sources", {"files", "kafka", "prometheus"})
     files = sources.section("files", {"enabled", "path", "max_bytes_per_batch"})
     kafka = sources.section(
         "kafka",
@@ -203,6 +248,7 @@ def parse_settings(raw: Mapping[str, Any] | None, source: str = "<settings>") ->
     )
     if k.enabled and not (k.logs_topics or k.metrics_topics):
         raise kafka.fail("logs_topics", "sources.kafka is enabled but names no logs_topics or metrics_topics")
+    prom = _prometheus(sources.section("prometheus", {"enabled", "targets", "cluster_json", "interval", "timeout_s"}))
     return Settings(
         cluster=top.str_("cluster", None, _CLUSTER),
         default_cluster=top.str_("default_cluster", "default", _CLUSTER) or "default",
@@ -220,6 +266,7 @@ def parse_settings(raw: Mapping[str, Any] | None, source: str = "<settings>") ->
             max_bytes_per_batch=files.pos_int("max_bytes_per_batch", 64 * 1024 * 1024),
         ),
         kafka=k,
+        prometheus=prom,
         quality=QualitySettings(
             enabled=quality.bool_("enabled", True),
             sample_limit=quality.pos_int("sample_limit", 5_000),
@@ -228,6 +275,46 @@ def parse_settings(raw: Mapping[str, Any] | None, source: str = "<settings>") ->
         detection=dict(detection),
         source_file=source,
     )
+
+
+def interval_seconds(text: str) -> float:
+    """'10 seconds' / '500 milliseconds' / '1 minute' -> seconds (the trigger interval's syntax)."""
+    m = re.match(r"^(\d+(?:\.\d+)?)\s*(millisecond|second|minute|hour)s?$", text.strip())
+    if m is None:
+        raise SettingsError(f"not an interval: {text!r} (expected e.g. '10 seconds')")
+    return float(m.group(1)) * _UNIT_S[m.group(2)]
+
+
+def _prometheus(r: _Reader) -> PrometheusSourceSettings:
+    raw_targets = r.raw.get("targets") or []
+    if not isinstance(raw_targets, list):
+        raise r.fail("targets", f"expected a list of {{url, cluster, broker_id}}, got {raw_targets!r}")
+    targets = []
+    for i, entry in enumerate(raw_targets):
+        if not isinstance(entry, Mapping):
+            raise r.fail(f"targets[{i}]", f"expected a mapping {{url, cluster, broker_id}}, got {entry!r}")
+        t = _Reader(entry, f"{r.where}targets[{i}].", r.source)
+        unknown = sorted(set(entry) - {"url", "cluster", "broker_id"})
+        if unknown:
+            raise r.fail(f"targets[{i}]", f"unknown keys {unknown} (known: ['broker_id', 'cluster', 'url'])")
+        url = t.str_("url", None, _URL)
+        if url is None:
+            raise t.fail("url", "missing (e.g. http://127.0.0.1:9404/metrics)")
+        broker = entry.get("broker_id")
+        if broker is not None and (isinstance(broker, bool) or not isinstance(broker, int) or broker < 0):
+            raise t.fail("broker_id", f"expected an integer >= 0, got {broker!r}")
+        targets.append(PrometheusTarget(url, t.str_("cluster", None, _CLUSTER), broker))
+    cluster_json = r.str_list("cluster_json")
+    p = PrometheusSourceSettings(
+        enabled=r.bool_("enabled", False),
+        targets=tuple(targets),
+        cluster_json=cluster_json,
+        interval_s=r.seconds("interval"),
+        timeout_s=r.pos_number("timeout_s", 5.0) or 5.0,
+    )
+    if p.enabled and not (p.targets or p.cluster_json):
+        raise r.fail("targets", "sources.prometheus is enabled but names no targets or cluster_json")
+    return p
 
 
 def load_settings(path: str | os.PathLike[str] | None = None, args: argparse.Namespace | None = None) -> Settings:
@@ -246,7 +333,8 @@ def load_settings(path: str | os.PathLike[str] | None = None, args: argparse.Nam
 
 
 def apply_overrides(settings: Settings, args: argparse.Namespace) -> Settings:
-    """`--input --lake --checkpoints --cluster --once --trigger --master --sink-mode` win over the file."""
+    """`--input --lake --checkpoints --cluster --once --trigger --master --sink-mode` win over the file; `--scrape`
+    adds cluster.json files to sources.prometheus and enables it."""
     s = settings
     if getattr(args, "input", None):
         if not os.path.exists(args.input):
@@ -270,6 +358,10 @@ def apply_overrides(settings: Settings, args: argparse.Namespace) -> Settings:
         s = replace(s, spark_master=args.master)
     if getattr(args, "sink_mode", None):
         s = replace(s, sink_mode=args.sink_mode)
+    if getattr(args, "scrape", None):
+        paths = tuple(os.path.abspath(p) for p in args.scrape)
+        s = replace(s, prometheus=replace(s.prometheus, enabled=True,
+                                          cluster_json=s.prometheus.cluster_json + paths))
     return s
 
 
@@ -283,3 +375,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--once", action="store_true", help="process what is there now, then stop")
     parser.add_argument("--trigger", metavar="INTERVAL", help="micro-batch interval, e.g. '10 seconds'")
     parser.add_argument("--sink-mode", choices=("delta-rs", "delta-spark"), help="Delta writer (sink.mode)")
+    parser.add_argument("--scrape", metavar="CLUSTER_JSON", action="append",
+                        help="scrape the Prometheus endpoints a planewatch cluster.json (or its directory) lists, "
+                             "every trigger (sources.prometheus.cluster_json; repeatable)")

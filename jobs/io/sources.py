@@ -1,6 +1,7 @@
 """PySpark Python streaming data sources: growing log/metric files (`planewatch_files`) and Kafka topics
-(`planewatch_kafka`, confluent-kafka). Both emit the same raw-record columns (`RAW_RECORD_DDL`), which the jobs map
-to the bronze tables (`raw_logs`, `raw_metrics`).
+(`planewatch_kafka`, confluent-kafka); Prometheus endpoints (`planewatch_prometheus`) live in
+`jobs.io.prometheus_source`. All emit the same raw-record columns (`RAW_RECORD_DDL`), which the jobs map to the
+bronze tables (`raw_logs`, `raw_metrics`).
 
     from jobs.io.sources import register_sources
     register_sources(spark)
@@ -394,10 +395,11 @@ class KafkaStreamSource(DataSource):
 
 
 def register_sources(spark: SparkSession) -> None:
-    """Register planewatch_files, planewatch_kafka and planewatch_delta with the session."""
+    """Register planewatch_files, planewatch_kafka, planewatch_prometheus and planewatch_delta with the session."""
     from jobs.io.delta_read import DeltaStreamSource
+    from jobs.io.prometheus_source import PrometheusStreamSource
 
-    for source in (FileStreamSource, KafkaStreamSource, DeltaStreamSource):
+    for source in (FileStreamSource, KafkaStreamSource, PrometheusStreamSource, DeltaStreamSource):
         spark.dataSource.register(source)
 
 

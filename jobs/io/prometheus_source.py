@@ -1,0 +1,270 @@
+"""`planewatch_prometheus`: a PySpark Python streaming data source that scrapes Prometheus endpoints (JMX exporters
+of Kafka brokers, the reference broker's `/metrics`) on every trigger, exactly once into the raw-record columns of
+`RAW_RECORD_DDL`, so a live cluster needs no file landing step.
+
+    spark.readStream.format("planewatch_prometheus")
+         .option("targets", '[{"url": "http://127.0.0.1:9404/metrics", "cluster": "prod", "broker_id": 1}]')
+         .option("clusterJson", '[{"path": "var/cluster"}]').option("interval", "10").load()
+
+Theory of operation:
+
+* **Offsets** are per target (key: the URL) `{cluster, broker_id, ts, from, offset}`: `ts` is the time (epoch ms) of
+  the last planned scrape, and [`from`, `offset`) that scrape's bytes in the target's *scrape stream* - its answers
+  one after another, as a landing step would append them to one file. A record's `source` is the URL,
+  `source_offset` its byte position in that stream (a failed scrape's record counts its own text), and `ingest_ts`
+  the scrape time, which is also the time of every sample without its own timestamp. The records of an answer are
+  split exactly as the file source splits a `.prom` file (`file_tail.buffer_records`), so the parser sees the same
+  raw records either way.
+* **latestOffset** (driver, once per trigger) re-reads the targets (cluster.json files included) and scrapes, in
+  parallel, every target whose last scrape is at least `interval` old; the answers go to the `ScrapeStore` (memory
+  and, with `spoolDir`, one file per scrape) *before* the new offsets are returned, then Spark logs the offsets and
+  runs the batch. With availableNow (`--once`) every target is scraped once and the query then ends.
+* **partitions/read**: the batch's answers travel inside its input partitions (pickled to the executors), so
+  `read()` is a pure function of the offset range: every re-read of the batch (the driver path's collect, the
+  executors' bronze write) yields the same rows.
+* **Exactly once**: the offset log names the scrapes of every planned batch; the Delta sinks skip a batch id they
+  already committed. A batch replayed after a crash reads its answers back from the spool, never scrapes again (a new
+  scrape would be different data under the logged offsets). If the answer is gone (no spool, or the spool deleted)
+  the batch holds one `source-error` record per lost scrape ("scrape lost: ..."), quarantined and counted: nothing is
+  invented and nothing is silently dropped. `commit` drops the committed answers; planning the next batch clears
+  whatever is left (answers no logged offset names).
+* Targets no longer listed keep their stream position for TARGET_RETENTION_S (a broker restart or a rewritten
+  cluster.json continues its stream), then are forgotten.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
+
+from jobs.io import PipelineIOError
+from jobs.io.file_tail import OUTPUT_SCHEMA_DDL, SPLIT_BYTES, buffer_records, records_batch
+from jobs.io.scrape import DEFAULT_TIMEOUT_S, Scrape, ScrapeStore, Target, resolve_targets, scrape_all
+from pipelines.parsing.metric_spec import SOURCE_ERROR_FORMAT
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
+
+__all__ = ["DEFAULT_INTERVAL_S", "INTERVAL_SLACK", "TARGET_RETENTION_S", "PrometheusStreamSource"]
+
+log = logging.getLogger(__name__)
+
+# Scrape every target at most once per this many seconds unless told (the ingest job passes the trigger interval).
+DEFAULT_INTERVAL_S = 10.0
+# A trigger fires on its interval's boundaries but the scrape lands a few milliseconds into it; a scrape that is due
+# within this fraction of the interval is taken now, or a scrape a hair under one interval after the previous one
+# would wait a whole extra trigger.
+INTERVAL_SLACK = 0.1
+# An unlisted target (broker stopped, cluster.json rewritten on a restart) keeps its stream position this long so
+# that its stream continues when it is back; then it leaves the offsets, which stay small under port churn.
+TARGET_RETENTION_S = 3600.0
+# The answers of one batch are packed into input partitions of about this many bytes (the file source's piece size):
+# a few small answers make one task, a big backfill of many targets several.
+PARTITION_BYTES = SPLIT_BYTES
+
+
+@dataclass(frozen=True)
+class PlannedScrape:
+    """One scrape of a batch: where its records go (target, stream position) and its outcome."""
+
+    url: str
+    cluster: str
+    broker_id: int | None
+    base: int  # stream position of its first byte
+    scrape: Scrape
+
+
+class _ScrapePartition(InputPartition):
+    def __init__(self, scrapes: list[PlannedScrape]) -> None:
+        self.scrapes = scrapes
+
+
+def read_scrape(planned: PlannedScrape) -> Any:
+    """The raw records of one planned scrape as a pyarrow RecordBatch (None when its answer holds no record)."""
+    got = planned.scrape
+    if got.ok:
+        texts, offsets, sizes = buffer_records(got.data, planned.base, "metrics")
+    else:
+        texts, offsets, sizes = [got.data.decode("utf-8", errors="replace")], [planned.base], [len(got.data)]
+    if not texts:
+        return None
+    return records_batch(texts, offsets, sizes, cluster=planned.cluster, broker_id=planned.broker_id, kind=got.kind,
+                         source=planned.url, ingest_ts=got.ts)
+
+
+def stream_bytes(got: Scrape) -> int:
+    """How far a scrape advances its target's stream: the answer, or the failure record's text and its newline."""
+    return len(got.data) if got.ok else len(got.data) + 1
+
+
+def _json_option(options: dict[str, str], key: str) -> list[dict[str, Any]]:
+    try:
+        value = json.loads(options.get(key) or "[]")
+    except ValueError as exc:
+        raise PipelineIOError(f"planewatch_prometheus option {key}: not JSON: {exc}") from exc
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise PipelineIOError(f"planewatch_prometheus option {key}: expected a JSON list of objects")
+    return value
+
+
+def _positive(options: dict[str, str], key: str, default: float) -> float:
+    try:
+        value = float(options.get(key) or default)
+    except ValueError as exc:
+        raise PipelineIOError(f"planewatch_prometheus option {key}: not a number") from exc
+    if value <= 0:
+        raise PipelineIOError(f"planewatch_prometheus option {key}: must be positive, got {value}")
+    return value
+
+
+class PrometheusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """The stream reader of `planewatch_prometheus` (see the module docstring); `clock` returns epoch seconds."""
+
+    def __init__(self, options: dict[str, str], clock: Callable[[], float] = time.time) -> None:
+        self.static = _json_option(options, "targets")
+        self.cluster_json = _json_option(options, "clusterjson")
+        for entry in self.static:
+            if not entry.get("url"):
+                raise PipelineIOError("planewatch_prometheus option targets: every target needs a url")
+        for entry in self.cluster_json:
+            if not entry.get("path"):
+                raise PipelineIOError("planewatch_prometheus option clusterJson: every entry needs a path")
+        if not self.static and not self.cluster_json:
+            raise PipelineIOError("planewatch_prometheus needs option targets or clusterJson")
+        self.cluster = options.get("cluster") or None
+        self.default_cluster = options.get("defaultcluster", "default")
+        self.interval_s = _positive(options, "interval", DEFAULT_INTERVAL_S)
+        self.timeout_s = _positive(options, "timeout", DEFAULT_TIMEOUT_S)
+        self.store = ScrapeStore(options.get("spooldir") or None)
+        self.clock = clock
+        self.available_now = False
+        self._once_end: dict[str, Any] | None = None
+        self._reported: dict[str, str] = {}  # url or cluster.json -> the last problem logged (logged on change)
+
+    def initialOffset(self) -> dict[str, Any]:
+        return {"targets": {}}
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        # availableNow (--once): one scrape of every target, whatever the interval; the query ends after its batch.
+        self.available_now = True
+        self._once_end = None
+
+    def _targets(self) -> list[Target]:
+        targets, problems = resolve_targets(self.static, self.cluster_json, self.cluster, self.default_cluster)
+        for problem in problems:
+            where = problem.split(": ", 1)[0]
+            if self._reported.get(where) != problem:
+                log.warning("prometheus targets: %s", problem)
+                self._reported[where] = problem
+        return targets
+
+    def _report(self, url: str, got: Scrape) -> None:
+        state = "up" if got.ok else got.data.decode("utf-8", errors="replace").split("\n", 1)[0]
+        if self._reported.get(url, "up") != state:
+            log.warning("prometheus target %s: %s", url, "up again" if got.ok else state)
+        self._reported[url] = state
+
+    def latestOffset(self, start: dict[str, Any], limit: Any) -> dict[str, Any]:
+        del limit  # one scrape per target and trigger: the answers are the batch
+        if self.available_now and self._once_end is not None:
+            return self._once_end
+        self.store.clear()  # the previous batch committed before Spark plans this one
+        now = self.clock()
+        before: dict[str, dict[str, Any]] = start["targets"]
+        targets = self._targets()
+        due_after_s = 0.0 if self.available_now else self.interval_s * (1.0 - INTERVAL_SLACK)
+        due = [t for t in targets
+               if t.url not in before or now - int(before[t.url]["ts"]) / 1000 >= due_after_s]
+        got = scrape_all([t.url for t in due], self.timeout_s, lambda: int(self.clock() * 1000))
+        listed = {t.url for t in targets}
+        end: dict[str, dict[str, Any]] = {
+            url: entry for url, entry in before.items()
+            if url in listed or now - int(entry["ts"]) / 1000 < TARGET_RETENTION_S
+        }
+        for t in due:
+            prev = before.get(t.url)
+            outcome = got[t.url]
+            if prev is not None and outcome.ts_ms <= int(prev["ts"]):  # a clock step back: keep times increasing
+                outcome = replace(outcome, ts_ms=int(prev["ts"]) + 1)
+            self._report(t.url, outcome)
+            base = int(prev["offset"]) if prev is not None else 0
+            self.store.put(t.url, outcome)
+            end[t.url] = {"cluster": t.cluster, "broker_id": t.broker_id, "ts": outcome.ts_ms, "from": base,
+                          "offset": base + stream_bytes(outcome)}
+        offsets = {"targets": end}
+        if end == before:
+            offsets = start  # nothing new: the same offset, so Spark runs no (empty) micro-batch
+        if self.available_now:
+            self._once_end = offsets
+        return offsets
+
+    def planned(self, start: dict[str, Any], end: dict[str, Any]) -> list[PlannedScrape]:
+        """The scrapes the range (start, end] names, with their answers (a lost answer as a `source-error`)."""
+        out = []
+        for url, e in sorted(end["targets"].items()):
+            s = start["targets"].get(url)
+            if s is not None and int(s["ts"]) == int(e["ts"]):
+                continue
+            ts = int(e["ts"])
+            got = self.store.get(url, ts)
+            if got is None:
+                log.warning("prometheus target %s: the answer of the scrape at %d ms is gone; recorded as lost",
+                            url, ts)
+                text = (f"scrape lost: the answer of the scrape at {ts} ms was not kept for this replayed batch "
+                        "(no spool); it is not scraped again")
+                got = Scrape(ts, SOURCE_ERROR_FORMAT, text.encode("utf-8"))
+            out.append(PlannedScrape(url, str(e["cluster"]), e.get("broker_id"), int(e["from"]), got))
+        return out
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[_ScrapePartition]:
+        groups: list[list[PlannedScrape]] = []
+        size = 0
+        for p in self.planned(start, end):
+            n = len(p.scrape.data)
+            if groups and size + n <= PARTITION_BYTES:
+                groups[-1].append(p)
+                size += n
+            else:
+                groups.append([p])
+                size = n
+        return [_ScrapePartition(g) for g in groups]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        assert isinstance(partition, _ScrapePartition)
+        for planned in partition.scrapes:
+            batch = read_scrape(planned)
+            if batch is not None:
+                yield batch
+
+    def commit(self, end: dict[str, Any]) -> None:
+        for url, e in end["targets"].items():
+            self.store.forget(url, int(e["ts"]))
+
+
+class PrometheusStreamSource(DataSource):
+    """`planewatch_prometheus`: Prometheus endpoints scraped every trigger, one raw row per exposition line (or per
+    failed scrape).
+
+    Options: `targets` (JSON list of {url, cluster?, broker_id?}), `clusterJson` (JSON list of {path, cluster?}: a
+    planewatch cluster.json or its directory, re-read every trigger), `cluster` (for every target without its own),
+    `defaultCluster`, `interval` (seconds between scrapes of a target, default 10), `timeout` (seconds per scrape,
+    default 5), `spoolDir` (where answers wait for their batch to commit; without it a replayed batch's answers are
+    recorded as lost).
+    """
+
+    @classmethod
+    def name(cls) -> str:
+        return "planewatch_prometheus"
+
+    def schema(self) -> str:
+        return OUTPUT_SCHEMA_DDL
+
+    def streamReader(self, schema: StructType) -> PrometheusStreamReader:
+        return PrometheusStreamReader({str(k).lower(): str(v) for k, v in self.options.items()})

@@ -1,0 +1,249 @@
+"""The Prometheus source without Spark: scraping real endpoints on 127.0.0.1 (the reference broker's exporter, a
+server answering garbage or errors, ports that refuse or never answer), targets from cluster.json, and the stream
+reader's offsets, interval, replay from the spool and commit."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jobs.io.file_tail import plan, read_piece, split
+from jobs.io.prometheus_source import INTERVAL_SLACK, PlannedScrape, PrometheusStreamReader, read_scrape
+from jobs.io.scrape import ERROR_SAMPLE_BYTES, Target, resolve_targets, scrape
+from jobs.io.settings import SettingsError, load_settings, parse_settings
+from pipelines.parsing.pymetrics import parse_metric
+from tests.jobs.scrape_helpers import GARBAGE, answering, free_port, not_http, reference_endpoint, silent
+
+RAW_COLUMNS = ("cluster", "broker_id", "kind", "line", "line_bytes", "source_offset", "truncated")
+
+
+def _rows(batches: Any) -> list[dict[str, Any]]:
+    return [row for b in batches for row in b.to_pylist()]
+
+
+def _as_raw_metric(rec: dict[str, Any]) -> dict[str, Any]:
+    """A source record as the bronze row the ingest job makes of it (jobs.ingest.to_raw)."""
+    return {**{k: v for k, v in rec.items() if k not in ("kind", "truncated")}, "metric_format": rec["kind"],
+            "batch_id": 0, "date": rec["ingest_ts"].date()}
+
+
+def test_a_scrape_gives_the_records_of_the_same_answer_as_a_prom_file(tmp_path: Path) -> None:
+    with reference_endpoint() as ep:
+        got = scrape(ep.url, now_ms=1_700_000_000_000)
+    assert got.ok
+    assert b"kafka_network_requestchannel_requestqueuesize 3.0\n" in got.data
+    landed = tmp_path / "prod" / "broker-1" / "scrape.prom"
+    landed.parent.mkdir(parents=True)
+    landed.write_bytes(got.data)
+    offsets = plan(str(tmp_path), "metrics", {}, 1 << 30)
+    from_file = _rows(b for p in split("metrics", {}, offsets) for b in read_piece(p))
+    from_scrape = _rows([read_scrape(PlannedScrape(ep.url, "prod", 1, 0, got))])
+    assert [{c: r[c] for c in RAW_COLUMNS} for r in from_scrape] == [{c: r[c] for c in RAW_COLUMNS} for r in from_file]
+    assert {r["source"] for r in from_scrape} == {ep.url}
+    assert {r["ingest_ts"] for r in from_scrape} == {got.ts}
+    samples = [row for route, row in map(parse_metric, map(_as_raw_metric, from_scrape)) if route == "sample"]
+    queue = [r for r in samples if r["signal"] == "RequestQueueSize"]
+    assert [(r["cluster"], r["broker_id"], r["value"], r["ts"]) for r in queue] == [("prod", 1, 3.0, got.ts)]
+
+
+@pytest.mark.parametrize("target", ["refused", "garbage", "http-500", "too-large", "silent", "not-http", "no-url"])
+def test_a_failed_scrape_is_one_source_error_record_the_parser_quarantines(target: str) -> None:
+    big = b"x 1\n" * 400
+    servers = {
+        "garbage": lambda: answering(200, GARBAGE),
+        "http-500": lambda: answering(500, b"boom"),
+        "too-large": lambda: answering(200, big, "text/plain"),
+        "silent": silent,
+        "not-http": not_http,
+    }
+    expect = {
+        "refused": "scrape failed: connection refused",
+        "garbage": "scrape failed: answer is not Prometheus text (HTTP 200, Content-Type text/html)",
+        "http-500": "scrape failed: HTTP 500 Internal Server Error",
+        "too-large": "scrape failed: answer larger than 1000 bytes (Content-Length 1600)",
+        "silent": "scrape failed: timed out after 0.5 s",
+        "not-http": "scrape failed: no valid HTTP answer (BadStatusLine)",
+        "no-url": "scrape failed: not an http(s) URL: 'ftp://127.0.0.1/metrics'",
+    }
+    t0 = time.monotonic()
+    if target == "refused":
+        got = scrape(f"http://127.0.0.1:{free_port()}/metrics", 0.5, 1000, now_ms=5)
+    elif target == "no-url":
+        got = scrape("ftp://127.0.0.1/metrics", 0.5, 1000, now_ms=5)
+    else:
+        with servers[target]() as url:
+            got = scrape(url, 0.5, 1000, now_ms=5)
+    assert time.monotonic() - t0 < 5.0  # the deadline holds (0.5 s; a loaded machine gets slack)
+    assert not got.ok
+    assert got.ts_ms == 5
+    text = got.data.decode()
+    reason = text.split("\n", 1)[0]
+    assert reason == expect[target]
+    if target == "garbage":
+        assert text == reason + "\n" + GARBAGE.decode()  # what answered, for the operator
+    if target == "http-500":
+        assert text == reason + "\nboom"
+    rec = _rows([read_scrape(PlannedScrape("http://t/metrics", "prod", 2, 40, got))])
+    assert [(r["kind"], r["line"], r["source_offset"], r["broker_id"]) for r in rec] == [
+        ("source-error", text, 40, 2)]
+    route, row = parse_metric(_as_raw_metric(rec[0]))
+    assert (route, row["stage"], row["reason"], row["record"], row["target_table"]) == (
+        "rejected", "source", reason, text, "metric_samples")
+
+
+def test_a_garbage_answer_keeps_only_its_head() -> None:
+    with answering(200, b"<p>" * 5000) as url:
+        got = scrape(url, 5.0)
+    head = got.data.decode().split("\n", 1)[1]
+    assert len(head) == ERROR_SAMPLE_BYTES
+
+
+def _cluster_json(path: Path, brokers: list[dict[str, Any]], controllers: list[dict[str, Any]] | None = None) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    doc: dict[str, Any] = {"bootstrap.servers": "127.0.0.1:9092", "brokers": brokers, "controller": {"url": "x"}}
+    if controllers is not None:
+        doc["controllers"] = controllers
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc))
+    tmp.replace(path)
+    return path
+
+
+def test_targets_from_config_and_cluster_json(tmp_path: Path) -> None:
+    cj = _cluster_json(tmp_path / "prod" / "cluster.json", [
+        {"id": 1, "prometheus": "http://127.0.0.1:1001/metrics"},
+        {"id": 2, "prometheus": None},  # no exporter
+        {"id": 3, "prometheus": "http://127.0.0.1:1003/metrics"},
+    ], [{"id": 9, "prometheus": "http://127.0.0.1:1009/metrics"}])
+    static = [{"url": "http://127.0.0.1:1003/metrics", "cluster": "static", "broker_id": 30},
+              {"url": "http://127.0.0.1:2000/metrics"}]
+    targets, problems = resolve_targets(static, [{"path": str(cj.parent)}], None, "dflt")
+    assert problems == []
+    assert targets == [
+        Target("http://127.0.0.1:1003/metrics", "static", 30),  # listed first: it wins over cluster.json's
+        Target("http://127.0.0.1:2000/metrics", "dflt", None),
+        Target("http://127.0.0.1:1001/metrics", "prod", 1),
+        Target("http://127.0.0.1:1009/metrics", "prod", 9),
+    ]
+    named, _ = resolve_targets([], [{"path": str(cj)}], "eu", "dflt")
+    assert {t.cluster for t in named} == {"eu"}
+    missing, problems = resolve_targets([], [{"path": str(tmp_path / "later" / "cluster.json")}], None, "d")
+    assert missing == []
+    assert len(problems) == 1
+    assert "No such file" in problems[0]
+
+
+def _reader(spool: Path | None, clock: list[float], **options: str) -> PrometheusStreamReader:
+    opts = {"interval": "10", "timeout": "2", **options}
+    if spool is not None:
+        opts["spooldir"] = str(spool)
+    return PrometheusStreamReader(opts, clock=lambda: clock[0])
+
+
+def _read(reader: PrometheusStreamReader, start: dict[str, Any], end: dict[str, Any]) -> list[dict[str, Any]]:
+    return _rows(b for p in reader.partitions(start, end) for b in reader.read(p))
+
+
+def test_reader_offsets_interval_replay_from_the_spool_and_commit(tmp_path: Path) -> None:
+    spool = tmp_path / "spool"
+    down = f"http://127.0.0.1:{free_port()}/metrics"
+    with reference_endpoint() as ep:
+        cj = _cluster_json(tmp_path / "prod" / "cluster.json", [{"id": 1, "prometheus": ep.url},
+                                                                 {"id": 3, "prometheus": down}])
+        clock = [1_700_000_000.0]
+        reader = _reader(spool, clock, clusterjson=json.dumps([{"path": str(cj)}]))
+        start = reader.initialOffset()
+        end1 = reader.latestOffset(start, None)
+        assert set(end1["targets"]) == {ep.url, down}
+        assert end1["targets"][ep.url]["ts"] == 1_700_000_000_000
+        assert end1["targets"][ep.url]["from"] == 0
+        assert len(reader.store.pending()) == 2  # spooled before the offsets went out
+        rows1 = _read(reader, start, end1)
+        by_source = {r["source"] for r in rows1}
+        assert by_source == {ep.url, down}
+        good = [r for r in rows1 if r["source"] == ep.url]
+        assert good[-1]["source_offset"] + good[-1]["line_bytes"] + 1 == end1["targets"][ep.url]["offset"]
+        assert [r["line"] for r in rows1 if r["source"] == down] == ["scrape failed: connection refused"]
+
+        # a restarted query replays the logged batch: the same answers from the spool, no new scrape
+        ep.queue_size[0] = 99.0
+        replayed = _read(_reader(spool, clock, clusterjson=json.dumps([{"path": str(cj)}])), start, end1)
+        assert replayed == rows1
+        # without the spool the answers are gone: recorded as lost, never scraped again nor dropped
+        lost = _read(_reader(None, clock, clusterjson=json.dumps([{"path": str(cj)}])), start, end1)
+        assert {r["kind"] for r in lost} == {"source-error"}
+        assert [r["line"].split(":")[0] for r in lost] == ["scrape lost", "scrape lost"]
+        reader.commit(end1)
+        assert reader.store.pending() == []
+
+        # before the interval: no scrape, the same offsets (Spark runs no batch)
+        clock[0] += 5.0
+        assert reader.latestOffset(end1, None) is end1
+        # due within the slack: scraped; the stream continues where the last answer ended
+        clock[0] += 5.0 - 10 * INTERVAL_SLACK / 2
+        end2 = reader.latestOffset(end1, None)
+        t2 = end2["targets"][ep.url]
+        assert t2["from"] == end1["targets"][ep.url]["offset"]
+        assert t2["ts"] == int(clock[0] * 1000)
+        rows2 = _read(reader, end1, end2)
+        assert min(r["source_offset"] for r in rows2 if r["source"] == ep.url) == t2["from"]
+        assert "kafka_network_requestchannel_requestqueuesize 99.0" in [r["line"] for r in rows2]
+
+        # a broker leaves cluster.json: its position is kept (retention), it is not scraped
+        _cluster_json(cj, [{"id": 1, "prometheus": ep.url}])
+        clock[0] += 10.0
+        end3 = reader.latestOffset(end2, None)
+        assert end3["targets"][down] == end2["targets"][down]
+        assert {r["source"] for r in _read(reader, end2, end3)} == {ep.url}
+
+
+def test_available_now_scrapes_every_target_once(tmp_path: Path) -> None:
+    with reference_endpoint() as ep:
+        clock = [1_700_000_000.0]
+        reader = _reader(tmp_path / "spool", clock, targets=json.dumps([{"url": ep.url, "cluster": "c"}]))
+        start = reader.initialOffset()
+        first = reader.latestOffset(start, None)
+        reader.commit(first)
+        reader.prepareForTriggerAvailableNow()
+        clock[0] += 1.0  # well inside the interval: --once scrapes anyway
+        end = reader.latestOffset(first, None)
+        assert end["targets"][ep.url]["ts"] == first["targets"][ep.url]["ts"] + 1000
+        clock[0] += 60.0
+        assert reader.latestOffset(end, None) == end  # and only once: the query ends after this batch
+
+
+def test_prometheus_settings(tmp_path: Path) -> None:
+    s = parse_settings({"sources": {"prometheus": {
+        "enabled": True, "targets": [{"url": "http://127.0.0.1:9404/metrics", "cluster": "prod", "broker_id": 1}],
+        "cluster_json": ["var/cluster"], "interval": "15 seconds", "timeout_s": 2}}}, "test")
+    p = s.prometheus
+    assert (p.enabled, p.cluster_json, p.interval_s, p.timeout_s) == (True, ("var/cluster",), 15.0, 2.0)
+    assert [(t.url, t.cluster, t.broker_id) for t in p.targets] == [("http://127.0.0.1:9404/metrics", "prod", 1)]
+    assert parse_settings({}, "test").prometheus.enabled is False
+    bad = [
+        ({"enabled": True}, "sources.prometheus.targets: sources.prometheus is enabled but names no targets"),
+        ({"targets": [{"url": "127.0.0.1:9404"}]}, "sources.prometheus.targets[0].url: invalid value"),
+        ({"targets": [{"url": "http://h/m", "port": 1}]}, "sources.prometheus.targets[0]: unknown keys ['port']"),
+        ({"targets": [{"url": "http://h/m", "broker_id": "one"}]}, "targets[0].broker_id: expected an integer"),
+        ({"interval": "soon"}, "sources.prometheus.interval: expected seconds"),
+        ({"timeout_s": 0}, "sources.prometheus.timeout_s: expected a positive number"),
+    ]
+    for raw, msg in bad:
+        with pytest.raises(SettingsError, match=msg.replace("[", r"\[").replace("]", r"\]")):
+            parse_settings({"sources": {"prometheus": raw}}, "test")
+    import argparse
+
+    from jobs.io.settings import add_arguments
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    cfg = tmp_path / "p.yaml"
+    cfg.write_text("sources:\n  prometheus:\n    cluster_json: [a/cluster.json]\n")
+    args = parser.parse_args(["--config", str(cfg), "--scrape", "b", "--scrape", "c/cluster.json"])
+    p = load_settings(args.config, args).prometheus
+    assert p.enabled
+    assert p.cluster_json == ("a/cluster.json", str(Path("b").resolve()), str(Path("c/cluster.json").resolve()))
