@@ -54,11 +54,14 @@ SPLIT_BYTES = 8 * 1024 * 1024
 CONTINUATION_TAIL_BYTES = 1024 * 1024
 FINGERPRINT_BYTES = 64
 _SCAN_BLOCK = 64 * 1024
-# Lines that continue the previous record rather than start one: stack frames, causes, wrapped messages.
+# Lines that continue the previous record rather than start one: stack frames, causes, wrapped messages, and the
+# exception line that log4j prints under an ERROR/WARN line before its frames (Apache Kafka 3.9's controller and
+# state-change logs: "java.io.IOException: Connection to 3 was disconnected before the response was read").
 # A container runtime (CRI) or docker compose may prefix every line, continuation lines included.
 _CONT_B = re.compile(
     rb"^(?:\S+ (?:stdout|stderr) [FP] |[\w.-]+\s+\| )?"  # optional CRI / docker compose prefix
-    rb"(?:\s|at |Caused by:|Suppressed:|\.\.\. \d+ more)"
+    rb"(?:\s|at |Caused by:|Suppressed:|\.\.\. \d+ more"
+    rb"|(?:[a-z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error|Throwable)(?::|$))"
 )
 
 OUTPUT_SCHEMA_DDL = (

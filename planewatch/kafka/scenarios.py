@@ -25,6 +25,7 @@ ones (``broker.scenarios.base.Timeline``), starts its cluster under ``DIR/cluste
 
 from __future__ import annotations
 
+import logging
 import re
 import resource
 import signal
@@ -44,9 +45,14 @@ __all__ = ["KRAFT_ONLY", "SCENARIOS", "ZOOKEEPER_ONLY", "scenario_names"]
 # produce-backlog: what makes the request handler the bottleneck. The topic's compression.type (gzip) differs from
 # the producers' (none), so the handler recompresses every batch; one I/O thread; large batches from many
 # connections (a broker processes one request per connection at a time: the queue holds at most one per connection).
-BACKLOG_PRODUCERS = 24
+# Followers fetch through the same saturated queue: Kafka's default replica.lag.time.max.ms (30 s since 2.5) keeps
+# them in the ISR through the backlog (at 10 s the ISR shrank to the leader and killing it left partitions offline),
+# and its default ZooKeeper session (18 s) keeps a starved broker registered.
+BACKLOG_PRODUCERS = 12
 BACKLOG_VALUE_BYTES = 100_000
-BACKLOG_BROKER_CONFIG = {"num.io.threads": "1", "queued.max.requests": "100", "message.max.bytes": "2000000"}
+BACKLOG_SECONDS = 30.0
+BACKLOG_BROKER_CONFIG = {"num.io.threads": "1", "queued.max.requests": "100", "message.max.bytes": "2000000",
+                         "replica.lag.time.max.ms": "30000", "zookeeper.session.timeout.ms": "18000"}
 # connection-storm: the PLAINTEXT listener's cap (the acceptor blocks at it) and the storm's size.
 STORM_LISTENER_MAX_CONNECTIONS = 300
 STORM_CONNECT_TIMEOUT_S = 3.0
@@ -71,10 +77,16 @@ def started(spec: KafkaClusterSpec, tl: Timeline) -> Iterator[KafkaCluster]:
         tl.emit("cluster-stopped")
 
 
+# librdkafka's connection errors while a scenario kills brokers on purpose are expected: logged at DEBUG here.
+_CLIENT_LOG = logging.getLogger("planewatch.kafka.clients")
+_CLIENT_LOG.addHandler(logging.NullHandler())
+_CLIENT_LOG.propagate = False
+
+
 def _admin(cluster: KafkaCluster) -> Any:
     from confluent_kafka.admin import AdminClient
 
-    return AdminClient({"bootstrap.servers": cluster.bootstrap_servers()})
+    return AdminClient({"bootstrap.servers": cluster.bootstrap_servers()}, logger=_CLIENT_LOG)
 
 
 def create_topic(cluster: KafkaCluster, topic: str, partitions: int, rf: int,
@@ -90,9 +102,9 @@ def create_topic(cluster: KafkaCluster, topic: str, partitions: int, rf: int,
         p.leader >= 0 for p in admin.list_topics(topic, timeout=10).topics[topic].partitions.values()))
 
 
-def leaders(cluster: KafkaCluster, topic: str) -> dict[int, int]:
+def leaders(admin: Any, topic: str) -> dict[int, int]:
     """partition -> leader (-1: none) from the cluster's metadata."""
-    md = _admin(cluster).list_topics(topic, timeout=10)
+    md = admin.list_topics(topic, timeout=10)
     return {pid: p.leader for pid, p in md.topics[topic].partitions.items()}
 
 
@@ -156,7 +168,7 @@ class _BacklogLoad:
 
         p = Producer({"bootstrap.servers": self.bootstrap, "acks": "1", "compression.type": "none",
                       "linger.ms": 20, "batch.size": 1_000_000, "message.max.bytes": 1_900_000,
-                      "queue.buffering.max.kbytes": 16_384, "message.timeout.ms": 60_000})
+                      "queue.buffering.max.kbytes": 16_384, "message.timeout.ms": 60_000}, logger=_CLIENT_LOG)
         value = os.urandom(BACKLOG_VALUE_BYTES // 2).hex().encode()  # text: gzip has work to do
         end = time.monotonic() + self.max_seconds
         while not self._stop.is_set() and time.monotonic() < end:
@@ -175,15 +187,18 @@ def produce_backlog_run(d: Path, tl: Timeline, version: str, kraft: bool | None 
     spec = KafkaClusterSpec(d / "cluster", version, kraft=kraft, control_plane=control, extra=BACKLOG_BROKER_CONFIG)
     with started(spec, tl) as cluster:
         create_topic(cluster, "backlog", 6, 3, {"compression.type": "gzip", "max.message.bytes": "2000000"})
-        load = _BacklogLoad(cluster.bootstrap_servers(), "backlog", BACKLOG_PRODUCERS, max_seconds=40).start()
+        load = _BacklogLoad(cluster.bootstrap_servers(), "backlog", BACKLOG_PRODUCERS, BACKLOG_SECONDS).start()
         tl.emit("load-started", run=name, producers=BACKLOG_PRODUCERS, value_bytes=BACKLOG_VALUE_BYTES)
         time.sleep(8)
-        # not the active controller: killing it would be a controller failover, another incident
+        # not the active controller: stopping it would be a controller failover, another incident. SIGTERM: a
+        # controlled shutdown, the controller moves leadership at once (LeaderAndIsr to the others, UpdateMetadata)
+        admin = _admin(cluster)
         active = controller_id(cluster)
         victim = max(b for b in cluster.brokers if b != active)
-        cluster.kill_broker(victim)
-        tl.emit("broker-killed", run=name, broker=victim, controller=active, reason="move leadership under backlog")
-        wait_until("new leaders", lambda: all(v not in (victim, -1) for v in leaders(cluster, "backlog").values()),
+        tl.emit("broker-killed", run=name, broker=victim, controller=active, signal="SIGTERM",
+                reason="move leadership under backlog")
+        cluster.kill_broker(victim, signal.SIGTERM)
+        wait_until("new leaders", lambda: all(v not in (victim, -1) for v in leaders(admin, "backlog").values()),
                    timeout_s=90)
         tl.emit("leaders-moved", run=name)
         time.sleep(5)
