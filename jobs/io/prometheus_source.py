@@ -26,8 +26,10 @@ Theory of operation:
   already committed. A batch replayed after a crash reads its answers back from the spool, never scrapes again (a new
   scrape would be different data under the logged offsets). If the answer is gone (no spool, or the spool deleted)
   the batch holds one `source-error` record per lost scrape ("scrape lost: ..."), quarantined and counted: nothing is
-  invented and nothing is silently dropped. `commit` drops the committed answers; planning the next batch clears
-  whatever is left (answers no logged offset names).
+  invented and nothing is silently dropped. `commit` drops the committed answers (Spark calls it when it plans the
+  next batch, so a stopped query leaves its last batch's answers); planning the next batch clears whatever is left:
+  every older batch is committed by then, and an answer no logged offset names (a crash between spooling and Spark
+  logging the offsets) is never read. The spool thus holds about one batch of answers.
 * Targets no longer listed keep their stream position for TARGET_RETENTION_S (a broker restart or a rewritten
   cluster.json continues its stream), then are forgotten.
 """

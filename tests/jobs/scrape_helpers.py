@@ -131,6 +131,7 @@ def not_http() -> Iterator[str]:
 def broker_process(tmp: Path) -> Iterator[str]:
     """A `planewatch broker` process with `prometheus.port` set; yields its /metrics URL; stopped on exit."""
     port, prom = free_port(), free_port()
+    tmp.mkdir(parents=True, exist_ok=True)
     props = tmp / "broker.properties"
     props.write_text(
         f"broker.id=1\nlisteners=PLAINTEXT://127.0.0.1:{port}\nlog.dirs={tmp / 'data'}\nprometheus.port={prom}\n"
