@@ -1,8 +1,9 @@
 """`planewatch pipeline [--once] --input DIR --lake DIR --checkpoints DIR`: the streaming jobs, locally.
 
-Ingestion of logs and metrics (files and/or Kafka, conf/pipeline.yaml) into the Delta tables, then detection
-(jobs/detect.py) in one SparkSession (master local[2] by default, Spark UI off, loopback only).
-`--once` processes what is there and stops; otherwise the queries run until Ctrl-C.
+Ingestion of logs and metrics (files, Kafka topics and/or live Prometheus endpoints, conf/pipeline.yaml) into the
+Delta tables, then detection (jobs/detect.py) in one SparkSession (master local[2] by default, Spark UI off, loopback
+only). `--scrape CLUSTER_JSON` (repeatable) scrapes the exporters a planewatch cluster.json lists on every trigger.
+`--once` processes what is there (one scrape per endpoint) and stops; otherwise the queries run until Ctrl-C.
 """
 
 from __future__ import annotations

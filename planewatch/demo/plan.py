@@ -17,6 +17,8 @@ from typing import Any, Protocol
 __all__ = [
     "ALL_RUNS",
     "EXTRA_RUNS",
+    "KAFKA_KRAFT",
+    "KAFKA_ZK",
     "RUNS",
     "DemoRun",
     "Detection",
@@ -31,26 +33,61 @@ __all__ = [
 
 @dataclass(frozen=True)
 class DemoRun:
-    """One scenario run of the demo: `planewatch scenario <name>` with its cluster under ``<clusters>/<name>``."""
+    """One scenario run of the demo: `planewatch scenario <scenario> [--kafka VERSION]` with its cluster under
+    ``<clusters>/<name>`` (the run's name is its cluster's name in the lake)."""
 
     name: str
     title: str
+    scenario: str = ""  # "" = the run's name
+    kafka: str | None = None  # Apache Kafka version; None = the reference broker
+
+    @property
+    def scenario_name(self) -> str:
+        return self.scenario or self.name
+
+    @property
+    def engine(self) -> str:
+        """What ran the brokers: ``reference`` or ``Apache Kafka X.Y.Z``."""
+        return "reference" if self.kafka is None else f"Apache Kafka {self.kafka}"
 
 
-# The order of the issue: healthy first, broker-bounce last.
+# Apache Kafka versions of the real-Kafka runs: the last ZooKeeper-mode line (KIP-291's control plane) and KRaft.
+KAFKA_ZK = "3.9.1"
+KAFKA_KRAFT = "4.4.0"
+
+# healthy first, broker-bounce and the KRaft run last. KIP-291 runs on Apache Kafka itself; the designs Kafka never
+# shipped (KAFKA-6974's async fetcher) and the fault injections planewatch's own controller makes possible run on
+# the reference broker.
 RUNS: tuple[DemoRun, ...] = (
     DemoRun("healthy", "healthy cluster under acks=all load: no alert expected"),
-    DemoRun("produce-backlog-without-control-plane",
-            "KIP-291: control requests wait behind a produce backlog (no control-plane listener)"),
-    DemoRun("produce-backlog-with-control-plane", "KIP-291: the same backlog with a dedicated control-plane listener"),
+    DemoRun("kafka-produce-backlog-without-control-plane",
+            "KIP-291 on Apache Kafka: LeaderAndIsr/UpdateMetadata queue behind a produce backlog (no control plane)",
+            "produce-backlog-without-control-plane", KAFKA_ZK),
+    DemoRun("kafka-produce-backlog-with-control-plane",
+            "KIP-291 on Apache Kafka: the same backlog with control.plane.listener.name set",
+            "produce-backlog-with-control-plane", KAFKA_ZK),
     DemoRun("connection-storm", "KIP-402: thousands of connections starve the acceptor and network threads"),
     DemoRun("fetcher-lock-locked", "KAFKA-6974: LeaderAndIsr blocked on the replica fetchers' partition lock"),
     DemoRun("fetcher-lock-async", "KAFKA-6974 fixed: the same load with asynchronous fetcher checkpoints"),
     DemoRun("broker-bounce", "kill -9 a broker and restart it: stale broker epoch requests fenced"),
+    DemoRun("kraft-metadata-lag", "KRaft on Apache Kafka: the controller quorum paused, brokers' metadata falls behind",
+            "metadata-lag", KAFKA_KRAFT),
 )
-# Runs `--runs` may name that the default demo leaves out (they add minutes and show no incident).
+# Runs `--runs` may name that the default demo leaves out (they add minutes; the default shows their incident
+# elsewhere or they show none).
 EXTRA_RUNS: tuple[DemoRun, ...] = (
     DemoRun("controller-failover", "the controller is killed under load and a new one takes over: no alert expected"),
+    DemoRun("produce-backlog-without-control-plane",
+            "KIP-291 on the reference broker: control requests wait behind a produce backlog (no control plane)"),
+    DemoRun("produce-backlog-with-control-plane",
+            "KIP-291 on the reference broker: the same backlog with a dedicated control-plane listener"),
+    DemoRun("kafka-healthy", "a healthy Apache Kafka cluster under load: no alert expected", "healthy", KAFKA_ZK),
+    DemoRun("kafka-connection-storm", "KIP-402 on Apache Kafka: a capped listener's acceptor blocks",
+            "connection-storm", KAFKA_ZK),
+    DemoRun("kafka-broker-bounce", "Apache Kafka: kill -9 a broker, restart it, a stale-epoch request fenced",
+            "broker-bounce", KAFKA_ZK),
+    DemoRun("kafka-controller-failover", "Apache Kafka: the active controller killed under load: no alert expected",
+            "controller-failover", KAFKA_ZK),
 )
 ALL_RUNS = RUNS + EXTRA_RUNS
 
@@ -159,13 +196,16 @@ def _cell(v: object) -> str:
     return "-" if v is None else str(v)
 
 
-def render_table(detections: Sequence[Detection], false_alarms: Sequence[SeenAlert]) -> str:
-    """The incident-to-alert table printed at the end of the demo (plain text, fixed-width columns)."""
-    header = ("run (cluster)", "incident", "expected alert", "broker", "caught by", "severity", "delay s")
+def render_table(detections: Sequence[Detection], false_alarms: Sequence[SeenAlert],
+                 engines: Mapping[str, str] | None = None) -> str:
+    """The incident-to-alert table printed at the end of the demo (plain text, fixed-width columns); ``engines``
+    names what ran each run's brokers (run -> engine; a run not named ran on the reference broker)."""
+    header = ("run (cluster)", "engine", "incident", "expected alert", "broker", "caught by", "severity", "delay s")
     body: list[tuple[str, ...]] = []
     for d in detections:
         i, a = d.incident, d.alert
-        body.append((i.run, i.event, i.alert_type, _cell(i.broker_id) if i.broker_id is not None else "any",
+        body.append((i.run, (engines or {}).get(i.run, "reference"), i.event, i.alert_type,
+                     _cell(i.broker_id) if i.broker_id is not None else "any",
                      "NOT DETECTED" if a is None else f"{a.type} broker {_cell(a.broker_id)}",
                      _cell(a.severity) if a else "-", f"{d.delay_s:.1f}" if d.delay_s is not None else "-"))
     widths = [max(len(r[c]) for r in (header, *body)) for c in range(len(header))]

@@ -114,7 +114,8 @@ def _point_current(d: Path, run: str) -> None:
 
 def _play(run: DemoRun, d: Path, env: dict[str, str], progress: Progress, deadline: float) -> list[dict[str, Any]]:
     """Run one scenario as a child, echo its timeline as progress, return its events."""
-    cmd = planewatch_cmd("scenario", run.name, "--dir", str(d / "clusters" / run.name),
+    kafka = ("--kafka", run.kafka) if run.kafka else ()
+    cmd = planewatch_cmd("scenario", run.scenario_name, *kafka, "--dir", str(d / "clusters" / run.name),
                          "--timeline", str(d / "timeline" / f"{run.name}.jsonl"))
     child = Child("scenario", cmd, d / "logs" / f"scenario-{run.name}.log", env, pipe_stdout=True)
     events: list[dict[str, Any]] = []
@@ -159,9 +160,9 @@ def _wait_detections(incidents: Sequence[Incident], watcher: AlertWatcher, progr
         time.sleep(1.0)
 
 
-def _report(d: Path, detections: Sequence[Detection], false_alarms: Sequence[Any]) -> None:
-    rows = [{**asdict(x.incident), "alert": None if x.alert is None else asdict(x.alert), "delay_s": x.delay_s}
-            for x in detections]
+def _report(d: Path, detections: Sequence[Detection], false_alarms: Sequence[Any], engines: dict[str, str]) -> None:
+    rows = [{**asdict(x.incident), "engine": engines.get(x.incident.run, "reference"),
+             "alert": None if x.alert is None else asdict(x.alert), "delay_s": x.delay_s} for x in detections]
     (d / "report.json").write_text(json.dumps(
         {"incidents": rows, "unexpected": [asdict(a) for a in false_alarms]}, indent=2))
 
@@ -170,10 +171,11 @@ def run_demo(opts: DemoOptions, out: IO[str] = sys.stdout,
              expected: Callable[[], tuple[Sequence[Any], dict[str, tuple[str, ...]]]] | None = None) -> int:
     """The whole demo; 0 when every injected incident was caught and nothing unexpected fired, else 1."""
     if expected is None:
-        from broker.scenarios.expected import EXPECTED, FORBIDDEN
+        from broker.scenarios import expected as reference
+        from planewatch.kafka import expected as kafka
 
         def expected() -> tuple[Sequence[Any], dict[str, tuple[str, ...]]]:
-            return EXPECTED, FORBIDDEN
+            return (*reference.EXPECTED, *kafka.EXPECTED), {**reference.FORBIDDEN, **kafka.FORBIDDEN}
     want, forbidden = expected()
     runs = [r for r in ALL_RUNS if r.name in opts.runs]
     d = opts.dir.resolve()
@@ -219,8 +221,9 @@ def run_demo(opts: DemoOptions, out: IO[str] = sys.stdout,
         progress.current = ""
         detections = _wait_detections(incidents, watcher, progress, deadline)
         false_alarms = unexpected_alerts(watcher.alerts(), forbidden, [r.name for r in runs])
-        _report(d, detections, false_alarms)
-        print("\n" + render_table(detections, false_alarms) + "\n", file=out, flush=True)
+        engines = {r.name: r.engine for r in runs}
+        _report(d, detections, false_alarms, engines)
+        print("\n" + render_table(detections, false_alarms, engines) + "\n", file=out, flush=True)
         progress.say(f"report: {d / 'report.json'}; dashboard: {url}/#token={token}")
         ok = all(x.alert is not None for x in detections) and not false_alarms
         if opts.serve and time.monotonic() < deadline:

@@ -60,6 +60,7 @@ DEFAULT_SETS: tuple[str, ...] = (*(f"kafka-{v}" for v in DEFAULT_KAFKA_VERSIONS)
 # One resolution downloads ~100 MB on a cold cache; Maven Central answers within seconds per artifact here.
 FETCH_TIMEOUT_S = 900.0
 _VERSION = re.compile(r"^\d+\.\d+\.\d+$")
+_JAR_VERSION = re.compile(r"^(.*?)-(\d+(?:\.\d+)+[\w.-]*)\.jar$")
 _UNRESOLVED = re.compile(r"([\w.\-]+:[\w.\-]+:(?:jar|pom):[\w.\-]+)")
 
 
@@ -150,13 +151,9 @@ def _spark_jars_list(target: Path) -> None:
 
 
 def _artifact_name(jar: str) -> str:
-    """``kafka-clients-3.9.2.jar`` -> ``kafka-clients`` (the name without its version)."""
-    stem = jar.removesuffix(".jar")
-    parts = stem.split("-")
-    for i, part in enumerate(parts):
-        if part[:1].isdigit() and i > 0:
-            return "-".join(parts[:i])
-    return stem
+    """``kafka-clients-3.9.2.jar`` -> ``kafka-clients`` (the name before the first ``-X.Y`` version part)."""
+    m = _JAR_VERSION.match(jar)
+    return m.group(1) if m else jar.removesuffix(".jar")
 
 
 def fetch(name: str, *, quiet: bool = True) -> Path:

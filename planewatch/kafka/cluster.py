@@ -51,6 +51,8 @@ STOP_GRACE_S = 30.0
 _PR_SET_PDEATHSIG = 1
 _STARTED = re.compile(r"\[KafkaServer id=\d+\] started|Kafka Server started|\[KafkaRaftServer nodeId=\d+\] Kafka")
 _FATAL = re.compile(r"\b(ERROR|FATAL)\b.*")
+# A Java exception's message line: "org.apache.kafka.common.KafkaException: Socket server failed to bind ..."
+_EXCEPTION = re.compile(r"^(?:Caused by: )?[\w.$]+(?:Exception|Error): .*")
 # KRaft controllers get ids far from the brokers' (Kafka requires distinct node ids).
 CONTROLLER_ID_BASE = 100
 
@@ -118,7 +120,7 @@ class KafkaCluster:
         self.dir = Path(spec.directory).resolve()
         self.classpath = artifacts.kafka_classpath(spec.version)
         self.agent = artifacts.agent_jar() if spec.jmx_exporter else None
-        self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        self.cluster_id = _kafka_uuid()
         self.zookeeper: _Proc | None = None
         self.zk_port = 0
         self.controllers: dict[int, _Proc] = {}
@@ -252,7 +254,7 @@ class KafkaCluster:
         from broker.metrics.prometheus import RULES
 
         (self.dir / "jmx-exporter.yaml").write_text(configs.jmx_exporter_yaml(
-            [configs.JmxRule(r.pattern, r.name, r.type, r.labels) for r in RULES]))
+            [*(configs.JmxRule(r.pattern, r.name, r.type, r.labels) for r in RULES), *configs.EXTRA_RULES]))
         try:
             if self.spec.is_kraft:
                 for nid in self._controller_ids():
@@ -335,7 +337,8 @@ class KafkaCluster:
         return {"bootstrap.servers": self.bootstrap_servers(), "brokers": brokers, "engine": "apache-kafka",
                 "kafka_version": self.spec.version, "mode": "kraft" if self.spec.is_kraft else "zookeeper",
                 "cluster_id": self.cluster_id, "control_plane": self.control_plane,
-                "zookeeper": f"127.0.0.1:{self.zk_port}/kafka" if self.zookeeper else None,
+                "zookeeper": {"connect": f"127.0.0.1:{self.zk_port}/kafka", "pid": self.zookeeper.popen.pid,
+                              "logs_dir": str(self.dir / "zookeeper")} if self.zookeeper else None,
                 "controller": None, "controllers": controllers}
 
     def write_json(self) -> None:
@@ -343,6 +346,15 @@ class KafkaCluster:
         tmp = self.dir / "cluster.json.tmp"
         tmp.write_text(json.dumps(self.describe(), indent=2) + "\n")
         os.replace(tmp, self.dir / "cluster.json")
+
+
+def _kafka_uuid() -> str:
+    """A cluster id as Kafka makes one (``Uuid.randomUuid``): URL-safe base64 of 16 random bytes, never starting
+    with ``-`` (the storage tool would read it as an option)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 def _reap(proc: _Proc, sig: int) -> None:
@@ -365,18 +377,25 @@ def _logged_started(server_log: Path) -> bool:
 
 
 def _reason(proc: _Proc) -> str:
-    """The last ERROR/FATAL line the process logged (server.log, then stdout), else the tail of its stdout."""
+    """Why a process ended: the last exception message it logged (``...Exception: text``: Kafka's ConfigException,
+    a bind failure) in server.log, stdout.log or zookeeper.log, else the last ERROR/FATAL line, else its stdout's
+    tail."""
+    errors: list[str] = []
+    tail: list[str] = []
     for path in (proc.logs / "server.log", proc.logs.parent / "stdout.log", proc.logs.parent / "zookeeper.log"):
         try:
             lines = path.read_text(errors="replace").splitlines()
         except OSError:
             continue
-        errors = [m.group(0) for line in lines if (m := _FATAL.search(line))]
-        if errors:
-            return errors[-1][:500]
-        if path.name == "stdout.log" and lines:
-            return " | ".join(lines[-3:])[:500]
-    return "no log output"
+        causes = [m.group(0) for line in lines if (m := _EXCEPTION.match(line))]
+        if causes:
+            return causes[-1][:500]
+        errors += [m.group(0) for line in lines if (m := _FATAL.search(line))]
+        if path.name == "stdout.log":
+            tail = lines[-3:]
+    if errors:
+        return errors[-1][:500]
+    return " | ".join(tail)[:500] or "no log output"
 
 
 def _zk_ok(port: int) -> bool:

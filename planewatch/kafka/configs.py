@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import yaml
 
 __all__ = [
+    "EXTRA_RULES",
     "LOGGERS",
     "LOG_PATTERN",
     "JmxRule",
@@ -72,16 +73,6 @@ JMX_INCLUDE: tuple[str, ...] = (
 
 
 @dataclass(frozen=True)
-class KafkaNode:
-    """One Kafka process: its id, roles and the paths and ports its configuration names."""
-
-    node_id: int
-    roles: str  # "broker" in ZooKeeper mode; "broker" or "controller" in KRaft
-    data_dir: str
-    listeners: tuple[tuple[str, int], ...]  # (listener name, port) on 127.0.0.1
-
-
-@dataclass(frozen=True)
 class JmxRule:
     """One JMX exporter rule."""
 
@@ -89,6 +80,24 @@ class JmxRule:
     name: str
     type: str
     labels: tuple[tuple[str, str], ...] = ()
+
+
+# Rules after the kafka-2_0_0 set for what it drops and planewatch reads: KRaft brokers' metadata-loader metrics (one
+# Kafka-metrics attribute per metric, e.g. last-applied-record-lag-ms -> kafka_server_broker_metadata_metrics_
+# last_applied_record_lag_ms, the name Strimzi-style rules give it).
+EXTRA_RULES: tuple[JmxRule, ...] = (
+    JmxRule(r"kafka.server<type=(broker-metadata-metrics)><>([a-z-]+)", "kafka_server_$1_$2", "GAUGE"),
+)
+
+
+@dataclass(frozen=True)
+class KafkaNode:
+    """One Kafka process: its id, roles and the paths and ports its configuration names."""
+
+    node_id: int
+    roles: str  # "broker" in ZooKeeper mode; "broker" or "controller" in KRaft
+    data_dir: str
+    listeners: tuple[tuple[str, int], ...]  # (listener name, port) on 127.0.0.1
 
 
 def properties_text(props: Mapping[str, str], header: str = "") -> str:

@@ -1,0 +1,36 @@
+"""What each real-Kafka demo run injects and which alert must catch it (pure data, the shape of
+``broker.scenarios.expected``: runs are cluster names, see ``planewatch.demo.plan``)."""
+
+from __future__ import annotations
+
+from broker.scenarios.expected import ANY, ExpectedIncident
+
+__all__ = ["EXPECTED", "FORBIDDEN"]
+
+# The alert types only a control-request incident raises: a run whose control requests are spared forbids them.
+_CONTROL_REQUEST_ALERTS = ("CONTROL_REQUEST_QUEUED_BEHIND_DATA", "DELAYED_LEADER_AND_ISR", "DELAYED_UPDATE_METADATA",
+                           "LEADER_AND_ISR_NOT_COMPLETED", "CONTROL_PLANE_QUEUE_BACKLOG", "LOCK_CONTENTION",
+                           "STALE_BROKER_EPOCH")
+
+EXPECTED: tuple[ExpectedIncident, ...] = (
+    # KIP-291 on Kafka 3.9 without a control plane: the LeaderAndIsr/UpdateMetadata of the controlled shutdown wait
+    # in the survivors' shared request queue behind the produce backlog (Kafka's request log: requestQueueTimeMs).
+    ExpectedIncident("kafka-produce-backlog-without-control-plane", "broker-killed",
+                     "CONTROL_REQUEST_QUEUED_BEHIND_DATA", None),
+    # KRaft: with the controller quorum paused, every broker's last-applied-record-lag-ms grows.
+    ExpectedIncident("kraft-metadata-lag", "controller-paused", "METADATA_APPLY_LAG", None),
+    ExpectedIncident("kafka-connection-storm", "storm-started", "ACCEPTOR_BLOCKED", "broker"),
+    ExpectedIncident("kafka-broker-bounce", "stale-request-sent", "STALE_BROKER_EPOCH", "broker"),
+)
+
+FORBIDDEN: dict[str, tuple[str, ...]] = {
+    "kafka-healthy": (ANY,),
+    # the control plane keeps the controller's requests out of the produce backlog
+    "kafka-produce-backlog-with-control-plane": _CONTROL_REQUEST_ALERTS,
+    "kafka-produce-backlog-without-control-plane": ("LOCK_CONTENTION", "STALE_BROKER_EPOCH",
+                                                    "LEADER_AND_ISR_NOT_COMPLETED"),
+    "kraft-metadata-lag": _CONTROL_REQUEST_ALERTS,
+    "kafka-connection-storm": _CONTROL_REQUEST_ALERTS,
+    "kafka-broker-bounce": ("LEADER_AND_ISR_NOT_COMPLETED", "LOCK_CONTENTION", "CONTROL_REQUEST_QUEUED_BEHIND_DATA"),
+    "kafka-controller-failover": (ANY,),
+}
