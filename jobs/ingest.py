@@ -540,11 +540,12 @@ def start_ingest_queries(spark: SparkSession, settings: Settings, family: str) -
         from jobs.io.settings import interval_seconds
 
         name = f"ingest_{family}_prometheus"
+        root = os.path.abspath(settings.files.path) if settings.files.enabled else None
         targets = [{"url": t.url, "cluster": t.cluster, "broker_id": t.broker_id} for t in prom.targets]
         reader = (
             spark.readStream.format("planewatch_prometheus")
             .option("targets", json.dumps(targets))
-            .option("clusterJson", json.dumps([{"path": os.path.abspath(p)} for p in prom.cluster_json]))
+            .option("clusterJson", json.dumps([{"path": os.path.abspath(p), "root": root} for p in prom.cluster_json]))
             .option("interval", prom.interval_s or interval_seconds(settings.trigger_interval))
             .option("timeout", prom.timeout_s)
             .option("defaultCluster", settings.default_cluster)

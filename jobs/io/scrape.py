@@ -130,6 +130,8 @@ def _cluster_json_targets(path: str, cluster: str) -> list[Target]:
         doc = json.load(fh)
     if not isinstance(doc, dict):
         raise ValueError("not a JSON object")
+    if doc.get("running") is False:
+        return []  # a stopped cluster: its endpoints are gone on purpose, not down
     out: list[Target] = []
     for key in ("brokers", "controllers"):
         nodes = doc.get(key) or []
@@ -142,6 +144,16 @@ def _cluster_json_targets(path: str, cluster: str) -> list[Target]:
     return out
 
 
+def _cluster_name(path: str, root: Any) -> str:
+    """The first directory level under `root` when the cluster.json lies deeper in it, else its directory's name."""
+    if isinstance(root, str) and root:
+        rel = os.path.relpath(path, os.path.abspath(root))
+        parts = rel.split(os.sep)
+        if not rel.startswith("..") and len(parts) > 1:
+            return parts[0]
+    return os.path.basename(os.path.dirname(path))
+
+
 def resolve_targets(
     static: Sequence[Mapping[str, Any]],
     cluster_json: Sequence[Mapping[str, Any]],
@@ -150,10 +162,12 @@ def resolve_targets(
 ) -> tuple[list[Target], list[str]]:
     """(targets, problems): the configured targets, then those of each cluster.json, one per URL (first wins).
 
-    `static`: {url, cluster?, broker_id?}; `cluster_json`: {path (the file or its directory), cluster?}. A target's
-    cluster is its own `cluster`, else `cluster` (the pipeline-wide name), else the directory holding cluster.json
-    (cluster.json targets) or `default_cluster`. A cluster.json that cannot be read is a problem (a cluster that is
-    not started yet has none), not an error: its targets are simply absent this time.
+    `static`: {url, cluster?, broker_id?}; `cluster_json`: {path (the file or its directory), cluster?, root?}. A
+    target's cluster is its own `cluster`, else `cluster` (the pipeline-wide name), else, for a cluster.json under
+    `root` (the file source's tree), the first directory level under it (the name the cluster's log files get),
+    else the directory holding cluster.json (cluster.json targets) or `default_cluster`. A cluster.json that cannot
+    be read is a problem (a cluster that is not started yet has none), not an error: its targets are simply absent
+    this time; one that says `"running": false` (a stopped cluster) has none.
     """
     targets: list[Target] = []
     problems: list[str] = []
@@ -164,7 +178,7 @@ def resolve_targets(
         path = str(entry["path"])
         if os.path.isdir(path):
             path = os.path.join(path, CLUSTER_JSON)
-        name = entry.get("cluster") or cluster or os.path.basename(os.path.dirname(os.path.abspath(path)))
+        name = entry.get("cluster") or cluster or _cluster_name(os.path.abspath(path), entry.get("root"))
         try:
             targets += _cluster_json_targets(path, str(name))
         except (OSError, ValueError) as exc:

@@ -362,6 +362,10 @@ def apply_overrides(settings: Settings, args: argparse.Namespace) -> Settings:
         paths = tuple(os.path.abspath(p) for p in args.scrape)
         s = replace(s, prometheus=replace(s.prometheus, enabled=True,
                                           cluster_json=s.prometheus.cluster_json + paths))
+    if getattr(args, "scrape_interval", None) is not None:
+        if args.scrape_interval <= 0:
+            raise SettingsError(f"--scrape-interval {args.scrape_interval}: seconds above 0")
+        s = replace(s, prometheus=replace(s.prometheus, interval_s=float(args.scrape_interval)))
     return s
 
 
@@ -378,3 +382,5 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scrape", metavar="CLUSTER_JSON", action="append",
                         help="scrape the Prometheus endpoints a planewatch cluster.json (or its directory) lists, "
                              "every trigger (sources.prometheus.cluster_json; repeatable)")
+    parser.add_argument("--scrape-interval", metavar="SECONDS", type=float, default=None,
+                        help="at most one scrape per endpoint per this many seconds (sources.prometheus.interval)")

@@ -47,6 +47,9 @@ API_START_S = 60.0
 DETECTION_GRACE_S = 120.0
 # Micro-batch interval of the demo's pipeline: the detection delay's floor.
 TRIGGER = "2 seconds"
+# How often the demo's pipeline scrapes a running Apache Kafka's JMX exporters: the reference brokers' metrics
+# interval (5 s), not the trigger (a 3-broker KRaft cluster answers ~2,000 samples a scrape).
+SCRAPE_INTERVAL_S = 5.0
 # A scenario run that takes longer than this is interrupted (each is bounded well below it).
 RUN_TIMEOUT_S = 300.0
 # The subdirectories the demo owns under --dir (cleared at start).
@@ -200,6 +203,12 @@ def run_demo(opts: DemoOptions, out: IO[str] = sys.stdout,
                      str(d / "checkpoints"), "--trigger", TRIGGER]
         if opts.config is not None:
             pipe_args += ["--config", str(opts.config)]
+        # Apache Kafka exports its metrics only on the JMX exporters' endpoints: scraped while each run's cluster is up
+        for run in runs:
+            if run.kafka:
+                pipe_args += ["--scrape", str(d / "clusters" / run.name / "cluster" / "cluster.json")]
+        if any(run.kafka for run in runs):
+            pipe_args += ["--scrape-interval", str(SCRAPE_INTERVAL_S)]
         children.append(Child("pipeline", planewatch_cmd(*pipe_args), d / "logs" / "pipeline.log", env))
         wait_http_ok(f"{url}/livez", API_START_S, api)
         progress.say(f"dashboard: {url}/#token={token}")

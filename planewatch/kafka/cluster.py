@@ -127,6 +127,7 @@ class KafkaCluster:
         self.brokers: dict[int, _Proc] = {}
         self.ports: dict[int, dict[str, int]] = {}
         self.control_plane = spec.control_plane and not spec.is_kraft
+        self.running = True  # False once stop() ran: cluster.json then says so (scrapers stop asking)
 
     # -------------------------------------------------------------------------------------------------- layout
     def broker_dir(self, broker_id: int) -> Path:
@@ -311,6 +312,9 @@ class KafkaCluster:
             _reap(proc, signal.SIGTERM)
         if self.zookeeper is not None:
             _reap(self.zookeeper, signal.SIGTERM)
+        self.running = False
+        if (self.dir / "cluster.json").exists():
+            self.write_json()
 
     # -------------------------------------------------------------------------------------------------- description
     def bootstrap_servers(self) -> str:
@@ -336,7 +340,7 @@ class KafkaCluster:
                         if self.agent else None} for nid, p in sorted(self.controllers.items())]
         return {"bootstrap.servers": self.bootstrap_servers(), "brokers": brokers, "engine": "apache-kafka",
                 "kafka_version": self.spec.version, "mode": "kraft" if self.spec.is_kraft else "zookeeper",
-                "cluster_id": self.cluster_id, "control_plane": self.control_plane,
+                "cluster_id": self.cluster_id, "control_plane": self.control_plane, "running": self.running,
                 "zookeeper": {"connect": f"127.0.0.1:{self.zk_port}/kafka", "pid": self.zookeeper.popen.pid,
                               "logs_dir": str(self.dir / "zookeeper")} if self.zookeeper else None,
                 "controller": None, "controllers": controllers}

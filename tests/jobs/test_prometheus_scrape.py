@@ -247,3 +247,17 @@ def test_prometheus_settings(tmp_path: Path) -> None:
     p = load_settings(args.config, args).prometheus
     assert p.enabled
     assert p.cluster_json == ("a/cluster.json", str(Path("b").resolve()), str(Path("c/cluster.json").resolve()))
+
+
+def test_a_cluster_json_under_the_file_tree_is_named_like_its_logs_and_a_stopped_one_has_no_targets(
+        tmp_path: Path) -> None:
+    cj = tmp_path / "clusters" / "kafka-run" / "cluster" / "cluster.json"
+    cj.parent.mkdir(parents=True)
+    node = {"id": 2, "prometheus": "http://127.0.0.1:1/metrics"}
+    cj.write_text(json.dumps({"brokers": [node], "running": True}))
+    (t,), _ = resolve_targets([], [{"path": str(cj), "root": str(tmp_path / "clusters")}], None, "d")
+    assert (t.cluster, t.broker_id) == ("kafka-run", 2)  # the first level under the input, as its log files
+    (t,), _ = resolve_targets([], [{"path": str(cj), "root": str(tmp_path / "elsewhere")}], None, "d")
+    assert t.cluster == "cluster"
+    cj.write_text(json.dumps({"brokers": [node], "running": False}))
+    assert resolve_targets([], [{"path": str(cj), "root": str(tmp_path / "clusters")}], None, "d") == ([], [])
