@@ -19,9 +19,10 @@ read again (and further frames already buffered wait) until its response has bee
 ``requestQueue.put``: backpressure reaches the clients through TCP.
 
 **Bad input** closes only the offending connection: a size prefix above ``socket.request.max.bytes`` or negative,
-a header that cannot be parsed, an unknown API key. A known API in an unsupported version gets Kafka's error
-answer (``error_response``); for ApiVersions the connection stays open (clients retry with a lower version, KIP-511),
-for other APIs it is closed after the answer. Each case is counted (``invalid-request-total`` on the processor's
+a header that cannot be parsed, an unknown API key, a known API in a version this broker does not speak (Kafka's
+``InvalidRequestException``: the connection is closed without an answer). ApiVersions in an unsupported version is
+the exception: Kafka's v0 error answer (``error_response``) and the connection stays open (clients retry with a lower
+version, KIP-511). Each case is counted (``invalid-request-total`` on the processor's
 socket-server-metrics MBean, planewatch-specific) and logged in server.log. Any other exception in a step is logged
 with its traceback and the loop goes on: a processor thread never dies of one connection.
 """
@@ -382,18 +383,20 @@ class Processor(threading.Thread):
             self._invalid(conn, CorruptRequest(f"Unknown API key {header.api_key}"))
             return
         if not supported[0] <= header.api_version <= supported[1]:
-            answer = error_response(header, ErrorCode.UNSUPPORTED_VERSION)
+            answer = (error_response(header, ErrorCode.UNSUPPORTED_VERSION) if header.api_key == ApiKey.API_VERSIONS
+                      else None)
             if answer is None:
-                self._invalid(conn, CorruptRequest(f"Unsupported version {header.api_version} of {header.api_key}"))
+                self._invalid(conn, UnsupportedVersion(header, supported))
                 return
             self.invalid_request_total += 1
-            keep_open = header.api_key == ApiKey.API_VERSIONS
-            if not keep_open:
-                self._log_closing(conn.id, UnsupportedVersion(header, supported))
             request.dequeue_ns = request.api_local_complete_ns = request.response_complete_ns = request.start_ns
             conn.muted = True
-            self._responses.append((request, Response(answer, close=not keep_open,
-                                                      error_codes=(int(ErrorCode.UNSUPPORTED_VERSION),))))
+            # the request log shows it as Kafka does: an empty request, the v0 answer with ApiVersions' own range
+            answer_json = {"errorCode": int(ErrorCode.UNSUPPORTED_VERSION),
+                           "apiKeys": [{"apiKey": int(ApiKey.API_VERSIONS), "minVersion": supported[0],
+                                        "maxVersion": supported[1]}]}
+            self._responses.append((request, Response(answer, error_codes=(int(ErrorCode.UNSUPPORTED_VERSION),),
+                                                      request_json={}, response_json=answer_json)))
             return
         if header.api_key == ApiKey.API_VERSIONS and header.api_version >= 3:
             conn.client_software = _client_software(frame, conn.client_software)
