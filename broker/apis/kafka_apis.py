@@ -47,6 +47,7 @@ from broker.protocol import (
     response_to_json,
 )
 from broker.protocol.codec import DECODE_ERRORS, message_codec
+from broker.protocol.error_bodies import error_body
 from broker.protocol.headers import read_request_header
 from broker.state import BrokerState, ControllerMovedError, Endpoint, LiveBroker, TopicPartition
 from broker.state.decisions import STALE_BROKER_EPOCH
@@ -206,8 +207,13 @@ class KafkaApis:
         frame = error_response(header, code, body)
         if frame is None:
             return Response(None, close=True, metric_name=name)
-        return Response(frame, metric_name=name, error_codes=(int(code),),
-                        request_json=request_to_json(header, body) if self._request_logger.is_debug_enabled() else None)
+        if not self._request_logger.is_debug_enabled():
+            return Response(frame, metric_name=name, error_codes=(int(code),))
+        # the request log shows the error answer as sent (Kafka logs getErrorResponse's body, e.g. {"errorCode":11})
+        answer = response_to_json(header.api_key, header.api_version,
+                                  error_body(header.api_key, header.api_version, int(code), body))
+        return Response(frame, metric_name=name, error_codes=(int(code),), request_json=request_to_json(header, body),
+                        response_json=answer)
 
     def _unsupported_version(self, request: Request, exc: UnsupportedVersion) -> Response:
         header = exc.header
