@@ -53,7 +53,8 @@ class GroupApis:
             if key_type != KEY_TYPE_GROUP or ep is None:
                 return {"key": key, "error_code": COORDINATOR_NOT_AVAILABLE, "error_message": "The coordinator is "
                         "not available.", "node_id": -1, "host": "", "port": -1}
-            return {"key": key, "error_code": 0, "error_message": None, "node_id": self.self_broker.id,
+            # Kafka answers error.message(): "NONE" for no error (Errors.NONE has no exception to take it from)
+            return {"key": key, "error_code": 0, "error_message": "NONE", "node_id": self.self_broker.id,
                     "host": ep.host, "port": ep.port}
 
         if header.api_version >= 4:

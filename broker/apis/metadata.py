@@ -26,6 +26,10 @@ NO_LEADER_ID = -1  # MetadataResponse.NO_LEADER_ID
 NO_CONTROLLER_ID = -1  # MetadataResponse.NO_CONTROLLER_ID
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648  # Integer.MIN_VALUE: not requested
 
+# ApiVersions v3+ FinalizedFeaturesEpoch (KIP-584): a ZooKeeper-mode broker at IBP >= 2.7 answers the version of the
+# /feature znode the controller created enabled and empty on a fresh cluster: 0, with no finalized features.
+FINALIZED_FEATURES_EPOCH = 0
+
 # ApiVersionsRequest.isValid (KIP-511): client software name and version must match this.
 CLIENT_SOFTWARE_RE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
@@ -40,12 +44,14 @@ def valid_client_software(body: Mapping[str, Any], version: int) -> bool:
 
 
 def api_versions_body(advertised: Mapping[int, tuple[int, int]], error_code: int = NONE) -> dict[str, Any]:
-    """The ApiVersions response body advertising ``advertised`` (api_key -> (min, max)), sorted by key."""
+    """The ApiVersions response body advertising ``advertised`` (api_key -> (min, max)), sorted by key; v3+ also
+    carry :data:`FINALIZED_FEATURES_EPOCH` (a tagged field; no supported or finalized features)."""
     return {
         "error_code": error_code,
         "api_keys": [{"api_key": k, "min_version": lo, "max_version": hi}
                      for k, (lo, hi) in sorted(advertised.items())],
         "throttle_time_ms": 0,
+        "finalized_features_epoch": FINALIZED_FEATURES_EPOCH,
     }
 
 
