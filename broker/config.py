@@ -18,7 +18,8 @@ Only PLAINTEXT works in the reference broker; a listener mapped to another proto
 planewatch-specific keys (not in Kafka; all documented in the table): ``kafka.logs.dir`` (where server.log,
 state-change.log and kafka-request.log go; Kafka takes it from ``-Dkafka.logs.dir``), ``metrics.dir``,
 ``metrics.interval.ms``, ``metrics.file.roll.bytes``, ``metrics.file.roll.ms`` (the JSON-lines metrics reporter),
-``prometheus.port`` (the Prometheus endpoint on 127.0.0.1, 0 = off), ``kafka.request.logger.level``.
+``prometheus.port`` (the Prometheus endpoint on 127.0.0.1, 0 = off), ``kafka.request.logger.level``,
+``state.change.logger.level``.
 """
 
 from __future__ import annotations
@@ -148,6 +149,12 @@ CONFIG_DEFS: dict[str, ConfigDef] = {
         ConfigDef(
             "kafka.request.logger.level", "string", "DEBUG",
             "planewatch: level of kafka.request.logger (DEBUG writes kafka-request.log; Kafka ships WARN).",
+            one_of(*LOG_LEVELS),
+        ),
+        ConfigDef(
+            "state.change.logger.level", "string", "INFO",
+            "planewatch: level of state.change.logger (Kafka's log4j.logger.state.change.logger: INFO as 2.6+; "
+            "TRACE adds the per-partition lines).",
             one_of(*LOG_LEVELS),
         ),
         ConfigDef(

@@ -98,7 +98,8 @@ class KafkaServer:
         """Bind, start every thread, and log Kafka's start-up lines. Raises OSError when a port cannot be bound."""
         cfg = self.config
         if self._own_log4j:
-            self.log4j.configure(cfg.kafka_logs_dir, request_log_level=cfg["kafka.request.logger.level"])
+            self.log4j.configure(cfg.kafka_logs_dir, request_log_level=cfg["kafka.request.logger.level"],
+                                 state_change_level=cfg["state.change.logger.level"])
         self._log.info("starting")
         config_log = self.log4j.get_logger("kafka.server.KafkaConfig")
         config_log.info("KafkaConfig values: \n" + "".join(f"\t{k} = {_java(v)}\n" for k, v in cfg.describe()))
