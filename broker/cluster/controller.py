@@ -66,6 +66,23 @@ STALE_BROKER_EPOCH, FENCED_LEADER_EPOCH = 77, 74
 MAX_PARTITIONS_PER_TOPIC = 10_000
 
 
+class StateChangeFailedException(Exception):
+    """Kafka's ``kafka.common.StateChangeFailedException``: a partition state change the controller could not make
+    (logged with the ERROR line of ``logFailedStateChange``)."""
+
+
+def _leader_and_isr(p: PartitionInfo) -> str:
+    """Kafka 2.8's ``LeaderAndIsr.toString`` (the partition state machine's INFO lines)."""
+    return (f"LeaderAndIsr(leader={p.leader}, leaderEpoch={p.leader_epoch}, isr=List({', '.join(map(str, p.isr))}), "
+            f"zkVersion={p.partition_epoch})")
+
+
+def _leader_isr_and_controller_epoch(p: PartitionInfo) -> str:
+    """Kafka 2.8's ``LeaderIsrAndControllerEpoch.toString`` (the replica state machine's ISR-removal line)."""
+    return (f"(Leader:{p.leader},ISR:{','.join(map(str, p.isr))},LeaderEpoch:{p.leader_epoch},"
+            f"ZkVersion:{p.partition_epoch},ControllerEpoch:{p.controller_epoch})")
+
+
 @dataclass(frozen=True, slots=True)
 class ControllerSettings:
     """Controller-side configuration."""
@@ -117,6 +134,15 @@ class Controller:
                        lambda: 1.0 if self.controller_id >= 0 else 0.0)
         registry.gauge(MetricName.of("kafka.controller", "KafkaController", "OfflinePartitionsCount"),
                        lambda: float(sum(1 for p in self.partitions.values() if p.leader == NO_LEADER)))
+        registry.gauge(MetricName.of("kafka.controller", "KafkaController", "GlobalTopicCount"),
+                       lambda: float(len({t for t, _ in self.partitions})))
+        registry.gauge(MetricName.of("kafka.controller", "KafkaController", "GlobalPartitionCount"),
+                       lambda: float(len(self.partitions)))
+        registry.gauge(MetricName.of("kafka.controller", "KafkaController", "PreferredReplicaImbalanceCount"),
+                       lambda: float(sum(1 for p in self.partitions.values() if p.leader != p.replicas[0])))
+        for deletion in ("TopicsToDeleteCount", "ReplicasToDeleteCount", "TopicsIneligibleToDeleteCount",
+                         "ReplicasIneligibleToDeleteCount"):  # this controller deletes no topics: none queued
+            registry.gauge(MetricName.of("kafka.controller", "KafkaController", deletion), lambda: 0.0)
         self.brokers: dict[int, BrokerRegistration] = {}
         self.partitions: dict[tuple[str, int], PartitionInfo] = {}
         self.topic_ids: dict[str, str] = {}
@@ -257,6 +283,31 @@ class Controller:
         return self.log4j.get_logger("state.change.logger",
                                      f"[Controller id={self.controller_id} epoch={self.controller_epoch}] ")
 
+    def _replica_states(self, sc: Any, partitions: list[PartitionInfo], brokers: set[int] | None, from_state: str,
+                        to_state: str) -> None:
+        """ReplicaStateMachine's TRACE ``Changed state of replica ...`` for the replicas of ``partitions`` hosted on
+        ``brokers`` (None: every replica)."""
+        for info in partitions:
+            for r in info.replicas:
+                if brokers is None or r in brokers:
+                    sc.trace(f"Changed state of replica {r} for partition {info.topic}-{info.partition} from "
+                             f"{from_state} to {to_state}")
+
+    def _elected(self, sc: Any, old: PartitionInfo, new: PartitionInfo) -> None:
+        """PartitionStateMachine after an OfflinePartitionLeaderElection: the INFO line of the new state, or the ERROR
+        of ``logFailedStateChange`` when no live in-sync replica could lead."""
+        tp = f"{old.topic}-{old.partition}"
+        if new.leader != NO_LEADER:
+            sc.info(f"Changed partition {tp} from OfflinePartition to OnlinePartition with state "
+                    f"{_leader_and_isr(new)}")
+            return
+        try:
+            raise StateChangeFailedException(f"Failed to elect leader for partition {tp} under strategy "
+                                             "OfflinePartitionLeaderElectionStrategy(false)")
+        except StateChangeFailedException:
+            sc.error(f"Controller {self.controller_id} epoch {self.controller_epoch} failed to change state for "
+                     f"partition {tp} from OfflinePartition to OnlinePartition", exc_info=True)
+
     def _max_broker_epoch(self) -> int:
         return max((b.epoch for b in self.brokers.values()), default=-1)
 
@@ -310,11 +361,18 @@ class Controller:
                                                 registry=self.registry)
         for reg in self.brokers.values():
             self.channel.add_broker(reg.node(self.settings))
-        # Offline partitions whose replicas are back get a leader.
+        # onControllerFailover: the replica state machine starts (live replicas online, the others offline), then
+        # the partitions without a live leader are elected.
         live = set(self.brokers)
+        sc = self._state_change_log()
+        everything = list(self.partitions.values())
+        self._replica_states(sc, everything, live, "OnlineReplica", "OnlineReplica")
+        dead = {r for info in everything for r in info.replicas} - live
+        self._replica_states(sc, everything, dead, "ReplicaDeletionIneligible", "OfflineReplica")
         for key, info in list(self.partitions.items()):
             if info.leader == NO_LEADER or info.leader not in live:
                 self.partitions[key] = elect_leader(info, live, self.controller_epoch)
+                self._elected(sc, info, self.partitions[key])
         self._save()
         self._send_leader_and_isr(list(self.partitions.values()))
         self._send_update_metadata(list(self.brokers), list(self.partitions.values()))
@@ -325,6 +383,9 @@ class Controller:
         if broker_id not in self.channel.brokers():
             self.channel.add_broker(reg.node(self.settings))
         live = set(self.brokers)
+        sc = self._state_change_log()
+        self._replica_states(sc, [p for p in self.partitions.values() if broker_id in p.replicas], {broker_id},
+                             "OfflineReplica", "OnlineReplica")
         changed: list[PartitionInfo] = []
         for key, info in list(self.partitions.items()):
             if info.leader == NO_LEADER and broker_id in info.replicas:
@@ -332,6 +393,7 @@ class Controller:
                 if new.leader != NO_LEADER:
                     self.partitions[key] = new
                     changed.append(new)
+                    self._elected(sc, info, new)
         self._save()
         # onBrokerStartup: UpdateMetadata to everyone (live brokers changed), then the new broker's replicas.
         self._send_update_metadata(list(self.brokers), list(self.partitions.values()))
@@ -362,21 +424,35 @@ class Controller:
                 self.channel.remove_broker(bid, timeout_s=2.0)
         live = set(self.brokers)
         sc = self._state_change_log()
+        # onReplicasBecomeOffline: the partitions they led go offline, are elected again, then the replicas go
+        # offline (leaving the ISRs they were in).
+        hosted = [p for p in self.partitions.values() if set(p.replicas) & set(dead)]
+        for info in hosted:
+            if info.leader in dead:
+                sc.trace(f"Changed partition {info.topic}-{info.partition} state from OnlinePartition to "
+                         "OfflinePartition")
         changed: list[PartitionInfo] = []
         for key, info in list(self.partitions.items()):
             new = info
             if info.leader in dead:
                 new = elect_leader(info, live, self.controller_epoch)
-                state = "OnlinePartition" if new.leader != NO_LEADER else "OfflinePartition"
-                sc.info(f"Changed partition {info.topic}-{info.partition} from OnlinePartition to {state} with state "
-                        f"LeaderAndIsr(leader={new.leader}, leaderEpoch={new.leader_epoch}, isr=List("
-                        f"{', '.join(map(str, new.isr))}), zkVersion={new.partition_epoch})")
+                self._elected(sc, info, new)
+                if new.leader == NO_LEADER:  # removeReplicasFromIsr keeps the last ISR member, leader -1
+                    sc.info(f"Partition {info.topic}-{info.partition} state changed to "
+                            f"{_leader_isr_and_controller_epoch(new)} after removing replica {info.leader} from the "
+                            "ISR as part of transition to OfflineReplica")
             else:
                 for bid in dead:
-                    new = remove_from_isr(new, bid, self.controller_epoch)
+                    shrunk = remove_from_isr(new, bid, self.controller_epoch)
+                    if shrunk is not new:
+                        sc.info(f"Partition {info.topic}-{info.partition} state changed to "
+                                f"{_leader_isr_and_controller_epoch(shrunk)} after removing replica {bid} from the "
+                                "ISR as part of transition to OfflineReplica")
+                    new = shrunk
             if new is not info:
                 self.partitions[key] = new
                 changed.append(new)
+        self._replica_states(sc, hosted, set(dead), "OnlineReplica", "OfflineReplica")
         if changed:
             self._send_leader_and_isr([p for p in changed if p.leader != NO_LEADER])
 
@@ -408,11 +484,16 @@ class Controller:
                              "addingReplicas=, removingReplicas=)" for i in created)
         self._log.info(f"New topics: [Set({name})], deleted topics: [Set()], new partition replica assignment "
                        f"[Map({assigned})]")
+        # onNewPartitionCreation: partitions and replicas New, then Online
         sc = self._state_change_log()
         for info in created:
+            sc.info(f"Changed partition {name}-{info.partition} state from NonExistentPartition to NewPartition with "
+                    f"assigned replicas {','.join(map(str, info.replicas))}")
+        self._replica_states(sc, created, None, "NonExistentReplica", "NewReplica")
+        for info in created:
             sc.info(f"Changed partition {name}-{info.partition} from NewPartition to OnlinePartition with state "
-                    f"LeaderAndIsr(leader={info.leader}, leaderEpoch=0, isr=List({', '.join(map(str, info.isr))}), "
-                    "zkVersion=0)")
+                    f"{_leader_and_isr(info)}")
+        self._replica_states(sc, created, None, "NewReplica", "OnlineReplica")
         self._send_leader_and_isr(created, is_new=True)
         self._send_update_metadata(list(self.brokers), list(self.partitions.values()))
         return {"name": name, "error_code": NONE, "error_message": None}

@@ -72,7 +72,7 @@ def test_leadership_change_every_record_seen_once(tmp_path: Path) -> None:
         got = _consume_all(bs, "lc", 2, 800)
         assert sorted(got) == list(range(800))  # every acknowledged record, each exactly once
         text = (Path(cluster.dir) / "controller" / "logs" / "state-change.log").read_text()
-        assert re.search(rf"Changed partition lc-0 from OnlinePartition to OnlinePartition with state "
+        assert re.search(rf"Changed partition lc-0 from OfflinePartition to OnlinePartition with state "
                          rf"LeaderAndIsr\(leader={new['leader']}, leaderEpoch={new['leader_epoch']}", text)
         assert re.search(r"\] INFO \[Controller id=\d+ epoch=\d+\] Sending LeaderAndIsr request to broker \d+ with "
                          r"\d+ become-leader and \d+ become-follower partitions", text)
