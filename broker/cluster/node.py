@@ -11,7 +11,11 @@ KafkaApis + data plane:
 * the leader side of the ISR (:class:`IsrManager`): followers' fetch offsets and the time they last caught up are
   observed on the Fetch path; every ``replica.lag.time.max.ms / 2`` the leader shrinks the ISR of lagging followers
   and expands it with caught-up ones through the controller, logging Kafka's ``Shrinking ISR`` / ``Expanding ISR``
-  lines (logger ``kafka.cluster.Partition``).
+  lines (logger ``kafka.cluster.Partition``);
+* ReplicaManager's metrics (:func:`register_replica_manager_metrics`): ``LeaderCount``, ``PartitionCount``,
+  ``UnderReplicatedPartitions``, ``UnderMinIsrPartitionCount``, ``AtMinIsrPartitionCount``, ``OfflineReplicaCount``,
+  ``ReassigningPartitions`` gauges over the hosted partitions, ``IsrShrinksPerSec`` / ``IsrExpandsPerSec`` /
+  ``FailedIsrUpdatesPerSec`` meters marked by the ISR changes.
 
 Partitions found on disk at start-up are not led by the broker on its own authority: the controller decides.
 """
@@ -24,7 +28,7 @@ import sys
 import threading
 import time
 from collections.abc import Collection
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,18 +44,55 @@ from broker.log import TopicPartition as LogTopicPartition
 from broker.log.checkpoint import read_offsets_checkpoint
 from broker.log.manager import REPLICATION_OFFSET_CHECKPOINT
 from broker.log4j import Log4j
+from broker.metrics.registry import Meter, MetricName, MetricsRegistry
 from broker.network.request import Request
 from broker.protocol import ApiKey, RequestHeader
 from broker.state.model import Role, TopicPartition
 from broker.state.replica_manager import BrokerState
 
-__all__ = ["IsrManager", "LocalLogs", "cluster_apis_factory", "main"]
+__all__ = ["IsrManager", "IsrMeters", "LocalLogs", "cluster_apis_factory", "main",
+           "register_replica_manager_metrics"]
 
 # Heartbeat period; the controller's session timeout (default 3 s) must be several of these.
 HEARTBEAT_INTERVAL_S = 0.5
 # Kafka 2.x default replica.lag.time.max.ms is 30 s; a laptop cluster reacts faster.
 DEFAULT_REPLICA_LAG_TIME_MAX_MS = 10_000
 NOT_CONTROLLER = 41
+# Kafka's default min.insync.replicas (the reference has no such setting): UnderMinIsr / AtMinIsr count against it.
+MIN_INSYNC_REPLICAS = 1
+
+
+@dataclass(frozen=True, slots=True)
+class IsrMeters:
+    """ReplicaManager's ISR meters (``kafka.server:type=ReplicaManager,name=<Isr...>PerSec``)."""
+
+    shrinks: Meter
+    expands: Meter
+    failed: Meter
+
+
+def register_replica_manager_metrics(registry: MetricsRegistry, state: BrokerState) -> IsrMeters:
+    """Kafka's ``ReplicaManager`` gauges over the partitions ``state`` hosts, and its ISR meters (to mark)."""
+
+    def led() -> list[Any]:
+        return [p for p in state.partitions().values() if p.role is Role.LEADER and p.leader == state.broker_id]
+
+    def name(n: str) -> MetricName:
+        return MetricName.of("kafka.server", "ReplicaManager", n)
+
+    registry.gauge(name("LeaderCount"), lambda: float(len(led())))
+    registry.gauge(name("PartitionCount"), lambda: float(state.partition_count()))
+    registry.gauge(name("UnderReplicatedPartitions"),
+                   lambda: float(sum(1 for p in led() if len(p.isr) < len(p.replicas))))
+    registry.gauge(name("UnderMinIsrPartitionCount"),
+                   lambda: float(sum(1 for p in led() if len(p.isr) < MIN_INSYNC_REPLICAS)))
+    registry.gauge(name("AtMinIsrPartitionCount"),
+                   lambda: float(sum(1 for p in led() if len(p.isr) == MIN_INSYNC_REPLICAS)))
+    registry.gauge(name("OfflineReplicaCount"), lambda: 0.0)  # one log directory, never taken offline
+    registry.gauge(name("ReassigningPartitions"), lambda: float(sum(1 for p in led() if p.adding_replicas
+                                                                     or p.removing_replicas)))
+    return IsrMeters(registry.meter(name("IsrShrinksPerSec")), registry.meter(name("IsrExpandsPerSec")),
+                     registry.meter(name("FailedIsrUpdatesPerSec")))
 
 
 class LocalLogs:
@@ -81,8 +122,9 @@ class IsrManager:
     """The leader side of the ISR (see the module docstring)."""
 
     def __init__(self, state: BrokerState, dp: DataPlane, client: ControllerClient, lag_ms: int,
-                 log4j: Log4j) -> None:
+                 log4j: Log4j, meters: IsrMeters | None = None) -> None:
         self.state = state
+        self.meters = meters
         self.dp = dp
         self.client = client
         self.lag_ns = lag_ms * 1_000_000
@@ -144,32 +186,38 @@ class IsrManager:
                 text = (f"Shrinking ISR from {','.join(map(str, ps.isr))} to {','.join(map(str, new_isr))}. Leader: "
                         f"(highWatermark: {log.high_watermark}, endOffset: {log.log_end_offset}). Out of sync "
                         f"replicas: {ends}.")
-                self._alter(tp, ps.leader_epoch, new_isr, text)
+                if self._alter(tp, ps.leader_epoch, new_isr, text) and self.meters is not None:
+                    self.meters.shrinks.mark()
             elif back:
                 new_isr = [*ps.isr, *back]
                 text = f"Expanding ISR from {','.join(map(str, ps.isr))} to {','.join(map(str, new_isr))}"
-                self._alter(tp, ps.leader_epoch, new_isr, text)
+                if self._alter(tp, ps.leader_epoch, new_isr, text) and self.meters is not None:
+                    self.meters.expands.mark()
 
     def _leader_since(self, tp: TopicPartition, epoch: int, now: int) -> int:
         return self._since.setdefault((tp, epoch), now)
 
-    def _alter(self, tp: TopicPartition, leader_epoch: int, new_isr: list[int], text: str) -> None:
+    def _alter(self, tp: TopicPartition, leader_epoch: int, new_isr: list[int], text: str) -> bool:
+        """Ask the controller for the new ISR; True when it took it (the shrink/expand happened)."""
         answer = self.client.alter_isr(self.state.broker_id, self.state.broker_epoch, tp.topic, tp.partition,
                                        leader_epoch, new_isr)
         logger = self.log4j.get_logger("kafka.cluster.Partition",
                                        f"[Partition {tp.topic}-{tp.partition} broker={self.state.broker_id}] ")
         if int(answer.get("error_code", -1)) != 0:
             logger.info(f"Failed to update ISR to {','.join(map(str, new_isr))}: error code {answer.get('error_code')}")
-            return
+            if self.meters is not None:
+                self.meters.failed.mark()
+            return False
         logger.info(text)
         ps = self.state.partition(tp)
         if ps is None or ps.leader_epoch != leader_epoch:
-            return
+            return True
         new = replace(ps, isr=tuple(new_isr), partition_epoch=int(answer.get("partition_epoch", ps.partition_epoch)))
         self.state.host_local_partitions([new])
         log = self.dp.logs.get_log(LogTopicPartition(tp.topic, tp.partition))
         if log is not None:
             self.dp.after_leader_append(tp, log, new)  # the HW may move now that the ISR is smaller
+        return True
 
 
 class ClusterMember:
@@ -350,7 +398,8 @@ def cluster_apis_factory(server: Any) -> KafkaApis:
     state.fetcher_manager = fetchers
     state.local_log = LocalLogs(dp.logs)
     server.log4j.set_level("kafka.server.ReplicaFetcherManager", "DEBUG")
-    isr = IsrManager(state, dp, client, lag_ms, server.log4j)
+    isr = IsrManager(state, dp, client, lag_ms, server.log4j,
+                     register_replica_manager_metrics(server.registry, state))
     apis.register(ApiKey.CREATE_TOPICS, _forward_create_topics(client))
     apis.register(ApiKey.FETCH, _observing_fetch(apis.handler(ApiKey.FETCH), dp, isr))
     apis.register(ApiKey.LEADER_AND_ISR, _leader_hw_after_leader_and_isr(apis.handler(ApiKey.LEADER_AND_ISR), dp))

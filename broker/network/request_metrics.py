@@ -1,7 +1,8 @@
 """RequestMetrics and the request log, updated when a response send completes (Kafka's ``updateRequestMetrics``).
 
 Histograms ``kafka.network:type=RequestMetrics,name=<RequestQueueTimeMs|LocalTimeMs|RemoteTimeMs|ThrottleTimeMs|
-ResponseQueueTimeMs|ResponseSendTimeMs|TotalTimeMs>,request=<Api>`` in milliseconds, meters
+ResponseQueueTimeMs|ResponseSendTimeMs|TotalTimeMs>,request=<Api>`` in milliseconds, ``RequestBytes`` (the request
+body's size in bytes, the header excluded, as Kafka's ``sizeOfBodyInBytes``), meters
 ``RequestsPerSec,request=<Api>,version=<v>`` and ``ErrorsPerSec,request=<Api>,error=<ERROR_NAME>`` (one mark per error
 occurrence, NONE included, as ``AbstractResponse.errorCounts``). Both planes share them (same names: Yammer returns
 the existing metric), so LeaderAndIsr metrics are plane-agnostic as in Kafka.
@@ -15,7 +16,8 @@ from __future__ import annotations
 from broker.log4j import KafkaLogger, format_completed_request, nanos_to_ms
 from broker.metrics.registry import Histogram, Meter, MetricName, MetricsRegistry
 from broker.network.request import Request, Response
-from broker.protocol import API_NAMES, ApiKey, ErrorCode, request_header_version
+from broker.protocol import API_NAMES, ApiKey, CorruptRequest, ErrorCode, request_header_version
+from broker.protocol.headers import read_request_header
 
 __all__ = ["HISTOGRAMS", "RequestMetrics"]
 
@@ -36,6 +38,14 @@ def error_name(code: int) -> str:
         return ErrorCode(code).name
     except ValueError:
         return f"UNKNOWN_{code}"
+
+
+def _body_bytes(frame: bytes) -> int:
+    """The size of a request's body: the frame after its header (the processor parsed that header already)."""
+    try:
+        return len(frame) - read_request_header(frame)[1]
+    except CorruptRequest:
+        return len(frame)
 
 
 class RequestMetrics:
@@ -82,6 +92,7 @@ class RequestMetrics:
         }
         for name, nanos in times.items():
             self._histogram(api, name).update(nanos_to_ms(nanos))
+        self._histogram(api, "RequestBytes").update(float(_body_bytes(request.frame)))
         self._meter("RequestsPerSec", api, "version", str(header.api_version)).mark()
         for code in response.error_codes:
             self._meter("ErrorsPerSec", api, "error", error_name(code)).mark()
