@@ -110,6 +110,14 @@ def test_planewatch_broker_identity_keys() -> None:
     assert c.unknown == []
 
 
+def test_state_change_logger_level_defaults_to_info_and_takes_log4j_levels() -> None:
+    assert cfg()["state.change.logger.level"] == "INFO"
+    assert raw({"state.change.logger.level": "TRACE"})["state.change.logger.level"] == "TRACE"
+    with pytest.raises(ConfigException) as info:
+        raw({"state.change.logger.level": "LOUD"})
+    assert "state.change.logger.level" in str(info.value)
+
+
 def test_unknown_keys_are_kept_for_the_warning() -> None:
     c = raw({"no.such.key": "1", "listener.name.plaintext.max.connections": "5"})
     assert c.unknown == ["no.such.key"]
