@@ -35,6 +35,8 @@ POLL_S = 1.0
 # loaded machine Spark's Python planner worker can miss its 10 s connect-back window; that must not end the run.
 MAX_RESTARTS = 3
 RESTART_BACKOFF_S = 2.0
+# At a stop, how long the pipeline waits for detection's background start to finish before stopping its queries.
+DETECTION_START_JOIN_S = 120.0
 
 
 def _detect_module() -> Any | None:
@@ -66,6 +68,8 @@ def run_pipeline(
 ) -> int:
     """Run ingestion (and detection) until done (--once) or stopped; returns a process exit code."""
     queries: list[StreamingQuery] = []
+    detect: list[StreamingQuery] = []  # the continuous run's detection queries (started in the background)
+    starter: threading.Thread | None = None
     stop = threading.Event()
 
     def _stop(signum: int, _frame: Any) -> None:
@@ -90,18 +94,32 @@ def run_pipeline(
                         _stop_all(started)
                         time.sleep(RESTART_BACKOFF_S * (attempt + 1))
             if detection:
-                detect = _start_detection(spark, settings)
-                queries += detect
-                _await_all(detect)
+                once_detect = _start_detection(spark, settings)
+                queries += once_detect
+                _await_all(once_detect)
             return 0
         by_family = {family: start_ingest_queries(spark, settings, family) for family in families}
         for started in by_family.values():
             queries += started
-        detect = _start_detection(spark, settings) if detection else []
-        queries += detect
+        # Detection's queries start in the background (a minute on a loaded machine): meanwhile the loop below
+        # already restarts an ingest query that failed at start-up (a Python worker that could not connect back
+        # within Spark's fixed 10 s while Kafka JVMs started waited ~90 s for detection's start otherwise).
+        start_failed: list[BaseException] = []
+
+        def _start() -> None:
+            try:
+                detect.extend(_start_detection(spark, settings))
+            except BaseException as exc:  # re-raised by the loop below
+                start_failed.append(exc)
+
+        if detection:
+            starter = threading.Thread(target=_start, name="detection-start", daemon=True)
+            starter.start()
         restarts = dict.fromkeys(by_family, 0)
         while not stop.is_set():
-            for q in detect:
+            if start_failed:
+                raise RuntimeError(f"detection did not start: {start_failed[0]}") from start_failed[0]
+            for q in list(detect):
                 if not q.isActive:
                     raise RuntimeError(f"query {q.name} stopped: {q.exception()}")
             for family, started in by_family.items():
@@ -119,7 +137,9 @@ def run_pipeline(
             time.sleep(POLL_S)
         return 0
     finally:
-        _stop_all(queries)
+        if starter is not None and starter.is_alive():
+            starter.join(DETECTION_START_JOIN_S)
+        _stop_all(queries + detect)
 
 
 def _stop_all(queries: Sequence[StreamingQuery]) -> None:

@@ -27,7 +27,9 @@ _LOG_NAMES: tuple[tuple[re.Pattern[str], str], ...] = (
 _METRIC_EXT = {".jsonl": "json", ".json": "json", ".prom": "prometheus", ".txt": "prometheus"}
 # Kafka log segments, indexes and checkpoints live next to logs in a broker's working directory.
 _KAFKA_DATA = re.compile(r"^\d{20}\.(log|index|timeindex|snapshot|txnindex)(\.deleted|\.cleaned|\.swap)?$")
-_SKIP_SUFFIX = (".gz", ".zip", ".zst", ".bz2", ".xz", ".crc", ".checkpoint", ".lock", ".parquet", ".pid")
+# `.out`: a JVM's console file (Kafka's kafkaServer.out, zookeeper.out): the console appender's copy of server.log
+# plus the JVM's own output (GC warnings, log4j status lines) in no Kafka layout.
+_SKIP_SUFFIX = (".gz", ".zip", ".zst", ".bz2", ".xz", ".crc", ".checkpoint", ".lock", ".parquet", ".pid", ".out")
 _BROKER_RE = re.compile(r"(?:^|[^A-Za-z0-9])broker[-_]?(\d+)(?:[^0-9]|$)", re.IGNORECASE)
 _PROM_LINE = re.compile(rb"^(# (HELP|TYPE) |[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^}]*\})? [-+0-9.eEnaNIif]+)")
 _LOG4J_START = re.compile(rb"^(\S+ (stdout|stderr) [FP] |[\w.-]+\s+\| )?(\[\d{4}-\d\d-\d\d|\d{4}-\d\d-\d\d[ T])")

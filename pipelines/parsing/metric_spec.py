@@ -50,6 +50,9 @@ REASONS = {
     "blank": "blank line",
     "comment": "comment (# HELP / # TYPE)",
     "null_value": "sample without a value (null)",
+    # Prometheus text writes a gauge that measures nothing as NaN (Kafka's ControlPlaneNetworkProcessorAvgIdlePercent
+    # without a control plane); the JSON reporters write null: both are recognised samples without a value.
+    "nan_value": "sample without a value (NaN: not measured)",
     "not_object": "JSON record is not an object",
     "bad_json": "malformed JSON",
     "no_name": "no metric name (mbean, name or metric)",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -178,6 +179,8 @@ def parse_metric(rec: Mapping[str, Any]) -> tuple[str, Row]:
     value = py_double(value_text)
     if value is None:
         return _reject(rec, R["not_number"])
+    if math.isnan(value):
+        return _unused(rec, R["nan_value"])
     if ts_text is not None and ts_text != "":
         ts = py_ts_from_ms(py_int(ts_text, 64))
         if ts is None:

@@ -193,6 +193,7 @@ def parse_metrics_routed(raw: DataFrame) -> DataFrame:
         .when((F.col("_fmt") != "json") & ~F.col("_prom_ok"), F.array(F.lit("rejected"), F.lit(R["not_prom"])))
         .when(dup, F.array(F.lit("rejected"), F.lit(R["dup_label"])))
         .when(value.isNull(), F.array(F.lit("rejected"), F.lit(R["not_number"])))
+        .when(F.isnan(value), F.array(F.lit("unused"), F.lit(R["nan_value"])))
         .when(has_ts & ts_val.isNull(), F.array(F.lit("rejected"), F.lit(R["bad_ts"])))
         .otherwise(F.array(F.lit("sample"), F.lit(None).cast("string")))
     )

@@ -82,6 +82,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_kafka(args: argparse.Namespace, d: Path, tl: Timeline) -> int:
+    from confluent_kafka import KafkaException
+
     from planewatch.kafka.artifacts import ArtifactMissing
     from planewatch.kafka.scenarios import SCENARIOS, scenario_names
 
@@ -99,7 +101,7 @@ def _run_kafka(args: argparse.Namespace, d: Path, tl: Timeline) -> int:
     tl.emit("scenario-started", dir=str(d), engine="apache-kafka", kafka_version=args.kafka)
     try:
         SCENARIOS[args.name](d, tl, args.kafka, kraft)
-    except (RuntimeError, TimeoutError, ArtifactMissing, ValueError) as exc:
+    except (RuntimeError, TimeoutError, ArtifactMissing, ValueError, KafkaException) as exc:
         tl.emit("scenario-failed", error=str(exc))
         print(f"planewatch scenario {args.name}: {exc}", file=sys.stderr)
         return 1

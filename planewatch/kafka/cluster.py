@@ -2,10 +2,11 @@
 
 Layout under ``DIR`` (the one the pipeline reads: ``broker-<id>`` directories hold a broker's logs)::
 
-    zookeeper/            zookeeper.properties, data/, stdout.log              (ZooKeeper mode)
-    controller-<id>/      server.properties, log4j config, data/, logs/, stdout.log   (KRaft quorum)
+    zookeeper/            zookeeper.properties, data/, zookeeper.log, zookeeper.out      (ZooKeeper mode)
+    controller-<id>/      server.properties, log4j config, data/, logs/, kafkaServer.out   (KRaft quorum)
     broker-<id>/          server.properties, log4j config, data/, logs/ (server.log, state-change.log,
-                          controller.log, kafka-request.log), stdout.log
+                          controller.log, kafka-request.log), kafkaServer.out (the JVM's console, as
+                          kafka-server-start.sh names it)
     jmx-exporter.yaml     the agent's rules (kafka-2_0_0 names, the reference broker's table)
     cluster.json          the reference cluster's contract (bootstrap.servers; per broker id, pid, listeners, host,
                           port, control_listener, log_dir, logs_dir, metrics_dir, prometheus) + engine, kafka_version,
@@ -177,8 +178,8 @@ class KafkaCluster:
         return [*args, "-cp", self.classpath]
 
     # -------------------------------------------------------------------------------------------------- processes
-    def _spawn(self, name: str, cmd: list[str], node_dir: Path) -> _Proc:
-        out = open(node_dir / "stdout.log", "ab")  # noqa: SIM115 - closed in _reap()
+    def _spawn(self, name: str, cmd: list[str], node_dir: Path, console: str = "kafkaServer.out") -> _Proc:
+        out = open(node_dir / console, "ab")  # noqa: SIM115 - closed in _reap()
         popen = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                  preexec_fn=_die_with_parent)
         return _Proc(name, popen, out, node_dir / "logs")
@@ -207,7 +208,7 @@ class KafkaCluster:
             "log4j.rootLogger=INFO, f\nlog4j.appender.f=org.apache.log4j.FileAppender\n"
             f"log4j.appender.f.File={zdir / 'zookeeper.log'}\nlog4j.appender.f.layout=org.apache.log4j.PatternLayout\n"
             f"log4j.appender.f.layout.ConversionPattern={configs.LOG_PATTERN}\n")
-        self.zookeeper = self._spawn("zookeeper", cmd, zdir)
+        self.zookeeper = self._spawn("zookeeper", cmd, zdir, "zookeeper.out")
         self._await(self.zookeeper, lambda: _zk_ok(self.zk_port), f"ZooKeeper on 127.0.0.1:{self.zk_port}")
 
     def start_controller(self, node_id: int) -> None:
@@ -382,11 +383,12 @@ def _logged_started(server_log: Path) -> bool:
 
 def _reason(proc: _Proc) -> str:
     """Why a process ended: the last exception message it logged (``...Exception: text``: Kafka's ConfigException,
-    a bind failure) in server.log, stdout.log or zookeeper.log, else the last ERROR/FATAL line, else its stdout's
-    tail."""
+    a bind failure) in server.log, its console file or zookeeper.log, else the last ERROR/FATAL line, else the
+    console's tail."""
     errors: list[str] = []
     tail: list[str] = []
-    for path in (proc.logs / "server.log", proc.logs.parent / "stdout.log", proc.logs.parent / "zookeeper.log"):
+    for path in (proc.logs / "server.log", proc.logs.parent / "kafkaServer.out", proc.logs.parent / "zookeeper.out",
+                 proc.logs.parent / "zookeeper.log"):
         try:
             lines = path.read_text(errors="replace").splitlines()
         except OSError:
@@ -395,7 +397,7 @@ def _reason(proc: _Proc) -> str:
         if causes:
             return causes[-1][:500]
         errors += [m.group(0) for line in lines if (m := _FATAL.search(line))]
-        if path.name == "stdout.log":
+        if path.suffix == ".out":
             tail = lines[-3:]
     if errors:
         return errors[-1][:500]

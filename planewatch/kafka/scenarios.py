@@ -103,8 +103,14 @@ def create_topic(cluster: KafkaCluster, topic: str, partitions: int, rf: int,
 
 
 def leaders(admin: Any, topic: str) -> dict[int, int]:
-    """partition -> leader (-1: none) from the cluster's metadata."""
-    md = admin.list_topics(topic, timeout=10)
+    """partition -> leader (-1: none) from the cluster's metadata; {} while the metadata request times out (a
+    saturated data plane answers Metadata late too)."""
+    from confluent_kafka import KafkaException
+
+    try:
+        md = admin.list_topics(topic, timeout=10)
+    except KafkaException:
+        return {}
     return {pid: p.leader for pid, p in md.topics[topic].partitions.items()}
 
 
@@ -187,19 +193,20 @@ def produce_backlog_run(d: Path, tl: Timeline, version: str, kraft: bool | None 
     spec = KafkaClusterSpec(d / "cluster", version, kraft=kraft, control_plane=control, extra=BACKLOG_BROKER_CONFIG)
     with started(spec, tl) as cluster:
         create_topic(cluster, "backlog", 6, 3, {"compression.type": "gzip", "max.message.bytes": "2000000"})
-        load = _BacklogLoad(cluster.bootstrap_servers(), "backlog", BACKLOG_PRODUCERS, BACKLOG_SECONDS).start()
-        tl.emit("load-started", run=name, producers=BACKLOG_PRODUCERS, value_bytes=BACKLOG_VALUE_BYTES)
-        time.sleep(8)
-        # not the active controller: stopping it would be a controller failover, another incident. SIGTERM: a
-        # controlled shutdown, the controller moves leadership at once (LeaderAndIsr to the others, UpdateMetadata)
+        # chosen before the backlog (which delays Metadata answers too): not the active controller, whose stop would
+        # be a controller failover, another incident
         admin = _admin(cluster)
         active = controller_id(cluster)
         victim = max(b for b in cluster.brokers if b != active)
+        load = _BacklogLoad(cluster.bootstrap_servers(), "backlog", BACKLOG_PRODUCERS, BACKLOG_SECONDS).start()
+        tl.emit("load-started", run=name, producers=BACKLOG_PRODUCERS, value_bytes=BACKLOG_VALUE_BYTES)
+        time.sleep(8)
+        # SIGTERM: a controlled shutdown, the controller moves leadership at once (LeaderAndIsr, UpdateMetadata)
         tl.emit("broker-killed", run=name, broker=victim, controller=active, signal="SIGTERM",
                 reason="move leadership under backlog")
         cluster.kill_broker(victim, signal.SIGTERM)
-        wait_until("new leaders", lambda: all(v not in (victim, -1) for v in leaders(admin, "backlog").values()),
-                   timeout_s=90)
+        wait_until("new leaders", lambda: (got := leaders(admin, "backlog")) and all(
+            v not in (victim, -1) for v in got.values()), timeout_s=90)
         tl.emit("leaders-moved", run=name)
         time.sleep(5)
         load.stop()

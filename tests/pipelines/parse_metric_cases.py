@@ -137,6 +137,9 @@ METRIC_CASES: list[MCase] = [
     MCase("# TYPE kafka_network_requestchannel_requestqueuesize untyped", "unused",
           {"reason": "comment (# HELP / # TYPE)"}),
     MCase("   ", "unused", {"reason": "blank line"}),
+    # Apache Kafka 3.9.1's JMX exporter without a control plane (kafka-produce-backlog-without-control-plane run)
+    MCase("kafka_network_socketserver_controlplanenetworkprocessoravgidlepercent NaN", "unused",
+          {"reason": "sample without a value (NaN: not measured)"}),
     MCase('{"ts": 1614672000000, "mbean": "' + _RQ + '", "attribute": "Value", "value": null}', "unused",
           {"reason": "sample without a value (null)"}),
     MCase("[1, 2, 3]", "rejected", {"reason": "JSON record is not an object"}),
