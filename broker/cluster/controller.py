@@ -62,6 +62,8 @@ EVENT_TIMEOUT_S = 30.0
 SESSION_CHECK_INTERVAL_S = 0.2
 NONE, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, TOPIC_ALREADY_EXISTS, INVALID_REQUEST = 0, 37, 38, 36, 42
 STALE_BROKER_EPOCH, FENCED_LEADER_EPOCH = 77, 74
+# Scala 2.13's immutable Map1..Map4 print "Map(...)"; a larger map is a HashMap (Kafka's controller.log texts).
+SCALA_SMALL_MAP_MAX = 4
 # Partitions one CreateTopics may ask for (a typo must not create 100k directories on a laptop).
 MAX_PARTITIONS_PER_TOPIC = 10_000
 
@@ -482,8 +484,10 @@ class Controller:
         self._save()
         assigned = ", ".join(f"{name}-{i.partition} -> ReplicaAssignment(replicas={','.join(map(str, i.replicas))}, "
                              "addingReplicas=, removingReplicas=)" for i in created)
-        self._log.info(f"New topics: [Set({name})], deleted topics: [Set()], new partition replica assignment "
-                       f"[Map({assigned})]")
+        # Kafka 2.8 on Scala 2.13: topic ids in the assignment; an immutable Map of more than 4 entries is a HashMap
+        scala_map = "Map" if len(created) <= SCALA_SMALL_MAP_MAX else "HashMap"
+        self._log.info(f"New topics: [Set({name})], deleted topics: [HashSet()], new partition replica assignment "
+                       f"[Set(TopicIdReplicaAssignment({name},Some({self.topic_ids[name]}),{scala_map}({assigned})))]")
         # onNewPartitionCreation: partitions and replicas New, then Online
         sc = self._state_change_log()
         for info in created:
