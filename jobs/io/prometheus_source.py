@@ -67,6 +67,10 @@ INTERVAL_SLACK = 0.1
 # An unlisted target (broker stopped, cluster.json rewritten on a restart) keeps its stream position this long so
 # that its stream continues when it is back; then it leaves the offsets, which stay small under port churn.
 TARGET_RETENTION_S = 3600.0
+# A target that timed out (a paused or wedged JVM answers nothing) is asked again only after this long: every
+# trigger that asks it waits the whole scrape timeout, and the other targets' samples with it (a 15 s pause of a
+# KRaft controller left the brokers' samples 18 s apart, and their metadata lag unseen).
+UNRESPONSIVE_BACKOFF_S = 30.0
 # The answers of one batch are packed into input partitions of about this many bytes (the file source's piece size):
 # a few small answers make one task, a big backfill of many targets several.
 PARTITION_BYTES = SPLIT_BYTES
@@ -149,6 +153,7 @@ class PrometheusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         self.available_now = False
         self._once_end: dict[str, Any] | None = None
         self._reported: dict[str, str] = {}  # url or cluster.json -> the last problem logged (logged on change)
+        self._backoff_until: dict[str, float] = {}  # url -> clock time before which a timed-out target is not asked
 
     def initialOffset(self) -> dict[str, Any]:
         return {"targets": {}}
@@ -183,7 +188,8 @@ class PrometheusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         targets = self._targets()
         due_after_s = 0.0 if self.available_now else self.interval_s * (1.0 - INTERVAL_SLACK)
         due = [t for t in targets
-               if t.url not in before or now - int(before[t.url]["ts"]) / 1000 >= due_after_s]
+               if (t.url not in before or now - int(before[t.url]["ts"]) / 1000 >= due_after_s)
+               and (self.available_now or now >= self._backoff_until.get(t.url, 0.0))]
         got = scrape_all([t.url for t in due], self.timeout_s, lambda: int(self.clock() * 1000))
         listed = {t.url for t in targets}
         end: dict[str, dict[str, Any]] = {
@@ -196,6 +202,8 @@ class PrometheusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             if prev is not None and outcome.ts_ms <= int(prev["ts"]):  # a clock step back: keep times increasing
                 outcome = replace(outcome, ts_ms=int(prev["ts"]) + 1)
             self._report(t.url, outcome)
+            if outcome.kind == SOURCE_ERROR_FORMAT and outcome.data.startswith(b"scrape failed: timed out"):
+                self._backoff_until[t.url] = now + UNRESPONSIVE_BACKOFF_S
             base = int(prev["offset"]) if prev is not None else 0
             self.store.put(t.url, outcome)
             end[t.url] = {"cluster": t.cluster, "broker_id": t.broker_id, "ts": outcome.ts_ms, "from": base,

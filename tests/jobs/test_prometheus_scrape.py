@@ -261,3 +261,22 @@ def test_a_cluster_json_under_the_file_tree_is_named_like_its_logs_and_a_stopped
     assert t.cluster == "cluster"
     cj.write_text(json.dumps({"brokers": [node], "running": False}))
     assert resolve_targets([], [{"path": str(cj), "root": str(tmp_path / "clusters")}], None, "d") == ([], [])
+
+
+def test_a_target_that_timed_out_is_asked_again_only_after_the_backoff(tmp_path: Path) -> None:
+    from jobs.io.prometheus_source import UNRESPONSIVE_BACKOFF_S
+
+    with reference_endpoint() as ep, silent() as wedged:
+        cj = _cluster_json(tmp_path / "prod" / "cluster.json", [{"id": 1, "prometheus": ep.url},
+                                                                 {"id": 100, "prometheus": wedged}])
+        clock = [1_700_000_000.0]
+        reader = _reader(None, clock, clusterjson=json.dumps([{"path": str(cj)}]), timeout="0.5")
+        end1 = reader.latestOffset(reader.initialOffset(), None)
+        assert set(end1["targets"]) == {ep.url, wedged}
+        clock[0] += 10.0  # the broker is due again; the wedged JVM is not, it held the last trigger for its timeout
+        end2 = reader.latestOffset(end1, None)
+        assert end2["targets"][ep.url]["ts"] > end1["targets"][ep.url]["ts"]
+        assert end2["targets"][wedged] == end1["targets"][wedged]
+        clock[0] += UNRESPONSIVE_BACKOFF_S
+        end3 = reader.latestOffset(end2, None)
+        assert end3["targets"][wedged]["ts"] > end2["targets"][wedged]["ts"]
