@@ -62,6 +62,28 @@ EVENT_TIMEOUT_S = 30.0
 SESSION_CHECK_INTERVAL_S = 0.2
 NONE, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, TOPIC_ALREADY_EXISTS, INVALID_REQUEST = 0, 37, 38, 36, 42
 STALE_BROKER_EPOCH, FENCED_LEADER_EPOCH = 77, 74
+# Kafka 2.8's ControllerState: (name, the ControllerState gauge's value, the ControllerStats timer or None). Each
+# event is processed in a state and timed by its timer; BrokerChange keeps its pre-ControllerState metric name.
+CONTROLLER_STATES: tuple[tuple[str, int, str | None], ...] = (
+    ("Idle", 0, None),
+    ("ControllerChange", 1, "ControllerChangeRateAndTimeMs"),
+    ("BrokerChange", 2, "LeaderElectionRateAndTimeMs"),
+    ("TopicChange", 3, "TopicChangeRateAndTimeMs"),
+    ("TopicDeletion", 4, "TopicDeletionRateAndTimeMs"),
+    ("AlterPartitionReassignment", 5, "PartitionReassignmentRateAndTimeMs"),
+    ("AutoLeaderBalance", 6, "AutoLeaderBalanceRateAndTimeMs"),
+    ("ManualLeaderBalance", 7, "ManualLeaderBalanceRateAndTimeMs"),
+    ("ControlledShutdown", 8, "ControlledShutdownRateAndTimeMs"),
+    ("IsrChange", 9, "IsrChangeRateAndTimeMs"),
+    ("LeaderAndIsrResponseReceived", 10, "LeaderAndIsrResponseReceivedRateAndTimeMs"),
+    ("LogDirChange", 11, "LogDirChangeRateAndTimeMs"),
+    ("ControllerShutdown", 12, "ControllerShutdownRateAndTimeMs"),
+    ("UncleanLeaderElectionEnable", 13, "UncleanLeaderElectionEnableRateAndTimeMs"),
+    ("TopicUncleanLeaderElectionEnable", 14, "TopicUncleanLeaderElectionEnableRateAndTimeMs"),
+    ("ListPartitionReassignment", 15, "ListPartitionReassignmentRateAndTimeMs"),
+    ("UpdateMetadataResponseReceived", 16, None),
+    ("UpdateFeatures", 17, "UpdateFeaturesRateAndTimeMs"),
+)
 # Scala 2.13's immutable Map1..Map4 print "Map(...)"; a larger map is a HashMap (Kafka's controller.log texts).
 SCALA_SMALL_MAP_MAX = 4
 # Partitions one CreateTopics may ask for (a typo must not create 100k directories on a laptop).
@@ -127,11 +149,20 @@ class Controller:
         self.registry = registry
         self.settings = settings
         self._clock = clock_ns
-        self._events: queue.Queue[tuple[int, Callable[[], Any], Future[Any]] | None] = queue.Queue()
+        self._events: queue.Queue[tuple[int, Callable[[], Any], Future[Any], str | None] | None] = queue.Queue()
         self._queue_time = registry.histogram(MetricName.of("kafka.controller", "ControllerEventManager",
                                                             "EventQueueTimeMs"))
         registry.gauge(MetricName.of("kafka.controller", "ControllerEventManager", "EventQueueSize"),
                        lambda: float(self._events.qsize()))
+        # ControllerStats: a timer per state (events of states this controller never enters stay at zero, as in a
+        # Kafka controller that never reassigns), unclean elections (never: clean election only)
+        self._state = "Idle"
+        self._state_values = {name: value for name, value, _ in CONTROLLER_STATES}
+        self._state_timers = {name: registry.histogram(MetricName.of("kafka.controller", "ControllerStats", metric))
+                              for name, _, metric in CONTROLLER_STATES if metric is not None}
+        registry.meter(MetricName.of("kafka.controller", "ControllerStats", "UncleanLeaderElectionsPerSec"))
+        registry.gauge(MetricName.of("kafka.controller", "KafkaController", "ControllerState"),
+                       lambda: float(self._state_values[self._state]))
         registry.gauge(MetricName.of("kafka.controller", "KafkaController", "ActiveControllerCount"),
                        lambda: 1.0 if self.controller_id >= 0 else 0.0)
         registry.gauge(MetricName.of("kafka.controller", "KafkaController", "OfflinePartitionsCount"),
@@ -208,28 +239,36 @@ class Controller:
         if self.channel is not None:
             self.channel.shutdown(2)
 
-    def submit(self, fn: Callable[[], T]) -> Future[T]:
-        """Queue an event; its Future completes with ``fn()`` run on the event thread."""
+    def submit(self, fn: Callable[[], T], state: str | None = None) -> Future[T]:
+        """Queue an event; its Future completes with ``fn()`` run on the event thread, in ``state`` (a
+        :data:`CONTROLLER_STATES` name: its ControllerStats timer measures the processing; None: a read, untimed)."""
         fut: Future[T] = Future()
-        self._events.put((self._clock(), fn, fut))
+        self._events.put((self._clock(), fn, fut, state))
         return fut
 
-    def call(self, fn: Callable[[], T]) -> T:
+    def call(self, fn: Callable[[], T], state: str | None = None) -> T:
         """Run ``fn`` on the event thread and wait for it (TimeoutError after :data:`EVENT_TIMEOUT_S`)."""
-        return self.submit(fn).result(EVENT_TIMEOUT_S)
+        return self.submit(fn, state).result(EVENT_TIMEOUT_S)
 
     def _run(self) -> None:
         while True:
             item = self._events.get()
             if item is None:
                 return
-            enqueued, fn, fut = item
-            self._queue_time.update((self._clock() - enqueued) / 1e6)
+            enqueued, fn, fut, state = item
+            started = self._clock()
+            self._queue_time.update((started - enqueued) / 1e6)
+            self._state = state or "Idle"
             try:
                 fut.set_result(fn())
             except Exception as exc:  # a bad event must not kill the controller
                 self._log.error(f"Error processing event: {exc}", exc_info=True)
                 fut.set_exception(exc)
+            finally:
+                timer = self._state_timers.get(self._state)
+                if timer is not None:
+                    timer.update((self._clock() - started) / 1e6)
+                self._state = "Idle"
 
     def _check_sessions(self) -> None:
         timeout_ns = self.settings.session_timeout_ms * 1_000_000
@@ -237,13 +276,13 @@ class Controller:
             now = self._clock()
             expired = [(b.id, b.epoch) for b in list(self.brokers.values()) if now - b.last_seen_ns > timeout_ns]
             for bid, epoch in expired:
-                self.submit(functools.partial(self._on_session_expired, bid, epoch))
+                self.submit(functools.partial(self._on_session_expired, bid, epoch), "BrokerChange")
 
     # ------------------------------------------------------------------------------------------------ public API
     def register(self, broker_id: int, listeners: dict[str, tuple[str, int]], protocols: dict[str, str],
                  rack: str | None) -> int:
         """A broker (re)starts: its new epoch. A live id with an older epoch is a bounced broker."""
-        return self.call(lambda: self._on_register(broker_id, listeners, protocols, rack))
+        return self.call(lambda: self._on_register(broker_id, listeners, protocols, rack), "BrokerChange")
 
     def heartbeat(self, broker_id: int, epoch: int) -> int:
         """Keep a broker's session alive; STALE_BROKER_EPOCH when ``epoch`` is not its current one."""
@@ -258,17 +297,18 @@ class Controller:
         reg = self.brokers.get(broker_id)
         if reg is None or reg.epoch != epoch:
             return STALE_BROKER_EPOCH
-        self.call(lambda: self._on_session_expired(broker_id, epoch))
+        self.call(lambda: self._on_session_expired(broker_id, epoch), "BrokerChange")
         return NONE
 
     def create_topics(self, topics: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """CreateTopics forwarded by a broker: ``[{name, num_partitions, replication_factor}]`` -> results."""
-        return self.call(lambda: [self._create_topic(t) for t in topics])
+        return self.call(lambda: [self._create_topic(t) for t in topics], "TopicChange")
 
     def alter_isr(self, broker_id: int, broker_epoch: int, topic: str, partition: int, leader_epoch: int,
                   isr: list[int]) -> dict[str, Any]:
         """The leader's ISR change (Kafka 2.x writes it to ZooKeeper); answers the new partition epoch."""
-        return self.call(lambda: self._on_alter_isr(broker_id, broker_epoch, topic, partition, leader_epoch, isr))
+        return self.call(lambda: self._on_alter_isr(broker_id, broker_epoch, topic, partition, leader_epoch, isr),
+                         "IsrChange")
 
     def status(self) -> dict[str, Any]:
         """Who leads what (for ``planewatch cluster --status``)."""
@@ -341,7 +381,7 @@ class Controller:
     def _failover_after_grace(self) -> None:
         self._stop.wait(max(self._grace_until_ns - self._clock(), 0) / 1e9)
         if not self._stop.is_set():
-            self.submit(lambda: None if self.controller_id >= 0 else self._failover())
+            self.submit(lambda: None if self.controller_id >= 0 else self._failover(), "ControllerChange")
 
     def _failover(self) -> None:
         """Take the id of the lowest live broker, move the controller epoch, resend all state (onControllerFailover)."""

@@ -394,7 +394,7 @@ def cluster_apis_factory(server: Any) -> KafkaApis:
         log.update_high_watermark(saved_hw.get((ltp.topic, ltp.partition), log.log_start_offset))
     client = ControllerClient(url)
     fetchers = ReplicaFetcherManager(state.broker_id, dp.logs, FetchSettings(model=model), server.log4j,
-                                     on_fetched=lambda tps: dp.purgatory.signal())
+                                     on_fetched=lambda tps: dp.purgatory.signal(), registry=server.registry)
     state.fetcher_manager = fetchers
     state.local_log = LocalLogs(dp.logs)
     server.log4j.set_level("kafka.server.ReplicaFetcherManager", "DEBUG")

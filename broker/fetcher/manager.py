@@ -3,6 +3,12 @@
 It implements :class:`broker.state.model.FetcherManager`, the hook ReplicaManager calls under
 ``replicaStateChangeLock`` while handling LeaderAndIsr / StopReplica. Partitions are routed to the thread of their
 leader (``num.replica.fetchers`` = 1); a partition whose leader changed is removed from its old thread first.
+
+With a registry it reports Kafka's ``kafka.server:type=ReplicaFetcherManager,name=<N>,clientId=Replica`` gauges:
+``MaxLag`` (the most records any partition's log is behind its leader's high watermark after the last fetch),
+``MinFetchRate`` (the lowest one-minute fetch request rate of the threads), ``DeadThreadCount`` (threads that died
+while still owned), ``FailedPartitionsCount`` (always 0: a partition whose fetch fails is retried after a back-off,
+never marked failed as Kafka 2.5+ does on an unexpected error).
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from collections.abc import Callable, Collection, Mapping
 from broker.fetcher.thread import FetchSettings, ReplicaFetcherThread
 from broker.log import LogManager
 from broker.log4j import Log4j
+from broker.metrics.registry import MetricName, MetricsRegistry
 from broker.state.model import BrokerEndPoint, InitialFetchState, TopicPartition
 
 __all__ = ["ReplicaFetcherManager"]
@@ -22,7 +29,8 @@ class ReplicaFetcherManager:
     """Creates, feeds and stops :class:`ReplicaFetcherThread` s (see the module docstring)."""
 
     def __init__(self, broker_id: int, logs: LogManager, settings: FetchSettings, log4j: Log4j,
-                 on_fetched: Callable[[list[TopicPartition]], None] | None = None) -> None:
+                 on_fetched: Callable[[list[TopicPartition]], None] | None = None,
+                 registry: MetricsRegistry | None = None) -> None:
         self.broker_id = broker_id
         self.logs = logs
         self.settings = settings
@@ -33,6 +41,15 @@ class ReplicaFetcherManager:
         self._owner: dict[TopicPartition, BrokerEndPoint] = {}
         self._log = log4j.get_logger("kafka.server.ReplicaFetcherManager",
                                      f"[ReplicaFetcherManager on broker {broker_id}] ")
+        if registry is not None:
+            def gauge(name: str, fn: Callable[[], float]) -> None:
+                registry.gauge(MetricName.of("kafka.server", "ReplicaFetcherManager", name, clientId="Replica"), fn)
+
+            gauge("MaxLag", lambda: float(max((lag for t in self.threads() for lag in list(t.lags.values())),
+                                              default=0)))
+            gauge("MinFetchRate", lambda: min((t.request_rate.rate(1) for t in self.threads()), default=0.0))
+            gauge("DeadThreadCount", lambda: float(sum(1 for t in self.threads() if not t.is_alive())))
+            gauge("FailedPartitionsCount", lambda: 0.0)
 
     def threads(self) -> list[ReplicaFetcherThread]:
         """The running fetcher threads."""

@@ -38,6 +38,7 @@ from typing import Any
 from broker.log import Log, LogManager, LogStartOffsetIncrementReason
 from broker.log import TopicPartition as LogTopicPartition
 from broker.log4j import Log4j
+from broker.metrics.registry import Meter
 from broker.protocol import ApiKey, ProtocolError, decode_response, encode_request
 from broker.state.model import BrokerEndPoint, InitialFetchState, TopicPartition
 
@@ -155,6 +156,10 @@ class ReplicaFetcherThread(threading.Thread):
         self._mgr_log = log4j.get_logger("kafka.server.ReplicaFetcherManager",
                                          f"[ReplicaFetcherManager on broker {broker_id}] ")
         self._pending = 0  # async model: partitions added but not yet applied (for idleness)
+        # FetcherStats / FetcherLagMetrics: fetch requests sent, and per partition the records the leader's high
+        # watermark is ahead of this log after the last fetch (read by the manager's MaxLag / MinFetchRate)
+        self.request_rate = Meter()
+        self.lags: dict[TopicPartition, int] = {}
 
     # ------------------------------------------------------------------------------------------------ control side
     def add_partitions(self, fetches: Mapping[TopicPartition, InitialFetchState], api: str = "LeaderAndIsr") -> None:
@@ -223,6 +228,8 @@ class ReplicaFetcherThread(threading.Thread):
 
     def _apply_remove(self, tps: Collection[TopicPartition]) -> None:
         removed = [tp for tp in tps if self.partitions.pop(tp, None) is not None]
+        for tp in removed:
+            self.lags.pop(tp, None)
         if removed:
             self._log.info("Removed partitions " + ", ".join(f"{tp.topic}-{tp.partition}" for tp in removed))
 
@@ -262,6 +269,7 @@ class ReplicaFetcherThread(threading.Thread):
             self._correlation += 1
             frame = encode_request(ApiKey.FETCH, FETCH_VERSION, self._correlation,
                                    f"broker-{self.broker_id}-fetcher-0", body)
+            self.request_rate.mark()
             corr, response = decode_response(ApiKey.FETCH, FETCH_VERSION, self._conn.round_trip(frame))
             if corr != self._correlation:
                 raise ConnectionError(f"correlation id {corr} does not match {self._correlation}")
@@ -339,6 +347,7 @@ class ReplicaFetcherThread(threading.Thread):
         leader_hw = int(p.get("high_watermark", -1))
         if leader_hw >= 0:
             log.update_high_watermark(min(leader_hw, log.log_end_offset))
+            self.lags[state.tp] = max(0, leader_hw - log.log_end_offset)
         leader_lso = int(p.get("log_start_offset", -1))
         if 0 <= leader_lso <= log.high_watermark and leader_lso > log.log_start_offset:
             # Kafka 2.x: maybeIncrementLogStartOffset -> leader epoch cache clearAndFlushEarliest (fsync).
