@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import statistics
 import sys
 import threading
@@ -26,7 +27,7 @@ from typing import IO, Any
 from broker.cluster.http import ControllerClient
 from broker.cluster.launcher import Cluster, ClusterSpec
 
-__all__ = ["Load", "Timeline", "finished_times_ms", "started_cluster", "wait_until"]
+__all__ = ["Load", "Timeline", "finished_times_ms", "open_connections", "started_cluster", "wait_until"]
 
 # Every wait in a scenario is bounded by this unless it says otherwise.
 DEFAULT_WAIT_S = 60.0
@@ -156,6 +157,24 @@ class Load:
                     p.poll(0.05)
             p.poll(0)
         p.flush(60)
+
+
+@contextmanager
+def open_connections(port: int, connections: int, connect_timeout_s: float) -> Iterator[list[socket.socket]]:
+    """Open up to ``connections`` idle TCP connections to 127.0.0.1:``port`` (stopping at the first that fails: past
+    a broker's limit the kernel's listen backlog still completes handshakes, then connects time out); always closed
+    at exit. Yields the open sockets."""
+    socks: list[socket.socket] = []
+    try:
+        for _ in range(connections):
+            try:
+                socks.append(socket.create_connection(("127.0.0.1", port), timeout=connect_timeout_s))
+            except OSError:
+                break
+        yield socks
+    finally:
+        for s in socks:
+            s.close()
 
 
 def consume_keys(bootstrap: str, topic: str, partitions: int, expected: int, timeout_s: float = 60.0) -> list[int]:

@@ -34,6 +34,7 @@ from broker.scenarios.base import (
     controller_status,
     create_topic,
     finished_times_ms,
+    open_connections,
     percentiles,
     started_cluster,
     wait_until,
@@ -204,21 +205,12 @@ def connection_storm(d: Path, tl: Timeline) -> None:
         load = Load(cluster.bootstrap_servers(), "storm", 3, max_records=200_000, max_seconds=25, rate=4000).start()
         tl.emit("load-started", topic="storm")
         time.sleep(3)
-        socks: list[socket.socket] = []
         port = cluster.ports[1]["PLAINTEXT"]
         tl.emit("storm-started", broker=1, listener="PLAINTEXT", target_connections=n,
                 listener_max_connections=cap)
-        try:
-            for _ in range(n):
-                try:  # past the cap the kernel's listen backlog still completes handshakes; then connects time out
-                    socks.append(socket.create_connection(("127.0.0.1", port), timeout=STORM_CONNECT_TIMEOUT_S))
-                except OSError:
-                    break
+        with open_connections(port, n, STORM_CONNECT_TIMEOUT_S) as socks:
             tl.emit("storm-peak", broker=1, connections=len(socks))
             time.sleep(8)
-        finally:
-            for s in socks:
-                s.close()
         tl.emit("storm-stopped", broker=1)
         load.stop()
         tl.emit("load-stopped", acked=len(load.acked))

@@ -19,6 +19,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import Protocol
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -88,7 +89,7 @@ def _kafka_status(info: dict[str, object]) -> int:
 
 def _run_kafka(args: argparse.Namespace) -> int:
     from planewatch.kafka.artifacts import ArtifactMissing
-    from planewatch.kafka.cluster import KafkaCluster, KafkaClusterSpec, KafkaStartError
+    from planewatch.kafka.cluster import KafkaCluster, KafkaClusterSpec
 
     try:
         cluster = KafkaCluster(KafkaClusterSpec(args.dir, args.kafka, args.brokers, kraft=True if args.kraft else None,
@@ -96,24 +97,8 @@ def _run_kafka(args: argparse.Namespace) -> int:
     except (ArtifactMissing, ValueError) as exc:
         print(f"planewatch cluster: {exc}", file=sys.stderr)
         return 1
-    stop = threading.Event()
-    previous = {sig: signal.signal(sig, lambda s, f: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        cluster.start()
-        mode = "KRaft" if cluster.spec.is_kraft else "ZooKeeper mode"
-        print(f"Apache Kafka {args.kafka} ({mode}) cluster of {args.brokers} brokers started; "
-              f"bootstrap.servers={cluster.bootstrap_servers()}")
-        print(f"  cluster.json {cluster.dir / 'cluster.json'}", flush=True)
-        stop.wait(args.seconds if args.seconds > 0 else None)
-    except KafkaStartError as exc:
-        print(f"planewatch cluster: {exc}", file=sys.stderr)
-        return 1
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        cluster.stop()
-        print("cluster stopped", flush=True)
-    return 0
+    mode = "KRaft" if cluster.spec.is_kraft else "ZooKeeper mode"
+    return _serve(cluster, f"Apache Kafka {args.kafka} ({mode}) cluster of {args.brokers} brokers", args.seconds)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -131,15 +116,27 @@ def run(args: argparse.Namespace) -> int:
         return 2
     spec = ClusterSpec(args.dir, args.brokers, args.base_port, args.fetcher_model,
                        args.update_metadata_cached == "true", brokers_advertise_control=not args.no_control_plane)
-    cluster = Cluster(spec)
+    return _serve(Cluster(spec), f"cluster of {args.brokers} brokers", args.seconds)
+
+
+class _Runnable(Protocol):
+    dir: Path
+
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+    def bootstrap_servers(self) -> str: ...
+
+
+def _serve(cluster: _Runnable, title: str, seconds: float) -> int:
+    """Start the cluster, say where it is, run until a signal (or ``seconds``), always stop it."""
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda s, f: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         cluster.start()
-        print(f"cluster of {args.brokers} brokers started; bootstrap.servers={cluster.bootstrap_servers()}")
+        print(f"{title} started; bootstrap.servers={cluster.bootstrap_servers()}")
         print(f"  cluster.json {cluster.dir / 'cluster.json'}", flush=True)
-        stop.wait(args.seconds if args.seconds > 0 else None)
-    except RuntimeError as exc:
+        stop.wait(seconds if seconds > 0 else None)
+    except RuntimeError as exc:  # a process that did not start (KafkaStartError included)
         print(f"planewatch cluster: {exc}", file=sys.stderr)
         return 1
     finally:

@@ -68,11 +68,17 @@ def run(args: argparse.Namespace) -> int:
         print("planewatch scenario metadata-lag: a KRaft scenario; run it with --kafka 4.x", file=sys.stderr)
         return 2
     tl.emit("scenario-started", dir=str(d))
+    return _play(args.name, tl, lambda: runs()[args.name](d, tl), (RuntimeError, TimeoutError))
+
+
+def _play(name: str, tl: Timeline, scenario: Callable[[], object],
+          failures: tuple[type[BaseException], ...]) -> int:
+    """Run a scenario; its end (finished, failed with the reason, interrupted) in the timeline; the exit code."""
     try:
-        runs()[args.name](d, tl)
-    except (RuntimeError, TimeoutError) as exc:
+        scenario()
+    except failures as exc:
         tl.emit("scenario-failed", error=str(exc))
-        print(f"planewatch scenario {args.name}: {exc}", file=sys.stderr)
+        print(f"planewatch scenario {name}: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         tl.emit("scenario-interrupted")
@@ -99,14 +105,5 @@ def _run_kafka(args: argparse.Namespace, d: Path, tl: Timeline) -> int:
               f"designs)", file=sys.stderr)
         return 2
     tl.emit("scenario-started", dir=str(d), engine="apache-kafka", kafka_version=args.kafka)
-    try:
-        SCENARIOS[args.name](d, tl, args.kafka, kraft)
-    except (RuntimeError, TimeoutError, ArtifactMissing, ValueError, KafkaException) as exc:
-        tl.emit("scenario-failed", error=str(exc))
-        print(f"planewatch scenario {args.name}: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        tl.emit("scenario-interrupted")
-        return 130
-    tl.emit("scenario-finished")
-    return 0
+    return _play(args.name, tl, lambda: SCENARIOS[args.name](d, tl, args.kafka, kraft),
+                 (RuntimeError, TimeoutError, ArtifactMissing, ValueError, KafkaException))

@@ -37,7 +37,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from broker.scenarios.base import Load, Timeline, consume_keys, wait_until
+from broker.scenarios.base import Load, Timeline, consume_keys, open_connections, wait_until
 from planewatch.kafka.cluster import KafkaCluster, KafkaClusterSpec
 
 __all__ = ["KRAFT_ONLY", "SCENARIOS", "ZOOKEEPER_ONLY", "scenario_names"]
@@ -225,20 +225,11 @@ def connection_storm(d: Path, tl: Timeline, version: str, kraft: bool | None = N
         load = Load(cluster.bootstrap_servers(), "storm", 3, max_records=200_000, max_seconds=30, rate=2000).start()
         tl.emit("load-started", topic="storm")
         time.sleep(3)
-        socks: list[socket.socket] = []
         port = cluster.ports[1]["PLAINTEXT"]
         tl.emit("storm-started", broker=1, listener="PLAINTEXT", target_connections=n, listener_max_connections=cap)
-        try:
-            for _ in range(n):
-                try:
-                    socks.append(socket.create_connection(("127.0.0.1", port), timeout=STORM_CONNECT_TIMEOUT_S))
-                except OSError:
-                    break
+        with open_connections(port, n, STORM_CONNECT_TIMEOUT_S) as socks:
             tl.emit("storm-peak", broker=1, connections=len(socks))
             time.sleep(12)
-        finally:
-            for s in socks:
-                s.close()
         tl.emit("storm-stopped", broker=1)
         load.stop()
         tl.emit("load-stopped", acked=len(load.acked))
