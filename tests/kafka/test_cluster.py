@@ -80,3 +80,35 @@ def test_kraft_cluster_starts_writes_the_contract_and_stops_clean(tmp_path: Path
     finally:
         cluster.stop()
     assert not [pid for pid in _all_pids(cluster) if _alive(pid)]
+
+
+def test_kill_9_of_the_launcher_leaves_no_kafka_or_zookeeper_behind(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    pw = Path(".venv/bin/planewatch")
+    d = tmp_path / "c"
+    proc = subprocess.Popen([str(pw), "cluster", "--kafka", "3.9.1", "--brokers", "1", "--dir", str(d)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    pids: list[int] = []
+    try:
+        deadline = time.monotonic() + 120
+        while not (d / "cluster.json").exists():
+            assert proc.poll() is None, "the launcher exited before the cluster started"
+            assert time.monotonic() < deadline, "no cluster.json within 120 s"
+            time.sleep(0.2)
+        info = json.loads((d / "cluster.json").read_text())
+        pids = [b["pid"] for b in info["brokers"]] + [info["zookeeper"]["pid"]]
+        assert all(_alive(p) for p in pids)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        deadline = time.monotonic() + 30
+        while [p for p in pids if _alive(p)] and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not [p for p in pids if _alive(p)], "a Kafka or ZooKeeper JVM outlived its launcher"
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        for p in pids:
+            if _alive(p):
+                os.kill(p, signal.SIGKILL)
