@@ -109,8 +109,16 @@ DIFFERS_ON_PURPOSE: tuple[Intended, ...] = (
 #: Templates Kafka 2.8.2 writes in situations a one-broker run does not reach (its controller dies with its only
 #: broker), seen in ``python -m benchmarks.fidelity --brokers 2`` (a broker killed while another one is the
 #: controller); the ERROR line is ``logFailedStateChange`` (PartitionStateMachine.scala 2.8) for an offline partition
-#: with no live replica. A reference template found here is a Kafka 2.8 format.
+#: with no live replica, the bounced-broker line ``processBrokerChange`` (KafkaController.scala 2.2+) for a broker
+#: that registers again before its session expired. A reference template found here is a Kafka 2.8 format.
 KAFKA_28_KNOWN_TEMPLATES: frozenset[str] = frozenset({
+    "INFO [Controller id=<n>] Broker failure callback for <n> (kafka.controller.KafkaController)",
+    "INFO [Controller id=<n>] Newly added brokers: <n>, deleted brokers: , bounced brokers: , all live brokers: <n> "
+    "(kafka.controller.KafkaController)",
+    "INFO [Controller id=<n>] Newly added brokers: , deleted brokers: <n>, bounced brokers: , all live brokers: <n> "
+    "(kafka.controller.KafkaController)",
+    "INFO [Controller id=<n>] Newly added brokers: , deleted brokers: , bounced brokers: <n>, all live brokers: <n> "
+    "(kafka.controller.KafkaController)",
     "TRACE [Controller id=<n> epoch=<n>] Changed partition <tp> state from OnlinePartition to OfflinePartition "
     "(state.change.logger)",
     "INFO [Controller id=<n> epoch=<n>] Changed partition <tp> from OfflinePartition to OnlinePartition with state "
