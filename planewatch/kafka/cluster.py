@@ -104,6 +104,7 @@ class _Proc:
     popen: subprocess.Popen[bytes]
     out: IO[bytes]
     logs: Path
+    log_offset: int = 0  # server.log's size when this incarnation started: its "started" line comes after
 
 
 class KafkaCluster:
@@ -180,9 +181,11 @@ class KafkaCluster:
     # -------------------------------------------------------------------------------------------------- processes
     def _spawn(self, name: str, cmd: list[str], node_dir: Path, console: str = "kafkaServer.out") -> _Proc:
         out = open(node_dir / console, "ab")  # noqa: SIM115 - closed in _reap()
+        server_log = node_dir / "logs" / "server.log"
+        offset = server_log.stat().st_size if server_log.exists() else 0
         popen = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                  preexec_fn=_die_with_parent)
-        return _Proc(name, popen, out, node_dir / "logs")
+        return _Proc(name, popen, out, node_dir / "logs", offset)
 
     def _format_storage(self, node_dir: Path, props: Path) -> None:
         """KRaft: ``kafka-storage format`` of one node's log dir with the cluster id."""
@@ -248,7 +251,7 @@ class KafkaCluster:
             time.sleep(0.2)
 
     def _await_started(self, proc: _Proc) -> None:
-        self._await(proc, lambda: _logged_started(proc.logs / "server.log"), "the server")
+        self._await(proc, lambda: _logged_started(proc.logs / "server.log", proc.log_offset), "the server")
 
     def start(self) -> None:
         """ZooKeeper or the KRaft quorum, then every broker; write the agent's rules and cluster.json."""
@@ -373,10 +376,12 @@ def _reap(proc: _Proc, sig: int) -> None:
     proc.out.close()
 
 
-def _logged_started(server_log: Path) -> bool:
+def _logged_started(server_log: Path, offset: int) -> bool:
+    """Whether server.log says, past ``offset`` (a restarted broker appends to its old log), that Kafka started."""
     try:
-        with open(server_log, errors="replace") as fh:
-            return any(_STARTED.search(line) for line in fh)
+        with open(server_log, "rb") as fh:
+            fh.seek(offset)
+            return any(_STARTED.search(line.decode("utf-8", "replace")) for line in fh)
     except OSError:
         return False
 

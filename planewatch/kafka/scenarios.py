@@ -114,6 +114,16 @@ def leaders(admin: Any, topic: str) -> dict[int, int]:
     return {pid: p.leader for pid, p in md.topics[topic].partitions.items()}
 
 
+def _broker_count(admin: Any) -> int:
+    """How many brokers the cluster's metadata lists (0 while a Metadata request times out)."""
+    from confluent_kafka import KafkaException
+
+    try:
+        return len(admin.list_topics(timeout=10).brokers)
+    except KafkaException:
+        return 0
+
+
 def controller_id(cluster: KafkaCluster) -> int:
     """The active controller's id as the cluster's metadata names it."""
     return int(_admin(cluster).list_topics(timeout=10).controller_id)
@@ -316,6 +326,8 @@ def controller_failover(d: Path, tl: Timeline, version: str, kraft: bool | None 
                          timeout_s=90)
         tl.emit("controller-elected", controller_id=new)
         cluster.start_broker(active)
+        admin = _admin(cluster)
+        wait_until(f"broker {active} registered again", lambda: _broker_count(admin) == len(cluster.brokers))
         tl.emit("broker-restarted", broker=active)
         create_topic(cluster, "after-failover", 3, 3)
         tl.emit("topic-created", topic="after-failover")
