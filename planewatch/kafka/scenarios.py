@@ -56,6 +56,11 @@ BACKLOG_BROKER_CONFIG = {"num.io.threads": "1", "queued.max.requests": "100", "m
 # connection-storm: the PLAINTEXT listener's cap (the acceptor blocks at it) and the storm's size.
 STORM_LISTENER_MAX_CONNECTIONS = 300
 STORM_CONNECT_TIMEOUT_S = 3.0
+# how long the storm holds the listener at its cap, closing one connection every STORM_CHURN_S
+STORM_HOLD_S = 12.0
+STORM_CHURN_S = 0.25
+# the cluster stays up this long after the storm so that a scraper at 5 s intervals reads the last marks
+SCRAPE_SETTLE_S = 8.0
 # metadata-lag: how long the KRaft controller stays paused (METADATA_APPLY_LAG warns at 5 s; scrapes every 5 s).
 CONTROLLER_PAUSE_S = 20.0
 _EPOCH = re.compile(r"Registered broker (\d+) at path \S+ with addresses: .*czxid \(broker epoch\): (\d+)")
@@ -239,11 +244,18 @@ def connection_storm(d: Path, tl: Timeline, version: str, kraft: bool | None = N
         tl.emit("storm-started", broker=1, listener="PLAINTEXT", target_connections=n, listener_max_connections=cap)
         with open_connections(port, n, STORM_CONNECT_TIMEOUT_S) as socks:
             tl.emit("storm-peak", broker=1, connections=len(socks))
-            time.sleep(12)
+            # Kafka marks AcceptorBlockedPercent when a wait for a connection slot ends: storm clients churn, each
+            # close lets one waiting connection in and ends one wait (a storm that only holds its sockets shows
+            # nothing until it ends)
+            end = time.monotonic() + STORM_HOLD_S
+            while socks and time.monotonic() < end:
+                socks.pop(0).close()
+                time.sleep(STORM_CHURN_S)
         tl.emit("storm-stopped", broker=1)
         load.stop()
         tl.emit("load-stopped", acked=len(load.acked))
         _verify(tl, cluster, "storm", 3, load)
+        time.sleep(SCRAPE_SETTLE_S)
 
 
 def _broker_epoch(cluster: KafkaCluster, broker: int, after: int = -1) -> int:
@@ -294,14 +306,16 @@ def broker_bounce(d: Path, tl: Timeline, version: str, kraft: bool | None = None
         old = _broker_epoch(cluster, victim)
         cluster.kill_broker(victim)
         tl.emit("broker-killed", broker=victim, signal="SIGKILL", broker_epoch=old)
-        time.sleep(1)
+        # its ZooKeeper session must expire first: a broker restarted while /brokers/ids/N still holds the old
+        # session's node exits with NodeExistsException (Kafka 3.9)
+        admin = _admin(cluster)
+        wait_until(f"broker {victim}'s session expired", lambda: _broker_count(admin) == len(cluster.brokers) - 1)
         cluster.start_broker(victim)
         new = _broker_epoch(cluster, victim, after=old)
         tl.emit("broker-restarted", broker=victim, broker_epoch=new, previous_epoch=old)
         code = _stale_leader_and_isr(cluster, victim, old)
         tl.emit("stale-request-sent", broker=victim, api="LeaderAndIsr", broker_epoch=old, error_code=code,
                 fenced=code == 77)
-        admin = _admin(cluster)
         wait_until("ISR restored", lambda: all(
             victim in p.isrs for p in admin.list_topics("bounce", timeout=10).topics["bounce"].partitions.values()),
             timeout_s=90)
