@@ -99,8 +99,27 @@ class Target(Protocol):
     def all_metric_names(self) -> dict[str, frozenset[str]] | None: ...
 
 
+class _ClusterTarget:
+    """What both targets do the same way through their cluster launcher (``self.cluster``)."""
+
+    cluster: Any
+
+    def stop(self) -> None:
+        if self.cluster is not None:
+            self.cluster.stop()
+
+    def bootstrap(self) -> str:
+        return str(self.cluster.bootstrap_servers())
+
+    def port(self, broker_id: int, listener: str) -> int:
+        return int(self.cluster.ports[broker_id][listener])
+
+    def kill_broker(self, broker_id: int) -> None:
+        self.cluster.kill_broker(broker_id)
+
+
 @dataclass
-class ReferenceTarget:
+class ReferenceTarget(_ClusterTarget):
     """The reference cluster: a controller process and N brokers."""
 
     directory: Path
@@ -115,19 +134,6 @@ class ReferenceTarget:
                                            extra={"kafka.request.logger.level": "DEBUG",
                                                   "state.change.logger.level": "TRACE"}))
         self.cluster.start()
-
-    def stop(self) -> None:
-        if self.cluster is not None:
-            self.cluster.stop()
-
-    def bootstrap(self) -> str:
-        return str(self.cluster.bootstrap_servers())
-
-    def port(self, broker_id: int, listener: str) -> int:
-        return int(self.cluster.ports[broker_id][listener])
-
-    def kill_broker(self, broker_id: int) -> None:
-        self.cluster.kill_broker(broker_id)
 
     def restart_broker(self, broker_id: int) -> None:
         self.cluster.start_broker(broker_id)
@@ -152,7 +158,7 @@ class ReferenceTarget:
 
 
 @dataclass
-class KafkaTarget:
+class KafkaTarget(_ClusterTarget):
     """Apache Kafka in ZooKeeper mode with the control-plane listener and the JMX exporter agent."""
 
     directory: Path
@@ -170,19 +176,6 @@ class KafkaTarget:
         self.cluster = KafkaCluster(KafkaClusterSpec(self.directory, self.version, brokers=self.brokers,
                                                      control_plane=True))
         self.cluster.start()
-
-    def stop(self) -> None:
-        if self.cluster is not None:
-            self.cluster.stop()
-
-    def bootstrap(self) -> str:
-        return str(self.cluster.bootstrap_servers())
-
-    def port(self, broker_id: int, listener: str) -> int:
-        return int(self.cluster.ports[broker_id][listener])
-
-    def kill_broker(self, broker_id: int) -> None:
-        self.cluster.kill_broker(broker_id)
 
     def restart_broker(self, broker_id: int) -> None:
         """Start the broker again until it stays up: a broker killed with -9 leaves ``/brokers/ids/N`` to its
