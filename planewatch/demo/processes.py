@@ -19,7 +19,7 @@ import urllib.request
 from pathlib import Path
 from typing import IO
 
-__all__ = ["Child", "free_port", "planewatch_cmd", "wait_http_ok"]
+__all__ = ["Child", "free_port", "planewatch_cmd", "wait_http_ok", "wait_lake_ready"]
 
 # Graceful stop budget per child kind before SIGKILL of its process group.
 STOP_TIMEOUT_S = {"scenario": 45.0, "pipeline": 60.0, "api": 10.0}
@@ -89,6 +89,26 @@ class Child:
             self.proc.stdout.close()
         self._log.close()
         return self.proc.returncode
+
+
+def wait_lake_ready(url: str, timeout_s: float, child: Child) -> bool:
+    """Poll the API's GET /health until every table it serves exists (the pipeline's queries have created them,
+    which they do as they start); False when the time runs out first. RuntimeError when the pipeline dies."""
+    import json
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not child.alive():
+            raise RuntimeError(f"{child.kind} exited with code {child.proc.returncode} before the lake was ready")
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=5) as r:
+                tables = json.loads(r.read())["tables"]
+                if tables and all(t["available"] for t in tables):
+                    return True
+        except (urllib.error.URLError, OSError, ValueError, KeyError):
+            pass
+        time.sleep(HTTP_POLL_S)
+    return False
 
 
 def wait_http_ok(url: str, timeout_s: float, child: Child | None = None) -> None:

@@ -36,13 +36,15 @@ from planewatch.demo.plan import (
     render_table,
     unexpected_alerts,
 )
-from planewatch.demo.processes import Child, free_port, planewatch_cmd, wait_http_ok
+from planewatch.demo.processes import Child, free_port, planewatch_cmd, wait_http_ok, wait_lake_ready
 from planewatch.demo.watch import AlertWatcher
 
 __all__ = ["DemoOptions", "run_demo"]
 
 # Spark, Delta and the API need this long at most to come up on a loaded 2-core machine.
 API_START_S = 60.0
+# How long the demo waits for the pipeline's queries (Spark start, first batches) before the first scenario.
+PIPELINE_START_S = 180.0
 # After the last scenario, how long the demo waits for alerts still in flight (watermarks, windows, triggers).
 DETECTION_GRACE_S = 120.0
 # Micro-batch interval of the demo's pipeline: the detection delay's floor.
@@ -211,6 +213,11 @@ def run_demo(opts: DemoOptions, out: IO[str] = sys.stdout,
             pipe_args += ["--scrape-interval", str(SCRAPE_INTERVAL_S)]
         children.append(Child("pipeline", planewatch_cmd(*pipe_args), d / "logs" / "pipeline.log", env))
         wait_http_ok(f"{url}/livez", API_START_S, api)
+        # the first scenario starts once the pipeline's queries are up: a Kafka cluster starting beside Spark's own
+        # start-up on 2 cores made Python workers miss Spark's fixed 10 s connect-back, and a real Kafka's first
+        # scrapes went unread
+        if not wait_lake_ready(url, PIPELINE_START_S, children[1]):
+            progress.say(f"the pipeline's tables are not all there after {PIPELINE_START_S:.0f} s; playing anyway")
         progress.say(f"dashboard: {url}/#token={token}")
         progress.say(f"API token: {token}   (curl -H 'Authorization: Bearer {token}' {url}/alerts)")
         progress.say(f"everything is written under {d}; logs in {d / 'logs'}")
