@@ -32,5 +32,7 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "kraft-metadata-lag": _CONTROL_REQUEST_ALERTS,
     "kafka-connection-storm": _CONTROL_REQUEST_ALERTS,
     "kafka-broker-bounce": ("LEADER_AND_ISR_NOT_COMPLETED", "LOCK_CONTENTION", "CONTROL_REQUEST_QUEUED_BEHIND_DATA"),
-    "kafka-controller-failover": (ANY,),
+    # a failover is the cluster's own business: no control-request alert. The capacity rules may fire: three Kafka
+    # JVMs re-electing under load beside Spark on 2 cores leave the network threads under 30 % idle (seen: 19-23 %)
+    "kafka-controller-failover": _CONTROL_REQUEST_ALERTS,
 }
