@@ -125,15 +125,15 @@ def test_scrapes_into_bronze_silver_quarantine_reconcile_and_restart(spark, tmp_
             s["signal"] for s in samples}
 
         quarantine = _table(lake, "quarantine")
-        # (besides the failed scrapes, a sample can fail a hard rule: the broker has no control plane, so its
-        # ControlPlaneNetworkProcessorAvgIdlePercent is NaN, quarantined at stage validate as from a .prom file)
+        # (besides the failed scrapes, a sample could fail a hard rule; the broker has no control plane, so its
+        # ControlPlaneNetworkProcessorAvgIdlePercent is NaN: a recognised sample without a value, unused)
         sourced = [q for q in quarantine if q["stage"] == "source"]
         assert sorted((q["broker_id"], q["reason"], q["source"]) for q in sourced) == [
             (2, failed[0][2], garbage), (3, failed[1][2], down)]
         assert {q["target_table"] for q in quarantine} == {"metric_samples"}
         assert {q["source"] for q in quarantine if q["stage"] != "source"} <= {good}
 
-        unused = sum(1 for r in scraped if r["line"].startswith("#"))
+        unused = sum(1 for r in scraped if r["line"].startswith("#") or r["line"].split()[-1] == "NaN")
         assert len(raw) == len(samples) + len(quarantine) + unused
         recon = [d for d in _table(lake, "dq_results") if d["suite"] == "reconciliation"]
         assert [(d["table_name"], d["batch_id"], d["success"], d["element_count"], d["unexpected_count"])
