@@ -312,7 +312,7 @@ def start_detection_queries(spark: SparkSession, settings: Settings) -> list[Str
     from jobs.ingest import app_run_id
     from jobs.io.delta_read import DeltaStreamSource
     from jobs.io.delta_sink import ensure_table
-    from pipelines.detection.events import heartbeats, pairing_input
+    from pipelines.detection.events import METRIC_HEARTBEAT_LAG_S, heartbeats, pairing_input
     from pipelines.detection.metric_detectors import metric_rollups, metric_windows
     from pipelines.detection.operator import pair_requests
 
@@ -327,7 +327,8 @@ def start_detection_queries(spark: SparkSession, settings: Settings) -> list[Str
     rq = _stream(spark, settings, REQUEST_EVENTS)
     plans: list[tuple[str, DataFrame, Any, str]] = []
     ids = {q: app_run_id(settings.checkpoint_path(q)) for q in QUERIES}
-    pairing = pair_requests(pairing_input(sc).unionByName(heartbeats(ms)).unionByName(heartbeats(sc)), cfg)
+    pairing = pair_requests(pairing_input(sc).unionByName(heartbeats(ms, METRIC_HEARTBEAT_LAG_S))
+                            .unionByName(heartbeats(sc)), cfg)
     plans.append(("detect_pairing", pairing, PairingBatch(spark, settings, ids["detect_pairing"], cfg), "append"))
     logs = _logs_input(sc, rq).withWatermark("_ts", delay)
     plans.append(("detect_logs", logs, LogsBatch(settings, ids["detect_logs"], cfg), "append"))
