@@ -80,7 +80,14 @@ class Cluster:
 
     # -------------------------------------------------------------------------------------------------- config
     def _port(self, broker_id: int, slot: int) -> int:
-        return free_port() if self.spec.base_port == 0 else self.spec.base_port + 10 * broker_id + slot
+        if self.spec.base_port:
+            return self.spec.base_port + 10 * broker_id + slot
+        taken = {p for ports in self.ports.values() for p in ports.values()}
+        if self.controller_url:
+            taken.add(int(self.controller_url.rsplit(":", 1)[1]))
+        while (port := free_port()) in taken:  # the kernel may hand the same free port out twice in a row
+            pass
+        return port
 
     def broker_dir(self, broker_id: int) -> Path:
         """``DIR/broker-N``."""

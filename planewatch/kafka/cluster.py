@@ -143,8 +143,16 @@ class KafkaCluster:
     def _node_ports(self, node_id: int, names: Iterable[str]) -> dict[str, int]:
         ports = self.ports.setdefault(node_id, {})
         for name in names:
-            ports.setdefault(name, free_port())
+            if name not in ports:
+                ports[name] = self._unused_port()
         return ports
+
+    def _unused_port(self) -> int:
+        """A free port no node of this cluster holds (the kernel may hand the same free port out twice)."""
+        taken = {p for ports in self.ports.values() for p in ports.values()} | {self.zk_port}
+        while (port := free_port()) in taken:
+            pass
+        return port
 
     def _quorum_voters(self) -> str:
         return ",".join(f"{nid}@127.0.0.1:{self.ports[nid]['CONTROLLER']}" for nid in self._controller_ids())
@@ -201,7 +209,7 @@ class KafkaCluster:
     def _start_zookeeper(self) -> None:
         zdir = self.dir / "zookeeper"
         zdir.mkdir(parents=True, exist_ok=True)
-        self.zk_port = self.zk_port or free_port()
+        self.zk_port = self.zk_port or self._unused_port()
         props = zdir / "zookeeper.properties"
         props.write_text(configs.properties_text(configs.zookeeper_properties(str(zdir / "data"), self.zk_port)))
         cmd = ["java", *ZOOKEEPER_HEAP.split(), *JVM_FLAGS, "-Dzookeeper.jmx.log4j.disable=true",
