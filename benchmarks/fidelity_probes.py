@@ -1,0 +1,261 @@
+"""The wire probes of the fidelity comparison: the same requests to a reference broker and to Apache Kafka (good
+answers, bad requests, control requests as a controller sends them), each reduced to an ``Outcome`` to compare."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from benchmarks import fidelity_compare as fc
+from benchmarks.fidelity_wire import ClosedByBroker, Connection, KafkaSchemas, record_batch
+
+if TYPE_CHECKING:
+    from benchmarks.fidelity import Target
+
+TOPIC = "fidelity-orders"
+MISSING_TOPIC = "fidelity-missing"
+PROBE_TOPIC = "fidelity-probe"
+PROBE_TOPIC_ID = uuid.UUID("6f1d3c2a-9b8e-4f70-a1b2-c3d4e5f60718")
+#: A probe's answer: a broker answers in milliseconds; closing a connection may take a network-thread poll.
+PROBE_TIMEOUT_S = 15.0
+#: One above ``socket.request.max.bytes`` (100 MiB, Kafka's default, the reference's too).
+OVERSIZED_FRAME = 104_857_600 + 1
+UNKNOWN_API_KEY = 32_000
+#: Kafka's initial controller epoch (KafkaController.InitialControllerEpoch): below any elected controller's.
+STALE_CONTROLLER_EPOCH = 0
+#: A broker epoch below any live one (Kafka: the czxid of /brokers/ids/N; the reference: a counter from 1).
+STALE_BROKER_EPOCH = 0
+
+
+@dataclass
+class ProbeContext:
+    """Who the probes pretend to be and where they go."""
+
+    schemas: KafkaSchemas
+    target: Target
+    brokers: int
+    controller_id: int
+    controller_epoch: int
+    broker_id: int = 1
+
+    def live_brokers(self) -> list[dict[str, Any]]:
+        return [{"Id": b, "Endpoints": [{"Port": self.target.port(b, name), "Host": "127.0.0.1", "Listener": name,
+                                         "SecurityProtocol": 0} for name in ("PLAINTEXT", "CONTROLLER")],
+                 "Rack": None} for b in range(1, self.brokers + 1)]
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One request (or raw bytes) and the listener it goes to."""
+
+    name: str
+    listener: str
+    api_key: int
+    version: int
+    body: Callable[[ProbeContext], dict[str, Any]] | None = None
+    raw: Callable[[Connection], bytes] | None = None
+    facts: tuple[str, ...] = ()  # response keys whose values are compared too
+
+
+def _batch() -> bytes:
+    return record_batch([b"fidelity-probe"], 1_700_000_000_000)
+
+
+def _produce_body(topic: str, partition: int, acks: int = 1) -> Callable[[ProbeContext], dict[str, Any]]:
+    return lambda _ctx: {"TransactionalId": None, "Acks": acks, "TimeoutMs": 5000,
+                         "TopicData": [{"Name": topic, "PartitionData": [{"Index": partition, "Records": _batch()}]}]}
+
+
+def _fetch_body(topic: str) -> Callable[[ProbeContext], dict[str, Any]]:
+    return lambda _ctx: {"ReplicaId": -1, "MaxWaitMs": 0, "MinBytes": 0, "MaxBytes": 1 << 20, "IsolationLevel": 0,
+                         "SessionId": 0, "SessionEpoch": -1, "RackId": "",
+                         "Topics": [{"Topic": topic, "Partitions": [{
+                             "Partition": 0, "CurrentLeaderEpoch": -1, "FetchOffset": 0, "LastFetchedEpoch": -1,
+                             "LogStartOffset": -1, "PartitionMaxBytes": 1 << 20}]}]}
+
+
+def _metadata_body(_ctx: ProbeContext) -> dict[str, Any]:
+    return {"Topics": [{"Name": TOPIC}, {"Name": MISSING_TOPIC}], "AllowAutoTopicCreation": False}
+
+
+def _lai(leader_epoch: int, *, controller_epoch: int | None = None, broker_epoch: int = -1
+         ) -> Callable[[ProbeContext], dict[str, Any]]:
+    def body(ctx: ProbeContext) -> dict[str, Any]:
+        epoch = ctx.controller_epoch if controller_epoch is None else controller_epoch
+        state = {"PartitionIndex": 0, "ControllerEpoch": epoch, "Leader": ctx.broker_id, "LeaderEpoch": leader_epoch,
+                 "Isr": [ctx.broker_id], "PartitionEpoch": leader_epoch, "Replicas": [ctx.broker_id],
+                 "AddingReplicas": [], "RemovingReplicas": [], "IsNew": leader_epoch == 1, "LeaderRecoveryState": 0}
+        return {"ControllerId": ctx.controller_id, "isKRaftController": False, "ControllerEpoch": epoch,
+                "BrokerEpoch": broker_epoch, "Type": 0,
+                "TopicStates": [{"TopicName": PROBE_TOPIC, "TopicId": PROBE_TOPIC_ID, "PartitionStates": [state]}],
+                "LiveLeaders": [{"BrokerId": ctx.broker_id, "HostName": "127.0.0.1",
+                                 "Port": ctx.target.port(ctx.broker_id, "PLAINTEXT")}]}
+    return body
+
+
+def _um(*, controller_epoch: int | None = None, broker_epoch: int = -1) -> Callable[[ProbeContext], dict[str, Any]]:
+    def body(ctx: ProbeContext) -> dict[str, Any]:
+        epoch = ctx.controller_epoch if controller_epoch is None else controller_epoch
+        state = {"PartitionIndex": 0, "ControllerEpoch": epoch, "Leader": ctx.broker_id, "LeaderEpoch": 3,
+                 "Isr": [ctx.broker_id], "ZkVersion": 3, "Replicas": [ctx.broker_id], "OfflineReplicas": []}
+        return {"ControllerId": ctx.controller_id, "isKRaftController": False, "ControllerEpoch": epoch,
+                "BrokerEpoch": broker_epoch,
+                "TopicStates": [{"TopicName": PROBE_TOPIC, "TopicId": PROBE_TOPIC_ID, "PartitionStates": [state]}],
+                "LiveBrokers": ctx.live_brokers()}
+    return body
+
+
+def _sr(partition: int, leader_epoch: int, *, controller_epoch: int | None = None, broker_epoch: int = -1
+        ) -> Callable[[ProbeContext], dict[str, Any]]:
+    def body(ctx: ProbeContext) -> dict[str, Any]:
+        epoch = ctx.controller_epoch if controller_epoch is None else controller_epoch
+        return {"ControllerId": ctx.controller_id, "isKRaftController": False, "ControllerEpoch": epoch,
+                "BrokerEpoch": broker_epoch, "DeletePartitions": False,
+                "Topics": [{"Name": PROBE_TOPIC, "PartitionIndexes": [partition]}],
+                "TopicStates": [{"TopicName": PROBE_TOPIC, "PartitionStates": [
+                    {"PartitionIndex": partition, "LeaderEpoch": leader_epoch, "DeletePartition": False}]}]}
+    return body
+
+
+def _header(api_key: int, version: int, correlation_id: int) -> bytes:
+    client = b"fidelity"
+    return (api_key.to_bytes(2, "big", signed=True) + version.to_bytes(2, "big", signed=True)
+            + correlation_id.to_bytes(4, "big", signed=True) + len(client).to_bytes(2, "big") + client)
+
+
+def _size(n: int) -> bytes:
+    return n.to_bytes(4, "big", signed=True)
+
+
+def _unknown_api(conn: Connection) -> bytes:
+    conn.correlation_id += 1
+    payload = _header(UNKNOWN_API_KEY, 0, conn.correlation_id)
+    return _size(len(payload)) + payload
+
+
+def _truncated_metadata(conn: Connection) -> bytes:
+    conn.correlation_id += 1
+    payload = _header(3, 1, conn.correlation_id) + _size(5)  # five topics announced, none follows
+    return _size(len(payload)) + payload
+
+
+def _oversized(conn: Connection) -> bytes:
+    conn.correlation_id += 1
+    return _size(OVERSIZED_FRAME) + _header(3, 1, conn.correlation_id)
+
+
+def _negative_size(conn: Connection) -> bytes:
+    conn.correlation_id += 1
+    return _size(-5) + _header(3, 1, conn.correlation_id)
+
+
+_ANSWER_FACTS = ("BaseOffset", "LogAppendTimeMs", "LogStartOffset", "HighWatermark", "LastStableOffset",
+                 "PreferredReadReplica", "ThrottleTimeMs")
+PRODUCE, FETCH, METADATA, LAI, SR, UM, API_VERSIONS = 0, 1, 3, 4, 5, 6, 18
+
+
+def probes() -> list[Probe]:
+    """Every probe, in the order sent.
+
+    The control probes build on each other: the probe partition reaches leader epoch 3 through versions every
+    compared Kafka speaks (v7 may be refused by an older one), so the StopReplica probes meet the same state.
+    """
+    out = [Probe("ApiVersions v3 answer", "PLAINTEXT", API_VERSIONS, 3,
+                 lambda _c: {"ClientSoftwareName": "fidelity", "ClientSoftwareVersion": "1.0"})]
+    out += [Probe(f"Metadata v{v} existing + missing topic", "PLAINTEXT", METADATA, v, _metadata_body)
+            for v in range(0, 13)]
+    out += [
+        Probe("Produce v3 unknown topic", "PLAINTEXT", PRODUCE, 3, _produce_body(MISSING_TOPIC, 0),
+              facts=_ANSWER_FACTS),
+        Probe("Produce v9 unknown topic", "PLAINTEXT", PRODUCE, 9, _produce_body(MISSING_TOPIC, 0),
+              facts=_ANSWER_FACTS),
+        Probe("Produce v3 unknown partition", "PLAINTEXT", PRODUCE, 3, _produce_body(TOPIC, 99), facts=_ANSWER_FACTS),
+        Probe("Produce v7 acks=2 (invalid required acks)", "PLAINTEXT", PRODUCE, 7, _produce_body(TOPIC, 0, acks=2),
+              facts=_ANSWER_FACTS),
+        Probe("Fetch v4 unknown topic", "PLAINTEXT", FETCH, 4, _fetch_body(MISSING_TOPIC), facts=_ANSWER_FACTS),
+        Probe("Fetch v11 unknown topic", "PLAINTEXT", FETCH, 11, _fetch_body(MISSING_TOPIC), facts=_ANSWER_FACTS),
+        Probe("Fetch v12 unknown topic", "PLAINTEXT", FETCH, 12, _fetch_body(MISSING_TOPIC), facts=_ANSWER_FACTS),
+        Probe("Metadata v13 (above both maxima)", "PLAINTEXT", METADATA, 13, _metadata_body),
+        Probe("ApiVersions v5 (above both maxima)", "PLAINTEXT", API_VERSIONS, 5, lambda _c: {}),
+        Probe("unknown API key", "PLAINTEXT", UNKNOWN_API_KEY, 0, raw=_unknown_api),
+        Probe("truncated Metadata v1 body", "PLAINTEXT", METADATA, 1, raw=_truncated_metadata),
+        Probe("frame above socket.request.max.bytes", "PLAINTEXT", METADATA, 1, raw=_oversized),
+        Probe("negative frame size", "PLAINTEXT", METADATA, 1, raw=_negative_size),
+        # the control plane, as a controller sends
+        Probe("LeaderAndIsr v2 become-leader", "CONTROLLER", LAI, 2, _lai(1)),
+        Probe("LeaderAndIsr v7 become-leader", "CONTROLLER", LAI, 7, _lai(2)),
+        Probe("LeaderAndIsr v5 become-leader", "CONTROLLER", LAI, 5, _lai(3)),
+        Probe("LeaderAndIsr v5 same leader epoch", "CONTROLLER", LAI, 5, _lai(3)),
+        Probe("UpdateMetadata v5", "CONTROLLER", UM, 5, _um()),
+        Probe("UpdateMetadata v7", "CONTROLLER", UM, 7, _um()),
+        Probe("UpdateMetadata v8", "CONTROLLER", UM, 8, _um()),
+        Probe("LeaderAndIsr v2 stale controller epoch", "CONTROLLER", LAI, 2,
+              _lai(4, controller_epoch=STALE_CONTROLLER_EPOCH)),
+        Probe("LeaderAndIsr v7 stale controller epoch", "CONTROLLER", LAI, 7,
+              _lai(4, controller_epoch=STALE_CONTROLLER_EPOCH)),
+        Probe("UpdateMetadata v7 stale controller epoch", "CONTROLLER", UM, 7,
+              _um(controller_epoch=STALE_CONTROLLER_EPOCH)),
+        Probe("StopReplica v3 stale controller epoch", "CONTROLLER", SR, 3,
+              _sr(0, 3, controller_epoch=STALE_CONTROLLER_EPOCH)),
+        Probe("LeaderAndIsr v2 stale broker epoch", "CONTROLLER", LAI, 2, _lai(4, broker_epoch=STALE_BROKER_EPOCH)),
+        Probe("LeaderAndIsr v7 stale broker epoch", "CONTROLLER", LAI, 7, _lai(4, broker_epoch=STALE_BROKER_EPOCH)),
+        Probe("UpdateMetadata v5 stale broker epoch", "CONTROLLER", UM, 5, _um(broker_epoch=STALE_BROKER_EPOCH)),
+        Probe("UpdateMetadata v8 stale broker epoch", "CONTROLLER", UM, 8, _um(broker_epoch=STALE_BROKER_EPOCH)),
+        Probe("StopReplica v1 stale broker epoch", "CONTROLLER", SR, 1, _sr(0, 3, broker_epoch=STALE_BROKER_EPOCH)),
+        Probe("StopReplica v4 stale broker epoch", "CONTROLLER", SR, 4, _sr(0, 3, broker_epoch=STALE_BROKER_EPOCH)),
+        Probe("StopReplica v3 older leader epoch", "CONTROLLER", SR, 3, _sr(0, 1)),
+        Probe("StopReplica v4 partition not hosted", "CONTROLLER", SR, 4, _sr(7, 3)),
+        Probe("StopReplica v3 stop", "CONTROLLER", SR, 3, _sr(0, 3)),
+        Probe("StopReplica v1 stop", "CONTROLLER", SR, 1, _sr(0, 3)),
+    ]
+    return out
+
+
+def _facts(body: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                if k in keys and not isinstance(v, (dict, list)):
+                    found.setdefault(k, v)
+                walk(v)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk(body)
+    return found
+
+
+def _metadata_facts(body: dict[str, Any]) -> dict[str, Any]:
+    topics = {t.get("Name"): t for t in body.get("Topics", [])}
+    existing = topics.get(TOPIC, {})
+    parts = existing.get("Partitions", [])
+    return {"partitions": len(parts), "replicas": sorted({len(p.get("ReplicaNodes", [])) for p in parts}),
+            "leaders_known": all(p.get("LeaderId", -1) >= 0 for p in parts), "brokers": len(body.get("Brokers", []))}
+
+
+def run_probe(ctx: ProbeContext, probe: Probe) -> tuple[fc.Outcome, dict[str, Any] | None]:
+    """Send one probe on a fresh connection; its :class:`~benchmarks.fidelity_compare.Outcome` and decoded body."""
+    port = ctx.target.port(ctx.broker_id, probe.listener)
+    client_id = "fidelity-controller" if probe.listener == "CONTROLLER" else "fidelity"  # apart from a controller's
+    with Connection(ctx.schemas, "127.0.0.1", port, client_id=client_id, timeout_s=PROBE_TIMEOUT_S) as conn:
+        try:
+            if probe.raw is not None:
+                conn.send_raw(probe.raw(conn))
+                frame = conn.read_frame()
+                return fc.Outcome(False, ("unexpected answer",), (f"{len(frame)} bytes",)), None
+            assert probe.body is not None
+            conn.send_raw(conn.frame(probe.api_key, probe.version, probe.body(ctx)))
+            frame = conn.read_frame()
+        except ClosedByBroker:
+            return fc.outcome(None), None
+        except TimeoutError:
+            return fc.Outcome(False, ("no answer and not closed",)), None
+        body_version = 0 if probe.api_key == API_VERSIONS and probe.version > 4 else None
+        body, trailing = conn.decode(probe.api_key, probe.version, frame, body_version)
+    facts = _metadata_facts(body) if probe.api_key == METADATA else _facts(body, probe.facts)
+    return fc.outcome(body, trailing, facts), body
