@@ -27,7 +27,8 @@ from typing import IO, Any
 from broker.cluster.http import ControllerClient
 from broker.cluster.launcher import Cluster, ClusterSpec
 
-__all__ = ["Load", "Timeline", "finished_times_ms", "open_connections", "started_cluster", "wait_until"]
+__all__ = ["Load", "Timeline", "finished_times_ms", "open_connections", "started_cluster", "verify_load",
+           "wait_until"]
 
 # Every wait in a scenario is bounded by this unless it says otherwise.
 DEFAULT_WAIT_S = 60.0
@@ -194,6 +195,14 @@ def consume_keys(bootstrap: str, topic: str, partitions: int, expected: int, tim
         return got
     finally:
         c.close()
+
+
+def verify_load(tl: Timeline, bootstrap: str, topic: str, partitions: int, load: Load) -> None:
+    """Read the topic back and report in the timeline what the load acknowledged, consumed, duplicated and lost."""
+    keys = consume_keys(bootstrap, topic, partitions, len(set(load.acked)))
+    got = set(keys)
+    tl.emit("verified", topic=topic, acked=len(load.acked), failed=load.failed, consumed=len(got),
+            duplicates=len(keys) - len(got), lost=len(set(load.acked) - got))
 
 
 def finished_times_ms(cluster: Cluster) -> list[int]:

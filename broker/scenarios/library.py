@@ -30,13 +30,13 @@ from broker.protocol import ApiKey, decode_response, encode_request
 from broker.scenarios.base import (
     Load,
     Timeline,
-    consume_keys,
     controller_status,
     create_topic,
     finished_times_ms,
     open_connections,
     percentiles,
     started_cluster,
+    verify_load,
     wait_until,
 )
 
@@ -60,14 +60,6 @@ _RECV = re.compile(_TS + r" TRACE \[Controller id=\d+ epoch=\d+\] Received respo
                    r"sent to broker \S+ \(id: (\d+) ")
 
 
-def _verify(tl: Timeline, cluster: Cluster, topic: str, partitions: int, load: Load) -> None:
-    keys = consume_keys(cluster.bootstrap_servers(), topic, partitions, len(set(load.acked)))
-    got = set(keys)
-    lost = len(set(load.acked) - got)
-    tl.emit("verified", topic=topic, acked=len(load.acked), failed=load.failed, consumed=len(got),
-            duplicates=len(keys) - len(got), lost=lost)
-
-
 def healthy(d: Path, tl: Timeline) -> None:
     """A healthy cluster under a bounded load."""
     with started_cluster(ClusterSpec(d / "cluster"), tl) as cluster:
@@ -77,7 +69,7 @@ def healthy(d: Path, tl: Timeline) -> None:
         tl.emit("load-started", topic="healthy")
         load.wait()
         tl.emit("load-stopped", acked=len(load.acked))
-        _verify(tl, cluster, "healthy", 6, load)
+        verify_load(tl, cluster.bootstrap_servers(), "healthy", 6, load)
 
 
 def _stale_leader_and_isr(cluster: Cluster, broker: int, epoch: int, st: dict[str, Any]) -> int:
@@ -115,7 +107,7 @@ def broker_bounce(d: Path, tl: Timeline) -> None:
         tl.emit("isr-restored", broker=2)
         load.stop()
         tl.emit("load-stopped", acked=len(load.acked))
-        _verify(tl, cluster, "bounce", 6, load)
+        verify_load(tl, cluster.bootstrap_servers(), "bounce", 6, load)
 
 
 def controller_failover(d: Path, tl: Timeline) -> None:
@@ -140,7 +132,7 @@ def controller_failover(d: Path, tl: Timeline) -> None:
         tl.emit("topic-created", topic="after-failover")
         load.stop()
         tl.emit("load-stopped", acked=len(load.acked))
-        _verify(tl, cluster, "failover", 6, load)
+        verify_load(tl, cluster.bootstrap_servers(), "failover", 6, load)
 
 
 def _controller_round_trips(cluster: Cluster) -> list[float]:
@@ -215,7 +207,7 @@ def connection_storm(d: Path, tl: Timeline) -> None:
         tl.emit("storm-stopped", broker=1)
         load.stop()
         tl.emit("load-stopped", acked=len(load.acked))
-        _verify(tl, cluster, "storm", 3, load)
+        verify_load(tl, cluster.bootstrap_servers(), "storm", 3, load)
 
 
 def fetcher_lock_run(d: Path, tl: Timeline, model: str) -> dict[str, Any]:

@@ -37,7 +37,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from broker.scenarios.base import Load, Timeline, consume_keys, open_connections, wait_until
+from broker.scenarios.base import Load, Timeline, open_connections, verify_load, wait_until
 from planewatch.kafka.cluster import KafkaCluster, KafkaClusterSpec
 
 __all__ = ["KRAFT_ONLY", "SCENARIOS", "ZOOKEEPER_ONLY", "scenario_names"]
@@ -134,13 +134,6 @@ def controller_id(cluster: KafkaCluster) -> int:
     return int(_admin(cluster).list_topics(timeout=10).controller_id)
 
 
-def _verify(tl: Timeline, cluster: KafkaCluster, topic: str, partitions: int, load: Load) -> None:
-    keys = consume_keys(cluster.bootstrap_servers(), topic, partitions, len(set(load.acked)))
-    got = set(keys)
-    tl.emit("verified", topic=topic, acked=len(load.acked), failed=load.failed, consumed=len(got),
-            duplicates=len(keys) - len(got), lost=len(set(load.acked) - got))
-
-
 def healthy(d: Path, tl: Timeline, version: str, kraft: bool | None = None) -> None:
     """A healthy cluster under a bounded load: nothing to alert on."""
     with started(KafkaClusterSpec(d / "cluster", version, kraft=kraft), tl) as cluster:
@@ -150,7 +143,7 @@ def healthy(d: Path, tl: Timeline, version: str, kraft: bool | None = None) -> N
         tl.emit("load-started", topic="healthy")
         load.wait()
         tl.emit("load-stopped", acked=len(load.acked))
-        _verify(tl, cluster, "healthy", 6, load)
+        verify_load(tl, cluster.bootstrap_servers(), "healthy", 6, load)
 
 
 class _BacklogLoad:
@@ -254,7 +247,7 @@ def connection_storm(d: Path, tl: Timeline, version: str, kraft: bool | None = N
         tl.emit("storm-stopped", broker=1)
         load.stop()
         tl.emit("load-stopped", acked=len(load.acked))
-        _verify(tl, cluster, "storm", 3, load)
+        verify_load(tl, cluster.bootstrap_servers(), "storm", 3, load)
         time.sleep(SCRAPE_SETTLE_S)
 
 
@@ -322,7 +315,7 @@ def broker_bounce(d: Path, tl: Timeline, version: str, kraft: bool | None = None
         tl.emit("isr-restored", broker=victim)
         load.stop()
         tl.emit("load-stopped", acked=len(load.acked))
-        _verify(tl, cluster, "bounce", 6, load)
+        verify_load(tl, cluster.bootstrap_servers(), "bounce", 6, load)
 
 
 def controller_failover(d: Path, tl: Timeline, version: str, kraft: bool | None = None) -> None:
@@ -347,7 +340,7 @@ def controller_failover(d: Path, tl: Timeline, version: str, kraft: bool | None 
         tl.emit("topic-created", topic="after-failover")
         load.stop()
         tl.emit("load-stopped", acked=len(load.acked))
-        _verify(tl, cluster, "failover", 6, load)
+        verify_load(tl, cluster.bootstrap_servers(), "failover", 6, load)
 
 
 def metadata_lag(d: Path, tl: Timeline, version: str, kraft: bool | None = None) -> None:
@@ -370,7 +363,7 @@ def metadata_lag(d: Path, tl: Timeline, version: str, kraft: bool | None = None)
         time.sleep(8)
         load.stop()
         tl.emit("load-stopped", acked=len(load.acked))
-        _verify(tl, cluster, "lag", 6, load)
+        verify_load(tl, cluster.bootstrap_servers(), "lag", 6, load)
 
 
 Scenario = Callable[[Path, Timeline, str, bool | None], None]
