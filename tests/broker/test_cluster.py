@@ -39,7 +39,10 @@ def _produce(bootstrap: str, topic: str, keys: range, partitions: int) -> list[i
 
 
 def _consume_all(bootstrap: str, topic: str, partitions: int, expected: int) -> list[int]:
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"t-{topic}", "enable.auto.commit": False})
+    # earliest: an offset reset while leadership churns (a full restart elects keep-0's leader six times in 7 s)
+    # goes back to the start instead of skipping the partition's records (librdkafka's default is latest)
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"t-{topic}", "enable.auto.commit": False,
+                  "auto.offset.reset": "earliest"})
     try:
         c.assign([TopicPartition(topic, q, 0) for q in range(partitions)])
         got: list[int] = []
