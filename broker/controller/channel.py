@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import itertools
 import queue
-import socket
-import struct
 import threading
 import time
 from collections.abc import Callable
@@ -35,7 +33,8 @@ from typing import Any
 from broker.controller.requests import BrokerNode, response_to_kafka_string
 from broker.log4j import KafkaLogger, Log4j, default_log4j
 from broker.metrics.registry import Histogram, MetricName, MetricsRegistry
-from broker.protocol import API_NAMES, ApiKey, ProtocolError, decode_response, encode_request
+from broker.network.client import BlockingClient, ClientError, with_correlation_id
+from broker.protocol import API_NAMES, ApiKey, encode_request
 
 __all__ = [
     "DEFAULT_REQUEST_TIMEOUT_MS",
@@ -52,16 +51,12 @@ DEFAULT_REQUEST_TIMEOUT_MS = 30_000
 RETRY_BACKOFF_MS = 100
 # How long a send thread blocks on its queue before re-checking that it should still run.
 _POLL_S = 0.1
-# A response larger than this is not a control-request response: drop the connection (corrupt stream).
-MAX_RESPONSE_BYTES = 100 * 1024 * 1024
-_I32 = struct.Struct(">i")
 # kafka.controller:type=ControllerChannelManager,name=QueueSize,broker-id=N (the code uses broker-id, not brokerId).
 _METRIC_DOMAIN, _METRIC_TYPE = "kafka.controller", "ControllerChannelManager"
 
 
 def _broker_metric(name: str, broker_id: int) -> MetricName:
     return MetricName.of(_METRIC_DOMAIN, _METRIC_TYPE, name, **{"broker-id": broker_id})
-_CORRELATION_START, _CORRELATION_END = 8, 12  # offsets in a framed request (after size, api_key, api_version)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,70 +87,6 @@ class _QueueItem:
 _STOP = object()
 
 
-def with_correlation_id(frame: bytes, correlation_id: int) -> bytes:
-    """A framed request with another correlation id: size(4) api_key(2) api_version(2) correlation_id(4) ...
-
-    Every request header version starts this way, so one serialized request (the cached UpdateMetadata payload
-    shared by all brokers) can go to many connections with their own correlation ids.
-    """
-    if len(frame) < _CORRELATION_END:
-        raise ValueError("not a framed request")
-    return frame[:_CORRELATION_START] + _I32.pack(correlation_id) + frame[_CORRELATION_END:]
-
-
-class _BrokerConnection:
-    """A blocking socket to one broker: connect, send a frame, read one response frame."""
-
-    def __init__(self, node: BrokerNode, timeout_s: float) -> None:
-        self.node = node
-        self.timeout_s = timeout_s
-        self.sock: socket.socket | None = None
-
-    def ensure_connected(self) -> bool:
-        if self.sock is not None:
-            return False
-        self.sock = socket.create_connection((self.node.host, self.node.port), timeout=self.timeout_s)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        return True
-
-    def round_trip(self, frame: bytes) -> bytes:
-        if self.sock is None:
-            raise ConnectionError("not connected")
-        self.sock.sendall(frame)
-        size = _I32.unpack(self._read(4))[0]
-        if size < 0 or size > MAX_RESPONSE_BYTES:
-            raise ConnectionError(f"invalid response size {size}")
-        return self._read(size)
-
-    def _read(self, n: int) -> bytes:
-        assert self.sock is not None
-        chunks: list[bytes] = []
-        left = n
-        while left:
-            chunk = self.sock.recv(min(left, 1 << 20))
-            if not chunk:
-                raise ConnectionError(f"connection to broker {self.node.id} closed by the broker")
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
-
-    def abort(self) -> None:
-        """Wake a send/recv blocked in another thread (shutdown, not close: close does not interrupt recv)."""
-        sock = self.sock
-        if sock is not None:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-    def close(self) -> None:
-        if self.sock is not None:
-            try:
-                self.sock.close()
-            finally:
-                self.sock = None
-
-
 class RequestSendThread(threading.Thread):
     """Sends one broker's queued control requests, one in flight (see the module docstring)."""
 
@@ -167,7 +98,8 @@ class RequestSendThread(threading.Thread):
         self._running = threading.Event()
         self._running.set()
         self._stopped = threading.Event()
-        self._conn = _BrokerConnection(node, manager.request_timeout_ms / 1000)
+        self._client = BlockingClient(node.host, node.port, peer=f"broker {node.id}",
+                                      client_id=str(manager.client_id), timeout_s=manager.request_timeout_ms / 1000)
         self._correlation = itertools.count(0)
         self.queue_time_ms: Histogram | None = None
         self._log = manager.log4j.get_logger("kafka.controller.RequestSendThread",
@@ -178,7 +110,7 @@ class RequestSendThread(threading.Thread):
         self._running.clear()
         self._stopped.set()
         self.queue.put(_STOP)
-        self._conn.abort()
+        self._client.abort()
 
     def run(self) -> None:
         try:
@@ -191,7 +123,7 @@ class RequestSendThread(threading.Thread):
                     break
                 self._process(item)
         finally:
-            self._conn.close()
+            self._client.close()
             self._fail_pending()
 
     def _fail_pending(self) -> None:
@@ -217,13 +149,12 @@ class RequestSendThread(threading.Thread):
                     f"no response from broker {self.node} for {api} within the deadline"))
                 return
             try:
-                if self._conn.ensure_connected():
+                if self._client.connect():
                     self._log.info(f"Controller {self.manager.controller_id} connected to {self.node} for sending "
                                    "state change requests")
-            except OSError as exc:
+            except ClientError as exc:
                 self._log.warn(f"Controller {self.manager.controller_id}'s connection to broker {self.node} was "
                                f"unsuccessful: {exc}")
-                self._conn.close()
                 self._backoff()
                 continue
             correlation_id = next(self._correlation)
@@ -231,18 +162,13 @@ class RequestSendThread(threading.Thread):
                 if item.frame_template is not None:
                     frame = with_correlation_id(item.frame_template, correlation_id)
                 else:
-                    frame = encode_request(item.api_key, item.version, correlation_id,
-                                           str(self.manager.client_id), item.body)
+                    frame = self._client.encode(item.api_key, item.version, correlation_id, item.body)
                 sent_ns = time.monotonic_ns()
-                payload = self._conn.round_trip(frame)
-                corr, body = decode_response(item.api_key, item.version, payload)
-                if corr != correlation_id:
-                    raise ConnectionError(f"correlation id {corr} does not match the request's {correlation_id}")
-            except (OSError, ProtocolError) as exc:
+                body = self._client.round_trip(item.api_key, item.version, correlation_id, frame)
+            except ClientError as exc:  # the client closed the connection: the next attempt reconnects
                 self._log.warn(f"Controller {self.manager.controller_id} epoch {self.manager.controller_epoch} fails "
                                f"to send request (type={api}Request, version={item.version}, correlationId="
                                f"{correlation_id}) to broker {self.node}. Reconnecting to broker. ({exc})")
-                self._conn.close()
                 self._backoff()
                 continue
             done_ns = time.monotonic_ns()

@@ -26,8 +26,6 @@ ReplicaFetcherThread-0-2 (planewatch)`` and kept in :attr:`ReplicaFetcherThread.
 from __future__ import annotations
 
 import queue
-import socket
-import struct
 import threading
 import time
 from collections import deque
@@ -39,7 +37,8 @@ from broker.log import Log, LogManager, LogStartOffsetIncrementReason
 from broker.log import TopicPartition as LogTopicPartition
 from broker.log4j import Log4j
 from broker.metrics.registry import Meter
-from broker.protocol import ApiKey, ProtocolError, decode_response, encode_request
+from broker.network.client import BlockingClient, ClientError
+from broker.protocol import ApiKey
 from broker.state.model import BrokerEndPoint, InitialFetchState, TopicPartition
 
 __all__ = ["FETCHER_MODELS", "FetchSettings", "PartitionFetchState", "ReplicaFetcherThread"]
@@ -47,11 +46,8 @@ __all__ = ["FETCHER_MODELS", "FetchSettings", "PartitionFetchState", "ReplicaFet
 FETCHER_MODELS = ("locked", "async")
 # Fetch v11: replica id, current leader epoch, log start offset; the last non-flexible version (no tagged fields).
 FETCH_VERSION = 11
-# A response frame larger than this is not a Fetch response we asked for (max.bytes below): drop the connection.
-MAX_RESPONSE_BYTES = 256 * 1024 * 1024
 # How many lock-wait measurements a thread keeps (newest last).
 LOCK_WAIT_HISTORY = 10_000
-_I32 = struct.Struct(">i")
 NONE, OFFSET_OUT_OF_RANGE = 0, 1
 
 
@@ -76,44 +72,6 @@ class PartitionFetchState:
     leader_epoch: int
     log: Log
     delayed_until_ns: int = 0  # after an error: not fetched before this time
-
-
-class _Connection:
-    """A blocking connection to the leader's inter-broker listener."""
-
-    def __init__(self, leader: BrokerEndPoint, timeout_s: float) -> None:
-        self.leader = leader
-        self.timeout_s = timeout_s
-        self.sock: socket.socket | None = None
-
-    def round_trip(self, frame: bytes) -> bytes:
-        if self.sock is None:
-            self.sock = socket.create_connection((self.leader.host, self.leader.port), timeout=self.timeout_s)
-            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.sock.sendall(frame)
-        size = _I32.unpack(self._read(4))[0]
-        if size < 0 or size > MAX_RESPONSE_BYTES:
-            raise ConnectionError(f"invalid response size {size}")
-        return self._read(size)
-
-    def _read(self, n: int) -> bytes:
-        assert self.sock is not None
-        buf = bytearray()
-        while len(buf) < n:
-            chunk = self.sock.recv(min(n - len(buf), 1 << 20))
-            if not chunk:
-                raise ConnectionError(f"connection to leader {self.leader.id} closed")
-            buf += chunk
-        return bytes(buf)
-
-    def close(self) -> None:
-        sock, self.sock = self.sock, None  # the fetcher thread and shutdown() may both close
-        if sock is not None:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            sock.close()
 
 
 class ReplicaFetcherThread(threading.Thread):
@@ -147,7 +105,9 @@ class ReplicaFetcherThread(threading.Thread):
         self._running = threading.Event()
         self._running.set()
         self._wake = threading.Event()
-        self._conn = _Connection(leader, settings.socket_timeout_ms / 1000)
+        self._client = BlockingClient(leader.host, leader.port, peer=f"leader {leader.id}",
+                                      client_id=f"broker-{broker_id}-fetcher-0",
+                                      timeout_s=settings.socket_timeout_ms / 1000)
         self._correlation = 0
         self._on_fetched = on_fetched
         self._log = log4j.get_logger("kafka.server.ReplicaFetcherThread",
@@ -203,7 +163,7 @@ class ReplicaFetcherThread(threading.Thread):
     def shutdown(self, timeout_s: float = 5.0) -> None:
         """Stop and join; closes the connection."""
         self.initiate_shutdown()
-        self._conn.close()
+        self._client.close()
         if self.is_alive() and threading.current_thread() is not self:
             self.join(timeout_s)
 
@@ -256,7 +216,7 @@ class ReplicaFetcherThread(threading.Thread):
                 else:
                     self._do_work()
         finally:
-            self._conn.close()
+            self._client.close()
             self._log.info("Stopped")
 
     def _do_work(self) -> None:
@@ -265,16 +225,12 @@ class ReplicaFetcherThread(threading.Thread):
             self._wake.wait(self.settings.backoff_ms / 1000 / 10)
             self._wake.clear()
             return
+        self._correlation += 1
         try:
-            self._correlation += 1
-            frame = encode_request(ApiKey.FETCH, FETCH_VERSION, self._correlation,
-                                   f"broker-{self.broker_id}-fetcher-0", body)
+            frame = self._client.encode(ApiKey.FETCH, FETCH_VERSION, self._correlation, body)
             self.request_rate.mark()
-            corr, response = decode_response(ApiKey.FETCH, FETCH_VERSION, self._conn.round_trip(frame))
-            if corr != self._correlation:
-                raise ConnectionError(f"correlation id {corr} does not match {self._correlation}")
-        except (OSError, ProtocolError) as exc:
-            self._conn.close()
+            response = self._client.round_trip(ApiKey.FETCH, FETCH_VERSION, self._correlation, frame)
+        except ClientError as exc:  # the client closed the connection: the next fetch reconnects
             if self._running.is_set():
                 self._log.warn(f"Error in response for fetch request (type=FetchRequest, replicaId={self.broker_id}"
                                f", maxWait={self.settings.max_wait_ms}, minBytes={self.settings.min_bytes}, "
