@@ -98,12 +98,18 @@ class RequestSendThread(threading.Thread):
         self._running = threading.Event()
         self._running.set()
         self._stopped = threading.Event()
-        self._client = BlockingClient(node.host, node.port, peer=f"broker {node.id}",
-                                      client_id=str(manager.client_id), timeout_s=manager.request_timeout_ms / 1000)
+        self._client = BlockingClient(
+            node.host,
+            node.port,
+            peer=f"broker {node.id}",
+            client_id=str(manager.client_id),
+            timeout_s=manager.request_timeout_ms / 1000,
+        )
         self._correlation = itertools.count(0)
         self.queue_time_ms: Histogram | None = None
-        self._log = manager.log4j.get_logger("kafka.controller.RequestSendThread",
-                                             f"[RequestSendThread controllerId={manager.controller_id}] ")
+        self._log = manager.log4j.get_logger(
+            "kafka.controller.RequestSendThread", f"[RequestSendThread controllerId={manager.controller_id}] "
+        )
 
     def initiate_shutdown(self) -> None:
         """Stop after the current attempt; queued items fail with ConnectionError."""
@@ -145,16 +151,21 @@ class RequestSendThread(threading.Thread):
                 item.future.set_exception(ConnectionError(f"controller channel to broker {self.node.id} shut down"))
                 return
             if item.deadline_ns is not None and time.monotonic_ns() > item.deadline_ns:
-                item.future.set_exception(TimeoutError(
-                    f"no response from broker {self.node} for {api} within the deadline"))
+                item.future.set_exception(
+                    TimeoutError(f"no response from broker {self.node} for {api} within the deadline")
+                )
                 return
             try:
                 if self._client.connect():
-                    self._log.info(f"Controller {self.manager.controller_id} connected to {self.node} for sending "
-                                   "state change requests")
+                    self._log.info(
+                        f"Controller {self.manager.controller_id} connected to {self.node} for sending "
+                        "state change requests"
+                    )
             except ClientError as exc:
-                self._log.warn(f"Controller {self.manager.controller_id}'s connection to broker {self.node} was "
-                               f"unsuccessful: {exc}")
+                self._log.warn(
+                    f"Controller {self.manager.controller_id}'s connection to broker {self.node} was "
+                    f"unsuccessful: {exc}"
+                )
                 self._backoff()
                 continue
             correlation_id = next(self._correlation)
@@ -166,19 +177,30 @@ class RequestSendThread(threading.Thread):
                 sent_ns = time.monotonic_ns()
                 body = self._client.round_trip(item.api_key, item.version, correlation_id, frame)
             except ClientError as exc:  # the client closed the connection: the next attempt reconnects
-                self._log.warn(f"Controller {self.manager.controller_id} epoch {self.manager.controller_epoch} fails "
-                               f"to send request (type={api}Request, version={item.version}, correlationId="
-                               f"{correlation_id}) to broker {self.node}. Reconnecting to broker. ({exc})")
+                self._log.warn(
+                    f"Controller {self.manager.controller_id} epoch {self.manager.controller_epoch} fails "
+                    f"to send request (type={api}Request, version={item.version}, correlationId="
+                    f"{correlation_id}) to broker {self.node}. Reconnecting to broker. ({exc})"
+                )
                 self._backoff()
                 continue
             done_ns = time.monotonic_ns()
-            response = ControlResponse(self.node, item.api_key, item.version, correlation_id, body,
-                                       (first_send_ns - item.enqueue_ns) / 1e6, (done_ns - sent_ns) / 1e6)
+            response = ControlResponse(
+                self.node,
+                item.api_key,
+                item.version,
+                correlation_id,
+                body,
+                (first_send_ns - item.enqueue_ns) / 1e6,
+                (done_ns - sent_ns) / 1e6,
+            )
             sc = self.manager.state_change_logger()
             if sc.is_trace_enabled():
                 # `$api` is Kafka's ApiKeys enum: its toString is the constant name (LEADER_AND_ISR), not `name`
-                sc.trace(f"Received response {response_to_kafka_string(item.api_key, body)} for request "
-                         f"{ApiKey(item.api_key).name} with correlation id {correlation_id} sent to broker {self.node}")
+                sc.trace(
+                    f"Received response {response_to_kafka_string(item.api_key, body)} for request "
+                    f"{ApiKey(item.api_key).name} with correlation id {correlation_id} sent to broker {self.node}"
+                )
             if item.callback is not None:
                 try:
                     item.callback(response)
@@ -203,14 +225,22 @@ class ControllerChannelManager:
             broker, ``QueueSize,broker-id=N`` and ``RequestRateAndQueueTimeMs,broker-id=N`` (optional).
     """
 
-    def __init__(self, controller_id: int, controller_epoch: int, *, log4j: Log4j | None = None,
-                 request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS, registry: MetricsRegistry | None = None) -> None:
+    def __init__(
+        self,
+        controller_id: int,
+        controller_epoch: int,
+        *,
+        log4j: Log4j | None = None,
+        request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS,
+        registry: MetricsRegistry | None = None,
+    ) -> None:
         if request_timeout_ms <= 0:
             raise ValueError("request_timeout_ms must be > 0")
         self.registry = registry
         if registry is not None:
-            registry.gauge(MetricName.of(_METRIC_DOMAIN, _METRIC_TYPE, "TotalQueueSize"),
-                           lambda: float(self.total_queue_size()))
+            registry.gauge(
+                MetricName.of(_METRIC_DOMAIN, _METRIC_TYPE, "TotalQueueSize"), lambda: float(self.total_queue_size())
+            )
         self.controller_id = controller_id
         self.controller_epoch = controller_epoch
         self.client_id = controller_id
@@ -221,8 +251,9 @@ class ControllerChannelManager:
 
     def state_change_logger(self) -> KafkaLogger:
         """The controller's state-change logger with the current epoch in its prefix."""
-        return self.log4j.get_logger("state.change.logger",
-                                     f"[Controller id={self.controller_id} epoch={self.controller_epoch}] ")
+        return self.log4j.get_logger(
+            "state.change.logger", f"[Controller id={self.controller_id} epoch={self.controller_epoch}] "
+        )
 
     def add_broker(self, node: BrokerNode) -> None:
         """Start a send thread for a broker (no-op when it is already there)."""
@@ -253,9 +284,15 @@ class ControllerChannelManager:
         with self._lock:
             return {bid: t.node for bid, t in self._threads.items()}
 
-    def send_request(self, broker_id: int, api_key: int, version: int, body: dict[str, Any],
-                     callback: Callable[[ControlResponse], None] | None = None,
-                     timeout_ms: int | None = None) -> Future[ControlResponse]:
+    def send_request(
+        self,
+        broker_id: int,
+        api_key: int,
+        version: int,
+        body: dict[str, Any],
+        callback: Callable[[ControlResponse], None] | None = None,
+        timeout_ms: int | None = None,
+    ) -> Future[ControlResponse]:
         """Queue a request for a broker; the Future completes with its :class:`ControlResponse`.
 
         Args:
@@ -274,9 +311,15 @@ class ControllerChannelManager:
         thread.queue.put(item)
         return item.future
 
-    def send_encoded(self, broker_ids: list[int], api_key: int, version: int, body: dict[str, Any],
-                     callback: Callable[[ControlResponse], None] | None = None,
-                     timeout_ms: int | None = None) -> dict[int, Future[ControlResponse]]:
+    def send_encoded(
+        self,
+        broker_ids: list[int],
+        api_key: int,
+        version: int,
+        body: dict[str, Any],
+        callback: Callable[[ControlResponse], None] | None = None,
+        timeout_ms: int | None = None,
+    ) -> dict[int, Future[ControlResponse]]:
         """Serialize ``body`` once and queue the same bytes for every broker (correlation ids patched per send).
 
         Raises:

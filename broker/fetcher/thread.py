@@ -87,12 +87,21 @@ class ReplicaFetcherThread(threading.Thread):
         on_fetched: called (outside the lock) after each processed response with the partitions that got data.
     """
 
-    def __init__(self, broker_id: int, fetcher_id: int, leader: BrokerEndPoint, logs: LogManager,
-                 settings: FetchSettings, log4j: Log4j,
-                 on_fetched: Callable[[list[TopicPartition]], None] | None = None) -> None:
+    def __init__(
+        self,
+        broker_id: int,
+        fetcher_id: int,
+        leader: BrokerEndPoint,
+        logs: LogManager,
+        settings: FetchSettings,
+        log4j: Log4j,
+        on_fetched: Callable[[list[TopicPartition]], None] | None = None,
+    ) -> None:
         if settings.model not in FETCHER_MODELS:
-            raise ValueError(f"Invalid value {settings.model} for configuration replica.fetcher.model: String must "
-                             f"be one of: {', '.join(FETCHER_MODELS)}")
+            raise ValueError(
+                f"Invalid value {settings.model} for configuration replica.fetcher.model: String must "
+                f"be one of: {', '.join(FETCHER_MODELS)}"
+            )
         super().__init__(name=f"ReplicaFetcherThread-{fetcher_id}-{leader.id}", daemon=True)
         self.broker_id = broker_id
         self.leader = leader
@@ -105,16 +114,22 @@ class ReplicaFetcherThread(threading.Thread):
         self._running = threading.Event()
         self._running.set()
         self._wake = threading.Event()
-        self._client = BlockingClient(leader.host, leader.port, peer=f"leader {leader.id}",
-                                      client_id=f"broker-{broker_id}-fetcher-0",
-                                      timeout_s=settings.socket_timeout_ms / 1000)
+        self._client = BlockingClient(
+            leader.host,
+            leader.port,
+            peer=f"leader {leader.id}",
+            client_id=f"broker-{broker_id}-fetcher-0",
+            timeout_s=settings.socket_timeout_ms / 1000,
+        )
         self._correlation = 0
         self._on_fetched = on_fetched
-        self._log = log4j.get_logger("kafka.server.ReplicaFetcherThread",
-                                     f"[ReplicaFetcher replicaId={broker_id}, leaderId={leader.id}, "
-                                     f"fetcherId={fetcher_id}] ")
-        self._mgr_log = log4j.get_logger("kafka.server.ReplicaFetcherManager",
-                                         f"[ReplicaFetcherManager on broker {broker_id}] ")
+        self._log = log4j.get_logger(
+            "kafka.server.ReplicaFetcherThread",
+            f"[ReplicaFetcher replicaId={broker_id}, leaderId={leader.id}, fetcherId={fetcher_id}] ",
+        )
+        self._mgr_log = log4j.get_logger(
+            "kafka.server.ReplicaFetcherManager", f"[ReplicaFetcherManager on broker {broker_id}] "
+        )
         self._pending = 0  # async model: partitions added but not yet applied (for idleness)
         # FetcherStats / FetcherLagMetrics: fetch requests sent, and per partition the records the leader's high
         # watermark is ahead of this log after the last fetch (read by the manager's MaxLag / MinFetchRate)
@@ -170,8 +185,9 @@ class ReplicaFetcherThread(threading.Thread):
     def _record_wait(self, api: str, waited_ns: int) -> None:
         self.lock_waits_ns.append(waited_ns)
         if self._mgr_log.is_debug_enabled():
-            self._mgr_log.debug(f"{api} waited {waited_ns // 1_000_000} ms for partitionMapLock of {self.name} "
-                                "(planewatch)")
+            self._mgr_log.debug(
+                f"{api} waited {waited_ns // 1_000_000} ms for partitionMapLock of {self.name} (planewatch)"
+            )
 
     # ------------------------------------------------------------------------------------------------ state changes
     def _apply_add(self, fetches: Mapping[TopicPartition, InitialFetchState]) -> None:
@@ -232,9 +248,11 @@ class ReplicaFetcherThread(threading.Thread):
             response = self._client.round_trip(ApiKey.FETCH, FETCH_VERSION, self._correlation, frame)
         except ClientError as exc:  # the client closed the connection: the next fetch reconnects
             if self._running.is_set():
-                self._log.warn(f"Error in response for fetch request (type=FetchRequest, replicaId={self.broker_id}"
-                               f", maxWait={self.settings.max_wait_ms}, minBytes={self.settings.min_bytes}, "
-                               f"maxBytes={self.settings.max_bytes}) to node {self.leader.id}: {exc}")
+                self._log.warn(
+                    f"Error in response for fetch request (type=FetchRequest, replicaId={self.broker_id}"
+                    f", maxWait={self.settings.max_wait_ms}, minBytes={self.settings.min_bytes}, "
+                    f"maxBytes={self.settings.max_bytes}) to node {self.leader.id}: {exc}"
+                )
                 self._wake.wait(self.settings.backoff_ms / 1000)
                 self._wake.clear()
             return
@@ -258,15 +276,27 @@ class ReplicaFetcherThread(threading.Thread):
             return None
         topics: dict[str, list[dict[str, Any]]] = {}
         for s in states:
-            topics.setdefault(s.tp.topic, []).append({
-                "partition": s.tp.partition, "current_leader_epoch": s.leader_epoch,
-                "fetch_offset": s.log.log_end_offset, "log_start_offset": s.log.log_start_offset,
-                "partition_max_bytes": self.settings.partition_max_bytes})
-        return {"replica_id": self.broker_id, "max_wait_ms": self.settings.max_wait_ms,
-                "min_bytes": self.settings.min_bytes, "max_bytes": self.settings.max_bytes, "isolation_level": 0,
-                "session_id": 0, "session_epoch": -1,
-                "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
-                "forgotten_topics_data": [], "rack_id": ""}
+            topics.setdefault(s.tp.topic, []).append(
+                {
+                    "partition": s.tp.partition,
+                    "current_leader_epoch": s.leader_epoch,
+                    "fetch_offset": s.log.log_end_offset,
+                    "log_start_offset": s.log.log_start_offset,
+                    "partition_max_bytes": self.settings.partition_max_bytes,
+                }
+            )
+        return {
+            "replica_id": self.broker_id,
+            "max_wait_ms": self.settings.max_wait_ms,
+            "min_bytes": self.settings.min_bytes,
+            "max_bytes": self.settings.max_bytes,
+            "isolation_level": 0,
+            "session_id": 0,
+            "session_epoch": -1,
+            "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
+            "forgotten_topics_data": [],
+            "rack_id": "",
+        }
 
     def _process(self, response: dict[str, Any]) -> list[TopicPartition]:
         """processFetchResponse: append, move HW and log start offset, per partition (caller holds the lock)."""
@@ -296,8 +326,10 @@ class ReplicaFetcherThread(threading.Thread):
                 log.append_as_follower(records)
                 appended = True
             except Exception as exc:  # a bad batch must not kill the thread: back off and refetch
-                self._log.error(f"Unexpected error occurred while processing data for partition {state.tp.topic}-"
-                                f"{state.tp.partition} at offset {log.log_end_offset}: {exc}")
+                self._log.error(
+                    f"Unexpected error occurred while processing data for partition {state.tp.topic}-"
+                    f"{state.tp.partition} at offset {log.log_end_offset}: {exc}"
+                )
                 state.delayed_until_ns = time.monotonic_ns() + self.settings.backoff_ms * 1_000_000
                 return False
         leader_hw = int(p.get("high_watermark", -1))
@@ -317,12 +349,16 @@ class ReplicaFetcherThread(threading.Thread):
             if 0 <= leader_hw < log.log_end_offset:
                 # Our tail is beyond the leader's log: uncommitted records of an old leadership. Everything below
                 # the leader's high watermark is committed on both sides: keep that, refetch the rest.
-                self._log.info(f"Truncating partition {tp} to the leader's high watermark {leader_hw}: the local "
-                               f"log end offset {log.log_end_offset} is out of range on the leader")
+                self._log.info(
+                    f"Truncating partition {tp} to the leader's high watermark {leader_hw}: the local "
+                    f"log end offset {log.log_end_offset} is out of range on the leader"
+                )
                 log.truncate_to(max(leader_hw, log.log_start_offset))
             elif leader_lso > log.log_end_offset:
-                self._log.info(f"Current offset {log.log_end_offset} for partition {tp} is out of range, which "
-                               f"typically implies a leader change. Reset fetch offset to {leader_lso}")
+                self._log.info(
+                    f"Current offset {log.log_end_offset} for partition {tp} is out of range, which "
+                    f"typically implies a leader change. Reset fetch offset to {leader_lso}"
+                )
                 log.truncate_fully_and_start_at(leader_lso)
             elif log.log_end_offset > log.high_watermark:
                 log.truncate_to(log.high_watermark)
