@@ -37,16 +37,13 @@ from broker.config import ConfigException
 from broker.log4j import Log4j
 from broker.network.request import Request
 from broker.protocol import RequestHeader
+from broker.protocol.error_codes import ErrorCode
 
 __all__ = ["DYNAMIC_FILE", "ConfigApis", "DynamicBrokerConfig", "is_dynamic_key"]
 
 DYNAMIC_FILE = "dynamic-broker-configs.json"
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
-INVALID_REQUEST = 42
-INVALID_CONFIG = 40
-UNKNOWN_TOPIC_OR_PARTITION = 3
-# ConfigSource ids (DescribeConfigsResponse)
 DYNAMIC_TOPIC_CONFIG = 1
 DYNAMIC_BROKER_CONFIG = 2
 DYNAMIC_DEFAULT_BROKER_CONFIG = 3
@@ -204,13 +201,14 @@ class ConfigApis:
         for r in body["resources"]:
             rtype, name = int(r["resource_type"]), str(r["resource_name"])
             keys = r.get("configuration_keys")
-            res: dict[str, Any] = {"error_code": 0, "error_message": None, "resource_type": rtype,
+            res: dict[str, Any] = {"error_code": ErrorCode.NONE, "error_message": None, "resource_type": rtype,
                                    "resource_name": name, "configs": []}
             if rtype == RESOURCE_BROKER and self._own(name):
                 res["configs"] = self.dynamic.describe(keys)
             elif rtype == RESOURCE_TOPIC:
                 if not self.dp.topic_exists(name):
-                    res["error_code"], res["error_message"] = UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} not found"
+                    res["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    res["error_message"] = f"Topic {name} not found"
                 else:
                     cfg = self.dp.logs.topic_config(name).to_topic_configs()
                     overrides = self.dp.topic_overrides(name)
@@ -220,12 +218,12 @@ class ConfigApis:
                                        "config_type": 0, "documentation": None}
                                       for k, v in sorted(cfg.items()) if not keys or k in keys]
             else:
-                res["error_code"] = INVALID_REQUEST
+                res["error_code"] = ErrorCode.INVALID_REQUEST
                 res["error_message"] = f"Unsupported resource type {rtype} / name {name!r} on broker " \
                                        f"{self.dynamic.broker_id}"
             results.append(res)
         return HandlerResult({"throttle_time_ms": 0, "results": results},
-                             tuple(int(r["error_code"]) for r in results) or (0,))
+                             tuple(int(r["error_code"]) for r in results) or (ErrorCode.NONE,))
 
     def _alter(self, body: dict[str, Any], incremental: bool) -> HandlerResult:
         validate_only = bool(body.get("validate_only", False))
@@ -234,7 +232,7 @@ class ConfigApis:
             rtype, name = int(r["resource_type"]), str(r["resource_name"])
             code, message = 0, None
             if rtype != RESOURCE_BROKER or not self._own(name):
-                code, message = INVALID_REQUEST, (f"Only the dynamic connection limits of broker "
+                code, message = ErrorCode.INVALID_REQUEST, (f"Only the dynamic connection limits of broker "
                                                   f"{self.dynamic.broker_id} (or the default) can be altered here")
             else:
                 configs = list(r.get("configs") or [])
@@ -258,13 +256,13 @@ class ConfigApis:
                 try:
                     self.dynamic.alter(name, change, validate_only)
                 except ValueError as exc:  # ConfigException
-                    code, message = INVALID_CONFIG, str(exc)
+                    code, message = ErrorCode.INVALID_CONFIG, str(exc)
                 except OSError as exc:
-                    code, message = INVALID_REQUEST, f"Could not persist the dynamic config: {exc}"
+                    code, message = ErrorCode.INVALID_REQUEST, f"Could not persist the dynamic config: {exc}"
             responses.append({"error_code": code, "error_message": message, "resource_type": rtype,
                               "resource_name": name})
         return HandlerResult({"throttle_time_ms": 0, "responses": responses},
-                             tuple(int(r["error_code"]) for r in responses) or (0,))
+                             tuple(int(r["error_code"]) for r in responses) or (ErrorCode.NONE,))
 
     def incremental_alter_configs(self, request: Request, header: RequestHeader,
                                   body: dict[str, Any]) -> HandlerResult:

@@ -41,26 +41,15 @@ from typing import Any
 from broker.apis.convert import uuid_to_kafka_string
 from broker.apis.producers import ProducerStates
 from broker.log import Log, LogManager, validate_topic_name
-from broker.log import TopicPartition as LogTopicPartition
 from broker.log4j import Log4j
 from broker.metrics.registry import Meter, MetricName, MetricsRegistry
+from broker.protocol.error_codes import ErrorCode
 from broker.purgatory import Purgatory
 from broker.state import BrokerState, LiveBroker, TopicPartition
 from broker.state.model import CachedPartition, PartitionState, Role
 
 __all__ = ["DataPlane", "DataPlaneConfig", "LeaderLookup"]
 
-NONE = 0
-UNKNOWN_TOPIC_OR_PARTITION = 3
-NOT_LEADER_OR_FOLLOWER = 6
-INVALID_TOPIC_EXCEPTION = 17
-TOPIC_ALREADY_EXISTS = 36
-INVALID_PARTITIONS = 37
-INVALID_REPLICATION_FACTOR = 38
-NOT_CONTROLLER = 41
-INVALID_CONFIG = 40
-
-# Topic config overrides of CreateTopics, kept in the first log dir (Kafka: ZooKeeper /config/topics/<t>).
 TOPIC_CONFIGS_FILE = "topic-configs.json"
 # Partitions one CreateTopics may ask for: a typo like 100000 must not create 100k directories on a laptop.
 MAX_PARTITIONS_PER_TOPIC = 10_000
@@ -193,7 +182,7 @@ class DataPlane:
         states: list[PartitionState] = []
         for logs in by_topic.values():
             for log in logs:
-                tp = TopicPartition(log.topic_partition.topic, log.topic_partition.partition)
+                tp = log.topic_partition
                 log.update_high_watermark(log.log_end_offset)  # ISR = {self}: everything on disk is committed
                 states.append(self._local_state(tp, max(log.epoch_cache.latest_epoch, 0)))
         self._publish(states, [])
@@ -244,13 +233,13 @@ class DataPlane:
         ps = self.state.partition(tp)
         if ps is None:
             known = self.state.metadata_cache.snapshot.partition(tp) is not None
-            return LeaderLookup(NOT_LEADER_OR_FOLLOWER if known else UNKNOWN_TOPIC_OR_PARTITION)
+            return LeaderLookup(ErrorCode.NOT_LEADER_OR_FOLLOWER if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         if ps.role is not Role.LEADER or ps.leader != self.state.broker_id:
-            return LeaderLookup(NOT_LEADER_OR_FOLLOWER, state=ps)
-        log = self.logs.get_log(LogTopicPartition(tp.topic, tp.partition))
+            return LeaderLookup(ErrorCode.NOT_LEADER_OR_FOLLOWER, state=ps)
+        log = self.logs.get_log(tp)
         if log is None:
-            log = self.logs.get_or_create_log(LogTopicPartition(tp.topic, tp.partition))
-        return LeaderLookup(NONE, log, ps)
+            log = self.logs.get_or_create_log(tp)
+        return LeaderLookup(ErrorCode.NONE, log, ps)
 
     def still_leader(self, tp: TopicPartition, state: PartitionState) -> bool:
         """True while ``state`` (looked up before an append) is still this broker's leadership of ``tp``."""
@@ -262,7 +251,7 @@ class DataPlane:
         """The local log of a partition this broker hosts in any role (follower fetches, ListOffsets by replicas)."""
         if self.state.partition(tp) is None:
             return None
-        return self.logs.get_log(LogTopicPartition(tp.topic, tp.partition))
+        return self.logs.get_log(tp)
 
     def after_leader_append(self, tp: TopicPartition, log: Log, state: PartitionState) -> None:
         """Move the high watermark after an append as far as the ISR allows, then wake waiting operations."""
@@ -272,7 +261,7 @@ class DataPlane:
     def record_follower_offset(self, tp: TopicPartition, replica_id: int, fetch_offset: int) -> None:
         """A follower fetched from ``fetch_offset``: it holds everything below; the high watermark may move."""
         ps = self.state.partition(tp)
-        log = self.logs.get_log(LogTopicPartition(tp.topic, tp.partition))
+        log = self.logs.get_log(tp)
         if ps is None or log is None or ps.role is not Role.LEADER:
             return
         self._replica_offsets.setdefault(tp, {})[replica_id] = fetch_offset
@@ -322,55 +311,56 @@ class DataPlane:
         -1 for ``num_partitions``/``replication_factor`` means the broker defaults (KIP-464).
         """
         if not self.is_own_controller():
-            return NOT_CONTROLLER, "This is not the correct controller for this cluster."
+            return ErrorCode.NOT_CONTROLLER, "This is not the correct controller for this cluster."
         try:
             validate_topic_name(topic)
         except ValueError as exc:
-            return INVALID_TOPIC_EXCEPTION, str(exc)
+            return ErrorCode.INVALID_TOPIC_EXCEPTION, str(exc)
         n = self.config.num_partitions if num_partitions == -1 else num_partitions
         rf = self.config.default_replication_factor if replication_factor == -1 else replication_factor
         if n < 1 or n > MAX_PARTITIONS_PER_TOPIC:
-            return INVALID_PARTITIONS, f"Number of partitions must be between 1 and {MAX_PARTITIONS_PER_TOPIC}."
+            return (ErrorCode.INVALID_PARTITIONS,
+                    f"Number of partitions must be between 1 and {MAX_PARTITIONS_PER_TOPIC}.")
         if rf < 1:
-            return INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0."
+            return ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0."
         if rf > 1:
-            return INVALID_REPLICATION_FACTOR, (f"Replication factor: {rf} larger than available brokers: 1.")
+            return ErrorCode.INVALID_REPLICATION_FACTOR, (f"Replication factor: {rf} larger than available brokers: 1.")
         with self._topics_lock:
             if self.topic_exists(topic):
-                return TOPIC_ALREADY_EXISTS, f"Topic '{topic}' already exists."
+                return ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{topic}' already exists."
             if validate_only:
-                return NONE, None
+                return ErrorCode.NONE, None
             try:
                 if configs:
                     self.logs.set_topic_config(topic, dict(configs))
                     self._store_topic_config(topic, configs)
                 for p in range(n):
-                    self.logs.get_or_create_log(LogTopicPartition(topic, p))
+                    self.logs.get_or_create_log(TopicPartition(topic, p))
             except ValueError as exc:
-                return INVALID_CONFIG, str(exc)
+                return ErrorCode.INVALID_CONFIG, str(exc)
             self._publish([self._local_state(TopicPartition(topic, p), 0) for p in range(n)], [])
         assignment = ", ".join(f"{p} -> ArrayBuffer({self.state.broker_id})" for p in range(n))
         self._log.info(f"Creating topic {topic} with configuration {dict(configs or {})} and initial partition "
                        f"assignment HashMap({assignment})")
-        return NONE, None
+        return ErrorCode.NONE, None
 
     def delete_topic(self, topic: str) -> int:
         """Delete a locally managed topic and its logs; the error code DeleteTopics answers."""
         if not self.is_own_controller():
-            return NOT_CONTROLLER
+            return ErrorCode.NOT_CONTROLLER
         with self._topics_lock:
             parts = self.state.metadata_cache.snapshot.partitions.get(topic)
             if not parts:
-                return UNKNOWN_TOPIC_OR_PARTITION
+                return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             removed = [TopicPartition(topic, p) for p in parts]
             self._publish([], removed)
             self._store_topic_config(topic, None)
             for tp in removed:
-                self.logs.delete_log(LogTopicPartition(tp.topic, tp.partition))
+                self.logs.delete_log(tp)
                 self._replica_offsets.pop(tp, None)
                 self.producers.forget_partition(tp)
         self._log.info(f"Topic deletion callback for {topic}")
-        return NONE
+        return ErrorCode.NONE
 
     def maybe_auto_create(self, topics: Iterable[str]) -> None:
         """Metadata's auto topic creation: create the unknown ones (when enabled and this broker is the controller)."""

@@ -26,14 +26,11 @@ from broker.apis.kafka_apis import HandlerResult
 from broker.log import Log, OffsetOutOfRangeError
 from broker.network.request import Request
 from broker.protocol import RequestHeader
+from broker.protocol.error_codes import ErrorCode
 from broker.state import TopicPartition
 
 __all__ = ["handle_fetch"]
 
-OFFSET_OUT_OF_RANGE = 1
-FENCED_LEADER_EPOCH = 74
-UNKNOWN_LEADER_EPOCH = 76
-# Kafka's FetchRequest.CONSUMER_REPLICA_ID: requests from consumers (and -2 debugging consumers).
 CONSUMER_REPLICA_ID = -1
 
 
@@ -57,22 +54,26 @@ def _targets(dp: DataPlane, body: dict[str, Any], follower: bool, replica_id: in
             if follower:
                 log = dp.hosted_log(tp)
                 ps = dp.state.partition(tp)
-                error = 0 if log is not None and ps is not None else 3
-                if error == 0 and ps is not None and ps.leader != dp.state.broker_id:
-                    error = 6
-                if error == 0:
+                error: int = ErrorCode.NONE
+                if log is None or ps is None:
+                    error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                elif ps.leader != dp.state.broker_id:
+                    error = ErrorCode.NOT_LEADER_OR_FOLLOWER
+                if error == ErrorCode.NONE:
                     dp.record_follower_offset(tp, replica_id, offset)
-                out.append(_Target(name, tp.partition, offset, max_bytes, log if error == 0 else None, error))
+                readable = log if error == ErrorCode.NONE else None
+                out.append(_Target(name, tp.partition, offset, max_bytes, readable, error))
                 continue
             lookup = dp.leader_log(tp)
             error = lookup.error
             epoch = int(p.get("current_leader_epoch", -1))
-            if error == 0 and lookup.state is not None and epoch != -1:
+            if error == ErrorCode.NONE and lookup.state is not None and epoch != -1:
                 if epoch < lookup.state.leader_epoch:
-                    error = FENCED_LEADER_EPOCH
+                    error = ErrorCode.FENCED_LEADER_EPOCH
                 elif epoch > lookup.state.leader_epoch:
-                    error = UNKNOWN_LEADER_EPOCH
-            out.append(_Target(name, tp.partition, offset, max_bytes, lookup.log if error == 0 else None, error))
+                    error = ErrorCode.UNKNOWN_LEADER_EPOCH
+            readable = lookup.log if error == ErrorCode.NONE else None
+            out.append(_Target(name, tp.partition, offset, max_bytes, readable, error))
     return out
 
 
@@ -97,7 +98,7 @@ def _read(targets: list[_Target], max_bytes: int, follower: bool) -> tuple[list[
                 total += len(data.records)
                 budget -= len(data.records)
             except OffsetOutOfRangeError:
-                resp["error_code"] = OFFSET_OUT_OF_RANGE
+                resp["error_code"] = ErrorCode.OFFSET_OUT_OF_RANGE
                 resp["high_watermark"] = log.high_watermark
                 resp["last_stable_offset"] = log.high_watermark
                 resp["log_start_offset"] = log.log_start_offset
@@ -149,6 +150,7 @@ def handle_fetch(dp: DataPlane, request: Request, header: RequestHeader, body: d
     if not follower:
         for topic in topics:
             dp.meters.mark("BytesOutPerSec", topic["topic"], sum(len(p["records"]) for p in topic["partitions"]))
-    codes = tuple(p["error_code"] for t in topics for p in t["partitions"]) or (0,)
-    return HandlerResult({"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": topics}, codes,
+    codes = tuple(p["error_code"] for t in topics for p in t["partitions"]) or (ErrorCode.NONE,)
+    body = {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": 0, "responses": topics}
+    return HandlerResult(body, codes,
                          metric_name="FetchFollower" if follower else "FetchConsumer")

@@ -17,15 +17,11 @@ from broker.apis.membership import GroupCoordinator
 from broker.apis.offsets import CommittedOffset, OffsetStore
 from broker.network.request import Request
 from broker.protocol import RequestHeader
+from broker.protocol.error_codes import ErrorCode
 from broker.state import LiveBroker
 
 __all__ = ["GroupApis"]
 
-COORDINATOR_NOT_AVAILABLE = 15
-INVALID_GROUP_ID = 24
-OFFSET_METADATA_TOO_LARGE = 12
-UNKNOWN_TOPIC_OR_PARTITION = 3
-# Kafka's offset.metadata.max.bytes default: longer commit metadata is refused with OFFSET_METADATA_TOO_LARGE.
 OFFSET_METADATA_MAX_BYTES = 4096
 KEY_TYPE_GROUP = 0
 
@@ -51,16 +47,16 @@ class GroupApis:
 
         def one(key: str) -> dict[str, Any]:
             if key_type != KEY_TYPE_GROUP or ep is None:
-                return {"key": key, "error_code": COORDINATOR_NOT_AVAILABLE, "error_message": "The coordinator is "
-                        "not available.", "node_id": -1, "host": "", "port": -1}
+                return {"key": key, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                        "error_message": "The coordinator is not available.", "node_id": -1, "host": "", "port": -1}
             # Kafka answers error.message(): "NONE" for no error (Errors.NONE has no exception to take it from)
-            return {"key": key, "error_code": 0, "error_message": "NONE", "node_id": self.self_broker.id,
+            return {"key": key, "error_code": ErrorCode.NONE, "error_message": "NONE", "node_id": self.self_broker.id,
                     "host": ep.host, "port": ep.port}
 
         if header.api_version >= 4:
             coords = [one(k) for k in body.get("coordinator_keys") or []]
             return HandlerResult({"throttle_time_ms": 0, "coordinators": coords},
-                                 tuple(c["error_code"] for c in coords) or (0,))
+                                 tuple(c["error_code"] for c in coords) or (ErrorCode.NONE,))
         answer = one(str(body.get("key", "")))
         del answer["key"]
         answer["throttle_time_ms"] = 0
@@ -72,7 +68,7 @@ class GroupApis:
         group = str(body["group_id"])
         generation = int(body.get("generation_id_or_member_epoch", -1))
         member = str(body.get("member_id", ""))
-        group_error = 0 if group else INVALID_GROUP_ID
+        group_error: int = ErrorCode.NONE if group else ErrorCode.INVALID_GROUP_ID
         if not group_error:
             group_error = self.coordinator.validate_commit(group, member, generation)
         topics: list[dict[str, Any]] = []
@@ -84,7 +80,7 @@ class GroupApis:
                 code = group_error
                 meta = p.get("committed_metadata")
                 if not code and meta is not None and len(meta.encode()) > OFFSET_METADATA_MAX_BYTES:
-                    code = OFFSET_METADATA_TOO_LARGE
+                    code = ErrorCode.OFFSET_METADATA_TOO_LARGE
                 if not code:
                     entries[(t["name"], int(p["partition_index"]))] = CommittedOffset(
                         int(p["committed_offset"]), int(p.get("committed_leader_epoch", -1)), meta)
@@ -95,10 +91,10 @@ class GroupApis:
             for t in topics:
                 for p in t["partitions"]:
                     if not p["error_code"]:
-                        p["error_code"] = COORDINATOR_NOT_AVAILABLE
+                        p["error_code"] = ErrorCode.COORDINATOR_NOT_AVAILABLE
             codes = [p["error_code"] for t in topics for p in t["partitions"]]
         del header
-        return HandlerResult({"throttle_time_ms": 0, "topics": topics}, tuple(codes) or (0,))
+        return HandlerResult({"throttle_time_ms": 0, "topics": topics}, tuple(codes) or (ErrorCode.NONE,))
 
     def _fetch_group(self, group: str, topics: list[dict[str, Any]] | None,
                      index_key: str) -> list[dict[str, Any]]:
@@ -114,7 +110,7 @@ class GroupApis:
                 c = self.store.get(group, t["name"], int(idx))
                 parts.append({"partition_index": idx, "committed_offset": c.offset if c else -1,
                               "committed_leader_epoch": c.leader_epoch if c else -1,
-                              "metadata": (c.metadata if c else "") or "", "error_code": 0})
+                              "metadata": (c.metadata if c else "") or "", "error_code": ErrorCode.NONE})
             out.append({"name": t["name"], "partitions": parts})
         return out
 
@@ -124,8 +120,8 @@ class GroupApis:
         if header.api_version >= 8:
             groups = []
             for g in body.get("groups") or []:
-                groups.append({"group_id": g["group_id"], "error_code": 0,
+                groups.append({"group_id": g["group_id"], "error_code": ErrorCode.NONE,
                                "topics": self._fetch_group(str(g["group_id"]), g.get("topics"), "partition_indexes")})
-            return HandlerResult({"throttle_time_ms": 0, "groups": groups}, (0,))
+            return HandlerResult({"throttle_time_ms": 0, "groups": groups}, (ErrorCode.NONE,))
         topics = self._fetch_group(str(body["group_id"]), body.get("topics"), "partition_indexes")
-        return HandlerResult({"throttle_time_ms": 0, "topics": topics, "error_code": 0}, (0,))
+        return HandlerResult({"throttle_time_ms": 0, "topics": topics, "error_code": ErrorCode.NONE}, (ErrorCode.NONE,))

@@ -27,7 +27,7 @@ from broker.apis.convert import (
     stop_replica_from_body,
     update_metadata_from_body,
 )
-from broker.apis.metadata import INVALID_REQUEST, api_versions_body, metadata_body, valid_client_software
+from broker.apis.metadata import api_versions_body, metadata_body, valid_client_software
 from broker.log4j import Log4j, default_log4j
 from broker.network.request import Request, Response
 from broker.protocol import (
@@ -50,7 +50,6 @@ from broker.protocol.codec import DECODE_ERRORS, message_codec
 from broker.protocol.error_bodies import error_body
 from broker.protocol.headers import read_request_header
 from broker.state import BrokerState, ControllerMovedError, Endpoint, LiveBroker, TopicPartition
-from broker.state.decisions import STALE_BROKER_EPOCH
 
 __all__ = ["Handler", "HandlerResult", "KafkaApis", "decode_ignoring_trailing_bytes"]
 
@@ -235,16 +234,16 @@ class KafkaApis:
     def _api_versions(self, request: Request, header: RequestHeader, body: dict[str, Any]) -> HandlerResult:
         del request
         if not valid_client_software(body, header.api_version):
-            return HandlerResult({"error_code": INVALID_REQUEST, "api_keys": [], "throttle_time_ms": 0},
-                                 (INVALID_REQUEST,))
-        return HandlerResult(api_versions_body(self.advertised_versions()), (0,))
+            return HandlerResult({"error_code": ErrorCode.INVALID_REQUEST, "api_keys": [], "throttle_time_ms": 0},
+                                 (ErrorCode.INVALID_REQUEST,))
+        return HandlerResult(api_versions_body(self.advertised_versions()), (ErrorCode.NONE,))
 
     def _metadata(self, request: Request, header: RequestHeader, body: dict[str, Any]) -> HandlerResult:
         resp = metadata_body(self.state.metadata_cache.snapshot, body, header.api_version, request.listener,
                              self.self_broker, self.cluster_id)
         codes = [t["error_code"] for t in resp["topics"]]
         codes += [p["error_code"] for t in resp["topics"] for p in t["partitions"]]
-        return HandlerResult(resp, tuple(codes) or (0,))
+        return HandlerResult(resp, tuple(codes) or (ErrorCode.NONE,))
 
     def _stale_broker_epoch(self, what: str, broker_epoch: int, max_broker_epoch: int | None) -> bool:
         if not self.state.is_broker_epoch_stale(broker_epoch, max_broker_epoch):
@@ -261,9 +260,11 @@ class KafkaApis:
     def _leader_and_isr(self, request: Request, header: RequestHeader, body: dict[str, Any]) -> HandlerResult:
         del request
         model = leader_and_isr_from_body(body, header.api_version)
+        errors: list[tuple[TopicPartition, int]]
+        top: int
         if self._stale_broker_epoch("LeaderAndIsr", model.broker_epoch, model.max_broker_epoch):
-            errors = [(p.tp, STALE_BROKER_EPOCH) for p in model.partitions]
-            top = STALE_BROKER_EPOCH
+            errors = [(p.tp, ErrorCode.STALE_BROKER_EPOCH) for p in model.partitions]
+            top = ErrorCode.STALE_BROKER_EPOCH
         else:
             result = self.state.become_leader_or_follower(header.correlation_id, model)
             errors, top = result.partition_errors, result.error
@@ -285,15 +286,16 @@ class KafkaApis:
         del request
         model = update_metadata_from_body(body, header.api_version)
         if self._stale_broker_epoch("update metadata", model.broker_epoch, model.max_broker_epoch):
-            return HandlerResult({"error_code": STALE_BROKER_EPOCH}, (STALE_BROKER_EPOCH,))
+            return HandlerResult({"error_code": ErrorCode.STALE_BROKER_EPOCH}, (ErrorCode.STALE_BROKER_EPOCH,))
         self.state.maybe_update_metadata_cache(header.correlation_id, model)
-        return HandlerResult({"error_code": 0}, (0,))
+        return HandlerResult({"error_code": ErrorCode.NONE}, (ErrorCode.NONE,))
 
     def _stop_replica(self, request: Request, header: RequestHeader, body: dict[str, Any]) -> HandlerResult:
         del request
         model = stop_replica_from_body(body, header.api_version)
         if self._stale_broker_epoch("stop replica", model.broker_epoch, model.max_broker_epoch):
-            return HandlerResult({"error_code": STALE_BROKER_EPOCH, "partition_errors": []}, (STALE_BROKER_EPOCH,))
+            stale = ErrorCode.STALE_BROKER_EPOCH
+            return HandlerResult({"error_code": stale, "partition_errors": []}, (stale,))
         result = self.state.stop_replicas(header.correlation_id, model)
         return HandlerResult({"error_code": result.error, "partition_errors": [
             {"topic_name": tp.topic, "partition_index": tp.partition, "error_code": e}

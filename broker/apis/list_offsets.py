@@ -15,13 +15,10 @@ from broker.apis.kafka_apis import HandlerResult
 from broker.log import LATEST_TIMESTAMP
 from broker.network.request import Request
 from broker.protocol import RequestHeader
+from broker.protocol.error_codes import ErrorCode
 from broker.state import TopicPartition
 
 __all__ = ["handle_list_offsets"]
-
-FENCED_LEADER_EPOCH = 74
-UNKNOWN_LEADER_EPOCH = 76
-
 
 def handle_list_offsets(dp: DataPlane, request: Request, header: RequestHeader,
                         body: dict[str, Any]) -> HandlerResult:
@@ -34,16 +31,16 @@ def handle_list_offsets(dp: DataPlane, request: Request, header: RequestHeader,
         parts: list[dict[str, Any]] = []
         for p in t["partitions"]:
             index = int(p["partition_index"])
-            resp: dict[str, Any] = {"partition_index": index, "error_code": 0, "timestamp": -1, "offset": -1,
-                                    "leader_epoch": -1, "old_style_offsets": []}
+            resp: dict[str, Any] = {"partition_index": index, "error_code": ErrorCode.NONE, "timestamp": -1,
+                                    "offset": -1, "leader_epoch": -1, "old_style_offsets": []}
             lookup = dp.leader_log(TopicPartition(t["name"], index))
             epoch = int(p.get("current_leader_epoch", -1))
             error = lookup.error
-            if error == 0 and lookup.state is not None and epoch != -1:
+            if error == ErrorCode.NONE and lookup.state is not None and epoch != -1:
                 if epoch < lookup.state.leader_epoch:
-                    error = FENCED_LEADER_EPOCH
+                    error = ErrorCode.FENCED_LEADER_EPOCH
                 elif epoch > lookup.state.leader_epoch:
-                    error = UNKNOWN_LEADER_EPOCH
+                    error = ErrorCode.UNKNOWN_LEADER_EPOCH
             if error or lookup.log is None or lookup.state is None:
                 resp["error_code"] = error
             else:
@@ -57,4 +54,4 @@ def handle_list_offsets(dp: DataPlane, request: Request, header: RequestHeader,
             codes.append(resp["error_code"])
             parts.append(resp)
         topics.append({"name": t["name"], "partitions": parts})
-    return HandlerResult({"throttle_time_ms": 0, "topics": topics}, tuple(codes) or (0,))
+    return HandlerResult({"throttle_time_ms": 0, "topics": topics}, tuple(codes) or (ErrorCode.NONE,))

@@ -34,17 +34,10 @@ from typing import Any
 from broker.apis.kafka_apis import HandlerResult
 from broker.network.request import Request
 from broker.protocol import RequestHeader
+from broker.protocol.error_codes import ErrorCode
 
 __all__ = ["MAX_REBALANCE_WAIT_MS", "GroupCoordinator"]
 
-NONE = 0
-ILLEGAL_GENERATION = 22
-INCONSISTENT_GROUP_PROTOCOL = 23
-INVALID_GROUP_ID = 24
-UNKNOWN_MEMBER_ID = 25
-INVALID_SESSION_TIMEOUT = 26
-REBALANCE_IN_PROGRESS = 27
-# A JoinGroup/SyncGroup never holds a handler thread longer than this (Kafka's default max.poll.interval.ms is 300 s;
 # clients retry a timed-out join, so a shorter cap only costs a retry).
 MAX_REBALANCE_WAIT_MS = 60_000
 # Kafka's group.min.session.timeout.ms / group.max.session.timeout.ms defaults.
@@ -170,20 +163,20 @@ class GroupCoordinator:
                                   "member_id": member, "members": []}, (code,))
 
         if not gid:
-            return fail(INVALID_GROUP_ID)
+            return fail(ErrorCode.INVALID_GROUP_ID)
         if not MIN_SESSION_TIMEOUT_MS <= session <= MAX_SESSION_TIMEOUT_MS:
-            return fail(INVALID_SESSION_TIMEOUT)
+            return fail(ErrorCode.INVALID_SESSION_TIMEOUT)
         with self._cond:
             g = self._groups.setdefault(gid, _Group(gid))
             self._expire(g)
             mid = str(body.get("member_id") or "")
             if mid and mid not in g.members:
-                return fail(UNKNOWN_MEMBER_ID, mid)
+                return fail(ErrorCode.UNKNOWN_MEMBER_ID, mid)
             if g.members and g.protocol_type not in (None, ptype):
-                return fail(INCONSISTENT_GROUP_PROTOCOL, mid)
+                return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, mid)
             if g.members and not set.intersection(
                     {n for n, _ in protocols}, *({n for n, _ in m.protocols} for m in g.members.values())):
-                return fail(INCONSISTENT_GROUP_PROTOCOL, mid)
+                return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, mid)
             if not mid:
                 mid = f"{header.client_id or 'member'}-{uuid.uuid4()}"
             old = g.members.get(mid)
@@ -206,17 +199,17 @@ class GroupCoordinator:
                 return g.state != "PreparingRebalance" or mid not in g.members
 
             if not self._wait(done, deadline) or mid not in g.members:
-                return fail(REBALANCE_IN_PROGRESS if mid in g.members else UNKNOWN_MEMBER_ID, mid)
+                return fail(ErrorCode.REBALANCE_IN_PROGRESS if mid in g.members else ErrorCode.UNKNOWN_MEMBER_ID, mid)
             members = []
             if mid == g.leader:
                 members = [{"member_id": m.member_id, "group_instance_id": None,
                             "metadata": dict(m.protocols).get(g.protocol or "", b"")} for m in g.members.values()]
             member.last_heartbeat = self._clock()
-            return HandlerResult({"throttle_time_ms": 0, "error_code": NONE, "generation_id": g.generation,
+            return HandlerResult({"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "generation_id": g.generation,
                                   "protocol_type": g.protocol_type,
                                   "protocol_name": g.protocol if g.protocol is not None or nullable else "",
                                   "leader": g.leader or "", "skip_assignment": False, "member_id": mid,
-                                  "members": members}, (NONE,))
+                                  "members": members}, (ErrorCode.NONE,))
 
     def sync_group(self, request: Request, header: RequestHeader, body: dict[str, Any]) -> HandlerResult:
         """SyncGroup: the leader hands out assignments; everyone gets their own once the group is Stable."""
@@ -230,11 +223,11 @@ class GroupCoordinator:
         with self._cond:
             g = self._groups.get(gid)
             if g is None or mid not in g.members:
-                return answer(UNKNOWN_MEMBER_ID)
+                return answer(ErrorCode.UNKNOWN_MEMBER_ID)
             if gen != g.generation:
-                return answer(ILLEGAL_GENERATION)
+                return answer(ErrorCode.ILLEGAL_GENERATION)
             if g.state == "PreparingRebalance":
-                return answer(REBALANCE_IN_PROGRESS)
+                return answer(ErrorCode.REBALANCE_IN_PROGRESS)
             member = g.members[mid]
             member.last_heartbeat = self._clock()
             if mid == g.leader and g.state == "CompletingRebalance":
@@ -246,8 +239,8 @@ class GroupCoordinator:
             deadline = self._clock() + min(member.session_timeout_ms, MAX_REBALANCE_WAIT_MS) / 1000
             ok = self._wait(lambda: g.state != "CompletingRebalance" or g.generation != gen, deadline)
             if not ok or g.state != "Stable" or g.generation != gen or mid not in g.members:
-                return answer(REBALANCE_IN_PROGRESS)
-            ans = answer(NONE, g.members[mid].assignment)
+                return answer(ErrorCode.REBALANCE_IN_PROGRESS)
+            ans = answer(ErrorCode.NONE, g.members[mid].assignment)
             ans.body["protocol_type"], ans.body["protocol_name"] = g.protocol_type, g.protocol
             return ans
 
@@ -257,19 +250,19 @@ class GroupCoordinator:
         gid, mid, gen = str(body["group_id"]), str(body["member_id"]), int(body["generation_id"])
         with self._cond:
             g = self._groups.get(gid)
-            code = NONE
+            code = ErrorCode.NONE
             if g is not None:
                 self._expire(g)  # first: a member whose session already ran out is gone
             if g is None or mid not in g.members:
-                code = UNKNOWN_MEMBER_ID
+                code = ErrorCode.UNKNOWN_MEMBER_ID
             else:
                 g.members[mid].last_heartbeat = self._clock()
                 if g.state == "PreparingRebalance":
                     self._maybe_complete_join(g)
                 if g.state in ("PreparingRebalance", "CompletingRebalance") or mid not in g.members:
-                    code = REBALANCE_IN_PROGRESS
+                    code = ErrorCode.REBALANCE_IN_PROGRESS
                 elif gen != g.generation:
-                    code = ILLEGAL_GENERATION
+                    code = ErrorCode.ILLEGAL_GENERATION
         return HandlerResult({"throttle_time_ms": 0, "error_code": code}, (code,))
 
     def leave_group(self, request: Request, header: RequestHeader, body: dict[str, Any]) -> HandlerResult:
@@ -282,32 +275,32 @@ class GroupCoordinator:
         with self._cond:
             g = self._groups.get(gid)
             for mid in ids:
-                code = UNKNOWN_MEMBER_ID if g is None or mid not in g.members else NONE
-                if g is not None and code == NONE:
+                code = ErrorCode.UNKNOWN_MEMBER_ID if g is None or mid not in g.members else ErrorCode.NONE
+                if g is not None and code == ErrorCode.NONE:
                     del g.members[mid]
                     if g.leader == mid:
                         g.leader = next(iter(g.members), None)
                 results.append({"member_id": mid, "group_instance_id": None, "error_code": code})
-            if g is not None and any(r["error_code"] == NONE for r in results):
+            if g is not None and any(r["error_code"] == ErrorCode.NONE for r in results):
                 self._prepare(g)
-        top = int(results[0]["error_code"]) if header.api_version < 3 and results else NONE
+        top = int(results[0]["error_code"]) if header.api_version < 3 and results else ErrorCode.NONE
         return HandlerResult({"throttle_time_ms": 0, "error_code": top, "members": results},
                              (top, *(int(r["error_code"]) for r in results)))
 
     def validate_commit(self, group: str, member: str, generation: int) -> int:
         """The error code of an OffsetCommit against group state (0 = store it)."""
         if generation < 0 and not member:
-            return NONE  # a simple (assign()) consumer
+            return ErrorCode.NONE  # a simple (assign()) consumer
         with self._cond:
             g = self._groups.get(group)
             if g is None or member not in g.members:
-                return UNKNOWN_MEMBER_ID
+                return ErrorCode.UNKNOWN_MEMBER_ID
             if g.state == "PreparingRebalance":
-                return REBALANCE_IN_PROGRESS
+                return ErrorCode.REBALANCE_IN_PROGRESS
             if generation != g.generation:
-                return ILLEGAL_GENERATION
+                return ErrorCode.ILLEGAL_GENERATION
             g.members[member].last_heartbeat = self._clock()
-            return NONE
+            return ErrorCode.NONE
 
     def describe_groups(self, request: Request, header: RequestHeader, body: dict[str, Any]) -> HandlerResult:
         """DescribeGroups: state, protocol and members (with metadata and assignment) of each group; an unknown
@@ -319,7 +312,7 @@ class GroupCoordinator:
                 g = self._groups.get(str(gid))
                 if g is not None:
                     self._expire(g)
-                entry: dict[str, Any] = {"error_code": NONE, "error_message": None, "group_id": gid,
+                entry: dict[str, Any] = {"error_code": ErrorCode.NONE, "error_message": None, "group_id": gid,
                                          "group_state": "Dead" if g is None else g.state,
                                          "protocol_type": "" if g is None else g.protocol_type or "",
                                          "protocol_data": "" if g is None else g.protocol or "", "members": [],
@@ -330,7 +323,8 @@ class GroupCoordinator:
                                          "member_metadata": dict(m.protocols).get(g.protocol or "", b""),
                                          "member_assignment": m.assignment} for m in g.members.values()]
                 out.append(entry)
-        return HandlerResult({"throttle_time_ms": 0, "groups": out}, tuple(NONE for _ in out) or (NONE,))
+        codes = tuple(ErrorCode.NONE for _ in out) or (ErrorCode.NONE,)
+        return HandlerResult({"throttle_time_ms": 0, "groups": out}, codes)
 
     def list_groups(self, request: Request, header: RequestHeader, body: dict[str, Any]) -> HandlerResult:
         """ListGroups: every group with members or committed offsets (``extra``), optionally filtered by state."""
@@ -342,7 +336,7 @@ class GroupCoordinator:
             known.setdefault(gid, ("consumer", "Empty"))
         groups = [{"group_id": gid, "protocol_type": ptype, "group_state": state, "group_type": "classic"}
                   for gid, (ptype, state) in sorted(known.items()) if not states or state.lower() in states]
-        return HandlerResult({"throttle_time_ms": 0, "error_code": NONE, "groups": groups}, (NONE,))
+        return HandlerResult({"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "groups": groups}, (ErrorCode.NONE,))
 
     def describe(self, group: str) -> dict[str, Any] | None:
         """State, generation and members of a group (for DescribeGroups and tests)."""

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from broker.apis.convert import kafka_string_to_uuid, uuid_to_kafka_string
+from broker.protocol.error_codes import ErrorCode
 from broker.state.metadata_cache import MetadataSnapshot
 from broker.state.model import LiveBroker
 
@@ -15,12 +16,6 @@ _ZERO_UUID = uuid.UUID(int=0)
 
 __all__ = ["CLIENT_SOFTWARE_RE", "api_versions_body", "metadata_body", "valid_client_software"]
 
-NONE = 0
-UNKNOWN_TOPIC_OR_PARTITION = 3
-LEADER_NOT_AVAILABLE = 5
-REPLICA_NOT_AVAILABLE = 9
-INVALID_REQUEST = 42
-UNKNOWN_TOPIC_ID = 100
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})  # Topic.isInternal
 NO_LEADER_ID = -1  # MetadataResponse.NO_LEADER_ID
 NO_CONTROLLER_ID = -1  # MetadataResponse.NO_CONTROLLER_ID
@@ -43,7 +38,7 @@ def valid_client_software(body: Mapping[str, Any], version: int) -> bool:
             and isinstance(ver, str) and CLIENT_SOFTWARE_RE.fullmatch(ver) is not None)
 
 
-def api_versions_body(advertised: Mapping[int, tuple[int, int]], error_code: int = NONE) -> dict[str, Any]:
+def api_versions_body(advertised: Mapping[int, tuple[int, int]], error_code: int = ErrorCode.NONE) -> dict[str, Any]:
     """The ApiVersions response body advertising ``advertised`` (api_key -> (min, max)), sorted by key; v3+ also
     carry :data:`FINALIZED_FEATURES_EPOCH` (a tagged field; no supported or finalized features)."""
     return {
@@ -89,20 +84,20 @@ def metadata_body(snapshot: MetadataSnapshot, body: Mapping[str, Any], version: 
             tid = t.get("topic_id")  # v10+: lookup by topic id (name null)
             name = by_id.get(uuid_to_kafka_string(tid)) if tid is not None and tid != _ZERO_UUID else None
             if name is None:
-                topics.append({"error_code": UNKNOWN_TOPIC_ID, "name": None, "topic_id": tid or _ZERO_UUID,
+                topics.append({"error_code": ErrorCode.UNKNOWN_TOPIC_ID, "name": None, "topic_id": tid or _ZERO_UUID,
                                "is_internal": False, "partitions": [],
                                "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED})
             else:
                 names.append(name)
     for name in names:
         parts = snapshot.partitions.get(name)
-        topic: dict[str, Any] = {"error_code": NONE, "name": name, "is_internal": name in INTERNAL_TOPICS,
+        topic: dict[str, Any] = {"error_code": ErrorCode.NONE, "name": name, "is_internal": name in INTERNAL_TOPICS,
                                  "partitions": [], "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
         tid = snapshot.topic_ids.get(name)
         if tid is not None:
             topic["topic_id"] = kafka_string_to_uuid(tid)
         if not parts:
-            topic["error_code"] = UNKNOWN_TOPIC_OR_PARTITION
+            topic["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             topics.append(topic)
             continue
         for idx in sorted(parts):
@@ -113,10 +108,11 @@ def metadata_body(snapshot: MetadataSnapshot, body: Mapping[str, Any], version: 
                 isr = [r for r in isr if r in alive]
             leader = alive.get(p.leader)
             if leader is None or leader.endpoint(listener) is None:
-                error, leader_id = LEADER_NOT_AVAILABLE, NO_LEADER_ID
+                error, leader_id = ErrorCode.LEADER_NOT_AVAILABLE, NO_LEADER_ID
             else:
                 leader_id = p.leader
-                error = REPLICA_NOT_AVAILABLE if (len(replicas) < len(p.replicas) or len(isr) < len(p.isr)) else NONE
+                missing = len(replicas) < len(p.replicas) or len(isr) < len(p.isr)
+                error = ErrorCode.REPLICA_NOT_AVAILABLE if missing else ErrorCode.NONE
             topic["partitions"].append({"error_code": error, "partition_index": idx, "leader_id": leader_id,
                                         "leader_epoch": p.leader_epoch, "replica_nodes": replicas, "isr_nodes": isr,
                                         "offline_replicas": list(p.offline_replicas)})

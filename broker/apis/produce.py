@@ -23,16 +23,13 @@ from broker.apis.kafka_apis import HandlerResult
 from broker.log import Log, LogError
 from broker.network.request import Request
 from broker.protocol import CorruptRecord, RequestHeader
+from broker.protocol.error_codes import ErrorCode
 from broker.protocol.records import validate_produce_records
 from broker.state import TopicPartition
 from broker.state.model import PartitionState
 
-__all__ = ["INVALID_REQUIRED_ACKS", "REQUEST_TIMED_OUT", "handle_produce"]
+__all__ = ["handle_produce"]
 
-INVALID_REQUIRED_ACKS = 21
-REQUEST_TIMED_OUT = 7
-UNKNOWN_SERVER_ERROR = -1
-NOT_LEADER = 6  # NOT_LEADER_OR_FOLLOWER
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +74,8 @@ def handle_produce(dp: DataPlane, request: Request, header: RequestHeader, body:
             if p.log.high_watermark >= p.required:
                 continue
             # DelayedProduce: leadership lost while waiting -> NOT_LEADER_OR_FOLLOWER, else the timeout
-            p.response["error_code"] = REQUEST_TIMED_OUT if dp.still_leader(p.tp, p.state) else NOT_LEADER
+            p.response["error_code"] = (ErrorCode.REQUEST_TIMED_OUT if dp.still_leader(p.tp, p.state)
+                                         else ErrorCode.NOT_LEADER_OR_FOLLOWER)
             p.response["base_offset"] = -1
     for t in responses:
         codes.extend(p["error_code"] for p in t["partition_responses"])
@@ -90,7 +88,7 @@ def handle_produce(dp: DataPlane, request: Request, header: RequestHeader, body:
 def _append_one(dp: DataPlane, topic: str, index: int, records: Any, acks: int, version: int,
                 pending: list[_Pending]) -> dict[str, Any]:
     if acks not in (0, 1, -1):
-        return _partition_response(index, INVALID_REQUIRED_ACKS)
+        return _partition_response(index, ErrorCode.INVALID_REQUIRED_ACKS)
     try:
         batch = validate_produce_records(records, version)
     except CorruptRecord as exc:
@@ -98,7 +96,7 @@ def _append_one(dp: DataPlane, topic: str, index: int, records: Any, acks: int, 
     tp = TopicPartition(topic, index)
     lookup = dp.leader_log(tp)
     if lookup.error or lookup.log is None or lookup.state is None:
-        return _partition_response(index, lookup.error or UNKNOWN_SERVER_ERROR)
+        return _partition_response(index, lookup.error or ErrorCode.UNKNOWN_SERVER_ERROR)
     log, state = lookup.log, lookup.state
     pid = batch.producer_id
     try:
@@ -126,7 +124,7 @@ def _append_one(dp: DataPlane, topic: str, index: int, records: Any, acks: int, 
         # A LeaderAndIsr made this broker a follower while the append ran (Kafka excludes this with the partition's
         # leaderIsrUpdateLock): the records are in the log but never acknowledged; the new leader's follower
         # truncation removes them, as KIP-291 describes.
-        return _partition_response(index, NOT_LEADER)
+        return _partition_response(index, ErrorCode.NOT_LEADER_OR_FOLLOWER)
     dp.meters.mark("MessagesInPerSec", topic, info.message_count)
     dp.meters.mark("BytesInPerSec", topic, info.valid_bytes)
     resp = _partition_response(index, 0, info.first_offset, info.log_start_offset)

@@ -33,6 +33,7 @@ from typing import Any
 from broker.apis.kafka_apis import HandlerResult
 from broker.network.request import Request
 from broker.protocol import RequestHeader
+from broker.protocol.error_codes import ErrorCode
 from broker.state import TopicPartition
 
 __all__ = ["CACHED_BATCHES", "MAX_PRODUCER_ENTRIES", "ProducerIds", "ProducerStates", "SequenceVerdict"]
@@ -42,9 +43,6 @@ CACHED_BATCHES = 5  # Kafka's ProducerStateEntry.NumBatchesToRetain (max.in.flig
 # producer.id.expiration.ms); a forgotten producer's next batch is accepted at any sequence.
 MAX_PRODUCER_ENTRIES = 100_000
 IDS_PER_MS_OF_UPTIME = 1000  # at most 1000 InitProducerId per ms before ids could collide after a restart
-COORDINATOR_NOT_AVAILABLE = 15
-OUT_OF_ORDER_SEQUENCE_NUMBER = 45
-INVALID_PRODUCER_EPOCH = 47
 NO_PRODUCER_ID = -1
 _INT32_MAX = 2**31 - 1
 
@@ -66,10 +64,10 @@ class ProducerIds:
         """A new id at epoch 0 (idempotent producers); transactional ids are not supported."""
         del request, header
         if body.get("transactional_id") is not None:
-            return HandlerResult({"throttle_time_ms": 0, "error_code": COORDINATOR_NOT_AVAILABLE,
-                                  "producer_id": -1, "producer_epoch": -1}, (COORDINATOR_NOT_AVAILABLE,))
-        return HandlerResult({"throttle_time_ms": 0, "error_code": 0, "producer_id": self.next_id(),
-                              "producer_epoch": 0}, (0,))
+            return HandlerResult({"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                                  "producer_id": -1, "producer_epoch": -1}, (ErrorCode.COORDINATOR_NOT_AVAILABLE,))
+        return HandlerResult({"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "producer_id": self.next_id(),
+                              "producer_epoch": 0}, (ErrorCode.NONE,))
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,16 +109,16 @@ class ProducerStates:
         if entry is None:
             return SequenceVerdict()
         if epoch < entry.epoch:
-            return SequenceVerdict(INVALID_PRODUCER_EPOCH)
+            return SequenceVerdict(ErrorCode.INVALID_PRODUCER_EPOCH)
         if epoch > entry.epoch:
-            return SequenceVerdict() if first_seq == 0 else SequenceVerdict(OUT_OF_ORDER_SEQUENCE_NUMBER)
+            return SequenceVerdict() if first_seq == 0 else SequenceVerdict(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER)
         for first, last, base in entry.batches:
             if first == first_seq and last == last_seq:
                 return SequenceVerdict(duplicate_of=base)
         if not entry.batches:
             return SequenceVerdict()
         expected = 0 if entry.batches[-1][1] == _INT32_MAX else entry.batches[-1][1] + 1
-        return SequenceVerdict() if first_seq == expected else SequenceVerdict(OUT_OF_ORDER_SEQUENCE_NUMBER)
+        return SequenceVerdict() if first_seq == expected else SequenceVerdict(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER)
 
     def record(self, tp: TopicPartition, producer_id: int, epoch: int, first_seq: int, last_seq: int,
                base_offset: int) -> None:

@@ -22,12 +22,9 @@ from broker.apis.kafka_apis import Handler, HandlerResult
 from broker.log import validate_topic_name
 from broker.network.request import Request
 from broker.protocol import RequestHeader
+from broker.protocol.error_codes import ErrorCode
 
 __all__ = ["handle_create_topics", "handle_delete_topics", "metadata_with_auto_create"]
-
-INVALID_REQUEST = 42
-INVALID_REPLICA_ASSIGNMENT = 39
-
 
 def handle_create_topics(dp: DataPlane, request: Request, header: RequestHeader,
                          body: dict[str, Any]) -> HandlerResult:
@@ -42,27 +39,30 @@ def handle_create_topics(dp: DataPlane, request: Request, header: RequestHeader,
         configs = {c["name"]: c["value"] for c in t.get("configs") or [] if c.get("value") is not None}
         assignments = t.get("assignments") or []
         message: str | None = None
+        code: int
         if counts[name] > 1:
-            code, message = INVALID_REQUEST, f"Create topics request from client contains topic {name} twice"
+            code, message = ErrorCode.INVALID_REQUEST, f"Create topics request from client contains topic {name} twice"
         elif assignments and (n != -1 or rf != -1):
-            code, message = INVALID_REQUEST, ("Both numPartitions or replicationFactor and replicasAssignments "
-                                              "were set. Both cannot be used at the same time.")
+            code = ErrorCode.INVALID_REQUEST
+            message = ("Both numPartitions or replicationFactor and replicasAssignments were set. "
+                       "Both cannot be used at the same time.")
         elif assignments and any(list(a["broker_ids"]) != [dp.state.broker_id] for a in assignments):
-            code, message = INVALID_REPLICA_ASSIGNMENT, "Replica assignment must name this broker only."
+            code, message = ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Replica assignment must name this broker only."
         else:
             if assignments:
                 n, rf = len(assignments), 1
             code, message = dp.create_topic(name, n, rf, configs, validate_only=validate_only)
-        created = code == 0
+        created = code == ErrorCode.NONE
         entry: dict[str, Any] = {"name": name, "error_code": code, "error_message": message,
-                                 "topic_config_error_code": 0,
+                                 "topic_config_error_code": ErrorCode.NONE,
                                  "num_partitions": (n if n != -1 else dp.config.num_partitions) if created else -1,
                                  "replication_factor": 1 if created else -1, "configs": []}
         if created and not validate_only:
             entry["topic_id"] = kafka_string_to_uuid(dp.topic_id(name))
         out.append(entry)
     del header
-    return HandlerResult({"throttle_time_ms": 0, "topics": out}, tuple(int(e["error_code"]) for e in out) or (0,))
+    codes = tuple(int(e["error_code"]) for e in out) or (ErrorCode.NONE,)
+    return HandlerResult({"throttle_time_ms": 0, "topics": out}, codes)
 
 
 def handle_delete_topics(dp: DataPlane, request: Request, header: RequestHeader,
@@ -78,9 +78,10 @@ def handle_delete_topics(dp: DataPlane, request: Request, header: RequestHeader,
             names.append(t.get("name") or by_id.get(uuid_to_kafka_string(t["topic_id"])))
     out: list[dict[str, Any]] = []
     for name in names:
-        code = dp.delete_topic(name) if name is not None else 100  # UNKNOWN_TOPIC_ID
+        code = dp.delete_topic(name) if name is not None else ErrorCode.UNKNOWN_TOPIC_ID
         out.append({"name": name, "error_code": code, "error_message": None})
-    return HandlerResult({"throttle_time_ms": 0, "responses": out}, tuple(int(e["error_code"]) for e in out) or (0,))
+    codes = tuple(int(e["error_code"]) for e in out) or (ErrorCode.NONE,)
+    return HandlerResult({"throttle_time_ms": 0, "responses": out}, codes)
 
 
 def metadata_with_auto_create(dp: DataPlane, base: Handler) -> Handler:

@@ -40,13 +40,13 @@ from broker.cluster.http import ControllerClient
 from broker.fetcher import ReplicaFetcherManager
 from broker.fetcher.thread import FetchSettings
 from broker.log import LogManager
-from broker.log import TopicPartition as LogTopicPartition
 from broker.log.checkpoint import read_offsets_checkpoint
 from broker.log.manager import REPLICATION_OFFSET_CHECKPOINT
 from broker.log4j import Log4j
 from broker.metrics.registry import Meter, MetricName, MetricsRegistry
 from broker.network.request import Request
 from broker.protocol import ApiKey, RequestHeader
+from broker.protocol.error_codes import ErrorCode
 from broker.state.model import Role, TopicPartition
 from broker.state.replica_manager import BrokerState
 
@@ -57,8 +57,6 @@ __all__ = ["IsrManager", "IsrMeters", "LocalLogs", "cluster_apis_factory", "main
 HEARTBEAT_INTERVAL_S = 0.5
 # Kafka 2.x default replica.lag.time.max.ms is 30 s; a laptop cluster reacts faster.
 DEFAULT_REPLICA_LAG_TIME_MAX_MS = 10_000
-NOT_CONTROLLER = 41
-# Kafka's default min.insync.replicas (the reference has no such setting): UnderMinIsr / AtMinIsr count against it.
 MIN_INSYNC_REPLICAS = 1
 
 
@@ -105,17 +103,17 @@ class LocalLogs:
         """The log end offset. ReplicaManager asks it of every partition it makes leader or follower, so the log is
         created here when missing (Kafka's ``Partition.createLogIfNotExists`` in makeLeader/makeFollower): a leader
         must serve follower fetches before its first produce."""
-        return self.logs.get_or_create_log(LogTopicPartition(tp.topic, tp.partition)).log_end_offset
+        return self.logs.get_or_create_log(tp).log_end_offset
 
     def high_watermark(self, tp: TopicPartition) -> int:
         """The high watermark (0 when there is no log yet)."""
-        log = self.logs.get_log(LogTopicPartition(tp.topic, tp.partition))
+        log = self.logs.get_log(tp)
         return log.high_watermark if log is not None else 0
 
     def delete_partitions(self, partitions: Collection[TopicPartition]) -> None:
         """StopReplica with delete."""
         for tp in partitions:
-            self.logs.delete_log(LogTopicPartition(tp.topic, tp.partition))
+            self.logs.delete_log(tp)
 
 
 class IsrManager:
@@ -169,7 +167,7 @@ class IsrManager:
         for tp, ps in self.state.partitions().items():
             if ps.role is not Role.LEADER or ps.leader != me:
                 continue
-            log = self.dp.logs.get_log(LogTopicPartition(tp.topic, tp.partition))
+            log = self.dp.logs.get_log(tp)
             if log is None:
                 continue
             with self._lock:
@@ -203,7 +201,7 @@ class IsrManager:
                                        leader_epoch, new_isr)
         logger = self.log4j.get_logger("kafka.cluster.Partition",
                                        f"[Partition {tp.topic}-{tp.partition} broker={self.state.broker_id}] ")
-        if int(answer.get("error_code", -1)) != 0:
+        if int(answer.get("error_code", ErrorCode.UNKNOWN_SERVER_ERROR)) != ErrorCode.NONE:
             logger.info(f"Failed to update ISR to {','.join(map(str, new_isr))}: error code {answer.get('error_code')}")
             if self.meters is not None:
                 self.meters.failed.mark()
@@ -214,7 +212,7 @@ class IsrManager:
             return True
         new = replace(ps, isr=tuple(new_isr), partition_epoch=int(answer.get("partition_epoch", ps.partition_epoch)))
         self.state.host_local_partitions([new])
-        log = self.dp.logs.get_log(LogTopicPartition(tp.topic, tp.partition))
+        log = self.dp.logs.get_log(tp)
         if log is not None:
             self.dp.after_leader_append(tp, log, new)  # the HW may move now that the ISR is smaller
         return True
@@ -314,13 +312,14 @@ def _forward_create_topics(client: ControllerClient) -> Handler:
         try:
             results = client.create_topics(specs)
         except (OSError, ConnectionError) as exc:
-            results = [{"name": s["name"], "error_code": NOT_CONTROLLER, "error_message": str(exc)} for s in specs]
-        status = client.status() if any(r["error_code"] == 0 for r in results) else {"partitions": []}
+            results = [{"name": s["name"], "error_code": ErrorCode.NOT_CONTROLLER, "error_message": str(exc)}
+                       for s in specs]
+        status = client.status() if any(r["error_code"] == ErrorCode.NONE for r in results) else {"partitions": []}
         out = []
         for r in results:
             parts = [p for p in status["partitions"] if p["topic"] == r["name"]]
             entry: dict[str, Any] = {"name": r["name"], "error_code": r["error_code"],
-                                     "error_message": r.get("error_message"), "topic_config_error_code": 0,
+                                     "error_message": r.get("error_message"), "topic_config_error_code": ErrorCode.NONE,
                                      "num_partitions": len(parts) if parts else -1,
                                      "replication_factor": len(parts[0]["replicas"]) if parts else -1,
                                      "configs": []}
@@ -329,7 +328,8 @@ def _forward_create_topics(client: ControllerClient) -> Handler:
                 entry["topic_id"] = kafka_string_to_uuid(tid)
             out.append(entry)
         del header
-        return HandlerResult({"throttle_time_ms": 0, "topics": out}, tuple(int(e["error_code"]) for e in out) or (0,))
+        codes = tuple(int(e["error_code"]) for e in out) or (ErrorCode.NONE,)
+        return HandlerResult({"throttle_time_ms": 0, "topics": out}, codes)
     return handle
 
 
@@ -341,7 +341,7 @@ def _observing_fetch(inner: Handler, dp: DataPlane, isr: IsrManager) -> Handler:
             for t in body.get("topics") or ():
                 for p in t.get("partitions") or ():
                     tp = TopicPartition(str(t.get("topic", "")), int(p["partition"]))
-                    log = dp.logs.get_log(LogTopicPartition(tp.topic, tp.partition))
+                    log = dp.logs.get_log(tp)
                     if log is not None:
                         seen.append((tp, int(p["fetch_offset"]), log.log_end_offset))
         for tp, offset, leo in seen:
@@ -359,7 +359,7 @@ def _leader_hw_after_leader_and_isr(inner: Handler, dp: DataPlane) -> Handler:
         me = dp.state.broker_id
         for tp, ps in dp.state.partitions().items():
             if ps.role is Role.LEADER and ps.leader == me:
-                log = dp.logs.get_log(LogTopicPartition(tp.topic, tp.partition))
+                log = dp.logs.get_log(tp)
                 if log is not None and log.high_watermark < log.log_end_offset:
                     dp.after_leader_append(tp, log, ps)
         return result

@@ -16,7 +16,8 @@ import os
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import NamedTuple
+
+from broker.topic_partition import TopicPartition
 
 from .errors import StorageError
 
@@ -32,28 +33,6 @@ __all__ = [
 ]
 
 CURRENT_VERSION = 0
-
-
-class TopicPartition(NamedTuple):
-    """A topic partition; ``str()`` gives Kafka's ``topic-partition`` (also the partition's directory name)."""
-
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
-
-    @classmethod
-    def parse_dir_name(cls, name: str) -> TopicPartition:
-        """Parse ``<topic>-<partition>``.
-
-        Raises:
-            ValueError: not a partition directory name.
-        """
-        topic, sep, part = name.rpartition("-")
-        if not sep or not topic or not part.isdigit():
-            raise ValueError(f"Found directory {name}, '{name}' is not in the form of topic-partition")
-        return cls(topic, int(part))
 
 
 class CheckpointDelay:

@@ -7,13 +7,9 @@ nothing here knows about the wire. The codes are the numbers of ``org.apache.kaf
 
 from __future__ import annotations
 
+from broker.protocol.error_codes import ErrorCode
+
 __all__ = [
-    "CORRUPT_MESSAGE",
-    "KAFKA_STORAGE_ERROR",
-    "MESSAGE_TOO_LARGE",
-    "OFFSET_OUT_OF_RANGE",
-    "RECORD_LIST_TOO_LARGE",
-    "UNKNOWN_SERVER_ERROR",
     "CorruptRecordError",
     "LogDirInUseError",
     "LogError",
@@ -24,43 +20,34 @@ __all__ = [
     "UnexpectedAppendOffsetError",
 ]
 
-# Errors.java (3.8) codes used by the storage layer.
-UNKNOWN_SERVER_ERROR = -1
-OFFSET_OUT_OF_RANGE = 1
-CORRUPT_MESSAGE = 2
-MESSAGE_TOO_LARGE = 10
-RECORD_LIST_TOO_LARGE = 18
-KAFKA_STORAGE_ERROR = 56
-
-
 class LogError(Exception):
     """Base of every error raised by :mod:`broker.log`."""
 
-    error_code: int = UNKNOWN_SERVER_ERROR
+    error_code: int = ErrorCode.UNKNOWN_SERVER_ERROR
 
 
 class CorruptRecordError(LogError):
     """A record batch with a bad CRC, a bad magic byte, or lengths that lie (Kafka's CorruptRecordException)."""
 
-    error_code = CORRUPT_MESSAGE
+    error_code = ErrorCode.CORRUPT_MESSAGE
 
 
 class RecordTooLargeError(LogError):
     """A record batch above ``max.message.bytes`` (Kafka's RecordTooLargeException)."""
 
-    error_code = MESSAGE_TOO_LARGE
+    error_code = ErrorCode.MESSAGE_TOO_LARGE
 
 
 class RecordBatchTooLargeError(LogError):
     """An append larger than ``segment.bytes``: it could never fit a segment (Kafka's RecordBatchTooLargeException)."""
 
-    error_code = RECORD_LIST_TOO_LARGE
+    error_code = ErrorCode.RECORD_LIST_TOO_LARGE
 
 
 class OffsetOutOfRangeError(LogError):
     """A read below the log start offset or above the log end offset."""
 
-    error_code = OFFSET_OUT_OF_RANGE
+    error_code = ErrorCode.OFFSET_OUT_OF_RANGE
 
     def __init__(self, message: str, *, offset: int, log_start_offset: int, log_end_offset: int) -> None:
         super().__init__(message)
@@ -72,7 +59,7 @@ class OffsetOutOfRangeError(LogError):
 class UnexpectedAppendOffsetError(LogError):
     """A follower append whose first offset is below the log end offset (the caller must truncate first)."""
 
-    error_code = UNKNOWN_SERVER_ERROR
+    error_code = ErrorCode.UNKNOWN_SERVER_ERROR
 
     def __init__(self, message: str, *, first_offset: int, log_end_offset: int) -> None:
         super().__init__(message)
@@ -83,7 +70,7 @@ class UnexpectedAppendOffsetError(LogError):
 class StorageError(LogError):
     """An I/O failure on a log directory (Kafka's KafkaStorageException)."""
 
-    error_code = KAFKA_STORAGE_ERROR
+    error_code = ErrorCode.KAFKA_STORAGE_ERROR
 
 
 class LogDirInUseError(StorageError):

@@ -27,6 +27,7 @@ from typing import Any
 from broker.cluster.launcher import Cluster, ClusterSpec
 from broker.controller.requests import leader_and_isr_body
 from broker.protocol import ApiKey, decode_response, encode_request
+from broker.protocol.error_codes import ErrorCode
 from broker.scenarios.base import (
     Load,
     Timeline,
@@ -101,7 +102,7 @@ def broker_bounce(d: Path, tl: Timeline) -> None:
         tl.emit("broker-restarted", broker=2, broker_epoch=st["brokers"]["2"]["epoch"], previous_epoch=old)
         code = _stale_leader_and_isr(cluster, 2, old, st)
         tl.emit("stale-request-sent", broker=2, api="LeaderAndIsr", broker_epoch=old, error_code=code,
-                fenced=code == 77)
+                fenced=code == ErrorCode.STALE_BROKER_EPOCH)
         wait_until("ISR restored", lambda: all(2 in p["isr"] for p in controller_status(cluster)["partitions"]),
                    timeout_s=60)
         tl.emit("isr-restored", broker=2)

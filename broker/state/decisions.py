@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
+from broker.protocol.error_codes import ErrorCode
 from broker.state.model import (
     EPOCH_DURING_DELETE,
     INITIAL_LEADER_EPOCH,
@@ -23,11 +24,6 @@ from broker.state.model import (
 )
 
 __all__ = [
-    "FENCED_LEADER_EPOCH",
-    "NONE",
-    "STALE_BROKER_EPOCH",
-    "STALE_CONTROLLER_EPOCH",
-    "UNKNOWN_TOPIC_OR_PARTITION",
     "LeaderAndIsrDecision",
     "Outcome",
     "StopReplicaDecision",
@@ -38,13 +34,6 @@ __all__ = [
 ]
 
 # Kafka error codes used by the control requests (Errors.java).
-NONE = 0
-UNKNOWN_TOPIC_OR_PARTITION = 3
-STALE_CONTROLLER_EPOCH = 11
-FENCED_LEADER_EPOCH = 74
-STALE_BROKER_EPOCH = 77
-
-
 def is_broker_epoch_stale(request_epoch: int, current_epoch: int, max_broker_epoch: int | None = None) -> bool:
     """STALE_BROKER_EPOCH rule.
 
@@ -101,15 +90,17 @@ def plan_leader_and_isr(hosted: Mapping[TopicPartition, PartitionState], partiti
         if state.leader_epoch > current_epoch:
             if local_broker_id not in state.replicas:
                 plan.append(LeaderAndIsrDecision(state, current_epoch, Outcome.NOT_IN_REPLICAS,
-                                                 UNKNOWN_TOPIC_OR_PARTITION))
+                                                 ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             elif state.leader == local_broker_id:
-                plan.append(LeaderAndIsrDecision(state, current_epoch, Outcome.BECOME_LEADER, NONE))
+                plan.append(LeaderAndIsrDecision(state, current_epoch, Outcome.BECOME_LEADER, ErrorCode.NONE))
             else:
-                plan.append(LeaderAndIsrDecision(state, current_epoch, Outcome.BECOME_FOLLOWER, NONE))
+                plan.append(LeaderAndIsrDecision(state, current_epoch, Outcome.BECOME_FOLLOWER, ErrorCode.NONE))
         elif state.leader_epoch < current_epoch:
-            plan.append(LeaderAndIsrDecision(state, current_epoch, Outcome.STALE_SMALLER, STALE_CONTROLLER_EPOCH))
+            stale = ErrorCode.STALE_CONTROLLER_EPOCH
+            plan.append(LeaderAndIsrDecision(state, current_epoch, Outcome.STALE_SMALLER, stale))
         else:
-            plan.append(LeaderAndIsrDecision(state, current_epoch, Outcome.STALE_EQUAL, STALE_CONTROLLER_EPOCH))
+            stale = ErrorCode.STALE_CONTROLLER_EPOCH
+            plan.append(LeaderAndIsrDecision(state, current_epoch, Outcome.STALE_EQUAL, stale))
     return plan
 
 
@@ -135,13 +126,13 @@ def plan_stop_replica(hosted: Mapping[TopicPartition, PartitionState],
     for state in partitions:
         current = hosted.get(state.tp)
         if current is None:
-            plan.append(StopReplicaDecision(state, None, Outcome.STOP, NONE))
+            plan.append(StopReplicaDecision(state, None, Outcome.STOP, ErrorCode.NONE))
             continue
         epoch = current.leader_epoch
         if state.leader_epoch in (EPOCH_DURING_DELETE, NO_EPOCH) or state.leader_epoch > epoch:
-            plan.append(StopReplicaDecision(state, epoch, Outcome.STOP, NONE))
+            plan.append(StopReplicaDecision(state, epoch, Outcome.STOP, ErrorCode.NONE))
         elif state.leader_epoch < epoch:
-            plan.append(StopReplicaDecision(state, epoch, Outcome.STALE_SMALLER, FENCED_LEADER_EPOCH))
+            plan.append(StopReplicaDecision(state, epoch, Outcome.STALE_SMALLER, ErrorCode.FENCED_LEADER_EPOCH))
         else:
-            plan.append(StopReplicaDecision(state, epoch, Outcome.STALE_EQUAL, FENCED_LEADER_EPOCH))
+            plan.append(StopReplicaDecision(state, epoch, Outcome.STALE_EQUAL, ErrorCode.FENCED_LEADER_EPOCH))
     return plan

@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import NamedTuple, Protocol
+from typing import Protocol
+
+from broker.topic_partition import TopicPartition
 
 __all__ = [
     "EPOCH_DURING_DELETE",
@@ -52,16 +54,6 @@ def kafka_list(values: Sequence[int]) -> str:
 
 def _bool(value: bool) -> str:
     return "true" if value else "false"
-
-
-class TopicPartition(NamedTuple):
-    """``TopicPartition``; ``str()`` is Kafka's ``topic-partition``."""
-
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
 
 class Role(Enum):

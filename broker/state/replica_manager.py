@@ -33,6 +33,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from broker.log4j import Log4j, default_log4j
+from broker.protocol.error_codes import ErrorCode
 from broker.state import decisions
 from broker.state.decisions import Outcome
 from broker.state.metadata_cache import MetadataCache
@@ -92,7 +93,7 @@ class StopReplicaResult:
 class ControllerMovedError(Exception):
     """UpdateMetadata from an older controller epoch (Kafka's ControllerMovedException -> STALE_CONTROLLER_EPOCH)."""
 
-    error_code = decisions.STALE_CONTROLLER_EPOCH
+    error_code = ErrorCode.STALE_CONTROLLER_EPOCH
 
 
 class BrokerState:
@@ -198,7 +199,7 @@ class BrokerState:
                 log.warn(f"Ignoring LeaderAndIsr request from controller {cid} with correlation id {correlation_id} "
                          f"since its controller epoch {request.controller_epoch} is old. Latest known controller "
                          f"epoch is {self.controller_epoch}")
-                code = decisions.STALE_CONTROLLER_EPOCH
+                code = ErrorCode.STALE_CONTROLLER_EPOCH
                 result = LeaderAndIsrResult(code, [(s.tp, code) for s in request.partitions], [], [])
             else:
                 self.controller_epoch = request.controller_epoch
@@ -239,7 +240,7 @@ class BrokerState:
             errors[tp] = d.error
         leaders = self._make_leaders(correlation_id, cid, cepoch, to_lead, request) if to_lead else []
         followers = self._make_followers(correlation_id, cid, cepoch, to_follow, request) if to_follow else []
-        return LeaderAndIsrResult(decisions.NONE, list(errors.items()), leaders, followers)
+        return LeaderAndIsrResult(ErrorCode.NONE, list(errors.items()), leaders, followers)
 
     def _make_leaders(self, corr: int, cid: int, cepoch: int, states: list[LeaderAndIsrPartition],
                       request: LeaderAndIsrRequestModel) -> list[TopicPartition]:
@@ -349,7 +350,7 @@ class BrokerState:
                 log.warn(f"Ignoring StopReplica request from controller {cid} with correlation id {correlation_id} "
                          f"since its controller epoch {cepoch} is old. Latest known controller epoch is "
                          f"{self.controller_epoch}")
-                return StopReplicaResult(decisions.STALE_CONTROLLER_EPOCH, [])
+                return StopReplicaResult(ErrorCode.STALE_CONTROLLER_EPOCH, [])
             self.controller_epoch = cepoch
             self._work = dict(self._partitions)
             try:
@@ -382,7 +383,7 @@ class BrokerState:
         if deleted:
             self.local_log.delete_partitions(deleted)
         self.fetcher_manager.shutdown_idle_fetcher_threads()
-        return StopReplicaResult(decisions.NONE, list(errors.items()))
+        return StopReplicaResult(ErrorCode.NONE, list(errors.items()))
 
     # ----------------------------------------------------------------------------------------------- UpdateMetadata
     def maybe_update_metadata_cache(self, correlation_id: int,

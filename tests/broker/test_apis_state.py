@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from broker.protocol.error_codes import ErrorCode
 from broker.state.decisions import (
-    FENCED_LEADER_EPOCH,
-    NONE,
-    STALE_CONTROLLER_EPOCH,
-    UNKNOWN_TOPIC_OR_PARTITION,
     Outcome,
     is_broker_epoch_stale,
     is_controller_epoch_stale,
@@ -56,11 +53,11 @@ def test_plan_leader_and_isr() -> None:
         _req(4, leader=2, epoch=0, replicas=(2, 3)),  # not a replica here
     ), local_broker_id=1)
     assert [(d.state.partition, d.outcome, d.error, d.current_leader_epoch) for d in plan] == [
-        (0, Outcome.STALE_EQUAL, STALE_CONTROLLER_EPOCH, 3),
-        (1, Outcome.STALE_SMALLER, STALE_CONTROLLER_EPOCH, 3),
-        (2, Outcome.BECOME_LEADER, NONE, -1),
-        (3, Outcome.BECOME_FOLLOWER, NONE, -1),
-        (4, Outcome.NOT_IN_REPLICAS, UNKNOWN_TOPIC_OR_PARTITION, -1),
+        (0, Outcome.STALE_EQUAL, ErrorCode.STALE_CONTROLLER_EPOCH, 3),
+        (1, Outcome.STALE_SMALLER, ErrorCode.STALE_CONTROLLER_EPOCH, 3),
+        (2, Outcome.BECOME_LEADER, ErrorCode.NONE, -1),
+        (3, Outcome.BECOME_FOLLOWER, ErrorCode.NONE, -1),
+        (4, Outcome.NOT_IN_REPLICAS, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1),
     ]
 
 
@@ -75,8 +72,9 @@ def test_plan_stop_replica() -> None:
         StopReplicaPartition("t", 9, 0, True),    # not hosted: stop (delete leftovers)
     ))
     assert [(d.state.partition, d.outcome, d.error) for d in plan] == [
-        (0, Outcome.STOP, NONE), (1, Outcome.STOP, NONE), (2, Outcome.STOP, NONE),
-        (3, Outcome.STALE_EQUAL, FENCED_LEADER_EPOCH), (4, Outcome.STALE_SMALLER, FENCED_LEADER_EPOCH),
-        (9, Outcome.STOP, NONE),
+        (0, Outcome.STOP, ErrorCode.NONE), (1, Outcome.STOP, ErrorCode.NONE), (2, Outcome.STOP, ErrorCode.NONE),
+        (3, Outcome.STALE_EQUAL, ErrorCode.FENCED_LEADER_EPOCH),
+        (4, Outcome.STALE_SMALLER, ErrorCode.FENCED_LEADER_EPOCH),
+        (9, Outcome.STOP, ErrorCode.NONE),
     ]
     assert plan[-1].current_leader_epoch is None

@@ -51,6 +51,24 @@ def create(w: Wire, topic: str, partitions: int = 1) -> None:
 
 
 @pytest.mark.timeout(60)
+def test_fetch_checks_the_current_leader_epoch_with_kafkas_codes(tmp_path: Path) -> None:
+    """KIP-320: a newer epoch than the leader's is UNKNOWN_LEADER_EPOCH (75); -1 means "not checked"."""
+    with broker(tmp_path) as server:
+        w = Wire(server.bound_port("PLAINTEXT"))
+        create(w, "epochs")
+        leader_epoch = w.call(ApiKey.METADATA, 9, {"topics": [{"name": "epochs"}], "allow_auto_topic_creation": False,
+                                                  "include_cluster_authorized_operations": False,
+                                                  "include_topic_authorized_operations": False}
+                              )["topics"][0]["partitions"][0]["leader_epoch"]
+        codes = {}
+        for label, epoch in (("unset", -1), ("current", leader_epoch), ("newer", leader_epoch + 1)):
+            body = fetch_body("epochs", 0)
+            body["topics"][0]["partitions"][0]["current_leader_epoch"] = epoch
+            codes[label] = part(w.call(ApiKey.FETCH, FETCH_V, body), parts="partitions")["error_code"]
+        assert codes == {"unset": 0, "current": 0, "newer": 75}
+
+
+@pytest.mark.timeout(60)
 def test_bad_input_gets_kafka_error_codes_and_the_connection_and_log_stay_healthy(tmp_path: Path) -> None:
     with broker(tmp_path, auto__create__topics__enable="false", message__max__bytes=2000) as server:
         w = Wire(server.bound_port("PLAINTEXT"))

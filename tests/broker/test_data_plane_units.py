@@ -10,9 +10,10 @@ import pytest
 
 from broker.apis.membership import GroupCoordinator
 from broker.apis.offsets import CommittedOffset, OffsetStore
-from broker.apis.producers import INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER, ProducerStates
+from broker.apis.producers import ProducerStates
 from broker.network.request import Request
 from broker.protocol import ApiKey, RequestHeader
+from broker.protocol.error_codes import ErrorCode
 from broker.protocol.records import build_batch, decode_records, parse_batches
 from broker.purgatory import Purgatory
 from broker.state import TopicPartition
@@ -54,13 +55,13 @@ def test_producer_sequences_duplicates_gaps_and_epochs() -> None:
     assert ps.check(TP, 7, 0, 0, 4).error == 0
     ps.record(TP, 7, 0, 0, 4, 100)
     assert ps.check(TP, 7, 0, 0, 4).duplicate_of == 100  # a retry
-    assert ps.check(TP, 7, 0, 6, 9).error == OUT_OF_ORDER_SEQUENCE_NUMBER  # a gap
+    assert ps.check(TP, 7, 0, 6, 9).error == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER  # a gap
     assert ps.check(TP, 7, 0, 5, 9).error == 0
     ps.record(TP, 7, 0, 5, 9, 105)
-    assert ps.check(TP, 7, 1, 3, 4).error == OUT_OF_ORDER_SEQUENCE_NUMBER  # new epoch must start at 0
+    assert ps.check(TP, 7, 1, 3, 4).error == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER  # new epoch must start at 0
     assert ps.check(TP, 7, 1, 0, 0).error == 0
     ps.record(TP, 7, 1, 0, 0, 110)
-    assert ps.check(TP, 7, 0, 10, 10).error == INVALID_PRODUCER_EPOCH  # fenced
+    assert ps.check(TP, 7, 0, 10, 10).error == ErrorCode.INVALID_PRODUCER_EPOCH  # fenced
     assert ps.check(TP, 8, 0, 42, 42).error == 0  # unknown producer (e.g. after a restart): accepted
     assert ps.check(TP, -1, -1, -1, -1).error == 0  # not idempotent
 

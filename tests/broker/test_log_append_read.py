@@ -18,7 +18,7 @@ from broker.log import (
     UnexpectedAppendOffsetError,
 )
 from broker.log._batch import validate_batches
-from broker.log.errors import CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, OFFSET_OUT_OF_RANGE
+from broker.protocol.error_codes import ErrorCode
 from tests.broker.test_log_support import TP, base_offsets, batch, compress, open_log
 
 SMALL = LogConfig(segment_bytes=4_000, index_interval_bytes=300)
@@ -109,7 +109,7 @@ def test_out_of_range_reads(tmp_path: Path, offset: int) -> None:
     log.append_as_leader(batch(10), 0)
     with pytest.raises(OffsetOutOfRangeError) as err:
         log.read(offset, 100)
-    assert err.value.error_code == OFFSET_OUT_OF_RANGE
+    assert err.value.error_code == ErrorCode.OFFSET_OUT_OF_RANGE
     assert str(err.value) == (f"Received request for offset {offset} for partition {TP}, but we only have log "
                               f"segments in the range 0 to 10.")
     log.close()
@@ -149,7 +149,7 @@ def test_corrupt_input_is_rejected_and_the_log_stays_healthy(tmp_path: Path, man
     bad = mangle(good)
     with pytest.raises(CorruptRecordError, match=needle.replace("(", r"\(")) as err:
         log.append_as_leader(good + bad if bad else bad, 0)  # a good batch in front must not be appended either
-    assert err.value.error_code == CORRUPT_MESSAGE
+    assert err.value.error_code == ErrorCode.CORRUPT_MESSAGE
     assert log.log_end_offset == 2
     assert log.append_as_leader(good, 0).first_offset == 2
     assert base_offsets(log.read(0, 10**6).records) == [0, 2]
@@ -160,7 +160,7 @@ def test_batch_above_max_message_bytes(tmp_path: Path) -> None:
     log = open_log(tmp_path, LogConfig(max_message_bytes=500))
     with pytest.raises(RecordTooLargeError) as err:
         log.append_as_leader(batch(5, size=200), 0)
-    assert err.value.error_code == MESSAGE_TOO_LARGE
+    assert err.value.error_code == ErrorCode.MESSAGE_TOO_LARGE
     assert log.log_end_offset == 0
     log.close()
 
