@@ -8,14 +8,15 @@ occurrence, NONE included, as ``AbstractResponse.errorCounts``). Both planes sha
 the existing metric), so LeaderAndIsr metrics are plane-agnostic as in Kafka.
 
 When ``kafka.request.logger`` is enabled for DEBUG and the handler gave ``request_json``, the processor thread writes
-the 2.8 JSON ``Completed request:{...}`` line (broker.log4j.format_completed_request) with the same timings.
+the 2.8 JSON ``Completed request:{...}`` line (:mod:`broker.network.request_log`) with the same timings.
 """
 
 from __future__ import annotations
 
-from broker.log4j import KafkaLogger, format_completed_request, nanos_to_ms
+from broker.log4j import KafkaLogger
 from broker.metrics.registry import Histogram, Meter, MetricName, MetricsRegistry
 from broker.network.request import Request, Response
+from broker.network.request_log import format_completed_request, nanos_to_ms
 from broker.protocol import API_NAMES, ApiKey, CorruptRequest, ErrorCode, request_header_version
 from broker.protocol.headers import read_request_header
 
