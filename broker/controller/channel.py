@@ -99,8 +99,7 @@ class RequestSendThread(threading.Thread):
         self._running.set()
         self._stopped = threading.Event()
         self._client = BlockingClient(
-            node.host,
-            node.port,
+            node,
             peer=f"broker {node.id}",
             client_id=str(manager.client_id),
             timeout_s=manager.request_timeout_ms / 1000,

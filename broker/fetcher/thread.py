@@ -115,8 +115,7 @@ class ReplicaFetcherThread(threading.Thread):
         self._running.set()
         self._wake = threading.Event()
         self._client = BlockingClient(
-            leader.host,
-            leader.port,
+            leader,
             peer=f"leader {leader.id}",
             client_id=f"broker-{broker_id}-fetcher-0",
             timeout_s=settings.socket_timeout_ms / 1000,

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import socket
 import struct
-from typing import Any
+from typing import Any, Protocol
 
 from broker.protocol import ProtocolError, decode_response, encode_request
 
-__all__ = ["MAX_RESPONSE_BYTES", "BlockingClient", "ClientError", "with_correlation_id"]
+__all__ = ["MAX_RESPONSE_BYTES", "BlockingClient", "ClientError", "Endpoint", "with_correlation_id"]
 
 # The largest response frame (without its 4-byte size prefix) a BlockingClient reads; a larger (or negative) size
 # prefix is a corrupt stream: the connection is closed. The biggest response asked for is a follower's Fetch: at most
@@ -41,6 +41,16 @@ _RECV_CHUNK_BYTES = 1 << 20
 _I32 = struct.Struct(">i")
 # Offsets of the correlation id in a framed request: size(4) api_key(2) api_version(2) correlation_id(4).
 _CORRELATION_START, _CORRELATION_END = 8, 12
+
+
+class Endpoint(Protocol):
+    """Where a :class:`BlockingClient` connects (a controller's ``BrokerNode``, a follower's ``BrokerEndPoint``)."""
+
+    @property
+    def host(self) -> str: ...
+
+    @property
+    def port(self) -> int: ...
 
 
 class ClientError(ConnectionError):
@@ -66,18 +76,17 @@ class BlockingClient:
     """A blocking connection to one Kafka listener, one request at a time (see the module docstring).
 
     Args:
-        host: the peer's host.
-        port: the peer's port.
+        endpoint: the peer's listener.
         peer: how error messages name the peer (``broker 1``, ``leader 2``).
         client_id: the ``client_id`` of every request header.
         timeout_s: connect timeout, and timeout of each send and receive.
     """
 
-    def __init__(self, host: str, port: int, *, peer: str, client_id: str, timeout_s: float) -> None:
+    def __init__(self, endpoint: Endpoint, *, peer: str, client_id: str, timeout_s: float) -> None:
         if timeout_s <= 0:
             raise ValueError("timeout_s must be > 0")
-        self.host = host
-        self.port = port
+        self.host = endpoint.host
+        self.port = endpoint.port
         self.peer = peer
         self.client_id = client_id
         self.timeout_s = timeout_s

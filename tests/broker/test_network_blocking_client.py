@@ -15,6 +15,7 @@ from broker.network.client import MAX_RESPONSE_BYTES, BlockingClient, ClientErro
 from broker.protocol import ApiKey, encode_request
 from broker.protocol.api import encode_response
 from broker.protocol.headers import RequestHeader
+from broker.state.model import BrokerEndPoint
 
 _I32 = struct.Struct(">i")
 API_VERSIONS = int(ApiKey.API_VERSIONS)
@@ -84,7 +85,7 @@ def api_versions_answer(request: bytes, correlation_shift: int = 0) -> bytes:
 
 
 def client(port: int, timeout_s: float = 2.0) -> BlockingClient:
-    return BlockingClient("127.0.0.1", port, peer="broker 9", client_id="test", timeout_s=timeout_s)
+    return BlockingClient(BrokerEndPoint(9, "127.0.0.1", port), peer="broker 9", client_id="test", timeout_s=timeout_s)
 
 
 def test_round_trips_with_the_callers_correlation_ids_and_reconnects_after_close() -> None:
