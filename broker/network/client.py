@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 from broker.protocol import ProtocolError, decode_response, encode_request
 
-__all__ = ["MAX_RESPONSE_BYTES", "BlockingClient", "ClientError", "Endpoint", "with_correlation_id"]
+__all__ = ["MAX_RESPONSE_BYTES", "BlockingClient", "ClientError", "HostPort", "with_correlation_id"]
 
 # The largest response frame (without its 4-byte size prefix) a BlockingClient reads; a larger (or negative) size
 # prefix is a corrupt stream: the connection is closed. The biggest response asked for is a follower's Fetch: at most
@@ -43,8 +43,8 @@ _I32 = struct.Struct(">i")
 _CORRELATION_START, _CORRELATION_END = 8, 12
 
 
-class Endpoint(Protocol):
-    """Where a :class:`BlockingClient` connects (a controller's ``BrokerNode``, a follower's ``BrokerEndPoint``)."""
+class HostPort(Protocol):
+    """Where a :class:`BlockingClient` connects: a controller's ``BrokerNode``, a follower's ``BrokerEndPoint``."""
 
     @property
     def host(self) -> str: ...
@@ -82,7 +82,7 @@ class BlockingClient:
         timeout_s: connect timeout, and timeout of each send and receive.
     """
 
-    def __init__(self, endpoint: Endpoint, *, peer: str, client_id: str, timeout_s: float) -> None:
+    def __init__(self, endpoint: HostPort, *, peer: str, client_id: str, timeout_s: float) -> None:
         if timeout_s <= 0:
             raise ValueError("timeout_s must be > 0")
         self.host = endpoint.host
