@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from broker.log4j import KafkaLogger
+from broker.protocol.batch import RecordBatchInfo
 
-from ._batch import BatchInfo
 from .config import LogConfig
 from .segment import LOG_SUFFIX, LogSegment
 
@@ -47,23 +47,32 @@ def _clean_leftovers(directory: Path) -> set[int]:
         path = directory / name
         if name.endswith((_DELETED_SUFFIX, _TMP_SUFFIX)):
             path.unlink(missing_ok=True)
-        elif name.endswith(LOG_SUFFIX) and name[:-len(LOG_SUFFIX)].isdigit():
-            bases.add(int(name[:-len(LOG_SUFFIX)]))
+        elif name.endswith(LOG_SUFFIX) and name[: -len(LOG_SUFFIX)].isdigit():
+            bases.add(int(name[: -len(LOG_SUFFIX)]))
     for name in names:
         for suffix in _INDEX_SUFFIXES:
-            stem = name[:-len(suffix)]
+            stem = name[: -len(suffix)]
             if name.endswith(suffix) and stem.isdigit() and int(stem) not in bases:
                 (directory / name).unlink(missing_ok=True)
     return bases
 
 
-def load_segments(directory: Path, config: LogConfig, *, recovery_point: int, clean_shutdown: bool, now_ms: int,
-                  log: KafkaLogger, segment_log: KafkaLogger,
-                  on_batch: Callable[[BatchInfo], None]) -> LoadResult:
+def load_segments(
+    directory: Path,
+    config: LogConfig,
+    *,
+    recovery_point: int,
+    clean_shutdown: bool,
+    now_ms: int,
+    log: KafkaLogger,
+    segment_log: KafkaLogger,
+    on_batch: Callable[[RecordBatchInfo], None],
+) -> LoadResult:
     """Open (and, after a crash, recover) the segments of one partition directory; see the module docstring."""
     bases = sorted(_clean_leftovers(directory))
-    segments = [LogSegment(directory, base, config.index_interval_bytes, config.segment_index_bytes, now_ms)
-                for base in bases]
+    segments = [
+        LogSegment(directory, base, config.index_interval_bytes, config.segment_index_bytes, now_ms) for base in bases
+    ]
     recovered = truncated_total = 0
     kept: list[LogSegment] = []
     for i, segment in enumerate(segments):
@@ -75,18 +84,21 @@ def load_segments(directory: Path, config: LogConfig, *, recovery_point: int, cl
         if unflushed:
             log.info(f"Recovering unflushed segment {segment.base_offset}")
         else:
-            log.warn(f"Found a corrupted index file corresponding to log file {segment.log_path} due to "
-                     f"failed sanity check}}, recovering segment and rebuilding index files...")
+            log.warn(
+                f"Found a corrupted index file corresponding to log file {segment.log_path} due to "
+                f"failed sanity check}}, recovering segment and rebuilding index files..."
+            )
         recovered += 1
         truncated = segment.recover(None, on_batch)  # followers may hold batches above max.message.bytes
         kept.append(segment)
         if truncated > 0:
             truncated_total += truncated
-            segment_log.warn(f"Found invalid messages in log segment {segment.log_path} at byte offset "
-                             f"{segment.size}: {segment.recovery_error}.")
-            log.warn(f"Corruption found in segment {segment.base_offset}, truncating to offset "
-                     f"{segment.next_offset}")
-            for later in segments[i + 1:]:
+            segment_log.warn(
+                f"Found invalid messages in log segment {segment.log_path} at byte offset "
+                f"{segment.size}: {segment.recovery_error}."
+            )
+            log.warn(f"Corruption found in segment {segment.base_offset}, truncating to offset {segment.next_offset}")
+            for later in segments[i + 1 :]:
                 later.delete_files()
                 later.close()
             break

@@ -16,11 +16,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 from broker.log4j import Log4j, default_log4j
+from broker.protocol.batch import (
+    RecordBatchInfo,
+    read_batch_header,
+    set_base_offset,
+    set_log_append_time,
+    set_partition_leader_epoch,
+)
 
-from ._batch import BatchInfo, patch_offset_and_epoch, read_header, stamp_log_append_time, validate_batches
+from ._batch import check_record_framing, validate_batches
 from ._lines import DEFAULT_LINE_VERSION, log_identity, log_start_offset_line
 from ._loader import load_segments
-from ._records import check_record_framing
 from ._retention import (
     Predicate,
     deletable_prefix,
@@ -64,12 +70,22 @@ class Log:
     """A partition directory ``<log.dir>/<topic>-<partition>`` and its segments (the broker gets them from
     :class:`~broker.log.manager.LogManager`; tests may build one directly)."""
 
-    def __init__(self, directory: Path, topic_partition: TopicPartition, config: LogConfig, *,
-                 recovery_point: int = 0, log_start_offset: int = 0, high_watermark: int | None = None,
-                 clean_shutdown: bool = False, clock: Callable[[], int] = wall_clock_ms, log4j: Log4j | None = None,
-                 epoch_checkpoint_delay: CheckpointDelay | None = None,
-                 flush_listener: Callable[[float], None] | None = None,
-                 line_version: str = DEFAULT_LINE_VERSION) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        topic_partition: TopicPartition,
+        config: LogConfig,
+        *,
+        recovery_point: int = 0,
+        log_start_offset: int = 0,
+        high_watermark: int | None = None,
+        clean_shutdown: bool = False,
+        clock: Callable[[], int] = wall_clock_ms,
+        log4j: Log4j | None = None,
+        epoch_checkpoint_delay: CheckpointDelay | None = None,
+        flush_listener: Callable[[float], None] | None = None,
+        line_version: str = DEFAULT_LINE_VERSION,
+    ) -> None:
         """Open (creating if needed) and load the partition directory; see :mod:`broker.log._loader`."""
         started = time.monotonic()
         self.dir = directory
@@ -87,9 +103,15 @@ class Log:
         directory.mkdir(parents=True, exist_ok=True)
         self.epoch_cache = LeaderEpochCache(directory, str(topic_partition), delay=epoch_checkpoint_delay, log4j=logs)
         result = load_segments(
-            directory, config, recovery_point=recovery_point, clean_shutdown=clean_shutdown, now_ms=clock(),
-            log=self.logger, segment_log=logs.get_logger("kafka.log.LogSegment"),
-            on_batch=lambda b: self.epoch_cache.assign(b.partition_leader_epoch, b.base_offset))
+            directory,
+            config,
+            recovery_point=recovery_point,
+            clean_shutdown=clean_shutdown,
+            now_ms=clock(),
+            log=self.logger,
+            segment_log=logs.get_logger("kafka.log.LogSegment"),
+            on_batch=lambda b: self.epoch_cache.assign(b.partition_leader_epoch, b.base_offset),
+        )
         segments = result.segments
         if not segments:
             segments = [self._new_segment(log_start_offset)]
@@ -107,7 +129,8 @@ class Log:
         self.epoch_cache.clear_and_flush_earliest(self._log_start_offset)
         self.logger.info(
             f"Completed load of log with {len(segments)} segments, log start offset {self._log_start_offset} and "
-            f"log end offset {self._next_offset} in {int((time.monotonic() - started) * 1000)} ms")
+            f"log end offset {self._next_offset} in {int((time.monotonic() - started) * 1000)} ms"
+        )
 
     # -- offsets ------------------------------------------------------------------------------------------------
     @property
@@ -150,8 +173,9 @@ class Log:
             return self._high_watermark
 
     # -- appends ------------------------------------------------------------------------------------------------
-    def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int, *,
-                         durable: bool = False) -> AppendInfo:
+    def append_as_leader(
+        self, records: bytes | bytearray | memoryview, leader_epoch: int, *, durable: bool = False
+    ) -> AppendInfo:
         """Validate ``records``, assign offsets from the log end offset, stamp ``leader_epoch``, append.
 
         Args:
@@ -173,11 +197,12 @@ class Log:
             offset = self._next_offset
             stamp = self.config.message_timestamp_type == "LogAppendTime"
             for info in batches:
-                patch_offset_and_epoch(buf, info.position, offset, leader_epoch)
+                set_base_offset(buf, info.position, offset)
+                set_partition_leader_epoch(buf, info.position, leader_epoch)
                 if stamp:
-                    stamp_log_append_time(buf, info, now)
+                    set_log_append_time(buf, info.position, info.size, now)
                 offset += info.last_offset_delta + 1
-            patched = [read_header(buf, info.position) for info in batches]
+            patched = [read_batch_header(buf, info.position) for info in batches]
             result = self._append_locked(buf, patched, now, -1 if not stamp else now)
         self._after_append(durable, result.last_offset + 1)
         return result
@@ -201,18 +226,22 @@ class Log:
                         f"less than the next offset {expected}. First 10 offsets in append: "
                         f"{[b.base_offset for b in batches[:10]]}, last offset in append: {batches[-1].last_offset}. "
                         f"Log start offset = {self._log_start_offset}",
-                        first_offset=info.base_offset, log_end_offset=self._next_offset)
+                        first_offset=info.base_offset,
+                        log_end_offset=self._next_offset,
+                    )
                 expected = info.next_offset
             result = self._append_locked(records, batches, self._clock(), -1)
         self._after_append(durable, result.last_offset + 1)
         return result
 
-    def _append_locked(self, buf: bytes | bytearray | memoryview, batches: list[BatchInfo], now: int,
-                       log_append_time: int) -> AppendInfo:
+    def _append_locked(
+        self, buf: bytes | bytearray | memoryview, batches: list[RecordBatchInfo], now: int, log_append_time: int
+    ) -> AppendInfo:
         if len(buf) > self.config.segment_bytes:
             raise RecordBatchTooLargeError(
                 f"Message batch size is {len(buf)} bytes in append to partition {self.topic_partition} which exceeds "
-                f"the maximum configured segment size of {self.config.segment_bytes}.")
+                f"the maximum configured segment size of {self.config.segment_bytes}."
+            )
         first, last = batches[0].base_offset, batches[-1].last_offset
         segment = self._segments[-1]
         newest = max(b.max_timestamp for b in batches)
@@ -223,8 +252,17 @@ class Log:
         segment.append(buf, batches)
         self._next_offset = batches[-1].next_offset
         best = max(batches, key=lambda b: b.max_timestamp)
-        return AppendInfo(first, last, log_append_time, self._log_start_offset, best.max_timestamp, best.last_offset,
-                          len(batches), last - first + 1, len(buf))
+        return AppendInfo(
+            first,
+            last,
+            log_append_time,
+            self._log_start_offset,
+            best.max_timestamp,
+            best.last_offset,
+            len(batches),
+            last - first + 1,
+            len(buf),
+        )
 
     def _after_append(self, durable: bool, end: int) -> None:
         # Flush only up to this append's end: a concurrent flush that already covered it makes this a no-op
@@ -236,8 +274,9 @@ class Log:
 
     def _new_segment(self, base_offset: int) -> LogSegment:
         self._dir_dirty = True  # the new file names reach the disk with the next flush's directory fsync
-        return LogSegment(self.dir, base_offset, self.config.index_interval_bytes, self.config.segment_index_bytes,
-                          self._clock())
+        return LogSegment(
+            self.dir, base_offset, self.config.index_interval_bytes, self.config.segment_index_bytes, self._clock()
+        )
 
     def _roll(self, new_base: int) -> LogSegment:
         started = time.monotonic()
@@ -247,8 +286,9 @@ class Log:
             return active
         segment = self._new_segment(new_base)
         self._segments = [*self._segments, segment]
-        self.logger.info(f"Rolled new log segment at offset {new_base} in "
-                         f"{int((time.monotonic() - started) * 1000)} ms.")
+        self.logger.info(
+            f"Rolled new log segment at offset {new_base} in {int((time.monotonic() - started) * 1000)} ms."
+        )
         return segment
 
     def roll(self) -> None:
@@ -259,8 +299,7 @@ class Log:
                 self._roll(self._next_offset)
 
     # -- reads --------------------------------------------------------------------------------------------------
-    def read(self, offset: int, max_bytes: int, max_offset: int | None = None,
-             min_one_batch: bool = True) -> FetchData:
+    def read(self, offset: int, max_bytes: int, max_offset: int | None = None, min_one_batch: bool = True) -> FetchData:
         """Whole batches from the one holding ``offset``, up to ``max_bytes`` and below ``max_offset``.
 
         Args:
@@ -282,8 +321,11 @@ class Log:
         if offset < start or offset > end:
             raise OffsetOutOfRangeError(
                 f"Received request for offset {offset} for partition {self.topic_partition}, but we only have log "
-                f"segments in the range {start} to {end}.", offset=offset, log_start_offset=start,
-                log_end_offset=end)
+                f"segments in the range {start} to {end}.",
+                offset=offset,
+                log_start_offset=start,
+                log_end_offset=end,
+            )
         limit = end if max_offset is None else min(max_offset, end)
         empty = FetchData(b"", hw, start, end)
         if offset >= limit or max_bytes < 0:
@@ -332,8 +374,9 @@ class Log:
         with self._lock:
             self._check_open()
             if target >= self._next_offset:
-                self.logger.info(f"Truncating to {target} has no effect as the largest offset in the log is "
-                                 f"{self._next_offset - 1}")
+                self.logger.info(
+                    f"Truncating to {target} has no effect as the largest offset in the log is {self._next_offset - 1}"
+                )
                 return False
             self.logger.info(f"Truncating to offset {target}")
             if target < self._segments[0].base_offset:
@@ -404,13 +447,19 @@ class Log:
         if new_offset > self._high_watermark:
             raise OffsetOutOfRangeError(
                 f"Cannot increment the log start offset to {new_offset} of partition {self.topic_partition} since "
-                f"it is larger than the high watermark {self._high_watermark}", offset=new_offset,
-                log_start_offset=self._log_start_offset, log_end_offset=self._next_offset)
+                f"it is larger than the high watermark {self._high_watermark}",
+                offset=new_offset,
+                log_start_offset=self._log_start_offset,
+                log_end_offset=self._next_offset,
+            )
         if new_offset <= self._log_start_offset:
             return False
         self._log_start_offset = new_offset
-        self.logger.info(log_start_offset_line(self.line_version, str(self.topic_partition), str(self.dir.parent),
-                                               new_offset, reason.value))
+        self.logger.info(
+            log_start_offset_line(
+                self.line_version, str(self.topic_partition), str(self.dir.parent), new_offset, reason.value
+            )
+        )
         self.epoch_cache.clear_and_flush_earliest(new_offset)
         self._recovery_point = max(self._recovery_point, min(new_offset, self._next_offset))
         return True
@@ -424,14 +473,19 @@ class Log:
             self._check_open()
             deleted = 0
             if cfg.retention_ms >= 0:
-                deleted += self._delete_where(retention_ms_breach(now, cfg.retention_ms),
-                                              lambda doomed: time_messages(doomed, cfg.retention_ms))
+                deleted += self._delete_where(
+                    retention_ms_breach(now, cfg.retention_ms), lambda doomed: time_messages(doomed, cfg.retention_ms)
+                )
             if cfg.retention_bytes >= 0:
                 total = self.size_bytes
-                deleted += self._delete_where(retention_size_breach(total, cfg.retention_bytes),
-                                              lambda doomed: size_messages(doomed, total, cfg.retention_bytes))
-            deleted += self._delete_where(log_start_breach(self._log_start_offset),
-                                          lambda doomed: start_breach_message(doomed, self._log_start_offset))
+                deleted += self._delete_where(
+                    retention_size_breach(total, cfg.retention_bytes),
+                    lambda doomed: size_messages(doomed, total, cfg.retention_bytes),
+                )
+            deleted += self._delete_where(
+                log_start_breach(self._log_start_offset),
+                lambda doomed: start_breach_message(doomed, self._log_start_offset),
+            )
         self.close_retired_segments(now)
         return deleted
 
@@ -460,12 +514,17 @@ class Log:
                 if target <= self._recovery_point:
                     return
                 point, truncations = self._recovery_point, self._truncations
-                dirty = [s for i, s in enumerate(self._segments)
-                         if (self._segments[i + 1].base_offset if i + 1 < len(self._segments) else target + 1)
-                         > point and s.base_offset < target]
+                dirty = [
+                    s
+                    for i, s in enumerate(self._segments)
+                    if (self._segments[i + 1].base_offset if i + 1 < len(self._segments) else target + 1) > point
+                    and s.base_offset < target
+                ]
             if self.logger.is_debug_enabled():
-                self.logger.debug(f"Flushing log up to offset {target}, last flushed: {self._last_flush_ms},  "
-                                  f"current time: {self._clock()}, unflushed: {target - point}")
+                self.logger.debug(
+                    f"Flushing log up to offset {target}, last flushed: {self._last_flush_ms},  "
+                    f"current time: {self._clock()}, unflushed: {target - point}"
+                )
             active = self._segments[-1]
             started = time.monotonic()
             for segment in dirty:

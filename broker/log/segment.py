@@ -12,8 +12,9 @@ import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ._batch import HEADER_SIZE, LOG_OVERHEAD, BatchInfo, check_batch, read_header
-from ._records import first_record_at_or_after
+from broker.protocol.batch import BATCH_HEADER_SIZE, LOG_OVERHEAD, RecordBatchInfo, batch_size, read_batch_header
+
+from ._batch import check_batch, first_record_at_or_after
 from .errors import CorruptRecordError, RecordTooLargeError, StorageError
 from .index import OffsetIndex, TimeIndex
 
@@ -35,8 +36,8 @@ def whole_batches_prefix(data: bytes) -> int:
     """Length of the longest prefix of ``data`` made of whole batches (by their Length fields)."""
     pos, end = 0, len(data)
     while end - pos >= LOG_OVERHEAD:
-        size = int.from_bytes(data[pos + 8:pos + 12], "big", signed=True) + LOG_OVERHEAD
-        if size < HEADER_SIZE or pos + size > end:
+        size = batch_size(data, pos)
+        if size < BATCH_HEADER_SIZE or pos + size > end:
             break
         pos += size
     return pos
@@ -46,18 +47,17 @@ class LogSegment:
     """A segment's files and in-memory state (opened or created by the constructor, then :meth:`load`ed or
     :meth:`recover`ed by the loader)."""
 
-    def __init__(self, directory: Path, base_offset: int, index_interval_bytes: int, max_index_bytes: int,
-                 now_ms: int) -> None:
+    def __init__(
+        self, directory: Path, base_offset: int, index_interval_bytes: int, max_index_bytes: int, now_ms: int
+    ) -> None:
         self.directory = directory
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
         self.log_path = directory / file_name(base_offset, LOG_SUFFIX)
         self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
         self.size = os.fstat(self._fd).st_size
-        self.offset_index = OffsetIndex(directory / file_name(base_offset, INDEX_SUFFIX), base_offset,
-                                        max_index_bytes)
-        self.time_index = TimeIndex(directory / file_name(base_offset, TIME_INDEX_SUFFIX), base_offset,
-                                    max_index_bytes)
+        self.offset_index = OffsetIndex(directory / file_name(base_offset, INDEX_SUFFIX), base_offset, max_index_bytes)
+        self.time_index = TimeIndex(directory / file_name(base_offset, TIME_INDEX_SUFFIX), base_offset, max_index_bytes)
         self.next_offset = base_offset
         self.max_timestamp = -1
         self.offset_of_max_timestamp = base_offset
@@ -77,7 +77,7 @@ class LogSegment:
         _, position = self.offset_index.last_entry()
         ts, off = self.time_index.last_entry()
         self.max_timestamp, self.offset_of_max_timestamp = ts, off
-        last: BatchInfo | None = None
+        last: RecordBatchInfo | None = None
         for info in self.scan(position, self.size, verify=False):
             last = info
             self._note_timestamp(info)
@@ -91,7 +91,7 @@ class LogSegment:
         self.rolling_timestamp = first.max_timestamp if first is not None else None
         return True
 
-    def recover(self, max_message_bytes: int | None, on_batch: Callable[[BatchInfo], None] | None = None) -> int:
+    def recover(self, max_message_bytes: int | None, on_batch: Callable[[RecordBatchInfo], None] | None = None) -> int:
         """Validate every batch, cut the file after the last valid one, rebuild both indexes.
 
         Returns:
@@ -107,8 +107,10 @@ class LogSegment:
         try:
             for info in self.scan(0, self.size, verify=True, max_size=max_message_bytes):
                 if info.base_offset < self.next_offset or info.last_offset - self.base_offset > 2**31 - 1:
-                    raise CorruptRecordError(f"Out of order offset {info.base_offset} in segment "
-                                             f"{self.log_path} (expected at least {self.next_offset})")
+                    raise CorruptRecordError(
+                        f"Out of order offset {info.base_offset} in segment "
+                        f"{self.log_path} (expected at least {self.next_offset})"
+                    )
                 self._index_batch(info, info.position)
                 self.next_offset = info.next_offset
                 if self.rolling_timestamp is None:
@@ -126,7 +128,7 @@ class LogSegment:
         return truncated
 
     # -- scanning ----------------------------------------------------------------------------------------------
-    def scan(self, start: int, end: int, *, verify: bool, max_size: int | None = None) -> Iterator[BatchInfo]:
+    def scan(self, start: int, end: int, *, verify: bool, max_size: int | None = None) -> Iterator[RecordBatchInfo]:
         """The batches between file positions ``start`` and ``end``, with absolute positions.
 
         With ``verify``, every batch is fully validated (CRC included) and a bad one raises
@@ -136,25 +138,29 @@ class LogSegment:
         pos = start
         while pos < end:
             rel = pos - win_start
-            if rel + HEADER_SIZE > len(window):
-                window, win_start, rel = self._pread(min(max(SCAN_CHUNK_BYTES, HEADER_SIZE), end - pos), pos), pos, 0
-            if len(window) - rel < HEADER_SIZE:
+            if rel + BATCH_HEADER_SIZE > len(window):
+                window, win_start, rel = (
+                    self._pread(min(max(SCAN_CHUNK_BYTES, BATCH_HEADER_SIZE), end - pos), pos),
+                    pos,
+                    0,
+                )
+            if len(window) - rel < BATCH_HEADER_SIZE:
                 if verify:
                     raise CorruptRecordError(f"Found a partial batch of {end - pos} bytes at position {pos}")
                 return
-            size = int.from_bytes(window[rel + 8:rel + 12], "big", signed=True) + LOG_OVERHEAD
+            size = batch_size(window, rel)
             if verify:
-                if HEADER_SIZE <= size <= end - pos and rel + size > len(window):
+                if BATCH_HEADER_SIZE <= size <= end - pos and rel + size > len(window):
                     window, win_start, rel = self._pread(max(size, min(SCAN_CHUNK_BYTES, end - pos)), pos), pos, 0
                 info = check_batch(window, rel, min(len(window), end - win_start), max_size, True, win_start)
             else:
-                if size < HEADER_SIZE or pos + size > end:
+                if size < BATCH_HEADER_SIZE or pos + size > end:
                     return
-                info = read_header(window, rel, win_start)
+                info = read_batch_header(window, rel, win_start)
             yield info
             pos += info.size
 
-    def translate_offset(self, offset: int, start_position: int = 0) -> BatchInfo | None:
+    def translate_offset(self, offset: int, start_position: int = 0) -> RecordBatchInfo | None:
         """The first batch whose last offset is >= ``offset`` (the one holding it), or None past the end."""
         _, position = self.offset_index.lookup(offset)
         for info in self.scan(max(position, start_position), self.size, verify=False):
@@ -163,7 +169,7 @@ class LogSegment:
         return None
 
     # -- appends -----------------------------------------------------------------------------------------------
-    def append(self, data: bytes | bytearray | memoryview, batches: list[BatchInfo]) -> None:
+    def append(self, data: bytes | bytearray | memoryview, batches: list[RecordBatchInfo]) -> None:
         """Write ``data`` (whose batches are ``batches``, positions relative to ``data``) at the end.
 
         Raises:
@@ -184,7 +190,7 @@ class LogSegment:
         self.next_offset = batches[-1].next_offset
         self.size = physical + len(data)
 
-    def _index_batch(self, info: BatchInfo, position: int) -> None:
+    def _index_batch(self, info: RecordBatchInfo, position: int) -> None:
         self._note_timestamp(info)
         if self._bytes_since_index > self.index_interval_bytes:
             self.offset_index.append(info.last_offset, position)
@@ -192,7 +198,7 @@ class LogSegment:
             self._bytes_since_index = 0
         self._bytes_since_index += info.size
 
-    def _note_timestamp(self, info: BatchInfo) -> None:
+    def _note_timestamp(self, info: RecordBatchInfo) -> None:
         if info.max_timestamp > self.max_timestamp:
             self.max_timestamp = info.max_timestamp
             self.offset_of_max_timestamp = info.last_offset
@@ -201,8 +207,9 @@ class LogSegment:
         """The segment was rolled: write the final time index entry (Kafka's onBecomeInactiveSegment)."""
         self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
 
-    def should_roll(self, incoming_bytes: int, max_offset: int, max_timestamp: int, segment_bytes: int,
-                    segment_ms: int, now_ms: int) -> bool:
+    def should_roll(
+        self, incoming_bytes: int, max_offset: int, max_timestamp: int, segment_bytes: int, segment_ms: int, now_ms: int
+    ) -> bool:
         """Kafka's ``shouldRoll``: size, age (``segment.ms``), full indexes, or relative offsets overflowing.
 
         Age is the incoming batches' max timestamp minus the first batch's (Kafka's ``timeWaitedForRoll``), or
@@ -214,10 +221,13 @@ class LogSegment:
             waited = max_timestamp - self.rolling_timestamp
         else:
             waited = now_ms - self.created_ms
-        return (self.size > segment_bytes - incoming_bytes
-                or waited > segment_ms
-                or self.offset_index.is_full or self.time_index.is_full
-                or max_offset - self.base_offset > 2**31 - 1)
+        return (
+            self.size > segment_bytes - incoming_bytes
+            or waited > segment_ms
+            or self.offset_index.is_full
+            or self.time_index.is_full
+            or max_offset - self.base_offset > 2**31 - 1
+        )
 
     # -- reads -------------------------------------------------------------------------------------------------
     def read(self, start_offset: int, max_bytes: int, max_position: int, min_one_batch: bool) -> bytes | None:
@@ -235,7 +245,7 @@ class LogSegment:
                 return b""
             want = found.size
         data = self._pread(want, found.position)
-        return data[:whole_batches_prefix(data)]
+        return data[: whole_batches_prefix(data)]
 
     def find_offset_by_timestamp(self, timestamp: int, start_offset: int) -> tuple[int, int] | None:
         """``(record timestamp, offset)`` of the first record at or after ``start_offset`` with a timestamp >=
@@ -244,7 +254,7 @@ class LogSegment:
         _, position = self.offset_index.lookup(max(indexed_offset, start_offset))
         for info in self.scan(position, self.size, verify=False):
             if info.max_timestamp >= timestamp and info.last_offset >= start_offset:
-                found = first_record_at_or_after(self._pread(info.size, info.position), timestamp, start_offset)
+                found = first_record_at_or_after(self._pread(info.size, info.position), info, timestamp, start_offset)
                 if found is not None:
                     return found
         return None
@@ -321,5 +331,7 @@ class LogSegment:
 
     def __repr__(self) -> str:
         largest = f"Some({self.max_timestamp})" if self.max_timestamp >= 0 else "None"
-        return (f"LogSegment(baseOffset={self.base_offset}, size={self.size}, "
-                f"lastModifiedTime={self.last_modified_ms}, largestRecordTimestamp={largest})")
+        return (
+            f"LogSegment(baseOffset={self.base_offset}, size={self.size}, "
+            f"lastModifiedTime={self.last_modified_ms}, largestRecordTimestamp={largest})"
+        )

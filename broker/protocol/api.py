@@ -10,13 +10,14 @@ import struct
 from typing import Any
 
 from .api_keys import ApiKey
-from .codec import DECODE_ERRORS, Malformed, message_codec, read_uvarint
+from .codec import DECODE_ERRORS, Malformed, message_codec
 from .error_bodies import error_body
 from .error_codes import ErrorCode
 from .errors import CorruptRequest, EncodeError, ProtocolError, UnknownApi, UnsupportedVersion
 from .headers import RequestHeader, encode_request_header, read_request_header, response_header_version
 from .messages import REGISTRY, SUPPORTED
 from .schema import Message
+from .varint import read_uvarint
 
 __all__ = [
     "decode_request",

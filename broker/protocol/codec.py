@@ -33,6 +33,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .schema import Field, Message
+from .varint import ONE_BYTE_UVARINTS, read_uvarint, write_uvarint
 
 __all__ = [
     "DECODE_ERRORS",
@@ -41,8 +42,6 @@ __all__ = [
     "Malformed",
     "compile_struct",
     "message_codec",
-    "read_uvarint",
-    "write_uvarint",
 ]
 
 Encoder = Callable[[Any, list[bytes]], None]
@@ -50,9 +49,6 @@ Decoder = Callable[[bytes, int], tuple[Any, int]]
 
 #: Field key holding unknown tagged fields (``{tag: raw bytes}``) of a flexible struct.
 TAGGED_KEY = "_tagged_fields"
-
-#: Longest unsigned varint accepted (5 bytes = 35 bits covers uint32; more means garbage).
-MAX_UVARINT_BYTES = 5
 
 
 class Malformed(ValueError):
@@ -75,40 +71,6 @@ _FIXED_CHARS = {
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _UUID_ZERO = uuid.UUID(int=0)
-_SMALL_UVARINTS = [bytes([i]) for i in range(128)]
-
-
-# --------------------------------------------------------------------------------------------- varints
-
-
-def write_uvarint(value: int) -> bytes:
-    """Unsigned LEB128 varint (Kafka ``ByteUtils.writeUnsignedVarint``)."""
-    if 0 <= value < 128:
-        return _SMALL_UVARINTS[value]
-    if value < 0 or value > 0xFFFFFFFF:
-        raise ValueError(f"unsigned varint out of range: {value}")
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
-    """Read an unsigned varint at ``pos``; returns ``(value, new_pos)``."""
-    b = buf[pos]
-    if b < 0x80:
-        return b, pos + 1
-    result = b & 0x7F
-    shift = 7
-    for i in range(1, MAX_UVARINT_BYTES):
-        b = buf[pos + i]
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, pos + i + 1
-        shift += 7
-    raise Malformed("unsigned varint longer than 5 bytes")
 
 
 # --------------------------------------------------------------------------------------------- values
@@ -228,7 +190,7 @@ def _fixed_array_codec(ch: str, flex: bool, nullable: bool, what: str) -> tuple[
             return
         n = len(v)
         if flex:
-            out.append(_SMALL_UVARINTS[n + 1] if n < 127 else write_uvarint(n + 1))
+            out.append(ONE_BYTE_UVARINTS[n + 1] if n < 127 else write_uvarint(n + 1))
             out.append(plain[n].pack(*v) if n <= _ARRAY_STRUCT_CACHE_MAX else struct.pack(f">{n}{ch}", *v))
         else:
             out.append(counted[n].pack(n, *v) if n <= _ARRAY_STRUCT_CACHE_MAX else struct.pack(f">i{n}{ch}", n, *v))

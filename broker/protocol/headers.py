@@ -13,9 +13,10 @@ import struct
 from dataclasses import dataclass
 
 from .api_keys import ApiKey
-from .codec import DECODE_ERRORS, Malformed, read_uvarint
+from .codec import DECODE_ERRORS, Malformed
 from .errors import CorruptRequest
 from .messages import REGISTRY
+from .varint import read_uvarint
 
 __all__ = [
     "RequestHeader",
