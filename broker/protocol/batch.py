@@ -25,13 +25,17 @@ from .errors import CorruptRecord
 
 __all__ = [
     "BATCH_HEADER_SIZE",
+    "COMPRESSION_MASK",
+    "CONTROL_BIT",
     "CRC_START",
     "LOG_OVERHEAD",
     "MAGIC_V2",
     "TIMESTAMP_TYPE_BIT",
+    "TRANSACTIONAL_BIT",
     "RecordBatchInfo",
     "batch_size",
     "check_batch",
+    "encode_batch",
     "parse_batches",
     "read_batch_header",
     "set_base_offset",
@@ -214,3 +218,42 @@ def set_log_append_time(buf: bytearray | memoryview, position: int, size: int, t
     _I64.pack_into(buf, position + _MAX_TIMESTAMP_AT, timestamp)
     crc = crc32c.crc32c(memoryview(buf)[position + CRC_START : position + size])
     _U32.pack_into(buf, position + _CRC_AT, crc)
+
+
+def encode_batch(
+    records: bytes,
+    *,
+    base_offset: int,
+    partition_leader_epoch: int,
+    attributes: int,
+    last_offset_delta: int,
+    base_timestamp: int,
+    max_timestamp: int,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    record_count: int,
+) -> bytes:
+    """A whole batch: the header with these fields, Length and CRC-32C filled in, then ``records`` (the encoded,
+    possibly compressed, records)."""
+    out = bytearray(BATCH_HEADER_SIZE)
+    out += records
+    _HEADER.pack_into(
+        out,
+        0,
+        base_offset,
+        len(out) - LOG_OVERHEAD,
+        partition_leader_epoch,
+        MAGIC_V2,
+        0,  # the CRC, computed over what follows it
+        attributes,
+        last_offset_delta,
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        record_count,
+    )
+    _U32.pack_into(out, _CRC_AT, crc32c.crc32c(memoryview(out)[CRC_START:]))
+    return bytes(out)

@@ -12,11 +12,8 @@ every varint zig-zag signed (:mod:`.varint`), a length of -1 meaning null.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-
-import crc32c
 
 from .batch import (
     BATCH_HEADER_SIZE,
@@ -25,6 +22,7 @@ from .batch import (
     MAGIC_V2,
     TRANSACTIONAL_BIT,
     RecordBatchInfo,
+    encode_batch,
     parse_batches,
     set_base_offset,
     set_log_append_time,
@@ -57,12 +55,6 @@ __all__ = [
 #: ``(key, value)`` or ``(key, value, [(header_key, header_value), ...])`` for :func:`build_batch`.
 RecordSpec = tuple[bytes | None, bytes | None] | tuple[bytes | None, bytes | None, Sequence[tuple[str, bytes | None]]]
 
-# The header as :func:`build_batch` writes it, in two parts around the start of the CRC's coverage:
-# BaseOffset .. CRC, then Attributes .. RecordsCount.
-_HEAD = struct.Struct(">qiibI")
-_TAIL = struct.Struct(">hiqqqhii")
-# Length counts everything after itself: PartitionLeaderEpoch i32 + Magic i8 + CRC u32, then the tail.
-_LENGTH_BEFORE_TAIL = 4 + 1 + 4
 # Byte positions of Magic and the Attributes' low byte, read before the batch is validated.
 _MAGIC_AT = 16
 _ATTRIBUTES_LOW_AT = 22
@@ -281,18 +273,18 @@ def build_batch(
             _write_blob(hv, r)
         write_varint(len(r), body)
         body += r
-    payload = compress(compression, bytes(body))
     count = len(records)
     last_offset_delta = max(count - 1, 0)
-    attributes = (compression & COMPRESSION_MASK) | (TRANSACTIONAL_BIT if transactional else 0)
-    max_ts = base_timestamp + last_offset_delta * timestamp_step
-    tail = (
-        _TAIL.pack(
-            attributes, last_offset_delta, base_timestamp, max_ts, producer_id, producer_epoch, base_sequence, count
-        )
-        + payload
+    return encode_batch(
+        compress(compression, bytes(body)),
+        base_offset=base_offset,
+        partition_leader_epoch=partition_leader_epoch,
+        attributes=(compression & COMPRESSION_MASK) | (TRANSACTIONAL_BIT if transactional else 0),
+        last_offset_delta=last_offset_delta,
+        base_timestamp=base_timestamp,
+        max_timestamp=base_timestamp + last_offset_delta * timestamp_step,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        record_count=count,
     )
-    head = _HEAD.pack(
-        base_offset, len(tail) + _LENGTH_BEFORE_TAIL, partition_leader_epoch, MAGIC_V2, crc32c.crc32c(tail)
-    )
-    return head + tail
