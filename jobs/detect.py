@@ -32,6 +32,7 @@ if __name__ == "__main__":  # spark-submit jobs/detect.py: the repository root m
 
 from jobs.io.settings import Settings
 from pipelines.detection.config import DetectionConfig
+from schemas.alerts import AlertType
 from schemas.tables import (
     ALERTS,
     CONTROL_REQUEST_LATENCY,
@@ -62,7 +63,7 @@ def _owned(query: str) -> Callable[[dict[str, Any]], bool]:
     """Which open alerts a query may update or resolve (CONTROL_REQUEST_QUEUED_BEHIND_DATA has two owners)."""
     from pipelines.detection.detectors import LATENCY_TYPES, LOG_TYPES, METRIC_TYPES
 
-    qbd = "CONTROL_REQUEST_QUEUED_BEHIND_DATA"
+    qbd = AlertType.CONTROL_REQUEST_QUEUED_BEHIND_DATA
     if query == "detect_pairing":
         return lambda a: a["type"] in LATENCY_TYPES
     if query == "detect_logs":
@@ -195,7 +196,7 @@ class PairingBatch:
             dead = bool(pc.any(pc.equal(tbl["status"], "never_completed")).as_py())
             fetch = (
                 self._fetcher_lines(tbl)
-                if dead or (slowest is not None and slowest >= self.cfg.threshold("LOCK_CONTENTION").warning)
+                if dead or (slowest is not None and slowest >= self.cfg.threshold(AlertType.LOCK_CONTENTION).warning)
                 else self.spark.createDataFrame([], STATE_CHANGE_EVENTS.to_spark())
             )
             cands = _candidates_list(latency_candidates(rows, fetch, self.cfg))

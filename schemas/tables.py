@@ -172,7 +172,7 @@ STATE_CHANGE_EVENTS = Table(
         _c("level", "string"),
         _c("logger", "string", "log4j logger, e.g. state.change.logger, kafka.server.KafkaApis"),
         _c("role", "string", "broker | controller | fetcher | log | kraft"),
-        _c("event", "string", "canonical event name, see pipelines.parsing.EVENTS"),
+        _c("event", "string", "canonical event name, see schemas.events.Event"),
         _c("request", "string", "LeaderAndIsr | UpdateMetadata | StopReplica | null"),
         _c("correlation_id", "long"),
         _c("controller_id", "int"),

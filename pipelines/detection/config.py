@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from schemas.alerts import AlertType
+
 __all__ = [
     "ALERT_TYPES",
     "CONTROL_PLANE_QUEUE_CAPACITY",
@@ -27,21 +29,8 @@ CONTROL_PLANE_QUEUE_CAPACITY = 20
 # Kafka's default `queued.max.requests` (KafkaConfig.Defaults).
 DEFAULT_QUEUED_MAX_REQUESTS = 500
 
-ALERT_TYPES = (
-    "DELAYED_LEADER_AND_ISR",
-    "LEADER_AND_ISR_NOT_COMPLETED",
-    "CONTROL_REQUEST_QUEUED_BEHIND_DATA",
-    "CONTROL_PLANE_QUEUE_BACKLOG",
-    "REQUEST_QUEUE_SATURATED",
-    "ACCEPTOR_BLOCKED",
-    "LOCK_CONTENTION",
-    "DELAYED_UPDATE_METADATA",
-    "STALE_BROKER_EPOCH",
-    "NETWORK_PROCESSOR_SATURATED",
-    "REQUEST_HANDLER_SATURATED",
-    "METADATA_APPLY_LAG",
-    "CONTROLLER_EVENT_QUEUE_DELAY",
-)
+# Every alert type has thresholds (schemas.alerts names the detector of each).
+ALERT_TYPES: tuple[AlertType, ...] = tuple(AlertType)
 
 
 class DetectionConfigError(ValueError):
@@ -72,19 +61,19 @@ class Threshold:
 # Units: ms for latencies, fraction 0..1 for idle/blocked ratios, count for STALE_BROKER_EPOCH.
 # Queue saturations are fractions of the queue's capacity (20 for the control plane, queued.max.requests for data).
 DEFAULT_THRESHOLDS: dict[str, Threshold] = {
-    "DELAYED_LEADER_AND_ISR": Threshold(5_000, 30_000),
-    "LEADER_AND_ISR_NOT_COMPLETED": Threshold(1, 1),
-    "CONTROL_REQUEST_QUEUED_BEHIND_DATA": Threshold(100, 1_000),
-    "CONTROL_PLANE_QUEUE_BACKLOG": Threshold(0.5, 0.9),
-    "REQUEST_QUEUE_SATURATED": Threshold(0.8, 0.95),
-    "ACCEPTOR_BLOCKED": Threshold(0.05, 0.25),
-    "LOCK_CONTENTION": Threshold(1_000, 10_000),
-    "DELAYED_UPDATE_METADATA": Threshold(5_000, 30_000),
-    "STALE_BROKER_EPOCH": Threshold(1, 10),
-    "NETWORK_PROCESSOR_SATURATED": Threshold(0.3, 0.1, below=True),
-    "REQUEST_HANDLER_SATURATED": Threshold(0.3, 0.1, below=True),
-    "METADATA_APPLY_LAG": Threshold(5_000, 30_000),
-    "CONTROLLER_EVENT_QUEUE_DELAY": Threshold(1_000, 5_000),
+    AlertType.DELAYED_LEADER_AND_ISR: Threshold(5_000, 30_000),
+    AlertType.LEADER_AND_ISR_NOT_COMPLETED: Threshold(1, 1),
+    AlertType.CONTROL_REQUEST_QUEUED_BEHIND_DATA: Threshold(100, 1_000),
+    AlertType.CONTROL_PLANE_QUEUE_BACKLOG: Threshold(0.5, 0.9),
+    AlertType.REQUEST_QUEUE_SATURATED: Threshold(0.8, 0.95),
+    AlertType.ACCEPTOR_BLOCKED: Threshold(0.05, 0.25),
+    AlertType.LOCK_CONTENTION: Threshold(1_000, 10_000),
+    AlertType.DELAYED_UPDATE_METADATA: Threshold(5_000, 30_000),
+    AlertType.STALE_BROKER_EPOCH: Threshold(1, 10),
+    AlertType.NETWORK_PROCESSOR_SATURATED: Threshold(0.3, 0.1, below=True),
+    AlertType.REQUEST_HANDLER_SATURATED: Threshold(0.3, 0.1, below=True),
+    AlertType.METADATA_APPLY_LAG: Threshold(5_000, 30_000),
+    AlertType.CONTROLLER_EVENT_QUEUE_DELAY: Threshold(1_000, 5_000),
 }
 
 

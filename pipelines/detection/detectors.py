@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from pipelines.detection import latency_detectors as lat
 from pipelines.detection import metric_detectors as met
+from schemas.alerts import OWNERS, DetectQuery
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -25,11 +26,9 @@ if TYPE_CHECKING:
 __all__ = ["LATENCY_TYPES", "LOG_TYPES", "METRIC_TYPES", "latency_candidates", "log_candidates", "metric_candidates"]
 
 # Which query of the detect job owns which alert types (each resolves only its own, by its own watermark).
-LATENCY_TYPES = ("DELAYED_LEADER_AND_ISR", "LEADER_AND_ISR_NOT_COMPLETED", "DELAYED_UPDATE_METADATA", "LOCK_CONTENTION")
-LOG_TYPES = ("STALE_BROKER_EPOCH", "CONTROL_REQUEST_QUEUED_BEHIND_DATA")
-METRIC_TYPES = ("CONTROL_PLANE_QUEUE_BACKLOG", "REQUEST_QUEUE_SATURATED", "ACCEPTOR_BLOCKED",
-                "NETWORK_PROCESSOR_SATURATED", "REQUEST_HANDLER_SATURATED", "METADATA_APPLY_LAG",
-                "CONTROLLER_EVENT_QUEUE_DELAY")
+LATENCY_TYPES = tuple(t for t, o in OWNERS.items() if o.query == DetectQuery.LATENCY)
+LOG_TYPES = tuple(t for t, o in OWNERS.items() if o.query == DetectQuery.LOG)
+METRIC_TYPES = tuple(t for t, o in OWNERS.items() if o.query == DetectQuery.METRIC)
 # CONTROL_REQUEST_QUEUED_BEHIND_DATA comes from two inputs: request-log rows (log query) and metric windows
 # (metric query); the two forms are told apart by listener (the request's listener vs 'data-plane').
 

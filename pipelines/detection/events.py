@@ -1,6 +1,6 @@
 """Silver rows -> the events detection understands (pure Column/DataFrame functions).
 
-The parsers (pipelines.parsing, H3) name events canonically; detection accepts those names AND recognises the
+The parsers name events canonically (schemas.events.Event); detection accepts those names AND recognises the
 Kafka message texts themselves (FACTS.md 1.3/1.4), so a renamed event or a parser that only fills `message`
 still pairs. Where a silver column is null the value is taken from the message with the same regexes.
 """
@@ -8,6 +8,8 @@ still pairs. Where a silver column is null the value is taken from the message w
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from schemas.events import ControlRequest, Event
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -24,26 +26,26 @@ __all__ = [
     "x",
 ]
 
-CONTROL_REQUESTS = ("LeaderAndIsr", "UpdateMetadata", "StopReplica")
+CONTROL_REQUESTS: tuple[str, ...] = tuple(r.value for r in ControlRequest)
 
-# Event names (lower-cased) that mean each pairing kind, besides the message patterns below.
-# The first name of each tuple is the parsers' (pipelines.parsing.patterns.EVENTS); the rest are tolerated aliases.
-SEND_EVENTS = ("leader_and_isr_sending", "update_metadata_sending", "stop_replica_sending", "controller_sending")
-HANDLING_EVENTS = ("leader_and_isr_handling", "stop_replica_handling", "become_leader_started",
-                   "become_follower_started", "handling")
-PARTITION_SEND_EVENTS = ("leader_and_isr_partition_sending", "update_metadata_partition_sending",
-                         "stop_replica_partition_sending")
-FINISHED_EVENTS = ("leader_and_isr_finished", "finished")
-APPLIED_EVENTS = ("metadata_cache_updated", "update_metadata_applied")
-RESPONSE_EVENTS = ("response_received", "controller_response")
+# The events (schemas.events) that mean each pairing kind, besides the message patterns below.
+_E = Event
+SEND_EVENTS = (_E.LEADER_AND_ISR_SENDING, _E.UPDATE_METADATA_SENDING, _E.STOP_REPLICA_SENDING)
+HANDLING_EVENTS = (_E.LEADER_AND_ISR_HANDLING, _E.STOP_REPLICA_HANDLING, _E.BECOME_LEADER_STARTED,
+                   _E.BECOME_FOLLOWER_STARTED)
+PARTITION_SEND_EVENTS = (_E.LEADER_AND_ISR_PARTITION_SENDING, _E.UPDATE_METADATA_PARTITION_SENDING,
+                         _E.STOP_REPLICA_PARTITION_SENDING)
+FINISHED_EVENTS = (_E.LEADER_AND_ISR_FINISHED,)
+APPLIED_EVENTS = (_E.METADATA_CACHE_UPDATED,)
+RESPONSE_EVENTS = (_E.RESPONSE_RECEIVED,)
 # controller.log `Newly added brokers: .., deleted brokers: 3, bounced brokers: 2, ..`: the controller dropped the
 # queued requests of the deleted and bounced brokers (pairing kind `gone`)
-GONE_EVENTS = ("broker_change",)
+GONE_EVENTS = (_E.BROKER_CHANGE,)
 RX_GONE = r"deleted brokers: [0-9, ]*, bounced brokers: "
-LOCK_WAIT_EVENTS = ("lock_wait",)
-STALE_EVENTS = ("stale_broker_epoch",)
-FETCHER_EVENTS = ("log_start_offset_incremented", "epoch_cache_cleared", "epoch_cache_truncated",
-                  "leader_epoch_checkpoint_flushed", "checkpoint_flush")
+LOCK_WAIT_EVENTS = (_E.LOCK_WAIT,)
+STALE_EVENTS = (_E.STALE_BROKER_EPOCH,)
+FETCHER_EVENTS = (_E.LOG_START_OFFSET_INCREMENTED, _E.EPOCH_CACHE_CLEARED, _E.EPOCH_CACHE_TRUNCATED,
+                  _E.LEADER_EPOCH_CHECKPOINT_FLUSHED)
 
 # Message patterns (Kafka 2.2-3.x texts). Per-partition TRACE `Sending ... for partition` lines are not sends:
 # the INFO summary (2.6+) or the TRACE `Received response` line stands for the request.
@@ -73,10 +75,10 @@ def x(col: Column | str, rx: str, group: int = 1) -> Column:
     return F.nullif(F.regexp_extract(col if not isinstance(col, str) else F.col(col), rx, group), F.lit(""))
 
 
-def _is(event_names: tuple[str, ...]) -> Column:
+def _is(events: tuple[Event, ...]) -> Column:
     from pyspark.sql import functions as F
 
-    return F.lower(F.coalesce(F.col("event"), F.lit(""))).isin(*event_names)
+    return F.coalesce(F.col("event"), F.lit("")).isin(*[e.value for e in events])
 
 
 def _msg(rx: str) -> Column:
@@ -224,7 +226,7 @@ def controller_elections(state_changes: DataFrame) -> DataFrame:
     """controller.log `N successfully elected as the controller. Epoch incremented to E` rows (controller_epoch)."""
     from pyspark.sql import functions as F
 
-    return state_changes.where((_is(("controller_elected",)) | _msg(r"successfully elected as the controller"))
+    return state_changes.where((_is((Event.CONTROLLER_ELECTED,)) | _msg(r"successfully elected as the controller"))
                                & F.col("controller_epoch").isNotNull())
 
 

@@ -15,6 +15,8 @@ from pipelines.detection.events import (
     partition_map_lock_waits,
     stale_epoch_events,
 )
+from schemas.alerts import AlertType
+from schemas.events import ControlRequest, LatencyStatus
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -72,14 +74,15 @@ def detect_delayed_leader_and_isr(latency: DataFrame, cfg: DetectionConfig) -> D
     """DELAYED_LEADER_AND_ISR: a completed LeaderAndIsr took longer than the threshold from send to finish."""
     from pyspark.sql import functions as F
 
-    rows = latency.where((F.col("request") == "LeaderAndIsr") & (F.col("status") == "completed") & _not_excused())
+    rows = latency.where((F.col("request") == ControlRequest.LEADER_AND_ISR)
+                         & (F.col("status") == LatencyStatus.COMPLETED) & _not_excused())
     value = F.col("end_to_end_ms")
     summary = F.concat(
-        _who("LeaderAndIsr"), F.lit(" took "), _fmt(value), F.lit(" ms on broker "), F.col("broker_id"),
+        _who(ControlRequest.LEADER_AND_ISR), F.lit(" took "), _fmt(value), F.lit(" ms on broker "), F.col("broker_id"),
         F.when(F.col("lock_wait_ms").isNotNull(),
                F.concat(F.lit(", "), _fmt(F.col("lock_wait_ms")), F.lit(" ms of it waiting for a lock"))).otherwise(""),
     )
-    t = "DELAYED_LEADER_AND_ISR"
+    t = AlertType.DELAYED_LEADER_AND_ISR
     return candidates(
         rows, t, sev=severity(cfg, t, value), broker_id=F.col("broker_id"), listener=F.lit(None),
         ts=F.coalesce("finished_ts", "handling_ts", "sent_ts"), value=value, threshold=level(cfg, t, "warning"),
@@ -98,7 +101,8 @@ def detect_leader_and_isr_not_completed(latency: DataFrame, cfg: DetectionConfig
     from pyspark.sql import functions as F
 
     rows = latency.where(
-        (F.col("request") == "LeaderAndIsr") & (F.col("status") == "never_completed") & _not_excused()
+        (F.col("request") == ControlRequest.LEADER_AND_ISR) & (F.col("status") == LatencyStatus.NEVER_COMPLETED)
+        & _not_excused()
     )
     timeout_ms = setting(cfg, "never_completed_timeout_s") * 1000
     started = F.coalesce("sent_ts", "handling_ts")
@@ -111,12 +115,12 @@ def detect_leader_and_isr_not_completed(latency: DataFrame, cfg: DetectionConfig
                          & (F.col("e_ts") >= started)
                          & (F.col("e_ts") <= started + F.make_dt_interval(secs=timeout_ms / 1000)), "left_anti")
     summary = F.concat(
-        _who("LeaderAndIsr"), F.lit(" to broker "), F.col("broker_id"),
+        _who(ControlRequest.LEADER_AND_ISR), F.lit(" to broker "), F.col("broker_id"),
         F.when(F.col("handling_ts").isNotNull(), F.lit(" started but")).otherwise(F.lit(" was sent but")),
         F.lit(" did not finish within "), _fmt(timeout_ms / 1000), F.lit(" s (sent "),
         F.date_format(started, "yyyy-MM-dd HH:mm:ss.SSS"), F.lit(" UTC); check the broker's request handler"),
     )
-    t = "LEADER_AND_ISR_NOT_COMPLETED"
+    t = AlertType.LEADER_AND_ISR_NOT_COMPLETED
     return candidates(
         rows, t, sev=F.lit("critical"), broker_id=F.col("broker_id"), listener=F.lit(None),
         ts=started + F.make_dt_interval(secs=timeout_ms / 1000), value=timeout_ms, threshold=timeout_ms,
@@ -130,13 +134,15 @@ def detect_delayed_update_metadata(latency: DataFrame, cfg: DetectionConfig) -> 
     The time it waited at the controller behind a previous (already alerted) request is not counted."""
     from pyspark.sql import functions as F
 
-    rows = latency.where((F.col("request") == "UpdateMetadata") & (F.col("status") == "completed") & _not_excused())
+    rows = latency.where((F.col("request") == ControlRequest.UPDATE_METADATA)
+                         & (F.col("status") == LatencyStatus.COMPLETED) & _not_excused())
     value = F.col("end_to_end_ms") - F.coalesce(F.col("controller_queue_ms"), F.lit(0.0))
     summary = F.concat(
-        _who("UpdateMetadata"), F.lit(" reached broker "), F.col("broker_id"), F.lit("'s metadata cache after "),
-        _fmt(value), F.lit(" ms: clients of that broker saw stale metadata meanwhile"),
+        _who(ControlRequest.UPDATE_METADATA), F.lit(" reached broker "), F.col("broker_id"),
+        F.lit("'s metadata cache after "), _fmt(value),
+        F.lit(" ms: clients of that broker saw stale metadata meanwhile"),
     )
-    t = "DELAYED_UPDATE_METADATA"
+    t = AlertType.DELAYED_UPDATE_METADATA
     return candidates(
         rows, t, sev=severity(cfg, t, value), broker_id=F.col("broker_id"), listener=F.lit(None),
         ts=F.coalesce("finished_ts", "handling_ts"), value=value, threshold=level(cfg, t, "warning"),
@@ -157,9 +163,10 @@ def detect_lock_contention(latency: DataFrame, state_changes: DataFrame, cfg: De
     FACTS.md 1.3's `elapsed - (Finished - Handling)` (the replicaStateChangeLock wait) does not see it."""
     from pyspark.sql import functions as F
 
-    t = "LOCK_CONTENTION"
+    t = AlertType.LOCK_CONTENTION
     warn = level(cfg, t, "warning")
-    base = latency.where(F.col("request").isin(*CONTROL_REQUESTS) & F.col("status").isin("completed", "in_flight"))
+    base = latency.where(F.col("request").isin(*CONTROL_REQUESTS)
+                         & F.col("status").isin(LatencyStatus.COMPLETED.value, LatencyStatus.IN_FLIGHT.value))
     fetch = fetcher_events(state_changes).select(
         F.col("cluster").alias("f_cluster"), F.col("broker_id").alias("f_broker"), F.col("ts").alias("f_ts"))
     slow = base.alias("l").where(F.col("processing_ms") >= warn)
@@ -206,7 +213,7 @@ def detect_control_request_queued_behind_data(requests: DataFrame, cfg: Detectio
     or the controller fell back to the inter-broker listener). The metric form lives in metric_detectors."""
     from pyspark.sql import functions as F
 
-    t = "CONTROL_REQUEST_QUEUED_BEHIND_DATA"
+    t = AlertType.CONTROL_REQUEST_QUEUED_BEHIND_DATA
     listeners = F.array(*[F.lit(v) for v in cfg.control_plane_listeners])
     per_cluster = [(n, cfg.for_cluster(n).control_plane_listeners) for n in sorted(cfg.overrides)]
     control = listeners
@@ -241,7 +248,7 @@ def detect_stale_broker_epoch(state_changes: DataFrame, requests: DataFrame, cfg
     request-log control response with error code 77). One candidate per broker and batch, value = rejections."""
     from pyspark.sql import functions as F
 
-    t = "STALE_BROKER_EPOCH"
+    t = AlertType.STALE_BROKER_EPOCH
     logs = stale_epoch_events(state_changes).select(
         "cluster", "broker_id", "ts", F.col("message").alias("line"),
         F.col("broker_epoch"), F.col("current_broker_epoch"))

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING
 
 from pipelines.detection.common import candidates, level, setting, severity
 from pipelines.detection.config import CONTROL_PLANE_QUEUE_CAPACITY
+from schemas.alerts import AlertType
+from schemas.signals import Signal
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -49,7 +51,7 @@ __all__ = [
 class MetricRule:
     """How one alert type reads metric windows."""
 
-    alert_type: str
+    alert_type: AlertType
     signals: tuple[str, ...]  # normalised names (lower case, letters and digits only)
     stat: str  # "min" (every sample crossed) | "avg"
     kind: str  # "ratio" (0..1 fraction, meters allowed) | "queue_cp" | "queue_data" | "ms"
@@ -61,25 +63,35 @@ class MetricRule:
     span: bool = False
 
 
+def _norm(*names: str) -> tuple[str, ...]:
+    """Signal names as norm_signal spells them."""
+    return tuple("".join(ch for ch in n.lower() if ch.isascii() and ch.isalnum()) for n in names)
+
+
+_S = Signal
+# Besides the canonical signals, two raw names a metric keeps when the parsers could not resolve it: the KIP-402
+# draft's AcceptorIdlePercent and a MetadataApplyLag without its unit.
 METRIC_RULES: dict[str, MetricRule] = {r.alert_type: r for r in (
-    MetricRule("CONTROL_PLANE_QUEUE_BACKLOG", ("controlplanerequestqueuesize",), "min", "queue_cp",
-               "ControlPlaneRequestQueueSize"),
-    MetricRule("REQUEST_QUEUE_SATURATED", ("requestqueuesize",), "min", "queue_data", "RequestQueueSize"),
-    MetricRule("ACCEPTOR_BLOCKED", ("acceptorblockedpercent", "controlplaneacceptorblockedpercent",
-                                    "acceptoridlepercent"), "avg", "ratio", "AcceptorBlockedPercent"),
-    MetricRule("NETWORK_PROCESSOR_SATURATED", ("networkprocessoravgidlepercent",
-                                               "controlplanenetworkprocessoravgidlepercent"), "avg", "ratio",
-               "NetworkProcessorAvgIdlePercent", span=True),
-    MetricRule("REQUEST_HANDLER_SATURATED", ("requesthandleravgidlepercent",
-                                             "controlplanerequesthandleravgidlepercent"), "avg", "ratio",
-               "RequestHandlerAvgIdlePercent", span=True),
+    MetricRule(AlertType.CONTROL_PLANE_QUEUE_BACKLOG, _norm(_S.ControlPlaneRequestQueueSize), "min", "queue_cp",
+               _S.ControlPlaneRequestQueueSize),
+    MetricRule(AlertType.REQUEST_QUEUE_SATURATED, _norm(_S.RequestQueueSize), "min", "queue_data",
+               _S.RequestQueueSize),
+    MetricRule(AlertType.ACCEPTOR_BLOCKED, _norm(_S.AcceptorBlockedPercent, _S.ControlPlaneAcceptorBlockedPercent,
+                                                 "AcceptorIdlePercent"), "avg", "ratio", _S.AcceptorBlockedPercent),
+    MetricRule(AlertType.NETWORK_PROCESSOR_SATURATED, _norm(_S.NetworkProcessorAvgIdlePercent,
+                                                            _S.ControlPlaneNetworkProcessorAvgIdlePercent),
+               "avg", "ratio", _S.NetworkProcessorAvgIdlePercent, span=True),
+    MetricRule(AlertType.REQUEST_HANDLER_SATURATED, _norm(_S.RequestHandlerAvgIdlePercent,
+                                                          _S.ControlPlaneRequestHandlerAvgIdlePercent),
+               "avg", "ratio", _S.RequestHandlerAvgIdlePercent, span=True),
     # Kafka computes last-applied-record-lag-ms when it is read (now - the newest applied record's time): it grows
     # while the broker applies nothing (a stalled controller quorum) and falls the moment a record is applied again,
     # so a scrape every few seconds catches one or two high samples of a 15 s stall (Apache Kafka 4.4.0,
     # kraft-metadata-lag run: 2.1 s, 13.7 s, then 0.3 s): the window's highest sample is the measure.
-    MetricRule("METADATA_APPLY_LAG", ("lastappliedrecordlagms", "metadataapplylagms", "metadataapplylag"), "max",
-               "ms", "last-applied-record-lag-ms"),
-    MetricRule("CONTROLLER_EVENT_QUEUE_DELAY", ("eventqueuetimems",), "avg", "ms", "EventQueueTimeMs"),
+    MetricRule(AlertType.METADATA_APPLY_LAG, _norm(_S.LastAppliedRecordLagMs, _S.MetadataApplyLagMs,
+                                                   "MetadataApplyLag"), "max", "ms", "last-applied-record-lag-ms"),
+    MetricRule(AlertType.CONTROLLER_EVENT_QUEUE_DELAY, _norm(_S.EventQueueTimeMs), "avg", "ms",
+               _S.EventQueueTimeMs),
 )}
 DETECTION_SIGNALS = tuple(sorted({s for r in METRIC_RULES.values() for s in r.signals}))
 
@@ -88,13 +100,14 @@ DETECTION_SIGNALS = tuple(sorted({s for r in METRIC_RULES.values() for s in r.si
 # (Kafka's handlers mark their idle time at every poll of the request queue), so an exact 0, Count or rate, is "not
 # measured yet" (a Count of 0 is no baseline either: the handlers may have started marking late in the interval);
 # likewise a Count that did not move over a window measures nothing.
-IDLE_METERS = ("requesthandleravgidlepercent", "controlplanerequesthandleravgidlepercent")
+IDLE_METERS = _norm(_S.RequestHandlerAvgIdlePercent, _S.ControlPlaneRequestHandlerAvgIdlePercent)
 METER_ATTRIBUTES = ("count", "meanrate", "oneminuterate", "fiveminuterate", "fifteenminuterate")
 
 # Preferred attribute per window (lower wins): the current rate/percentile over lifetime means.
 _ATTR_RANK = {"oneminuterate": 0, "99thpercentile": 0, "0.99": 0, "value": 1, "": 1, "count": 2, "mean": 3,
               "fiveminuterate": 3, "fifteenminuterate": 3, "meanrate": 4}
 NANOS_PER_SECOND = 1e9
+_REQUEST_QUEUE = _norm(_S.RequestQueueSize)[0]
 
 
 def norm_signal(c: Column) -> Column:
@@ -261,43 +274,43 @@ def _fmt1(c: Column) -> Column:
 
 def detect_control_plane_queue_backlog(windows: DataFrame, cfg: DetectionConfig) -> DataFrame:
     """CONTROL_PLANE_QUEUE_BACKLOG: ControlPlaneRequestQueueSize stayed high against its capacity of 20."""
-    return _rule(windows, cfg, METRIC_RULES["CONTROL_PLANE_QUEUE_BACKLOG"],
+    return _rule(windows, cfg, METRIC_RULES[AlertType.CONTROL_PLANE_QUEUE_BACKLOG],
                  "controller requests are piling up behind the single control-plane handler")
 
 
 def detect_request_queue_saturated(windows: DataFrame, cfg: DetectionConfig) -> DataFrame:
     """REQUEST_QUEUE_SATURATED: RequestQueueSize stayed near `queued.max.requests` (per cluster)."""
-    return _rule(windows, cfg, METRIC_RULES["REQUEST_QUEUE_SATURATED"],
+    return _rule(windows, cfg, METRIC_RULES[AlertType.REQUEST_QUEUE_SATURATED],
                  "network threads block on the full request queue; find the slow requests or add num.io.threads")
 
 
 def detect_acceptor_blocked(windows: DataFrame, cfg: DetectionConfig) -> DataFrame:
     """ACCEPTOR_BLOCKED: AcceptorBlockedPercent (KIP-402 draft name AcceptorIdlePercent) high."""
-    return _rule(windows, cfg, METRIC_RULES["ACCEPTOR_BLOCKED"],
+    return _rule(windows, cfg, METRIC_RULES[AlertType.ACCEPTOR_BLOCKED],
                  "every processor's new-connection queue is full or max.connections is reached (connection storm)")
 
 
 def detect_network_processor_saturated(windows: DataFrame, cfg: DetectionConfig) -> DataFrame:
     """NETWORK_PROCESSOR_SATURATED: network processors' idle ratio (data or control plane) below threshold."""
-    return _rule(windows, cfg, METRIC_RULES["NETWORK_PROCESSOR_SATURATED"],
+    return _rule(windows, cfg, METRIC_RULES[AlertType.NETWORK_PROCESSOR_SATURATED],
                  "network threads are saturated; consider num.network.threads")
 
 
 def detect_request_handler_saturated(windows: DataFrame, cfg: DetectionConfig) -> DataFrame:
     """REQUEST_HANDLER_SATURATED: request handlers' idle ratio (data or control plane) below threshold."""
-    return _rule(windows, cfg, METRIC_RULES["REQUEST_HANDLER_SATURATED"],
+    return _rule(windows, cfg, METRIC_RULES[AlertType.REQUEST_HANDLER_SATURATED],
                  "request handler threads are saturated; consider num.io.threads or find the slow requests")
 
 
 def detect_metadata_apply_lag(windows: DataFrame, cfg: DetectionConfig) -> DataFrame:
     """METADATA_APPLY_LAG (KRaft): broker-metadata-metrics last-applied-record-lag-ms stayed high."""
-    return _rule(windows, cfg, METRIC_RULES["METADATA_APPLY_LAG"],
+    return _rule(windows, cfg, METRIC_RULES[AlertType.METADATA_APPLY_LAG],
                  "the broker applies metadata records late, so it serves stale leadership")
 
 
 def detect_controller_event_queue_delay(windows: DataFrame, cfg: DetectionConfig) -> DataFrame:
     """CONTROLLER_EVENT_QUEUE_DELAY: ControllerEventManager EventQueueTimeMs high (events wait to be processed)."""
-    return _rule(windows, cfg, METRIC_RULES["CONTROLLER_EVENT_QUEUE_DELAY"],
+    return _rule(windows, cfg, METRIC_RULES[AlertType.CONTROLLER_EVENT_QUEUE_DELAY],
                  "controller events wait in its queue; leadership changes are delayed")
 
 
@@ -306,15 +319,15 @@ def detect_queue_saturated_without_control_plane(windows: DataFrame, cfg: Detect
     ControlPlaneRequestQueueSize in the same window, so controller requests share that full queue."""
     from pyspark.sql import functions as F
 
-    t = "CONTROL_REQUEST_QUEUED_BEHIND_DATA"
+    t = AlertType.CONTROL_REQUEST_QUEUED_BEHIND_DATA
     per = windows.groupBy("cluster", "broker_id", "window_start", "window_end").agg(
-        F.max(F.when(F.col("sig") == "requestqueuesize", F.col("vmin"))).alias("vmin"),
-        F.max(F.when(F.col("sig") == "requestqueuesize", F.col("samples"))).alias("samples"),
-        F.max(F.when(F.col("sig") == "requestqueuesize", F.col("last_ts"))).alias("last_ts"),
+        F.max(F.when(F.col("sig") == _REQUEST_QUEUE, F.col("vmin"))).alias("vmin"),
+        F.max(F.when(F.col("sig") == _REQUEST_QUEUE, F.col("samples"))).alias("samples"),
+        F.max(F.when(F.col("sig") == _REQUEST_QUEUE, F.col("last_ts"))).alias("last_ts"),
         F.count(F.when(F.col("sig").startswith("controlplane"), 1)).alias("cp_series"),
     ).where(F.col("vmin").isNotNull() & (F.col("cp_series") == 0) & _sustained(cfg))
     cap = setting(cfg, "queued_max_requests").cast("double")
-    sat = level(cfg, "REQUEST_QUEUE_SATURATED", "warning")
+    sat = level(cfg, AlertType.REQUEST_QUEUE_SATURATED, "warning")
     summary = F.concat(F.lit("RequestQueueSize on broker "), F.col("broker_id"), F.lit(" stayed at >= "),
                        _fmt1(F.col("vmin")), F.lit(" of "), _fmt1(cap), _window_text(),
                        F.lit(" and the broker has no control plane: controller requests wait behind data requests; "

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from schemas.alerts import AlertType
+
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame
@@ -48,10 +50,10 @@ def latency_may_alert(tbl: pa.Table, cfg: DetectionConfig) -> bool:
         return True
     e2e = tbl["end_to_end_ms"]
     um_value = pc.subtract(pc.cast(e2e, "double"), pc.fill_null(pc.cast(tbl["controller_queue_ms"], "double"), 0.0))
-    lock = _lowest_warning(cfg, "LOCK_CONTENTION")
+    lock = _lowest_warning(cfg, AlertType.LOCK_CONTENTION)
     return (
-        _reaches(e2e, _lowest_warning(cfg, "DELAYED_LEADER_AND_ISR"))
-        or _reaches(um_value, _lowest_warning(cfg, "DELAYED_UPDATE_METADATA"))
+        _reaches(e2e, _lowest_warning(cfg, AlertType.DELAYED_LEADER_AND_ISR))
+        or _reaches(um_value, _lowest_warning(cfg, AlertType.DELAYED_UPDATE_METADATA))
         # LOCK_CONTENTION's value is the lock wait, or (fetcher-driven, explicit partitionMapLock waits) needs
         # processing_ms at the threshold first
         or _reaches(tbl["lock_wait_ms"], lock)
@@ -68,7 +70,7 @@ def log_rows_that_may_alert(state_changes: DataFrame, requests: DataFrame, cfg: 
     from pipelines.detection.events import CONTROL_REQUESTS, stale_epoch_events
 
     queued = F.col("request_queue_time_ms").cast("double")
-    lowest = _lowest_warning(cfg, "CONTROL_REQUEST_QUEUED_BEHIND_DATA")
+    lowest = _lowest_warning(cfg, AlertType.CONTROL_REQUEST_QUEUED_BEHIND_DATA)
     control = requests.where(F.col("api_name").isin(*CONTROL_REQUESTS) & (
         (F.col("error_code") == 77) | (queued >= F.lit(lowest)) | F.isnan(queued)))
     return stale_epoch_events(state_changes).select(F.lit("sc").alias("_src")).unionByName(

@@ -1,4 +1,4 @@
-"""One canonical signal per Kafka metric, whatever the naming convention (FACTS.md section 3), declared as data.
+"""How any spelling of a Kafka metric resolves to its canonical signal (:mod:`schemas.signals`), declared as data.
 
 Resolution of a name (both engines do exactly this):
 
@@ -22,97 +22,29 @@ compacted key; its ``attribute`` field is the attribute.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from schemas.signals import SOURCES, KafkaMetric, Signal
 
 __all__ = [
+    "ALIASES",
     "ATTRIBUTE_SUFFIXES",
     "EXACT",
     "FAMILIES",
     "KEYS",
     "KIND_DEFAULT_ATTRIBUTE",
     "SIGNALS",
-    "Metric",
     "compact",
 ]
 
 
-@dataclass(frozen=True)
-class Metric:
-    """A known metric: canonical signal, its MBean (without per-instance tags), kind, and extra lookup aliases."""
+# Spellings that name a metric besides its MBean: the KIP-402 draft's AcceptorIdlePercent, kafka-2_0_0's `requests`.
+ALIASES: dict[Signal, tuple[str, ...]] = {
+    Signal.AcceptorBlockedPercent: ("kafka.network.Acceptor.AcceptorIdlePercent",),
+    Signal.ControlPlaneAcceptorBlockedPercent: ("kafka.network.Acceptor.ControlPlaneAcceptorIdlePercent",),
+    Signal.RequestsPerSec: ("kafka.network.RequestMetrics.requests",),
+    Signal.ErrorsPerSec: ("kafka.network.RequestMetrics.errors",),
+}
 
-    signal: str
-    domain: str
-    type: str
-    name: str  # Yammer `name=`; for Kafka metrics the attribute (e.g. last-applied-record-lag-ms)
-    kind: str  # gauge | meter | histogram | timer | kafka
-    aliases: tuple[str, ...] = ()
-
-    @property
-    def mbean(self) -> str:
-        if self.kind == "kafka":
-            return f"{self.domain}:type={self.type}"
-        return f"{self.domain}:type={self.type},name={self.name}"
-
-
-def _g(signal: str, domain: str, type_: str, name: str | None = None, kind: str = "gauge", *aliases: str) -> Metric:
-    return Metric(signal, domain, type_, name or signal, kind, aliases)
-
-
-_RM = "kafka.network", "RequestMetrics"
-METRICS: tuple[Metric, ...] = (
-    _g("RequestQueueSize", "kafka.network", "RequestChannel"),
-    _g("ControlPlaneRequestQueueSize", "kafka.network", "RequestChannel"),
-    _g("ResponseQueueSize", "kafka.network", "RequestChannel"),
-    _g("ControlPlaneResponseQueueSize", "kafka.network", "RequestChannel"),
-    _g("NetworkProcessorAvgIdlePercent", "kafka.network", "SocketServer"),
-    _g("ControlPlaneNetworkProcessorAvgIdlePercent", "kafka.network", "SocketServer"),
-    _g("ExpiredConnectionsKilledCount", "kafka.network", "SocketServer"),
-    _g("ControlPlaneExpiredConnectionsKilledCount", "kafka.network", "SocketServer"),
-    _g("MemoryPoolAvailable", "kafka.network", "SocketServer"),
-    _g("MemoryPoolUsed", "kafka.network", "SocketServer"),
-    _g("ProcessorIdlePercent", "kafka.network", "Processor", "IdlePercent"),
-    _g("RequestHandlerAvgIdlePercent", "kafka.server", "KafkaRequestHandlerPool", None, "meter"),
-    _g("ControlPlaneRequestHandlerAvgIdlePercent", "kafka.server", "KafkaRequestHandlerPool", None, "meter"),
-    _g("AcceptorBlockedPercent", "kafka.network", "Acceptor", None, "meter",
-       "kafka.network.Acceptor.AcceptorIdlePercent"),
-    _g("ControlPlaneAcceptorBlockedPercent", "kafka.network", "Acceptor", None, "meter",
-       "kafka.network.Acceptor.ControlPlaneAcceptorIdlePercent"),
-    *(_g(n, *_RM, None, "histogram") for n in (
-        "RequestQueueTimeMs", "LocalTimeMs", "RemoteTimeMs", "ThrottleTimeMs", "ResponseQueueTimeMs",
-        "ResponseSendTimeMs", "TotalTimeMs", "RequestBytes", "MessageConversionsTimeMs", "TemporaryMemoryBytes")),
-    _g("RequestsPerSec", *_RM, None, "meter", "kafka.network.RequestMetrics.requests"),
-    _g("ErrorsPerSec", *_RM, None, "meter", "kafka.network.RequestMetrics.errors"),
-    _g("ControllerChannelQueueSize", "kafka.controller", "ControllerChannelManager", "QueueSize"),
-    _g("ControllerChannelTotalQueueSize", "kafka.controller", "ControllerChannelManager", "TotalQueueSize"),
-    _g("ControllerChannelRequestRateAndQueueTimeMs", "kafka.controller", "ControllerChannelManager",
-       "RequestRateAndQueueTimeMs", "timer"),
-    _g("EventQueueSize", "kafka.controller", "ControllerEventManager"),
-    _g("EventQueueTimeMs", "kafka.controller", "ControllerEventManager", None, "histogram"),
-    _g("EventQueueProcessingTimeMs", "kafka.controller", "ControllerEventManager", None, "histogram"),
-    _g("ActiveControllerCount", "kafka.controller", "KafkaController"),
-    _g("OfflinePartitionsCount", "kafka.controller", "KafkaController"),
-    _g("LastAppliedRecordLagMs", "kafka.controller", "KafkaController"),
-    _g("UnderReplicatedPartitions", "kafka.server", "ReplicaManager"),
-    _g("PartitionCount", "kafka.server", "ReplicaManager"),
-    _g("LeaderCount", "kafka.server", "ReplicaManager"),
-    _g("IsrShrinksPerSec", "kafka.server", "ReplicaManager", None, "meter"),
-    _g("IsrExpandsPerSec", "kafka.server", "ReplicaManager", None, "meter"),
-    _g("ReplicaFetcherMaxLag", "kafka.server", "ReplicaFetcherManager", "MaxLag"),
-    _g("LeaderElectionRateAndTimeMs", "kafka.controller", "ControllerStats", None, "timer"),
-    # LinkedIn's event-based fetcher (KAFKA-6974 fork): FetcherEventManager queue metrics
-    _g("FetcherEventQueueSize", "kafka.server", "FetcherEventManager", "EventQueueSize"),
-    _g("FetcherEventQueueTimeMs", "kafka.server", "FetcherEventManager", "EventQueueTimeMs", "histogram"),
-    # KRaft: broker metadata loader lag (documented name MetadataApplyLagMs)
-    Metric("MetadataApplyLagMs", "kafka.server", "broker-metadata-metrics", "last-applied-record-lag-ms", "kafka"),
-    Metric("MetadataLastAppliedOffset", "kafka.server", "broker-metadata-metrics", "last-applied-record-offset",
-           "kafka"),
-    Metric("MetadataLastAppliedTimestamp", "kafka.server", "broker-metadata-metrics", "last-applied-record-timestamp",
-           "kafka"),
-    Metric("MetadataApplyErrorCount", "kafka.server", "broker-metadata-metrics", "metadata-apply-error-count", "kafka"),
-    Metric("MetadataLoadErrorCount", "kafka.server", "broker-metadata-metrics", "metadata-load-error-count", "kafka"),
-)
-
-SIGNALS: tuple[str, ...] = tuple(m.signal for m in METRICS)
+SIGNALS: tuple[str, ...] = tuple(s.value for s in SOURCES)
 
 _COMPACT_DROP = "_:.- "
 
@@ -123,20 +55,22 @@ def compact(text: str) -> str:
     return "".join(ch for ch in text.lower() if ch not in _COMPACT_DROP)
 
 
-def _entry(m: Metric) -> str:
-    return f"{m.signal}|{m.mbean}|{m.kind}"
+def _entry(signal: Signal, src: KafkaMetric) -> str:
+    return f"{signal.value}|{src.mbean}|{src.kind}"
 
 
+# Every signal of schemas.signals under the compacted name of the metric it comes from, and under its aliases.
 KEYS: dict[str, str] = {}
-for _m in METRICS:
-    for _k in (_m.domain + _m.type + _m.name, *_m.aliases):
-        KEYS[compact(_k)] = _entry(_m)
+for _signal, _src in SOURCES.items():
+    for _k in (_src.domain + _src.type + _src.name, *ALIASES.get(_signal, ())):
+        KEYS[compact(_k)] = _entry(_signal, _src)
 
 # Spellings whose attribute the exporter's rule implies (FACTS.md section 3 table).
 EXACT: dict[str, tuple[str, str]] = {
-    "kafka_server_kafkarequesthandlerpool_requesthandleravgidle_percent": ("RequestHandlerAvgIdlePercent", "MeanRate"),
+    "kafka_server_kafkarequesthandlerpool_requesthandleravgidle_percent": (
+        Signal.RequestHandlerAvgIdlePercent.value, "MeanRate"),
     "kafka_server_kafkarequesthandlerpool_controlplanerequesthandleravgidle_percent": (
-        "ControlPlaneRequestHandlerAvgIdlePercent", "MeanRate"),
+        Signal.ControlPlaneRequestHandlerAvgIdlePercent.value, "MeanRate"),
 }
 
 ATTRIBUTE_SUFFIXES: dict[str, str] = {

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from schemas.events import Event
+
 __all__ = [
     "API_KEYS",
     "BODY_FIELDS",
@@ -143,7 +145,7 @@ class Message:
     """One message text: `prefix` (literal start of the body) and/or `contains` (a literal inside) classify it,
     `regex` (whole body) extracts named groups; `consts` fill columns the text implies."""
 
-    event: str
+    event: Event
     prefix: str
     regex: str
     role: str
@@ -154,7 +156,7 @@ class Message:
     doc: str = ""
 
 
-def _m(event: str, prefix: str, regex: str, role: str, fmt: str, request: str | None = None, **kw: object) -> Message:
+def _m(event: Event, prefix: str, regex: str, role: str, fmt: str, request: str | None = None, **kw: object) -> Message:
     return Message(event, prefix, "^" + regex, role, fmt, request, **kw)  # type: ignore[arg-type]
 
 
@@ -172,238 +174,239 @@ _ONE = {"partitions": "1"}
 # Order matters: the first classifier that matches wins, so specific prefixes come before general ones.
 MESSAGES: tuple[Message, ...] = (
     # ---- broker side, 2.6+ INFO summaries (most frequent in modern logs first)
-    _m("become_leader_started", "Handling LeaderAndIsr request correlationId ",
+    _m(Event.BECOME_LEADER_STARTED, "Handling LeaderAndIsr request correlationId ",
        rf"Handling LeaderAndIsr request {_CORR_FROM} epoch (?P<controller_epoch>{_N}) starting the become-leader "
        rf"transition for partition {_TP}", "broker", "2.2-2.5", "LeaderAndIsr",
        contains=" starting the become-leader ", consts={"partitions": "1", "become_leader": "1"}),
-    _m("become_follower_started", "Handling LeaderAndIsr request correlationId ",
+    _m(Event.BECOME_FOLLOWER_STARTED, "Handling LeaderAndIsr request correlationId ",
        rf"Handling LeaderAndIsr request {_CORR_FROM} epoch (?P<controller_epoch>{_N}) starting the become-follower "
        rf"transition for partition {_TP} with leader (?P<leader>-?{_N})", "broker", "2.2-2.5", "LeaderAndIsr",
        contains=" starting the become-follower ", consts={"partitions": "1", "become_follower": "1"}),
-    _m("leader_and_isr_handling", "Handling LeaderAndIsr request correlationId ",
+    _m(Event.LEADER_AND_ISR_HANDLING, "Handling LeaderAndIsr request correlationId ",
        rf"Handling LeaderAndIsr request {_CORR_FROM} for (?P<partitions>{_N}) partitions", "broker", "2.6+",
        "LeaderAndIsr"),
-    _m("leader_and_isr_finished", "Finished LeaderAndIsr request in ",
+    _m(Event.LEADER_AND_ISR_FINISHED, "Finished LeaderAndIsr request in ",
        rf"Finished LeaderAndIsr request in (?P<elapsed_ms>{_N}) ?ms {_CORR_FROM} for (?P<partitions>{_N}) partitions"
        rf"(?:.*lock_wait_ms=(?P<lock_wait_ms>{_N}))?.*", "broker", "2.7+", "LeaderAndIsr"),
-    _m("fetchers_stopped", "Stopped fetchers as part of LeaderAndIsr request ",
+    _m(Event.FETCHERS_STOPPED, "Stopped fetchers as part of LeaderAndIsr request ",
        rf"Stopped fetchers as part of LeaderAndIsr request {_CORR_FROM} epoch (?P<controller_epoch>{_N}) as part of "
        rf"the become-leader transition for (?P<become_leader>(?P<partitions>{_N})) partitions", "broker", "2.6+",
        "LeaderAndIsr"),
-    _m("fetchers_stopped", "Stopped fetchers as part of become-follower request ",
+    _m(Event.FETCHERS_STOPPED, "Stopped fetchers as part of become-follower request ",
        rf"Stopped fetchers as part of become-follower request {_FROM_EPOCH_CORR} for partition {_TP} with leader "
        rf"(?P<leader>-?{_N})", "broker", "2.2-2.5", "LeaderAndIsr", contains=" for partition ",
        consts={"partitions": "1", "become_follower": "1"}),
-    _m("fetchers_stopped", "Stopped fetchers as part of become-follower request ",
+    _m(Event.FETCHERS_STOPPED, "Stopped fetchers as part of become-follower request ",
        rf"Stopped fetchers as part of become-follower request {_FROM_EPOCH_CORR} for "
        rf"(?P<become_follower>(?P<partitions>{_N})) partitions", "broker", "2.6+", "LeaderAndIsr"),
-    _m("fetchers_stopped", "Stopped fetchers as part of become-leader request ",
+    _m(Event.FETCHERS_STOPPED, "Stopped fetchers as part of become-leader request ",
        rf"Stopped fetchers as part of become-leader request {_FROM_EPOCH_CORR} for partition {_TP}"
        r" \(last update controller epoch [0-9]+\)", "broker", "2.2-2.5", "LeaderAndIsr",
        consts={"partitions": "1", "become_leader": "1"}),
-    _m("metadata_cache_updated", "Add ",
+    _m(Event.METADATA_CACHE_UPDATED, "Add ",
        rf"Add (?P<partitions>{_N}) partitions and deleted {_N} partitions from metadata cache in response to "
        rf"UpdateMetadata request sent by controller (?P<controller_id>{_N}) epoch (?P<controller_epoch>{_N}) "
        rf"with correlation id (?P<correlation_id>{_N})", "broker", "2.6+", "UpdateMetadata"),
-    _m("stop_replica_handling", "Handling StopReplica request correlationId ",
+    _m(Event.STOP_REPLICA_HANDLING, "Handling StopReplica request correlationId ",
        rf"Handling StopReplica request {_CORR_FROM} for (?P<partitions>{_N}) partitions", "broker", "2.6+",
        "StopReplica"),
-    _m("leader_started", "Leader ",
+    _m(Event.LEADER_STARTED, "Leader ",
        rf"Leader {_TP}(?: with topic id \S+)? starts at leader epoch (?P<leader_epoch>{_N}) from offset "
        rf"(?P<offset>{_N}) with .*", "broker", "2.6+", contains=" starts at leader epoch "),
-    _m("follower_started", "Follower ",
+    _m(Event.FOLLOWER_STARTED, "Follower ",
        rf"Follower {_TP}(?: with topic id \S+)? starts at leader epoch (?P<leader_epoch>{_N}) from offset "
        rf"(?P<offset>{_N}) with .*?(?:Current leader is (?P<leader>-?{_N})\..*)?", "broker", "2.6+",
        contains=" starts at leader epoch "),
     # ---- controller side
-    _m("leader_and_isr_sending", "Sending LeaderAndIsr request to broker ",
+    _m(Event.LEADER_AND_ISR_SENDING, "Sending LeaderAndIsr request to broker ",
        rf"Sending LeaderAndIsr request to broker (?P<target_broker_id>{_N}) with (?P<become_leader>{_N}) "
        rf"become-leader and (?P<become_follower>{_N}) become-follower partitions", "controller", "2.6+",
        "LeaderAndIsr"),
-    _m("update_metadata_sending", "Sending UpdateMetadata request to brokers ",
+    _m(Event.UPDATE_METADATA_SENDING, "Sending UpdateMetadata request to brokers ",
        rf"Sending UpdateMetadata request to brokers (?:Hash)?Set\((?P<target_brokers>[0-9, ]*)\) for "
        rf"(?P<partitions>{_N}) partitions", "controller", "2.6+", "UpdateMetadata"),
-    _m("stop_replica_sending", "Sending StopReplica request ",
+    _m(Event.STOP_REPLICA_SENDING, "Sending StopReplica request ",
        rf"Sending StopReplica request (?:\(delete = (?:true|false)\) )?for (?P<partitions>{_N}) replicas to broker "
        rf"(?P<target_broker_id>{_N})", "controller", "2.6+", "StopReplica", contains=" replicas to broker "),
-    _m("stop_replica_partition_sending", "Sending StopReplica request ",
+    _m(Event.STOP_REPLICA_PARTITION_SENDING, "Sending StopReplica request ",
        rf"Sending StopReplica request .* to broker (?P<target_broker_id>{_N}) for partition {_TP}",
        "controller", "2.6+", "StopReplica", consts=_ONE),
-    _m("leader_and_isr_partition_sending", "Sending become-leader LeaderAndIsr request ",
+    _m(Event.LEADER_AND_ISR_PARTITION_SENDING, "Sending become-leader LeaderAndIsr request ",
        rf"Sending become-leader LeaderAndIsr request {_STATE} to broker (?P<target_broker_id>{_N}) for partition "
        rf"{_TP}", "controller", "2.2+", "LeaderAndIsr", consts={"partitions": "1", "become_leader": "1"}),
-    _m("leader_and_isr_partition_sending", "Sending become-follower LeaderAndIsr request ",
+    _m(Event.LEADER_AND_ISR_PARTITION_SENDING, "Sending become-follower LeaderAndIsr request ",
        rf"Sending become-follower LeaderAndIsr request {_STATE} to broker (?P<target_broker_id>{_N}) for partition "
        rf"{_TP}", "controller", "2.2+", "LeaderAndIsr", consts={"partitions": "1", "become_follower": "1"}),
-    _m("update_metadata_partition_sending", "Sending UpdateMetadata request ",
+    _m(Event.UPDATE_METADATA_PARTITION_SENDING, "Sending UpdateMetadata request ",
        rf"Sending UpdateMetadata request .* to brokers (?:Hash)?Set\((?P<target_brokers>[0-9, ]*)\) for partition "
        rf"{_TP}", "controller", "2.2-2.5", "UpdateMetadata", consts=_ONE),
-    _m("response_received", "Received response ",
+    _m(Event.RESPONSE_RECEIVED, "Received response ",
        r"Received response .* for request (?P<request>[A-Z_]+) with correlation id "
        rf"(?P<correlation_id>{_N}) sent to broker .*\(id: (?P<target_broker_id>{_N}) rack: [^)]*\)",
        "controller", "2.2+"),
-    _m("partition_state_changed", "Changed partition ",
+    _m(Event.PARTITION_STATE_CHANGED, "Changed partition ",
        rf"Changed partition {_TP} from \S+ to \S+ with state LeaderAndIsr\(leader=(?P<leader>-?{_N}), "
        rf"leaderEpoch=(?P<leader_epoch>{_N}).*", "controller", "2.2+"),
     # ---- epoch rejections
-    _m("stale_broker_epoch", "Received LeaderAndIsr request with stale broker epoch info ",
+    _m(Event.STALE_BROKER_EPOCH, "Received LeaderAndIsr request with stale broker epoch info ",
        rf"Received LeaderAndIsr request with stale broker epoch info \(broker epoch:(?P<broker_epoch>-?{_N})\}}?,"
        rf"max broker epoch:-?{_N}\) when the current broker epoch is (?P<current_broker_epoch>-?{_N}).*",
        "broker", "linkedin", "LeaderAndIsr"),
-    _m("stale_broker_epoch", "Received ",
+    _m(Event.STALE_BROKER_EPOCH, "Received ",
        rf"Received {_REQ_WORDS} request with broker epoch (?P<broker_epoch>-?{_N}) smaller than the current broker "
        rf"epoch (?P<current_broker_epoch>-?{_N})(?: from controller (?P<controller_id>{_N}) with epoch "
        rf"(?P<controller_epoch>{_N})\.)?", "broker", "2.2+", contains=" request with broker epoch "),
-    _m("stale_controller_epoch", "Ignoring LeaderAndIsr request from controller ",
+    _m(Event.STALE_CONTROLLER_EPOCH, "Ignoring LeaderAndIsr request from controller ",
        rf"Ignoring LeaderAndIsr request from controller (?P<controller_id>{_N}) with correlation id "
        rf"(?P<correlation_id>{_N}) since its controller epoch (?P<controller_epoch>{_N}) is old\..*",
        "broker", "2.2+", "LeaderAndIsr", contains=" is old. "),
-    _m("stale_leader_epoch", "Ignoring LeaderAndIsr request from controller ",
+    _m(Event.STALE_LEADER_EPOCH, "Ignoring LeaderAndIsr request from controller ",
        rf"Ignoring LeaderAndIsr request from controller (?P<controller_id>{_N}) with correlation id "
        rf"(?P<correlation_id>{_N}) epoch (?P<controller_epoch>{_N}) for partition {_TP} since its associated leader "
        rf"epoch (?P<leader_epoch>{_N}) .*", "broker", "2.2+", "LeaderAndIsr", contains=" associated leader epoch "),
-    _m("leader_and_isr_partition_ignored", "Ignoring LeaderAndIsr request from controller ",
+    _m(Event.LEADER_AND_ISR_PARTITION_IGNORED, "Ignoring LeaderAndIsr request from controller ",
        rf"Ignoring LeaderAndIsr request from controller (?P<controller_id>{_N}) with correlation id "
        rf"(?P<correlation_id>{_N}) epoch (?P<controller_epoch>{_N}) for partition {_TP} as .*", "broker", "2.2+",
        "LeaderAndIsr"),
-    _m("stale_controller_epoch", "Received update metadata request with correlation id ",
+    _m(Event.STALE_CONTROLLER_EPOCH, "Received update metadata request with correlation id ",
        rf"Received update metadata request with correlation id (?P<correlation_id>{_N}) from an old controller "
        rf"(?P<controller_id>{_N}) with epoch (?P<controller_epoch>{_N})\..*", "broker", "2.2+", "UpdateMetadata"),
-    _m("stale_controller_epoch", "Received stop replica request from an old controller epoch ",
+    _m(Event.STALE_CONTROLLER_EPOCH, "Received stop replica request from an old controller epoch ",
        rf"Received stop replica request from an old controller epoch (?P<controller_epoch>{_N})\..*",
        "broker", "2.2-2.5", "StopReplica"),
-    _m("stale_controller_epoch", "Ignoring StopReplica request from controller ",
+    _m(Event.STALE_CONTROLLER_EPOCH, "Ignoring StopReplica request from controller ",
        rf"Ignoring StopReplica request from controller (?P<controller_id>{_N}) with correlation id "
        rf"(?P<correlation_id>{_N}) since its controller epoch (?P<controller_epoch>{_N}) is old\..*",
        "broker", "2.6+", "StopReplica", contains=" is old. "),
-    _m("stale_leader_epoch", "Ignoring StopReplica request ",
+    _m(Event.STALE_LEADER_EPOCH, "Ignoring StopReplica request ",
        rf"Ignoring StopReplica request .* for partition {_TP} since its associated leader epoch "
        rf"(?P<leader_epoch>{_N}) .*", "broker", "2.6+", "StopReplica", contains=" associated leader epoch "),
     # ---- broker side, 2.2-2.5 per-partition TRACE (and 2.6+ TRACE Received)
-    _m("leader_and_isr_partition_received", "Received LeaderAndIsr request ",
+    _m(Event.LEADER_AND_ISR_PARTITION_RECEIVED, "Received LeaderAndIsr request ",
        rf"Received LeaderAndIsr request {_STATE} correlation id (?P<correlation_id>{_N}) from controller "
        rf"(?P<controller_id>{_N}) epoch (?P<controller_epoch>{_N})(?: for partition {_TP})?", "broker", "2.2+",
        "LeaderAndIsr", consts=_ONE),
-    _m("become_leader_completed", "Completed LeaderAndIsr request correlationId ",
+    _m(Event.BECOME_LEADER_COMPLETED, "Completed LeaderAndIsr request correlationId ",
        rf"Completed LeaderAndIsr request {_CORR_FROM} epoch (?P<controller_epoch>{_N}) for the become-leader "
        rf"transition for partition {_TP}", "broker", "2.2-2.5", "LeaderAndIsr", contains=" become-leader ",
        consts={"partitions": "1", "become_leader": "1"}),
-    _m("become_follower_completed", "Completed LeaderAndIsr request correlationId ",
+    _m(Event.BECOME_FOLLOWER_COMPLETED, "Completed LeaderAndIsr request correlationId ",
        rf"Completed LeaderAndIsr request {_CORR_FROM} epoch (?P<controller_epoch>{_N}) for the become-follower "
        rf"transition for partition {_TP} with leader (?P<leader>-?{_N})", "broker", "2.2-2.5", "LeaderAndIsr",
        consts={"partitions": "1", "become_follower": "1"}),
-    _m("logs_truncated", "Truncated logs and checkpointed recovery boundaries for partition ",
+    _m(Event.LOGS_TRUNCATED, "Truncated logs and checkpointed recovery boundaries for partition ",
        rf"Truncated logs and checkpointed recovery boundaries for partition {_TP} as part of become-follower request "
        rf"with correlation id (?P<correlation_id>{_N}) from controller (?P<controller_id>{_N}) epoch "
        rf"(?P<controller_epoch>{_N}) with leader (?P<leader>-?{_N})", "broker", "2.2-2.5", "LeaderAndIsr",
        consts=_ONE),
-    _m("fetcher_started", "Started fetcher to new leader as part of become-follower request ",
+    _m(Event.FETCHER_STARTED, "Started fetcher to new leader as part of become-follower request ",
        rf"Started fetcher to new leader as part of become-follower request {_FROM_EPOCH_CORR} for partition {_TP} "
        rf"with leader (?:BrokerEndPoint\(id=)?(?P<leader>-?{_N}).*", "broker", "2.2-2.5", "LeaderAndIsr",
        consts=_ONE),
-    _m("leader_skipped", "Skipped the become-leader state change ",
+    _m(Event.LEADER_SKIPPED, "Skipped the become-leader state change ",
        rf"Skipped the become-leader state change after marking its partition as leader with correlation id "
        rf"(?P<correlation_id>{_N}) from controller (?P<controller_id>{_N}) epoch (?P<controller_epoch>{_N}) for "
        rf"partition {_TP} .*", "broker", "2.2+", "LeaderAndIsr", consts=_ONE),
-    _m("follower_skipped", "Skipped the become-follower state change ",
+    _m(Event.FOLLOWER_SKIPPED, "Skipped the become-follower state change ",
        rf"Skipped the become-follower state change after marking its partition as follower with correlation id "
        rf"(?P<correlation_id>{_N}) from controller (?P<controller_id>{_N}) epoch (?P<controller_epoch>{_N}) for "
        rf"partition {_TP} .*", "broker", "2.6+", "LeaderAndIsr", consts=_ONE),
-    _m("become_follower_failed", "Received LeaderAndIsrRequest with correlation id ",
+    _m(Event.BECOME_FOLLOWER_FAILED, "Received LeaderAndIsrRequest with correlation id ",
        rf"Received LeaderAndIsrRequest with correlation id (?P<correlation_id>{_N}) from controller "
        rf"(?P<controller_id>{_N}) epoch (?P<controller_epoch>{_N}) for partition {_TP} .* since the new leader "
        rf"(?P<leader>-?{_N}) is unavailable\.", "broker", "2.2+", "LeaderAndIsr", consts=_ONE),
-    _m("leader_and_isr_error", "Error while processing LeaderAndIsr request correlationId ",
+    _m(Event.LEADER_AND_ISR_ERROR, "Error while processing LeaderAndIsr request correlationId ",
        rf"Error while processing LeaderAndIsr request correlationId (?P<correlation_id>{_N}) received from controller "
        rf"(?P<controller_id>{_N}) epoch (?P<controller_epoch>{_N}) for partition {_TP}.*", "broker", "2.2+",
        "LeaderAndIsr", consts=_ONE),
-    _m("leader_info_cached", "Cached leader info ",
+    _m(Event.LEADER_INFO_CACHED, "Cached leader info ",
        rf"Cached leader info {_STATE} for partition {_TP} in response to UpdateMetadata request sent by controller "
        rf"(?P<controller_id>{_N}) epoch (?P<controller_epoch>{_N}) with correlation id (?P<correlation_id>{_N})",
        "broker", "2.2+", "UpdateMetadata", consts=_ONE),
-    _m("partition_deleted_from_cache", "Deleted partition ",
+    _m(Event.PARTITION_DELETED_FROM_CACHE, "Deleted partition ",
        rf"Deleted partition {_TP} from metadata cache in response to UpdateMetadata request sent by controller "
        rf"(?P<controller_id>{_N}) epoch (?P<controller_epoch>{_N}) with correlation id (?P<correlation_id>{_N})",
        "broker", "2.2+", "UpdateMetadata", consts=_ONE),
-    _m("stop_replica_handling", "Handling stop replica ",
+    _m(Event.STOP_REPLICA_HANDLING, "Handling stop replica ",
        rf"Handling stop replica \(delete=(?:true|false)\) for partition {_TP}", "broker", "2.2-2.5", "StopReplica",
        consts=_ONE),
-    _m("stop_replica_finished", "Finished handling stop replica ",
+    _m(Event.STOP_REPLICA_FINISHED, "Finished handling stop replica ",
        rf"Finished handling stop replica \(delete=(?:true|false)\) for partition {_TP}", "broker", "2.2-2.5",
        "StopReplica", consts=_ONE),
-    _m("stop_replica_ignored", "Ignoring stop replica ",
+    _m(Event.STOP_REPLICA_IGNORED, "Ignoring stop replica ",
        rf"Ignoring stop replica \(delete=(?:true|false)\) for partition {_TP} .*", "broker", "2.2-2.5",
        "StopReplica", consts=_ONE),
-    _m("stop_replica_partition_received", "Received StopReplica request ",
+    _m(Event.STOP_REPLICA_PARTITION_RECEIVED, "Received StopReplica request ",
        rf"Received StopReplica request .* correlation id (?P<correlation_id>{_N}) from controller "
        rf"(?P<controller_id>{_N}) epoch (?P<controller_epoch>{_N}) for partition {_TP}", "broker", "2.6+",
        "StopReplica", consts=_ONE),
-    _m("leader_and_isr_breakdown", "Breakdown time in milliseconds for LeaderAndIsr request ",
+    _m(Event.LEADER_AND_ISR_BREAKDOWN, "Breakdown time in milliseconds for LeaderAndIsr request ",
        rf"Breakdown time in milliseconds for LeaderAndIsr request with correlationId (?P<correlation_id>{_N}) from "
        rf"controller (?P<controller_id>{_N}): Map\((?:.*acquireReplicaStateChangeLock -> (?P<lock_wait_ms>{_N}))?.*",
        "broker", "linkedin", "LeaderAndIsr"),
     # ---- KRaft broker (ReplicaManager.applyDelta)
-    _m("kraft_leaders_transition", "Transitioning ",
+    _m(Event.KRAFT_LEADERS_TRANSITION, "Transitioning ",
        rf"Transitioning (?P<become_leader>(?P<partitions>{_N})) partition\(s\) to local leaders\.", "kraft", "kraft",
        contains=" to local leaders"),
-    _m("kraft_followers_transition", "Transitioning ",
+    _m(Event.KRAFT_FOLLOWERS_TRANSITION, "Transitioning ",
        rf"Transitioning (?P<become_follower>(?P<partitions>{_N})) partition\(s\) to local followers\.", "kraft",
        "kraft"),
-    _m("kraft_partitions_deleting", "Deleting ", rf"Deleting (?P<partitions>{_N}) partition\(s\)\.", "kraft", "kraft",
-       contains=" partition(s)."),
-    _m("kraft_fetchers_stopped", "Stopped fetchers as part of become-follower for ",
+    _m(Event.KRAFT_PARTITIONS_DELETING, "Deleting ", rf"Deleting (?P<partitions>{_N}) partition\(s\)\.", "kraft",
+       "kraft", contains=" partition(s)."),
+    _m(Event.KRAFT_FETCHERS_STOPPED, "Stopped fetchers as part of become-follower for ",
        rf"Stopped fetchers as part of become-follower for (?P<become_follower>(?P<partitions>{_N})) partitions",
        "kraft", "kraft"),
-    _m("kraft_fetchers_started", "Started fetchers as part of become-follower for ",
+    _m(Event.KRAFT_FETCHERS_STARTED, "Started fetchers as part of become-follower for ",
        rf"Started fetchers as part of become-follower for (?P<become_follower>(?P<partitions>{_N})) partitions",
        "kraft", "kraft"),
     # ---- server.log: the fetcher / log activity that contends for the partition-map lock (FACTS.md 6)
-    _m("log_start_offset_incremented", "Increment",
+    _m(Event.LOG_START_OFFSET_INCREMENTED, "Increment",
        rf"Increment(?:ed|ing) (?:local )?log start offset (?:of partition {_TP} )?to (?P<offset>{_N})"
        r"(?: due to .*| in dir .*)?", "log", "2.2+"),
-    _m("epoch_cache_cleared", "Cleared earliest ",
+    _m(Event.EPOCH_CACHE_CLEARED, "Cleared earliest ",
        rf"Cleared earliest {_N} entries from epoch cache based on passed offset (?P<offset>{_N}) leaving {_N} in "
        rf"EpochFile for partition {_TP}", "log", "1.1-2.x"),
-    _m("epoch_cache_truncated", "Cleared entries ",
+    _m(Event.EPOCH_CACHE_TRUNCATED, "Cleared entries ",
        rf"Cleared entries .* from epoch cache after truncating to (?:end|start) offset (?P<offset>{_N}).*", "log",
        "2.1+"),
-    _m("isr_shrinking", "Shrinking ISR from ", r"Shrinking ISR from [0-9,]* to [0-9,]*.*", "log", "2.2+"),
-    _m("isr_expanding", "Expanding ISR from ", r"Expanding ISR from [0-9,]* to [0-9,]*.*", "log", "2.2+"),
-    _m("isr_updated", "ISR updated to ", r"ISR updated to [0-9,]* .*", "log", "3.x"),
-    _m("fetcher_added", "Added fetcher to broker ",
+    _m(Event.ISR_SHRINKING, "Shrinking ISR from ", r"Shrinking ISR from [0-9,]* to [0-9,]*.*", "log", "2.2+"),
+    _m(Event.ISR_EXPANDING, "Expanding ISR from ", r"Expanding ISR from [0-9,]* to [0-9,]*.*", "log", "2.2+"),
+    _m(Event.ISR_UPDATED, "ISR updated to ", r"ISR updated to [0-9,]* .*", "log", "3.x"),
+    _m(Event.FETCHER_ADDED, "Added fetcher to broker ",
        rf"Added fetcher to broker (?:BrokerEndPoint\(id=)?(?P<leader>{_N}).* for partitions "
        rf"(?:Map|HashMap)\((?P<count_arrows>.*)\)", "fetcher", "2.2+"),
-    _m("fetcher_removed", "Removed fetcher for partitions ",
+    _m(Event.FETCHER_REMOVED, "Removed fetcher for partitions ",
        r"Removed fetcher for partitions (?:Set|HashSet)\((?P<count_csv>.*)\)", "fetcher", "2.2+"),
     # ---- controller.log (KafkaController.onBrokerChange, 2.2-3.x ZK): a deleted or bounced broker's queued control
     # requests are dropped with its RequestSendThread (target_brokers = the deleted ones; bounced ones in the text)
-    _m("broker_change", "Newly added brokers: ",
+    _m(Event.BROKER_CHANGE, "Newly added brokers: ",
        r"Newly added brokers: [0-9, ]*, deleted brokers: (?P<target_brokers>[0-9, ]*), bounced brokers: [0-9, ]*, "
        r"all live brokers: [0-9, ]*", "controller", "2.2+"),
     # controller.log (KafkaController.elect, 2.2-3.x ZK): a new controller epoch; the previous controller's queued
     # requests died with it
-    _m("controller_elected", "",
+    _m(Event.CONTROLLER_ELECTED, "",
        rf"(?P<controller_id>{_N}) successfully elected as the controller\. Epoch incremented to "
        rf"(?P<controller_epoch>{_N}).*", "controller", "2.2+", contains=" successfully elected as the controller"),
     # ---- the reference broker's own lock-wait line (DEBUG, logger `planewatch`):
     #   [ReplicaManager broker=1] LeaderAndIsr correlationId 7 waited 0 ms for replicaStateChangeLock
     #   [ReplicaFetcherManager on broker 1] LeaderAndIsr waited N ms for partitionMapLock of ReplicaFetcherThread-0-2
-    _m("lock_wait", "",
+    _m(Event.LOCK_WAIT, "",
        rf"(?:(?P<request>LeaderAndIsr|UpdateMetadata|StopReplica) (?:correlationId (?P<correlation_id>{_N}) )?|.* )"
        rf"waited (?P<lock_wait_ms>{_N}) ?ms for .*", "broker", "reference", contains=" waited "),
-    _m("lock_wait", "", rf".*lock_wait_ms=(?P<lock_wait_ms>{_N}).*", "broker", "reference", contains="lock_wait_ms="),
-    _m("leader_epoch_checkpoint_flushed", "",
+    _m(Event.LOCK_WAIT, "", rf".*lock_wait_ms=(?P<lock_wait_ms>{_N}).*", "broker", "reference",
+       contains="lock_wait_ms="),
+    _m(Event.LEADER_EPOCH_CHECKPOINT_FLUSHED, "",
        rf".*leader-epoch-checkpoint.*?(?:(?:in|took) (?P<elapsed_ms>{_N}) ?ms.*)?", "log", "reference",
        contains="leader-epoch-checkpoint"),
     # ---- 2.2-2.5 server.log Partition leader lines (no literal prefix: the body starts with the partition)
-    _m("leader_started", "",
+    _m(Event.LEADER_STARTED, "",
        rf"{_TP} starts at [Ll]eader [Ee]poch (?P<leader_epoch>{_N}) from offset (?P<offset>{_N}).*", "broker",
        "2.2-2.5", contains=" starts at "),
 )
 
 
-EVENTS: tuple[str, ...] = tuple(dict.fromkeys(m.event for m in MESSAGES))
-"""Canonical `event` names of state_change_events, in declaration order."""
+EVENTS: tuple[Event, ...] = tuple(dict.fromkeys(m.event for m in MESSAGES))
+"""The events the message patterns produce, in declaration order (every member of schemas.events.Event)."""
 
 # ---------------------------------------------------------------------------------------------------- request log
 REQUEST_TEXT = (

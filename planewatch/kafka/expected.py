@@ -4,34 +4,37 @@
 from __future__ import annotations
 
 from broker.scenarios.expected import ANY, ExpectedIncident
+from schemas.alerts import AlertType
 
 __all__ = ["EXPECTED", "FORBIDDEN"]
 
 # The alert types only a control-request incident raises: a run whose control requests are spared forbids them.
-_CONTROL_REQUEST_ALERTS = ("CONTROL_REQUEST_QUEUED_BEHIND_DATA", "DELAYED_LEADER_AND_ISR", "DELAYED_UPDATE_METADATA",
-                           "LEADER_AND_ISR_NOT_COMPLETED", "CONTROL_PLANE_QUEUE_BACKLOG", "LOCK_CONTENTION",
-                           "STALE_BROKER_EPOCH")
+_CONTROL_REQUEST_ALERTS = (AlertType.CONTROL_REQUEST_QUEUED_BEHIND_DATA, AlertType.DELAYED_LEADER_AND_ISR,
+                           AlertType.DELAYED_UPDATE_METADATA, AlertType.LEADER_AND_ISR_NOT_COMPLETED,
+                           AlertType.CONTROL_PLANE_QUEUE_BACKLOG, AlertType.LOCK_CONTENTION,
+                           AlertType.STALE_BROKER_EPOCH)
 
 EXPECTED: tuple[ExpectedIncident, ...] = (
     # KIP-291 on Kafka 3.9 without a control plane: the LeaderAndIsr/UpdateMetadata of the controlled shutdown wait
     # in the survivors' shared request queue behind the produce backlog (Kafka's request log: requestQueueTimeMs).
     ExpectedIncident("kafka-produce-backlog-without-control-plane", "broker-killed",
-                     "CONTROL_REQUEST_QUEUED_BEHIND_DATA", None),
+                     AlertType.CONTROL_REQUEST_QUEUED_BEHIND_DATA, None),
     # KRaft: with the controller quorum paused, every broker's last-applied-record-lag-ms grows.
-    ExpectedIncident("kraft-metadata-lag", "controller-paused", "METADATA_APPLY_LAG", None),
-    ExpectedIncident("kafka-connection-storm", "storm-started", "ACCEPTOR_BLOCKED", "broker"),
-    ExpectedIncident("kafka-broker-bounce", "stale-request-sent", "STALE_BROKER_EPOCH", "broker"),
+    ExpectedIncident("kraft-metadata-lag", "controller-paused", AlertType.METADATA_APPLY_LAG, None),
+    ExpectedIncident("kafka-connection-storm", "storm-started", AlertType.ACCEPTOR_BLOCKED, "broker"),
+    ExpectedIncident("kafka-broker-bounce", "stale-request-sent", AlertType.STALE_BROKER_EPOCH, "broker"),
 )
 
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     "kafka-healthy": (ANY,),
     # the control plane keeps the controller's requests out of the produce backlog
     "kafka-produce-backlog-with-control-plane": _CONTROL_REQUEST_ALERTS,
-    "kafka-produce-backlog-without-control-plane": ("LOCK_CONTENTION", "STALE_BROKER_EPOCH",
-                                                    "LEADER_AND_ISR_NOT_COMPLETED"),
+    "kafka-produce-backlog-without-control-plane": (AlertType.LOCK_CONTENTION, AlertType.STALE_BROKER_EPOCH,
+                                                    AlertType.LEADER_AND_ISR_NOT_COMPLETED),
     "kraft-metadata-lag": _CONTROL_REQUEST_ALERTS,
     "kafka-connection-storm": _CONTROL_REQUEST_ALERTS,
-    "kafka-broker-bounce": ("LEADER_AND_ISR_NOT_COMPLETED", "LOCK_CONTENTION", "CONTROL_REQUEST_QUEUED_BEHIND_DATA"),
+    "kafka-broker-bounce": (AlertType.LEADER_AND_ISR_NOT_COMPLETED, AlertType.LOCK_CONTENTION,
+                            AlertType.CONTROL_REQUEST_QUEUED_BEHIND_DATA),
     # a failover is the cluster's own business: no control-request alert. The capacity rules may fire: three Kafka
     # JVMs re-electing under load beside Spark on 2 cores leave the network threads under 30 % idle (seen: 19-23 %)
     "kafka-controller-failover": _CONTROL_REQUEST_ALERTS,

@@ -1,0 +1,106 @@
+"""The alert vocabulary: alert types and which detector owns each, severities and statuses of the `alerts` table.
+
+An alert type is written by the detectors named in :data:`OWNERS` (functions of :mod:`pipelines.detection`) and
+resolved by one query of the detect job (:class:`DetectQuery`, by the watermark of the input it reads). Thresholds
+per type live in :mod:`pipelines.detection.config`; the REST API and the dashboard show the same strings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+__all__ = ["OWNERS", "AlertOwner", "AlertStatus", "AlertType", "DetectQuery", "Severity"]
+
+
+class AlertType(StrEnum):
+    """The alert types (ARCHITECTURE.md section 3); :data:`OWNERS` names the detector(s) of each."""
+
+    #: a completed LeaderAndIsr took longer than the threshold from controller send to broker finish
+    DELAYED_LEADER_AND_ISR = "DELAYED_LEADER_AND_ISR"
+    #: a LeaderAndIsr was sent (or started) and not finished within the timeout
+    LEADER_AND_ISR_NOT_COMPLETED = "LEADER_AND_ISR_NOT_COMPLETED"
+    #: a control request waited in a shared data-plane queue (request-log queue time; or RequestQueueSize saturated
+    #: on a broker without a control plane)
+    CONTROL_REQUEST_QUEUED_BEHIND_DATA = "CONTROL_REQUEST_QUEUED_BEHIND_DATA"
+    #: ControlPlaneRequestQueueSize stayed high against its capacity of 20
+    CONTROL_PLANE_QUEUE_BACKLOG = "CONTROL_PLANE_QUEUE_BACKLOG"
+    #: RequestQueueSize stayed near `queued.max.requests`
+    REQUEST_QUEUE_SATURATED = "REQUEST_QUEUE_SATURATED"
+    #: AcceptorBlockedPercent high: a connection storm or backpressure on the processors
+    ACCEPTOR_BLOCKED = "ACCEPTOR_BLOCKED"
+    #: a control request waited for a lock (replicaStateChangeLock, or the fetchers' partitionMapLock)
+    LOCK_CONTENTION = "LOCK_CONTENTION"
+    #: an UpdateMetadata reached the broker's metadata cache late: its clients saw stale metadata
+    DELAYED_UPDATE_METADATA = "DELAYED_UPDATE_METADATA"
+    #: a broker rejected control requests as carrying a stale broker epoch
+    STALE_BROKER_EPOCH = "STALE_BROKER_EPOCH"
+    #: network processors' idle ratio (data or control plane) below the threshold
+    NETWORK_PROCESSOR_SATURATED = "NETWORK_PROCESSOR_SATURATED"
+    #: request handlers' idle ratio (data or control plane) below the threshold
+    REQUEST_HANDLER_SATURATED = "REQUEST_HANDLER_SATURATED"
+    #: KRaft: a broker applies metadata records late (last-applied-record-lag-ms high)
+    METADATA_APPLY_LAG = "METADATA_APPLY_LAG"
+    #: controller events wait in the ControllerEventManager queue (EventQueueTimeMs high)
+    CONTROLLER_EVENT_QUEUE_DELAY = "CONTROLLER_EVENT_QUEUE_DELAY"
+
+
+class Severity(StrEnum):
+    """`severity` of an alert."""
+
+    warning = "warning"
+    critical = "critical"
+
+
+class AlertStatus(StrEnum):
+    """`status` of an alert: open while its condition holds, resolved once clear for `resolve_after_s`."""
+
+    open = "open"
+    resolved = "resolved"
+
+
+class DetectQuery(StrEnum):
+    """The detect job's queries, by the input whose watermark they resolve alerts by."""
+
+    #: control_request_latency (plus state_change_events' fetcher, lock and election lines)
+    LATENCY = "latency"
+    #: state_change_events and request_events rows
+    LOG = "log"
+    #: metric windows over metric_samples
+    METRIC = "metric"
+
+
+@dataclass(frozen=True)
+class AlertOwner:
+    """Who writes an alert type: the query that resolves it and its detector functions (`module.function` under
+    `pipelines.detection`)."""
+
+    query: DetectQuery
+    detectors: tuple[str, ...]
+
+
+_LAT, _MET = "latency_detectors.", "metric_detectors."
+OWNERS: dict[AlertType, AlertOwner] = {
+    AlertType.DELAYED_LEADER_AND_ISR: AlertOwner(DetectQuery.LATENCY, (_LAT + "detect_delayed_leader_and_isr",)),
+    AlertType.LEADER_AND_ISR_NOT_COMPLETED: AlertOwner(
+        DetectQuery.LATENCY, (_LAT + "detect_leader_and_isr_not_completed",)),
+    AlertType.DELAYED_UPDATE_METADATA: AlertOwner(DetectQuery.LATENCY, (_LAT + "detect_delayed_update_metadata",)),
+    AlertType.LOCK_CONTENTION: AlertOwner(DetectQuery.LATENCY, (_LAT + "detect_lock_contention",)),
+    AlertType.STALE_BROKER_EPOCH: AlertOwner(DetectQuery.LOG, (_LAT + "detect_stale_broker_epoch",)),
+    # Two forms: the request-log one (the request's listener) resolves with the log query; the metric one
+    # (listener 'data-plane') with the metric query.
+    AlertType.CONTROL_REQUEST_QUEUED_BEHIND_DATA: AlertOwner(
+        DetectQuery.LOG,
+        (_LAT + "detect_control_request_queued_behind_data", _MET + "detect_queue_saturated_without_control_plane")),
+    AlertType.CONTROL_PLANE_QUEUE_BACKLOG: AlertOwner(
+        DetectQuery.METRIC, (_MET + "detect_control_plane_queue_backlog",)),
+    AlertType.REQUEST_QUEUE_SATURATED: AlertOwner(DetectQuery.METRIC, (_MET + "detect_request_queue_saturated",)),
+    AlertType.ACCEPTOR_BLOCKED: AlertOwner(DetectQuery.METRIC, (_MET + "detect_acceptor_blocked",)),
+    AlertType.NETWORK_PROCESSOR_SATURATED: AlertOwner(
+        DetectQuery.METRIC, (_MET + "detect_network_processor_saturated",)),
+    AlertType.REQUEST_HANDLER_SATURATED: AlertOwner(
+        DetectQuery.METRIC, (_MET + "detect_request_handler_saturated",)),
+    AlertType.METADATA_APPLY_LAG: AlertOwner(DetectQuery.METRIC, (_MET + "detect_metadata_apply_lag",)),
+    AlertType.CONTROLLER_EVENT_QUEUE_DELAY: AlertOwner(
+        DetectQuery.METRIC, (_MET + "detect_controller_event_queue_delay",)),
+}
