@@ -1,8 +1,9 @@
-"""Broker configuration: Kafka's property names, defaults, validation and listener derivation.
+"""Broker configuration: loading, the parsed table, and Kafka's listener derivation.
 
-The table :data:`CONFIG_DEFS` is declarative (name, type, default, validator, doc, dynamic?) like Kafka's
-``ConfigDef``; :func:`load_config` reads a ``.properties`` file plus ``--override key=value`` pairs and
-:class:`KafkaConfig` parses, validates and derives, mirroring ``KafkaConfig.validateValues`` (Kafka 2.8):
+Every key is declared once in :data:`broker.config_table.CONFIG_DEFS` (name, type, default, validator, doc,
+dynamic?); :func:`load_config` reads a ``.properties`` file plus ``--override key=value`` pairs and
+:class:`KafkaConfig` parses and validates the whole table, keeps the keys it does not know for Kafka's warning, and
+derives the listeners, mirroring ``KafkaConfig.validateValues`` (Kafka 2.8):
 
 * ``listeners`` (default ``PLAINTEXT://:9092``) and ``advertised.listeners`` (default: ``listeners``) are
   ``NAME://host:port`` lists; every name needs an entry in ``listener.security.protocol.map``; names and ports are
@@ -14,186 +15,45 @@ The table :data:`CONFIG_DEFS` is declarative (name, type, default, validator, do
 * ``listener.name.<listener lower-case>.max.connections`` overrides ``max.connections`` per listener (KIP-402).
 
 Only PLAINTEXT works in the reference broker; a listener mapped to another protocol is refused with a clear message.
-
-planewatch-specific keys (not in Kafka; all documented in the table): ``kafka.logs.dir`` (where server.log,
-state-change.log and kafka-request.log go; Kafka takes it from ``-Dkafka.logs.dir``), ``metrics.dir``,
-``metrics.interval.ms``, ``metrics.file.roll.bytes``, ``metrics.file.roll.ms`` (the JSON-lines metrics reporter),
-``prometheus.port`` (the Prometheus endpoint on 127.0.0.1, 0 = off), ``kafka.request.logger.level``,
-``state.change.logger.level``.
+The subsystems read typed views of a loaded config (:mod:`broker.settings`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from broker.config_table import (
+    CONFIG_DEFS,
+    LISTENER_PREFIXED,
+    LOG_LEVELS,
+    SECURITY_PROTOCOLS,
+    SUPPORTED_SECURITY_PROTOCOLS,
+)
+from broker.configdef import INT_MAX, LONG_MAX, ConfigDef, ConfigException
 from broker.properties import PropertiesSyntaxError, load_properties_file
 
 __all__ = [
     "CONFIG_DEFS",
+    "INT_MAX",
+    "LISTENER_PREFIXED",
+    "LOG_LEVELS",
+    "LONG_MAX",
     "ConfigDef",
     "ConfigException",
     "EndPoint",
     "KafkaConfig",
     "load_config",
+    "parse_ip_overrides",
     "parse_overrides",
     "parse_value",
 ]
 
-INT_MAX = 2**31 - 1  # Java Int.MaxValue: Kafka's "unlimited" for connection limits
-LONG_MAX = 2**63 - 1
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SUPPORTED_SECURITY_PROTOCOLS = ("PLAINTEXT",)
-LOG_LEVELS = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "OFF")
 _LISTENER_RE = re.compile(r"^(.*)://\[?([0-9a-zA-Z\-%._:]*?)\]?:(-?[0-9]+)$")
 _LISTENER_PREFIX_RE = re.compile(r"^listener\.name\.([^.]+)\.(.+)$")
-# Keys that may be prefixed with listener.name.<l>. (KIP-402 per-listener limits).
-LISTENER_PREFIXED = frozenset({"max.connections"})
-
-
-class ConfigException(ValueError):
-    """Kafka's ``org.apache.kafka.common.config.ConfigException``: the message names the offending key."""
-
-    @classmethod
-    def invalid(cls, name: str, value: object, reason: str) -> ConfigException:
-        return cls(f"Invalid value {value} for configuration {name}: {reason}")
-
-
-Validator = Callable[[str, Any], None]
-
-
-def at_least(minimum: int) -> Validator:
-    """Kafka's ``ConfigDef.Range.atLeast``."""
-
-    def check(name: str, value: Any) -> None:
-        if value < minimum:
-            raise ConfigException.invalid(name, value, f"Value must be at least {minimum}")
-
-    return check
-
-
-def one_of(*options: str) -> Validator:
-    """Kafka's ``ConfigDef.ValidString.in``."""
-
-    def check(name: str, value: Any) -> None:
-        if value not in options:
-            raise ConfigException.invalid(name, value, f"String must be one of: {', '.join(options)}")
-
-    return check
-
-
-@dataclass(frozen=True, slots=True)
-class ConfigDef:
-    """One configuration key: Kafka's ``ConfigDef.define(name, type, default, validator, importance, doc)``."""
-
-    name: str
-    type: str  # "int", "long", "string", "list", "boolean"
-    default: Any
-    doc: str
-    validator: Validator | None = None
-    dynamic: bool = False
-
-
-CONFIG_DEFS: dict[str, ConfigDef] = {
-    d.name: d
-    for d in (
-        ConfigDef("broker.id", "int", -1, "The broker id; must be set (no ZooKeeper to generate one).", at_least(0)),
-        ConfigDef("broker.rack", "string", None, "Rack of the broker (Metadata v1+)."),
-        ConfigDef("cluster.id", "string", None, "planewatch: the cluster id Metadata v2+ returns (Kafka: ZooKeeper)."),
-        ConfigDef(  # a string here: broker.apis.factory parses and validates it (its message names the key)
-            "broker.epoch", "string", "-1",
-            "planewatch: broker epoch as registered by a controller (Kafka: czxid of /brokers/ids/N); -1 = unknown.",
-        ),
-        ConfigDef("listeners", "list", "PLAINTEXT://:9092", "Comma-separated NAME://host:port listeners to bind."),
-        ConfigDef("advertised.listeners", "list", None, "Listeners published to clients; default: listeners."),
-        ConfigDef(
-            "listener.security.protocol.map",
-            "string",
-            "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
-            "Listener name to security protocol.",
-        ),
-        ConfigDef("inter.broker.listener.name", "string", None, "Listener used between brokers."),
-        ConfigDef(
-            "security.inter.broker.protocol",
-            "string",
-            None,
-            "Security protocol between brokers (default PLAINTEXT); exclusive with inter.broker.listener.name.",
-            one_of(*SECURITY_PROTOCOLS),
-        ),
-        ConfigDef("control.plane.listener.name", "string", None, "KIP-291: listener dedicated to the controller."),
-        ConfigDef("num.network.threads", "int", 3, "Processors per data-plane listener.", at_least(1)),
-        ConfigDef("num.io.threads", "int", 8, "Data-plane request handler threads.", at_least(1)),
-        ConfigDef(
-            "queued.max.requests", "int", 500, "Data-plane request queue size before blocking network threads.",
-            at_least(1),
-        ),
-        ConfigDef("max.connections", "int", INT_MAX, "Broker-wide connection limit (KIP-402).", at_least(0), True),
-        ConfigDef("max.connections.per.ip", "int", INT_MAX, "Connections allowed from one IP.", at_least(0), True),
-        ConfigDef(
-            "max.connections.per.ip.overrides", "string", "", "Per-IP/host limits: 'host:100,127.0.0.1:200'.",
-            None, True,
-        ),
-        ConfigDef("socket.request.max.bytes", "int", 104857600, "Largest request frame accepted.", at_least(1)),
-        ConfigDef("connections.max.idle.ms", "long", 600000, "Idle connections are closed after this long."),
-        ConfigDef("request.timeout.ms", "int", 30000, "Client-side request timeout (controller sends).", at_least(0)),
-        ConfigDef("log.dir", "string", "/tmp/kafka-logs", "Data directory when log.dirs is not set."),
-        ConfigDef("log.dirs", "list", None, "Data directories; default: log.dir."),
-        ConfigDef(
-            "kafka.logs.dir", "string", None,
-            "planewatch: directory of server.log, state-change.log, kafka-request.log; "
-            "default <first log dir>/../logs.",
-        ),
-        ConfigDef(
-            "kafka.request.logger.level", "string", "DEBUG",
-            "planewatch: level of kafka.request.logger (DEBUG writes kafka-request.log; Kafka ships WARN).",
-            one_of(*LOG_LEVELS),
-        ),
-        ConfigDef(
-            "state.change.logger.level", "string", "INFO",
-            "planewatch: level of state.change.logger (Kafka's log4j.logger.state.change.logger: INFO as 2.6+; "
-            "TRACE adds the per-partition lines).",
-            one_of(*LOG_LEVELS),
-        ),
-        ConfigDef(
-            "metrics.dir", "string", None, "planewatch: JSON-lines metrics dir; default <first log dir>/../metrics."
-        ),
-        ConfigDef("metrics.interval.ms", "long", 5000, "planewatch: metrics reporting interval.", at_least(100)),
-        ConfigDef(
-            "metrics.file.roll.bytes", "long", 64 * 1024 * 1024, "planewatch: roll metrics at size.", at_least(1024)
-        ),
-        ConfigDef("metrics.file.roll.ms", "long", 3600000, "planewatch: roll metrics file at age.", at_least(1000)),
-        ConfigDef(
-            "prometheus.port", "int", 0, "planewatch: Prometheus endpoint port on 127.0.0.1; 0 = off.", at_least(0)
-        ),
-    )
-}
-
-
-def _parse_typed(d: ConfigDef, raw: Any) -> Any:
-    if raw is None:
-        return None
-    if d.type in ("int", "long"):
-        if isinstance(raw, bool):
-            raise ConfigException.invalid(d.name, raw, f"Not a number of type {d.type.upper()}")
-        try:
-            value = int(str(raw).strip())
-        except ValueError:
-            raise ConfigException.invalid(d.name, raw, f"Not a number of type {d.type.upper()}") from None
-        limit = INT_MAX if d.type == "int" else LONG_MAX
-        if not -limit - 1 <= value <= limit:
-            raise ConfigException.invalid(d.name, raw, f"Not a number of type {d.type.upper()}")
-        return value
-    if d.type == "boolean":
-        text = str(raw).strip().lower()
-        if text not in ("true", "false"):
-            raise ConfigException.invalid(d.name, raw, "Expected value to be either true or false")
-        return text == "true"
-    if d.type == "list":
-        return [] if not str(raw).strip() else [item.strip() for item in str(raw).split(",") if item.strip()]
-    return str(raw).strip()
 
 
 def parse_value(key: str, raw: Any, definition: str | None = None) -> Any:
@@ -202,11 +62,7 @@ def parse_value(key: str, raw: Any, definition: str | None = None) -> Any:
     Raises:
         ConfigException: naming ``key``.
     """
-    d = CONFIG_DEFS[definition or key]
-    value = _parse_typed(ConfigDef(key, d.type, d.default, d.doc), raw)
-    if value is not None and d.validator is not None:
-        d.validator(key, value)
-    return value
+    return CONFIG_DEFS[definition or key].parse(raw, key)
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,20 +163,12 @@ class KafkaConfig:
         for key, raw in props.items():
             m = _LISTENER_PREFIX_RE.match(key)
             if key not in CONFIG_DEFS and m is not None and m.group(2) in LISTENER_PREFIXED:
-                d = CONFIG_DEFS[m.group(2)]
-                value = _parse_typed(ConfigDef(key, d.type, None, d.doc), raw)
-                if d.validator is not None:
-                    d.validator(key, value)
+                value = CONFIG_DEFS[m.group(2)].parse(raw, key)
                 self.listener_overrides.setdefault(m.group(1).upper(), {})[m.group(2)] = value
             elif key not in CONFIG_DEFS:
                 self.unknown.append(key)
         for name, d in CONFIG_DEFS.items():
-            value = _parse_typed(d, props[name]) if name in props else d.default
-            if d.type == "list" and isinstance(value, str):
-                value = _parse_typed(d, value)
-            if value is not None and d.validator is not None:
-                d.validator(name, value)
-            self.values[name] = value
+            self.values[name] = d.parse(props.get(name, d.default))
         self._derive()
 
     def __getitem__(self, name: str) -> Any:

@@ -35,6 +35,7 @@ from broker.metrics.reporter import JsonLinesReporter
 from broker.network.handler import KafkaRequestHandlerPool
 from broker.network.request import RequestHandlerApi
 from broker.network.socket_server import CONTROL_PLANE, DATA_PLANE, SocketServer
+from broker.settings import NetworkSettings, PlanewatchSettings
 
 __all__ = ["ApisFactory", "BoundListener", "KafkaServer", "default_apis_factory"]
 
@@ -98,8 +99,9 @@ class KafkaServer:
         """Bind, start every thread, and log Kafka's start-up lines. Raises OSError when a port cannot be bound."""
         cfg = self.config
         if self._own_log4j:
-            self.log4j.configure(cfg.kafka_logs_dir, request_log_level=cfg["kafka.request.logger.level"],
-                                 state_change_level=cfg["state.change.logger.level"])
+            own = PlanewatchSettings.from_config(cfg)
+            self.log4j.configure(cfg.kafka_logs_dir, request_log_level=own.request_logger_level,
+                                 state_change_level=own.state_change_logger_level)
         self._log.info("starting")
         config_log = self.log4j.get_logger("kafka.server.KafkaConfig")
         config_log.info("KafkaConfig values: \n" + "".join(f"\t{k} = {_java(v)}\n" for k, v in cfg.describe()))
@@ -124,7 +126,8 @@ class KafkaServer:
             MetricName.of("kafka.server", "KafkaRequestHandlerPool", "RequestHandlerAvgIdlePercent"), 1.0
         )
         pool = KafkaRequestHandlerPool(
-            bid, server.data_plane_channel, apis, self.config["num.io.threads"], data_meter, DATA_PLANE,
+            bid, server.data_plane_channel, apis, NetworkSettings.from_config(self.config).num_io_threads, data_meter,
+            DATA_PLANE,
             self.log4j, self._clock,
         )
         self._pools.append(pool)
@@ -142,13 +145,14 @@ class KafkaServer:
 
     def _start_reporters(self) -> None:
         cfg = self.config
+        metrics = PlanewatchSettings.from_config(cfg)
         self._reporter = JsonLinesReporter(
-            self.registry, cfg.metrics_dir, cfg.broker_id, cfg["metrics.interval.ms"],
-            cfg["metrics.file.roll.bytes"], cfg["metrics.file.roll.ms"],
+            self.registry, cfg.metrics_dir, cfg.broker_id, metrics.metrics_interval_ms,
+            metrics.metrics_file_roll_bytes, metrics.metrics_file_roll_ms,
         )
         self._reporter.start()
-        if cfg["prometheus.port"]:
-            self.prometheus = PrometheusServer(self.registry, cfg["prometheus.port"])
+        if metrics.prometheus_port:
+            self.prometheus = PrometheusServer(self.registry, metrics.prometheus_port)
             self.prometheus.start()
 
     def shutdown(self) -> None:

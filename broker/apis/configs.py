@@ -33,7 +33,7 @@ from typing import Any
 
 from broker.apis.data_plane import DataPlane
 from broker.apis.kafka_apis import HandlerResult
-from broker.config import ConfigException
+from broker.config import CONFIG_DEFS, LISTENER_PREFIXED, ConfigException
 from broker.log4j import Log4j
 from broker.network.request import Request
 from broker.protocol import RequestHeader
@@ -51,18 +51,23 @@ STATIC_BROKER_CONFIG = 4
 DEFAULT_CONFIG = 5
 # IncrementalAlterConfigs operations
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
-_BROKER_KEYS = ("max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides")
+# The table's dynamic keys (KIP-402 / KIP-308 connection limits).
+_BROKER_KEYS = tuple(name for name, d in CONFIG_DEFS.items() if d.dynamic)
 # Static broker settings DescribeConfigs also shows (read-only), besides the dynamic ones.
 _STATIC_SHOWN = ("broker.id", "log.dirs", "listeners", "advertised.listeners", "num.network.threads",
                  "num.io.threads", "queued.max.requests", "socket.request.max.bytes", "control.plane.listener.name",
                  "auto.create.topics.enable", "num.partitions", "message.max.bytes")
-_DEFAULTS = {"max.connections": "2147483647", "max.connections.per.ip": "2147483647",
-             "max.connections.per.ip.overrides": ""}
+# Their table defaults, as DescribeConfigs shows them (strings).
+_DEFAULTS = {name: str(CONFIG_DEFS[name].default) for name in _BROKER_KEYS}
 
 
 def is_dynamic_key(key: str) -> bool:
     """True for the dynamically updatable broker settings this broker implements."""
-    return key in _BROKER_KEYS or (key.startswith("listener.name.") and key.endswith(".max.connections"))
+    if key in _BROKER_KEYS:
+        return True
+    prefix, _, name = key.partition(".name.")
+    listener, _, base = name.partition(".")
+    return prefix == "listener" and bool(listener) and base in LISTENER_PREFIXED and CONFIG_DEFS[base].dynamic
 
 
 class DynamicBrokerConfig:

@@ -18,14 +18,8 @@ High watermark: with ISR = {this broker} it moves to the log end offset right af
 are fsynced first, see ``broker.log``); with other replicas in the ISR it is the minimum of their fetch offsets
 (follower Fetch requests report them), as Kafka's ``Partition.maybeIncrementLeaderHW``.
 
-planewatch/Kafka properties read here (raw ``server.properties`` strings):
-
-=================================  =======  ==========================================================
-``auto.create.topics.enable``      true     Metadata for an unknown topic creates it (Kafka's default)
-``num.partitions``                 1        partitions of an auto-created topic
-``default.replication.factor``     1        accepted replication factor (only 1 can be placed here)
-``metric.reporter.topic``          (none)   also append the JSON metric samples to this topic
-=================================  =======  ==========================================================
+Settings: :class:`broker.settings.DataPlaneSettings` (``auto.create.topics.enable``, ``num.partitions``,
+``default.replication.factor``: only 1 can be placed here, ``num.io.threads``), declared in the broker's table.
 """
 
 from __future__ import annotations
@@ -45,53 +39,17 @@ from broker.log4j import Log4j
 from broker.metrics.registry import Meter, MetricName, MetricsRegistry
 from broker.protocol.error_codes import ErrorCode
 from broker.purgatory import Purgatory
+from broker.settings import DataPlaneSettings
 from broker.state import BrokerState, LiveBroker, TopicPartition
 from broker.state.model import CachedPartition, PartitionState, Role
 
-__all__ = ["DataPlane", "DataPlaneConfig", "LeaderLookup"]
+__all__ = ["DataPlane", "LeaderLookup"]
 
 TOPIC_CONFIGS_FILE = "topic-configs.json"
 # Partitions one CreateTopics may ask for: a typo like 100000 must not create 100k directories on a laptop.
 MAX_PARTITIONS_PER_TOPIC = 10_000
 # A stable namespace for topic ids derived from names (a standalone broker has no ZooKeeper to store them in).
 _TOPIC_ID_NAMESPACE = uuid.UUID("6c0f2a52-93f7-4d0e-9d3e-8f7b1c2a5e10")
-
-
-def _bool(raw: str | None, default: bool) -> bool:
-    if raw is None or raw.strip() == "":
-        return default
-    return raw.strip().lower() == "true"
-
-
-def _int(raw: str | None, default: int, key: str) -> int:
-    if raw is None or raw.strip() == "":
-        return default
-    try:
-        return int(raw.strip())
-    except ValueError:
-        raise ValueError(f"Invalid value {raw} for configuration {key}: Not a number of type INT") from None
-
-
-@dataclass(frozen=True, slots=True)
-class DataPlaneConfig:
-    """The data plane's settings (see the module docstring)."""
-
-    auto_create_topics: bool = True
-    num_partitions: int = 1
-    default_replication_factor: int = 1
-    metric_reporter_topic: str | None = None
-    num_io_threads: int = 8
-
-    @classmethod
-    def from_properties(cls, props: Mapping[str, str]) -> DataPlaneConfig:
-        """From raw ``server.properties`` strings. Raises ValueError on a bad number (Kafka's message)."""
-        num = _int(props.get("num.partitions"), 1, "num.partitions")
-        if num < 1:
-            raise ValueError(f"Invalid value {num} for configuration num.partitions: Value must be at least 1")
-        topic = (props.get("metric.reporter.topic") or "").strip() or None
-        return cls(_bool(props.get("auto.create.topics.enable"), True), num,
-                   _int(props.get("default.replication.factor"), 1, "default.replication.factor"), topic,
-                   _int(props.get("num.io.threads"), 8, "num.io.threads"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,12 +102,12 @@ class DataPlane:
         state: the broker's replica state (leadership) and metadata cache.
         logs: the log manager (not yet started: :meth:`startup` does it).
         self_broker: this broker as Metadata describes it.
-        config: the data-plane settings.
+        config: the data-plane settings (the broker table's view).
         log4j: the logging hierarchy (server.log's ``kafka.server.KafkaApis`` lines for topic creation).
         registry: where BrokerTopicMetrics go (None: not recorded).
     """
 
-    def __init__(self, state: BrokerState, logs: LogManager, self_broker: LiveBroker, config: DataPlaneConfig,
+    def __init__(self, state: BrokerState, logs: LogManager, self_broker: LiveBroker, config: DataPlaneSettings,
                  log4j: Log4j, registry: MetricsRegistry | None = None) -> None:
         self.state = state
         self.logs = logs

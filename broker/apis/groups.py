@@ -18,11 +18,11 @@ from broker.apis.offsets import CommittedOffset, OffsetStore
 from broker.network.request import Request
 from broker.protocol import RequestHeader
 from broker.protocol.error_codes import ErrorCode
+from broker.settings import GroupSettings
 from broker.state import LiveBroker
 
 __all__ = ["GroupApis"]
 
-OFFSET_METADATA_MAX_BYTES = 4096
 KEY_TYPE_GROUP = 0
 
 
@@ -33,12 +33,15 @@ class GroupApis:
         self_broker: this broker (FindCoordinator answers its endpoint on the request's listener).
         store: committed offsets.
         coordinator: group membership.
+        settings: ``offset.metadata.max.bytes`` (default: the table's).
     """
 
-    def __init__(self, self_broker: LiveBroker, store: OffsetStore, coordinator: GroupCoordinator) -> None:
+    def __init__(self, self_broker: LiveBroker, store: OffsetStore, coordinator: GroupCoordinator,
+                 settings: GroupSettings | None = None) -> None:
         self.self_broker = self_broker
         self.store = store
         self.coordinator = coordinator
+        self.settings = settings or GroupSettings.defaults()
 
     def find_coordinator(self, request: Request, header: RequestHeader, body: dict[str, Any]) -> HandlerResult:
         """This broker, for groups; COORDINATOR_NOT_AVAILABLE for transactions (no transaction coordinator)."""
@@ -79,7 +82,7 @@ class GroupApis:
             for p in t["partitions"]:
                 code = group_error
                 meta = p.get("committed_metadata")
-                if not code and meta is not None and len(meta.encode()) > OFFSET_METADATA_MAX_BYTES:
+                if not code and meta is not None and len(meta.encode()) > self.settings.offset_metadata_max_bytes:
                     code = ErrorCode.OFFSET_METADATA_TOO_LARGE
                 if not code:
                     entries[(t["name"], int(p["partition_index"]))] = CommittedOffset(

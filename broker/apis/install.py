@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from broker.apis.configs import ConfigApis, DynamicBrokerConfig
-from broker.apis.data_plane import DataPlane, DataPlaneConfig
+from broker.apis.data_plane import DataPlane
 from broker.apis.fetch import handle_fetch
 from broker.apis.groups import GroupApis
 from broker.apis.kafka_apis import HandlerResult, KafkaApis
@@ -23,16 +23,15 @@ from broker.apis.offsets import OffsetStore
 from broker.apis.produce import handle_produce
 from broker.apis.producers import ProducerIds
 from broker.apis.topics import handle_create_topics, handle_delete_topics, metadata_with_auto_create
+from broker.config import KafkaConfig
 from broker.log import LogManager
 from broker.log4j import Log4j
 from broker.metrics.registry import MetricsRegistry
 from broker.network.request import Request
 from broker.protocol import ApiKey, RequestHeader
+from broker.settings import DataPlaneSettings, GroupSettings, LogSettings, PlanewatchSettings
 
 __all__ = ["install_data_plane"]
-
-# KafkaConfig's default metrics.interval.ms (the JSON-lines reporter's interval; the topic reporter follows it).
-METRICS_INTERVAL_MS = 5000
 
 _DataHandler = Callable[[DataPlane, Request, RequestHeader, dict[str, Any]], HandlerResult]
 
@@ -43,27 +42,28 @@ def _bind(dp: DataPlane, fn: _DataHandler) -> Callable[[Request, RequestHeader, 
     return handler
 
 
-def install_data_plane(apis: KafkaApis, properties: Mapping[str, str], log4j: Log4j,
+def install_data_plane(apis: KafkaApis, config: KafkaConfig, log4j: Log4j,
                        registry: MetricsRegistry | None = None,
                        reconfigure: Callable[[Mapping[str, str]], None] | None = None) -> DataPlane:
-    """Start the data plane of ``apis``' broker from raw ``server.properties`` and register its handlers.
+    """Start the data plane of ``apis``' broker from its configuration and register its handlers.
 
     ``reconfigure`` applies dynamic connection limits (``SocketServer.reconfigure``); the persisted dynamic
-    configs are re-applied through it here, before the acceptors start.
+    configs are re-applied through it here, before the acceptors start. The data plane is also published as
+    ``apis.data_plane``.
 
     Raises:
-        ValueError: a bad data-plane or log setting (Kafka's ConfigException text).
         broker.log.LogDirInUseError: another broker holds a log dir.
     """
-    config = DataPlaneConfig.from_properties(properties)
-    logs = LogManager.from_properties(properties, log4j=log4j, metrics=registry)
-    dp = DataPlane(apis.state, logs, apis.self_broker, config, log4j, registry)
+    logs = LogManager.from_settings(LogSettings.from_config(config), log4j=log4j, metrics=registry)
+    dp = DataPlane(apis.state, logs, apis.self_broker, DataPlaneSettings.from_config(config), log4j, registry)
     dp.startup()
     apis.add_closer(dp.close)
+    apis.data_plane = dp
     store = OffsetStore(logs.log_dirs[0])
-    coordinator = GroupCoordinator(offset_groups=store.groups)
+    group_settings = GroupSettings.from_config(config)
+    coordinator = GroupCoordinator(offset_groups=store.groups, settings=group_settings)
     apis.add_closer(coordinator.close)
-    groups = GroupApis(apis.self_broker, store, coordinator)
+    groups = GroupApis(apis.self_broker, store, coordinator, group_settings)
     apis.register(ApiKey.PRODUCE, _bind(dp, handle_produce))
     apis.register(ApiKey.FETCH, _bind(dp, handle_fetch))
     apis.register(ApiKey.LIST_OFFSETS, _bind(dp, handle_list_offsets))
@@ -80,15 +80,16 @@ def install_data_plane(apis: KafkaApis, properties: Mapping[str, str], log4j: Lo
     apis.register(ApiKey.DESCRIBE_GROUPS, coordinator.describe_groups)
     apis.register(ApiKey.LIST_GROUPS, coordinator.list_groups)
     apis.register(ApiKey.INIT_PRODUCER_ID, ProducerIds().init_producer_id)
-    dynamic = DynamicBrokerConfig(apis.state.broker_id, logs.log_dirs[0], properties, reconfigure, log4j)
+    dynamic = DynamicBrokerConfig(apis.state.broker_id, logs.log_dirs[0], config.originals, reconfigure, log4j)
     dynamic.load()
     configs = ConfigApis(dynamic, dp)
     apis.register(ApiKey.DESCRIBE_CONFIGS, configs.describe_configs)
     apis.register(ApiKey.ALTER_CONFIGS, configs.alter_configs)
     apis.register(ApiKey.INCREMENTAL_ALTER_CONFIGS, configs.incremental_alter_configs)
-    if config.metric_reporter_topic and registry is not None:
-        interval = int(properties.get("metrics.interval.ms") or METRICS_INTERVAL_MS)
-        reporter = TopicMetricsReporter(dp, registry, config.metric_reporter_topic, interval, log4j)
+    metrics = PlanewatchSettings.from_config(config)
+    if metrics.metric_reporter_topic and registry is not None:
+        reporter = TopicMetricsReporter(dp, registry, metrics.metric_reporter_topic, metrics.metrics_interval_ms,
+                                        log4j)
         reporter.start()
         apis.add_closer(reporter.shutdown)  # closers run last-added first: before the logs close
     return dp

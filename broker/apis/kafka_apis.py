@@ -19,7 +19,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from broker.apis.convert import (
     kafka_string_to_uuid,
@@ -50,6 +50,9 @@ from broker.protocol.codec import DECODE_ERRORS, message_codec
 from broker.protocol.error_bodies import error_body
 from broker.protocol.headers import read_request_header
 from broker.state import BrokerState, ControllerMovedError, Endpoint, LiveBroker, TopicPartition
+
+if TYPE_CHECKING:
+    from broker.apis.data_plane import DataPlane
 
 __all__ = ["Handler", "HandlerResult", "KafkaApis", "decode_ignoring_trailing_bytes"]
 
@@ -125,6 +128,9 @@ class KafkaApis:
             ApiKey.STOP_REPLICA: self._stop_replica,
         }
         self._closers: list[Callable[[], None]] = []
+        # The logs, leadership checks and topic management behind the data-plane handlers, once
+        # broker.apis.install.install_data_plane has installed them (None: only the control-plane APIs).
+        self.data_plane: DataPlane | None = None
 
     # ------------------------------------------------------------------------------------------------ dispatch
     def register(self, api_key: int, handler: Handler) -> None:

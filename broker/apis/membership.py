@@ -35,14 +35,13 @@ from broker.apis.kafka_apis import HandlerResult
 from broker.network.request import Request
 from broker.protocol import RequestHeader
 from broker.protocol.error_codes import ErrorCode
+from broker.settings import GroupSettings
 
 __all__ = ["MAX_REBALANCE_WAIT_MS", "GroupCoordinator"]
 
-# clients retry a timed-out join, so a shorter cap only costs a retry).
+# The longest a join/sync waits on a handler thread (Kafka waits the whole rebalance timeout; clients retry a
+# timed-out join, so a shorter cap only costs a retry).
 MAX_REBALANCE_WAIT_MS = 60_000
-# Kafka's group.min.session.timeout.ms / group.max.session.timeout.ms defaults.
-MIN_SESSION_TIMEOUT_MS = 6_000
-MAX_SESSION_TIMEOUT_MS = 1_800_000
 
 
 @dataclass(slots=True)
@@ -75,10 +74,13 @@ class GroupCoordinator:
 
     Args:
         clock: monotonic seconds (injected for tests).
+        offset_groups: the groups that only have committed offsets.
+        settings: the session timeout bounds (``group.min/max.session.timeout.ms``; default: the table's).
     """
 
     def __init__(self, clock: Callable[[], float] = time.monotonic,
-                 offset_groups: Callable[[], list[str]] = list) -> None:
+                 offset_groups: Callable[[], list[str]] = list, settings: GroupSettings | None = None) -> None:
+        self.settings = settings or GroupSettings.defaults()
         self.offset_groups = offset_groups  # groups that only have committed offsets (ListGroups shows them)
         self._cond = threading.Condition()
         self._groups: dict[str, _Group] = {}
@@ -164,7 +166,7 @@ class GroupCoordinator:
 
         if not gid:
             return fail(ErrorCode.INVALID_GROUP_ID)
-        if not MIN_SESSION_TIMEOUT_MS <= session <= MAX_SESSION_TIMEOUT_MS:
+        if not self.settings.min_session_timeout_ms <= session <= self.settings.max_session_timeout_ms:
             return fail(ErrorCode.INVALID_SESSION_TIMEOUT)
         with self._cond:
             g = self._groups.setdefault(gid, _Group(gid))

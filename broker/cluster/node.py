@@ -34,9 +34,10 @@ from typing import Any
 
 from broker.apis.convert import kafka_string_to_uuid
 from broker.apis.data_plane import DataPlane
-from broker.apis.factory import build_kafka_apis, planewatch_setting
+from broker.apis.factory import build_kafka_apis, data_plane_of
 from broker.apis.kafka_apis import Handler, HandlerResult, KafkaApis
 from broker.cluster.http import ControllerClient
+from broker.config import ConfigException, KafkaConfig, load_config
 from broker.fetcher import ReplicaFetcherManager
 from broker.fetcher.thread import FetchSettings
 from broker.log import LogManager
@@ -47,16 +48,15 @@ from broker.metrics.registry import Meter, MetricName, MetricsRegistry
 from broker.network.request import Request
 from broker.protocol import ApiKey, RequestHeader
 from broker.protocol.error_codes import ErrorCode
+from broker.settings import BrokerSettings, LogSettings, ReplicationSettings
 from broker.state.model import Role, TopicPartition
 from broker.state.replica_manager import BrokerState
 
-__all__ = ["IsrManager", "IsrMeters", "LocalLogs", "cluster_apis_factory", "main",
+__all__ = ["IsrManager", "IsrMeters", "LocalLogs", "cluster_apis_factory", "fetch_settings", "main",
            "register_replica_manager_metrics"]
 
 # Heartbeat period; the controller's session timeout (default 3 s) must be several of these.
 HEARTBEAT_INTERVAL_S = 0.5
-# Kafka 2.x default replica.lag.time.max.ms is 30 s; a laptop cluster reacts faster.
-DEFAULT_REPLICA_LAG_TIME_MAX_MS = 10_000
 MIN_INSYNC_REPLICAS = 1
 
 
@@ -279,12 +279,10 @@ class ClusterMember:
         self.fetchers.shutdown()
 
 
-def _checkpointed_high_watermarks(cfg: Any) -> dict[tuple[str, int], int]:
+def _checkpointed_high_watermarks(settings: LogSettings) -> dict[tuple[str, int], int]:
     """The high watermarks in every log dir's ``replication-offset-checkpoint`` (empty when there is none)."""
-    values = getattr(cfg, "values", {})
-    dirs = values.get("log.dirs") or [values.get("log.dir")]
     out: dict[tuple[str, int], int] = {}
-    for d in (str(x).strip() for x in dirs if x):
+    for d in settings.log_dirs:
         path = Path(d) / REPLICATION_OFFSET_CHECKPOINT
         if path.exists():
             try:
@@ -292,15 +290,6 @@ def _checkpointed_high_watermarks(cfg: Any) -> dict[tuple[str, int], int]:
             except ValueError:
                 pass  # a torn checkpoint: every high watermark falls back to the log start offset
     return out
-
-
-def _data_plane_of(apis: KafkaApis) -> DataPlane:
-    """The DataPlane that ``build_kafka_apis`` installed (its ``close`` is one of KafkaApis' closers)."""
-    for closer in getattr(apis, "_closers", []):
-        owner = getattr(closer, "__self__", None)
-        if isinstance(owner, DataPlane):
-            return owner
-    raise RuntimeError("build_kafka_apis installed no data plane: the cluster needs broker.apis.install")
 
 
 def _forward_create_topics(client: ControllerClient) -> Handler:
@@ -366,22 +355,29 @@ def _leader_hw_after_leader_and_isr(inner: Handler, dp: DataPlane) -> Handler:
     return handle
 
 
+def fetch_settings(replication: ReplicationSettings) -> FetchSettings:
+    """The replica fetchers' settings (``replica.fetch.*``, ``replica.fetcher.model``)."""
+    return FetchSettings(model=replication.fetcher_model, max_wait_ms=replication.fetch_wait_max_ms,
+                         min_bytes=replication.fetch_min_bytes, max_bytes=replication.fetch_response_max_bytes,
+                         partition_max_bytes=replication.fetch_max_bytes, backoff_ms=replication.fetch_backoff_ms,
+                         socket_timeout_ms=replication.socket_timeout_ms)
+
+
 def cluster_apis_factory(server: Any) -> KafkaApis:
     """The apis factory of a cluster member (see the module docstring).
 
     Raises:
-        ValueError: ``planewatch.controller.url`` missing or a bad ``replica.*`` setting.
+        ConfigException: ``planewatch.controller.url`` missing.
         ConnectionError: the controller cannot be reached.
     """
-    cfg = server.config
-    url = planewatch_setting(cfg, "planewatch.controller.url")
+    cfg: KafkaConfig = server.config
+    replication = ReplicationSettings.from_config(cfg)
+    url = replication.controller_url
     if url is None:
-        raise ValueError("Missing required configuration planewatch.controller.url (the cluster's controller)")
-    model = planewatch_setting(cfg, "replica.fetcher.model") or "locked"
-    lag_ms = int(planewatch_setting(cfg, "replica.lag.time.max.ms") or DEFAULT_REPLICA_LAG_TIME_MAX_MS)
-    saved_hw = _checkpointed_high_watermarks(cfg)  # before the data plane loads the logs
+        raise ConfigException("Missing required configuration planewatch.controller.url (the cluster's controller)")
+    saved_hw = _checkpointed_high_watermarks(LogSettings.from_config(cfg))  # before the data plane loads the logs
     apis = build_kafka_apis(server)
-    dp = _data_plane_of(apis)
+    dp = data_plane_of(apis)
     state = apis.state
     # The controller decides who leads what: forget the leadership the data plane took for logs found on disk, and
     # the high watermarks it set to the log end (a standalone broker's view): a restarted follower must truncate to
@@ -393,19 +389,19 @@ def cluster_apis_factory(server: Any) -> KafkaApis:
     for ltp, log in dp.logs.all_logs().items():
         log.update_high_watermark(saved_hw.get((ltp.topic, ltp.partition), log.log_start_offset))
     client = ControllerClient(url)
-    fetchers = ReplicaFetcherManager(state.broker_id, dp.logs, FetchSettings(model=model), server.log4j,
+    fetchers = ReplicaFetcherManager(state.broker_id, dp.logs, fetch_settings(replication), server.log4j,
                                      on_fetched=lambda tps: dp.purgatory.signal(), registry=server.registry)
     state.fetcher_manager = fetchers
     state.local_log = LocalLogs(dp.logs)
     server.log4j.set_level("kafka.server.ReplicaFetcherManager", "DEBUG")
-    isr = IsrManager(state, dp, client, lag_ms, server.log4j,
+    isr = IsrManager(state, dp, client, replication.lag_time_max_ms, server.log4j,
                      register_replica_manager_metrics(server.registry, state))
     apis.register(ApiKey.CREATE_TOPICS, _forward_create_topics(client))
     apis.register(ApiKey.FETCH, _observing_fetch(apis.handler(ApiKey.FETCH), dp, isr))
     apis.register(ApiKey.LEADER_AND_ISR, _leader_hw_after_leader_and_isr(apis.handler(ApiKey.LEADER_AND_ISR), dp))
     listeners = {ep.name: (ep.host, ep.port) for ep in server.advertised_listeners()}
     protocols = {ep.name: ep.security_protocol for ep in server.advertised_listeners()}
-    member = ClusterMember(apis, dp, client, listeners, protocols, planewatch_setting(cfg, "broker.rack"), isr,
+    member = ClusterMember(apis, dp, client, listeners, protocols, BrokerSettings.from_config(cfg).rack, isr,
                            fetchers, server.log4j)
     apis.add_closer(member.close)
     server.cluster_member = member  # main() leaves the cluster before shutting the server down
@@ -415,7 +411,6 @@ def cluster_apis_factory(server: Any) -> KafkaApis:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one cluster broker until SIGINT/SIGTERM."""
-    from broker.config import ConfigException, load_config
     from broker.server import KafkaServer
 
     parser = argparse.ArgumentParser(prog="broker.cluster.node")

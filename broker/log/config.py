@@ -1,9 +1,11 @@
-"""Log configuration: Kafka's topic-level keys with their broker-level defaults, as one declarative table.
+"""Log configuration: Kafka's topic-level keys, whose broker-level defaults come from the broker's table.
 
-A :class:`LogConfig` is immutable. The broker builds its default from ``server.properties``
-(:meth:`LogConfig.from_broker_properties`, broker key names such as ``log.segment.bytes``) and a topic's
-effective config by applying topic overrides (:meth:`LogConfig.with_overrides`, topic key names such as
-``segment.bytes``), exactly as Kafka's ``LogConfig.fromProps(defaults, overrides)`` does.
+A :class:`LogConfig` is immutable. The broker builds its default from the typed view
+:class:`broker.settings.LogSettings` (broker key names such as ``log.segment.bytes``, declared, parsed and validated
+in :data:`broker.config_table.CONFIG_DEFS`; :meth:`LogConfig.from_settings`) and a topic's effective config by
+applying topic overrides (:meth:`LogConfig.with_overrides`, topic key names such as ``segment.bytes``), exactly as
+Kafka's ``LogConfig.fromProps(defaults, overrides)`` does. The topic keys are parsed here: they are not broker
+properties.
 """
 
 from __future__ import annotations
@@ -12,6 +14,9 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
+
+from broker.configdef import LONG_MAX, ConfigException, parse_typed
+from broker.settings import LogSettings
 
 from ._lines import LINE_VERSIONS
 
@@ -22,42 +27,37 @@ __all__ = [
     "TimestampType",
 ]
 
-# Java's Long.MAX_VALUE: Kafka's "never" for flush.messages / flush.ms.
-LONG_MAX = 2**63 - 1
-
 TimestampType = Literal["CreateTime", "LogAppendTime"]
 
 
 @dataclass(frozen=True)
 class _Key:
-    attr: str
+    attr: str  # the LogConfig (and LogSettings) attribute
     topic_key: str
-    broker_keys: tuple[str, ...]  # first match wins (log.roll.ms before log.roll.hours, as Kafka)
-    broker_scale: tuple[int, ...]  # multiplier per broker key (hours -> ms)
     minimum: int | None
 
 
-# Kafka's LogConfig / KafkaConfig keys (3.x names; defaults are the dataclass defaults below).
+# Kafka's topic-level LogConfig keys (3.x names), each defaulting to a broker key of broker.settings.LogSettings.
 _KEYS: tuple[_Key, ...] = (
-    _Key("segment_bytes", "segment.bytes", ("log.segment.bytes",), (1,), 14),  # LegacyRecord.RECORD_OVERHEAD_V0
-    _Key("segment_ms", "segment.ms", ("log.roll.ms", "log.roll.hours"), (1, 3_600_000), 1),
-    _Key("segment_index_bytes", "segment.index.bytes", ("log.index.size.max.bytes",), (1,), 8),
-    _Key("index_interval_bytes", "index.interval.bytes", ("log.index.interval.bytes",), (1,), 0),
-    _Key("max_message_bytes", "max.message.bytes", ("message.max.bytes",), (1,), 0),
-    _Key("retention_bytes", "retention.bytes", ("log.retention.bytes",), (1,), None),
-    _Key("retention_ms", "retention.ms",
-         ("log.retention.ms", "log.retention.minutes", "log.retention.hours"), (1, 60_000, 3_600_000), -1),
-    _Key("flush_messages", "flush.messages", ("log.flush.interval.messages",), (1,), 1),
-    _Key("flush_ms", "flush.ms", ("log.flush.interval.ms",), (1,), 0),
-    _Key("file_delete_delay_ms", "file.delete.delay.ms", ("log.segment.delete.delay.ms",), (1,), 0),
+    _Key("segment_bytes", "segment.bytes", 14),  # LegacyRecord.RECORD_OVERHEAD_V0
+    _Key("segment_ms", "segment.ms", 1),
+    _Key("segment_index_bytes", "segment.index.bytes", 8),
+    _Key("index_interval_bytes", "index.interval.bytes", 0),
+    _Key("max_message_bytes", "max.message.bytes", 0),
+    _Key("retention_bytes", "retention.bytes", None),
+    _Key("retention_ms", "retention.ms", -1),
+    _Key("flush_messages", "flush.messages", 1),
+    _Key("flush_ms", "flush.ms", 0),
+    _Key("file_delete_delay_ms", "file.delete.delay.ms", 0),
 )
 _TIMESTAMP_TYPE_TOPIC_KEY = "message.timestamp.type"
-_TIMESTAMP_TYPE_BROKER_KEY = "log.message.timestamp.type"
+# The broker-wide defaults (server.properties' log.* keys at their table defaults).
+_BROKER_DEFAULTS = LogSettings.defaults()
 
 
 @dataclass(frozen=True)
 class LogConfig:
-    """Per-log settings (Kafka defaults).
+    """Per-log settings (defaults: the broker table's, see :class:`broker.settings.LogSettings`).
 
     Attributes:
         segment_bytes: roll the active segment before it would exceed this size (``segment.bytes``, 1 GiB).
@@ -73,17 +73,17 @@ class LogConfig:
         message_timestamp_type: ``CreateTime`` (keep the producer's) or ``LogAppendTime`` (broker stamps).
     """
 
-    segment_bytes: int = 1024 * 1024 * 1024
-    segment_ms: int = 7 * 24 * 3_600_000
-    segment_index_bytes: int = 10 * 1024 * 1024
-    index_interval_bytes: int = 4096
-    max_message_bytes: int = 1024 * 1024 + 12  # 1048588: 1 MiB plus the 12-byte log overhead
-    retention_bytes: int = -1
-    retention_ms: int = 7 * 24 * 3_600_000
-    flush_messages: int = LONG_MAX
-    flush_ms: int = LONG_MAX
-    file_delete_delay_ms: int = 60_000
-    message_timestamp_type: TimestampType = "CreateTime"
+    segment_bytes: int = _BROKER_DEFAULTS.segment_bytes
+    segment_ms: int = _BROKER_DEFAULTS.segment_ms
+    segment_index_bytes: int = _BROKER_DEFAULTS.segment_index_bytes
+    index_interval_bytes: int = _BROKER_DEFAULTS.index_interval_bytes
+    max_message_bytes: int = _BROKER_DEFAULTS.max_message_bytes
+    retention_bytes: int = _BROKER_DEFAULTS.retention_bytes
+    retention_ms: int = _BROKER_DEFAULTS.retention_ms
+    flush_messages: int = _BROKER_DEFAULTS.flush_messages
+    flush_ms: int = _BROKER_DEFAULTS.flush_ms
+    file_delete_delay_ms: int = _BROKER_DEFAULTS.file_delete_delay_ms
+    message_timestamp_type: TimestampType = _BROKER_DEFAULTS.message_timestamp_type  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
         for key in _KEYS:
@@ -91,24 +91,25 @@ class LogConfig:
             if not isinstance(value, int) or isinstance(value, bool):
                 raise ValueError(f"Invalid value {value!r} for configuration {key.topic_key}: not an integer")
             if key.minimum is not None and value < key.minimum:
-                raise ValueError(
-                    f"Invalid value {value} for configuration {key.topic_key}: Value must be at least {key.minimum}")
+                raise ConfigException.invalid(key.topic_key, value, f"Value must be at least {key.minimum}")
         if self.message_timestamp_type not in ("CreateTime", "LogAppendTime"):
-            raise ValueError(f"Invalid value {self.message_timestamp_type} for configuration "
-                             f"{_TIMESTAMP_TYPE_TOPIC_KEY}: String must be one of: CreateTime, LogAppendTime")
+            raise ConfigException.invalid(_TIMESTAMP_TYPE_TOPIC_KEY, self.message_timestamp_type,
+                                          "String must be one of: CreateTime, LogAppendTime")
+
+    @classmethod
+    def from_settings(cls, settings: LogSettings) -> LogConfig:
+        """The broker-wide default: the topic keys' broker-level values."""
+        values = {key.attr: getattr(settings, key.attr) for key in _KEYS}
+        return cls(**values, message_timestamp_type=settings.message_timestamp_type)  # type: ignore[arg-type]
 
     @classmethod
     def from_broker_properties(cls, props: Mapping[str, str]) -> LogConfig:
-        """The broker-wide default from ``server.properties`` keys (``log.segment.bytes``, ``log.roll.hours``...)."""
-        values: dict[str, object] = {}
-        for key in _KEYS:
-            for name, scale in zip(key.broker_keys, key.broker_scale, strict=True):
-                if name in props:
-                    values[key.attr] = _parse_int(name, props[name]) * scale
-                    break
-        if _TIMESTAMP_TYPE_BROKER_KEY in props:
-            values["message_timestamp_type"] = props[_TIMESTAMP_TYPE_BROKER_KEY].strip()
-        return dataclasses.replace(cls(), **values)  # type: ignore[arg-type]
+        """The broker-wide default from raw ``server.properties`` keys (``log.segment.bytes``, ``log.roll.hours``...).
+
+        Raises:
+            ConfigException: a bad value (Kafka's message, naming the broker key).
+        """
+        return cls.from_settings(LogSettings.from_properties(props))
 
     def with_overrides(self, overrides: Mapping[str, str]) -> LogConfig:
         """This config with topic-level overrides (``segment.bytes``, ``retention.ms``...) applied.
@@ -122,7 +123,7 @@ class LogConfig:
             if name == _TIMESTAMP_TYPE_TOPIC_KEY:
                 values["message_timestamp_type"] = raw.strip()
             elif name in by_topic_key:
-                values[by_topic_key[name].attr] = _parse_int(name, raw)
+                values[by_topic_key[name].attr] = parse_typed(name, "long", raw)
             else:
                 raise ValueError(f"Unknown topic config name: {name}")
         return dataclasses.replace(self, **values)  # type: ignore[arg-type]
@@ -136,7 +137,7 @@ class LogConfig:
 
 @dataclass(frozen=True)
 class LogManagerConfig:
-    """Broker-wide settings of the log manager's background work (Kafka defaults).
+    """Broker-wide settings of the log manager's background work (defaults: the broker table's).
 
     Attributes:
         retention_check_interval_ms: how often retention runs (``log.retention.check.interval.ms``, 5 min).
@@ -149,38 +150,30 @@ class LogManagerConfig:
             (``planewatch.log.line.version``: ``1.0``, ``1.1``, ``2.6`` (default) or ``3.5``).
     """
 
-    retention_check_interval_ms: int = 300_000
-    flush_scheduler_interval_ms: int = LONG_MAX
-    recovery_point_checkpoint_interval_ms: int = 60_000
-    log_start_offset_checkpoint_interval_ms: int = 60_000
-    epoch_checkpoint_delay_ms: int = 0
-    log_line_version: str = "2.6"
+    retention_check_interval_ms: int = _BROKER_DEFAULTS.retention_check_interval_ms
+    flush_scheduler_interval_ms: int = _BROKER_DEFAULTS.flush_scheduler_interval_ms
+    recovery_point_checkpoint_interval_ms: int = _BROKER_DEFAULTS.recovery_point_checkpoint_interval_ms
+    log_start_offset_checkpoint_interval_ms: int = _BROKER_DEFAULTS.log_start_offset_checkpoint_interval_ms
+    epoch_checkpoint_delay_ms: int = _BROKER_DEFAULTS.epoch_checkpoint_delay_ms
+    log_line_version: str = _BROKER_DEFAULTS.log_line_version
 
     def __post_init__(self) -> None:
         if self.log_line_version not in LINE_VERSIONS:
-            raise ValueError(f"Invalid value {self.log_line_version} for configuration planewatch.log.line.version: "
-                             f"String must be one of: {', '.join(LINE_VERSIONS)}")
+            raise ConfigException.invalid("planewatch.log.line.version", self.log_line_version,
+                                          f"String must be one of: {', '.join(LINE_VERSIONS)}")
+
+    @classmethod
+    def from_settings(cls, settings: LogSettings) -> LogManagerConfig:
+        """The log manager's intervals from the broker's log settings."""
+        return cls(settings.retention_check_interval_ms, settings.flush_scheduler_interval_ms,
+                   settings.recovery_point_checkpoint_interval_ms, settings.log_start_offset_checkpoint_interval_ms,
+                   settings.epoch_checkpoint_delay_ms, settings.log_line_version)
 
     @classmethod
     def from_broker_properties(cls, props: Mapping[str, str]) -> LogManagerConfig:
-        """Read the ``log.*`` scheduler keys from ``server.properties``."""
-        names = {
-            "retention_check_interval_ms": "log.retention.check.interval.ms",
-            "flush_scheduler_interval_ms": "log.flush.scheduler.interval.ms",
-            "recovery_point_checkpoint_interval_ms": "log.flush.offset.checkpoint.interval.ms",
-            "log_start_offset_checkpoint_interval_ms": "log.flush.start.offset.checkpoint.interval.ms",
-            "epoch_checkpoint_delay_ms": "planewatch.leader.epoch.checkpoint.delay.ms",
-        }
-        values = {attr: _parse_int(name, props[name]) for attr, name in names.items() if name in props}
-        for attr, value in values.items():
-            if value < 0:
-                raise ValueError(f"Invalid value {value} for configuration {names[attr]}: Value must be at least 0")
-        version = props.get("planewatch.log.line.version", "2.6").strip()
-        return cls(**values, log_line_version=version)
+        """Read the ``log.*`` scheduler keys from raw ``server.properties`` strings.
 
-
-def _parse_int(name: str, raw: str) -> int:
-    try:
-        return int(str(raw).strip())
-    except ValueError:
-        raise ValueError(f"Invalid value {raw} for configuration {name}: Not a number of type LONG") from None
+        Raises:
+            ConfigException: a bad value (Kafka's message).
+        """
+        return cls.from_settings(LogSettings.from_properties(props))

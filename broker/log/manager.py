@@ -23,6 +23,7 @@ from pathlib import Path
 
 from broker.log4j import Log4j, default_log4j
 from broker.metrics import MetricName, MetricsRegistry
+from broker.settings import LogSettings
 
 from .checkpoint import CheckpointDelay, TopicPartition, read_offsets_checkpoint, write_offsets_checkpoint
 from .config import LogConfig, LogManagerConfig
@@ -44,7 +45,6 @@ REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 LOCK_FILE = ".lock"
 DELETE_DIR_SUFFIX = "-delete"
-DEFAULT_LOG_DIR = "/tmp/kafka-logs"  # KafkaConfig's log.dir default
 # The background thread wakes at least this often, so stop() returns promptly and small intervals are honoured.
 SCHEDULER_TICK_S = 0.2
 # Kafka's topic name rules (Topic.validate): at most 249 chars of [a-zA-Z0-9._-].
@@ -103,15 +103,19 @@ class LogManager:
     @classmethod
     def from_properties(cls, props: Mapping[str, str], *, clock: Callable[[], int] = wall_clock_ms,
                         log4j: Log4j | None = None, metrics: MetricsRegistry | None = None) -> LogManager:
-        """A manager configured from ``server.properties``: ``log.dirs`` (comma-separated) or else ``log.dir``
-        (default ``/tmp/kafka-logs``), the ``log.*`` topic defaults and the scheduler intervals.
+        """A manager configured from raw ``server.properties`` strings (see :meth:`from_settings`).
 
         Raises:
             ValueError: a bad value (Kafka's ConfigException text).
         """
-        raw = props.get("log.dirs") or props.get("log.dir") or DEFAULT_LOG_DIR
-        dirs = [d.strip() for d in raw.split(",") if d.strip()]
-        return cls(dirs, LogConfig.from_broker_properties(props), LogManagerConfig.from_broker_properties(props),
+        return cls.from_settings(LogSettings.from_properties(props), clock=clock, log4j=log4j, metrics=metrics)
+
+    @classmethod
+    def from_settings(cls, settings: LogSettings, *, clock: Callable[[], int] = wall_clock_ms,
+                      log4j: Log4j | None = None, metrics: MetricsRegistry | None = None) -> LogManager:
+        """A manager over ``log.dirs`` (else ``log.dir``) with the broker's ``log.*`` topic defaults and the
+        scheduler intervals."""
+        return cls(list(settings.log_dirs), LogConfig.from_settings(settings), LogManagerConfig.from_settings(settings),
                    clock=clock, log4j=log4j, metrics=metrics)
 
     # -- startup ------------------------------------------------------------------------------------------------

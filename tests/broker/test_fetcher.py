@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from broker.cluster.node import _data_plane_of
+from broker.apis.factory import data_plane_of as _data_plane_of
 from broker.fetcher.thread import FetchSettings, ReplicaFetcherThread
 from broker.log import LogManager
 from broker.log import TopicPartition as LogTopicPartition
