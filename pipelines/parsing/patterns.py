@@ -32,17 +32,19 @@ __all__ = [
     "BODY_FIELDS",
     "END",
     "EVENTS",
+    "FOREIGN_APACHE",
     "IDENT",
     "IDENT_FIELDS",
     "LAYOUT",
     "LAYOUT_APACHE",
     "LAYOUT_FIELDS",
+    "LAYOUT_PREFIXED",
     "MESSAGES",
     "NUMERIC",
-    "PREFIX",
     "REQUEST_JSON_FIELDS",
     "REQUEST_TEXT",
     "REQUEST_TEXT_FIELDS",
+    "SHIPPER_PREFIX",
     "TS_STRICT",
     "Message",
 ]
@@ -51,16 +53,19 @@ __all__ = [
 END = r"(?![\s\S])"
 
 # ---------------------------------------------------------------------------------------------------- 1. prefixes
-# Only stripped when a log4j timestamp follows, so a Strimzi line (which itself starts with a date) is left alone.
-_LOG4J_AHEAD = r"(?=\[?[0-9]{4}[-/][0-9]{2}[-/][0-9]{2}[ T])"
-PREFIX = (
-    r"^(?:"
+# A line may sit behind the prefix of whatever wrote it to the file: a container runtime (Kubernetes CRI), docker
+# compose, a test harness's own logger. Zero or more of these come before the layout (LAYOUT_PREFIXED); a prefix of
+# any other logger is found by FOREIGN_APACHE below.
+SHIPPER_PREFIX = (
+    r"(?:"
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})"
     r" (?:stdout|stderr) [FP] "
     r"|[A-Za-z0-9][A-Za-z0-9_.-]* *\| "
     r"|[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}[,.][0-9]{3} +[A-Z]+ +\[[^\]]*\] +(?:- +)?"
-    r")+" + _LOG4J_AHEAD
+    r")"
 )
+# TEMPORARY (removed with the Python twin): the old look-ahead form used by pylogs/spark_logs.
+PREFIX = "^" + SHIPPER_PREFIX + r"+(?=\[?[0-9]{4}[-/][0-9]{2}[-/][0-9]{2}[ T])"
 
 # ---------------------------------------------------------------------------------------------------- 2. layouts
 _IDENT_BODY = r"(?:\[(?P<ident__{n}>[^\]]*)\] )?(?P<body__{n}>.*)"
@@ -68,9 +73,8 @@ _IDENT_BODY = r"(?:\[(?P<ident__{n}>[^\]]*)\] )?(?P<body__{n}>.*)"
 # with a digit), so the Spark engine runs it alone on such lines: same result, a smaller regex.
 _APACHE = r"\[(?P<ts__a>[^\]]+)\] (?P<level__a>[A-Z]+) " + _IDENT_BODY.format(n="a") + r" \((?P<logger__a>[^()]*)\)"
 LAYOUT_APACHE = "^(?:" + _APACHE + ")"
-LAYOUT = (
-    "^(?:"
-    + _APACHE
+_LAYOUTS = (
+    _APACHE
     # Strimzi log4j1: %d{ISO8601} %p %m (%c) [%t]
     + r"|(?P<ts__s>[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2},[0-9]{3}) (?P<level__s>[A-Z]+) "
     + _IDENT_BODY.format(n="s")
@@ -82,7 +86,16 @@ LAYOUT = (
     # LinkedIn fork: yyyy/MM/dd HH:mm:ss.SSS [logger] %m
     r"|(?P<ts__k>[0-9]{4}/[0-9]{2}/[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}) \[(?P<logger__k>[^\]]*)\] "
     + _IDENT_BODY.format(n="k")
-    + ")"
+)
+LAYOUT = "^(?:" + _LAYOUTS + ")"
+# The layouts behind zero or more shipper prefixes.
+LAYOUT_PREFIXED = "^" + SHIPPER_PREFIX + "*(?:" + _LAYOUTS + ")"
+# The Apache layout with its exact timestamp (`[yyyy-MM-dd HH:mm:ss,SSS] LEVEL `) anywhere in a line: a Kafka line
+# behind the prefix of a logger nobody declared (its own time, level, class, thread). Tried only on lines no
+# declared layout matches; the leftmost such start whose rest is a whole Apache line wins.
+FOREIGN_APACHE = (
+    r"\[(?P<ts__a>[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2},[0-9]{3})\] (?P<level__a>[A-Z]+) "
+    + _IDENT_BODY.format(n="a") + r" \((?P<logger__a>[^()]*)\)"
 )
 LAYOUT_FIELDS = ("ts", "level", "logger", "thread", "ident", "body")
 

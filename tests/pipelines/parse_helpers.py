@@ -123,5 +123,26 @@ def metric_fixture_rows() -> list[dict[str, Any]]:
     return rows
 
 
+def parse_all(rows: list[dict[str, Any]], family: str = "logs", cluster_tz: str = "UTC"
+              ) -> list[tuple[str, dict[str, Any]]]:
+    """The engine's (route, row) of each record, in order (pipelines.parsing.engine.route_records)."""
+    import pyarrow as pa
+
+    from pipelines.parsing.engine import route_records
+
+    table = RAW_LOGS if family == "logs" else RAW_METRICS
+    return route_records(pa.Table.from_pylist(rows, table.to_arrow()), family, cluster_tz)
+
+
+def parse_line(raw: dict[str, Any], cluster_tz: str = "UTC") -> tuple[str, dict[str, Any]]:
+    """One log record through the engine."""
+    return parse_all([raw], "logs", cluster_tz)[0]
+
+
+def parse_metric(raw: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """One metric record through the engine."""
+    return parse_all([raw], "metrics")[0]
+
+
 RAW_LOG_COLUMNS = RAW_LOGS.names
 RAW_METRIC_COLUMNS = RAW_METRICS.names

@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 
 from pipelines.parsing import EVENTS
-from pipelines.parsing.pylogs import parse_line
-from tests.pipelines.parse_helpers import expected_row, load_module, log_fixture_rows, raw_log
+from tests.pipelines.parse_helpers import expected_row, load_module, log_fixture_rows, parse_all, parse_line, raw_log
 
 cases = load_module("parse_cases")
 
@@ -29,7 +28,7 @@ def test_every_event_is_covered_by_a_case() -> None:
 def test_samples_that_carry_control_plane_information() -> None:
     """The real excerpts (copied with provenance): what each line becomes."""
     rows = [r for r in log_fixture_rows() if r["source"].startswith("samples/")]
-    got = [(r["source"][8:10], *parse_line(r)) for r in rows]
+    got = [(r["source"][8:10], *p) for r, p in zip(rows, parse_all(rows), strict=True)]
     events = [(src, row.get("event"), row.get("correlation_id"), row.get("reason")) for src, _, row in got]
     assert events == [
         ("01", "leader_and_isr_sending", None, None),  # hard-wrapped in the paste, joined by the source

@@ -6,9 +6,8 @@ import math
 
 import pytest
 
-from pipelines.parsing.pymetrics import parse_metric
 from schemas.tables import METRIC_SAMPLES, QUARANTINE, RAW_METRICS
-from tests.pipelines.parse_helpers import load_module, metric_fixture_rows, raw_metric
+from tests.pipelines.parse_helpers import load_module, metric_fixture_rows, parse_all, parse_metric, raw_metric
 
 cases = load_module("parse_cases")
 metric_cases = load_module("parse_metric_cases")
@@ -40,7 +39,7 @@ def test_metric_case_whole_row(case) -> None:
 
 
 def test_check_fixture_prometheus_scrapes() -> None:
-    rows = [parse_metric(r) for r in metric_fixture_rows() if "scrape-" in r["source"]]
+    rows = parse_all([r for r in metric_fixture_rows() if "scrape-" in r["source"]], "metrics")
     samples = [row for route, row in rows if route == "sample"]
     assert len(samples) == 12
     assert {r["signal"] for r in samples} == {"RequestQueueSize", "ControlPlaneRequestQueueSize",
