@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from jobs.ingest import start_ingest_queries
 from jobs.io.settings import Settings, add_arguments, load_settings
+from schemas.inputs import InputFamily
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["FAMILIES_ALL", "main", "run_pipeline"]
 
 log = logging.getLogger(__name__)
-FAMILIES_ALL = ("logs", "metrics")
+FAMILIES_ALL: tuple[str, ...] = tuple(f.value for f in InputFamily)
 # How often the continuous runner checks its queries for failure.
 POLL_S = 1.0
 # A failed ingest query is restarted from its checkpoint this many times (safe: the sink is exactly-once). On a

@@ -23,6 +23,7 @@ __all__ = [
     "METRIC_ROLLUPS_1M",
     "METRIC_SAMPLES",
     "QUARANTINE",
+    "QUARANTINE_RECORD_CHARS",
     "RAW_LOGS",
     "RAW_METRICS",
     "REQUEST_EVENTS",
@@ -146,6 +147,10 @@ RAW_METRICS = Table(
     doc="every input metric record (a JSON line, a Prometheus exposition line, or a failed scrape)",
 )
 
+# Quarantine keeps a rejected record up to this many characters: a multi-megabyte garbage line must not bloat the
+# table, and 64 KiB is more than any real Kafka log line that is not a dump.
+QUARANTINE_RECORD_CHARS = 64 * 1024
+
 QUARANTINE = Table(
     "quarantine",
     "quarantine",
@@ -155,7 +160,7 @@ QUARANTINE = Table(
         _c("target_table", "string", "the table the record was meant for"),
         _c("stage", "string", "decode | source (a failed scrape) | parse | validate"),
         _c("reason", "string", "why it was rejected (parser reason or the failed expectation)"),
-        _c("record", "string", "the rejected record, truncated to 64 KiB"),
+        _c("record", "string", "the rejected record, truncated to QUARANTINE_RECORD_CHARS (64 Ki characters)"),
         *_PROVENANCE,
         _c("date", "date"),
     ),

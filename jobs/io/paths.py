@@ -12,19 +12,26 @@ import os
 import re
 from dataclasses import dataclass
 
+from schemas.inputs import (
+    LOG_FILE_NAMES,
+    LOG_KIND_BY_LOGGER,
+    METRIC_FILE_EXTENSIONS,
+    InputFamily,
+    LogKind,
+    MetricFormat,
+)
+
 __all__ = ["FAMILIES", "FileInfo", "broker_id_from_path", "classify_name", "describe", "sniff"]
 
-FAMILIES = ("logs", "metrics")
+FAMILIES: tuple[InputFamily, ...] = tuple(InputFamily)
 # Sniffing looks at the first bytes only: enough for a log4j line or a Prometheus comment.
 SNIFF_BYTES = 4096
 
-_LOG_NAMES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"^state-change.*\.log(\..*)?$"), "state-change"),
-    (re.compile(r"^kafka-request\.log(\..*)?$"), "request"),
-    (re.compile(r"^server\.log(\..*)?$"), "server"),
-    (re.compile(r"^controller\.log(\..*)?$"), "controller"),
-)
-_METRIC_EXT = {".jsonl": "json", ".json": "json", ".prom": "prometheus", ".txt": "prometheus"}
+_LOG_NAMES: tuple[tuple[re.Pattern[str], LogKind], ...] = tuple((re.compile(rx), kind) for kind, rx in LOG_FILE_NAMES)
+# Sniffing places a file only as one of the two logs pairing reads; any other Kafka log is `unknown` (its lines are
+# still classified one by one by the parsers).
+_SNIFF_LOGGERS = tuple((kind, logger.encode()) for kind, logger in LOG_KIND_BY_LOGGER
+                       if kind in (LogKind.STATE_CHANGE, LogKind.REQUEST))
 # Kafka log segments, indexes and checkpoints live next to logs in a broker's working directory.
 _KAFKA_DATA = re.compile(r"^\d{20}\.(log|index|timeindex|snapshot|txnindex)(\.deleted|\.cleaned|\.swap)?$")
 # `.out`: a JVM's console file (Kafka's kafkaServer.out, zookeeper.out): the console appender's copy of server.log
@@ -40,7 +47,7 @@ class FileInfo:
     """A classified input file: `family` logs|metrics, `kind` (log_kind or metric_format), cluster, broker."""
 
     family: str
-    kind: str
+    kind: str  # schemas.inputs: a LogKind or MetricFormat
     cluster: str
     broker_id: int | None
 
@@ -58,10 +65,10 @@ def classify_name(name: str) -> tuple[str, str] | None:
     """(family, kind) from the file name alone, None when the name says nothing."""
     for rx, kind in _LOG_NAMES:
         if rx.match(name):
-            return "logs", kind
+            return InputFamily.LOGS, kind
     ext = os.path.splitext(name)[1].lower()
-    if ext in _METRIC_EXT:
-        return "metrics", _METRIC_EXT[ext]
+    if ext in METRIC_FILE_EXTENSIONS:
+        return InputFamily.METRICS, METRIC_FILE_EXTENSIONS[ext]
     return None
 
 
@@ -71,15 +78,14 @@ def sniff(head: bytes) -> tuple[str, str] | None:
         return None
     first = head.lstrip().split(b"\n", 1)[0]
     if first.startswith(b"{"):
-        return "metrics", "json"
+        return InputFamily.METRICS, MetricFormat.JSON
     if _PROM_LINE.match(first):
-        return "metrics", "prometheus"
+        return InputFamily.METRICS, MetricFormat.PROMETHEUS
     if _LOG4J_START.match(first):
-        if b"(state.change.logger)" in head:
-            return "logs", "state-change"
-        if b"(kafka.request.logger)" in head:
-            return "logs", "request"
-        return "logs", "unknown"
+        for kind, logger in _SNIFF_LOGGERS:
+            if logger in head:
+                return InputFamily.LOGS, kind
+        return InputFamily.LOGS, LogKind.UNKNOWN
     return None
 
 
@@ -108,7 +114,7 @@ def describe(root: str, path: str, cluster: str | None, default_cluster: str) ->
     if _skipped(name):
         return None
     fam_kind = classify_name(name)
-    if fam_kind == ("metrics", "json") and _is_json_document(path):
+    if fam_kind == (InputFamily.METRICS, MetricFormat.JSON) and _is_json_document(path):
         return None
     if fam_kind is None:
         try:

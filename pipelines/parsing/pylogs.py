@@ -16,14 +16,13 @@ from pipelines.parsing.compiler import MARK, SEP, SlotLayout
 from pipelines.parsing.stages import (
     API_ID,
     LOG_STAGES,
-    QUARANTINE_RECORD_CHARS,
     REQUEST_PREFIX,
     api_name,
     py_double,
     py_int,
     py_ts,
 )
-from schemas.tables import RAW_LOGS, REQUEST_EVENTS, STATE_CHANGE_EVENTS
+from schemas.tables import QUARANTINE_RECORD_CHARS, RAW_LOGS, REQUEST_EVENTS, STATE_CHANGE_EVENTS
 
 __all__ = ["ROUTES", "parse_line", "parse_lines"]
 

@@ -12,8 +12,8 @@ from pipelines.parsing import metric_names as N
 from pipelines.parsing import metric_spec as S
 from pipelines.parsing.compiler import python_regex
 from pipelines.parsing.pylogs import _json_leaf
-from pipelines.parsing.stages import QUARANTINE_RECORD_CHARS, py_double, py_int, py_ts_from_ms
-from schemas.tables import METRIC_SAMPLES
+from pipelines.parsing.stages import py_double, py_int, py_ts_from_ms
+from schemas.tables import METRIC_SAMPLES, QUARANTINE_RECORD_CHARS
 
 __all__ = ["camel", "parse_metric", "percentile", "resolve_mbean", "resolve_prometheus"]
 

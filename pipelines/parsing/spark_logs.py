@@ -14,8 +14,8 @@ from pyspark.sql import functions as F
 
 from pipelines.parsing import patterns as P
 from pipelines.parsing.compiler import MARK, SEP, Compiled, SlotLayout
-from pipelines.parsing.stages import API_BY_KEY, API_ID, LOG_STAGES, QUARANTINE_RECORD_CHARS, REQUEST_PREFIX
-from schemas.tables import RAW_LOGS, REQUEST_EVENTS, STATE_CHANGE_EVENTS
+from pipelines.parsing.stages import API_BY_KEY, API_ID, LOG_STAGES, REQUEST_PREFIX
+from schemas.tables import QUARANTINE_RECORD_CHARS, RAW_LOGS, REQUEST_EVENTS, STATE_CHANGE_EVENTS
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame

@@ -11,8 +11,8 @@ from pipelines.parsing import metric_names as N
 from pipelines.parsing import metric_spec as S
 from pipelines.parsing.compiler import SlotLayout, compile_regex, layout_for
 from pipelines.parsing.spark_logs import apply, field, matched, typed, utc_date
-from pipelines.parsing.stages import MAX_EPOCH_MS, QUARANTINE_RECORD_CHARS
-from schemas.tables import METRIC_SAMPLES, RAW_METRICS
+from pipelines.parsing.stages import MAX_EPOCH_MS
+from schemas.tables import METRIC_SAMPLES, QUARANTINE_RECORD_CHARS, RAW_METRICS
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame

@@ -4,26 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from schemas.inputs import LOG_FILE_NAMES, LOG_KIND_BY_LOGGER, LogKind
+
 if TYPE_CHECKING:
     from pyspark.sql import Column
 
-__all__ = ["BROKER_DIR", "KIND_BY_LOGGER", "KIND_BY_NAME", "broker_id_from_path", "classify_log_kind"]
+__all__ = ["BROKER_DIR", "broker_id_from_path", "classify_log_kind"]
 
-# Kafka's file names (log4j.properties, with DailyRollingFileAppender's `.yyyy-MM-dd-HH` suffix when rotated).
-KIND_BY_NAME = (
-    ("state-change", r"^state-change[^/]*\.log(\.[^/]*)?$"),
-    ("request", r"^kafka-request\.log(\.[^/]*)?$"),
-    ("server", r"^server\.log(\.[^/]*)?$"),
-    ("controller", r"^controller\.log(\.[^/]*)?$"),
-)
-# Otherwise by the logger a line names: `(state.change.logger)`, `(kafka.request.logger)`, `(kafka.controller...)`.
-KIND_BY_LOGGER = (
-    ("state-change", "(state.change.logger)"),
-    ("request", "(kafka.request.logger)"),
-    ("controller", "(kafka.controller."),
-    ("server", "(kafka."),
-    ("server", "(org.apache.kafka."),
-)
 BROKER_DIR = r"(?:^|[^A-Za-z0-9])[Bb]roker[-_]?([0-9]+)(?:[^0-9]|$)"
 
 
@@ -33,15 +20,15 @@ def classify_log_kind(path_col: Column, line_col: Column) -> Column:
 
     name = F.substring_index(F.regexp_replace(path_col, r"\\", "/"), "/", -1)
     out = None
-    for kind, rx in KIND_BY_NAME:
+    for kind, rx in LOG_FILE_NAMES:
         cond = name.rlike(rx)
-        out = F.when(cond, F.lit(kind)) if out is None else out.when(cond, F.lit(kind))
-    for kind, literal in KIND_BY_LOGGER:
+        out = F.when(cond, F.lit(kind.value)) if out is None else out.when(cond, F.lit(kind.value))
+    for kind, literal in LOG_KIND_BY_LOGGER:
         cond = F.contains(line_col, F.lit(literal))
         assert out is not None
-        out = out.when(cond, F.lit(kind))
+        out = out.when(cond, F.lit(kind.value))
     assert out is not None
-    return out.otherwise(F.lit("unknown"))
+    return out.otherwise(F.lit(LogKind.UNKNOWN.value))
 
 
 def broker_id_from_path(path_col: Column) -> Column:

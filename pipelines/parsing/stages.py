@@ -11,6 +11,7 @@ from zoneinfo import ZoneInfo
 
 from pipelines.parsing import patterns as P
 from pipelines.parsing.compiler import Compiled, SlotLayout, compile_regex, layout_for, python_regex
+from schemas.tables import QUARANTINE_RECORD_CHARS
 
 __all__ = [
     "API_BY_KEY",
@@ -26,9 +27,6 @@ __all__ = [
     "py_ts_from_ms",
 ]
 
-# Quarantine keeps a rejected record up to this many characters: a multi-megabyte garbage line must not bloat the
-# table, and 64 KiB is more than any real Kafka log line that is not a dump.
-QUARANTINE_RECORD_CHARS = 64 * 1024
 REQUEST_PREFIX = "Completed request:"
 INT32 = (-(2**31), 2**31 - 1)
 INT64 = (-(2**63), 2**63 - 1)

@@ -16,7 +16,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-KINDS = ("state-change", "request", "server", "controller", "metrics")
+from schemas.inputs import METRIC_FILE_EXTENSIONS, InputFamily, LogKind
+
+# A log kind (any but `unknown`), or metrics.
+KINDS = (*(k.value for k in LogKind if k != LogKind.UNKNOWN), InputFamily.METRICS.value)
 ENGINES = ("python", "spark")
 # How much of a rejected record stderr shows.
 REJECT_PREVIEW_CHARS = 200
@@ -56,11 +59,9 @@ def _raw_rows(files: list[str], kind: str, cluster: str) -> list[dict[str, Any]]
     for name in files:
         data = Path(name).read_bytes()
         broker = broker_id_of_path(str(Path(name).resolve()))
-        is_metrics = kind == "metrics"
-        fmt = None
-        if is_metrics:
-            suffix = Path(name).suffix.lower()
-            fmt = "json" if suffix in (".jsonl", ".json") else "prometheus" if suffix in (".prom", ".txt") else None
+        is_metrics = kind == InputFamily.METRICS
+        ext = METRIC_FILE_EXTENSIONS.get(Path(name).suffix.lower()) if is_metrics else None
+        fmt = ext.value if ext is not None else None
         for rec in split_records(data, join_continuations=not is_metrics):
             row: dict[str, Any] = {
                 "cluster": cluster, "broker_id": broker, "line": rec.line, "line_bytes": rec.nbytes,

@@ -1,0 +1,67 @@
+"""What an input file is: its family (logs or metrics), its log kind or metric format, told by name or content.
+
+`raw_logs.log_kind` and `raw_metrics.metric_format` hold these values. The file sources (:mod:`jobs.io.paths`), the
+Spark column form (:mod:`pipelines.parsing.spark_paths`) and ``planewatch parse`` classify with these tables. The
+regexes use the common subset of Java and Python syntax, and are applied to a file's name (its last path element).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+__all__ = ["LOG_FILE_NAMES", "LOG_KIND_BY_LOGGER", "METRIC_FILE_EXTENSIONS", "InputFamily", "LogKind", "MetricFormat"]
+
+
+class InputFamily(StrEnum):
+    """Which bronze table a file feeds: `raw_logs` or `raw_metrics`."""
+
+    LOGS = "logs"
+    METRICS = "metrics"
+
+
+class LogKind(StrEnum):
+    """Which of Kafka's logs a log file is (`raw_logs.log_kind`)."""
+
+    #: state-change.log (`state.change.logger`): control requests as brokers and the controller see them
+    STATE_CHANGE = "state-change"
+    #: kafka-request.log (`kafka.request.logger`): one line per completed request
+    REQUEST = "request"
+    #: server.log: everything else a broker logs (fetchers, log layer, KafkaApis)
+    SERVER = "server"
+    #: controller.log (`kafka.controller`): the ZooKeeper controller's decisions
+    CONTROLLER = "controller"
+    #: a log file neither its name nor its first lines place
+    UNKNOWN = "unknown"
+
+
+class MetricFormat(StrEnum):
+    """How a metric file is written (`raw_metrics.metric_format`)."""
+
+    #: one JSON object per line naming an MBean (the reference broker's reporter, JMX dumps)
+    JSON = "json"
+    #: Prometheus text exposition (a JMX-exporter scrape)
+    PROMETHEUS = "prometheus"
+
+
+# Kafka's file names (log4j.properties, with DailyRollingFileAppender's `.yyyy-MM-dd-HH` suffix when rotated).
+LOG_FILE_NAMES: tuple[tuple[LogKind, str], ...] = (
+    (LogKind.STATE_CHANGE, r"^state-change[^/]*\.log(\.[^/]*)?$"),
+    (LogKind.REQUEST, r"^kafka-request\.log(\.[^/]*)?$"),
+    (LogKind.SERVER, r"^server\.log(\.[^/]*)?$"),
+    (LogKind.CONTROLLER, r"^controller\.log(\.[^/]*)?$"),
+)
+# Otherwise by the logger a line names, first match wins: `(state.change.logger)`, `(kafka.request.logger)`, ...
+LOG_KIND_BY_LOGGER: tuple[tuple[LogKind, str], ...] = (
+    (LogKind.STATE_CHANGE, "(state.change.logger)"),
+    (LogKind.REQUEST, "(kafka.request.logger)"),
+    (LogKind.CONTROLLER, "(kafka.controller."),
+    (LogKind.SERVER, "(kafka."),
+    (LogKind.SERVER, "(org.apache.kafka."),
+)
+# Metric files by extension (lower case).
+METRIC_FILE_EXTENSIONS: dict[str, MetricFormat] = {
+    ".jsonl": MetricFormat.JSON,
+    ".json": MetricFormat.JSON,
+    ".prom": MetricFormat.PROMETHEUS,
+    ".txt": MetricFormat.PROMETHEUS,
+}
