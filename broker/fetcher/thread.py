@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from broker.log import Log, LogManager, LogStartOffsetIncrementReason
-from broker.log import TopicPartition as LogTopicPartition
 from broker.log4j import Log4j
 from broker.metrics.registry import Meter
 from broker.network.client import BlockingClient, ClientError
@@ -191,7 +190,7 @@ class ReplicaFetcherThread(threading.Thread):
     # ------------------------------------------------------------------------------------------------ state changes
     def _apply_add(self, fetches: Mapping[TopicPartition, InitialFetchState]) -> None:
         for tp, init in fetches.items():
-            log = self.logs.get_or_create_log(LogTopicPartition(tp.topic, tp.partition))
+            log = self.logs.get_or_create_log(tp)
             # Pre-KIP-101 truncation (planewatch has no OffsetsForLeaderEpoch): drop what is above the local HW.
             hw = log.high_watermark
             if log.log_end_offset > hw:

@@ -19,7 +19,6 @@ from confluent_kafka import Producer
 from broker.apis.factory import data_plane_of as _data_plane_of
 from broker.fetcher.thread import FetchSettings, ReplicaFetcherThread
 from broker.log import LogManager
-from broker.log import TopicPartition as LogTopicPartition
 from broker.log4j import Log4j
 from broker.state.model import BrokerEndPoint, InitialFetchState, TopicPartition
 from tests.broker.data_plane_helpers import bootstrap, broker
@@ -30,7 +29,7 @@ DELAY_MS = 300  # per partition: the first append of each partition assigns epoc
 
 
 def _leo(logs: LogManager, p: int) -> int:
-    log = logs.get_log(LogTopicPartition("f", p))
+    log = logs.get_log(TopicPartition("f", p))
     return log.log_end_offset if log is not None else 0
 
 
