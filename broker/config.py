@@ -35,6 +35,7 @@ from broker.config_table import (
 )
 from broker.configdef import INT_MAX, LONG_MAX, ConfigDef, ConfigException
 from broker.properties import PropertiesSyntaxError, load_properties_file
+from broker.settings import LogSettings
 
 __all__ = [
     "CONFIG_DEFS",
@@ -225,8 +226,7 @@ class KafkaConfig:
                 "max.connections.per.ip", 0,
                 "max.connections.per.ip.overrides must be set if max.connections.per.ip is set to zero",
             )
-        dirs = v["log.dirs"] or [v["log.dir"]]
-        self.log_dirs: list[str] = list(dirs)
+        self.log_dirs: list[str] = list(LogSettings.from_values(v).log_dirs)
         base = Path(self.log_dirs[0]).parent
         self.kafka_logs_dir = Path(v["kafka.logs.dir"] or base / "logs")
         self.metrics_dir = Path(v["metrics.dir"] or base / "metrics")
