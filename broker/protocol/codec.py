@@ -538,8 +538,8 @@ def _write_tags(
 
 def message_codec(message: Message, version: int) -> tuple[Encoder, Decoder]:
     """The (cached) body encoder and decoder of ``message`` at ``version``."""
-    codec: tuple[Encoder, Decoder] | None = message._cache.get(version)
+    codec: tuple[Encoder, Decoder] | None = message.codecs.get(version)
     if codec is None:
         codec = compile_struct(message.fields, version, version in message.flexible)
-        message._cache[version] = codec
+        message.codecs[version] = codec
     return codec

@@ -109,7 +109,8 @@ class Message:
     valid: Versions
     flexible: Versions
     fields: tuple[Field, ...]
-    _cache: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False, hash=False)
+    # compiled (encoder, decoder) per version, filled on first use by :func:`broker.protocol.codec.message_codec`
+    codecs: dict[int, Any] = field(default_factory=dict, compare=False, repr=False, hash=False)
 
 
 _INT_TYPES = frozenset({"int8", "int16", "uint16", "int32", "uint32", "int64"})
