@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 __all__ = [
     "AlertPublic",
-    "AlertStatus",
-    "AlertType",
     "AlertmanagerAlert",
     "AlertmanagerStatus",
     "AlertsPublic",
@@ -28,35 +25,8 @@ __all__ = [
     "MetricsPublic",
     "PanelPublic",
     "PartitionLeader",
-    "Severity",
     "TableHealth",
 ]
-
-
-class AlertStatus(StrEnum):
-    open = "open"
-    resolved = "resolved"
-
-
-class Severity(StrEnum):
-    warning = "warning"
-    critical = "critical"
-
-
-class AlertType(StrEnum):
-    """The alert types of ARCHITECTURE.md section 3."""
-
-    DELAYED_LEADER_AND_ISR = "DELAYED_LEADER_AND_ISR"
-    LEADER_AND_ISR_NOT_COMPLETED = "LEADER_AND_ISR_NOT_COMPLETED"
-    CONTROL_REQUEST_QUEUED_BEHIND_DATA = "CONTROL_REQUEST_QUEUED_BEHIND_DATA"
-    CONTROL_PLANE_QUEUE_BACKLOG = "CONTROL_PLANE_QUEUE_BACKLOG"
-    REQUEST_QUEUE_SATURATED = "REQUEST_QUEUE_SATURATED"
-    ACCEPTOR_BLOCKED = "ACCEPTOR_BLOCKED"
-    LOCK_CONTENTION = "LOCK_CONTENTION"
-    DELAYED_UPDATE_METADATA = "DELAYED_UPDATE_METADATA"
-    STALE_BROKER_EPOCH = "STALE_BROKER_EPOCH"
-    NETWORK_PROCESSOR_SATURATED = "NETWORK_PROCESSOR_SATURATED"
-    REQUEST_HANDLER_SATURATED = "REQUEST_HANDLER_SATURATED"
 
 
 class AlertPublic(BaseModel):

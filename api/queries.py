@@ -20,6 +20,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from schemas.signals import Signal
+
 __all__ = [
     "KEY_SIGNALS",
     "MAX_POINTS",
@@ -38,16 +40,16 @@ __all__ = [
 ]
 
 # Signals /brokers reports per broker (FACTS.md section 3 names).
-KEY_SIGNALS: tuple[str, ...] = (
-    "RequestQueueSize",
-    "ControlPlaneRequestQueueSize",
-    "NetworkProcessorAvgIdlePercent",
-    "ControlPlaneNetworkProcessorAvgIdlePercent",
-    "RequestHandlerAvgIdlePercent",
-    "ControlPlaneRequestHandlerAvgIdlePercent",
-    "AcceptorBlockedPercent",
-    "ControlPlaneAcceptorBlockedPercent",
-)
+KEY_SIGNALS: tuple[str, ...] = tuple(s.value for s in (
+    Signal.RequestQueueSize,
+    Signal.ControlPlaneRequestQueueSize,
+    Signal.NetworkProcessorAvgIdlePercent,
+    Signal.ControlPlaneNetworkProcessorAvgIdlePercent,
+    Signal.RequestHandlerAvgIdlePercent,
+    Signal.ControlPlaneRequestHandlerAvgIdlePercent,
+    Signal.AcceptorBlockedPercent,
+    Signal.ControlPlaneAcceptorBlockedPercent,
+))
 # Points per series a metrics answer may hold: a chart is at most ~1000 px wide, so more points add nothing.
 MAX_POINTS = 1000
 # Series (attribute x listener) per metrics answer.

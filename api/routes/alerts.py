@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any
 
 import pyarrow as pa
@@ -10,34 +10,16 @@ import pyarrow.compute as pc
 from fastapi import APIRouter, HTTPException, Path, Query, Response
 
 from api.deps import StoreDep, TokenGuard, bad_param
-from api.models import AlertPublic, AlertsPublic, AlertStatus, Severity
+from api.models import AlertPublic, AlertsPublic
+from api.params import DEFAULT_LIMIT, MAX_BROKER_ID, MAX_LIMIT, NAME_PATTERN, utc
 from api.queries import AlertFilter, CursorError, decode_cursor, filter_alerts, parse_evidence, rows
+from schemas.alerts import AlertStatus, Severity
 from schemas.tables import ALERTS
 
 router = APIRouter(tags=["alerts"], dependencies=[TokenGuard])
 
-# Page size: default 100; larger requests are capped at MAX_LIMIT (one page stays well under a megabyte).
-DEFAULT_LIMIT = 100
-MAX_LIMIT = 1000
-NAME_PATTERN = r"^[A-Za-z0-9_.:\-]{1,200}$"
 TYPE_PATTERN = r"^[A-Z][A-Z0-9_]{0,63}$"
 ID_PATTERN = r"^[A-Za-z0-9_.:\-]{1,200}$"
-MAX_BROKER_ID = 2**31 - 1
-
-
-# Times a query may name: Kafka did not exist before 2011, and DataFusion's nanosecond timestamps end in 2262.
-MIN_TIME = datetime(2000, 1, 1, tzinfo=UTC)
-MAX_TIME = datetime(2200, 1, 1, tzinfo=UTC)
-
-
-def utc(t: datetime | None, field: str = "time") -> datetime | None:
-    """A timezone-aware UTC datetime (naive input is taken as UTC); 422 naming `field` outside 2000..2200."""
-    if t is None:
-        return None
-    t = t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
-    if not MIN_TIME <= t < MAX_TIME:
-        bad_param(field, f"must lie between {MIN_TIME.date()} and {MAX_TIME.date()}", t.isoformat())
-    return t
 
 
 def to_public(row: dict[str, Any]) -> AlertPublic:

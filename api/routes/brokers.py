@@ -12,8 +12,8 @@ from fastapi import APIRouter, Path, Query
 
 from api.deps import StoreDep, TokenGuard, bad_param
 from api.models import BrokerMetric, BrokerPublic, BrokersPublic, MetricPoint, MetricSeries, MetricsPublic
+from api.params import MAX_BROKER_ID, NAME_PATTERN, utc
 from api.queries import MAX_POINTS, MAX_SERIES, latest_metrics_sql, metric_series_sql, plan_buckets, rows
-from api.routes.alerts import MAX_BROKER_ID, NAME_PATTERN, utc
 from api.store import LakeStore, TableUnavailable
 from schemas.tables import ALERTS, CONTROL_REQUEST_LATENCY, METRIC_ROLLUPS_1M, METRIC_SAMPLES
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import datetime
-from enum import StrEnum
 from typing import Annotated
 
 import pyarrow as pa
@@ -11,8 +10,9 @@ from fastapi import APIRouter, Query, Response
 
 from api.deps import StoreDep, TokenGuard, bad_param
 from api.models import ControlRequestPublic, ControlRequestsPublic
+from api.params import DEFAULT_LIMIT, MAX_BROKER_ID, MAX_LIMIT, NAME_PATTERN, utc
 from api.queries import filter_control_requests, rows
-from api.routes.alerts import DEFAULT_LIMIT, MAX_BROKER_ID, MAX_LIMIT, NAME_PATTERN, utc
+from schemas.events import ControlRequest, LatencyStatus
 from schemas.tables import CONTROL_REQUEST_LATENCY
 
 router = APIRouter(tags=["control-requests"], dependencies=[TokenGuard])
@@ -21,25 +21,13 @@ router = APIRouter(tags=["control-requests"], dependencies=[TokenGuard])
 MAX_LATENCY_MS = 86_400_000.0
 
 
-class ControlRequest(StrEnum):
-    LeaderAndIsr = "LeaderAndIsr"
-    UpdateMetadata = "UpdateMetadata"
-    StopReplica = "StopReplica"
-
-
-class PairingStatus(StrEnum):
-    completed = "completed"
-    in_flight = "in_flight"
-    never_completed = "never_completed"
-
-
 @router.get("/control-requests", response_model=ControlRequestsPublic)
 def list_control_requests(
     store: StoreDep,
     cluster: Annotated[str | None, Query(pattern=NAME_PATTERN)] = None,
     broker_id: Annotated[int | None, Query(ge=0, le=MAX_BROKER_ID)] = None,
     request: ControlRequest | None = None,
-    status: PairingStatus | None = None,
+    status: LatencyStatus | None = None,
     min_latency_ms: Annotated[float | None, Query(ge=0, le=MAX_LATENCY_MS, description="end_to_end_ms >=")] = None,
     since: datetime | None = None,
     until: datetime | None = None,
