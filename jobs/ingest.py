@@ -23,11 +23,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from jobs.ingest_driver import ROUTE_TABLES
 from jobs.io.delta_sink import DeltaSink, SinkResult, ensure_table
 from jobs.io.settings import Settings
-from pipelines.parsing import may_route, route_frames, routed_lines
-from pipelines.quality.rules import REASON, flag_invalid
+from pipelines.parsing.engine import ROUTE_TABLES
 from schemas.tables import (
     DQ_RESULTS,
     QUARANTINE,
@@ -48,8 +46,6 @@ __all__ = ["IngestBatch", "app_run_id", "start_ingest_queries", "to_raw"]
 log = logging.getLogger(__name__)
 
 RAW_TABLE = {"logs": RAW_LOGS, "metrics": RAW_METRICS}
-# A quarantined record keeps at most this much text (QUARANTINE.record's contract: 64 KiB).
-MAX_RECORD_CHARS = 64 * 1024
 APP_ID_FILE = "_planewatch_app_id"
 # Where the Prometheus source keeps the answers of planned scrapes until their batch commits, inside the query's
 # checkpoint (the answers belong to the offsets logged there; a new checkpoint starts without them).
@@ -123,26 +119,6 @@ class Counts:
         return {k: int(got.get(f"k{i}") or 0) for i, k in enumerate(self._keys)}
 
 
-def _validation_quarantine(bad: DataFrame, table: Table) -> DataFrame:
-    """Silver rows that failed a hard expectation, as quarantine rows (stage validate)."""
-    from pyspark.sql import functions as F
-
-    record = F.to_json(F.struct(*[F.col(c) for c in table.names if c in bad.columns]))
-    return bad.select(
-        "cluster",
-        "broker_id",
-        F.lit(table.name).alias("target_table"),
-        F.lit("validate").alias("stage"),
-        F.col("_dq_reason").alias("reason"),
-        F.substring(record, 1, MAX_RECORD_CHARS).alias("record"),
-        "source",
-        "source_offset",
-        "ingest_ts",
-        "batch_id",
-        F.coalesce(F.col("date"), F.to_date("ingest_ts")).alias("date"),
-    )
-
-
 def _rows_of(result: SinkResult, frame: DataFrame) -> int:
     """Rows written, from the Parquet footers the sink read; a skipped (replayed) batch is counted by Spark."""
     if result.skipped or result.mode != "delta-rs":
@@ -160,7 +136,7 @@ class BatchReport:
     quarantine: int = 0
     unused: int = 0
     seconds: float = 0.0
-    path: str = ""  # driver (small batch, jobs.ingest_driver) | executors
+    path: str = ""  # driver (a small batch, IngestBatch._driver_batch) | executors
     # seconds per stage (raw, parse+<table>, ge:<table>, quarantine, dq): where a slow batch spends its time
     stages: dict[str, float] = field(default_factory=dict)
 
@@ -277,47 +253,44 @@ class IngestBatch:
         lap = report.lap("raw", lap)
         if report.raw == 0:
             return
+        from pipelines.parsing.engine_spark import engine_frame, route_frame, routes
+
         quality = self._suites() if self.settings.quality.enabled else {}
+        wide = engine_frame(bronze, self.family, quality or None, batch_id)
+        observed = Counts(f"routes:{self.query}:{batch_id}")
+        rule_keys = [f"{t}|{e.name}" for t, suite in quality.items() for e in suite.hard]
+        rules = Counts(f"rules:{self.query}:{batch_id}")
+        wide = rules.on(observed.on(wide, F.col("_route"), routes(self.family)), F.col("_rule"), rule_keys)
         dq_rows: list[dict[str, Any]] = []
-        failed: dict[str, dict[str, int]] = {}
-        routes: dict[str, int] = {}
-        lit_batch = F.lit(batch_id).cast("long")
-        all_routes = (*self.silver_sinks, "rejected", "unused")
+        counts: dict[str, int] = {}
         for i, (route, sink) in enumerate(self.silver_sinks.items()):
-            if i and not routes.get(route):
-                continue  # no line of this batch belongs to this table: no job
-            rows = bronze if i == 0 else bronze.where(may_route(route, self.family))
-            observed = Counts(f"routes:{self.query}:{batch_id}:{route}")
-            routed = observed.on(routed_lines(rows, self.family), F.col("_route"), all_routes)
-            frame = route_frames(routed, self.family)[route].withColumn("batch_id", lit_batch)
-            suite = quality.get(sink.table.name)
-            rules = Counts(f"rules:{self.query}:{batch_id}:{route}")
-            if suite is not None:
-                flagged = rules.on(flag_invalid(frame, suite), F.col(REASON), [e.name for e in suite.hard])
-                frame = flagged.where(F.col(REASON).isNull()).drop(REASON)
-            written = sink.write(frame, batch_id)
-            if written.skipped:  # a replayed batch wrote nothing: run the plan once for its counts
-                frame.write.format("noop").mode("overwrite").save()
-            if i == 0:
-                routes = observed.get()
-            bad = rules.get() if suite is not None else {}
-            n_good = routes.get(route, 0) - sum(bad.values())
-            report.silver[sink.table.name] = n_good
-            if suite is not None:
-                failed[sink.table.name] = {k: v for k, v in bad.items() if v}
-                dq_rows += self._rule_counts(failed[sink.table.name], sink.table, batch_id, n_good)
-            lap = report.lap(sink.table.name, lap)
-            if suite is not None and n_good and self._ge_due(sink.table.name):
-                dq_rows += self._ge_sample(frame, sink.table, batch_id)
-                lap = report.lap(f"ge:{sink.table.name}", lap)
-        for sink in self.silver_sinks.values():  # tables without a job: 0 rows (and their rule rows say 0 of 0)
-            if sink.table.name not in report.silver:
+            if i and not counts.get(route):
                 report.silver[sink.table.name] = 0
-                if sink.table.name in quality:
-                    dq_rows += self._rule_counts({}, sink.table, batch_id, 0)
-        report.unused = routes.get("unused", 0)
-        if routes.get("rejected", 0) + sum(sum(v.values()) for v in failed.values()):
-            report.quarantine = self._write_quarantine(bronze, quality, failed, batch_id)
+            else:
+                # the first table's job runs the engine over every line and counts every route on the way; a later
+                # table's job (only when it has rows) runs it again
+                frame = route_frame(wide, self.family, route)
+                written = sink.write(frame, batch_id)
+                if written.skipped:  # a replayed batch wrote nothing: run the plan once for its counts
+                    frame.write.format("noop").mode("overwrite").save()
+                if i == 0:
+                    counts = observed.get()
+                report.silver[sink.table.name] = counts.get(route, 0)
+            lap = report.lap(sink.table.name, lap)
+        by_rule = rules.get() if rule_keys else {}
+        for table_name, suite in quality.items():
+            failed = {e.name: by_rule.get(f"{table_name}|{e.name}", 0) for e in suite.hard}
+            dq_rows += self._rule_counts({k: v for k, v in failed.items() if v}, suite_table(self, table_name),
+                                         batch_id, report.silver.get(table_name, 0))
+        for route, sink in self.silver_sinks.items():
+            if sink.table.name in quality and report.silver[sink.table.name] and self._ge_due(sink.table.name):
+                dq_rows += self._ge_sample(route_frame(wide, self.family, route), sink.table, batch_id)
+                lap = report.lap(f"ge:{sink.table.name}", lap)
+        report.unused = counts.get("unused", 0)
+        n_quarantine = counts.get("rejected", 0) + counts.get("invalid", 0)
+        if n_quarantine:
+            quarantine = route_frame(wide, self.family, "quarantine")
+            report.quarantine = _rows_of(self.quarantine_sink.write(quarantine, batch_id), quarantine)
         lap = report.lap("quarantine", lap)
         dq_rows.append(self._reconciliation_row(report))
         self._write_dq(dq_rows, batch_id)
@@ -338,29 +311,14 @@ class IngestBatch:
         cached.append(frame)
         return frame
 
-    def _write_quarantine(self, bronze: DataFrame, quality: dict[str, Any], failed: dict[str, dict[str, int]],
-                          batch_id: int) -> int:
-        """Parse the batch once more; write its rejected lines and the silver rows that failed a hard rule."""
-        from pyspark.sql import functions as F
-
-        counts = Counts(f"quarantine:{self.query}:{batch_id}")
-        routed = counts.on(routed_lines(bronze, self.family), F.col("_route"), ("rejected",))
-        outputs = route_frames(routed, self.family)
-        lit_batch = F.lit(batch_id).cast("long")
-        quarantine = outputs["rejected"].withColumn("batch_id", lit_batch)
-        for route, sink in self.silver_sinks.items():
-            if not failed.get(sink.table.name):
-                continue
-            frame = outputs[route].withColumn("batch_id", lit_batch)
-            bad = flag_invalid(frame, quality[sink.table.name]).where(F.col(REASON).isNotNull())
-            quarantine = quarantine.unionByName(_validation_quarantine(bad, sink.table), allowMissingColumns=True)
-        return _rows_of(self.quarantine_sink.write(quarantine, batch_id), quarantine)
-
     def _driver_batch(self, raw: pa.Table, report: BatchReport, lap: float) -> None:
-        """The driver path (jobs.ingest_driver): parse, validate and commit a small batch without Spark jobs."""
+        """The driver path: a small batch collected once, run through the engine here, committed without Spark jobs.
+
+        A micro-batch of a few lines costs the executor path a Spark job per output table (seconds of fixed cost on
+        a busy 2-core machine, most of a quiet cluster's detection delay); the engine is the same on both paths."""
         import pyarrow as pa
 
-        from jobs.ingest_driver import route_batch
+        from pipelines.parsing.engine import run_engine
 
         batch_id = report.batch_id
         report.path = "driver"
@@ -370,7 +328,7 @@ class IngestBatch:
         if report.raw == 0:
             return
         suites = self._suites() if self.settings.quality.enabled else None
-        routed = route_batch(raw, self.family, batch_id, suites)
+        routed = run_engine(raw, self.family, suites=suites, batch_id=batch_id)
         lap = report.lap("parse", lap)
         dq_rows: list[dict[str, Any]] = []
         for sink in self.silver_sinks.values():
@@ -385,7 +343,7 @@ class IngestBatch:
         quarantine = routed.quarantine if routed.quarantine is not None else pa.table({})
         self.quarantine_sink.write_arrow(quarantine, batch_id)
         report.quarantine = quarantine.num_rows
-        report.unused = routed.unused
+        report.unused = routed.unused.num_rows if routed.unused is not None else 0
         lap = report.lap("quarantine", lap)
         # Great Expectations after every table is committed: the silver rows are readable (detection) meanwhile
         for sink in self.silver_sinks.values():
@@ -569,3 +527,8 @@ def start_ingest_queries(spark: SparkSession, settings: Settings, family: str) -
         queries.append(writer.start())
         log.info("started %s (checkpoint %s)", name, checkpoint)
     return queries
+
+
+def suite_table(batch: IngestBatch, table_name: str) -> Table:
+    """The silver table of `batch` named `table_name`."""
+    return next(s.table for s in batch.silver_sinks.values() if s.table.name == table_name)

@@ -1,8 +1,9 @@
 """`planewatch parse`: the pipeline's own parsers in batch over files a user has.
 
 JSON lines of parsed events on stdout (the silver tables' field names, plus `table`), rejected records with their
-reasons on stderr, and a one-line summary on stderr. The default engine is pure Python (answers in about a second);
-`--engine spark` runs the very same parse on Spark's built-in functions (slower to start, same rows).
+reasons on stderr, and a one-line summary on stderr. Files are cut into records by the file source's own splitter
+(:func:`jobs.io.file_tail.buffer_records`) and parsed by the pipeline's engine (:mod:`pipelines.parsing.engine`),
+so the rows are the ones the pipeline writes (before the quality rules).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from schemas.inputs import METRIC_FILE_EXTENSIONS, InputFamily, LogKind
 
 # A log kind (any but `unknown`), or metrics.
 KINDS = (*(k.value for k in LogKind if k != LogKind.UNKNOWN), InputFamily.METRICS.value)
+# Accepted for compatibility: both names run the one engine.
 ENGINES = ("python", "spark")
 # How much of a rejected record stderr shows.
 REJECT_PREVIEW_CHARS = 200
@@ -29,7 +31,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="FILE", help="log or metric files (Kafka's formats)")
     parser.add_argument("--kind", choices=KINDS, default="state-change",
                         help="what the files are: a log kind, or metrics (JSON lines / Prometheus text)")
-    parser.add_argument("--engine", choices=ENGINES, default="python", help="python (fast start) or spark")
+    parser.add_argument("--engine", choices=ENGINES, default="python",
+                        help="kept for compatibility: both run the one engine")
     parser.add_argument("--cluster", default="cli", help="cluster name to put on the rows (default: cli)")
     parser.add_argument("--tz", default="UTC", help="time zone of the log4j timestamps (IANA name, default UTC)")
     parser.add_argument("--unused", action="store_true",
@@ -52,82 +55,35 @@ def _clean(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _raw_rows(files: list[str], kind: str, cluster: str) -> list[dict[str, Any]]:
-    from pipelines.parsing.records import broker_id_of_path, split_records
+    from jobs.io.file_tail import MAX_LINE_BYTES, buffer_records
+    from jobs.io.paths import broker_id_from_path
 
     now = dt.datetime.now(dt.UTC)
     rows: list[dict[str, Any]] = []
+    is_metrics = kind == InputFamily.METRICS
     for name in files:
         data = Path(name).read_bytes()
-        broker = broker_id_of_path(str(Path(name).resolve()))
-        is_metrics = kind == InputFamily.METRICS
+        broker = broker_id_from_path(str(Path(name).resolve()))
         ext = METRIC_FILE_EXTENSIONS.get(Path(name).suffix.lower()) if is_metrics else None
         fmt = ext.value if ext is not None else None
-        for rec in split_records(data, join_continuations=not is_metrics):
+        texts, offsets, sizes = buffer_records(data, 0, InputFamily.METRICS.value if is_metrics else "logs")
+        for text, offset, size in zip(texts, offsets, sizes, strict=True):
             row: dict[str, Any] = {
-                "cluster": cluster, "broker_id": broker, "line": rec.line, "line_bytes": rec.nbytes,
-                "source": name, "source_offset": rec.offset, "ingest_ts": now, "batch_id": None, "date": now.date(),
+                "cluster": cluster, "broker_id": broker, "line": text[:MAX_LINE_BYTES], "line_bytes": size,
+                "source": name, "source_offset": offset, "ingest_ts": now, "batch_id": None, "date": now.date(),
             }
             row["metric_format" if is_metrics else "log_kind"] = fmt if is_metrics else kind
             rows.append(row)
     return rows
 
 
-def _python(rows: list[dict[str, Any]], metrics: bool, tz: str) -> list[tuple[str, dict[str, Any]]]:
-    if metrics:
-        from pipelines.parsing.pymetrics import parse_metric
+def _parse(rows: list[dict[str, Any]], metrics: bool, tz: str) -> list[tuple[str, dict[str, Any]]]:
+    import pyarrow as pa
 
-        return [parse_metric(r) for r in rows]
-    from pipelines.parsing.pylogs import parse_line
+    from pipelines.parsing.engine import RAW_TABLES, route_records
 
-    return [parse_line(r, tz) for r in rows]
-
-
-def _spark(rows: list[dict[str, Any]], metrics: bool, tz: str) -> list[tuple[str, dict[str, Any]]]:
-    import os
-
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pyspark.sql import SparkSession
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import TimestampType
-
-    from pipelines.parsing import parse_log_lines, parse_metric_lines
-    from schemas.tables import RAW_LOGS, RAW_METRICS
-
-    existing = SparkSession.getActiveSession()  # e.g. inside a test session: use it, leave it running
-    spark = existing or (
-        SparkSession.builder.master("local[2]").appName("planewatch-parse").config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2").config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1").getOrCreate()
-    )
-    if existing is None:
-        spark.sparkContext.setLogLevel("ERROR")
-    try:
-        table = RAW_METRICS if metrics else RAW_LOGS
-        raw = spark.createDataFrame([tuple(r[c] for c in table.names) for r in rows], table.to_spark())
-        if metrics:
-            pm = parse_metric_lines(raw, persist=True)
-            parts = {"sample": pm.samples, "rejected": pm.rejected, "unused": pm.unused}
-        else:
-            pl = parse_log_lines(raw, tz, persist=True)
-            parts = {"state_change": pl.state_change, "request": pl.requests, "rejected": pl.rejected,
-                     "unused": pl.unused}
-        out: list[tuple[str, dict[str, Any]]] = []
-        for route, df in parts.items():
-            ts_cols = {f.name for f in df.schema if isinstance(f.dataType, TimestampType)}
-            sel = [F.unix_micros(c).alias(c) if c in ts_cols else F.col(c) for c in df.columns]
-            for r in df.select(*sel).collect():
-                d = r.asDict(recursive=True)
-                for c in ts_cols:
-                    if d[c] is not None:
-                        d[c] = dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(microseconds=d[c])
-                out.append((route, d))
-        order = {(r["source"], r["source_offset"]): i for i, r in enumerate(rows)}
-        out.sort(key=lambda rd: order[(rd[1]["source"], rd[1]["source_offset"])])
-        return out
-    finally:
-        if existing is None:
-            spark.stop()
+    family = "metrics" if metrics else "logs"
+    return route_records(pa.Table.from_pylist(rows, RAW_TABLES[family].to_arrow()), family, tz)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -139,8 +95,8 @@ def run(args: argparse.Namespace) -> int:
     metrics = args.kind == "metrics"
     rows = _raw_rows(files, args.kind, args.cluster)
     try:
-        results = _spark(rows, metrics, args.tz) if args.engine == "spark" else _python(rows, metrics, args.tz)
-    except Exception as exc:  # a zone name Spark or zoneinfo rejects, a JVM that does not start
+        results = _parse(rows, metrics, args.tz)
+    except Exception as exc:  # a zone name polars rejects
         print(f"planewatch parse: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     tables = {"state_change": "state_change_events", "request": "request_events", "sample": "metric_samples"}
