@@ -28,6 +28,8 @@ __all__ = ["ROUTES", "camel", "parse_metrics", "percentile", "resolve_mbean", "r
 
 ROUTES = ("sample", "rejected", "unused")
 _LABEL = re.compile(S.LABEL_RX, re.ASCII | re.DOTALL)
+# Fields a metrics JSON line may carry (the reference broker's, and a metrics reporter's variants), each read as
+# text, so a number, a string or null all parse and the casts decide; `tags`/`labels` (an object) come with them.
 _JSON_LEAVES = ("ts", "timestamp", "broker_id", "mbean", "name", "metric", "attribute", "value")
 
 

@@ -1,6 +1,6 @@
 """How any spelling of a Kafka metric resolves to its canonical signal (:mod:`schemas.signals`), declared as data.
 
-Resolution of a name (both engines do exactly this):
+Resolution of a name (:mod:`pipelines.parsing.engine_metrics` does exactly this):
 
 1. A Prometheus name is lower-cased. ``EXACT`` (special spellings whose attribute is implied, e.g. Strimzi/kafka-2_0_0
    ``..._requesthandleravgidle_percent`` = MeanRate) is consulted first.

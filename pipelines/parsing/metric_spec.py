@@ -1,9 +1,8 @@
-"""Constants of the metric parser shared by the Spark and Python engines (formats, reasons, label roles)."""
+"""Constants of the metric parser (formats, reasons, label roles)."""
 
 from __future__ import annotations
 
 __all__ = [
-    "JSON_SCHEMA",
     "LABEL_RX",
     "LISTENER_LABELS",
     "PROCESSOR_LABELS",
@@ -27,13 +26,6 @@ PROM_FIELDS = ("name", "labels", "value", "ts")
 LABEL_RX = r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\[\s\S])*)"'
 TRIM = " \t\r"
 
-# Fields a metrics JSON line may carry (the reference broker's, and a metrics reporter's variants). Every leaf is
-# read as text, so a number, a string or null all parse, and the casts decide.
-JSON_SCHEMA = (
-    "ts STRING, timestamp STRING, broker_id STRING, mbean STRING, name STRING, metric STRING, attribute STRING, "
-    "value STRING, tags MAP<STRING, STRING>, labels MAP<STRING, STRING>, _corrupt_record STRING"
-)
-
 LISTENER_LABELS = ("listener",)
 REQUEST_LABELS = ("request",)
 PROCESSOR_LABELS = ("processor", "networkProcessor", "networkprocessor", "network_processor")
@@ -41,7 +33,7 @@ ROLE_LABELS = (*LISTENER_LABELS, *REQUEST_LABELS, *PROCESSOR_LABELS, "quantile")
 
 # The `metric_format` of a raw record that stands for a failed read of its source (a scrape target that is down,
 # answers an HTTP error or no Prometheus text): its `line` starts with the reason, e.g. "scrape failed: connection
-# refused", optionally followed by a newline and the head of what came back. Both engines quarantine such a record
+# refused", optionally followed by a newline and the head of what came back. The engine quarantines such a record
 # whole, with that first line as the reason and stage SOURCE_STAGE (not "parse": no line of the source was parsed).
 SOURCE_ERROR_FORMAT = "source-error"
 SOURCE_STAGE = "source"

@@ -2,22 +2,21 @@
 
 Theory of operation
 -------------------
-A log line is parsed in three steps, each one regex evaluation at most, by two interpreters of this module
-(:mod:`pipelines.parsing.spark_logs` compiles it to Spark Columns, :mod:`pipelines.parsing.pylogs` to Python ``re``):
+A log line is parsed in three steps by one interpreter of this module (:mod:`pipelines.parsing.engine_logs`, polars
+over whole batches, the regexes translated by :mod:`pipelines.parsing.rust_regex`):
 
-1. ``PREFIX``: a container runtime / shipper prefix (Kubernetes CRI, docker compose, a test harness's logger) is
-   removed, but only when a log4j layout follows it.
+1. ``SHIPPER_PREFIX``: zero or more container runtime / shipper prefixes (Kubernetes CRI, docker compose, a test
+   harness's logger) before the layout; ``FOREIGN_APACHE`` finds an Apache-layout line behind any other prefix.
 2. ``LAYOUT``: one regex with one alternative per log4j layout (Apache ``[%d] %p %m (%c)``, Strimzi
    ``%d{ISO8601} %p %m (%c) [%t]``, Strimzi log4j2 ``%d %-5p [%t] %c{1}:%L - %m``, LinkedIn's ``yyyy/MM/dd`` one)
    gives ts, level, logger, thread, the optional log ident (``[Broker id=1] ``) and the message body.
 3. ``MESSAGES``: a cheap classifier (a literal prefix of the body, optionally plus a literal it contains) picks ONE
-   message pattern; only that pattern's regex runs (a CASE WHEN evaluates only its taken branch). Its named groups
-   fill the columns of ``state_change_events``; constants (event, request, role, kafka_format) come with it.
+   message pattern; only that pattern's regex runs, on the rows it was picked for. Its named groups fill the
+   columns of ``state_change_events``; constants (event, request, role, kafka_format) come with it.
 
-The regexes use the common subset of Java and Python syntax: ``(?P<name>...)`` groups (the Spark compiler strips the
-names and uses the group numbers Python assigns), ``[0-9]`` rather than ``\\d`` (Python is compiled with re.ASCII
-anyway), no ``$`` (the compilers append an absolute end-of-input assertion), DOTALL semantics (the line is cut at its
-first newline before parsing, so ``.`` never meets a line terminator that Java and Python would treat differently).
+The regexes are written in Python syntax restricted to what Rust's regex crate (polars) also has: ``(?P<name>...)``
+groups, ``[0-9]`` rather than ``\\d``, no look-around and no back-references (``END`` is translated to ``\\z``), no
+``$`` except as "end of text" (the translator appends an absolute end anchor), DOTALL semantics.
 A group name ``field__x`` feeds column ``field``; several alternatives may feed the same column.
 """
 
@@ -49,7 +48,7 @@ __all__ = [
     "Message",
 ]
 
-# Absolute end of input, identical in Java and Python (Java's `$` also matches before a final \r or \u2028).
+# Absolute end of input in Python syntax (rust_regex translates it to `\z`).
 END = r"(?![\s\S])"
 
 # ---------------------------------------------------------------------------------------------------- 1. prefixes
@@ -64,13 +63,11 @@ SHIPPER_PREFIX = (
     r"|[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}[,.][0-9]{3} +[A-Z]+ +\[[^\]]*\] +(?:- +)?"
     r")"
 )
-# TEMPORARY (removed with the Python twin): the old look-ahead form used by pylogs/spark_logs.
-PREFIX = "^" + SHIPPER_PREFIX + r"+(?=\[?[0-9]{4}[-/][0-9]{2}[-/][0-9]{2}[ T])"
 
 # ---------------------------------------------------------------------------------------------------- 2. layouts
 _IDENT_BODY = r"(?:\[(?P<ident__{n}>[^\]]*)\] )?(?P<body__{n}>.*)"
 # Apache: [%d] %p %m (%c). The only alternative of LAYOUT that can match a line starting with `[` (the others start
-# with a digit), so the Spark engine runs it alone on such lines: same result, a smaller regex.
+# with a digit), so the engine runs it alone on such lines: same result, a smaller regex.
 _APACHE = r"\[(?P<ts__a>[^\]]+)\] (?P<level__a>[A-Z]+) " + _IDENT_BODY.format(n="a") + r" \((?P<logger__a>[^()]*)\)"
 LAYOUT_APACHE = "^(?:" + _APACHE + ")"
 _LAYOUTS = (
@@ -479,7 +476,7 @@ REQUEST_JSON_FIELDS: dict[str, tuple[tuple[str, ...], ...]] = {
     "listener": (("listener",),),
 }
 
-# A number as Spark's string->double cast and Python's float() both read it (Prometheus also writes NaN/+Inf).
+# A number as a metric value or request-log time may be written (Prometheus also writes NaN/+Inf).
 NUMERIC = r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|\.[0-9]+(?:[eE][+-]?[0-9]+)?|Inf|inf|Infinity|NaN|nan)"
 
 # ApiKeys (clients/.../protocol/ApiKeys.java, 3.8): id -> name in the metric spelling (RequestMetrics `request=` tag).

@@ -1,16 +1,16 @@
-"""The suites' hard row rules over an Arrow table (polars expressions): the driver-side twin of
-:func:`pipelines.quality.rules.split_valid`, for micro-batches small enough to validate without a Spark job.
+"""The suites' hard row rules over an Arrow table (polars expressions): the one engine of these rules, run by
+:func:`pipelines.parsing.engine.run_engine` on every silver row (driver and executors alike).
 
-Same semantics as the Spark Column rules, rule by rule: range, set and regex rules ignore nulls; NaN is never within
-a range for the columns that may hold it; a ``when`` scope (Spark SQL) is read by polars' SQL expression parser and
-a null scope counts as false; the reason is the first failing expectation in suite order.
+Great Expectations semantics, rule by rule: range, set and regex rules ignore nulls; NaN is never within a range for
+the columns that may hold it; a ``when`` scope (SQL) is read by polars' SQL expression parser and a null scope counts
+as false; the reason is the first failing expectation in suite order.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pipelines.quality.rules import REASON, Expectation, QualityError, Suite, _numeric_nan_possible
+from pipelines.quality.rules import REASON, Expectation, QualityError, Suite, numeric_nan_possible
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -32,7 +32,7 @@ def _violation(e: Expectation) -> Any:
             ok = ok & (c > k["min_value"] if k.get("strict_min") else c >= k["min_value"])
         if k.get("max_value") is not None:
             ok = ok & (c < k["max_value"] if k.get("strict_max") else c <= k["max_value"])
-        nan = c.is_nan() if _numeric_nan_possible(e) else pl.lit(False)
+        nan = c.is_nan() if numeric_nan_possible(e) else pl.lit(False)
         bad = c.is_not_null() & (~ok | nan)
     elif e.type == "expect_column_values_to_be_in_set":
         bad = c.is_not_null() & ~c.is_in(list(k["value_set"]))

@@ -1,4 +1,5 @@
-"""Suites as data, and their hard row-level expectations as Spark Column expressions (pure, no I/O but loading)."""
+"""Suites as data: the Great Expectations suites of the silver tables, with their hard row rules marked (pure, no I/O
+but loading). The hard rules run in :mod:`pipelines.quality.arrow_rules`, inside the engine."""
 
 from __future__ import annotations
 
@@ -6,18 +7,14 @@ import json
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
-
-__all__ = ["REASON", "SUITES_DIR", "Expectation", "QualityError", "Suite", "flag_invalid", "load_suite", "split_valid",
-           "violation"]
+__all__ = ["REASON", "SUITES_DIR", "Expectation", "QualityError", "Suite", "load_suite", "parse_suite"]
 
 # Name of the column that carries the first failed expectation of a failing row (None on a valid row).
 REASON = "_dq_reason"
 SUITES_DIR = Path(__file__).resolve().parent / "suites"
-# The row rules Spark can evaluate per row (the rest run in GE only).
+# The row rules the engine evaluates on every row (the rest run in GE only, on a sample).
 ROW_TYPES = (
     "expect_column_values_to_not_be_null",
     "expect_column_values_to_be_between",
@@ -32,7 +29,7 @@ class QualityError(ValueError):
 
 @dataclass(frozen=True)
 class Expectation:
-    """One expectation of a suite: GE type and kwargs, `hard` (quarantine failing rows), `when` (Spark SQL scope)."""
+    """One expectation of a suite: GE type and kwargs, `hard` (quarantine failing rows), `when` (SQL scope)."""
 
     type: str
     kwargs: dict[str, Any]
@@ -90,55 +87,6 @@ def load_suite(table: str, directory: str | None = None) -> Suite:
         raise QualityError(f"cannot load suite {f}: {exc}") from exc
 
 
-def violation(e: Expectation) -> Column:
-    """A boolean Column, true where the row FAILS `e` (GE semantics: range/set/regex rules ignore nulls)."""
-    from pyspark.sql import functions as F
-
-    c = F.col(e.column)
-    k = e.kwargs
-    if e.type == "expect_column_values_to_not_be_null":
-        bad = c.isNull()
-    elif e.type == "expect_column_values_to_be_between":
-        conds = []
-        if k.get("min_value") is not None:
-            conds.append(c > F.lit(k["min_value"]) if k.get("strict_min") else c >= F.lit(k["min_value"]))
-        if k.get("max_value") is not None:
-            conds.append(c < F.lit(k["max_value"]) if k.get("strict_max") else c <= F.lit(k["max_value"]))
-        ok = conds[0] if conds else F.lit(True)
-        for cond in conds[1:]:
-            ok = ok & cond
-        # NaN is not within any range (Spark orders NaN above every number, so test it explicitly).
-        nan = F.isnan(c) if _numeric_nan_possible(e) else F.lit(False)
-        bad = c.isNotNull() & (~ok | nan)
-    elif e.type == "expect_column_values_to_be_in_set":
-        bad = c.isNotNull() & ~c.isin(list(k["value_set"]))
-    elif e.type == "expect_column_values_to_match_regex":
-        bad = c.isNotNull() & ~c.rlike(str(k["regex"]))
-    else:
-        raise QualityError(f"{e.type} is not a row rule")
-    if e.when:
-        bad = F.coalesce(F.expr(e.when), F.lit(False)) & bad
-    return bad
-
-
-def _numeric_nan_possible(e: Expectation) -> bool:
+def numeric_nan_possible(e: Expectation) -> bool:
+    """Whether the rule's column may hold NaN (a NaN is never within a range)."""
     return e.column in ("value",) or e.column.endswith("_ms")
-
-
-def flag_invalid(df: DataFrame, suite: Suite) -> DataFrame:
-    """`df` with a REASON column: the first hard expectation the row fails, in suite order; null on a valid row."""
-    from pyspark.sql import functions as F
-
-    hard = [e for e in suite.hard if e.column in df.columns]
-    reason = F.coalesce(*[F.when(violation(e), F.lit(e.name)) for e in hard], F.lit(None).cast("string"))
-    return df.withColumn(REASON, reason)
-
-
-def split_valid(df: DataFrame, suite: Suite) -> tuple[DataFrame, DataFrame]:
-    """(valid rows, failing rows with a REASON column) by the suite's hard expectations, over every row."""
-    from pyspark.sql import functions as F
-
-    flagged = flag_invalid(df, suite)
-    good = flagged.where(F.col(REASON).isNull()).drop(REASON)
-    bad = flagged.where(F.col(REASON).isNotNull())
-    return good, bad

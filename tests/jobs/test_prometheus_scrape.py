@@ -15,8 +15,8 @@ from jobs.io.file_tail import plan, read_piece, split
 from jobs.io.prometheus_source import INTERVAL_SLACK, PlannedScrape, PrometheusStreamReader, read_scrape
 from jobs.io.scrape import ERROR_SAMPLE_BYTES, Target, resolve_targets, scrape
 from jobs.io.settings import SettingsError, load_settings, parse_settings
-from pipelines.parsing.pymetrics import parse_metric
 from tests.jobs.scrape_helpers import GARBAGE, answering, free_port, not_http, reference_endpoint, silent
+from tests.pipelines.parse_helpers import parse_metric
 
 RAW_COLUMNS = ("cluster", "broker_id", "kind", "line", "line_bytes", "source_offset", "truncated")
 

@@ -1,12 +1,13 @@
-"""Quality suites: hard row rules compiled to Spark filters quarantine the right rows; GE validates a sample."""
+"""Quality suites: the hard row rules (polars, inside the engine) quarantine the right rows; GE validates a sample."""
 
 from __future__ import annotations
 
 import datetime as dt
 
+import pyarrow as pa
 import pytest
 
-from pipelines.quality import load_suite, split_valid
+from pipelines.quality import load_suite, split_valid_arrow
 from pipelines.quality.gx import validate_sample
 from pipelines.quality.rules import QualityError, parse_suite
 from schemas.tables import METRIC_SAMPLES
@@ -20,8 +21,7 @@ def _sample(signal: str | None, value: float | None, broker: int = 1, ts: dt.dat
             T0.date())  # fmt: skip
 
 
-@pytest.mark.spark
-def test_hard_rules_split_rows_with_the_failed_expectation(spark) -> None:
+def test_hard_rules_split_rows_with_the_failed_expectation() -> None:
     rows = [
         _sample("RequestQueueSize", 3.0),
         _sample("RequestQueueSize", -1.0),  # a queue size is never negative
@@ -34,15 +34,16 @@ def test_hard_rules_split_rows_with_the_failed_expectation(spark) -> None:
         _sample("BytesInPerSec", -5.0),  # not a queue size or a percent: no range rule
         _sample("RequestQueueSize", 1.0, broker=-3),
     ]
-    df = spark.createDataFrame(rows, METRIC_SAMPLES.ddl())
-    good, bad = split_valid(df, load_suite("metric_samples"))
-    assert sorted(r["value"] for r in good.collect()) == [-5.0, 0.7, 3.0, 85.0, 1.8e9]
-    reasons = {r["_dq_reason"] for r in bad.collect()}
+    schema = METRIC_SAMPLES.to_arrow()
+    tbl = pa.Table.from_pylist([dict(zip(schema.names, r, strict=True)) for r in rows], schema)
+    good, bad = split_valid_arrow(tbl, load_suite("metric_samples"))
+    assert sorted(good.column("value").to_pylist()) == [-5.0, 0.7, 3.0, 85.0, 1.8e9]
+    reasons = set(bad.column("_dq_reason").to_pylist())
     assert "expect_column_values_to_not_be_null(signal)" in reasons
     assert "expect_column_values_to_be_between(value, min_value=0) when signal LIKE '%QueueSize'" in reasons
     assert any(r.startswith("expect_column_values_to_be_between(value, min_value=0, max_value=100)") for r in reasons)
     assert any(r.startswith("expect_column_values_to_be_between(broker_id") for r in reasons)
-    assert bad.count() == 5
+    assert bad.num_rows == 5
 
 
 def test_great_expectations_sample_results() -> None:

@@ -16,9 +16,6 @@ HERE = Path(__file__).resolve().parent
 FIXTURES = HERE / "fixtures"
 INGEST = dt.datetime(2024, 1, 1, 0, 0, tzinfo=dt.UTC)
 RAW_DATE = dt.date(2024, 1, 1)
-# The file source joins a line that does not start like a log4j line (optionally behind a shipper prefix) to the
-# previous one with "\n" (stack traces, hard-wrapped pastes).
-_STARTS = re.compile(r"^(\S+ (stdout|stderr) [FP] |[\w.-]+\s+\| )?(\[\d{4}-\d\d-\d\d|\d{4}[-/]\d\d[-/]\d\d[ T])")
 
 
 def load_module(name: str) -> ModuleType:
@@ -80,24 +77,18 @@ def expected_row(route: str, raw: dict[str, Any], expect: dict[str, Any]) -> dic
 
 
 def read_fixture_lines(path: Path) -> list[str]:
-    """A fixture file's records as the file source delivers them: provenance header (leading `#` lines of a log)
-    skipped, continuation lines joined to their line with "\\n"."""
-    text = path.read_text(encoding="utf-8", errors="replace")
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    is_log = path.suffix == ".log"
-    out: list[str] = []
-    header = path.parent.name == "samples"  # the copied samples open with a provenance block of `#` lines
-    for line in lines:
-        if header and line.startswith("#"):
-            continue
-        header = False
-        if is_log and out and not _STARTS.match(line):
-            out[-1] += "\n" + line
-        else:
-            out.append(line)
-    return out
+    """A fixture file's records as the file source delivers them (jobs.io.file_tail's splitter: continuation lines
+    joined to their record with "\\n", blank lines skipped), the provenance header (leading `#` lines of a copied
+    sample) left out."""
+    from jobs.io.file_tail import buffer_records
+
+    data = path.read_bytes()
+    if path.parent.name == "samples":  # the copied samples open with a provenance block of `#` lines
+        lines = data.split(b"\n")
+        skip = next((i for i, line in enumerate(lines) if not line.startswith(b"#")), len(lines))
+        data = b"\n".join(lines[skip:])
+    texts, _, _ = buffer_records(data, 0, "logs" if path.suffix == ".log" else "metrics")
+    return texts
 
 
 def log_fixture_rows() -> list[dict[str, Any]]:

@@ -30,12 +30,15 @@ def test_samples_that_carry_control_plane_information() -> None:
     rows = [r for r in log_fixture_rows() if r["source"].startswith("samples/")]
     got = [(r["source"][8:10], *p) for r, p in zip(rows, parse_all(rows), strict=True)]
     events = [(src, row.get("event"), row.get("correlation_id"), row.get("reason")) for src, _, row in got]
+    # the records are the file source's (jobs.io.file_tail): a line hard-wrapped by the paste is two records, as the
+    # pipeline reads it (the joined form of such a line is a parse case: "a line hard-wrapped by a paste")
+    wrapped = ("01", None, None, "no recognisable log4j layout")
     assert events == [
-        ("01", "leader_and_isr_sending", None, None),  # hard-wrapped in the paste, joined by the source
-        ("01", "leader_and_isr_sending", None, None),
+        wrapped, wrapped,  # a LeaderAndIsr Sending line cut at "state.change.l|ogger)"
+        wrapped, wrapped,  # the next one, cut the same way
         ("01", "update_metadata_sending", None, None),
         ("01", "leader_and_isr_handling", 4, None),
-        ("01", "fetchers_stopped", 4, None),
+        wrapped, wrapped,  # a Stopped fetchers line cut before "ansition for 1 partitions"
         ("01", "leader_started", None, None),
         ("01", "update_metadata_sending", None, None),
         ("01", None, None, "no recognisable log4j layout"),  # the excerpt ends mid-line
@@ -44,7 +47,8 @@ def test_samples_that_carry_control_plane_information() -> None:
         ("05", None, None, "no planewatch event for this message"),  # Loaded index file
         ("05", None, None, "no recognisable log4j layout"),  # epoch-cache line truncated in the source
         ("06", None, None, "no recognisable log4j layout"),  # message body only (no layout in the paste)
-        ("07", None, None, "no recognisable log4j layout"),  # KIP wiki illustration without layout
+        ("07", None, None, "no recognisable log4j layout"),  # KIP wiki illustration without layout (text)
+        ("07", None, None, "no recognisable log4j layout"),  # the same, JSON
         ("08", "leader_and_isr_breakdown", 1, None),
         ("11", "isr_updated", None, None),
         ("11", None, None, "no recognisable log4j layout"),  # missing "[" in the source
@@ -54,12 +58,11 @@ def test_samples_that_carry_control_plane_information() -> None:
         ("11", None, None, "no planewatch event for this message"),
         ("11", None, None, "no planewatch event for this message"),
     ]
-    first = got[0][2]
-    assert (first["broker_id"], first["controller_id"], first["controller_epoch"], first["target_broker_id"],
-            first["become_leader"], first["become_follower"], first["partitions"]) == (0, 0, 1, 1, 0, 1, 1)
-    leader = got[5][2]
+    handling = got[5][2]
+    assert (handling["broker_id"], handling["controller_id"], handling["partitions"]) == (0, 0, 1)
+    leader = got[8][2]
     assert (leader["topic"], leader["partition"], leader["leader_epoch"], leader["offset"]) == ("test", 1, 1, 0)
-    breakdown = got[14][2]
+    breakdown = got[18][2]
     assert (breakdown["broker_id"], breakdown["controller_id"], breakdown["lock_wait_ms"]) == (0, 0, 0)
 
 
