@@ -67,3 +67,22 @@ def test_missing_file() -> None:
     p = _run("/nonexistent/state-change.log")
     assert p.returncode == 2
     assert "no such file" in p.stderr
+
+
+def test_kafka_lines_behind_a_foreign_loggers_prefix(tmp_path: Path) -> None:
+    """A harness or shipper wrote its own time, level, class and thread before each Kafka line: no line of the file
+    starts like a log4j line, yet every line is its own record and the Kafka line inside it parses."""
+    kafka = ("[2021-03-02 08:00:01,010] INFO [Broker id=2] Handling LeaderAndIsr request correlationId {c} from "
+             "controller 1 for 960 partitions (state.change.logger)")
+    prefixes = ("2024-05-10T09:12:44.101+0000 [main] INFO  com.acme.it.KafkaHarness - ",
+                "I0510 09:12:44.101234  4242 harness.py:88] ",
+                "May 10 09:12:44 host-1 kafka[4242]: <info> thread=pool-1 ")
+    log = tmp_path / "broker-2" / "state-change.log"
+    log.parent.mkdir()
+    log.write_text("".join(p + kafka.format(c=i) + "\n" for i, p in enumerate(prefixes)) + "no kafka here\n")
+    p = _run(str(log))
+    assert p.returncode == 0, p.stderr
+    rows = [json.loads(line) for line in p.stdout.splitlines()]
+    assert [(r["event"], r["correlation_id"], r["broker_id"], r["partitions"]) for r in rows] == [
+        ("leader_and_isr_handling", i, 2, 960) for i in range(3)]
+    assert p.stderr.strip().endswith("4 records: rejected 1, state_change 3")  # never glued into one record

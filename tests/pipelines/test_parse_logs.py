@@ -87,3 +87,21 @@ def test_cluster_time_zone() -> None:
     route, row = parse_line(raw_log(cases.apache("INFO", "Broker id=3", "Deleting 3 partition(s).")), "Europe/Berlin")
     assert route == "state_change"
     assert row["ts"].isoformat() == "2021-03-02T07:00:01.010000+00:00"
+
+
+def test_every_declared_regex_runs_in_polars() -> None:
+    """The pattern table in Rust's regex dialect: each one compiles; look-around and back-references are refused."""
+    import polars as pl
+
+    from pipelines.parsing import metric_spec as S
+    from pipelines.parsing import patterns as P
+    from pipelines.parsing.rust_regex import RegexDialectError, to_rust
+
+    regexes = [P.LAYOUT, P.LAYOUT_PREFIXED, P.FOREIGN_APACHE, P.IDENT, P.REQUEST_TEXT, P.NUMERIC, P.TS_STRICT,
+               S.PROM_LINE, S.LABEL_RX, *(m.regex for m in P.MESSAGES)]
+    probe = pl.Series(["x"])
+    for rx in regexes:
+        probe.str.contains(to_rust(rx))
+    for bad in (r"a(?=b)", r"(?<!a)b", r"(a)\1", r"(?P<x>a)(?P=x)"):
+        with pytest.raises(RegexDialectError):
+            to_rust(bad)
