@@ -50,6 +50,7 @@ from broker.controller import BrokerNode, ControllerChannelManager, ControlReque
 from broker.controller.requests import endpoints_of
 from broker.log4j import Log4j
 from broker.metrics.registry import MetricName, MetricsRegistry
+from broker.protocol.error_codes import ErrorCode
 from broker.state.model import CachedPartition, LeaderAndIsrPartition, LiveBroker
 
 __all__ = ["BrokerRegistration", "Controller", "ControllerSettings"]
@@ -60,8 +61,6 @@ LEADER_AND_ISR_VERSION, UPDATE_METADATA_VERSION = 5, 7  # first flexible-enough 
 EVENT_TIMEOUT_S = 30.0
 # How often the session checker looks for brokers whose heartbeats stopped.
 SESSION_CHECK_INTERVAL_S = 0.2
-NONE, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, TOPIC_ALREADY_EXISTS, INVALID_REQUEST = 0, 37, 38, 36, 42
-STALE_BROKER_EPOCH, FENCED_LEADER_EPOCH = 77, 74
 # Kafka 2.8's ControllerState: (name, the ControllerState gauge's value, the ControllerStats timer or None). Each
 # event is processed in a state and timed by its timer; BrokerChange keeps its pre-ControllerState metric name.
 CONTROLLER_STATES: tuple[tuple[str, int, str | None], ...] = (
@@ -288,17 +287,17 @@ class Controller:
         """Keep a broker's session alive; STALE_BROKER_EPOCH when ``epoch`` is not its current one."""
         reg = self.brokers.get(broker_id)
         if reg is None or reg.epoch != epoch:
-            return STALE_BROKER_EPOCH
+            return ErrorCode.STALE_BROKER_EPOCH
         reg.last_seen_ns = self._clock()
-        return NONE
+        return ErrorCode.NONE
 
     def unregister(self, broker_id: int, epoch: int) -> int:
         """A broker shuts down cleanly: handled as its session expiring now (STALE_BROKER_EPOCH for an old one)."""
         reg = self.brokers.get(broker_id)
         if reg is None or reg.epoch != epoch:
-            return STALE_BROKER_EPOCH
+            return ErrorCode.STALE_BROKER_EPOCH
         self.call(lambda: self._on_session_expired(broker_id, epoch), "BrokerChange")
-        return NONE
+        return ErrorCode.NONE
 
     def create_topics(self, topics: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """CreateTopics forwarded by a broker: ``[{name, num_partitions, replication_factor}]`` -> results."""
@@ -504,18 +503,18 @@ class Controller:
         n = 1 if n == -1 else n
         rf = min(3, len(self.brokers)) if rf == -1 else rf
         if any(t == name for t, _ in self.partitions):
-            return {"name": name, "error_code": TOPIC_ALREADY_EXISTS,
+            return {"name": name, "error_code": ErrorCode.TOPIC_ALREADY_EXISTS,
                     "error_message": f"Topic '{name}' already exists."}
         if n < 1 or n > MAX_PARTITIONS_PER_TOPIC:
-            return {"name": name, "error_code": INVALID_PARTITIONS,
+            return {"name": name, "error_code": ErrorCode.INVALID_PARTITIONS,
                     "error_message": f"Number of partitions must be between 1 and {MAX_PARTITIONS_PER_TOPIC}."}
         try:
             start = zlib.crc32(name.encode()) % max(len(self.brokers), 1)  # deterministic spread of leaders
             assignment = assign_replicas(list(self.brokers), n, rf, start_index=start)
         except ValueError as exc:
-            return {"name": name, "error_code": INVALID_REPLICATION_FACTOR, "error_message": str(exc)}
+            return {"name": name, "error_code": ErrorCode.INVALID_REPLICATION_FACTOR, "error_message": str(exc)}
         if spec.get("validate_only"):
-            return {"name": name, "error_code": NONE, "error_message": None}
+            return {"name": name, "error_code": ErrorCode.NONE, "error_message": None}
         self.topic_ids[name] = uuid_to_kafka_string(uuid.uuid4())
         created = [PartitionInfo(name, p, replicas, replicas[0], 0, replicas, 0, self.controller_epoch)
                    for p, replicas in enumerate(assignment)]
@@ -540,24 +539,24 @@ class Controller:
         self._replica_states(sc, created, None, "NewReplica", "OnlineReplica")
         self._send_leader_and_isr(created, is_new=True)
         self._send_update_metadata(list(self.brokers), list(self.partitions.values()))
-        return {"name": name, "error_code": NONE, "error_message": None}
+        return {"name": name, "error_code": ErrorCode.NONE, "error_message": None}
 
     def _on_alter_isr(self, broker_id: int, broker_epoch: int, topic: str, partition: int, leader_epoch: int,
                       isr: list[int]) -> dict[str, Any]:
         reg = self.brokers.get(broker_id)
         if reg is None or reg.epoch != broker_epoch:
-            return {"error_code": STALE_BROKER_EPOCH}
+            return {"error_code": ErrorCode.STALE_BROKER_EPOCH}
         info = self.partitions.get((topic, partition))
         if info is None or info.leader != broker_id or info.leader_epoch != leader_epoch:
-            return {"error_code": FENCED_LEADER_EPOCH}
+            return {"error_code": ErrorCode.FENCED_LEADER_EPOCH}
         new_isr = tuple(r for r in isr if r in info.replicas)
         if broker_id not in new_isr:
-            return {"error_code": INVALID_REQUEST}
+            return {"error_code": ErrorCode.INVALID_REQUEST}
         new = replace(info, isr=new_isr, partition_epoch=info.partition_epoch + 1)
         self.partitions[(topic, partition)] = new
         self._save()
         self._send_update_metadata(list(self.brokers), [new])
-        return {"error_code": NONE, "partition_epoch": new.partition_epoch}
+        return {"error_code": ErrorCode.NONE, "partition_epoch": new.partition_epoch}
 
     # ------------------------------------------------------------------------------------------------ sending
     def _live_leaders(self, partitions: list[PartitionInfo]) -> list[BrokerNode]:

@@ -38,6 +38,8 @@ from broker.log4j import Log4j
 from broker.metrics.registry import Meter
 from broker.network.client import BlockingClient, ClientError
 from broker.protocol import ApiKey
+from broker.protocol.error_codes import ErrorCode
+from broker.settings import ReplicationSettings
 from broker.state.model import BrokerEndPoint, InitialFetchState, TopicPartition
 
 __all__ = ["FETCHER_MODELS", "FetchSettings", "PartitionFetchState", "ReplicaFetcherThread"]
@@ -47,20 +49,22 @@ FETCHER_MODELS = ("locked", "async")
 FETCH_VERSION = 11
 # How many lock-wait measurements a thread keeps (newest last).
 LOCK_WAIT_HISTORY = 10_000
-NONE, OFFSET_OUT_OF_RANGE = 0, 1
+
+
+_DEFAULTS = ReplicationSettings.defaults()
 
 
 @dataclass(frozen=True, slots=True)
 class FetchSettings:
-    """``replica.fetch.*`` settings (Kafka's names and defaults, except a shorter max wait for a laptop cluster)."""
+    """``replica.fetch.*`` settings; defaults are the configuration table's (:class:`ReplicationSettings`)."""
 
-    model: str = "locked"
-    max_wait_ms: int = 500  # replica.fetch.wait.max.ms
-    min_bytes: int = 1  # replica.fetch.min.bytes
-    max_bytes: int = 10 * 1024 * 1024  # replica.fetch.response.max.bytes
-    partition_max_bytes: int = 1024 * 1024  # replica.fetch.max.bytes
-    backoff_ms: int = 1000  # replica.fetch.backoff.ms
-    socket_timeout_ms: int = 30_000  # replica.socket.timeout.ms
+    model: str = _DEFAULTS.fetcher_model  # replica.fetcher.model
+    max_wait_ms: int = _DEFAULTS.fetch_wait_max_ms  # replica.fetch.wait.max.ms
+    min_bytes: int = _DEFAULTS.fetch_min_bytes  # replica.fetch.min.bytes
+    max_bytes: int = _DEFAULTS.fetch_response_max_bytes  # replica.fetch.response.max.bytes
+    partition_max_bytes: int = _DEFAULTS.fetch_max_bytes  # replica.fetch.max.bytes
+    backoff_ms: int = _DEFAULTS.fetch_backoff_ms  # replica.fetch.backoff.ms
+    socket_timeout_ms: int = _DEFAULTS.socket_timeout_ms  # replica.socket.timeout.ms
 
 
 @dataclass(slots=True)
@@ -307,7 +311,7 @@ class ReplicaFetcherThread(threading.Thread):
                 if state is None:
                     continue  # removed while the fetch was in flight
                 code = int(p["error_code"])
-                if code != NONE:
+                if code != ErrorCode.NONE:
                     self._on_error(state, code, int(p.get("log_start_offset", -1)), int(p.get("high_watermark", -1)))
                     state.delayed_until_ns = time.monotonic_ns() + backoff_ns
                     continue
@@ -342,7 +346,7 @@ class ReplicaFetcherThread(threading.Thread):
 
     def _on_error(self, state: PartitionFetchState, code: int, leader_lso: int, leader_hw: int) -> None:
         tp = f"{state.tp.topic}-{state.tp.partition}"
-        if code == OFFSET_OUT_OF_RANGE:
+        if code == ErrorCode.OFFSET_OUT_OF_RANGE:
             log = state.log
             if 0 <= leader_hw < log.log_end_offset:
                 # Our tail is beyond the leader's log: uncommitted records of an old leadership. Everything below

@@ -37,6 +37,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from broker.protocol.error_codes import ErrorCode
 from broker.scenarios.base import Load, Timeline, open_connections, verify_load, wait_until
 from planewatch.kafka.cluster import KafkaCluster, KafkaClusterSpec
 
@@ -308,7 +309,7 @@ def broker_bounce(d: Path, tl: Timeline, version: str, kraft: bool | None = None
         tl.emit("broker-restarted", broker=victim, broker_epoch=new, previous_epoch=old)
         code = _stale_leader_and_isr(cluster, victim, old)
         tl.emit("stale-request-sent", broker=victim, api="LeaderAndIsr", broker_epoch=old, error_code=code,
-                fenced=code == 77)
+                fenced=code == ErrorCode.STALE_BROKER_EPOCH)
         wait_until("ISR restored", lambda: all(
             victim in p.isrs for p in admin.list_topics("bounce", timeout=10).topics["bounce"].partitions.values()),
             timeout_s=90)
