@@ -80,7 +80,7 @@ def bench_spark(path: Path, n: int) -> float:
     from pyspark.sql import functions as F
 
     from jobs.io.session import LOCAL_CONF
-    from pipelines.parsing import parse_log_lines
+    from pipelines.parsing.engine_spark import engine_frame
 
     # the jobs' JVM options (thread stack, JIT of huge generated methods) and driver memory
     spark = (
@@ -101,37 +101,52 @@ def bench_spark(path: Path, n: int) -> float:
     )
     best = 0.0
     for run in range(RUNS):  # the first runs pay JIT warm-up
-        p = parse_log_lines(raw)
-        assert p.routed is not None
+        routed = engine_frame(raw, "logs", None, 0)  # the engine through mapInArrow (Python workers)
         c0, t0 = _cpu_seconds(jvm_pid), time.perf_counter()
-        p.routed.write.format("noop").mode("overwrite").save()
+        routed.write.format("noop").mode("overwrite").save()
         dt, cpu = time.perf_counter() - t0, _cpu_seconds(jvm_pid) - c0
         # CPU seconds of the JVM: what the parse costs whatever else runs on the (shared) machine
-        print(f"spark parse -> noop sink, run {run + 1}: {n / dt:,.0f} lines/s ({dt:.1f} s); JVM CPU "
+        print(f"spark mapInArrow engine -> noop, run {run + 1}: {n / dt:,.0f} lines/s ({dt:.1f} s); JVM CPU "
               f"{cpu * 1e6 / n:.1f} us/line = {CORES * n / cpu:,.0f} lines/s on {CORES} idle cores")
         best = max(best, n / dt)
     t0 = time.perf_counter()
-    routed = p.routed
-    assert routed is not None
     counts = {r["_route"]: r["count"] for r in routed.groupBy("_route").count().collect()}
     dt = time.perf_counter() - t0
-    print(f"spark parse + count by route: {n / dt:,.0f} lines/s ({dt:.1f} s) {counts}")
+    print(f"spark engine + count by route: {n / dt:,.0f} lines/s ({dt:.1f} s) {counts}")
     spark.stop()
     return best
 
 
-def bench_python(path: Path, n: int) -> float:
-    from pipelines.parsing.pylogs import parse_line
+# Records per engine call in the in-process run (what one Arrow batch of the file source holds, roughly).
+ENGINE_CHUNK = 100_000
 
-    rec = {"cluster": "bench", "broker_id": None, "log_kind": "state-change", "source": str(path), "batch_id": 0}
+
+def bench_python(path: Path, n: int) -> float:
+    """The engine in-process (what the driver path and `planewatch parse` run), one thread of Python."""
+    import datetime as dt_
+
+    import pyarrow as pa
+
+    from pipelines.parsing.engine import run_engine
+    from schemas.tables import RAW_LOGS
+
+    now = dt_.datetime.now(dt_.UTC)
     t0 = time.perf_counter()
     routes: dict[str, int] = {}
     with path.open(encoding="utf-8") as f:
-        for i, line in enumerate(f):
-            route, _ = parse_line({**rec, "line": line.rstrip("\n"), "source_offset": i})
-            routes[route] = routes.get(route, 0) + 1
+        lines = f.read().split("\n")[:n]
+    for lo in range(0, len(lines), ENGINE_CHUNK):
+        chunk = lines[lo:lo + ENGINE_CHUNK]
+        m = len(chunk)
+        raw = pa.table({"cluster": ["bench"] * m, "broker_id": pa.nulls(m, pa.int32()),
+                        "log_kind": ["state-change"] * m,
+                        "line": chunk, "line_bytes": [len(x) for x in chunk], "source": [str(path)] * m,
+                        "source_offset": list(range(lo, lo + m)), "ingest_ts": [now] * m, "batch_id": [0] * m,
+                        "date": [now.date()] * m}).cast(RAW_LOGS.to_arrow())
+        for route, count in run_engine(raw, "logs").counts.items():
+            routes[route] = routes.get(route, 0) + count
     dt = time.perf_counter() - t0
-    print(f"python re engine (planewatch parse): {n / dt:,.0f} lines/s ({dt:.1f} s) {routes}")
+    print(f"engine in-process (driver path, planewatch parse): {n / dt:,.0f} lines/s ({dt:.1f} s) {routes}")
     return n / dt
 
 

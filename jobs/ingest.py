@@ -260,7 +260,9 @@ class IngestBatch:
         observed = Counts(f"routes:{self.query}:{batch_id}")
         rule_keys = [f"{t}|{e.name}" for t, suite in quality.items() for e in suite.hard]
         rules = Counts(f"rules:{self.query}:{batch_id}")
-        wide = rules.on(observed.on(wide, F.col("_route"), routes(self.family)), F.col("_rule"), rule_keys)
+        wide = observed.on(wide, F.col("_route"), routes(self.family))
+        if rule_keys:  # quality off: no rule to count (an observation needs at least one metric)
+            wide = rules.on(wide, F.col("_rule"), rule_keys)
         dq_rows: list[dict[str, Any]] = []
         counts: dict[str, int] = {}
         for i, (route, sink) in enumerate(self.silver_sinks.items()):
