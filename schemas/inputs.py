@@ -1,8 +1,8 @@
 """What an input file is: its family (logs or metrics), its log kind or metric format, told by name or content.
 
-`raw_logs.log_kind` and `raw_metrics.metric_format` hold these values. The file sources (:mod:`jobs.io.paths`), the
-Spark column form (:mod:`pipelines.parsing.spark_paths`) and ``planewatch parse`` classify with these tables. The
-regexes use the common subset of Java and Python syntax, and are applied to a file's name (its last path element).
+`raw_logs.log_kind` and `raw_metrics.metric_format` hold these values. The file and Kafka sources
+(:mod:`jobs.io.paths`, :mod:`jobs.io.sources`) and ``planewatch parse`` classify with these tables. The
+file-name regexes apply to a file's name (its last path element).
 """
 
 from __future__ import annotations
@@ -50,13 +50,11 @@ LOG_FILE_NAMES: tuple[tuple[LogKind, str], ...] = (
     (LogKind.SERVER, r"^server\.log(\.[^/]*)?$"),
     (LogKind.CONTROLLER, r"^controller\.log(\.[^/]*)?$"),
 )
-# Otherwise by the logger a line names, first match wins: `(state.change.logger)`, `(kafka.request.logger)`, ...
+# A file of another name is placed by the logger its first lines name, as one of the two logs pairing reads; any
+# other log4j file is `unknown` (its lines are still classified one by one by the parsers).
 LOG_KIND_BY_LOGGER: tuple[tuple[LogKind, str], ...] = (
     (LogKind.STATE_CHANGE, "(state.change.logger)"),
     (LogKind.REQUEST, "(kafka.request.logger)"),
-    (LogKind.CONTROLLER, "(kafka.controller."),
-    (LogKind.SERVER, "(kafka."),
-    (LogKind.SERVER, "(org.apache.kafka."),
 )
 # Metric files by extension (lower case).
 METRIC_FILE_EXTENSIONS: dict[str, MetricFormat] = {

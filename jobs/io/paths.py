@@ -28,10 +28,7 @@ FAMILIES: tuple[InputFamily, ...] = tuple(InputFamily)
 SNIFF_BYTES = 4096
 
 _LOG_NAMES: tuple[tuple[re.Pattern[str], LogKind], ...] = tuple((re.compile(rx), kind) for kind, rx in LOG_FILE_NAMES)
-# Sniffing places a file only as one of the two logs pairing reads; any other Kafka log is `unknown` (its lines are
-# still classified one by one by the parsers).
-_SNIFF_LOGGERS = tuple((kind, logger.encode()) for kind, logger in LOG_KIND_BY_LOGGER
-                       if kind in (LogKind.STATE_CHANGE, LogKind.REQUEST))
+_SNIFF_LOGGERS = tuple((kind, logger.encode()) for kind, logger in LOG_KIND_BY_LOGGER)
 # Kafka log segments, indexes and checkpoints live next to logs in a broker's working directory.
 _KAFKA_DATA = re.compile(r"^\d{20}\.(log|index|timeindex|snapshot|txnindex)(\.deleted|\.cleaned|\.swap)?$")
 # `.out`: a JVM's console file (Kafka's kafkaServer.out, zookeeper.out): the console appender's copy of server.log

@@ -28,6 +28,7 @@ from pyspark.sql.streaming.datasource import ReadMaxRows, SupportsTriggerAvailab
 from jobs.io import PipelineIOError
 from jobs.io.file_tail import OUTPUT_SCHEMA_DDL, Piece, pack, plan, read_piece, split
 from jobs.io.paths import FAMILIES, broker_id_from_path, sniff
+from schemas.inputs import InputFamily, LogKind, MetricFormat
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -208,10 +209,10 @@ def _record_fields(
     if broker is None and key_s.isdigit():
         broker = int(key_s)
     sniffed = sniff(raw[:4096])
-    if family == "metrics":
-        kind = sniffed[1] if sniffed and sniffed[0] == "metrics" else "json"
+    if family == InputFamily.METRICS:
+        kind = sniffed[1] if sniffed and sniffed[0] == InputFamily.METRICS else MetricFormat.JSON.value
     else:
-        kind = sniffed[1] if sniffed and sniffed[0] == "logs" else "unknown"
+        kind = sniffed[1] if sniffed and sniffed[0] == InputFamily.LOGS else LogKind.UNKNOWN.value
     return cluster or default_cluster, broker, kind, line, len(raw)
 
 

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from pipelines.parsing import patterns as P
+from schemas.tables import QUARANTINE_RECORD_CHARS
 
 __all__ = ["API_BY_KEY", "API_ID", "MAX_EPOCH_MS", "QUARANTINE_RECORD_CHARS", "REQUEST_PREFIX"]
 
-# Quarantine keeps a rejected record up to this many characters: a multi-megabyte garbage line must not bloat the
-# table, and 64 KiB is more than any real Kafka log line that is not a dump.
-QUARANTINE_RECORD_CHARS = 64 * 1024
 REQUEST_PREFIX = "Completed request:"
 # Epoch milliseconds accepted as a metric timestamp: years 1970..9999 (the range a Delta timestamp holds).
 MAX_EPOCH_MS = 253402300799999
