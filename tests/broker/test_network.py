@@ -278,8 +278,16 @@ def test_prometheus_endpoint_of_a_running_broker(tmp_path: Path) -> None:
     with running_server(tmp_path, ScriptedApis(), {**CONTROL_PLANE_PROPS, "prometheus.port": free}) as server:
         Client(server.bound_port("CONTROLLER")).call(API_VERSIONS, 0)
         assert server.prometheus is not None
-        with urllib.request.urlopen(f"http://127.0.0.1:{server.prometheus.port}/metrics", timeout=10) as resp:
-            body = resp.read().decode()
+        url = f"http://127.0.0.1:{server.prometheus.port}/metrics"
+        body = ""
+
+        def scraped_the_request() -> bool:  # RequestMetrics are updated once the response send completes
+            nonlocal body
+            with urllib.request.urlopen(url, timeout=10) as resp:
+                body = resp.read().decode()
+            return "kafka_network_requestmetrics_requests_total" in body
+
+        wait_until(scraped_the_request, what="the ApiVersions request in RequestMetrics")
     assert "kafka_network_requestchannel_controlplanerequestqueuesize 0.0" in body
     assert 'kafka_network_acceptor_acceptorblockedpercent_count{listener="PLAINTEXT"} 0.0' in body
     assert 'kafka_network_requestmetrics_requests_total{request="ApiVersions",version="0"} 1.0' in body
