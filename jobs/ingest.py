@@ -121,7 +121,7 @@ class Counts:
 
 def _rows_of(result: SinkResult, frame: DataFrame) -> int:
     """Rows written, from the Parquet footers the sink read; a skipped (replayed) batch is counted by Spark."""
-    if result.skipped or result.mode != "delta-rs":
+    if not result.rows_known:
         return int(frame.count())
     return result.rows
 
@@ -177,8 +177,6 @@ class IngestBatch:
 
     def ensure_tables(self) -> None:
         """Create every table this query writes (empty), so readers find them before the first row."""
-        if self.settings.sink_mode != "delta-rs":
-            return
         for sink in (self.raw_sink, *self.silver_sinks.values(), self.quarantine_sink, self.dq_sink):
             ensure_table(sink.path, sink.table)
 
@@ -249,7 +247,7 @@ class IngestBatch:
         report.path = "executors"
         result = self.raw_sink.write(raw, batch_id)
         bronze = self._bronze(raw, result, cached)
-        report.raw = result.rows if (not result.skipped and result.mode == "delta-rs") else int(bronze.count())
+        report.raw = result.rows if result.rows_known else int(bronze.count())
         lap = report.lap("raw", lap)
         if report.raw == 0:
             return
@@ -299,11 +297,12 @@ class IngestBatch:
         report.lap("dq", lap)
 
     def _bronze(self, raw: DataFrame, result: SinkResult, cached: list[DataFrame]) -> DataFrame:
-        """The batch's bronze rows for the silver jobs: read back from the files the batch committed (delta-rs),
-        else (delta-spark) the source rows, cached: a re-read of the source would stamp a new ingest_ts."""
+        """The batch's bronze rows for the silver jobs: read back from the files the batch committed (delta-rs, and
+        delta-spark on a local table), else the source rows, cached: a re-read of the source would stamp a new
+        ingest_ts."""
         from jobs.io.delta_read import read_files
 
-        if result.mode == "delta-rs":
+        if result.mode == "delta-rs" or result.paths:
             # a replayed batch committed its files in an earlier run: found by name in the table's snapshot
             files = self.raw_sink.batch_files(result.batch_id) if result.skipped else list(result.paths)
             if files or not result.skipped:

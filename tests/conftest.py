@@ -26,7 +26,9 @@ os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
 def spark() -> Iterator[SparkSession]:
     from pyspark.sql import SparkSession
 
-    session = (
+    from jobs.io.jars import jar_conf, spark_jars
+
+    builder = (
         SparkSession.builder.master("local[2]")
         .appName("planewatch-tests")
         .config("spark.ui.enabled", "false")
@@ -36,8 +38,11 @@ def spark() -> Iterator[SparkSession]:
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .getOrCreate()
     )
+    jars = spark_jars()  # delta-spark and spark-sql-kafka when fetched: their tests skip without them
+    for key, value in (jar_conf(jars) if jars is not None else {}).items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()

@@ -1,9 +1,13 @@
-"""Reading delta-rs tables from Spark without the delta-spark jar: a batch snapshot and a streaming source.
+"""Reading Delta tables from Spark: a batch snapshot and a streaming source.
 
-`read_delta(spark, path)` reads exactly the snapshot's active files (never a directory listing, which would include
-removed files). `planewatch_delta` is a Python streaming data source over a Delta table: its offset is the table
-version, and a micro-batch reads the files added (dataChange=true) by the commits in (start, end], so downstream
-jobs (detection) stream from the silver tables. It is meant for append-only tables: removes are ignored.
+`read_delta(spark, path)` reads natively (`format("delta")`) when the session loaded delta-spark (jobs.io.jars), so
+whatever delta-spark can write (deletion vectors, column mapping) reads back; without the jar it reads exactly the
+snapshot's active files, listed by delta-rs (never a directory listing, which would include removed files).
+
+`planewatch_delta` is a Python streaming data source over a Delta table: its offset is the table version, and a
+micro-batch reads the files added (dataChange=true) by the commits in (start, end], so downstream jobs (detection)
+stream from the silver tables, whichever sink wrote them (the commits' JSON is the same). It is meant for append-only
+tables written without deletion vectors (both sinks): removes are ignored.
 
     spark.dataSource.register(DeltaStreamSource)
     spark.readStream.format("planewatch_delta").option("maxFilesPerTrigger", 100).load(path)
@@ -48,7 +52,8 @@ def read_delta(spark: SparkSession, path: str, version: int | None = None,
     """The table's snapshot (latest or `version`) as a Spark DataFrame, columns in table order.
 
     `partitions_in`: only the files of these partitions (delta-rs tuple filters in disjunctive normal form, e.g.
-    ``[[("cluster", "=", "c1"), ("date", "=", "2026-11-23")]]``): Spark neither lists nor plans the other files.
+    ``[[("cluster", "=", "c1"), ("date", "=", "2026-11-23")]]``, `=` only): Spark neither lists nor plans the other
+    files (natively: a partition filter Delta prunes by).
 
     Raises:
         PipelineIOError: `path` is not a Delta table.
@@ -56,13 +61,41 @@ def read_delta(spark: SparkSession, path: str, version: int | None = None,
     import pyarrow as pa
     from deltalake import DeltaTable
 
+    from jobs.io.jars import session_has_delta
+
     if not DeltaTable.is_deltatable(path):
         raise PipelineIOError(f"not a Delta table: {path}")
+    if session_has_delta(spark):
+        return _read_native(spark, path, version, partitions_in)
     dt = DeltaTable(path, version=version)
     arrow_schema = pa.schema(dt.schema().to_arrow())
     schema = _spark_schema(arrow_schema)
     files = dt.file_uris(file_pruning_predicate=partitions_in) if partitions_in is not None else dt.file_uris()
     return read_files(spark, dt.table_uri, schema, dt.metadata().partition_columns, files)
+
+
+def _read_native(spark: SparkSession, path: str, version: int | None,
+                 partitions_in: list[list[tuple[str, str, Any]]] | None) -> DataFrame:
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    reader = spark.read.format("delta")
+    if version is not None:
+        reader = reader.option("versionAsOf", version)
+    df = reader.load(path)
+    if partitions_in is None:
+        return df
+    types = {f.name: f.dataType for f in df.schema.fields}
+    conjunctions = []
+    for conj in partitions_in:
+        terms = []
+        for col, op, value in conj:
+            if op != "=":
+                raise PipelineIOError(f"read_delta: partition filter {col} {op} {value!r}: only '=' is supported")
+            terms.append(F.col(col) == F.lit(value).cast(types[col]))
+        conjunctions.append(reduce(lambda a, b: a & b, terms, F.lit(True)))
+    return df.where(reduce(lambda a, b: a | b, conjunctions, F.lit(False)))
 
 
 def read_files(spark: SparkSession, table_path: str, schema: StructType, partition_by: Sequence[str],

@@ -15,8 +15,15 @@ Theory of operation (append, `mode="delta-rs"`, the default; no delta-spark jar 
    a committed batch is only leftover scaffolding and is removed too. So a table never holds a file twice, and
    never keeps a file no commit references (besides what `vacuum` would remove anyway).
 
-`mode="delta-spark"` writes with delta-spark's own sink (`txnAppId`/`txnVersion` writer options) for clusters that
-have its jar; it is not testable here (no jar on this machine) and is kept to those few lines.
+`mode="delta-spark"` (the session needs delta-spark: jobs.io.jars) writes with delta-spark's own writer: the executors
+write the files into the table and the driver's Delta commit carries `SetTransaction(app_id, batch_id)` through the
+`txnAppId`/`txnVersion` writer options, so delta-spark itself skips a replayed batch; the sink asks the table first
+(delta-rs `transaction_version`) and runs no Spark job for a replay at all. A crash between the files and the commit
+leaves files no commit references (`vacuum` removes them); readers never see them. Each commit also carries
+`userMetadata` `{"planewatch.app_id", "planewatch.batch_id"}`, by which the sink finds its own commit in the history
+and takes the rows and files it wrote from the commit's operation metrics (no second pass over the batch).
+Tables are created empty by `ensure_table` (delta-rs, reader 1 / writer 2) in both modes, so both write the same
+schema and partitioning and every reader finds a table before its first row.
 
 `DeltaMerger` is the upsert for the small gold tables: the batch is collected to the driver (gold batches are
 aggregates, not raw lines) and merged by key with delta-rs `DeltaTable.merge`, the commit carrying the same app
@@ -66,6 +73,9 @@ SINK_MODES = ("delta-rs", "delta-spark")
 # delta-rs reports the conflict and a blind append is safe to retry.
 COMMIT_RETRIES = 5
 COMMIT_RETRY_SLEEP_S = 0.2
+# delta-spark mode: the sink looks for its own commit among this many newest commits of the table (other queries
+# appending to the same table, e.g. quarantine, commit in between; a handful per batch at most).
+HISTORY_SCAN = 50
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 _BATCH_DIR = re.compile(r"^(?P<slug>.+)-b(?P<batch>\d{20})-(?P<attempt>[0-9a-f]{8})$")
 
@@ -82,7 +92,13 @@ class SinkResult:
     version: int | None = None
     duration_ms: float = 0.0
     mode: str = "delta-rs"
-    paths: tuple[str, ...] = ()  # the committed files (delta-rs, not skipped): absolute paths
+    paths: tuple[str, ...] = ()  # the committed files (not skipped; delta-spark: local tables only): absolute paths
+
+    @property
+    def rows_known(self) -> bool:
+        """Whether `rows` is what this write committed (else a caller counts the batch itself): not a replay, and
+        for delta-spark its commit was found."""
+        return not self.skipped and (self.mode == "delta-rs" or self.version is not None)
 
 
 def app_slug(app_id: str) -> str:
@@ -227,6 +243,8 @@ class DeltaSink:
         from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
         t0 = time.perf_counter()
+        if self.mode == "delta-spark":
+            return self._write_arrow_delta_spark(data, batch_id)
         local = _local_path(self.path)
         if not self._ensured:
             ensure_table(local, self.table)
@@ -253,16 +271,58 @@ class DeltaSink:
             self.table.name, batch_id, False, 1, data.num_rows, dt.version(), (time.perf_counter() - t0) * 1e3
         )
 
-    def _write_delta_spark(self, df: DataFrame, batch_id: int) -> SinkResult:
-        # delta-spark checks txnAppId/txnVersion itself and skips a replayed version. Untested here (no jar).
+    def _write_arrow_delta_spark(self, data: pa.Table, batch_id: int) -> SinkResult:
+        from pyspark.sql import SparkSession
+
+        if self.last_committed_at_least(batch_id):
+            return SinkResult(self.table.name, batch_id, True, mode="delta-spark")
+        if data.num_rows == 0:
+            return SinkResult(self.table.name, batch_id, False, mode="delta-spark")
+        spark = SparkSession.getActiveSession()
+        if spark is None:
+            raise PipelineIOError(f"{self.table.name}: sink.mode delta-spark writes through Spark: no active session")
+        frame = spark.createDataFrame(data.select(self.table.names).cast(self.table.to_arrow()))
+        return self._write_delta_spark(frame, batch_id, checked=True)
+
+    def last_committed_at_least(self, batch_id: int) -> bool:
+        """Whether this app already committed batch `batch_id` (or a later one) to the table: a replay."""
+        last = self.last_committed()
+        return last is not None and batch_id <= last
+
+    def _write_delta_spark(self, df: DataFrame, batch_id: int, checked: bool = False) -> SinkResult:
         t0 = time.perf_counter()
+        if not self._ensured:
+            ensure_table(self.path, self.table)
+            self._ensured = True
+        if not checked and self.last_committed_at_least(batch_id):
+            log.info("%s: batch %d already committed, skipped", self.table.name, batch_id)
+            return SinkResult(self.table.name, batch_id, True, mode="delta-spark")
+        marker = json.dumps({"planewatch.app_id": self.app_id, "planewatch.batch_id": str(batch_id)}, sort_keys=True)
         writer = conform(df, self.table).write.format("delta").mode("append")
-        writer = writer.option("txnAppId", self.app_id).option("txnVersion", batch_id)
+        writer = writer.option("txnAppId", self.app_id).option("txnVersion", batch_id).option("userMetadata", marker)
         if self.table.partition_by:
             writer = writer.partitionBy(*self.table.partition_by)
         writer.save(self.path)
+        version, files, rows = self._own_commit(marker)
+        paths: tuple[str, ...] = ()
+        if version is not None and "://" not in self.path:
+            from jobs.io.delta_read import added_files
+
+            paths = tuple(p for p, _ in added_files(os.path.abspath(self.path), version - 1, version))
         dt_ms = (time.perf_counter() - t0) * 1e3
-        return SinkResult(self.table.name, batch_id, False, duration_ms=dt_ms, mode="delta-spark")
+        return SinkResult(self.table.name, batch_id, False, files, rows, version, dt_ms, "delta-spark", paths)
+
+    def _own_commit(self, marker: str) -> tuple[int | None, int, int]:
+        """(version, files, rows) of the commit carrying `marker`; (None, 0, 0) when the batch committed nothing
+        (an empty batch: delta-spark still commits, so this is only a commit beyond HISTORY_SCAN)."""
+        from deltalake import DeltaTable
+
+        for entry in DeltaTable(self.path).history(HISTORY_SCAN):
+            if entry.get("userMetadata") == marker:
+                metrics = entry.get("operationMetrics") or {}
+                return int(entry["version"]), int(metrics.get("numFiles", 0)), int(metrics.get("numOutputRows", 0))
+        log.warning("%s: own commit %s not among the last %d commits", self.table.name, marker, HISTORY_SCAN)
+        return None, 0, 0
 
     def _write_delta_rs(self, df: DataFrame, batch_id: int) -> SinkResult:
         from deltalake import CommitProperties, DeltaTable, Schema, Transaction

@@ -3,6 +3,11 @@
 Under spark-submit (the JVM started first, `PYSPARK_GATEWAY_PORT` is set) the master is never set here, so
 `--master` applies. On a non-local master the analytics packages (jobs, pipelines, schemas) are zipped and shipped
 with `addPyFile`, so `spark-submit --master spark://...` needs no `--py-files`.
+
+The JVM packages (delta-spark, spark-sql-kafka; `jobs.io.jars`) are loaded when fetched, with Delta's SQL extension
+and catalog. They cost about two seconds of start-up (benchmarks.sinks_and_sources measures it). A setting that needs
+them (`sink.mode: delta-spark`, `sources.kafka.reader: spark`) fails at start-up with `JarsMissing` naming the fetch
+command when they are absent, or when the session was started without them (under spark-submit: pass `--jars`).
 """
 
 from __future__ import annotations
@@ -14,12 +19,13 @@ import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from jobs.io.jars import JarsMissing, jar_conf, require_spark_jars, session_has_delta, session_has_kafka, spark_jars
 from jobs.io.settings import Settings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["JIT_HUGE_METHODS", "LOCAL_CONF", "PACKAGES", "build_session", "package_zip"]
+__all__ = ["JIT_HUGE_METHODS", "LOCAL_CONF", "PACKAGES", "build_session", "check_jars", "jars_needed", "package_zip"]
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("jobs", "pipelines", "schemas")
@@ -75,6 +81,25 @@ def package_zip(target_dir: str | None = None) -> str:
     return out
 
 
+def jars_needed(settings: Settings) -> str | None:
+    """What in `settings` needs the JVM packages (for the error message), or None."""
+    if settings.sink_mode == "delta-spark":
+        return "sink.mode: delta-spark"
+    if settings.kafka.enabled and settings.kafka.reader == "spark":
+        return "sources.kafka.reader: spark"
+    return None
+
+
+def check_jars(spark: SparkSession, settings: Settings) -> None:
+    """JarsMissing when `settings` need a JVM package the (possibly reused) session did not load."""
+    if settings.sink_mode == "delta-spark" and not session_has_delta(spark):
+        raise JarsMissing("sink.mode: delta-spark needs a session started with delta-spark and its SQL extension "
+                          "(spark-submit: --jars from .jvm/spark/spark-jars.txt)")
+    if settings.kafka.enabled and settings.kafka.reader == "spark" and not session_has_kafka(spark):
+        raise JarsMissing("sources.kafka.reader: spark needs a session started with spark-sql-kafka "
+                          "(spark-submit: --jars from .jvm/spark/spark-jars.txt)")
+
+
 def build_session(settings: Settings, app_name: str) -> SparkSession:
     """The job's SparkSession (getOrCreate: reuses an active one, e.g. in tests or `planewatch pipeline`)."""
     from pyspark.sql import SparkSession
@@ -91,9 +116,15 @@ def build_session(settings: Settings, app_name: str) -> SparkSession:
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
             for k, v in LOCAL_CONF.items():
                 builder = builder.config(k, v)
-    for k, v in {**BASE_CONF, **settings.spark_conf}.items():
+    conf = {**BASE_CONF, **settings.spark_conf}
+    need = jars_needed(settings)
+    jars = require_spark_jars(need) if need and not submitted else spark_jars()
+    if jars is not None and not submitted:  # under spark-submit the JVM's classpath is already fixed
+        conf.update(jar_conf(jars, conf.get("spark.jars", "")))
+    for k, v in conf.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
+    check_jars(spark, settings)
     actual = spark.sparkContext.master or ""
     if not actual.startswith("local"):
         spark.sparkContext.addPyFile(package_zip())

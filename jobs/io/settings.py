@@ -18,6 +18,8 @@ from jobs.io import PipelineIOError
 
 __all__ = [
     "DEFAULT_CONFIG",
+    "KAFKA_READERS",
+    "SINK_MODES",
     "FileSourceSettings",
     "KafkaSourceSettings",
     "PrometheusSourceSettings",
@@ -35,6 +37,13 @@ _INTERVAL = re.compile(r"^\d+(\.\d+)?\s*(millisecond|second|minute|hour)s?$")
 _CLUSTER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
 _URL = re.compile(r"^https?://[^/\s]+(/\S*)?$")
 _UNIT_S = {"millisecond": 0.001, "second": 1.0, "minute": 60.0, "hour": 3600.0}
+# sink.mode: who writes the Delta tables (jobs.io.delta_sink); delta-spark needs its jar (jobs.io.jars).
+SINK_MODES = ("delta-rs", "delta-spark")
+# sources.kafka.reader: Spark's own `kafka` source (spark-sql-kafka jar), the Python data source `planewatch_kafka`
+# (confluent-kafka), or auto: Spark's where its jar is present. The default follows benchmarks.sinks_and_sources
+# (README, "Sinks and Kafka sources").
+KAFKA_READERS = ("auto", "spark", "python")
+DEFAULT_KAFKA_READER = "auto"
 
 
 class SettingsError(PipelineIOError):
@@ -60,6 +69,7 @@ class KafkaSourceSettings:
     metrics_topics: tuple[str, ...] = ()
     starting_offsets: str = "earliest"
     max_records_per_batch: int = 200_000
+    reader: str = DEFAULT_KAFKA_READER
 
 
 @dataclass(frozen=True)
@@ -229,7 +239,8 @@ def parse_settings(raw: Mapping[str, Any] | None, source: str = "<settings>") ->
     files = sources.section("files", {"enabled", "path", "max_bytes_per_batch"})
     kafka = sources.section(
         "kafka",
-        {"enabled", "bootstrap_servers", "logs_topics", "metrics_topics", "starting_offsets", "max_records_per_batch"},
+        {"enabled", "bootstrap_servers", "logs_topics", "metrics_topics", "starting_offsets", "max_records_per_batch",
+         "reader"},
     )
     quality = top.section("quality", {"enabled", "sample_limit", "ge_interval_s"})
     conf = spark.raw.get("conf") or {}
@@ -245,6 +256,7 @@ def parse_settings(raw: Mapping[str, Any] | None, source: str = "<settings>") ->
         metrics_topics=kafka.str_list("metrics_topics"),
         starting_offsets=kafka.choice("starting_offsets", "earliest", ("earliest", "latest")),
         max_records_per_batch=kafka.pos_int("max_records_per_batch", 200_000),
+        reader=kafka.choice("reader", DEFAULT_KAFKA_READER, KAFKA_READERS),
     )
     if k.enabled and not (k.logs_topics or k.metrics_topics):
         raise kafka.fail("logs_topics", "sources.kafka is enabled but names no logs_topics or metrics_topics")
@@ -258,7 +270,7 @@ def parse_settings(raw: Mapping[str, Any] | None, source: str = "<settings>") ->
         once=trigger.bool_("once", False),
         spark_master=spark.str_("master", "local[2]") or "local[2]",
         spark_conf={str(a): str(b) for a, b in conf.items()},
-        sink_mode=sink.choice("mode", "delta-rs", ("delta-rs", "delta-spark")),
+        sink_mode=sink.choice("mode", "delta-rs", SINK_MODES),
         driver_batch_max_rows=sink.nonneg_int("driver_batch_max_rows", 20_000),
         files=FileSourceSettings(
             enabled=files.bool_("enabled", True),
@@ -378,7 +390,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster", metavar="NAME", help="cluster name for every input (else per first-level dir)")
     parser.add_argument("--once", action="store_true", help="process what is there now, then stop")
     parser.add_argument("--trigger", metavar="INTERVAL", help="micro-batch interval, e.g. '10 seconds'")
-    parser.add_argument("--sink-mode", choices=("delta-rs", "delta-spark"), help="Delta writer (sink.mode)")
+    parser.add_argument("--sink-mode", choices=SINK_MODES, help="Delta writer (sink.mode)")
     parser.add_argument("--scrape", metavar="CLUSTER_JSON", action="append",
                         help="scrape the Prometheus endpoints a planewatch cluster.json (or its directory) lists, "
                              "every trigger (sources.prometheus.cluster_json; repeatable)")

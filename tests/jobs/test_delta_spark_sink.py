@@ -1,0 +1,87 @@
+"""sink.mode delta-spark: delta-spark's own writer under txnAppId/txnVersion, equal to the delta-rs sink's tables."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable
+
+from jobs.io.delta_read import read_delta
+from jobs.io.delta_sink import DeltaSink
+from jobs.io.jars import session_has_delta
+from schemas.tables import DQ_RESULTS, RAW_LOGS
+
+pytestmark = pytest.mark.spark
+
+T0 = dt.datetime(2021, 3, 2, 8, 0, 0, tzinfo=dt.UTC)
+
+
+@pytest.fixture(autouse=True)
+def _needs_delta(spark) -> None:
+    if not session_has_delta(spark):
+        pytest.skip("delta-spark not fetched: python -m planewatch.kafka.artifacts fetch spark")
+
+
+def _df(spark, start: int, n: int):
+    rows = [
+        ("c1" if i % 3 else "c:2 x", i % 4, "state-change", f"line {i}", 6, "/logs/state-change.log", i,
+         T0 + dt.timedelta(seconds=i), 7, (T0 + dt.timedelta(days=i % 2)).date())
+        for i in range(start, start + n)
+    ]  # fmt: skip
+    return spark.createDataFrame(rows, RAW_LOGS.ddl())
+
+
+def _rows(path: str) -> list[tuple]:
+    table = pa.table(DeltaTable(path).to_pyarrow_table())
+    return sorted(tuple(str(v) for v in r.values()) for r in table.to_pylist())
+
+
+def test_appends_exactly_once_and_equals_the_delta_rs_sink(spark, tmp_path: Path) -> None:
+    spark_path, rs_path = str(tmp_path / "spark"), str(tmp_path / "rs")
+    sink = DeltaSink(spark_path, RAW_LOGS, "q:raw_logs", mode="delta-spark")
+    rs = DeltaSink(rs_path, RAW_LOGS, "q:raw_logs")
+    for batch, (start, n) in enumerate(((0, 50), (50, 30))):
+        got = sink.write(_df(spark, start, n), batch)
+        assert (got.skipped, got.rows, got.mode) == (False, n, "delta-spark")
+        assert got.files >= 1 and len(got.paths) == got.files and got.rows_known
+        rs.write(_df(spark, start, n), batch)
+    replay = sink.write(_df(spark, 50, 30), 1)
+    assert replay.skipped and not replay.rows_known
+    table = DeltaTable(spark_path)
+    assert table.transaction_version("q:raw_logs") == 1
+    assert table.version() == got.version
+    assert _rows(spark_path) == _rows(rs_path)
+    # Natively read back (format delta), equal to what delta-rs reads; partition pruning by `=` filters.
+    native = read_delta(spark, spark_path)
+    assert sorted(map(tuple, native.collect())) == sorted(map(tuple, read_delta(spark, rs_path).collect()))
+    assert native.columns == RAW_LOGS.names
+    pruned = read_delta(spark, spark_path, partitions_in=[[("cluster", "=", "c1"), ("date", "=", "2021-03-02")]])
+    assert {(r.cluster, r.date.isoformat()) for r in pruned.collect()} == {("c1", "2021-03-02")}
+
+
+def test_delta_spark_ignores_a_replay_by_itself(spark, tmp_path: Path) -> None:
+    """delta-spark's own txn check (not only the sink's): a write of a committed version adds nothing."""
+    path = str(tmp_path / "t")
+    DeltaSink(path, RAW_LOGS, "q:raw", mode="delta-spark").write(_df(spark, 0, 10), 4)
+    (
+        _df(spark, 0, 10).write.format("delta").mode("append").option("txnAppId", "q:raw").option("txnVersion", 4)
+        .partitionBy(*RAW_LOGS.partition_by).save(path)
+    )  # fmt: skip
+    assert DeltaTable(path).to_pyarrow_table().num_rows == 10
+
+
+def test_write_arrow_goes_through_delta_spark(spark, tmp_path: Path) -> None:
+    path = str(tmp_path / "dq")
+    sink = DeltaSink(path, DQ_RESULTS, "q:dq", mode="delta-spark")
+    row = {"table_name": "raw_logs", "batch_id": 0, "suite": "reconciliation", "expectation": "x", "success": True,
+           "unexpected_count": 0, "element_count": 3, "run_ts": T0, "duration_ms": None}  # fmt: skip
+    data = pa.Table.from_pylist([row], DQ_RESULTS.to_arrow())
+    first = sink.write_arrow(data, 0)
+    assert (first.skipped, first.rows, first.mode) == (False, 1, "delta-spark")
+    assert sink.write_arrow(data, 0).skipped
+    history = DeltaTable(path).history(1)[0]
+    assert "Delta-Lake" in str(history.get("engineInfo"))  # written by delta-spark, not delta-rs
+    assert DeltaTable(path).to_pyarrow_table().num_rows == 1
