@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from broker.apis.admin import install_admin_apis
 from broker.apis.configs import ConfigApis, DynamicBrokerConfig
 from broker.apis.data_plane import DataPlane
 from broker.apis.fetch import handle_fetch
@@ -86,6 +87,7 @@ def install_data_plane(apis: KafkaApis, config: KafkaConfig, log4j: Log4j,
     apis.register(ApiKey.DESCRIBE_CONFIGS, configs.describe_configs)
     apis.register(ApiKey.ALTER_CONFIGS, configs.alter_configs)
     apis.register(ApiKey.INCREMENTAL_ALTER_CONFIGS, configs.incremental_alter_configs)
+    install_admin_apis(apis, dp)
     metrics = PlanewatchSettings.from_config(config)
     if metrics.metric_reporter_topic and registry is not None:
         reporter = TopicMetricsReporter(dp, registry, metrics.metric_reporter_topic, metrics.metrics_interval_ms,

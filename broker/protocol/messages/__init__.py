@@ -11,13 +11,23 @@ from ..api_keys import ApiKey
 from ..schema import Message
 from . import (
     alter_configs,
+    alter_partition_reassignments,
+    alter_replica_log_dirs,
     api_versions,
     controlled_shutdown,
+    create_acls,
+    create_partitions,
     create_topics,
+    delete_acls,
+    delete_groups,
+    delete_records,
     delete_topics,
+    describe_acls,
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_log_dirs,
+    elect_leaders,
     fetch,
     find_coordinator,
     heartbeat,
@@ -28,6 +38,7 @@ from . import (
     leave_group,
     list_groups,
     list_offsets,
+    list_partition_reassignments,
     metadata,
     offset_commit,
     offset_fetch,
@@ -65,6 +76,18 @@ _MODULES = (
     alter_configs,
     incremental_alter_configs,
     describe_cluster,
+    # the admin APIs
+    delete_records,
+    describe_acls,
+    create_acls,
+    delete_acls,
+    alter_replica_log_dirs,
+    describe_log_dirs,
+    create_partitions,
+    delete_groups,
+    elect_leaders,
+    alter_partition_reassignments,
+    list_partition_reassignments,
 )
 
 REGISTRY: dict[int, tuple[Message, Message]] = {m.REQUEST.api_key: (m.REQUEST, m.RESPONSE) for m in _MODULES}
@@ -98,6 +121,10 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     ApiKey.ALTER_CONFIGS: (0, 2),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
+    ApiKey.DESCRIBE_ACLS: (0, 3),
+    ApiKey.CREATE_ACLS: (0, 3),
+    ApiKey.DELETE_ACLS: (0, 3),
+    ApiKey.DELETE_RECORDS: (0, 2),
 }
 
 for _key, (_lo, _hi) in SUPPORTED.items():

@@ -1,6 +1,6 @@
 """Regenerate the JSON-derived message modules (developer tool, not used at run time).
 
-Usage: ``.venv/bin/python -m broker.protocol.messages._generate``
+Usage: ``.venv/bin/python -m broker.protocol.messages._generate [ApiName ...]`` (default: every API)
 
 Reads Apache Kafka's message schemas (``*Request.json``/``*Response.json``, Apache-2.0) as vendored by
 kafka-python (test dependency) and writes one module per API in this package, in the table form of
@@ -42,16 +42,34 @@ GENERATED = {
     "AlterConfigs": "alter_configs",
     "IncrementalAlterConfigs": "incremental_alter_configs",
     "DescribeCluster": "describe_cluster",
+    "CreatePartitions": "create_partitions",
+    "DeleteRecords": "delete_records",
+    "DeleteGroups": "delete_groups",
+    "ElectLeaders": "elect_leaders",
+    "DescribeLogDirs": "describe_log_dirs",
+    "AlterReplicaLogDirs": "alter_replica_log_dirs",
+    "ListPartitionReassignments": "list_partition_reassignments",
+    "AlterPartitionReassignments": "alter_partition_reassignments",
+    "DescribeAcls": "describe_acls",
+    "CreateAcls": "create_acls",
+    "DeleteAcls": "delete_acls",
 }
 
-#: validVersions extended down to version 0, as Kafka 3.x accepts.  Kafka 4 (KIP-896) dropped these old versions from
-#: ``validVersions`` but left every field's version range in place, so the tables stay exact.
+#: validVersions as Kafka 3.9 has them.  Kafka 4 (KIP-896) dropped old versions from ``validVersions`` but left every
+#: field's version range in place, so extending down to version 0 keeps the tables exact; versions newer than 3.9's
+#: (DescribeLogDirs v5's IsCordoned, AlterPartitionReassignments v1's AllowReplicationFactorChange) are cut off.
 VALID_OVERRIDES = {
     "CreateTopics": "0-7",
     "DeleteTopics": "0-6",
     "OffsetCommit": "0-10",
     "OffsetFetch": "0-10",
     "DescribeConfigs": "0-4",
+    "DescribeLogDirs": "0-4",
+    "AlterReplicaLogDirs": "0-2",
+    "AlterPartitionReassignments": "0",
+    "DescribeAcls": "0-3",
+    "CreateAcls": "0-3",
+    "DeleteAcls": "0-3",
 }
 
 _COMMENTS = re.compile(r"(?m)^\s*//.*\n?")
@@ -113,11 +131,14 @@ def render(api: str) -> str:
     )
 
 
-def main() -> None:
-    """Write every generated module next to this file, then ``ruff format`` them (repository style)."""
+def main(apis: list[str] | None = None) -> None:
+    """Write the generated modules of ``apis`` (default: every one) next to this file, then ``ruff format`` them
+    (the generated modules' style)."""
     here = Path(__file__).parent
     paths = []
     for api, module in GENERATED.items():
+        if apis and api not in apis:
+            continue
         path = here / f"{module}.py"
         path.write_text(render(api))
         paths.append(str(path))
@@ -126,4 +147,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -1,0 +1,140 @@
+"""The admin APIs with real clients against one reference broker (confluent-kafka, kafka-python, aiokafka): what
+each API is for, done the way applications do it."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.broker.data_plane_helpers import bootstrap, broker
+
+confluent_kafka = pytest.importorskip("confluent_kafka")
+kafka = pytest.importorskip("kafka")
+aiokafka = pytest.importorskip("aiokafka")
+from aiokafka.admin import AIOKafkaAdminClient, RecordsToDelete  # noqa: E402
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer  # noqa: E402
+from confluent_kafka import TopicPartition as CTopicPartition  # noqa: E402
+from confluent_kafka.admin import (  # type: ignore[attr-defined]  # noqa: E402
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+)
+from kafka import KafkaAdminClient  # noqa: E402
+from kafka.admin import (  # noqa: E402
+    ACL,
+    ACLFilter,
+    ACLOperation,
+    ACLPermissionType,
+    ACLResourcePatternType,
+    ResourcePattern,
+    ResourcePatternFilter,
+)
+from kafka.admin import ResourceType as KResourceType  # noqa: E402
+from kafka.errors import SecurityDisabledError  # noqa: E402
+from kafka.structs import TopicPartition as KTopicPartition  # noqa: E402
+
+SECURITY_DISABLED = 54
+#: How long a client may take for one admin round trip on a loaded 2-core machine.
+CALL_TIMEOUT_S = 30.0
+
+
+def _create(bs: str, topic: str, partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bs})
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(CALL_TIMEOUT_S)
+
+
+def _produce(bs: str, topic: str, n: int, partition: int = 0) -> None:
+    p = Producer({"bootstrap.servers": bs, "acks": "all"})
+    for i in range(n):
+        p.produce(topic, value=str(i).encode(), partition=partition)
+    assert p.flush(CALL_TIMEOUT_S) == 0
+
+
+def _consume_from_start(bs: str, topic: str, partition: int, want: int) -> list[tuple[int, bytes]]:
+    c = Consumer({"bootstrap.servers": bs, "group.id": f"g-{topic}-{partition}", "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False})
+    try:
+        c.assign([CTopicPartition(topic, partition, confluent_kafka.OFFSET_BEGINNING)])
+        got: list[tuple[int, bytes]] = []
+        deadline = time.monotonic() + CALL_TIMEOUT_S
+        while len(got) < want and time.monotonic() < deadline:
+            msg = c.poll(0.5)
+            if msg is not None and msg.error() is None:
+                got.append((msg.offset(), msg.value()))
+        return got
+    finally:
+        c.close()
+
+
+# ------------------------------------------------------------------------------------------------------ ACLs
+@pytest.mark.timeout(60)
+def test_acl_calls_answer_security_disabled_to_every_client(tmp_path: Path) -> None:
+    with broker(tmp_path) as server:
+        bs = bootstrap(server)
+        admin = AdminClient({"bootstrap.servers": bs})
+        binding = AclBinding(ResourceType.TOPIC, "t", ResourcePatternType.LITERAL, "User:alice", "*",
+                             AclOperation.READ, AclPermissionType.ALLOW)
+        any_filter = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None,
+                                      AclOperation.ANY, AclPermissionType.ANY)
+        for future in (admin.create_acls([binding])[binding], admin.delete_acls([any_filter])[any_filter]):
+            with pytest.raises(KafkaException) as info:
+                future.result(CALL_TIMEOUT_S)
+            assert info.value.args[0].code() == KafkaError.SECURITY_DISABLED
+        # librdkafka makes no error of DescribeAcls' top-level SECURITY_DISABLED: no ACLs (as against Kafka)
+        assert admin.describe_acls(any_filter).result(CALL_TIMEOUT_S) == []
+
+        kp = KafkaAdminClient(bootstrap_servers=bs)
+        try:
+            acl = ACL("User:alice", "*", ACLOperation.READ, ACLPermissionType.ALLOW,
+                      ResourcePattern(KResourceType.TOPIC, "t"))
+            created = kp.create_acls([acl])
+            assert created == {"succeeded": [], "failed": [SecurityDisabledError]}
+            with pytest.raises(SecurityDisabledError):
+                kp.describe_acls(ACLFilter(None, None, ACLOperation.ANY, ACLPermissionType.ANY,
+                                           ResourcePatternFilter(KResourceType.ANY, None, ACLResourcePatternType.ANY)))
+        finally:
+            kp.close()
+
+
+# ------------------------------------------------------------------------------------------------------ DeleteRecords
+@pytest.mark.timeout(90)
+def test_delete_records_then_consumers_start_at_the_new_log_start(tmp_path: Path) -> None:
+    with broker(tmp_path) as server:
+        bs = bootstrap(server)
+        _create(bs, "dr", 2)
+        _produce(bs, "dr", 100, partition=0)
+        _produce(bs, "dr", 100, partition=1)
+
+        admin = AdminClient({"bootstrap.servers": bs})
+
+        [result] = admin.delete_records([CTopicPartition("dr", 0, 40)]).values()
+        assert result.result(CALL_TIMEOUT_S).low_watermark == 40
+        assert _consume_from_start(bs, "dr", 0, 60) == [(o, str(o).encode()) for o in range(40, 100)]
+
+        kp = KafkaAdminClient(bootstrap_servers=bs)
+        try:
+            answer = kp.delete_records({KTopicPartition("dr", 1): 70})
+            assert answer[KTopicPartition("dr", 1)]["low_watermark"] == 70
+            with pytest.raises(kafka.errors.OffsetOutOfRangeError):  # above the high watermark
+                kp.delete_records({KTopicPartition("dr", 1): 1000})
+        finally:
+            kp.close()
+
+        async def aio() -> dict[object, int]:
+            client = AIOKafkaAdminClient(bootstrap_servers=bs)
+            await client.start()
+            try:
+                return await client.delete_records({aiokafka.TopicPartition("dr", 1): RecordsToDelete(90)})
+            finally:
+                await client.close()
+
+        assert asyncio.run(aio()) == {aiokafka.TopicPartition("dr", 1): 90}
+        assert _consume_from_start(bs, "dr", 1, 10) == [(o, str(o).encode()) for o in range(90, 100)]
