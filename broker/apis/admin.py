@@ -14,6 +14,7 @@ from typing import Any
 from broker.apis.acls import handle_create_acls, handle_delete_acls, handle_describe_acls
 from broker.apis.data_plane import DataPlane
 from broker.apis.kafka_apis import Handler, HandlerResult, KafkaApis
+from broker.apis.log_dirs import handle_alter_replica_log_dirs, handle_describe_log_dirs
 from broker.apis.records import handle_delete_records
 from broker.network.request import Request
 from broker.protocol import ApiKey, RequestHeader
@@ -35,3 +36,5 @@ def install_admin_apis(apis: KafkaApis, dp: DataPlane) -> None:
     apis.register(ApiKey.CREATE_ACLS, handle_create_acls)
     apis.register(ApiKey.DELETE_ACLS, handle_delete_acls)
     apis.register(ApiKey.DELETE_RECORDS, _bind(dp, handle_delete_records))
+    apis.register(ApiKey.DESCRIBE_LOG_DIRS, _bind(dp, handle_describe_log_dirs))
+    apis.register(ApiKey.ALTER_REPLICA_LOG_DIRS, _bind(dp, handle_alter_replica_log_dirs))

@@ -40,6 +40,7 @@ from kafka.admin import (  # noqa: E402
 from kafka.admin import ResourceType as KResourceType  # noqa: E402
 from kafka.errors import SecurityDisabledError  # noqa: E402
 from kafka.structs import TopicPartition as KTopicPartition  # noqa: E402
+from kafka.structs import TopicPartitionReplica  # noqa: E402
 
 SECURITY_DISABLED = 54
 #: How long a client may take for one admin round trip on a loaded 2-core machine.
@@ -138,3 +139,34 @@ def test_delete_records_then_consumers_start_at_the_new_log_start(tmp_path: Path
 
         assert asyncio.run(aio()) == {aiokafka.TopicPartition("dr", 1): 90}
         assert _consume_from_start(bs, "dr", 1, 10) == [(o, str(o).encode()) for o in range(90, 100)]
+
+
+# ------------------------------------------------------------------------------------------------------ log dirs
+@pytest.mark.timeout(60)
+def test_describe_log_dirs_shows_partition_sizes_and_alter_keeps_replicas_in_the_one_dir(tmp_path: Path) -> None:
+    with broker(tmp_path) as server:
+        bs = bootstrap(server)
+        _create(bs, "ld", 2)
+        _produce(bs, "ld", 50, partition=1)
+        log_dir = str((tmp_path / "data").resolve())
+        kp = KafkaAdminClient(bootstrap_servers=bs)
+        try:
+            [described] = kp.describe_log_dirs()
+            assert described["broker"] == 1
+            [result] = described["log_dirs"]
+            assert (result["error_code"], result["log_dir"]) == (0, log_dir)
+            [topic] = [t for t in result["topics"] if t["name"] == "ld"]
+            assert [(p["partition_index"], p["offset_lag"], p["is_future_key"]) for p in topic["partitions"]] == [
+                (0, 0, False), (1, 0, False)]
+            sizes = [p["partition_size"] for p in topic["partitions"]]
+            assert sizes[0] == 0 < sizes[1]
+            assert result["total_bytes"] >= result["usable_bytes"] > 0
+
+            moved = kp.alter_replica_log_dirs({TopicPartitionReplica("ld", 0, 1): log_dir,
+                                               TopicPartitionReplica("ld", 1, 1): str(tmp_path / "elsewhere"),
+                                               TopicPartitionReplica("nope", 0, 1): log_dir})
+            assert moved == {TopicPartitionReplica("ld", 0, 1): kafka.errors.NoError,
+                             TopicPartitionReplica("ld", 1, 1): kafka.errors.LogDirNotFoundError,
+                             TopicPartitionReplica("nope", 0, 1): kafka.errors.ReplicaNotAvailableError}
+        finally:
+            kp.close()

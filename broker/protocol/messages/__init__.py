@@ -125,6 +125,8 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     ApiKey.CREATE_ACLS: (0, 3),
     ApiKey.DELETE_ACLS: (0, 3),
     ApiKey.DELETE_RECORDS: (0, 2),
+    ApiKey.DESCRIBE_LOG_DIRS: (0, 4),
+    ApiKey.ALTER_REPLICA_LOG_DIRS: (0, 2),
 }
 
 for _key, (_lo, _hi) in SUPPORTED.items():
