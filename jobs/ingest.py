@@ -480,18 +480,10 @@ def start_ingest_queries(spark: SparkSession, settings: Settings, family: str) -
         streams.append((f"ingest_{family}_files", reader.load(os.path.abspath(settings.files.path))))
     topics = settings.kafka.logs_topics if family == "logs" else settings.kafka.metrics_topics
     if settings.kafka.enabled and topics:
-        reader = (
-            spark.readStream.format("planewatch_kafka")
-            .option("bootstrap.servers", settings.kafka.bootstrap_servers)
-            .option("topics", ",".join(topics))
-            .option("family", family)
-            .option("startingOffsets", settings.kafka.starting_offsets)
-            .option("maxRecordsPerTrigger", settings.kafka.max_records_per_batch)
-            .option("defaultCluster", settings.default_cluster)
-        )
-        if settings.cluster:
-            reader = reader.option("cluster", settings.cluster)
-        streams.append((f"ingest_{family}_kafka", reader.load()))
+        from jobs.io.kafka_stream import kafka_stream
+
+        name = f"ingest_{family}_kafka"
+        streams.append((name, kafka_stream(spark, settings, family, topics, settings.checkpoint_path(name))))
     prom = settings.prometheus
     if prom.enabled and family == "metrics":
         import json

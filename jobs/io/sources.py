@@ -18,7 +18,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -27,8 +26,8 @@ from pyspark.sql.streaming.datasource import ReadMaxRows, SupportsTriggerAvailab
 
 from jobs.io import PipelineIOError
 from jobs.io.file_tail import OUTPUT_SCHEMA_DDL, Piece, pack, plan, read_piece, split
-from jobs.io.paths import FAMILIES, broker_id_from_path, sniff
-from schemas.inputs import InputFamily, LogKind, MetricFormat
+from jobs.io.kafka_records import raw_kafka_batch
+from jobs.io.paths import FAMILIES
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -181,9 +180,6 @@ class _KafkaRange(InputPartition):
         self.end = end
 
 
-_METRIC_HINT = re.compile(r"metric", re.IGNORECASE)
-
-
 def _kafka_conf(options: dict[str, str], group_suffix: str) -> dict[str, Any]:
     conf: dict[str, Any] = {
         "bootstrap.servers": options["bootstrap.servers"],
@@ -196,24 +192,6 @@ def _kafka_conf(options: dict[str, str], group_suffix: str) -> dict[str, Any]:
         if key.startswith("kafka."):
             conf[key[len("kafka.") :]] = value
     return conf
-
-
-def _record_fields(
-    value: bytes | None, key: bytes | None, topic: str, family: str, default_cluster: str, cluster: str | None
-) -> tuple[str, int | None, str, str, int]:
-    """(cluster, broker_id, kind, line, line_bytes) of one Kafka record; headers-free, from key and content."""
-    raw = value or b""
-    line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-    key_s = key.decode("utf-8", errors="replace") if key else ""
-    broker = broker_id_from_path(key_s) if key_s else None
-    if broker is None and key_s.isdigit():
-        broker = int(key_s)
-    sniffed = sniff(raw[:4096])
-    if family == InputFamily.METRICS:
-        kind = sniffed[1] if sniffed and sniffed[0] == InputFamily.METRICS else MetricFormat.JSON.value
-    else:
-        kind = sniffed[1] if sniffed and sniffed[0] == InputFamily.LOGS else LogKind.UNKNOWN.value
-    return cluster or default_cluster, broker, kind, line, len(raw)
 
 
 class _KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -307,13 +285,14 @@ class _KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: InputPartition) -> Iterator[Any]:
         import time
 
-        import pyarrow as pa
         from confluent_kafka import Consumer, KafkaError, TopicPartition
 
         assert isinstance(partition, _KafkaRange)
         p = partition
         consumer = Consumer(_kafka_conf(self.options, f"reader-{p.topic}-{p.partition}"))
-        cols: dict[str, list[Any]] = {k: [] for k in ("cluster", "broker_id", "kind", "line", "line_bytes", "offset")}
+        values: list[bytes | None] = []
+        keys: list[bytes | None] = []
+        offsets: list[int] = []
         try:
             consumer.assign([TopicPartition(p.topic, p.partition, p.start)])
             deadline = time.monotonic() + KAFKA_READ_DEADLINE_S
@@ -334,43 +313,17 @@ class _KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     if off >= p.end:
                         nxt = p.end  # past the range (a compacted gap before it): done
                         break
-                    fields = _record_fields(
-                        msg.value(), msg.key(), p.topic, self.family, self.default_cluster, self.cluster
-                    )
-                    for name, v in zip(("cluster", "broker_id", "kind", "line", "line_bytes"), fields, strict=True):
-                        cols[name].append(v)
-                    cols["offset"].append(off)
+                    values.append(msg.value())
+                    keys.append(msg.key())
+                    offsets.append(off)
                     nxt = off + 1
         finally:
             consumer.close()
-        n = len(cols["offset"])
-        if n == 0:
+        if not offsets:
             return
-        now = dt.datetime.now(dt.UTC)
-        yield pa.RecordBatch.from_arrays(
-            [
-                pa.array(cols["cluster"], pa.string()),
-                pa.array(cols["broker_id"], pa.int32()),
-                pa.array(cols["kind"], pa.string()),
-                pa.array(cols["line"], pa.string()),
-                pa.array(cols["line_bytes"], pa.int64()),
-                pa.array([f"kafka:{p.topic}/{p.partition}"] * n, pa.string()),
-                pa.array(cols["offset"], pa.int64()),
-                pa.array([now] * n, pa.timestamp("us", tz="UTC")),
-                pa.array([False] * n, pa.bool_()),
-            ],
-            names=[
-                "cluster",
-                "broker_id",
-                "kind",
-                "line",
-                "line_bytes",
-                "source",
-                "source_offset",
-                "ingest_ts",
-                "truncated",
-            ],
-        )
+        source = f"kafka:{p.topic}/{p.partition}"
+        yield raw_kafka_batch(values, keys, [source] * len(offsets), offsets, self.family, self.default_cluster,
+                              self.cluster, dt.datetime.now(dt.UTC))
 
     def commit(self, end: dict[str, Any]) -> None:
         del end

@@ -46,10 +46,13 @@ def test_appends_exactly_once_and_equals_the_delta_rs_sink(spark, tmp_path: Path
     for batch, (start, n) in enumerate(((0, 50), (50, 30))):
         got = sink.write(_df(spark, start, n), batch)
         assert (got.skipped, got.rows, got.mode) == (False, n, "delta-spark")
-        assert got.files >= 1 and len(got.paths) == got.files and got.rows_known
+        assert got.files >= 1
+        assert len(got.paths) == got.files
+        assert got.rows_known
         rs.write(_df(spark, start, n), batch)
     replay = sink.write(_df(spark, 50, 30), 1)
-    assert replay.skipped and not replay.rows_known
+    assert replay.skipped
+    assert not replay.rows_known
     table = DeltaTable(spark_path)
     assert table.transaction_version("q:raw_logs") == 1
     assert table.version() == got.version

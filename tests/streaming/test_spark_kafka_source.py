@@ -1,0 +1,84 @@
+"""Spark's own Kafka source (sources.kafka.reader: spark) against the reference broker on 127.0.0.1: the same bronze
+and silver rows as planewatch_kafka on the same topic, bounded batches, restart from the checkpoint."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable
+
+from jobs.io.jars import session_has_kafka
+from jobs.io.kafka_stream import checkpoint_reader
+from jobs.io.settings import parse_settings
+from jobs.runner import run_pipeline
+from tests.streaming.test_kafka_source import FIXTURE_LOG, _produce, broker  # noqa: F401 - the broker fixture
+
+pytestmark = [pytest.mark.spark, pytest.mark.streaming, pytest.mark.integration, pytest.mark.slow]
+
+# Columns that depend on when and in which micro-batch a record was read, not on the record.
+RUN_COLUMNS = {"ingest_ts", "batch_id", "date"}
+ODD_RECORDS = [b"\xff\xfe not utf-8 \x00", b"", b"[2021-03-02 08:00:00,000] INFO a line with no logger"]
+
+
+def _settings(tmp: Path, bootstrap: str, reader: str, max_records: int):
+    return parse_settings(
+        {"lake": str(tmp / reader / "lake"), "checkpoints": str(tmp / reader / "ck"), "trigger": {"once": True},
+         "sources": {"files": {"enabled": False},
+                     "kafka": {"enabled": True, "bootstrap_servers": bootstrap, "logs_topics": ["kafka-logs"],
+                               "max_records_per_batch": max_records, "reader": reader}},
+         "quality": {"enabled": False}, "sink": {"driver_batch_max_rows": 0}},
+        "test",
+    )  # fmt: skip
+
+
+def _rows(lake: Path, table: str) -> list[tuple]:
+    rows = pa.table(DeltaTable(str(lake / table)).to_pyarrow_table()).to_pylist()
+    return sorted(tuple(sorted((k, str(v)) for k, v in r.items() if k not in RUN_COLUMNS)) for r in rows)
+
+
+def test_spark_kafka_source_gives_the_python_sources_rows(spark, tmp_path: Path, broker: str) -> None:  # noqa: F811
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    if not session_has_kafka(spark):
+        pytest.skip("spark-sql-kafka not fetched: python -m planewatch.kafka.artifacts fetch spark")
+    admin = AdminClient({"bootstrap.servers": broker})
+    for f in admin.create_topics([NewTopic("kafka-logs", num_partitions=2, replication_factor=1)]).values():
+        f.result(30)
+    lines = [line for line in FIXTURE_LOG.read_text().splitlines() if line.strip()]
+    _produce(broker, "kafka-logs", lines)
+    p = Producer({"bootstrap.servers": broker, "acks": "all", "log_level": 0})
+    for value in ODD_RECORDS:
+        p.produce("kafka-logs", value, key=b"3")
+    assert p.flush(30) == 0
+
+    spark_settings = _settings(tmp_path, broker, "spark", 7)
+    assert run_pipeline(spark, spark_settings, families=("logs",), detection=False) == 0
+    assert run_pipeline(spark, _settings(tmp_path, broker, "python", 7), families=("logs",), detection=False) == 0
+    spark_lake, python_lake = tmp_path / "spark" / "lake", tmp_path / "python" / "lake"
+    assert checkpoint_reader(str(tmp_path / "spark" / "ck" / "ingest_logs_kafka")) == "spark"
+    assert checkpoint_reader(str(tmp_path / "python" / "ck" / "ingest_logs_kafka")) == "python"
+
+    raw = _rows(spark_lake, "raw_logs")
+    assert len(raw) == len(lines) + len(ODD_RECORDS)
+    assert raw == _rows(python_lake, "raw_logs")
+    for table in ("state_change_events", "request_events", "quarantine"):
+        assert _rows(spark_lake, table) == _rows(python_lake, table), table
+    batches = {r["batch_id"] for r in pa.table(DeltaTable(str(spark_lake / "raw_logs")).to_pyarrow_table()).to_pylist()}
+    assert len(batches) >= 2  # 8 records, at most 7 per batch (maxOffsetsPerTrigger)
+
+    # Restart with reader auto: the checkpoint began with Spark's reader and stays with it; only new records.
+    _produce(broker, "kafka-logs", ["this line is not a Kafka log line at all (2)"])
+    auto = _settings(tmp_path, broker, "spark", 7)
+    auto = parse_settings(
+        {"lake": auto.lake, "checkpoints": auto.checkpoints, "trigger": {"once": True},
+         "sources": {"files": {"enabled": False},
+                     "kafka": {"enabled": True, "bootstrap_servers": broker, "logs_topics": ["kafka-logs"],
+                               "reader": "auto"}},
+         "quality": {"enabled": False}},
+        "test",
+    )  # fmt: skip
+    assert run_pipeline(spark, auto, families=("logs",), detection=False) == 0
+    assert len(_rows(spark_lake, "raw_logs")) == len(lines) + len(ODD_RECORDS) + 1
