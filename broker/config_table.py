@@ -23,12 +23,16 @@ from typing import Any
 
 from broker.configdef import INT_MAX, LONG_MAX, ConfigDef, ConfigException, Validator, at_least, one_of
 
-__all__ = ["CONFIG_DEFS", "LISTENER_PREFIXED", "LOG_LEVELS", "SECURITY_PROTOCOLS", "SUPPORTED_SECURITY_PROTOCOLS"]
+__all__ = ["CLEANUP_POLICIES", "CONFIG_DEFS", "LISTENER_PREFIXED", "LOG_LEVELS", "SECURITY_PROTOCOLS",
+           "SUPPORTED_CLEANUP_POLICIES", "SUPPORTED_SECURITY_PROTOCOLS", "TIMESTAMP_TYPES", "cleanup_policy"]
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SUPPORTED_SECURITY_PROTOCOLS = ("PLAINTEXT",)
 LOG_LEVELS = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "OFF")
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+# Kafka's cleanup policies; the reference log deletes (retention) but never compacts.
+CLEANUP_POLICIES = ("compact", "delete")
+SUPPORTED_CLEANUP_POLICIES = ("delete",)
 # Keys that may be prefixed with listener.name.<l>. (KIP-402 per-listener limits).
 LISTENER_PREFIXED = frozenset({"max.connections"})
 HOUR_MS = 3_600_000
@@ -51,6 +55,19 @@ def _fetcher_model(name: str, value: Any) -> None:
     from broker.fetcher.thread import FETCHER_MODELS
 
     one_of(*FETCHER_MODELS)(name, value)
+
+
+def cleanup_policy(name: str, value: Any) -> None:
+    """Kafka's ``ValidList.in("compact", "delete")``, then the reference log's limit: ``delete`` only.
+
+    Raises:
+        ConfigException: an item Kafka does not know (Kafka's message), or a policy the log cannot carry out.
+    """
+    for item in value:
+        one_of(*CLEANUP_POLICIES)(name, item)
+    if list(value) != list(SUPPORTED_CLEANUP_POLICIES):
+        raise ConfigException.invalid(name, ",".join(value), "the reference broker's log deletes old segments but "
+                                      "never compacts: the only supported policy is delete")
 
 
 def _section(name: str, *defs: ConfigDef) -> tuple[ConfigDef, ...]:
@@ -127,10 +144,16 @@ _LOG = _section(
     _d("log.retention.minutes", "long", None, "Default retention.ms in minutes (when log.retention.ms is not set)."),
     _d("log.retention.hours", "long", WEEK_HOURS, "Default retention.ms in hours (the last fallback)."),
     _d("log.flush.interval.messages", "long", LONG_MAX, "Default flush.messages (Long.MAX = never).", at_least(1)),
-    _d("log.flush.interval.ms", "long", LONG_MAX, "Default flush.ms (Long.MAX = never).", at_least(0)),
+    _d("log.flush.interval.ms", "long", None, "Default flush.ms; default: log.flush.scheduler.interval.ms.",
+       at_least(0)),
     _d("log.segment.delete.delay.ms", "long", 60_000, "Default file.delete.delay.ms.", at_least(0)),
     _d("log.message.timestamp.type", "string", "CreateTime", "Default message.timestamp.type.",
        one_of(*TIMESTAMP_TYPES)),
+    _d("log.cleanup.policy", "list", "delete", "Default cleanup.policy (delete only: the log never compacts).",
+       cleanup_policy),
+    _d("min.insync.replicas", "int", 1,
+       "Default min.insync.replicas: an acks=all produce needs this many in-sync replicas (at most the "
+       "replication factor).", at_least(1)),
     _d("log.retention.check.interval.ms", "long", 300_000, "How often retention runs.", at_least(0)),
     _d("log.flush.scheduler.interval.ms", "long", LONG_MAX, "How often flush.ms is checked.", at_least(0)),
     _d("log.flush.offset.checkpoint.interval.ms", "long", 60_000,

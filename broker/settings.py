@@ -140,14 +140,16 @@ class LogSettings(SettingsView):
     """The log directories, the broker-wide defaults of the topic configs, and the log manager's intervals.
 
     ``segment_ms`` is ``log.roll.ms``, else ``log.roll.hours``; ``retention_ms`` is ``log.retention.ms``, else
-    ``log.retention.minutes``, else ``log.retention.hours`` (Kafka's precedence).
+    ``log.retention.minutes``, else ``log.retention.hours``; ``flush_ms`` is ``log.flush.interval.ms``, else
+    ``log.flush.scheduler.interval.ms`` (Kafka's precedence).
     """
 
     KEYS: ClassVar[tuple[str, ...]] = (
         "log.dirs", "log.dir", "log.segment.bytes", "log.roll.ms", "log.roll.hours", "log.index.size.max.bytes",
         "log.index.interval.bytes", "message.max.bytes", "log.retention.bytes", "log.retention.ms",
         "log.retention.minutes", "log.retention.hours", "log.flush.interval.messages", "log.flush.interval.ms",
-        "log.segment.delete.delay.ms", "log.message.timestamp.type", "log.retention.check.interval.ms",
+        "log.segment.delete.delay.ms", "log.message.timestamp.type", "log.cleanup.policy", "min.insync.replicas",
+        "log.retention.check.interval.ms",
         "log.flush.scheduler.interval.ms", "log.flush.offset.checkpoint.interval.ms",
         "log.flush.start.offset.checkpoint.interval.ms", "planewatch.leader.epoch.checkpoint.delay.ms",
         "planewatch.log.line.version",
@@ -165,6 +167,8 @@ class LogSettings(SettingsView):
     flush_ms: int
     file_delete_delay_ms: int
     message_timestamp_type: str
+    cleanup_policy: str
+    min_insync_replicas: int
     retention_check_interval_ms: int
     flush_scheduler_interval_ms: int
     recovery_point_checkpoint_interval_ms: int
@@ -189,9 +193,12 @@ class LogSettings(SettingsView):
             retention_bytes=values["log.retention.bytes"],
             retention_ms=retention_ms,
             flush_messages=values["log.flush.interval.messages"],
-            flush_ms=values["log.flush.interval.ms"],
+            flush_ms=(values["log.flush.interval.ms"] if values["log.flush.interval.ms"] is not None
+                      else values["log.flush.scheduler.interval.ms"]),
             file_delete_delay_ms=values["log.segment.delete.delay.ms"],
             message_timestamp_type=values["log.message.timestamp.type"],
+            cleanup_policy=",".join(values["log.cleanup.policy"]),
+            min_insync_replicas=values["min.insync.replicas"],
             retention_check_interval_ms=values["log.retention.check.interval.ms"],
             flush_scheduler_interval_ms=values["log.flush.scheduler.interval.ms"],
             recovery_point_checkpoint_interval_ms=values["log.flush.offset.checkpoint.interval.ms"],

@@ -1,4 +1,7 @@
-"""DescribeConfigs (32), AlterConfigs (33), IncrementalAlterConfigs (44): the broker's dynamic connection limits.
+"""DescribeConfigs (32), AlterConfigs (33), IncrementalAlterConfigs (44): broker settings and topic configs.
+
+TOPIC resources are :mod:`broker.apis.topic_configs`' (describe with sources and synonyms, alter applied live and
+persisted). BROKER resources: the broker's dynamic connection limits, as below.
 
 Theory of operation
 -------------------
@@ -18,8 +21,10 @@ this broker or ``""`` for the cluster-wide default); the values are
    (logger ``kafka.server.DynamicConfigManager``)
 
 Precedence, as Kafka: per-broker dynamic > cluster-default dynamic > static ``server.properties`` > default.
-DescribeConfigs reports the effective value and its source (DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG,
-STATIC_BROKER_CONFIG, DEFAULT_CONFIG) for the broker, and the log config of a topic (read-only here).
+DescribeConfigs of broker ``<broker.id>`` lists every key of the configuration table with the value in force, its
+source (DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG), ``read_only``
+unless the key is one of the dynamic ones above, and Kafka's synonyms when asked (:mod:`broker.apis.config_entries`);
+broker ``""`` (the cluster default) lists the dynamic default configs only, as Kafka.
 """
 
 from __future__ import annotations
@@ -31,8 +36,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from broker.apis.config_entries import BrokerLayers, broker_entry, java_string
 from broker.apis.data_plane import DataPlane
 from broker.apis.kafka_apis import HandlerResult
+from broker.apis.topic_configs import OP_DELETE, OP_SET, AlterError, TopicConfigs
 from broker.config import CONFIG_DEFS, LISTENER_PREFIXED, ConfigException
 from broker.log4j import Log4j
 from broker.network.request import Request
@@ -44,21 +51,10 @@ __all__ = ["DYNAMIC_FILE", "ConfigApis", "DynamicBrokerConfig", "is_dynamic_key"
 DYNAMIC_FILE = "dynamic-broker-configs.json"
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
-DYNAMIC_TOPIC_CONFIG = 1
-DYNAMIC_BROKER_CONFIG = 2
-DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-STATIC_BROKER_CONFIG = 4
-DEFAULT_CONFIG = 5
-# IncrementalAlterConfigs operations
-OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
 # The table's dynamic keys (KIP-402 / KIP-308 connection limits).
 _BROKER_KEYS = tuple(name for name, d in CONFIG_DEFS.items() if d.dynamic)
-# Static broker settings DescribeConfigs also shows (read-only), besides the dynamic ones.
-_STATIC_SHOWN = ("broker.id", "log.dirs", "listeners", "advertised.listeners", "num.network.threads",
-                 "num.io.threads", "queued.max.requests", "socket.request.max.bytes", "control.plane.listener.name",
-                 "auto.create.topics.enable", "num.partitions", "message.max.bytes")
 # Their table defaults, as DescribeConfigs shows them (strings).
-_DEFAULTS = {name: str(CONFIG_DEFS[name].default) for name in _BROKER_KEYS}
+_DEFAULTS = {name: str(java_string(CONFIG_DEFS[name].default)) for name in _BROKER_KEYS}
 
 
 def is_dynamic_key(key: str) -> bool:
@@ -88,6 +84,7 @@ class DynamicBrokerConfig:
         self._path = directory / DYNAMIC_FILE
         self._static = dict(static)
         self._apply = apply
+        self.log4j = log4j
         self._log = log4j.get_logger("kafka.server.DynamicConfigManager")
         self._lock = threading.Lock()
         self.per_broker: dict[str, str] = {}
@@ -164,106 +161,110 @@ class DynamicBrokerConfig:
             self._persist()
             self._log_override("<default>" if is_default else str(self.broker_id), layer)
 
-    def describe(self, keys: list[str] | None) -> list[dict[str, Any]]:
-        """DescribeConfigs entries of this broker (``keys`` None = all shown)."""
-        listener_keys = sorted({*(k for k in self.per_broker if k.startswith("listener.name.")),
-                                *(k for k in self.cluster_default if k.startswith("listener.name.")),
-                                *(k for k in self._static if is_dynamic_key(k) and k.startswith("listener."))})
-        names = list(keys) if keys else [*_BROKER_KEYS, *listener_keys, *_STATIC_SHOWN]
-        out = []
-        for name in names:
-            dynamic = is_dynamic_key(name)
-            if name in self.per_broker:
-                value, source = self.per_broker[name], DYNAMIC_BROKER_CONFIG
-            elif name in self.cluster_default:
-                value, source = self.cluster_default[name], DYNAMIC_DEFAULT_BROKER_CONFIG
-            elif name in self._static:
-                value, source = self._static[name], STATIC_BROKER_CONFIG
-            elif name in _DEFAULTS:
-                value, source = _DEFAULTS[name], DEFAULT_CONFIG
-            else:
-                continue
-            out.append({"name": name, "value": value, "read_only": not dynamic, "config_source": source,
-                        "is_default": source == DEFAULT_CONFIG, "is_sensitive": False, "synonyms": [],
-                        "config_type": 0, "documentation": None})
-        return out
+    def layers(self) -> BrokerLayers:
+        """The broker's values by source now (static: the table's keys and listener overrides as given)."""
+        static = {k: v.strip() for k, v in self._static.items() if k in CONFIG_DEFS or is_dynamic_key(k)}
+        return BrokerLayers(dict(self.per_broker), dict(self.cluster_default), static)
+
+    def describe(self, keys: list[str] | None, per_broker: bool = True, include_synonyms: bool = False,
+                 include_documentation: bool = False) -> list[dict[str, Any]]:
+        """DescribeConfigs entries of this broker (``per_broker``) or of the cluster default; ``keys`` None = all."""
+        layers = self.layers()
+        if per_broker:
+            listener_keys = sorted({k for layer in (self.per_broker, self.cluster_default, layers.static)
+                                    for k in layer if k.startswith("listener.name.") and is_dynamic_key(k)})
+            shown = [*CONFIG_DEFS, *listener_keys]
+        else:
+            shown = sorted(self.cluster_default)
+        names = [k for k in shown if k in keys] if keys else shown
+        return [broker_entry(name, layers, read_only=not is_dynamic_key(name), per_broker=per_broker,
+                             include_synonyms=include_synonyms, include_documentation=include_documentation)
+                for name in names]
 
 
 class ConfigApis:
-    """The config request handlers."""
+    """The config request handlers: BROKER resources here, TOPIC resources in :class:`TopicConfigs`."""
 
     def __init__(self, dynamic: DynamicBrokerConfig, dp: DataPlane) -> None:
         self.dynamic = dynamic
         self.dp = dp
+        self.topics = TopicConfigs(dp, dynamic.layers, dynamic.log4j)
 
-    def _own(self, name: str) -> bool:
-        return name in ("", str(self.dynamic.broker_id))
+    def _broker_error(self, rtype: int, name: str) -> AlterError | None:
+        """Kafka's answer to a resource this broker does not serve (None: it does)."""
+        if rtype not in (RESOURCE_BROKER, RESOURCE_TOPIC):
+            return AlterError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {rtype}")
+        if rtype == RESOURCE_BROKER and name not in ("", str(self.dynamic.broker_id)):
+            return AlterError(ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {self.dynamic.broker_id} "
+                                                         f"or empty string, but received {name}")
+        return None
 
     def describe_configs(self, request: Request, header: RequestHeader, body: dict[str, Any]) -> HandlerResult:
-        """Broker settings (this broker or the default) and topic log configs."""
+        """Broker settings (this broker or the cluster default) and topic configs, with sources and synonyms."""
         del request, header
+        synonyms = bool(body.get("include_synonyms", False))
+        documentation = bool(body.get("include_documentation", False))
         results: list[dict[str, Any]] = []
         for r in body["resources"]:
             rtype, name = int(r["resource_type"]), str(r["resource_name"])
             keys = r.get("configuration_keys")
             res: dict[str, Any] = {"error_code": ErrorCode.NONE, "error_message": None, "resource_type": rtype,
                                    "resource_name": name, "configs": []}
-            if rtype == RESOURCE_BROKER and self._own(name):
-                res["configs"] = self.dynamic.describe(keys)
-            elif rtype == RESOURCE_TOPIC:
-                if not self.dp.topic_exists(name):
-                    res["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                    res["error_message"] = f"Topic {name} not found"
+            try:
+                error = self._broker_error(rtype, name)
+                if error is not None:
+                    raise error
+                if rtype == RESOURCE_TOPIC:
+                    res["configs"] = self.topics.describe(name, keys, synonyms, documentation)
                 else:
-                    cfg = self.dp.logs.topic_config(name).to_topic_configs()
-                    overrides = self.dp.topic_overrides(name)
-                    res["configs"] = [{"name": k, "value": v, "read_only": True,
-                                       "config_source": DYNAMIC_TOPIC_CONFIG if k in overrides else DEFAULT_CONFIG,
-                                       "is_default": k not in overrides, "is_sensitive": False, "synonyms": [],
-                                       "config_type": 0, "documentation": None}
-                                      for k, v in sorted(cfg.items()) if not keys or k in keys]
-            else:
-                res["error_code"] = ErrorCode.INVALID_REQUEST
-                res["error_message"] = f"Unsupported resource type {rtype} / name {name!r} on broker " \
-                                       f"{self.dynamic.broker_id}"
+                    res["configs"] = self.dynamic.describe(keys, name != "", synonyms, documentation)
+            except AlterError as exc:
+                res["error_code"], res["error_message"] = exc.code, exc.message or None
             results.append(res)
         return HandlerResult({"throttle_time_ms": 0, "results": results},
                              tuple(int(r["error_code"]) for r in results) or (ErrorCode.NONE,))
+
+    def _alter_broker(self, name: str, configs: list[dict[str, Any]], incremental: bool, validate_only: bool) -> None:
+        def change(layer: dict[str, str]) -> None:
+            if not incremental:
+                layer.clear()
+            for c in configs:
+                op = int(c.get("config_operation", OP_SET))
+                key, value = str(c["name"]), c.get("value")
+                if op == OP_DELETE:
+                    layer.pop(key, None)
+                elif op == OP_SET:
+                    if value is None:
+                        raise ConfigException(f"Null value not supported for : {key}")
+                    layer[key] = str(value)
+                else:
+                    raise ConfigException(f"Config value append/subtract is not allowed for config {key} "
+                                          "as it is not a list type")
+
+        try:
+            self.dynamic.alter(name, change, validate_only)
+        except ValueError as exc:  # ConfigException
+            raise AlterError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+        except OSError as exc:
+            raise AlterError(ErrorCode.INVALID_REQUEST, f"Could not persist the dynamic config: {exc}") from None
 
     def _alter(self, body: dict[str, Any], incremental: bool) -> HandlerResult:
         validate_only = bool(body.get("validate_only", False))
         responses: list[dict[str, Any]] = []
         for r in body["resources"]:
             rtype, name = int(r["resource_type"]), str(r["resource_name"])
-            code, message = 0, None
-            if rtype != RESOURCE_BROKER or not self._own(name):
-                code, message = ErrorCode.INVALID_REQUEST, (f"Only the dynamic connection limits of broker "
-                                                  f"{self.dynamic.broker_id} (or the default) can be altered here")
-            else:
-                configs = list(r.get("configs") or [])
-
-                def change(layer: dict[str, str], configs: list[dict[str, Any]] = configs) -> None:
-                    if not incremental:
-                        layer.clear()
-                    for c in configs:
-                        op = int(c.get("config_operation", OP_SET))
-                        key, value = str(c["name"]), c.get("value")
-                        if op == OP_DELETE:
-                            layer.pop(key, None)
-                        elif op == OP_SET:
-                            if value is None:
-                                raise ConfigException(f"Null value not supported for : {key}")
-                            layer[key] = str(value)
-                        else:
-                            raise ConfigException(f"Config value append/subtract is not allowed for config {key} "
-                                                  "as it is not a list type")
-
-                try:
-                    self.dynamic.alter(name, change, validate_only)
-                except ValueError as exc:  # ConfigException
-                    code, message = ErrorCode.INVALID_CONFIG, str(exc)
-                except OSError as exc:
-                    code, message = ErrorCode.INVALID_REQUEST, f"Could not persist the dynamic config: {exc}"
+            configs = list(r.get("configs") or [])
+            code, message = ErrorCode.NONE, None
+            try:
+                error = self._broker_error(rtype, name)
+                if error is not None:
+                    raise error
+                if rtype == RESOURCE_TOPIC:
+                    self.topics.alter(name, configs, incremental, validate_only)
+                else:
+                    self._alter_broker(name, configs, incremental, validate_only)
+            except AlterError as exc:
+                code, message = ErrorCode(exc.code), exc.message
             responses.append({"error_code": code, "error_message": message, "resource_type": rtype,
                               "resource_name": name})
         return HandlerResult({"throttle_time_ms": 0, "responses": responses},
@@ -271,11 +272,11 @@ class ConfigApis:
 
     def incremental_alter_configs(self, request: Request, header: RequestHeader,
                                   body: dict[str, Any]) -> HandlerResult:
-        """SET / DELETE per key (APPEND/SUBTRACT: INVALID_CONFIG, none of these keys is a list)."""
+        """SET / DELETE per key; APPEND / SUBTRACT on list-type topic configs only."""
         del request, header
         return self._alter(body, incremental=True)
 
     def alter_configs(self, request: Request, header: RequestHeader, body: dict[str, Any]) -> HandlerResult:
-        """Legacy AlterConfigs: the given set replaces the resource's dynamic configs."""
+        """Legacy AlterConfigs: the given set replaces the resource's dynamic configs (or the topic's overrides)."""
         del request, header
         return self._alter(body, incremental=False)

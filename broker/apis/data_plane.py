@@ -157,8 +157,19 @@ class DataPlane:
             return {}
 
     def topic_overrides(self, topic: str) -> dict[str, str]:
-        """The config overrides a topic was created with (DescribeConfigs' DYNAMIC_TOPIC_CONFIG entries)."""
+        """A topic's config overrides, as created or last altered (DescribeConfigs' TOPIC_CONFIG entries)."""
         return self._load_topic_configs().get(topic, {})
+
+    def set_topic_overrides(self, topic: str, overrides: Mapping[str, str]) -> None:
+        """Replace a topic's config overrides: applied to its running logs at once, then persisted.
+
+        Raises:
+            ValueError: an unknown name or a bad value (nothing changed).
+            OSError: the overrides could not be persisted (the logs already run with them).
+        """
+        with self._topics_lock:
+            self.logs.set_topic_config(topic, dict(overrides))
+            self._store_topic_config(topic, overrides)
 
     def _store_topic_config(self, topic: str, overrides: Mapping[str, str] | None) -> None:
         """Persist (or with None forget) a topic's config overrides: temp file, fsync, rename."""
@@ -300,6 +311,33 @@ class DataPlane:
         assignment = ", ".join(f"{p} -> ArrayBuffer({self.state.broker_id})" for p in range(n))
         self._log.info(f"Creating topic {topic} with configuration {dict(configs or {})} and initial partition "
                        f"assignment HashMap({assignment})")
+        return ErrorCode.NONE, None
+
+    def add_partitions(self, topic: str, count: int, *, validate_only: bool = False) -> tuple[int, str | None]:
+        """Grow a locally managed topic to ``count`` partitions, led by this broker; ``(error code, message)`` as
+        CreatePartitions answers."""
+        if not self.is_own_controller():
+            return ErrorCode.NOT_CONTROLLER, "This is not the correct controller for this cluster."
+        with self._topics_lock:
+            old = len(self.state.metadata_cache.snapshot.partitions.get(topic) or {})
+            if not old:
+                return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{topic}' does not exist."
+            if count <= old:
+                return ErrorCode.INVALID_PARTITIONS, (
+                    f"Topic currently has {old} partitions, which is higher than the requested {count}."
+                    if count < old else f"Topic already has {old} partitions.")
+            if count > MAX_PARTITIONS_PER_TOPIC:
+                return (ErrorCode.INVALID_PARTITIONS,
+                        f"Number of partitions must be between 1 and {MAX_PARTITIONS_PER_TOPIC}.")
+            if validate_only:
+                return ErrorCode.NONE, None
+            added = [TopicPartition(topic, p) for p in range(old, count)]
+            for tp in added:
+                self.logs.get_or_create_log(tp)
+            self._publish([self._local_state(tp, 0) for tp in added], [])
+        self._log.info(f"Creating {count - old} partitions for '{topic}' with the following replica assignment: "
+                       + ", ".join(f"{tp.partition} -> ReplicaAssignment(replicas={self.state.broker_id})"
+                                   for tp in added))
         return ErrorCode.NONE, None
 
     def delete_topic(self, topic: str) -> int:

@@ -9,7 +9,10 @@ nothing is appended for it.
 acks: 0 answers nothing (and closes the connection if any partition failed, as Kafka does so the client notices);
 1 answers after the append; -1 (all) appends durably (fsync) and then waits in the purgatory until the high
 watermark covers the appended records (ISR = {self}: at once), up to ``timeout_ms``, else REQUEST_TIMED_OUT for
-that partition (the records stay in the log, as in Kafka).
+that partition (the records stay in the log, as in Kafka). An acks=all partition whose ISR is smaller than the
+topic's ``min.insync.replicas`` (at most its replica count, Kafka 3.9's ``effectiveMinIsr``) is refused before the
+append with NOT_ENOUGH_REPLICAS, and answers NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below it while
+the high watermark moved.
 """
 
 from __future__ import annotations
@@ -49,6 +52,11 @@ def _partition_response(index: int, code: int, base_offset: int = -1, log_start_
             "log_start_offset": log_start_offset, "record_errors": [], "error_message": message}
 
 
+def _effective_min_isr(log: Log, state: PartitionState) -> int:
+    """Kafka 3.9's ``Partition.effectiveMinIsr``: the topic's ``min.insync.replicas``, at most the replica count."""
+    return min(log.config.min_insync_replicas, len(state.replicas))
+
+
 def handle_produce(dp: DataPlane, request: Request, header: RequestHeader, body: dict[str, Any]) -> HandlerResult:
     """Append every partition's records where this broker leads; see the module docstring."""
     acks = int(body["acks"])
@@ -72,6 +80,9 @@ def handle_produce(dp: DataPlane, request: Request, header: RequestHeader, body:
         dp.purgatory.await_completion(completed, timeout_ms)
         for p in pending:
             if p.log.high_watermark >= p.required:
+                now = dp.state.partition(p.tp) or p.state
+                if len(now.isr) < _effective_min_isr(p.log, now):  # the ISR shrank while waiting
+                    p.response["error_code"] = ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
                 continue
             # DelayedProduce: leadership lost while waiting -> NOT_LEADER_OR_FOLLOWER, else the timeout
             p.response["error_code"] = (ErrorCode.REQUEST_TIMED_OUT if dp.still_leader(p.tp, p.state)
@@ -98,6 +109,8 @@ def _append_one(dp: DataPlane, topic: str, index: int, records: Any, acks: int, 
     if lookup.error or lookup.log is None or lookup.state is None:
         return _partition_response(index, lookup.error or ErrorCode.UNKNOWN_SERVER_ERROR)
     log, state = lookup.log, lookup.state
+    if acks == -1 and len(state.isr) < _effective_min_isr(log, state):
+        return _partition_response(index, ErrorCode.NOT_ENOUGH_REPLICAS)
     pid = batch.producer_id
     try:
         if pid < 0:

@@ -15,44 +15,123 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from broker.configdef import LONG_MAX, ConfigException, parse_typed
+from broker.config_table import (
+    CLEANUP_POLICIES,
+    MIN_SEGMENT_BYTES,
+    MIN_SEGMENT_INDEX_BYTES,
+    TIMESTAMP_TYPES,
+    cleanup_policy,
+)
+from broker.configdef import LONG_MAX, ConfigException, at_least, one_of, parse_typed
 from broker.settings import LogSettings
 
 from ._lines import LINE_VERSIONS
 
 __all__ = [
+    "KAFKA_ONLY_TOPIC_KEYS",
     "LONG_MAX",
+    "TOPIC_CONFIG_DEFS",
     "LogConfig",
     "LogManagerConfig",
     "TimestampType",
+    "TopicConfigDef",
+    "UnknownTopicConfigError",
+    "parse_topic_config",
 ]
 
 TimestampType = Literal["CreateTime", "LogAppendTime"]
 
 
 @dataclass(frozen=True)
-class _Key:
-    attr: str  # the LogConfig (and LogSettings) attribute
-    topic_key: str
-    minimum: int | None
+class TopicConfigDef:
+    """One topic-level key as Kafka 3.9's ``LogConfig`` defines it, and where its broker-wide default comes from.
+
+    Attributes:
+        name: the topic key (``segment.bytes``).
+        attr: the :class:`LogConfig` (and :class:`broker.settings.LogSettings`) attribute.
+        type: Kafka's type (``int``, ``long``, ``string``, ``list``): a bad number says ``Not a number of type INT``.
+        broker_key: Kafka's ``TopicConfigSynonyms``: the broker key whose value is the default.
+        minimum: Kafka's ``atLeast`` (None: any value).
+        options: Kafka's ``ValidString.in`` / ``ValidList.in`` (None: any value).
+    """
+
+    name: str
+    attr: str
+    type: str
+    broker_key: str
+    minimum: int | None = None
+    options: tuple[str, ...] | None = None
+
+    def parse(self, raw: str) -> object:
+        """``raw`` parsed and validated as Kafka does (its messages), then held to what the reference log applies.
+
+        Raises:
+            ConfigException: not of the key's type, out of range, or not supported by the reference log.
+        """
+        value = parse_typed(self.name, self.type, raw)
+        if self.minimum is not None:
+            at_least(self.minimum)(self.name, value)
+        if self.type == "list":
+            cleanup_policy(self.name, value)
+            return ",".join(value)
+        if self.options is not None:
+            one_of(*self.options)(self.name, value)
+        return value
 
 
-# Kafka's topic-level LogConfig keys (3.x names), each defaulting to a broker key of broker.settings.LogSettings.
-_KEYS: tuple[_Key, ...] = (
-    _Key("segment_bytes", "segment.bytes", 14),  # LegacyRecord.RECORD_OVERHEAD_V0
-    _Key("segment_ms", "segment.ms", 1),
-    _Key("segment_index_bytes", "segment.index.bytes", 8),
-    _Key("index_interval_bytes", "index.interval.bytes", 0),
-    _Key("max_message_bytes", "max.message.bytes", 0),
-    _Key("retention_bytes", "retention.bytes", None),
-    _Key("retention_ms", "retention.ms", -1),
-    _Key("flush_messages", "flush.messages", 1),
-    _Key("flush_ms", "flush.ms", 0),
-    _Key("file_delete_delay_ms", "file.delete.delay.ms", 0),
-)
-_TIMESTAMP_TYPE_TOPIC_KEY = "message.timestamp.type"
+# Kafka's topic-level keys the reference log applies, with Kafka 3.9's types, validators and broker synonyms. One
+# difference: segment.index.bytes is at least 8 (one offset index entry; Kafka: 4).
+TOPIC_CONFIG_DEFS: dict[str, TopicConfigDef] = {d.name: d for d in (
+    TopicConfigDef("cleanup.policy", "cleanup_policy", "list", "log.cleanup.policy", options=CLEANUP_POLICIES),
+    TopicConfigDef("file.delete.delay.ms", "file_delete_delay_ms", "long", "log.segment.delete.delay.ms", 0),
+    TopicConfigDef("flush.messages", "flush_messages", "long", "log.flush.interval.messages", 1),
+    TopicConfigDef("flush.ms", "flush_ms", "long", "log.flush.interval.ms", 0),
+    TopicConfigDef("index.interval.bytes", "index_interval_bytes", "int", "log.index.interval.bytes", 0),
+    TopicConfigDef("max.message.bytes", "max_message_bytes", "int", "message.max.bytes", 0),
+    TopicConfigDef("message.timestamp.type", "message_timestamp_type", "string", "log.message.timestamp.type",
+                   options=TIMESTAMP_TYPES),
+    TopicConfigDef("min.insync.replicas", "min_insync_replicas", "int", "min.insync.replicas", 1),
+    TopicConfigDef("retention.bytes", "retention_bytes", "long", "log.retention.bytes"),
+    TopicConfigDef("retention.ms", "retention_ms", "long", "log.retention.ms", -1),
+    TopicConfigDef("segment.bytes", "segment_bytes", "int", "log.segment.bytes", MIN_SEGMENT_BYTES),
+    TopicConfigDef("segment.index.bytes", "segment_index_bytes", "int", "log.index.size.max.bytes",
+                   MIN_SEGMENT_INDEX_BYTES),
+    TopicConfigDef("segment.ms", "segment_ms", "long", "log.roll.ms", 1),
+)}
+# Kafka 3.9's other topic keys: known to Kafka, not applied by the reference log (refused, never silently ignored).
+KAFKA_ONLY_TOPIC_KEYS = frozenset({
+    "compression.gzip.level", "compression.lz4.level", "compression.type", "compression.zstd.level",
+    "delete.retention.ms", "follower.replication.throttled.replicas", "leader.replication.throttled.replicas",
+    "local.retention.bytes", "local.retention.ms", "max.compaction.lag.ms", "message.downconversion.enable",
+    "message.format.version", "message.timestamp.after.max.ms", "message.timestamp.before.max.ms",
+    "message.timestamp.difference.max.ms", "min.cleanable.dirty.ratio", "min.compaction.lag.ms", "preallocate",
+    "remote.log.copy.disable", "remote.log.delete.on.disable", "remote.storage.enable", "segment.jitter.ms",
+    "unclean.leader.election.enable",
+})
+_INT_ATTRS = tuple(d for d in TOPIC_CONFIG_DEFS.values() if d.type in ("int", "long"))
 # The broker-wide defaults (server.properties' log.* keys at their table defaults).
 _BROKER_DEFAULTS = LogSettings.defaults()
+
+
+class UnknownTopicConfigError(ValueError):
+    """A topic config name the reference log does not apply (Kafka: ``InvalidConfigurationException``)."""
+
+
+def parse_topic_config(name: str, raw: str) -> object:
+    """One topic-level value, parsed and validated.
+
+    Raises:
+        UnknownTopicConfigError: a name Kafka does not know (Kafka's message), or one the reference log does not
+            apply.
+        ConfigException: a bad value (Kafka's message).
+    """
+    definition = TOPIC_CONFIG_DEFS.get(name)
+    if definition is None:
+        if name in KAFKA_ONLY_TOPIC_KEYS:
+            raise UnknownTopicConfigError(f"Topic config {name} is not supported by the reference broker (it applies "
+                                          f"{', '.join(TOPIC_CONFIG_DEFS)})")
+        raise UnknownTopicConfigError(f"Unknown topic config name: {name}")
+    return definition.parse(raw)
 
 
 @dataclass(frozen=True)
@@ -71,6 +150,9 @@ class LogConfig:
         flush_ms: fsync when the last flush is older than this (``flush.ms``, Long.MAX = never).
         file_delete_delay_ms: deleted segments' file handles stay open this long for readers in flight.
         message_timestamp_type: ``CreateTime`` (keep the producer's) or ``LogAppendTime`` (broker stamps).
+        cleanup_policy: ``delete`` (retention deletes old segments; the log never compacts).
+        min_insync_replicas: an acks=all produce needs this many in-sync replicas (capped at the replication
+            factor, as Kafka 3.9's ``effectiveMinIsr``); read by Produce, not by the log.
     """
 
     segment_bytes: int = _BROKER_DEFAULTS.segment_bytes
@@ -84,23 +166,24 @@ class LogConfig:
     flush_ms: int = _BROKER_DEFAULTS.flush_ms
     file_delete_delay_ms: int = _BROKER_DEFAULTS.file_delete_delay_ms
     message_timestamp_type: TimestampType = _BROKER_DEFAULTS.message_timestamp_type  # type: ignore[assignment]
+    cleanup_policy: str = _BROKER_DEFAULTS.cleanup_policy
+    min_insync_replicas: int = _BROKER_DEFAULTS.min_insync_replicas
 
     def __post_init__(self) -> None:
-        for key in _KEYS:
+        for key in _INT_ATTRS:
             value = getattr(self, key.attr)
             if not isinstance(value, int) or isinstance(value, bool):
-                raise ValueError(f"Invalid value {value!r} for configuration {key.topic_key}: not an integer")
+                raise ValueError(f"Invalid value {value!r} for configuration {key.name}: not an integer")
             if key.minimum is not None and value < key.minimum:
-                raise ConfigException.invalid(key.topic_key, value, f"Value must be at least {key.minimum}")
-        if self.message_timestamp_type not in ("CreateTime", "LogAppendTime"):
-            raise ConfigException.invalid(_TIMESTAMP_TYPE_TOPIC_KEY, self.message_timestamp_type,
-                                          "String must be one of: CreateTime, LogAppendTime")
+                raise ConfigException.invalid(key.name, value, f"Value must be at least {key.minimum}")
+        TOPIC_CONFIG_DEFS["message.timestamp.type"].parse(self.message_timestamp_type)
+        TOPIC_CONFIG_DEFS["cleanup.policy"].parse(self.cleanup_policy)
 
     @classmethod
     def from_settings(cls, settings: LogSettings) -> LogConfig:
         """The broker-wide default: the topic keys' broker-level values."""
-        values = {key.attr: getattr(settings, key.attr) for key in _KEYS}
-        return cls(**values, message_timestamp_type=settings.message_timestamp_type)  # type: ignore[arg-type]
+        values = {key.attr: getattr(settings, key.attr) for key in TOPIC_CONFIG_DEFS.values()}
+        return cls(**values)
 
     @classmethod
     def from_broker_properties(cls, props: Mapping[str, str]) -> LogConfig:
@@ -115,24 +198,16 @@ class LogConfig:
         """This config with topic-level overrides (``segment.bytes``, ``retention.ms``...) applied.
 
         Raises:
-            ValueError: for an unknown topic config name or a bad value.
+            UnknownTopicConfigError: a topic config name the reference log does not apply.
+            ConfigException: a bad value (Kafka's message).
         """
-        by_topic_key = {key.topic_key: key for key in _KEYS}
-        values: dict[str, object] = {}
-        for name, raw in overrides.items():
-            if name == _TIMESTAMP_TYPE_TOPIC_KEY:
-                values["message_timestamp_type"] = raw.strip()
-            elif name in by_topic_key:
-                values[by_topic_key[name].attr] = parse_typed(name, "long", raw)
-            else:
-                raise ValueError(f"Unknown topic config name: {name}")
+        values = {TOPIC_CONFIG_DEFS[name].attr if name in TOPIC_CONFIG_DEFS else name: parse_topic_config(name, raw)
+                  for name, raw in overrides.items()}
         return dataclasses.replace(self, **values)  # type: ignore[arg-type]
 
     def to_topic_configs(self) -> dict[str, str]:
         """Topic-level names and values (what DescribeConfigs shows for a topic)."""
-        out = {key.topic_key: str(getattr(self, key.attr)) for key in _KEYS}
-        out[_TIMESTAMP_TYPE_TOPIC_KEY] = self.message_timestamp_type
-        return out
+        return {name: str(getattr(self, d.attr)) for name, d in TOPIC_CONFIG_DEFS.items()}
 
 
 @dataclass(frozen=True)
