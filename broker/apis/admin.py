@@ -15,6 +15,7 @@ from broker.apis.acls import handle_create_acls, handle_delete_acls, handle_desc
 from broker.apis.data_plane import DataPlane
 from broker.apis.kafka_apis import Handler, HandlerResult, KafkaApis
 from broker.apis.log_dirs import handle_alter_replica_log_dirs, handle_describe_log_dirs
+from broker.apis.partitions import LocalAdmin, admin_handlers
 from broker.apis.records import handle_delete_records
 from broker.network.request import Request
 from broker.protocol import ApiKey, RequestHeader
@@ -38,3 +39,5 @@ def install_admin_apis(apis: KafkaApis, dp: DataPlane) -> None:
     apis.register(ApiKey.DELETE_RECORDS, _bind(dp, handle_delete_records))
     apis.register(ApiKey.DESCRIBE_LOG_DIRS, _bind(dp, handle_describe_log_dirs))
     apis.register(ApiKey.ALTER_REPLICA_LOG_DIRS, _bind(dp, handle_alter_replica_log_dirs))
+    for api_key, handler in admin_handlers(LocalAdmin(dp)).items():
+        apis.register(api_key, handler)

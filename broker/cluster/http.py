@@ -9,6 +9,10 @@ the brokers need (see :mod:`broker.cluster.controller`)::
     POST /create_topics {"topics": [{"name", "num_partitions", "replication_factor", "validate_only"}]}
                                                                                 -> {"results": [...]}
     POST /alter_isr     {"id", "epoch", "topic", "partition", "leader_epoch", "isr"} -> {"error_code", ...}
+    POST /create_partitions     {"topics": [{"name", "count", "assignments", "validate_only"}]} -> {"results"}
+    POST /elect_leaders         {"election_type", "partitions": [[topic, partition]] | null}    -> {"results"}
+    POST /alter_reassignments   {"moves": [{"topic", "partition", "replicas" | null}]}         -> {"results"}
+    POST /list_reassignments    {"partitions": [[topic, partition]] | null}                    -> {"results"}
     GET  /status                                                                -> the controller's view
 
 :class:`ControllerClient` is the broker side (urllib, bounded timeouts). Bad JSON answers 400 with a message.
@@ -82,7 +86,19 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path == "/alter_isr":
             return c.alter_isr(int(body["id"]), int(body["epoch"]), str(body["topic"]), int(body["partition"]),
                                int(body["leader_epoch"]), [int(r) for r in body["isr"]])
+        if self.path == "/create_partitions":
+            return {"results": c.create_partitions(list(body["topics"]))}
+        if self.path == "/elect_leaders":
+            return {"results": c.elect_leaders(int(body["election_type"]), _partitions(body.get("partitions")))}
+        if self.path == "/alter_reassignments":
+            return {"results": c.alter_reassignments(list(body["moves"]))}
+        if self.path == "/list_reassignments":
+            return {"results": c.list_reassignments(_partitions(body.get("partitions")))}
         raise KeyError(f"no such path {self.path}")
+
+
+def _partitions(raw: Any) -> list[tuple[str, int]] | None:
+    return None if raw is None else [(str(t), int(p)) for t, p in raw]
 
 
 class _Server(ThreadingHTTPServer):
@@ -156,6 +172,25 @@ class ControllerClient:
         """Ask for an ISR change."""
         return self._call("/alter_isr", {"id": broker_id, "epoch": epoch, "topic": topic, "partition": partition,
                                          "leader_epoch": leader_epoch, "isr": isr})
+
+    def create_partitions(self, topics: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Forward CreatePartitions; per-topic results ``{name, error_code, error_message}``."""
+        return list(self._call("/create_partitions", {"topics": topics})["results"])
+
+    def elect_leaders(self, election_type: int, partitions: list[tuple[str, int]] | None) -> list[dict[str, Any]]:
+        """Forward ElectLeaders; per-partition results ``{topic, partition, error_code, error_message}``."""
+        body = {"election_type": election_type, "partitions": None if partitions is None else
+                [list(tp) for tp in partitions]}
+        return list(self._call("/elect_leaders", body)["results"])
+
+    def alter_reassignments(self, moves: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Forward AlterPartitionReassignments; per-partition results."""
+        return list(self._call("/alter_reassignments", {"moves": moves})["results"])
+
+    def list_reassignments(self, partitions: list[tuple[str, int]] | None) -> list[dict[str, Any]]:
+        """The reassignments in progress ``{topic, partition, replicas, adding, removing}``."""
+        body = {"partitions": None if partitions is None else [list(tp) for tp in partitions]}
+        return list(self._call("/list_reassignments", body)["results"])
 
     def status(self) -> dict[str, Any]:
         """The controller's view."""

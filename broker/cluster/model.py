@@ -11,7 +11,11 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-__all__ = ["NO_LEADER", "PartitionInfo", "assign_replicas", "elect_leader", "remove_from_isr"]
+from broker.protocol.error_codes import ErrorCode
+
+__all__ = ["NO_LEADER", "Election", "PartitionInfo", "Reassignment", "assign_replicas", "cancel_reassignment",
+           "elect_leader", "elect_preferred", "elect_unclean", "finish_reassignment", "remove_from_isr",
+           "start_reassignment", "validate_reassignment"]
 
 NO_LEADER = -1
 # Kafka refuses replication factors above the number of live brokers (INVALID_REPLICATION_FACTOR).
@@ -82,4 +86,118 @@ def remove_from_isr(info: PartitionInfo, broker: int, controller_epoch: int) -> 
     if broker not in info.isr or info.leader == broker:
         return info
     return replace(info, isr=tuple(r for r in info.isr if r != broker), leader_epoch=info.leader_epoch + 1,
+                   partition_epoch=info.partition_epoch + 1, controller_epoch=controller_epoch)
+
+
+@dataclass(frozen=True, slots=True)
+class Election:
+    """The outcome of a requested election: the new state (None: nothing changes) and the error code to answer."""
+
+    info: PartitionInfo | None
+    error: int
+
+
+def _new_leader(info: PartitionInfo, leader: int, isr: tuple[int, ...], controller_epoch: int) -> PartitionInfo:
+    return replace(info, leader=leader, isr=isr, leader_epoch=info.leader_epoch + 1,
+                   partition_epoch=info.partition_epoch + 1, controller_epoch=controller_epoch)
+
+
+def elect_preferred(info: PartitionInfo, live: Collection[int], controller_epoch: int) -> Election:
+    """PreferredReplicaPartitionLeaderElectionStrategy: the first assigned replica leads, if it is live and in the
+    ISR; ELECTION_NOT_NEEDED when it already leads, PREFERRED_LEADER_NOT_AVAILABLE when it cannot."""
+    preferred = info.replicas[0]
+    if info.leader == preferred:
+        return Election(None, ErrorCode.ELECTION_NOT_NEEDED)
+    if preferred not in live or preferred not in info.isr:
+        return Election(None, ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE)
+    return Election(_new_leader(info, preferred, info.isr, controller_epoch), ErrorCode.NONE)
+
+
+def elect_unclean(info: PartitionInfo, live: Collection[int], controller_epoch: int) -> tuple[Election, bool]:
+    """ElectionType.UNCLEAN for a partition: ELECTION_NOT_NEEDED while its leader is live; else a live ISR member
+    (clean), else any live replica, which then is the whole ISR (unclean: the second value is True);
+    ELIGIBLE_LEADERS_NOT_AVAILABLE when no replica is live."""
+    if info.leader != NO_LEADER and info.leader in live:
+        return Election(None, ErrorCode.ELECTION_NOT_NEEDED), False
+    clean = [r for r in info.replicas if r in live and r in info.isr]
+    if clean:
+        isr = tuple(r for r in info.isr if r in live)
+        return Election(_new_leader(info, clean[0], isr, controller_epoch), ErrorCode.NONE), False
+    unclean = [r for r in info.replicas if r in live]
+    if not unclean:
+        return Election(None, ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE), False
+    return Election(_new_leader(info, unclean[0], (unclean[0],), controller_epoch), ErrorCode.NONE), True
+
+
+@dataclass(frozen=True, slots=True)
+class Reassignment:
+    """A partition reassignment in progress: the target replicas (TRS) and the replicas before it (ORS)."""
+
+    target: tuple[int, ...]
+    original: tuple[int, ...]
+
+    @property
+    def adding(self) -> tuple[int, ...]:
+        """Replicas of the target that were not assigned before (AR)."""
+        return tuple(r for r in self.target if r not in self.original)
+
+    @property
+    def removing(self) -> tuple[int, ...]:
+        """Replicas assigned before that the target drops (RR)."""
+        return tuple(r for r in self.original if r not in self.target)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-able dict (the controller's persisted state)."""
+        return {"target": list(self.target), "original": list(self.original)}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Reassignment:
+        """Inverse of :meth:`to_json`."""
+        return cls(tuple(int(r) for r in d["target"]), tuple(int(r) for r in d["original"]))
+
+
+def validate_reassignment(target: Sequence[int], live: Collection[int]) -> tuple[int, str] | None:
+    """Kafka's checks of a requested replica list (INVALID_REPLICA_ASSIGNMENT with its message), None when valid."""
+    if not target:
+        return ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Empty replica list specified in partition reassignment."
+    if len(set(target)) != len(target):
+        return (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                f"Duplicate replica ids in partition reassignment replica list: {list(target)}")
+    if any(r not in live for r in target):
+        return (ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Replica assignment has brokers that are not alive. Replica "
+                f"list: {','.join(map(str, target))}, live broker list: {','.join(map(str, sorted(live)))}")
+    return None
+
+
+def start_reassignment(info: PartitionInfo, move: Reassignment, controller_epoch: int) -> PartitionInfo:
+    """Phase A of ``onPartitionReassignment``: assign target plus removing replicas (RS = TRS + RR), new leader
+    epoch, so the adding replicas become followers and catch up."""
+    return replace(info, replicas=(*move.target, *move.removing), leader_epoch=info.leader_epoch + 1,
+                   partition_epoch=info.partition_epoch + 1, controller_epoch=controller_epoch)
+
+
+def finish_reassignment(info: PartitionInfo, move: Reassignment, live: Collection[int],
+                        controller_epoch: int) -> PartitionInfo | None:
+    """Phase B, once every target replica is in the ISR (else None): RS = TRS, the removed replicas leave the ISR,
+    and a target replica leads (the current leader if it is one and live, else the first live one in the ISR)."""
+    if not all(r in info.isr for r in move.target):
+        return None
+    isr = tuple(r for r in info.isr if r in move.target)
+    leader = info.leader
+    if leader not in move.target or leader not in live:
+        candidates = [r for r in move.target if r in isr and r in live]
+        leader = candidates[0] if candidates else NO_LEADER
+    return replace(info, replicas=move.target, leader=leader, isr=isr, leader_epoch=info.leader_epoch + 1,
+                   partition_epoch=info.partition_epoch + 1, controller_epoch=controller_epoch)
+
+
+def cancel_reassignment(info: PartitionInfo, move: Reassignment, live: Collection[int],
+                        controller_epoch: int) -> PartitionInfo:
+    """A cancelled reassignment: back to the original replicas; the adding ones leave the ISR (and the leadership)."""
+    isr = tuple(r for r in info.isr if r in move.original) or info.isr
+    leader = info.leader
+    if leader not in move.original:
+        candidates = [r for r in move.original if r in isr and r in live]
+        leader = candidates[0] if candidates else NO_LEADER
+    return replace(info, replicas=move.original, leader=leader, isr=isr, leader_epoch=info.leader_epoch + 1,
                    partition_epoch=info.partition_epoch + 1, controller_epoch=controller_epoch)

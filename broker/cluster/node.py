@@ -7,7 +7,8 @@ KafkaApis + data plane:
   broker epoch (``BrokerState.set_broker_epoch``), then a heartbeat thread keeps the session (a broker whose
   heartbeat is refused as stale re-registers: a bounce the controller sees by the new epoch);
 * replica fetchers (:mod:`broker.fetcher`, ``replica.fetcher.model=locked|async``) as ReplicaManager's fetcher hook;
-* CreateTopics forwarded to the controller (replicated topics; the controller assigns replicas and elects leaders);
+* CreateTopics forwarded to the controller (replicated topics; the controller assigns replicas and elects leaders),
+  and so are CreatePartitions, ElectLeaders and the partition reassignments (:mod:`broker.apis.partitions`);
 * the leader side of the ISR (:class:`IsrManager`): followers' fetch offsets and the time they last caught up are
   observed on the Fetch path; every ``replica.lag.time.max.ms / 2`` the leader shrinks the ISR of lagging followers
   and expands it with caught-up ones through the controller, logging Kafka's ``Shrinking ISR`` / ``Expanding ISR``
@@ -36,6 +37,7 @@ from broker.apis.convert import kafka_string_to_uuid
 from broker.apis.data_plane import DataPlane
 from broker.apis.factory import build_kafka_apis, data_plane_of
 from broker.apis.kafka_apis import Handler, HandlerResult, KafkaApis
+from broker.apis.partitions import admin_handlers
 from broker.cluster.http import ControllerClient
 from broker.config import ConfigException, KafkaConfig, load_config
 from broker.fetcher import ReplicaFetcherManager
@@ -397,6 +399,8 @@ def cluster_apis_factory(server: Any) -> KafkaApis:
     isr = IsrManager(state, dp, client, replication.lag_time_max_ms, server.log4j,
                      register_replica_manager_metrics(server.registry, state))
     apis.register(ApiKey.CREATE_TOPICS, _forward_create_topics(client))
+    for api_key, handler in admin_handlers(client).items():  # the controller elects, adds partitions, moves replicas
+        apis.register(api_key, handler)
     apis.register(ApiKey.FETCH, _observing_fetch(apis.handler(ApiKey.FETCH), dp, isr))
     apis.register(ApiKey.LEADER_AND_ISR, _leader_hw_after_leader_and_isr(apis.handler(ApiKey.LEADER_AND_ISR), dp))
     listeners = {ep.name: (ep.host, ep.port) for ep in server.advertised_listeners()}

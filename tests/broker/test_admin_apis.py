@@ -15,7 +15,8 @@ confluent_kafka = pytest.importorskip("confluent_kafka")
 kafka = pytest.importorskip("kafka")
 aiokafka = pytest.importorskip("aiokafka")
 from aiokafka.admin import AIOKafkaAdminClient, RecordsToDelete  # noqa: E402
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer  # noqa: E402
+from aiokafka.admin import NewPartitions as AioNewPartitions  # noqa: E402
+from confluent_kafka import Consumer, ElectionType, KafkaError, KafkaException, Producer  # noqa: E402
 from confluent_kafka import TopicPartition as CTopicPartition  # noqa: E402
 from confluent_kafka.admin import (  # type: ignore[attr-defined]  # noqa: E402
     AclBinding,
@@ -23,6 +24,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # noqa: E402
     AclOperation,
     AclPermissionType,
     AdminClient,
+    NewPartitions,
     NewTopic,
     ResourcePatternType,
     ResourceType,
@@ -37,6 +39,7 @@ from kafka.admin import (  # noqa: E402
     ResourcePattern,
     ResourcePatternFilter,
 )
+from kafka.admin import NewPartitions as KNewPartitions  # noqa: E402
 from kafka.admin import ResourceType as KResourceType  # noqa: E402
 from kafka.errors import SecurityDisabledError  # noqa: E402
 from kafka.structs import TopicPartition as KTopicPartition  # noqa: E402
@@ -160,7 +163,6 @@ def test_describe_log_dirs_shows_partition_sizes_and_alter_keeps_replicas_in_the
                 (0, 0, False), (1, 0, False)]
             sizes = [p["partition_size"] for p in topic["partitions"]]
             assert sizes[0] == 0 < sizes[1]
-            assert result["total_bytes"] >= result["usable_bytes"] > 0
 
             moved = kp.alter_replica_log_dirs({TopicPartitionReplica("ld", 0, 1): log_dir,
                                                TopicPartitionReplica("ld", 1, 1): str(tmp_path / "elsewhere"),
@@ -168,5 +170,62 @@ def test_describe_log_dirs_shows_partition_sizes_and_alter_keeps_replicas_in_the
             assert moved == {TopicPartitionReplica("ld", 0, 1): kafka.errors.NoError,
                              TopicPartitionReplica("ld", 1, 1): kafka.errors.LogDirNotFoundError,
                              TopicPartitionReplica("nope", 0, 1): kafka.errors.ReplicaNotAvailableError}
+        finally:
+            kp.close()
+
+
+# ------------------------------------------------------------------------------------------------------ partitions
+@pytest.mark.timeout(90)
+def test_create_partitions_then_produce_and_consume_them(tmp_path: Path) -> None:
+    with broker(tmp_path) as server:
+        bs = bootstrap(server)
+        _create(bs, "cp", 1)
+        admin = AdminClient({"bootstrap.servers": bs})
+        admin.create_partitions([NewPartitions("cp", 2)])["cp"].result(CALL_TIMEOUT_S)
+        with pytest.raises(KafkaException) as info:  # not an increase
+            admin.create_partitions([NewPartitions("cp", 2)])["cp"].result(CALL_TIMEOUT_S)
+        assert info.value.args[0].code() == KafkaError.INVALID_PARTITIONS
+
+        kp = KafkaAdminClient(bootstrap_servers=bs)
+        try:
+            kp.create_partitions({"cp": KNewPartitions(3)})
+        finally:
+            kp.close()
+
+        async def aio() -> None:
+            client = AIOKafkaAdminClient(bootstrap_servers=bs)
+            await client.start()
+            try:
+                await client.create_partitions({"cp": AioNewPartitions(4)})
+            finally:
+                await client.close()
+
+        asyncio.run(aio())
+        assert len(admin.list_topics("cp", timeout=CALL_TIMEOUT_S).topics["cp"].partitions) == 4
+        for q in (1, 2, 3):
+            _produce(bs, "cp", 5, partition=q)
+            assert _consume_from_start(bs, "cp", q, 5) == [(o, str(o).encode()) for o in range(5)]
+
+
+@pytest.mark.timeout(60)
+def test_one_broker_elects_nothing_and_reassigns_only_to_itself(tmp_path: Path) -> None:
+    with broker(tmp_path) as server:
+        bs = bootstrap(server)
+        _create(bs, "el", 1)
+        admin = AdminClient({"bootstrap.servers": bs})
+        answer = admin.elect_leaders(ElectionType.PREFERRED, [CTopicPartition("el", 0), CTopicPartition("nope", 0)])
+        results = answer.result(CALL_TIMEOUT_S)
+        assert results[CTopicPartition("el", 0)].code() == KafkaError.ELECTION_NOT_NEEDED
+        assert results[CTopicPartition("nope", 0)].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+        assert admin.elect_leaders(ElectionType.UNCLEAN, None).result(CALL_TIMEOUT_S) == {}
+
+        kp = KafkaAdminClient(bootstrap_servers=bs)
+        try:
+            assert kp.list_partition_reassignments() == {}
+            el0 = KTopicPartition("el", 0)
+            assert kp.alter_partition_reassignments({el0: [1]}) == {el0: None}  # already there: done at once
+            assert kp.alter_partition_reassignments({el0: [1, 2]}) == {  # broker 2 does not exist
+                el0: kafka.errors.InvalidReplicationAssignmentError}
+            assert kp.alter_partition_reassignments({el0: None}) == {el0: kafka.errors.NoReassignmentInProgressError}
         finally:
             kp.close()
