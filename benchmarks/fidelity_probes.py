@@ -151,6 +151,50 @@ def _negative_size(conn: Connection) -> bytes:
     return _size(-5) + _header(3, 1, conn.correlation_id)
 
 
+# ---- topic configs: DescribeConfigs / IncrementalAlterConfigs (validate_only: nothing changes on either side)
+DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 44
+RESOURCE_TOPIC = 2
+#: Topic configs both apply, compared by value, source, read_only and synonyms (name, source).
+COMPARED_TOPIC_CONFIGS = ("cleanup.policy", "max.message.bytes", "message.timestamp.type", "min.insync.replicas",
+                          "retention.bytes", "retention.ms", "segment.bytes", "segment.ms")
+
+
+def _describe_configs(topic: str) -> Callable[[ProbeContext], dict[str, Any]]:
+    return lambda _ctx: {"Resources": [{"ResourceType": RESOURCE_TOPIC, "ResourceName": topic,
+                                        "ConfigurationKeys": list(COMPARED_TOPIC_CONFIGS)}],
+                         "IncludeSynonyms": True, "IncludeDocumentation": False}
+
+
+def _alter_topic(topic: str, name: str, value: str) -> Callable[[ProbeContext], dict[str, Any]]:
+    return lambda _ctx: {"Resources": [{"ResourceType": RESOURCE_TOPIC, "ResourceName": topic,
+                                        "Configs": [{"Name": name, "ConfigOperation": 0, "Value": value}]}],
+                         "ValidateOnly": True}
+
+
+def _config_probes() -> list[Probe]:
+    return [
+        Probe("DescribeConfigs v4 topic with synonyms", "PLAINTEXT", DESCRIBE_CONFIGS, 4, _describe_configs(TOPIC)),
+        Probe("DescribeConfigs v4 unknown topic", "PLAINTEXT", DESCRIBE_CONFIGS, 4, _describe_configs(MISSING_TOPIC)),
+        Probe("IncrementalAlterConfigs v1 retention.ms (validate only)", "PLAINTEXT", INCREMENTAL_ALTER_CONFIGS, 1,
+              _alter_topic(TOPIC, "retention.ms", "3600000")),
+        Probe("IncrementalAlterConfigs v1 bad retention.ms", "PLAINTEXT", INCREMENTAL_ALTER_CONFIGS, 1,
+              _alter_topic(TOPIC, "retention.ms", "abc")),
+        Probe("IncrementalAlterConfigs v1 segment.bytes below minimum", "PLAINTEXT", INCREMENTAL_ALTER_CONFIGS, 1,
+              _alter_topic(TOPIC, "segment.bytes", "3")),
+        Probe("IncrementalAlterConfigs v1 unknown topic config", "PLAINTEXT", INCREMENTAL_ALTER_CONFIGS, 1,
+              _alter_topic(TOPIC, "no.such.config", "1")),
+        Probe("IncrementalAlterConfigs v1 unknown topic", "PLAINTEXT", INCREMENTAL_ALTER_CONFIGS, 1,
+              _alter_topic(MISSING_TOPIC, "retention.ms", "1")),
+    ]
+
+
+def _configs_facts(body: dict[str, Any]) -> dict[str, Any]:
+    """Per compared topic config: value, source, read_only and the synonyms' names and sources."""
+    return {str(c.get("Name")): (c.get("Value"), c.get("ConfigSource"), c.get("ReadOnly"),
+                                 tuple((s.get("Name"), s.get("Source")) for s in c.get("Synonyms") or ()))
+            for r in body.get("Results", []) for c in r.get("Configs") or []}
+
+
 _ANSWER_FACTS = ("BaseOffset", "LogAppendTimeMs", "LogStartOffset", "HighWatermark", "LastStableOffset",
                  "PreferredReadReplica", "ThrottleTimeMs")
 PRODUCE, FETCH, METADATA, LAI, SR, UM, API_VERSIONS = 0, 1, 3, 4, 5, 6, 18
@@ -210,6 +254,7 @@ def probes() -> list[Probe]:
         Probe("StopReplica v3 stop", "CONTROLLER", SR, 3, _sr(0, 3)),
         Probe("StopReplica v1 stop", "CONTROLLER", SR, 1, _sr(0, 3)),
     ]
+    out += _config_probes()
     return out
 
 
@@ -257,5 +302,6 @@ def run_probe(ctx: ProbeContext, probe: Probe) -> tuple[fc.Outcome, dict[str, An
             return fc.Outcome(False, ("no answer and not closed",)), None
         body_version = 0 if probe.api_key == API_VERSIONS and probe.version > 4 else None
         body, trailing = conn.decode(probe.api_key, probe.version, frame, body_version)
-    facts = _metadata_facts(body) if probe.api_key == METADATA else _facts(body, probe.facts)
+    facts = (_metadata_facts(body) if probe.api_key == METADATA else _configs_facts(body)
+             if probe.api_key == DESCRIBE_CONFIGS else _facts(body, probe.facts))
     return fc.outcome(body, trailing, facts), body

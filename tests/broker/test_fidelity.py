@@ -33,6 +33,9 @@ BAD_REQUESTS = (
     "LeaderAndIsr v2 stale broker epoch", "LeaderAndIsr v7 stale broker epoch", "UpdateMetadata v5 stale broker epoch",
     "UpdateMetadata v8 stale broker epoch", "StopReplica v1 stale broker epoch", "StopReplica v4 stale broker epoch",
     "LeaderAndIsr v5 same leader epoch", "StopReplica v3 older leader epoch",
+    "DescribeConfigs v4 unknown topic", "IncrementalAlterConfigs v1 bad retention.ms",
+    "IncrementalAlterConfigs v1 segment.bytes below minimum", "IncrementalAlterConfigs v1 unknown topic config",
+    "IncrementalAlterConfigs v1 unknown topic",
 )
 CONTROL_ANSWERS = (
     "LeaderAndIsr v2 become-leader", "LeaderAndIsr v7 become-leader", "LeaderAndIsr v5 become-leader",
