@@ -3,7 +3,8 @@
 
 Each API is registered only once it works, so ApiVersions advertises exactly these. On the reference cluster
 (:mod:`broker.cluster.node`) the APIs a controller carries out (CreatePartitions, ElectLeaders, partition
-reassignments) are registered again, forwarding to the cluster's controller.
+reassignments) are registered again, forwarding to the cluster's controller. Transactional clients are refused at
+once (:mod:`broker.apis.transactions`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from broker.apis.kafka_apis import Handler, HandlerResult, KafkaApis
 from broker.apis.log_dirs import handle_alter_replica_log_dirs, handle_describe_log_dirs
 from broker.apis.partitions import LocalAdmin, admin_handlers
 from broker.apis.records import handle_delete_records
+from broker.apis.transactions import refuse_transactional_coordinator, refuse_transactional_init
 from broker.network.request import Request
 from broker.protocol import ApiKey, RequestHeader
 
@@ -41,3 +43,5 @@ def install_admin_apis(apis: KafkaApis, dp: DataPlane) -> None:
     apis.register(ApiKey.ALTER_REPLICA_LOG_DIRS, _bind(dp, handle_alter_replica_log_dirs))
     for api_key, handler in admin_handlers(LocalAdmin(dp)).items():
         apis.register(api_key, handler)
+    apis.register(ApiKey.FIND_COORDINATOR, refuse_transactional_coordinator(apis.handler(ApiKey.FIND_COORDINATOR)))
+    apis.register(ApiKey.INIT_PRODUCER_ID, refuse_transactional_init(apis.handler(ApiKey.INIT_PRODUCER_ID)))

@@ -229,3 +229,33 @@ def test_one_broker_elects_nothing_and_reassigns_only_to_itself(tmp_path: Path) 
             assert kp.alter_partition_reassignments({el0: None}) == {el0: kafka.errors.NoReassignmentInProgressError}
         finally:
             kp.close()
+
+
+# ------------------------------------------------------------------------------------------------------ transactions
+#: A refused transactional init must fail long before the clients' 60 s default timeouts.
+FAST_S = 10.0
+
+
+@pytest.mark.timeout(60)
+def test_transactional_producer_init_fails_fast_with_kafkas_error(tmp_path: Path) -> None:
+    with broker(tmp_path) as server:
+        bs = bootstrap(server)
+        started = time.monotonic()
+        producer = Producer({"bootstrap.servers": bs, "transactional.id": "tx-1"})
+        with pytest.raises(KafkaException) as info:
+            producer.init_transactions(30)
+        assert info.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        assert time.monotonic() - started < FAST_S
+
+        started = time.monotonic()
+        kp = kafka.KafkaProducer(bootstrap_servers=bs, transactional_id="tx-2")
+        try:
+            with pytest.raises(kafka.errors.TransactionalIdAuthorizationFailedError):
+                kp.init_transactions()
+        finally:
+            kp.close(timeout=5)
+        assert time.monotonic() - started < FAST_S
+
+        idempotent = Producer({"bootstrap.servers": bs, "enable.idempotence": True})  # still served
+        idempotent.produce("tx-free", value=b"v")
+        assert idempotent.flush(CALL_TIMEOUT_S) == 0
