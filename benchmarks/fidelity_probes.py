@@ -188,6 +188,43 @@ def _config_probes() -> list[Probe]:
     ]
 
 
+def _admin_probes() -> list[Probe]:
+    """The admin APIs clients call: questions whose answers do not depend on which broker leads."""
+    acl_filter = {"ResourceTypeFilter": 1, "ResourceNameFilter": None, "PatternTypeFilter": 1, "PrincipalFilter": None,
+                  "HostFilter": None, "Operation": 1, "PermissionType": 1}
+    acl = {"ResourceType": 2, "ResourceName": TOPIC, "ResourcePatternType": 3, "Principal": "User:alice", "Host": "*",
+           "Operation": 3, "PermissionType": 3}
+    missing = [{"Name": MISSING_TOPIC, "Partitions": [{"PartitionIndex": 0, "Offset": 0}]}]
+    return [
+        Probe("DescribeAcls v1 without authorizer", "PLAINTEXT", 29, 1, lambda _c: dict(acl_filter)),
+        Probe("DescribeAcls v3 without authorizer", "PLAINTEXT", 29, 3, lambda _c: dict(acl_filter)),
+        Probe("CreateAcls v2 without authorizer", "PLAINTEXT", 30, 2, lambda _c: {"Creations": [acl]}),
+        Probe("DeleteAcls v2 without authorizer", "PLAINTEXT", 31, 2, lambda _c: {"Filters": [acl_filter]}),
+        Probe("DeleteRecords v1 unknown topic", "PLAINTEXT", 21, 1, lambda _c: {"Topics": missing, "TimeoutMs": 5000}),
+        Probe("DeleteRecords v2 above the high watermark", "PLAINTEXT", 21, 2, lambda _c: {
+            "Topics": [{"Name": TOPIC, "Partitions": [{"PartitionIndex": 0, "Offset": 1 << 40}]}], "TimeoutMs": 5000}),
+        Probe("CreatePartitions v1 unknown topic", "PLAINTEXT", 37, 1, lambda _c: {
+            "Topics": [{"Name": MISSING_TOPIC, "Count": 3, "Assignments": None}], "TimeoutMs": 5000,
+            "ValidateOnly": True}),
+        Probe("CreatePartitions v3 not an increase", "PLAINTEXT", 37, 3, lambda _c: {
+            "Topics": [{"Name": TOPIC, "Count": 1, "Assignments": None}], "TimeoutMs": 5000, "ValidateOnly": True}),
+        Probe("ElectLeaders v1 unknown partition", "PLAINTEXT", 43, 1, lambda _c: {
+            "ElectionType": 0, "TopicPartitions": [{"Topic": MISSING_TOPIC, "Partitions": [0]}], "TimeoutMs": 5000}),
+        Probe("ElectLeaders v2 unclean, leader alive", "PLAINTEXT", 43, 2, lambda _c: {
+            "ElectionType": 1, "TopicPartitions": [{"Topic": TOPIC, "Partitions": [0]}], "TimeoutMs": 5000}),
+        Probe("ListPartitionReassignments v0 none in progress", "PLAINTEXT", 46, 0, lambda _c: {
+            "TimeoutMs": 5000, "Topics": None}),
+        Probe("AlterPartitionReassignments v0 cancel without one", "PLAINTEXT", 45, 0, lambda _c: {
+            "TimeoutMs": 5000, "Topics": [{"Name": TOPIC, "Partitions": [{"PartitionIndex": 0, "Replicas": None}]}]}),
+        Probe("DescribeLogDirs v1 missing topic", "PLAINTEXT", 35, 1, lambda _c: {
+            "Topics": [{"Topic": MISSING_TOPIC, "Partitions": [0]}]}),
+        Probe("AlterReplicaLogDirs v1 unknown dir", "PLAINTEXT", 34, 1, lambda _c: {
+            "Dirs": [{"Path": "/nonexistent-log-dir", "Topics": [{"Name": TOPIC, "Partitions": [0]}]}]}),
+        Probe("FindCoordinator v3 transaction coordinator", "PLAINTEXT", 10, 3, lambda _c: {
+            "Key": "fidelity-tx", "KeyType": 1}),
+    ]
+
+
 def _configs_facts(body: dict[str, Any]) -> dict[str, Any]:
     """Per compared topic config: value, source, read_only and the synonyms' names and sources."""
     return {str(c.get("Name")): (c.get("Value"), c.get("ConfigSource"), c.get("ReadOnly"),
@@ -255,6 +292,7 @@ def probes() -> list[Probe]:
         Probe("StopReplica v1 stop", "CONTROLLER", SR, 1, _sr(0, 3)),
     ]
     out += _config_probes()
+    out += _admin_probes()
     return out
 
 
