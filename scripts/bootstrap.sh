@@ -6,6 +6,8 @@
 #   - chromium (Debian), the headless browser of the dashboard test
 #   - Maven (Debian), which fetches the JVM artifacts of jvm/pom.xml (Apache Kafka, the JMX exporter agent,
 #     spark-sql-kafka, delta-spark) into .jvm/ (skipped when already there)
+#   - Prometheus (with promtool) and Alertmanager (Debian's prometheus, prometheus-alertmanager): the anchors
+#     of benchmarks.versus_prometheus, which starts them itself on 127.0.0.1 (the packages' services are unused)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +16,8 @@ command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
 command -v kcat >/dev/null 2>&1 || command -v kafkacat >/dev/null 2>&1 || need_apt+=(kafkacat)
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || need_apt+=(chromium)
 command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
+command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
+command -v prometheus-alertmanager >/dev/null 2>&1 || need_apt+=(prometheus-alertmanager)
 if [ ${#need_apt[@]} -gt 0 ]; then
     echo "bootstrap: installing ${need_apt[*]} with apt-get"
     SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
