@@ -1,19 +1,22 @@
 """The log parser: bronze ``raw_logs`` rows -> one routed row per record, as polars expressions over the whole batch.
 
-Theory of operation (each step one vectorized pass; polars runs the Rust regex crate, see
-:mod:`pipelines.parsing.rust_regex`):
+Theory of operation (polars runs the Rust regex crate, see :mod:`pipelines.parsing.rust_regex`):
 
 1. The record's first line (a record may hold continuation lines: a stack trace) is matched against the layouts of
-   :mod:`pipelines.parsing.patterns`: the Apache layout alone on lines starting with ``[`` (no other layout can match
-   them), else every layout behind zero or more shipper prefixes. A record whose first line matches nothing but that
-   has continuation lines is a hard-wrapped line: it is matched again with its line breaks removed. A record still
-   without a layout is searched for an Apache line anywhere in it (a foreign logger's prefix, FOREIGN_APACHE).
+   :mod:`pipelines.parsing.patterns`. The common case, an Apache-layout line (``[ts] LEVEL [ident] body (logger)``),
+   takes a fast path with the same result as the whole LAYOUT_APACHE regex (:func:`_apache_fast`): its head and its
+   tail are matched alone (both short, one anchored at the start, the other at the end), the ident is cut from the
+   text between them. Only the records the fast path does not match (a few in a real log) go through the declared
+   regexes: the Apache layout on lines starting with ``[``, every layout behind zero or more shipper prefixes on the
+   others; a record with continuation lines that matches nothing is a hard-wrapped line, matched again with its line
+   breaks removed; a record still without a layout is searched for an Apache line anywhere in it (FOREIGN_APACHE).
 2. The timestamp text becomes a UTC instant (read in the cluster's zone); an impossible date rejects the record.
 3. ``Completed request:`` bodies are request-log entries (text or KIP-673 JSON); every other body goes through the
-   message classifier: literal prefix/contains tests pick ONE message pattern per row, and only that pattern's
-   regex runs on that row (a pattern's regex runs only on the rows it was picked for).
-4. The captured texts become typed columns (``""`` counts as not captured), and each row gets its route
-   (:data:`ROUTES`) and reason.
+   message classifier: literal prefix/contains tests pick ONE message pattern per row.
+4. The rows are then split by what they are (one message pattern, a request-log entry, none of these) and each group
+   gets only its own work: its one pattern's regex, its captures as typed columns (``""`` counts as not captured),
+   its route (:data:`ROUTES`) and reason. No row pays for the columns of a pattern it does not have, and a batch
+   without request-log lines runs none of their JSON paths. The groups are put back in input order.
 
 The result is one wide frame; :mod:`pipelines.parsing.engine` selects each table's columns from it.
 """
@@ -201,21 +204,58 @@ def _layout_field(column: str) -> pl.Expr:
     return _coalesce(parts)
 
 
-def parse_logs(df: pl.DataFrame, cluster_tz: str = "UTC") -> pl.DataFrame:
-    """Bronze rows (RAW_LOGS columns) -> the same rows plus `_route`, `_reason`, `_target`, `ts`, `level`,
-    `logger`, `message`, the state-change columns (`sc_<name>`) and the request columns (`rq_<name>`)."""
+def _apache_fast(lf: pl.LazyFrame) -> pl.LazyFrame:
+    """`lf` + the Apache layout of `_first` without its whole regex: `_fast` (matched) and the layout fields.
+
+    LAYOUT_APACHE is ``^HEAD(?:IDENT)?(?P<body>.*)TAIL$``. HEAD (``[ts] LEVEL ``) has exactly one way to match from
+    the start (ts ends at the first ``]``, the level is the whole run of capitals before a space); TAIL
+    (`` (logger)`` at the end, the logger without parentheses) has exactly one way to match at the end (its ``(``
+    is the last one). The whole regex matches iff both do without overlapping (the body may be empty), and then the
+    text between them is the optional ident followed by the body: IDENT anchored at the start of that text, taken
+    when it fits, exactly as the regex prefers it. Lengths are in characters (polars' slices count characters).
+    Each step is its own projection: an expression used twice is computed once."""
+    import polars as pl
+
+    first = pl.col("_first")
+    head = pl.when(first.str.starts_with("[")).then(first).str.extract_groups(_fast_rx("head"))
+    lf = lf.with_columns(head.alias("_h")).with_columns(
+        pl.col("_h").struct.field("ts__a").alias("_ts"), pl.col("_h").struct.field("level__a").alias("_level"),
+    ).with_columns(pl.when(pl.col("_ts").is_not_null()).then(first).str.extract(_fast_rx("tail"), 1).alias("_lg"))
+    total = first.str.len_chars()
+    head_len = pl.col("_ts").str.len_chars() + pl.col("_level").str.len_chars() + 4  # "[" ts "] " level " "
+    tail_len = pl.col("_lg").str.len_chars() + 3  # " (" logger ")"
+    ok = pl.col("_lg").is_not_null() & (head_len + tail_len <= total)
+    lf = lf.with_columns(ok.fill_null(False).alias("_fast")).with_columns(
+        pl.when(pl.col("_fast")).then(first.str.slice(head_len, total - head_len - tail_len)).alias("_mid"),
+    ).with_columns(pl.col("_mid").str.extract(_fast_rx("ident"), 1).alias("_id_text"))
+    ident = pl.col("_id_text")
+    body = pl.when(ident.is_not_null()).then(pl.col("_mid").str.slice(ident.str.len_chars() + 3)) \
+        .otherwise(pl.col("_mid"))
+    return lf.with_columns(
+        _nonempty(pl.col("_lg")).alias("_logger"),
+        pl.lit(None, pl.String).alias("_thread"),
+        _nonempty(ident).alias("_ident"),
+        _nonempty(body).alias("_body"),
+    ).drop("_h", "_lg", "_mid", "_id_text")
+
+
+@cache
+def _fast_rx(part: str) -> str:
+    if part == "head":
+        return to_rust("^" + P.APACHE_HEAD, anchor_end=False)
+    if part == "tail":
+        return to_rust(P.APACHE_TAIL.replace("?P<logger__a>", ""))
+    return to_rust("^" + P.APACHE_IDENT.replace("?P<ident__a>", ""), anchor_end=False)
+
+
+
+def _declared_layouts(lf: pl.LazyFrame) -> pl.LazyFrame:
+    """The layout fields by the declared regexes (the records the fast path did not match)."""
     import polars as pl
 
     st = _stages()
     line = pl.col("line").fill_null("")
-    lf = df.lazy().with_columns(
-        line.str.contains("\n", literal=True).alias("_has_nl"),
-        line.str.splitn("\n", 2).alias("_split"),
-    ).with_columns(
-        pl.col("_split").struct.field("field_0").str.strip_suffix("\r").alias("_first"),
-        pl.when(pl.col("_has_nl")).then(pl.lit("\n") + pl.col("_split").struct.field("field_1"))
-        .otherwise(pl.lit("")).alias("_tail"),
-    ).with_columns(*_layout_step(pl.col("_first"), "_l1"))
+    lf = lf.with_columns(*_layout_step(pl.col("_first"), "_l1"))
     # a hard-wrapped line: matched again with its line breaks removed
     wrapped = pl.col("_has_nl") & ~_layout_ok("_l1")
     joined = line.str.replace_all("\n", "", literal=True).str.replace_all("\r", "", literal=True)
@@ -226,27 +266,65 @@ def parse_logs(df: pl.DataFrame, cluster_tz: str = "UTC") -> pl.DataFrame:
     search = pl.when(~declared_ok).then(pl.when(pl.col("_wrapped")).then(joined).otherwise(pl.col("_first")))
     lf = lf.with_columns(search.str.extract_groups(st.foreign.rust).alias("_lf"))
     layout_ok = declared_ok | pl.col("_lf").struct.field(_OK).is_not_null()
-    lf = lf.with_columns(
+    return lf.with_columns(
         layout_ok.alias("_layout_ok"),
         *[_layout_field(c).alias(f"_{c}") for c in P.LAYOUT_FIELDS],
-    ).drop("_split", "_l1a", "_l1p", "_l2a", "_l2p", "_lf")
+    ).drop("_l1a", "_l1p", "_l2a", "_l2p", "_lf")
+
+
+def _layouts(df: pl.DataFrame) -> pl.DataFrame:
+    """Bronze rows + `_i` (input order), `_first`, `_tail`, `_has_nl` and the layout columns."""
+    import polars as pl
+
+    line = pl.col("line").fill_null("")
+    split = line.str.splitn("\n", 2)
+    lf = df.lazy().with_row_index("_i").with_columns(
+        line.str.contains("\n", literal=True).alias("_has_nl"),
+        split.struct.field("field_0").str.strip_suffix("\r").alias("_first"),
+        pl.when(line.str.contains("\n", literal=True)).then(pl.lit("\n") + split.struct.field("field_1"))
+        .otherwise(pl.lit("")).alias("_tail"),
+    )
+    framed = _apache_fast(lf).collect()
+    fast = framed.filter(pl.col("_fast")).drop("_fast").with_columns(pl.lit(True).alias("_layout_ok"),
+                                                                      pl.lit(False).alias("_wrapped"))
+    rest = framed.filter(~pl.col("_fast")).drop("_fast", *[f"_{c}" for c in P.LAYOUT_FIELDS])
+    if rest.height == 0:
+        return fast
+    declared = _declared_layouts(rest.lazy()).collect()
+    return pl.concat([fast, declared.select(fast.columns)])
+
+
+def parse_logs(df: pl.DataFrame, cluster_tz: str = "UTC") -> pl.DataFrame:
+    """Bronze rows (RAW_LOGS columns) -> the same rows plus `_route`, `_reason`, `_target`, `ts`, `level`,
+    `logger`, `message`, the state-change columns (`sc_<name>`) and the request columns (`rq_<name>`)."""
+    import polars as pl
+
+    st = _stages()
     body = pl.col("_body")
     is_req = pl.col("_layout_ok") & body.str.starts_with(REQUEST_PREFIX).fill_null(False)
-    lf = lf.with_columns(
+    framed = _layouts(df).lazy().with_columns(
         ts_expr(pl.col("_ts"), cluster_tz).alias("ts"),
         is_req.alias("_is_req"),
-        _classify(body).alias("_msg"),
+        pl.when(pl.col("_layout_ok") & ~is_req).then(_classify(body)).alias("_msg"),
         pl.when(pl.col("_ident").is_not_null()).then(pl.col("_ident")).str.extract_groups(st.ident.rust)
         .alias("_id"),
-    )
-    lf = lf.with_columns(pl.when(pl.col("_layout_ok") & ~pl.col("_is_req")).then(pl.col("_msg")).alias("_msg"))
-    present = sorted(x for x in lf.select(pl.col("_msg").unique()).collect()["_msg"].to_list() if x is not None)
-    lf = lf.with_columns(
-        *[pl.when(pl.col("_msg") == i).then(body).str.extract_groups(st.messages[i].rust).alias(f"_m{i}")
-          for i in present],
-        *_request_columns(body),
-    )
-    return _finish(lf, present).collect()
+    ).with_columns(
+        pl.when(pl.col("_is_req")).then(pl.lit(_REQUESTS, pl.Int32)).otherwise(pl.col("_msg")).alias("_group"),
+    ).collect()
+    parts = []
+    for (group,), rows in framed.partition_by("_group", as_dict=True, include_key=False).items():
+        present = [] if group is None or group == _REQUESTS else [int(group)]
+        lf = rows.lazy()
+        if present:
+            lf = lf.with_columns(body.str.extract_groups(st.messages[present[0]].rust).alias(f"_m{present[0]}"))
+        finished = _finish(lf, present, group == _REQUESTS)
+        parts.append(finished.select(pl.col("^[^_].*$"), "_i", "_route", "_reason", "_target").collect())
+    out = parts[0] if len(parts) == 1 else pl.concat(parts, how="diagonal_relaxed").sort("_i")
+    return out.drop("_i")
+
+
+# `_group` of the request-log entries (the message groups are the patterns' indexes, >= 0).
+_REQUESTS = -1
 
 
 def _classify(body: pl.Expr) -> pl.Expr:
@@ -285,7 +363,41 @@ def _request_columns(body: pl.Expr) -> list[pl.Expr]:
     return out
 
 
-def _finish(lf: pl.LazyFrame, present: list[int]) -> pl.LazyFrame:
+def _request_fields() -> dict[str, pl.Expr]:
+    """The request_events columns of request-log rows (their `_rt` struct and `_rj_*` JSON fields computed)."""
+    import polars as pl
+
+    st = _stages()
+    rt_ok = pl.col("_rt").struct.field(_OK).is_not_null()
+    rq: dict[str, pl.Expr] = {}
+    for name in P.REQUEST_TEXT_FIELDS:
+        txt = pl.when(rt_ok).then(_captured("_rt", st.request_text, name))
+        js = pl.col(f"_rj_{name}") if name in P.REQUEST_JSON_FIELDS else None
+        rq[name] = typed(pl.coalesce(txt, js) if js is not None else txt, _RQ_TYPES.get(name, "string"))
+    rq["api_name"] = api_name_expr(rq.pop("api"))
+    rq["api_key"] = pl.coalesce(typed(pl.col("_rj_api_key"), "int"),
+                                rq["api_name"].replace_strict(API_ID, default=None, return_dtype=pl.Int32))
+    rq["log_format"] = pl.when(pl.col("_rq_is_json") & pl.col("_rq_obj").fill_null(False)).then(pl.lit("json")) \
+        .otherwise(pl.lit("text"))
+    return rq
+
+
+def _no_request_fields() -> dict[str, pl.Expr]:
+    """The request columns of rows that are no request-log entry: what :func:`_request_fields` gives them."""
+    import polars as pl
+
+    dtypes = {"int": pl.Int32, "long": pl.Int64, "double": pl.Float64}
+    rq: dict[str, pl.Expr] = {name: pl.lit(None, dtypes.get(_RQ_TYPES.get(name, "string"), pl.String))
+                              for name in P.REQUEST_TEXT_FIELDS if name != "api"}
+    rq["api_name"] = pl.lit(None, pl.String)
+    rq["api_key"] = pl.lit(None, pl.Int32)
+    rq["log_format"] = pl.lit("text")
+    return rq
+
+
+def _finish(lf: pl.LazyFrame, present: list[int], requests: bool) -> pl.LazyFrame:
+    """The typed columns, route and reason of one group of rows: rows of the message patterns `present` (their
+    structs `_m<i>` computed), or request-log entries (`requests`), or rows of neither (both empty)."""
     import polars as pl
 
     st = _stages()
@@ -323,17 +435,11 @@ def _finish(lf: pl.LazyFrame, present: list[int]) -> pl.LazyFrame:
                  "offset", "kafka_format"):
         sc[name] = mv[name]
     # request log
-    rt_ok = pl.col("_rt").struct.field(_OK).is_not_null()
-    rq: dict[str, pl.Expr] = {}
-    for name in P.REQUEST_TEXT_FIELDS:
-        txt = pl.when(rt_ok).then(_captured("_rt", st.request_text, name))
-        js = pl.col(f"_rj_{name}") if name in P.REQUEST_JSON_FIELDS else None
-        rq[name] = typed(pl.coalesce(txt, js) if js is not None else txt, _RQ_TYPES.get(name, "string"))
-    rq["api_name"] = api_name_expr(rq.pop("api"))
-    rq["api_key"] = pl.coalesce(typed(pl.col("_rj_api_key"), "int"),
-                                rq["api_name"].replace_strict(API_ID, default=None, return_dtype=pl.Int32))
-    rq["log_format"] = pl.when(pl.col("_rq_is_json") & pl.col("_rq_obj").fill_null(False)).then(pl.lit("json")) \
-        .otherwise(pl.lit("text"))
+    if requests:
+        lf = lf.with_columns(*_request_columns(pl.col("_body")))
+        rq = _request_fields()
+    else:
+        rq = _no_request_fields()
     req_valid = rq["api_name"].is_not_null() & rq["correlation_id"].is_not_null()
     ok = pl.col("_layout_ok")
     ts_ok = pl.col("ts").is_not_null()

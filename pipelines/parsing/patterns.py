@@ -27,6 +27,9 @@ from dataclasses import dataclass, field
 from schemas.events import Event
 
 __all__ = [
+    "APACHE_HEAD",
+    "APACHE_IDENT",
+    "APACHE_TAIL",
     "API_KEYS",
     "BODY_FIELDS",
     "END",
@@ -65,10 +68,15 @@ SHIPPER_PREFIX = (
 )
 
 # ---------------------------------------------------------------------------------------------------- 2. layouts
-_IDENT_BODY = r"(?:\[(?P<ident__{n}>[^\]]*)\] )?(?P<body__{n}>.*)"
+_IDENT = r"\[(?P<ident__{n}>[^\]]*)\] "
+_IDENT_BODY = "(?:" + _IDENT + r")?(?P<body__{n}>.*)"
 # Apache: [%d] %p %m (%c). The only alternative of LAYOUT that can match a line starting with `[` (the others start
-# with a digit), so the engine runs it alone on such lines: same result, a smaller regex.
-_APACHE = r"\[(?P<ts__a>[^\]]+)\] (?P<level__a>[A-Z]+) " + _IDENT_BODY.format(n="a") + r" \((?P<logger__a>[^()]*)\)"
+# with a digit), so the engine runs it alone on such lines: same result, a smaller regex. Its three fixed parts are
+# declared apart for the engine's fast path (engine_logs: head and tail matched alone, the ident cut from the middle).
+APACHE_HEAD = r"\[(?P<ts__a>[^\]]+)\] (?P<level__a>[A-Z]+) "
+APACHE_IDENT = _IDENT.format(n="a")
+APACHE_TAIL = r" \((?P<logger__a>[^()]*)\)"
+_APACHE = APACHE_HEAD + _IDENT_BODY.format(n="a") + APACHE_TAIL
 LAYOUT_APACHE = "^(?:" + _APACHE + ")"
 _LAYOUTS = (
     _APACHE
