@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -64,7 +65,10 @@ def _pending(lake: Path, table: str) -> bool:
     return d.is_dir() and any(d.iterdir())
 
 
-def _run_and_kill(cfg: Path, lake: Path, ck: Path, kill_when_table: str | None) -> int | None:
+def _run_and_kill(cfg: Path, lake: Path, ck: Path, kill_when_table: str | Callable[[], bool] | None) -> int | None:
+    """Run `planewatch pipeline --once`; kill -9 it once `kill_when_table` has pending files (or, a callable, says
+    so); None when killed, else the exit code."""
+    kill_now = (lambda: _pending(lake, kill_when_table)) if isinstance(kill_when_table, str) else kill_when_table
     cmd = [sys.executable, "-m", "planewatch.cli", "pipeline", "--once", "--no-detect", "--config", str(cfg)]
     cmd += ["--lake", str(lake), "--checkpoints", str(ck)]
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
@@ -73,7 +77,7 @@ def _run_and_kill(cfg: Path, lake: Path, ck: Path, kill_when_table: str | None) 
     deadline = time.monotonic() + RUN_TIMEOUT_S
     try:
         while proc.poll() is None and time.monotonic() < deadline:
-            if kill_when_table is not None and _pending(lake, kill_when_table):
+            if kill_now is not None and kill_now():
                 os.killpg(proc.pid, signal.SIGKILL)  # the Python driver and its Spark JVM, mid-batch
                 proc.wait(30)
                 return None
