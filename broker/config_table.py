@@ -22,6 +22,7 @@ import dataclasses
 from typing import Any
 
 from broker.configdef import INT_MAX, LONG_MAX, ConfigDef, ConfigException, Validator, at_least, one_of
+from broker.protocol.releases import DEFAULT_RELEASE, check_release
 
 __all__ = ["CLEANUP_POLICIES", "CONFIG_DEFS", "LISTENER_PREFIXED", "LOG_LEVELS", "SECURITY_PROTOCOLS",
            "SUPPORTED_CLEANUP_POLICIES", "SUPPORTED_SECURITY_PROTOCOLS", "TIMESTAMP_TYPES", "cleanup_policy"]
@@ -41,6 +42,9 @@ WEEK_HOURS = 168  # Kafka's log.roll.hours and log.retention.hours: 7 days
 MIN_SEGMENT_BYTES = 14
 # Two index entries (offset index: 8 bytes each).
 MIN_SEGMENT_INDEX_BYTES = 8
+# Kafka's group.initial.rebalance.delay.ms and offsets.topic.num.partitions defaults (GroupSettings' too).
+GROUP_INITIAL_REBALANCE_DELAY_MS = 3_000
+OFFSETS_TOPIC_NUM_PARTITIONS = 50
 
 
 def _log_line_version(name: str, value: Any) -> None:
@@ -70,6 +74,13 @@ def cleanup_policy(name: str, value: Any) -> None:
                                       "never compacts: the only supported policy is delete")
 
 
+def _kafka_release(name: str, value: Any) -> None:
+    try:
+        check_release(str(value))
+    except ValueError as exc:
+        raise ConfigException.invalid(name, value, str(exc)) from None
+
+
 def _section(name: str, *defs: ConfigDef) -> tuple[ConfigDef, ...]:
     return tuple(dataclasses.replace(d, section=name) for d in defs)
 
@@ -94,6 +105,9 @@ _BROKER = _section(
     _d("broker.rack", "string", None, "Rack of the broker (Metadata v1+)."),
     _d("auto.create.topics.enable", "boolean", True,
        "Metadata for an unknown topic creates it (while this broker is its own controller)."),
+    _d("inter.broker.protocol.version", "string", DEFAULT_RELEASE,
+       "The Kafka release this broker is (2.8, 2.8-IV1, 2.8.2 ...): ApiVersions advertises that release's version "
+       "ranges (broker.protocol.releases); default: the release the logs imitate.", _kafka_release),
 )
 
 _NETWORK = _section(
@@ -167,6 +181,12 @@ _GROUP = _section(
     _d("group.min.session.timeout.ms", "int", 6_000, "Smallest session.timeout.ms a JoinGroup may ask for."),
     _d("group.max.session.timeout.ms", "int", 1_800_000, "Largest session.timeout.ms a JoinGroup may ask for."),
     _d("offset.metadata.max.bytes", "int", 4096, "Largest metadata string of a committed offset."),
+    _d("group.initial.rebalance.delay.ms", "int", GROUP_INITIAL_REBALANCE_DELAY_MS,
+       "How long the first rebalance of an empty group waits for more members to join (extended by this much per "
+       "join, up to the rebalance timeout).", at_least(0)),
+    _d("offsets.topic.num.partitions", "int", OFFSETS_TOPIC_NUM_PARTITIONS,
+       "Partitions of the internal __consumer_offsets topic, created at the first FindCoordinator of a group.",
+       at_least(1)),
 )
 
 _REPLICATION = _section(

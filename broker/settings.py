@@ -18,8 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
-from broker.config_table import CONFIG_DEFS, HOUR_MS
+from broker.config_table import CONFIG_DEFS, GROUP_INITIAL_REBALANCE_DELAY_MS, HOUR_MS, OFFSETS_TOPIC_NUM_PARTITIONS
 from broker.configdef import parse_typed
+from broker.protocol.releases import DEFAULT_RELEASE, release_of
 
 if TYPE_CHECKING:
     from broker.config import KafkaConfig
@@ -101,19 +102,21 @@ class BrokerSettings(SettingsView):
     """Who this broker is, as KafkaApis announces it (``broker.id``, ``broker.rack``, ``cluster.id``,
     ``broker.epoch``)."""
 
-    KEYS: ClassVar[tuple[str, ...]] = ("broker.id", "broker.rack", "cluster.id", "broker.epoch")
+    KEYS: ClassVar[tuple[str, ...]] = ("broker.id", "broker.rack", "cluster.id", "broker.epoch",
+                                       "inter.broker.protocol.version")
 
     broker_id: int
     rack: str | None
     cluster_id: str | None
     broker_epoch: int
+    kafka_release: str = DEFAULT_RELEASE  # "major.minor" of inter.broker.protocol.version: ApiVersions' ranges
 
     @classmethod
     def _build(cls, values: _Declared) -> BrokerSettings:
         raw_epoch = values["broker.epoch"]
         epoch = NO_BROKER_EPOCH if not raw_epoch else parse_typed("broker.epoch", "long", raw_epoch)
         return cls(values["broker.id"], _blank_to_none(values["broker.rack"]),
-                   _blank_to_none(values["cluster.id"]), epoch)
+                   _blank_to_none(values["cluster.id"]), epoch, release_of(values["inter.broker.protocol.version"]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,11 +233,14 @@ class GroupSettings(SettingsView):
     """The group coordinator's limits."""
 
     KEYS: ClassVar[tuple[str, ...]] = ("group.min.session.timeout.ms", "group.max.session.timeout.ms",
-                                       "offset.metadata.max.bytes")
+                                       "offset.metadata.max.bytes", "group.initial.rebalance.delay.ms",
+                                       "offsets.topic.num.partitions")
 
     min_session_timeout_ms: int
     max_session_timeout_ms: int
     offset_metadata_max_bytes: int
+    initial_rebalance_delay_ms: int = GROUP_INITIAL_REBALANCE_DELAY_MS
+    offsets_topic_num_partitions: int = OFFSETS_TOPIC_NUM_PARTITIONS
 
     @classmethod
     def _build(cls, values: _Declared) -> GroupSettings:

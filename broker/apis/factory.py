@@ -1,10 +1,12 @@
 """Build a broker's KafkaApis from its server configuration (the ``apis_factory`` of ``broker.server``).
 
 The broker's identity comes from :class:`broker.settings.BrokerSettings`: ``broker.id``, ``broker.rack``, and the
-planewatch keys ``cluster.id`` (the cluster id Metadata v2+ returns; Kafka: from ZooKeeper) and ``broker.epoch``
-(this broker's epoch as a controller would have registered it, Kafka: the czxid of ``/brokers/ids/N``; -1 = unknown,
-no request is stale). The data plane (logs, Produce/Fetch/ListOffsets, topics, groups, configs) is installed by
-:func:`broker.apis.install.install_data_plane` and reachable as :func:`data_plane_of`.
+planewatch keys ``cluster.id`` (the cluster id Metadata v2+ returns; Kafka: from ZooKeeper; when not set, the one
+``meta.properties`` in the log dirs stores, generated at the first start: :mod:`broker.meta_properties`) and
+``broker.epoch`` (this broker's epoch as a controller would have registered it, Kafka: the czxid of
+``/brokers/ids/N``; -1 = unknown, no request is stale). The data plane (logs, Produce/Fetch/ListOffsets, topics,
+groups, configs) is installed by :func:`broker.apis.install.install_data_plane` and reachable as
+:func:`data_plane_of`.
 
 It also turns on the planewatch lock-wait DEBUG line of ``kafka.server.ReplicaManager`` in server.log
 (see :mod:`broker.state.replica_manager`).
@@ -19,7 +21,8 @@ from broker.apis.install import install_data_plane
 from broker.apis.kafka_apis import KafkaApis
 from broker.config import KafkaConfig
 from broker.log4j import Log4j
-from broker.settings import BrokerSettings
+from broker.meta_properties import load_or_create_cluster_id
+from broker.settings import BrokerSettings, LogSettings
 from broker.state.replica_manager import BrokerState
 
 __all__ = ["build_kafka_apis", "data_plane_of"]
@@ -38,6 +41,7 @@ def build_kafka_apis(server: _Server) -> KafkaApis:
 
     Raises:
         ConfigException: ``broker.epoch`` is not an integer (Kafka's message, naming the key).
+        InconsistentClusterIdError: ``cluster.id`` differs from the one the log dirs store.
     """
     cfg = server.config
     identity = BrokerSettings.from_config(cfg)
@@ -49,9 +53,11 @@ def build_kafka_apis(server: _Server) -> KafkaApis:
         state,
         advertised_listeners={ep.name: (ep.host, ep.port) for ep in listeners},
         security_protocols={ep.name: ep.security_protocol for ep in listeners},
-        cluster_id=identity.cluster_id,
+        cluster_id=load_or_create_cluster_id(LogSettings.from_config(cfg).log_dirs, identity.broker_id,
+                                             identity.cluster_id),
         rack=identity.rack,
         log4j=server.log4j,
+        release=identity.kafka_release,
     )
     install_data_plane(apis, cfg, server.log4j, getattr(server, "registry", None),
                        getattr(getattr(server, "socket_server", None), "reconfigure", None))

@@ -1,15 +1,19 @@
 """FindCoordinator (10), OffsetCommit (8), OffsetFetch (9): what a consumer with a ``group.id`` needs to start.
 
 Every broker coordinates the groups whose offsets it stores (no ``__consumer_offsets`` partitioning across brokers:
-FindCoordinator answers this broker, on the listener the request came from). Offsets live in
+FindCoordinator answers this broker, on the listener the request came from; the internal topic itself is created
+at the first group FindCoordinator, as Kafka does, so Metadata lists it). Offsets live in
 :class:`broker.apis.offsets.OffsetStore`. Group membership (JoinGroup/SyncGroup/Heartbeat/LeaveGroup) is in
-:mod:`broker.apis.membership`; OffsetCommit from a member checks its generation there (ILLEGAL_GENERATION,
-UNKNOWN_MEMBER_ID), a commit with generation -1 (an ``assign()`` consumer) is stored as is, as Kafka does for
-simple consumer groups.
+:mod:`broker.apis.membership`; OffsetCommit from a member checks it there (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID,
+FENCED_INSTANCE_ID, REBALANCE_IN_PROGRESS), a commit with generation -1 (an ``assign()`` consumer) is stored while
+the group has no members, as Kafka does for simple consumer groups. A partition the metadata does not know is
+answered UNKNOWN_TOPIC_OR_PARTITION by OffsetCommit (any version) and OffsetFetch v0, as Kafka does; OffsetFetch
+v1+ answers offset -1 for it, as Kafka does.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from broker.apis.kafka_apis import HandlerResult
@@ -34,19 +38,26 @@ class GroupApis:
         store: committed offsets.
         coordinator: group membership.
         settings: ``offset.metadata.max.bytes`` (default: the table's).
+        partition_exists: whether the metadata knows a (topic, partition) (default: every one exists).
+        on_group_lookup: called before a group FindCoordinator is answered (creates ``__consumer_offsets``).
     """
 
     def __init__(self, self_broker: LiveBroker, store: OffsetStore, coordinator: GroupCoordinator,
-                 settings: GroupSettings | None = None) -> None:
+                 settings: GroupSettings | None = None, partition_exists: Callable[[str, int], bool] | None = None,
+                 on_group_lookup: Callable[[], None] | None = None) -> None:
         self.self_broker = self_broker
         self.store = store
         self.coordinator = coordinator
         self.settings = settings or GroupSettings.defaults()
+        self.partition_exists = partition_exists or (lambda _topic, _partition: True)
+        self.on_group_lookup = on_group_lookup
 
     def find_coordinator(self, request: Request, header: RequestHeader, body: dict[str, Any]) -> HandlerResult:
         """This broker, for groups; COORDINATOR_NOT_AVAILABLE for transactions (no transaction coordinator)."""
         ep = self.self_broker.endpoint(request.listener)
         key_type = int(body.get("key_type", KEY_TYPE_GROUP))
+        if key_type == KEY_TYPE_GROUP and self.on_group_lookup is not None:
+            self.on_group_lookup()
 
         def one(key: str) -> dict[str, Any]:
             if key_type != KEY_TYPE_GROUP or ep is None:
@@ -71,16 +82,18 @@ class GroupApis:
         group = str(body["group_id"])
         generation = int(body.get("generation_id_or_member_epoch", -1))
         member = str(body.get("member_id", ""))
+        instance = body.get("group_instance_id") if header.api_version >= 7 else None
         group_error: int = ErrorCode.NONE if group else ErrorCode.INVALID_GROUP_ID
         if not group_error:
-            group_error = self.coordinator.validate_commit(group, member, generation)
+            group_error = self.coordinator.validate_commit(group, member, generation, instance)
         topics: list[dict[str, Any]] = []
         entries: dict[tuple[str, int], CommittedOffset] = {}
         codes: list[int] = []
         for t in body["topics"]:
             parts = []
             for p in t["partitions"]:
-                code = group_error
+                exists = self.partition_exists(t["name"], int(p["partition_index"]))
+                code = group_error if exists else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 meta = p.get("committed_metadata")
                 if not code and meta is not None and len(meta.encode()) > self.settings.offset_metadata_max_bytes:
                     code = ErrorCode.OFFSET_METADATA_TOO_LARGE
@@ -96,11 +109,10 @@ class GroupApis:
                     if not p["error_code"]:
                         p["error_code"] = ErrorCode.COORDINATOR_NOT_AVAILABLE
             codes = [p["error_code"] for t in topics for p in t["partitions"]]
-        del header
         return HandlerResult({"throttle_time_ms": 0, "topics": topics}, tuple(codes) or (ErrorCode.NONE,))
 
-    def _fetch_group(self, group: str, topics: list[dict[str, Any]] | None,
-                     index_key: str) -> list[dict[str, Any]]:
+    def _fetch_group(self, group: str, topics: list[dict[str, Any]] | None, index_key: str,
+                     check_topics: bool = False) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         if topics is None:  # all committed offsets of the group
             by_topic: dict[str, list[int]] = {}
@@ -111,9 +123,11 @@ class GroupApis:
             parts = []
             for idx in t[index_key]:
                 c = self.store.get(group, t["name"], int(idx))
-                parts.append({"partition_index": idx, "committed_offset": c.offset if c else -1,
+                unknown = check_topics and not self.partition_exists(t["name"], int(idx))
+                parts.append({"partition_index": idx, "committed_offset": c.offset if c and not unknown else -1,
                               "committed_leader_epoch": c.leader_epoch if c else -1,
-                              "metadata": (c.metadata if c else "") or "", "error_code": ErrorCode.NONE})
+                              "metadata": (c.metadata if c else "") or "",
+                              "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if unknown else ErrorCode.NONE})
             out.append({"name": t["name"], "partitions": parts})
         return out
 
@@ -126,5 +140,6 @@ class GroupApis:
                 groups.append({"group_id": g["group_id"], "error_code": ErrorCode.NONE,
                                "topics": self._fetch_group(str(g["group_id"]), g.get("topics"), "partition_indexes")})
             return HandlerResult({"throttle_time_ms": 0, "groups": groups}, (ErrorCode.NONE,))
-        topics = self._fetch_group(str(body["group_id"]), body.get("topics"), "partition_indexes")
+        topics = self._fetch_group(str(body["group_id"]), body.get("topics"), "partition_indexes",
+                                   check_topics=header.api_version == 0)
         return HandlerResult({"throttle_time_ms": 0, "topics": topics, "error_code": ErrorCode.NONE}, (ErrorCode.NONE,))

@@ -19,6 +19,7 @@ from broker.apis.groups import GroupApis
 from broker.apis.kafka_apis import HandlerResult, KafkaApis
 from broker.apis.list_offsets import handle_list_offsets
 from broker.apis.membership import GroupCoordinator
+from broker.apis.metadata import OFFSETS_TOPIC
 from broker.apis.metrics_topic import TopicMetricsReporter
 from broker.apis.offsets import OffsetStore
 from broker.apis.produce import handle_produce
@@ -43,6 +44,22 @@ def _bind(dp: DataPlane, fn: _DataHandler) -> Callable[[Request, RequestHeader, 
     return handler
 
 
+def _partition_exists(dp: DataPlane) -> Callable[[str, int], bool]:
+    def exists(topic: str, partition: int) -> bool:
+        return partition in dp.state.metadata_cache.snapshot.partitions.get(topic, {})
+    return exists
+
+
+def _offsets_topic_creator(dp: DataPlane, partitions: int) -> Callable[[], None]:
+    """Kafka creates ``__consumer_offsets`` (``offsets.topic.num.partitions``) at the first group FindCoordinator;
+    here too, while this broker is its own controller (a cluster's controller does not create it)."""
+
+    def ensure() -> None:
+        if not dp.topic_exists(OFFSETS_TOPIC) and dp.is_own_controller():
+            dp.create_topic(OFFSETS_TOPIC, partitions, 1)
+    return ensure
+
+
 def install_data_plane(apis: KafkaApis, config: KafkaConfig, log4j: Log4j,
                        registry: MetricsRegistry | None = None,
                        reconfigure: Callable[[Mapping[str, str]], None] | None = None) -> DataPlane:
@@ -64,7 +81,8 @@ def install_data_plane(apis: KafkaApis, config: KafkaConfig, log4j: Log4j,
     group_settings = GroupSettings.from_config(config)
     coordinator = GroupCoordinator(offset_groups=store.groups, settings=group_settings)
     apis.add_closer(coordinator.close)
-    groups = GroupApis(apis.self_broker, store, coordinator, group_settings)
+    groups = GroupApis(apis.self_broker, store, coordinator, group_settings, partition_exists=_partition_exists(dp),
+                       on_group_lookup=_offsets_topic_creator(dp, group_settings.offsets_topic_num_partitions))
     apis.register(ApiKey.PRODUCE, _bind(dp, handle_produce))
     apis.register(ApiKey.FETCH, _bind(dp, handle_fetch))
     apis.register(ApiKey.LIST_OFFSETS, _bind(dp, handle_list_offsets))

@@ -49,6 +49,7 @@ from broker.protocol import (
 from broker.protocol.codec import DECODE_ERRORS, message_codec
 from broker.protocol.error_bodies import error_body
 from broker.protocol.headers import read_request_header
+from broker.protocol.releases import advertised_ranges
 from broker.state import BrokerState, ControllerMovedError, Endpoint, LiveBroker, TopicPartition
 
 if TYPE_CHECKING:
@@ -105,12 +106,15 @@ class KafkaApis:
         cluster_id: the cluster id Metadata v2+ returns.
         rack: ``broker.rack``.
         log4j: the logging hierarchy (server.log's ``kafka.server.KafkaApis``, the request logger's level).
+        release: the Kafka release whose ApiVersions ranges are advertised (``inter.broker.protocol.version``,
+            see :mod:`broker.protocol.releases`); None: the codec's whole ranges.
     """
 
     def __init__(self, state: BrokerState, *, advertised_listeners: Mapping[str, tuple[str, int]],
                  security_protocols: Mapping[str, str] | None = None, cluster_id: str | None = None,
-                 rack: str | None = None, log4j: Log4j | None = None) -> None:
+                 rack: str | None = None, log4j: Log4j | None = None, release: str | None = None) -> None:
         self.state = state
+        self.release = release
         self.cluster_id = cluster_id
         protocols = security_protocols or {}
         endpoints = tuple(
@@ -157,8 +161,9 @@ class KafkaApis:
             self._closers.pop()()
 
     def advertised_versions(self) -> dict[int, tuple[int, int]]:
-        """api_key -> (min, max) that ApiVersions advertises: every handled API in the codec's range."""
-        return {k: SUPPORTED[k] for k in self._handlers if k in SUPPORTED}
+        """api_key -> (min, max) that ApiVersions advertises: every handled API in the release's range, cut to
+        what the codec implements."""
+        return advertised_ranges(self.release, self._handlers)
 
     def handle(self, request: Request) -> Response:
         """Handle one request (thread-safe; called concurrently by the handler threads)."""

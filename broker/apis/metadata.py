@@ -8,15 +8,18 @@ from collections.abc import Mapping
 from typing import Any
 
 from broker.apis.convert import kafka_string_to_uuid, uuid_to_kafka_string
+from broker.log import validate_topic_name
 from broker.protocol.error_codes import ErrorCode
 from broker.state.metadata_cache import MetadataSnapshot
 from broker.state.model import LiveBroker
 
 _ZERO_UUID = uuid.UUID(int=0)
 
-__all__ = ["CLIENT_SOFTWARE_RE", "api_versions_body", "metadata_body", "valid_client_software"]
+__all__ = ["CLIENT_SOFTWARE_RE", "INTERNAL_TOPICS", "OFFSETS_TOPIC", "api_versions_body", "metadata_body",
+           "valid_client_software"]
 
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})  # Topic.isInternal
+OFFSETS_TOPIC = "__consumer_offsets"  # Topic.GROUP_METADATA_TOPIC_NAME
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state"})  # Topic.isInternal
 NO_LEADER_ID = -1  # MetadataResponse.NO_LEADER_ID
 NO_CONTROLLER_ID = -1  # MetadataResponse.NO_CONTROLLER_ID
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648  # Integer.MIN_VALUE: not requested
@@ -50,6 +53,14 @@ def api_versions_body(advertised: Mapping[int, tuple[int, int]], error_code: int
     }
 
 
+def _valid_topic_name(name: str) -> bool:
+    try:
+        validate_topic_name(name)
+    except ValueError:
+        return False
+    return True
+
+
 def _alive(snapshot: MetadataSnapshot, self_broker: LiveBroker) -> Mapping[int, LiveBroker]:
     # A broker that has heard from no controller yet still answers with itself, so clients can bootstrap.
     return snapshot.alive_brokers or {self_broker.id: self_broker}
@@ -60,8 +71,9 @@ def metadata_body(snapshot: MetadataSnapshot, body: Mapping[str, Any], version: 
     """The Metadata response for a request that arrived on ``listener`` (Kafka 2.8 semantics, no auto-creation).
 
     Brokers are the live brokers with an endpoint on ``listener`` (this broker alone while no UpdateMetadata has
-    arrived). Requested topics the cache does not know get UNKNOWN_TOPIC_OR_PARTITION. A partition whose leader is
-    not alive gets LEADER_NOT_AVAILABLE with leader -1; v0 filters unavailable replicas and reports
+    arrived). Requested topics the cache does not know get UNKNOWN_TOPIC_OR_PARTITION, or INVALID_TOPIC_EXCEPTION
+    when their name is not a legal topic name (Kafka 2.8+: whether or not auto-creation is allowed). A partition
+    whose leader is not alive gets LEADER_NOT_AVAILABLE with leader -1; v0 filters unavailable replicas and reports
     REPLICA_NOT_AVAILABLE, as Kafka does (``errorUnavailableEndpoints``).
     """
     alive = _alive(snapshot, self_broker)
@@ -97,7 +109,8 @@ def metadata_body(snapshot: MetadataSnapshot, body: Mapping[str, Any], version: 
         if tid is not None:
             topic["topic_id"] = kafka_string_to_uuid(tid)
         if not parts:
-            topic["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            topic["error_code"] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if _valid_topic_name(name)
+                                   else ErrorCode.INVALID_TOPIC_EXCEPTION)
             topics.append(topic)
             continue
         for idx in sorted(parts):

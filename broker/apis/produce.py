@@ -23,6 +23,7 @@ from typing import Any
 
 from broker.apis.data_plane import DataPlane
 from broker.apis.kafka_apis import HandlerResult
+from broker.apis.metadata import INTERNAL_TOPICS
 from broker.log import Log, LogError
 from broker.network.request import Request
 from broker.protocol import CorruptRecord, RequestHeader
@@ -100,6 +101,8 @@ def _append_one(dp: DataPlane, topic: str, index: int, records: Any, acks: int, 
                 pending: list[_Pending]) -> dict[str, Any]:
     if acks not in (0, 1, -1):
         return _partition_response(index, ErrorCode.INVALID_REQUIRED_ACKS)
+    if topic in INTERNAL_TOPICS:  # Kafka: "Cannot append to internal topic" (only the coordinators write there)
+        return _partition_response(index, ErrorCode.INVALID_TOPIC_EXCEPTION)
     try:
         batch = validate_produce_records(records, version)
     except CorruptRecord as exc:

@@ -99,7 +99,7 @@ def metadata_with_auto_create(dp: DataPlane, base: Handler) -> Handler:
                 try:
                     validate_topic_name(name)
                 except ValueError:
-                    continue  # not creatable: Metadata answers UNKNOWN_TOPIC_OR_PARTITION for it
+                    continue  # not creatable: Metadata answers INVALID_TOPIC_EXCEPTION for it
                 wanted.append(name)
             dp.maybe_auto_create(wanted)
         return base(request, header, body)

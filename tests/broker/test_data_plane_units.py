@@ -122,7 +122,9 @@ def test_group_member_expires_after_its_session_and_the_group_rebalances() -> No
     join = {"group_id": "g", "session_timeout_ms": 6000, "rebalance_timeout_ms": 6000, "member_id": "",
             "protocol_type": "consumer", "protocols": [{"name": "range", "metadata": b"m"}]}
     header = RequestHeader(11, 5, 1, "cli")
-    a = gc.join_group(_req(), header, join).body
+    first = gc.join_group(_req(), header, join).body
+    assert first["error_code"] == 79  # MEMBER_ID_REQUIRED: JoinGroup v4+ without a member id (KIP-394)
+    a = gc.join_group(_req(), header, dict(join, member_id=first["member_id"])).body
     assert (a["error_code"], a["generation_id"], a["leader"]) == (0, 1, a["member_id"])
     sync = {"group_id": "g", "generation_id": 1, "member_id": a["member_id"],
             "assignments": [{"member_id": a["member_id"], "assignment": b"all"}]}
