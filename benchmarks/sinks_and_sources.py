@@ -9,6 +9,7 @@
    writers differ) over the same state-change log, once per `sink.mode`:
    bulk: the whole log in one micro-batch; trickle: small micro-batches (seconds per batch, what a quiet cluster's
    detection delay pays), delta-rs on its defaults (such batches take its driver path) and on the executors.
+   Then the bulk raw_logs table read back as detection reads silver (one partition), natively and jar-free.
 3. Kafka readers: the same records in a topic of the reference broker (2 partitions, on 127.0.0.1) -> bronze and
    silver through `sources.kafka.reader` python (planewatch_kafka) and spark (format kafka), sink delta-rs.
 One SparkSession (with the jars) for 2 and 3, warmed up by a small run first; runs alternate between the two
@@ -35,6 +36,7 @@ TRICKLE_BATCH_BYTES = 512 * 1024
 # Records per Kafka micro-batch (both readers): the whole topic in a few batches.
 KAFKA_BATCH_RECORDS = 50_000
 KAFKA_PARTITIONS = 2
+READ_REPEATS = 5
 STARTUP_SNIPPET = """
 import time, sys
 t = time.perf_counter()
@@ -83,6 +85,25 @@ def _ingest(spark: Any, tmp: Path, name: str, inp: Path, sink: dict[str, Any], b
 def _line(label: str, seconds: float, rows: int, batches: int) -> str:
     return (f"  {label:<44} {seconds:7.1f} s  {rows / seconds:>9,.0f} lines/s  {batches:>3} batches  "
             f"{seconds / max(batches, 1):5.2f} s/batch")
+
+
+def print_reads(spark: Any, table: Path) -> None:
+    """read_delta of one partition of `table` (what detection does per batch), natively and through delta-rs's file
+    list: median seconds of READ_REPEATS, each a count."""
+    import statistics
+
+    from jobs.io.delta_read import read_delta
+
+    part = [[("cluster", "=", "bench"), ("date", "=", time.strftime("%Y-%m-%d", time.gmtime()))]]
+    print(f"reads, one partition of {table.name} ({READ_REPEATS} counts, median):")
+    for native in (True, False):
+        times, rows = [], 0
+        for _ in range(READ_REPEATS):
+            t = time.perf_counter()
+            rows = read_delta(spark, str(table), partitions_in=part, native=native).count()
+            times.append(time.perf_counter() - t)
+        label = "delta-spark (format delta)" if native else "delta-rs file list + Spark parquet"
+        print(f"  {label:<44} {statistics.median(times):7.2f} s  ({rows:,} rows)")
 
 
 def _produce(bootstrap: str, topic: str, log: Path) -> int:
@@ -148,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
             el, rows, batches = _ingest(spark, tmp, f"bulk-{mode}", bulk.parents[2],
                                         {"mode": mode, "driver_batch_max_rows": 0}, 1 << 30)
             print(_line(f"bulk, {mode}", el, rows, batches))
+        print_reads(spark, tmp / "bulk-delta-spark" / "lake" / "raw_logs")
         print(f"sinks, {trickle_lines:,} lines in {TRICKLE_BATCH_BYTES // 1024} KiB micro-batches:")
         for label, sink in (("delta-rs (defaults: driver path)", {"mode": "delta-rs"}),
                             ("delta-rs (executors)", {"mode": "delta-rs", "driver_batch_max_rows": 0}),

@@ -48,12 +48,14 @@ def _spark_schema(arrow_schema: Any) -> StructType:
 
 
 def read_delta(spark: SparkSession, path: str, version: int | None = None,
-               partitions_in: list[list[tuple[str, str, Any]]] | None = None) -> DataFrame:
+               partitions_in: list[list[tuple[str, str, Any]]] | None = None, native: bool | None = None
+               ) -> DataFrame:
     """The table's snapshot (latest or `version`) as a Spark DataFrame, columns in table order.
 
     `partitions_in`: only the files of these partitions (delta-rs tuple filters in disjunctive normal form, e.g.
     ``[[("cluster", "=", "c1"), ("date", "=", "2026-11-23")]]``, `=` only): Spark neither lists nor plans the other
-    files (natively: a partition filter Delta prunes by).
+    files (natively: a partition filter Delta prunes by). `native`: read with delta-spark (True), through delta-rs's
+    file list (False), or natively when the session has delta-spark (None).
 
     Raises:
         PipelineIOError: `path` is not a Delta table.
@@ -65,7 +67,7 @@ def read_delta(spark: SparkSession, path: str, version: int | None = None,
 
     if not DeltaTable.is_deltatable(path):
         raise PipelineIOError(f"not a Delta table: {path}")
-    if session_has_delta(spark):
+    if native if native is not None else session_has_delta(spark):
         return _read_native(spark, path, version, partitions_in)
     dt = DeltaTable(path, version=version)
     arrow_schema = pa.schema(dt.schema().to_arrow())

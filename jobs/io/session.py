@@ -5,9 +5,10 @@ Under spark-submit (the JVM started first, `PYSPARK_GATEWAY_PORT` is set) the ma
 with `addPyFile`, so `spark-submit --master spark://...` needs no `--py-files`.
 
 The JVM packages (delta-spark, spark-sql-kafka; `jobs.io.jars`) are loaded when fetched, with Delta's SQL extension
-and catalog. They cost about two seconds of start-up (benchmarks.sinks_and_sources measures it). A setting that needs
-them (`sink.mode: delta-spark`, `sources.kafka.reader: spark`) fails at start-up with `JarsMissing` naming the fetch
-command when they are absent, or when the session was started without them (under spark-submit: pass `--jars`).
+and catalog. They cost about a second of start-up (7.4 -> 8.5 s to the first job here; benchmarks.sinks_and_sources).
+A setting that needs them (`sink.mode: delta-spark`, `sources.kafka.reader: spark`) fails at start-up with
+`JarsMissing` naming the fetch command when they are absent, or when the session was started without them (under
+spark-submit: pass `--jars`).
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ def test_a_setting_that_needs_the_jars_fails_before_spark_starts(tmp_path: Path,
     kafka = parse_settings({"sources": {"kafka": {"enabled": True, "logs_topics": ["l"], "reader": "spark"}}}, "t")
     assert jars_needed(spark_sink) == "sink.mode: delta-spark"
     assert jars_needed(kafka) == "sources.kafka.reader: spark"
-    assert jars_needed(parse_settings({}, "t")) is None  # reader auto falls back to planewatch_kafka
+    assert jars_needed(parse_settings({}, "t")) is None
     for settings in (spark_sink, kafka):
         with pytest.raises(JarsMissing, match=FETCH_COMMAND):
             build_session(settings, "t")
