@@ -1,0 +1,135 @@
+"""planewatch side by side with the Prometheus rule sets operators run, on the same brokers, in one run.
+
+    .venv/bin/python -m benchmarks.versus_prometheus [--runs a,b] [--dir var/bench-versus-prometheus]
+                                                     [--duration SECONDS] [--json FILE]
+
+Starts Alertmanager and one Prometheus per public rule set of ``conf/anchors/`` (Strimzi's Kafka rules, Confluent's
+jmx-monitoring-stacks broker alerts, the Grafana Kafka mixin), each with its stack's scrape and evaluation intervals
+(``benchmarks/anchors/stacks.py``), on 127.0.0.1 from Debian's packages (``scripts/bootstrap.sh`` installs them).
+Then it plays ``planewatch demo`` (the same runs, pipeline and API, ``--runs`` as the demo's) while the anchors
+scrape the running cluster's Prometheus endpoints: the reference brokers' and Apache Kafka's JMX exporters.
+
+Prints, per incident (a run's timeline marker), the fastest anchor rule and planewatch alert that caught it, each
+delay from the marker to the alert being readable (Alertmanager's API; planewatch's GET /alerts), both polled every
+second, and the ratio; then every anchor alert that fired, with the rules that also fire on a healthy run flagged as
+noise (they are not counted as detections). The machine's load average is printed with the numbers: other
+processes sharing the cores slow planewatch's pipeline, not Prometheus' timers.
+
+Bounded by ``--duration`` (the demo stops there); Ctrl-C, SIGTERM or an error stops every process it started.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from benchmarks.anchors.score import noisy_rules, render, rows_of
+from benchmarks.anchors.servers import AnchorServers, binary
+from benchmarks.anchors.stacks import STACKS
+from benchmarks.anchors.watch import AlertmanagerWatcher, TargetFollower
+from planewatch.demo.plan import ALL_RUNS, RUNS
+
+# The whole benchmark's bound: the default demo takes 8-12 minutes on 2 cores; past this the demo stops.
+DEFAULT_DURATION_S = 1800.0
+
+
+def _quiet_runs() -> set[str]:
+    """Runs where nothing is injected and no alert of any type may fire (the healthy runs)."""
+    from broker.scenarios import expected as reference
+    from planewatch.kafka import expected as kafka
+
+    return {run for run, types in {**reference.FORBIDDEN, **kafka.FORBIDDEN}.items() if reference.ANY in types}
+
+
+def _run_starts(d: Path, runs: list[str]) -> dict[str, int]:
+    """Each run's first timeline event (ms since the epoch)."""
+    out = {}
+    for run in runs:
+        path = d / "timeline" / f"{run}.jsonl"
+        if path.exists():
+            for line in path.read_text().splitlines():
+                if line.startswith("{"):
+                    out[run] = int(json.loads(line)["ts_ms"])
+                    break
+    return out
+
+
+def _version(kind: str) -> str:
+    out = subprocess.run([binary(kind), "--version"], capture_output=True, text=True, check=False)
+    return (out.stdout or out.stderr).splitlines()[0] if (out.stdout or out.stderr) else "?"
+
+
+def _load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.1f} / {five:.1f} / {fifteen:.1f} (1/5/15 min) on {os.cpu_count()} cores"
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    del signum, frame
+    raise KeyboardInterrupt  # the same clean stop as Ctrl-C
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", default=",".join(r.name for r in RUNS), help="comma-separated demo runs")
+    parser.add_argument("--dir", type=Path, default=Path("var/bench-versus-prometheus"))
+    parser.add_argument("--duration", type=float, default=DEFAULT_DURATION_S, help="bound of the whole run (s)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the rows and anchor alerts here")
+    args = parser.parse_args(argv)
+    runs = [r for r in args.runs.split(",") if r]
+    unknown = sorted(set(runs) - {r.name for r in ALL_RUNS})
+    if unknown:
+        parser.error(f"unknown run(s): {', '.join(unknown)}")
+    signal.signal(signal.SIGTERM, _terminate)
+    from planewatch.demo.runner import DemoOptions, run_demo
+
+    d = args.dir.resolve()
+    shutil.rmtree(d / "anchors", ignore_errors=True)
+    (d / "anchors").mkdir(parents=True)
+    print(f"anchors: {_version('prometheus')}; {_version('alertmanager')}")
+    for s in STACKS:
+        print(f"  {s.name:<14} {s.rules.name:<30} scrape {s.scrape_interval_s:>2} s, "
+              f"evaluate {s.evaluation_interval_s:>2} s ({s.intervals_from})")
+    load_before = _load()
+    print(f"at start: {load_before}", flush=True)
+    started = time.monotonic()
+    with AnchorServers(logs=d / "anchors") as servers:
+        watcher = AlertmanagerWatcher(servers.alertmanager_url)
+        follower = TargetFollower(d, servers)
+        watcher.start()
+        follower.start()
+        try:
+            rc = run_demo(DemoOptions(dir=d, port=0, duration_s=args.duration, runs=tuple(runs), serve=False))
+        finally:
+            follower.stop()
+            watcher.stop()
+        alerts = watcher.alerts()
+    if rc == 130:
+        return rc
+    load_after = _load()
+    report: dict[str, Any] = json.loads((d / "report.json").read_text())
+    noisy = noisy_rules(alerts, _quiet_runs() & set(runs))
+    rows = rows_of(report, alerts, noisy)
+    print("\nplanewatch versus the anchors (delays in seconds from the incident's timeline marker to the alert "
+          "readable in GET /alerts or Alertmanager)\n")
+    print(render(rows, alerts, noisy, _run_starts(d, runs)))
+    print(f"\n{time.monotonic() - started:.0f} s; at start: {load_before}; at the end: {load_after}")
+    if args.json:
+        args.json.write_text(json.dumps({"rows": [asdict(r) | {"ratio": r.ratio} for r in rows],
+                                         "anchor_alerts": [asdict(a) for a in alerts], "noisy_rules": sorted(noisy),
+                                         "load": {"start": load_before, "end": load_after}}, indent=2))
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
