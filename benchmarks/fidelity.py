@@ -11,11 +11,13 @@ templates and metric names tell a version difference from a bug). On each, in or
 1. the workload: create a topic (2 partitions, replication ``min(2, N)``), produce :data:`MESSAGES` acks=all
    messages, read them back, kill -9 the highest broker id and restart it (leadership moves; on one broker the
    controller fails over), produce :data:`MESSAGES_AFTER_MOVE` more;
-2. the wire probes (:func:`probes`), from the independent client :mod:`benchmarks.fidelity_wire` (Kafka's own
+2. the wire probes (:func:`all_probes`), from the independent client :mod:`benchmarks.fidelity_wire` (Kafka's own
    message schemas): ApiVersions, Metadata v0-v12 for the topic and a missing one, bad requests (unknown topic
    produce/fetch, invalid acks, unsupported versions, unknown API key, garbled and oversized frames), and, on broker
    1's control-plane listener as a controller would send them, LeaderAndIsr / UpdateMetadata / StopReplica for a
-   probe topic (answers, stale controller epoch, stale broker epoch, stale leader epoch);
+   probe topic (answers, stale controller epoch, stale broker epoch, stale leader epoch); topic configs and admin
+   APIs (:mod:`benchmarks.fidelity_probes`); the group coordinator's protocol and metadata details
+   (:mod:`benchmarks.fidelity_group_probes`);
 3. the metric names of every Prometheus endpoint (Kafka: the JMX exporter agent, then once more with every MBean
    exported, to tell a name Kafka lacks from one the agent's include list leaves out; the reference controller's
    JSON-lines metrics mapped through the same rules);
@@ -42,10 +44,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from benchmarks import fidelity_compare as fc
+from benchmarks.fidelity_group_probes import group_probes
 from benchmarks.fidelity_probes import (
     MISSING_TOPIC,
     PROBE_TOPIC,
     TOPIC,
+    Probe,
     ProbeContext,
     probes,
     run_probe,
@@ -409,6 +413,11 @@ class Observed:
     seconds: float = 0.0
 
 
+def all_probes() -> list[Probe]:
+    """The wire probes, then the group and metadata probes."""
+    return probes() + group_probes()
+
+
 def observe(target: Target, schemas: KafkaSchemas, brokers: int, progress: Callable[[str], None]) -> Observed:
     """Start the cluster, run the workload and the probes, scrape, read the logs, stop (always)."""
     seen = Observed(target.label)
@@ -420,8 +429,8 @@ def observe(target: Target, schemas: KafkaSchemas, brokers: int, progress: Calla
         seen.workload = workload(target, brokers)
         cid, epoch = _poll("the controller's epoch in the logs", lambda: _controller(target))
         ctx = ProbeContext(schemas, target, brokers, cid, epoch)
-        progress(f"{target.label}: {len(probes())} probes (controller {cid}, epoch {epoch})")
-        for probe in probes():
+        progress(f"{target.label}: {len(all_probes())} probes (controller {cid}, epoch {epoch})")
+        for probe in all_probes():
             result, body = run_probe(ctx, probe)
             seen.cases[probe.name] = result
             if probe.name == "ApiVersions v3 answer" and body is not None:

@@ -46,9 +46,37 @@ class ProbeContext:
                  "Rack": None} for b in range(1, self.brokers + 1)]
 
 
+class Scratch:
+    """The requests a probe's script sends before the probed one, on the probe's listener: each on a connection of
+    its own, answered before the next (:meth:`call`), or left unanswered (:meth:`send`: a request the broker parks,
+    such as a JoinGroup waiting for a rebalance; its connection stays open until the probe has its answer)."""
+
+    def __init__(self, ctx: ProbeContext, port: int) -> None:
+        self.ctx = ctx
+        self.port = port
+        self.held: list[Connection] = []
+
+    def call(self, api_key: int, version: int, body: dict[str, Any]) -> dict[str, Any]:
+        with Connection(self.ctx.schemas, "127.0.0.1", self.port, timeout_s=PROBE_TIMEOUT_S) as conn:
+            return conn.call(api_key, version, body)[0]
+
+    def send(self, api_key: int, version: int, body: dict[str, Any]) -> None:
+        conn = Connection(self.ctx.schemas, "127.0.0.1", self.port, timeout_s=PROBE_TIMEOUT_S)
+        self.held.append(conn)
+        conn.send_raw(conn.frame(api_key, version, body))
+
+    def close(self) -> None:
+        for conn in self.held:
+            conn.close()
+
+
 @dataclass(frozen=True)
 class Probe:
-    """One request (or raw bytes) and the listener it goes to."""
+    """One request (or raw bytes) and the listener it goes to.
+
+    ``script`` sends the requests that set the scene (through a :class:`Scratch`) and returns the probed request's
+    body; ``facts_of`` picks the compared facts from the answer (default: the values of the ``facts`` keys).
+    """
 
     name: str
     listener: str
@@ -57,6 +85,8 @@ class Probe:
     body: Callable[[ProbeContext], dict[str, Any]] | None = None
     raw: Callable[[Connection], bytes] | None = None
     facts: tuple[str, ...] = ()  # response keys whose values are compared too
+    script: Callable[[ProbeContext, Scratch], dict[str, Any]] | None = None
+    facts_of: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
 
 def _batch() -> bytes:
@@ -325,21 +355,29 @@ def run_probe(ctx: ProbeContext, probe: Probe) -> tuple[fc.Outcome, dict[str, An
     """Send one probe on a fresh connection; its :class:`~benchmarks.fidelity_compare.Outcome` and decoded body."""
     port = ctx.target.port(ctx.broker_id, probe.listener)
     client_id = "fidelity-controller" if probe.listener == "CONTROLLER" else "fidelity"  # apart from a controller's
-    with Connection(ctx.schemas, "127.0.0.1", port, client_id=client_id, timeout_s=PROBE_TIMEOUT_S) as conn:
-        try:
-            if probe.raw is not None:
-                conn.send_raw(probe.raw(conn))
+    scratch = Scratch(ctx, port)
+    try:
+        request = probe.script(ctx, scratch) if probe.script is not None else None
+        with Connection(ctx.schemas, "127.0.0.1", port, client_id=client_id, timeout_s=PROBE_TIMEOUT_S) as conn:
+            try:
+                if probe.raw is not None:
+                    conn.send_raw(probe.raw(conn))
+                    frame = conn.read_frame()
+                    return fc.Outcome(False, ("unexpected answer",), (f"{len(frame)} bytes",)), None
+                if request is None:
+                    assert probe.body is not None
+                    request = probe.body(ctx)
+                conn.send_raw(conn.frame(probe.api_key, probe.version, request))
                 frame = conn.read_frame()
-                return fc.Outcome(False, ("unexpected answer",), (f"{len(frame)} bytes",)), None
-            assert probe.body is not None
-            conn.send_raw(conn.frame(probe.api_key, probe.version, probe.body(ctx)))
-            frame = conn.read_frame()
-        except ClosedByBroker:
-            return fc.outcome(None), None
-        except TimeoutError:
-            return fc.Outcome(False, ("no answer and not closed",)), None
-        body_version = 0 if probe.api_key == API_VERSIONS and probe.version > 4 else None
-        body, trailing = conn.decode(probe.api_key, probe.version, frame, body_version)
-    facts = (_metadata_facts(body) if probe.api_key == METADATA else _configs_facts(body)
-             if probe.api_key == DESCRIBE_CONFIGS else _facts(body, probe.facts))
+            except ClosedByBroker:
+                return fc.outcome(None), None
+            except TimeoutError:
+                return fc.Outcome(False, ("no answer and not closed",)), None
+            body_version = 0 if probe.api_key == API_VERSIONS and probe.version > 4 else None
+            body, trailing = conn.decode(probe.api_key, probe.version, frame, body_version)
+    finally:
+        scratch.close()
+    facts = (probe.facts_of(body) if probe.facts_of is not None else _metadata_facts(body)
+             if probe.api_key == METADATA else _configs_facts(body) if probe.api_key == DESCRIBE_CONFIGS
+             else _facts(body, probe.facts))
     return fc.outcome(body, trailing, facts), body

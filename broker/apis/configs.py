@@ -208,7 +208,8 @@ class ConfigApis:
         for r in body["resources"]:
             rtype, name = int(r["resource_type"]), str(r["resource_name"])
             keys = r.get("configuration_keys")
-            res: dict[str, Any] = {"error_code": ErrorCode.NONE, "error_message": None, "resource_type": rtype,
+            # Kafka leaves ErrorMessage at its schema default "" unless the error carries a message
+            res: dict[str, Any] = {"error_code": ErrorCode.NONE, "error_message": "", "resource_type": rtype,
                                    "resource_name": name, "configs": []}
             try:
                 error = self._broker_error(rtype, name)
@@ -219,7 +220,7 @@ class ConfigApis:
                 else:
                     res["configs"] = self.dynamic.describe(keys, name != "", synonyms, documentation)
             except AlterError as exc:
-                res["error_code"], res["error_message"] = exc.code, exc.message or None
+                res["error_code"], res["error_message"] = exc.code, exc.message or ""
             results.append(res)
         return HandlerResult({"throttle_time_ms": 0, "results": results},
                              tuple(int(r["error_code"]) for r in results) or (ErrorCode.NONE,))

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from broker.apis.data_plane import DataPlane
 from broker.apis.kafka_apis import Handler, HandlerResult
-from broker.cluster.model import PartitionInfo, elect_preferred, elect_unclean, validate_reassignment
+from broker.cluster.model import NO_REASSIGNMENT, PartitionInfo, elect_preferred, elect_unclean, validate_reassignment
 from broker.network.request import Request
 from broker.protocol import ApiKey, RequestHeader
 from broker.protocol.error_codes import ErrorCode
@@ -105,8 +105,7 @@ class LocalAdmin:
             if self._info(m["topic"], int(m["partition"])) is None:
                 answer.update(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, error_message=_NO_PARTITION)
             elif m.get("replicas") is None:
-                answer.update(error_code=ErrorCode.NO_REASSIGNMENT_IN_PROGRESS,
-                              error_message=f"No ongoing reassignment for partition {m['topic']}-{m['partition']}.")
+                answer.update(error_code=ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, error_message=NO_REASSIGNMENT)
             elif (invalid := validate_reassignment([int(r) for r in m["replicas"]], live)) is not None:
                 answer.update(error_code=invalid[0], error_message=invalid[1])
             out.append(answer)
@@ -167,7 +166,7 @@ def admin_handlers(backend: AdminBackend) -> dict[int, Handler]:
             by_topic.setdefault(r["topic"], []).append({"partition_index": r["partition"],
                                                         "error_code": r["error_code"],
                                                         "error_message": r.get("error_message")})
-        return HandlerResult({"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
+        return HandlerResult({"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": "",
                               "responses": [{"name": t, "partitions": parts} for t, parts in by_topic.items()]},
                              _codes([ErrorCode.NONE] + [int(r["error_code"]) for r in results]))
 
@@ -179,7 +178,7 @@ def admin_handlers(backend: AdminBackend) -> dict[int, Handler]:
             by_topic.setdefault(r["topic"], []).append({"partition_index": r["partition"], "replicas": r["replicas"],
                                                         "adding_replicas": r["adding"],
                                                         "removing_replicas": r["removing"]})
-        return HandlerResult({"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
+        return HandlerResult({"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": "",
                               "topics": [{"name": t, "partitions": parts} for t, parts in by_topic.items()]},
                              (ErrorCode.NONE,))
 

@@ -47,6 +47,7 @@ from typing import Any, TypeVar
 from broker.apis.convert import uuid_to_kafka_string
 from broker.cluster.model import (
     NO_LEADER,
+    NO_REASSIGNMENT,
     PartitionInfo,
     Reassignment,
     assign_replicas,
@@ -701,7 +702,7 @@ class Controller:
         if move.get("replicas") is None:
             if current is None:
                 return {**answer, "error_code": ErrorCode.NO_REASSIGNMENT_IN_PROGRESS,
-                        "error_message": f"No ongoing reassignment for partition {key[0]}-{key[1]}."}
+                        "error_message": NO_REASSIGNMENT}
             self._end_reassignment(key, cancel_reassignment(info, current, set(self.brokers), self.controller_epoch),
                                    current, dropped=current.adding)
             return answer

@@ -109,6 +109,7 @@ class Cluster:
             "planewatch.controller.url": self.controller_url, "replica.fetcher.model": self.spec.fetcher_model,
             "replica.lag.time.max.ms": str(self.spec.replica_lag_time_max_ms),
             "auto.create.topics.enable": "false",
+            "group.initial.rebalance.delay.ms": "0",  # as Kafka's sample server.properties
             "metrics.interval.ms": "5000",
             "log.flush.offset.checkpoint.interval.ms": "1000",  # high watermarks survive a kill -9 (>= 1 s old)
         }

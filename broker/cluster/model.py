@@ -13,11 +13,13 @@ from typing import Any
 
 from broker.protocol.error_codes import ErrorCode
 
-__all__ = ["NO_LEADER", "Election", "PartitionInfo", "Reassignment", "assign_replicas", "cancel_reassignment",
-           "elect_leader", "elect_preferred", "elect_unclean", "finish_reassignment", "remove_from_isr",
-           "start_reassignment", "validate_reassignment"]
+__all__ = ["NO_LEADER", "NO_REASSIGNMENT", "Election", "PartitionInfo", "Reassignment", "assign_replicas",
+           "cancel_reassignment", "elect_leader", "elect_preferred", "elect_unclean", "finish_reassignment",
+           "remove_from_isr", "start_reassignment", "validate_reassignment"]
 
 NO_LEADER = -1
+#: Kafka's message for cancelling a reassignment of a partition that has none (NO_REASSIGNMENT_IN_PROGRESS).
+NO_REASSIGNMENT = "No partition reassignment is in progress."
 # Kafka refuses replication factors above the number of live brokers (INVALID_REPLICATION_FACTOR).
 
 

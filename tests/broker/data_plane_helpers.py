@@ -36,7 +36,7 @@ def broker(tmp_path: Path, **props: Any) -> Iterator[KafkaServer]:
     base = {"broker.id": "1", "listeners": f"PLAINTEXT://127.0.0.1:{port}",
             "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}", "log.dirs": str(tmp_path / "data"),
             "kafka.logs.dir": str(tmp_path / "logs"), "metrics.dir": str(tmp_path / "metrics"),
-            "metrics.interval.ms": "60000"}
+            "metrics.interval.ms": "60000", "group.initial.rebalance.delay.ms": "0"}
     base.update({k.replace("__", "."): str(v) for k, v in props.items()})
     before = set(threading.enumerate())
     server = KafkaServer(KafkaConfig(base), build_kafka_apis)
@@ -64,7 +64,8 @@ class BrokerProcess:
         self.props = tmp_path / "broker.properties"
         self.props.write_text(f"broker.id=1\nlisteners=PLAINTEXT://127.0.0.1:{port}\n"
                               f"advertised.listeners=PLAINTEXT://127.0.0.1:{port}\nlog.dirs={tmp_path}/data\n"
-                              f"kafka.logs.dir={tmp_path}/logs\nmetrics.dir={tmp_path}/metrics\n{extra}")
+                              f"kafka.logs.dir={tmp_path}/logs\nmetrics.dir={tmp_path}/metrics\n"
+                              f"group.initial.rebalance.delay.ms=0\n{extra}")
         self.out = tmp_path / "broker.out"
         self.proc: subprocess.Popen[bytes] | None = None
 

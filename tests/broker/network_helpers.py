@@ -142,6 +142,7 @@ def make_config(tmp_path: Path, **props: Any) -> KafkaConfig:
         "listeners": "PLAINTEXT://127.0.0.1:0",
         "log.dirs": str(tmp_path / "data"),
         "metrics.interval.ms": "60000",
+        "group.initial.rebalance.delay.ms": "0",
     }
     base.update({k.replace("__", "."): str(v) for k, v in props.items()})
     return KafkaConfig(base)
