@@ -51,17 +51,19 @@ def _quiet_runs() -> set[str]:
     return {run for run, types in {**reference.FORBIDDEN, **kafka.FORBIDDEN}.items() if reference.ANY in types}
 
 
-def _run_starts(d: Path, runs: list[str]) -> dict[str, int]:
-    """Each run's first timeline event (ms since the epoch)."""
-    out = {}
+def _timelines(d: Path, runs: list[str]) -> tuple[dict[str, int], dict[str, int]]:
+    """Each run's first timeline event and its ``cluster-stopped`` event (ms since the epoch)."""
+    starts: dict[str, int] = {}
+    stops: dict[str, int] = {}
     for run in runs:
         path = d / "timeline" / f"{run}.jsonl"
-        if path.exists():
-            for line in path.read_text().splitlines():
-                if line.startswith("{"):
-                    out[run] = int(json.loads(line)["ts_ms"])
-                    break
-    return out
+        events = [json.loads(x) for x in path.read_text().splitlines() if x.startswith("{")] if path.exists() else []
+        if events:
+            starts[run] = int(events[0]["ts_ms"])
+        stopped = [int(e["ts_ms"]) for e in events if e.get("event") == "cluster-stopped"]
+        if stopped:
+            stops[run] = stopped[0]
+    return starts, stops
 
 
 def _version(kind: str) -> str:
@@ -119,10 +121,13 @@ def main(argv: list[str] | None = None) -> int:
     load_after = _load()
     report: dict[str, Any] = json.loads((d / "report.json").read_text())
     noisy = noisy_rules(alerts, _quiet_runs() & set(runs))
-    rows = rows_of(report, alerts, noisy)
+    starts, stops = _timelines(d, runs)
+    rows = rows_of(report, alerts, noisy, stops)
     print("\nplanewatch versus the anchors (delays in seconds from the incident's timeline marker to the alert "
           "readable in GET /alerts or Alertmanager)\n")
-    print(render(rows, alerts, noisy, _run_starts(d, runs)))
+    print(render(rows, alerts, noisy, starts))
+    print("\nwindow: how long the run's cluster stayed up after the marker (what the anchors could scrape); "
+          "noise: rules that also fired on a healthy run, not counted")
     print(f"\n{time.monotonic() - started:.0f} s; at start: {load_before}; at the end: {load_after}")
     if args.json:
         args.json.write_text(json.dumps({"rows": [asdict(r) | {"ratio": r.ratio} for r in rows],

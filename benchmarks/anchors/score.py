@@ -9,7 +9,10 @@ planewatch must raise for it (``report.json`` of ``planewatch demo``: one row pe
   at or after the marker, and its delay from the same marker. A rule that also fired on a run that must stay quiet
   (the healthy runs) detects nothing in particular: it is reported as noise and not counted as a detection;
 * the ratio of the two delays (anchor / planewatch), planewatch's floored at the one-second resolution of both
-  watchers' polling.
+  watchers' polling;
+* the window: how long the run's cluster stayed up after the marker (the scenario stops it), i.e. how long the
+  anchors could scrape the incident at all. A rule needs its ``for:`` plus up to a scrape and an evaluation
+  interval of a condition before it fires.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ class Row:
     planewatch_s: float | None
     anchor: AnchorAlert | None
     anchor_s: float | None
+    window_s: float | None = None  # the cluster stayed up this long after the marker
 
     @property
     def ratio(self) -> float | None:
@@ -70,8 +74,10 @@ def noisy_rules(alerts: Iterable[AnchorAlert], quiet_runs: Iterable[str]) -> set
     return {a.name for a in alerts if a.run in quiet}
 
 
-def rows_of(report: Mapping[str, Any], alerts: Sequence[AnchorAlert], noisy: set[str]) -> list[Row]:
-    """One row per (run, marker event) of the demo's report, in the report's order."""
+def rows_of(report: Mapping[str, Any], alerts: Sequence[AnchorAlert], noisy: set[str],
+            run_stops: Mapping[str, int] | None = None) -> list[Row]:
+    """One row per (run, marker event) of the demo's report, in the report's order; ``run_stops``: when each run's
+    cluster stopped (ms), for the window."""
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for inc in report.get("incidents", []):
         groups.setdefault((inc["run"], inc["event"]), []).append(inc)
@@ -85,7 +91,8 @@ def rows_of(report: Mapping[str, Any], alerts: Sequence[AnchorAlert], noisy: set
         rows.append(Row(run, str(incs[0].get("engine", "reference")), event, ts_ms,
                         first["alert"]["type"] if first else None,
                         max(0.0, (first["alert"]["seen_ms"] - ts_ms) / 1000) if first else None,
-                        anchor, (anchor.seen_ms - ts_ms) / 1000 if anchor else None))
+                        anchor, (anchor.seen_ms - ts_ms) / 1000 if anchor else None,
+                        (stop - ts_ms) / 1000 if (stop := (run_stops or {}).get(run)) is not None else None))
     return rows
 
 
@@ -100,12 +107,12 @@ def render(rows: Sequence[Row], alerts: Sequence[AnchorAlert], noisy: set[str],
            run_starts: Mapping[str, int]) -> str:
     """The side-by-side table, the speed goal's verdict, and every anchor alert that fired (noise flagged);
     ``run_starts`` is each run's first timeline event (ms), the origin of the alerts' times."""
-    body = [(r.run, r.engine, r.event,
+    body = [(r.run, r.engine, r.event, f"{r.window_s:.0f}" if r.window_s is not None else "-",
              r.anchor.name if r.anchor else "none", f"{r.anchor_s:.1f}" if r.anchor_s is not None else "-",
              r.planewatch or "NOT DETECTED", f"{r.planewatch_s:.1f}" if r.planewatch_s is not None else "-",
              f"{r.ratio:.1f}x" if r.ratio is not None else "-") for r in rows]
-    lines = _table(("run (cluster)", "engine", "incident", "fastest anchor rule", "anchor s", "planewatch alert",
-                    "planewatch s", "anchor/planewatch"), body)
+    lines = _table(("run (cluster)", "engine", "incident", "window s", "fastest anchor rule", "anchor s",
+                    "planewatch alert", "planewatch s", "anchor/planewatch"), body)
     both = [r for r in rows if r.ratio is not None]
     met = all(r.ratio is not None and r.ratio >= SPEED_GOAL for r in both)
     lines += ["", f"{sum(r.anchor is not None for r in rows)} of {len(rows)} incidents caught by an anchor rule, "

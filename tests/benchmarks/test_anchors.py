@@ -72,12 +72,13 @@ def test_rows_pair_the_earliest_detections_and_leave_out_noise() -> None:
     ]
     noisy = noisy_rules(alerts, {"healthy"})
     assert noisy == {"confluent: Broker IO Activity < 0.4"}
-    bounce, storm = rows_of(report, alerts, noisy)
+    bounce, storm = rows_of(report, alerts, noisy, {"bounce": 130_000})
     assert (bounce.planewatch, bounce.planewatch_s) == ("STALE_BROKER_EPOCH", 4.0)
     assert bounce.anchor == alerts[1]
     assert bounce.anchor_s == 51.0
     assert bounce.ratio == pytest.approx(51.0 / 4.0)
-    assert (storm.planewatch, storm.anchor, storm.ratio) == (None, None, None)
+    assert bounce.window_s == 30.0
+    assert (storm.planewatch, storm.anchor, storm.ratio, storm.window_s) == (None, None, None, None)
 
 
 class _Metrics(http.server.BaseHTTPRequestHandler):
