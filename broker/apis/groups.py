@@ -1,4 +1,5 @@
-"""FindCoordinator (10), OffsetCommit (8), OffsetFetch (9): what a consumer with a ``group.id`` needs to start.
+"""FindCoordinator (10), OffsetCommit (8), OffsetFetch (9): what a consumer with a ``group.id`` needs to start;
+DeleteGroups (42), which removes an empty group and its committed offsets.
 
 Every broker coordinates the groups whose offsets it stores (no ``__consumer_offsets`` partitioning across brokers:
 FindCoordinator answers this broker, on the listener the request came from; the internal topic itself is created
@@ -143,3 +144,15 @@ class GroupApis:
         topics = self._fetch_group(str(body["group_id"]), body.get("topics"), "partition_indexes",
                                    check_topics=header.api_version == 0)
         return HandlerResult({"throttle_time_ms": 0, "topics": topics, "error_code": ErrorCode.NONE}, (ErrorCode.NONE,))
+
+    def delete_groups(self, request: Request, header: RequestHeader, body: dict[str, Any]) -> HandlerResult:
+        """Per group: NONE (an empty group and its committed offsets are gone), NON_EMPTY_GROUP (it has members),
+        GROUP_ID_NOT_FOUND (neither members nor offsets), INVALID_GROUP_ID (an empty name), as Kafka answers."""
+        del request, header
+        results = []
+        for gid in body.get("groups_names") or []:
+            code = (self.coordinator.delete_group(str(gid), self.store.delete_group) if gid
+                    else ErrorCode.INVALID_GROUP_ID)
+            results.append({"group_id": gid, "error_code": code})
+        return HandlerResult({"throttle_time_ms": 0, "results": results},
+                             tuple(int(r["error_code"]) for r in results) or (ErrorCode.NONE,))

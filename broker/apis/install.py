@@ -98,6 +98,7 @@ def install_data_plane(apis: KafkaApis, config: KafkaConfig, log4j: Log4j,
     apis.register(ApiKey.LEAVE_GROUP, coordinator.leave_group)
     apis.register(ApiKey.DESCRIBE_GROUPS, coordinator.describe_groups)
     apis.register(ApiKey.LIST_GROUPS, coordinator.list_groups)
+    apis.register(ApiKey.DELETE_GROUPS, groups.delete_groups)
     apis.register(ApiKey.INIT_PRODUCER_ID, ProducerIds().init_producer_id)
     dynamic = DynamicBrokerConfig(apis.state.broker_id, logs.log_dirs[0], config.originals, reconfigure, log4j)
     dynamic.load()

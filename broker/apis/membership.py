@@ -1,5 +1,6 @@
 """A single-broker group coordinator: JoinGroup (11), SyncGroup (14), Heartbeat (12), LeaveGroup (13),
-DescribeGroups (15), ListGroups (16), as Kafka's ``GroupCoordinator`` (2.3+) runs them.
+DescribeGroups (15), ListGroups (16) and the group side of DeleteGroups (42), as Kafka's ``GroupCoordinator`` (2.3+)
+runs them.
 
 Theory of operation
 -------------------
@@ -374,6 +375,21 @@ class GroupCoordinator:
             if code == ErrorCode.NONE and member in g.members:
                 g.members[member].last_heartbeat = self._clock()
             return code
+
+    def delete_group(self, group: str, delete_offsets: Callable[[str], bool]) -> int:
+        """Kafka's ``handleDeleteGroups`` for one group: NON_EMPTY_GROUP while it has members; an empty group is
+        removed and ``delete_offsets(group)`` forgets its offsets (NONE); GROUP_ID_NOT_FOUND for a group with
+        neither members nor offsets. Its parked requests are not affected: an empty group has none."""
+        with self._cond:
+            g = self._groups.get(group)
+            if g is not None:
+                self._expire(g)
+                if g.state != EMPTY:
+                    return ErrorCode.NON_EMPTY_GROUP
+                del self._groups[group]
+                delete_offsets(group)
+                return ErrorCode.NONE
+            return ErrorCode.NONE if delete_offsets(group) else ErrorCode.GROUP_ID_NOT_FOUND
 
     def describe_groups(self, request: Request, header: RequestHeader, body: dict[str, Any]) -> HandlerResult:
         """DescribeGroups: state, protocol and members (with metadata and assignment) of each group; an unknown

@@ -83,6 +83,14 @@ class OffsetStore:
             self._persist()
             return True
 
+    def delete_group(self, group: str) -> bool:
+        """Forget every committed offset of ``group`` (persisted); whether it had any."""
+        with self._lock:
+            if self._offsets.pop(group, None) is None:
+                return False
+            self._persist()
+            return True
+
     def _persist(self) -> None:
         data = {g: [{"topic": t, "partition": p, "offset": c.offset, "leader_epoch": c.leader_epoch,
                      "metadata": c.metadata} for (t, p), c in sorted(e.items())] for g, e in self._offsets.items()}

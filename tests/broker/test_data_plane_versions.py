@@ -44,6 +44,7 @@ PROBES: dict[int, list[dict[str, Any]]] = {
     ApiKey.LEAVE_GROUP: [{"group_id": "g", "member_id": "ghost", "members": [{"member_id": "ghost"}]}],
     ApiKey.DESCRIBE_GROUPS: [{"groups": ["g", "none"]}],
     ApiKey.LIST_GROUPS: [{}],
+    ApiKey.DELETE_GROUPS: [{"groups_names": ["g", "none", ""]}],
     ApiKey.INIT_PRODUCER_ID: [{"transactional_id": None, "transaction_timeout_ms": 1000},
                               {"transactional_id": "tx", "transaction_timeout_ms": 1000}],
     ApiKey.DESCRIBE_CONFIGS: [{"resources": [{"resource_type": 4, "resource_name": "1", "configuration_keys": None},

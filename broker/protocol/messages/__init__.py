@@ -113,6 +113,7 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     ApiKey.SYNC_GROUP: (0, 5),
     ApiKey.DESCRIBE_GROUPS: (0, 5),
     ApiKey.LIST_GROUPS: (0, 4),
+    ApiKey.DELETE_GROUPS: (0, 2),
     ApiKey.API_VERSIONS: (0, 3),
     ApiKey.CREATE_TOPICS: (0, 7),
     ApiKey.DELETE_TOPICS: (0, 6),
