@@ -26,9 +26,25 @@ from broker.protocol.error_codes import ErrorCode
 from broker.settings import GroupSettings
 from broker.state import LiveBroker
 
-__all__ = ["GroupApis"]
+__all__ = ["GroupApis", "coordinator_not_available"]
 
 KEY_TYPE_GROUP = 0
+
+
+def _coordinators(header: RequestHeader, body: dict[str, Any], answer: dict[str, Any]) -> HandlerResult:
+    """The same FindCoordinator answer for every key (v4+: one per ``coordinator_keys``)."""
+    if header.api_version >= 4:
+        coords = [{"key": k, **answer} for k in body.get("coordinator_keys") or []]
+        return HandlerResult({"throttle_time_ms": 0, "coordinators": coords},
+                             tuple(c["error_code"] for c in coords) or (ErrorCode.NONE,))
+    return HandlerResult({"throttle_time_ms": 0, **answer}, (answer["error_code"],))
+
+
+def coordinator_not_available(header: RequestHeader, body: dict[str, Any]) -> HandlerResult:
+    """FindCoordinator's COORDINATOR_NOT_AVAILABLE (Kafka's answer while the coordinator's topic is not there yet)."""
+    return _coordinators(header, body, {"error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                                        "error_message": "The coordinator is not available.", "node_id": -1,
+                                        "host": "", "port": -1})
 
 
 class GroupApis:
@@ -59,23 +75,11 @@ class GroupApis:
         key_type = int(body.get("key_type", KEY_TYPE_GROUP))
         if key_type == KEY_TYPE_GROUP and self.on_group_lookup is not None:
             self.on_group_lookup()
-
-        def one(key: str) -> dict[str, Any]:
-            if key_type != KEY_TYPE_GROUP or ep is None:
-                return {"key": key, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                        "error_message": "The coordinator is not available.", "node_id": -1, "host": "", "port": -1}
-            # Kafka answers error.message(): "NONE" for no error (Errors.NONE has no exception to take it from)
-            return {"key": key, "error_code": ErrorCode.NONE, "error_message": "NONE", "node_id": self.self_broker.id,
-                    "host": ep.host, "port": ep.port}
-
-        if header.api_version >= 4:
-            coords = [one(k) for k in body.get("coordinator_keys") or []]
-            return HandlerResult({"throttle_time_ms": 0, "coordinators": coords},
-                                 tuple(c["error_code"] for c in coords) or (ErrorCode.NONE,))
-        answer = one(str(body.get("key", "")))
-        del answer["key"]
-        answer["throttle_time_ms"] = 0
-        return HandlerResult(answer, (answer["error_code"],))
+        if key_type != KEY_TYPE_GROUP or ep is None:
+            return coordinator_not_available(header, body)
+        # Kafka answers error.message(): "NONE" for no error (Errors.NONE has no exception to take it from)
+        return _coordinators(header, body, {"error_code": ErrorCode.NONE, "error_message": "NONE",
+                                            "node_id": self.self_broker.id, "host": ep.host, "port": ep.port})
 
     def offset_commit(self, request: Request, header: RequestHeader, body: dict[str, Any]) -> HandlerResult:
         """Store the offsets after the membership checks; per-partition error codes."""

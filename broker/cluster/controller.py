@@ -45,23 +45,20 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from broker.apis.convert import uuid_to_kafka_string
+from broker.cluster.controller_admin import AdminEvents
 from broker.cluster.model import (
+    MAX_PARTITIONS_PER_TOPIC,
     NO_LEADER,
-    NO_REASSIGNMENT,
     PartitionInfo,
     Reassignment,
     assign_replicas,
-    cancel_reassignment,
     elect_leader,
-    elect_preferred,
-    elect_unclean,
-    finish_reassignment,
+    leader_and_isr_text,
     remove_from_isr,
-    start_reassignment,
-    validate_reassignment,
 )
 from broker.controller import BrokerNode, ControllerChannelManager, ControlRequestSender, select_control_endpoint
 from broker.controller.requests import endpoints_of
+from broker.log import validate_topic_name
 from broker.log4j import Log4j
 from broker.metrics.registry import MetricName, MetricsRegistry
 from broker.protocol.error_codes import ErrorCode
@@ -72,8 +69,6 @@ __all__ = ["BrokerRegistration", "Controller", "ControllerSettings"]
 T = TypeVar("T")
 # first flexible-enough versions carrying max_broker_epoch
 LEADER_AND_ISR_VERSION, UPDATE_METADATA_VERSION, STOP_REPLICA_VERSION = 5, 7, 3
-# ElectLeaders' ElectionType (org.apache.kafka.common.ElectionType)
-PREFERRED_ELECTION, UNCLEAN_ELECTION = 0, 1
 # How long an HTTP caller waits for its event to be processed before answering an error.
 EVENT_TIMEOUT_S = 30.0
 # How often the session checker looks for brokers whose heartbeats stopped.
@@ -102,19 +97,11 @@ CONTROLLER_STATES: tuple[tuple[str, int, str | None], ...] = (
 )
 # Scala 2.13's immutable Map1..Map4 print "Map(...)"; a larger map is a HashMap (Kafka's controller.log texts).
 SCALA_SMALL_MAP_MAX = 4
-# Partitions one CreateTopics may ask for (a typo must not create 100k directories on a laptop).
-MAX_PARTITIONS_PER_TOPIC = 10_000
 
 
 class StateChangeFailedException(Exception):
     """Kafka's ``kafka.common.StateChangeFailedException``: a partition state change the controller could not make
     (logged with the ERROR line of ``logFailedStateChange``)."""
-
-
-def _leader_and_isr(p: PartitionInfo) -> str:
-    """Kafka 2.8's ``LeaderAndIsr.toString`` (the partition state machine's INFO lines)."""
-    return (f"LeaderAndIsr(leader={p.leader}, leaderEpoch={p.leader_epoch}, isr=List({', '.join(map(str, p.isr))}), "
-            f"zkVersion={p.partition_epoch})")
 
 
 def _leader_isr_and_controller_epoch(p: PartitionInfo) -> str:
@@ -154,7 +141,7 @@ class BrokerRegistration:
         return endpoints_of(self.id, self.listeners, self.protocols, self.rack)
 
 
-class Controller:
+class Controller(AdminEvents):
     """Cluster controller (see the module docstring). Thread-safe: public methods go through the event queue."""
 
     def __init__(self, state_dir: Path, log4j: Log4j, registry: MetricsRegistry, settings: ControllerSettings,
@@ -332,33 +319,6 @@ class Controller:
         return self.call(lambda: self._on_alter_isr(broker_id, broker_epoch, topic, partition, leader_epoch, isr),
                          "IsrChange")
 
-    def elect_leaders(self, election_type: int, partitions: list[tuple[str, int]] | None) -> list[dict[str, Any]]:
-        """ElectLeaders forwarded by a broker: ``[{topic, partition, error_code, error_message}]``; with
-        ``partitions`` None every partition, answering only those an election was needed for (as Kafka)."""
-        return self.call(lambda: self._on_elect_leaders(election_type, partitions), "ManualLeaderBalance")
-
-    def create_partitions(self, topics: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """CreatePartitions forwarded by a broker: ``[{name, count, assignments, validate_only}]`` -> results."""
-        return self.call(lambda: [self._create_partitions(t) for t in topics], "TopicChange")
-
-    def alter_reassignments(self, moves: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """AlterPartitionReassignments forwarded by a broker: ``[{topic, partition, replicas (None: cancel)}]``."""
-        return self.call(lambda: [self._alter_reassignment(m) for m in moves], "AlterPartitionReassignment")
-
-    def list_reassignments(self, partitions: list[tuple[str, int]] | None) -> list[dict[str, Any]]:
-        """The reassignments in progress (of ``partitions``; None: all): ``[{topic, partition, replicas, adding,
-        removing}]``."""
-        def listed() -> list[dict[str, Any]]:
-            out = []
-            for key, move in sorted(self.reassignments.items()):
-                info = self.partitions.get(key)
-                if info is None or (partitions is not None and key not in partitions):
-                    continue
-                out.append({"topic": key[0], "partition": key[1], "replicas": list(info.replicas),
-                            "adding": list(move.adding), "removing": list(move.removing)})
-            return out
-        return self.call(listed, "ListPartitionReassignment")
-
     def status(self) -> dict[str, Any]:
         """Who leads what (for ``planewatch cluster --status``)."""
         return self.call(lambda: {
@@ -390,7 +350,7 @@ class Controller:
         tp = f"{old.topic}-{old.partition}"
         if new.leader != NO_LEADER:
             sc.info(f"Changed partition {tp} from OfflinePartition to OnlinePartition with state "
-                    f"{_leader_and_isr(new)}")
+                    f"{leader_and_isr_text(new)}")
             return
         try:
             raise StateChangeFailedException(f"Failed to elect leader for partition {tp} under strategy "
@@ -552,6 +512,10 @@ class Controller:
         n, rf = int(spec.get("num_partitions", -1)), int(spec.get("replication_factor", -1))
         n = 1 if n == -1 else n
         rf = min(3, len(self.brokers)) if rf == -1 else rf
+        try:
+            validate_topic_name(name)
+        except ValueError as exc:
+            return {"name": name, "error_code": ErrorCode.INVALID_TOPIC_EXCEPTION, "error_message": str(exc)}
         if any(t == name for t, _ in self.partitions):
             return {"name": name, "error_code": ErrorCode.TOPIC_ALREADY_EXISTS,
                     "error_message": f"Topic '{name}' already exists."}
@@ -585,7 +549,7 @@ class Controller:
         self._replica_states(sc, created, None, "NonExistentReplica", "NewReplica")
         for info in created:
             sc.info(f"Changed partition {name}-{info.partition} from NewPartition to OnlinePartition with state "
-                    f"{_leader_and_isr(info)}")
+                    f"{leader_and_isr_text(info)}")
         self._replica_states(sc, created, None, "NewReplica", "OnlineReplica")
         self._send_leader_and_isr(created, is_new=True)
         self._send_update_metadata(list(self.brokers), list(self.partitions.values()))
@@ -610,151 +574,6 @@ class Controller:
         return {"error_code": ErrorCode.NONE, "partition_epoch": new.partition_epoch}
 
     # ------------------------------------------------------------------------------------------------ admin events
-    def _on_elect_leaders(self, election_type: int, partitions: list[tuple[str, int]] | None) -> list[dict[str, Any]]:
-        keys = sorted(self.partitions) if partitions is None else partitions
-        live = set(self.brokers)
-        sc = self._state_change_log()
-        out: list[dict[str, Any]] = []
-        changed: list[PartitionInfo] = []
-        for key in keys:
-            info = self.partitions.get(key)
-            if info is None:
-                out.append({"topic": key[0], "partition": key[1], "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                            "error_message": "The partition does not exist."})
-                continue
-            if election_type == UNCLEAN_ELECTION:
-                election, unclean = elect_unclean(info, live, self.controller_epoch)
-                if unclean:
-                    self._unclean.mark()
-            else:
-                election = elect_preferred(info, live, self.controller_epoch)
-            if election.error == ErrorCode.ELECTION_NOT_NEEDED and partitions is None:
-                continue  # Kafka answers only the partitions an election was needed for when asked for all
-            message: str | None = None
-            if election.error == ErrorCode.ELECTION_NOT_NEEDED:
-                message = "Leader election not needed for topic partition."
-            elif election.error != ErrorCode.NONE:
-                message = f"Failed to elect leader for partition {key[0]}-{key[1]}"
-            out.append({"topic": key[0], "partition": key[1], "error_code": election.error, "error_message": message})
-            if election.info is not None:
-                self.partitions[key] = election.info
-                changed.append(election.info)
-                sc.info(f"Changed partition {key[0]}-{key[1]} from OnlinePartition to OnlinePartition with state "
-                        f"{_leader_and_isr(election.info)}")
-        if changed:
-            self._save()
-            self._send_leader_and_isr(changed)
-            self._send_update_metadata(list(self.brokers), changed)
-        return out
-
-    def _create_partitions(self, spec: dict[str, Any]) -> dict[str, Any]:
-        name, count = str(spec["name"]), int(spec["count"])
-        existing = sorted(p for (t, p) in self.partitions if t == name)
-        if not existing:
-            return {"name": name, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                    "error_message": f"The topic '{name}' does not exist."}
-        old = len(existing)
-        if count <= old:
-            return {"name": name, "error_code": ErrorCode.INVALID_PARTITIONS,
-                    "error_message": f"Topic currently has {old} partitions, which is higher than the requested "
-                                     f"{count}." if count < old else f"Topic already has {old} partitions."}
-        if count > MAX_PARTITIONS_PER_TOPIC:
-            return {"name": name, "error_code": ErrorCode.INVALID_PARTITIONS,
-                    "error_message": f"Number of partitions must be between 1 and {MAX_PARTITIONS_PER_TOPIC}."}
-        rf = len(self.partitions[(name, 0)].replicas)
-        given = spec.get("assignments")
-        if given is not None:
-            assignment = [tuple(int(r) for r in a) for a in given]
-            bad = (len(assignment) != count - old or any(len(a) != rf or len(set(a)) != rf for a in assignment)
-                   or any(r not in self.brokers for a in assignment for r in a))
-            if bad:
-                return {"name": name, "error_code": ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                        "error_message": f"Invalid replica assignment {given} for {count - old} new partitions of "
-                                         f"replication factor {rf} on live brokers {sorted(self.brokers)}."}
-        else:
-            try:
-                start = zlib.crc32(name.encode()) + old
-                assignment = assign_replicas(list(self.brokers), count - old, rf, start_index=start)
-            except ValueError as exc:
-                return {"name": name, "error_code": ErrorCode.INVALID_REPLICATION_FACTOR, "error_message": str(exc)}
-        if spec.get("validate_only"):
-            return {"name": name, "error_code": ErrorCode.NONE, "error_message": None}
-        created = [PartitionInfo(name, old + i, replicas, replicas[0], 0, replicas, 0, self.controller_epoch)
-                   for i, replicas in enumerate(assignment)]
-        for info in created:
-            self.partitions[(name, info.partition)] = info
-        self._save()
-        self._log.info("New partitions to be added " + ", ".join(
-            f"{name}-{i.partition} -> ReplicaAssignment(replicas={','.join(map(str, i.replicas))}, addingReplicas=, "
-            "removingReplicas=)" for i in created))
-        self._send_leader_and_isr(created, is_new=True)
-        self._send_update_metadata(list(self.brokers), list(self.partitions.values()))
-        return {"name": name, "error_code": ErrorCode.NONE, "error_message": None}
-
-    def _alter_reassignment(self, move: dict[str, Any]) -> dict[str, Any]:
-        key = (str(move["topic"]), int(move["partition"]))
-        answer = {"topic": key[0], "partition": key[1], "error_code": ErrorCode.NONE, "error_message": None}
-        info = self.partitions.get(key)
-        if info is None:
-            return {**answer, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                    "error_message": "The partition does not exist."}
-        current = self.reassignments.get(key)
-        if move.get("replicas") is None:
-            if current is None:
-                return {**answer, "error_code": ErrorCode.NO_REASSIGNMENT_IN_PROGRESS,
-                        "error_message": NO_REASSIGNMENT}
-            self._end_reassignment(key, cancel_reassignment(info, current, set(self.brokers), self.controller_epoch),
-                                   current, dropped=current.adding)
-            return answer
-        target = tuple(int(r) for r in move["replicas"])
-        invalid = validate_reassignment(target, set(self.brokers))
-        if invalid is not None:
-            return {**answer, "error_code": invalid[0], "error_message": invalid[1]}
-        original = current.original if current is not None else info.replicas
-        if current is None and target == info.replicas:
-            return answer  # nothing to move: complete at once
-        plan = Reassignment(target, original)
-        self.reassignments[key] = plan
-        started = start_reassignment(replace(info, replicas=original), plan, self.controller_epoch)
-        self.partitions[key] = started
-        self._save()
-        self._log.info(f"Handling reassignment of partition {key[0]}-{key[1]} to new replicas "
-                       f"{','.join(map(str, target))}")
-        self._send_leader_and_isr([started])
-        self._send_update_metadata(list(self.brokers), [started])
-        self._maybe_finish_reassignment(key)
-        return answer
-
-    def _maybe_finish_reassignment(self, key: tuple[str, int]) -> None:
-        move, info = self.reassignments.get(key), self.partitions.get(key)
-        if move is None or info is None:
-            return
-        done = finish_reassignment(info, move, set(self.brokers), self.controller_epoch)
-        if done is not None:
-            self._end_reassignment(key, done, move, dropped=move.removing)
-
-    def _end_reassignment(self, key: tuple[str, int], new: PartitionInfo, move: Reassignment,
-                          dropped: tuple[int, ...]) -> None:
-        """Adopt ``new`` (the finished or cancelled assignment), tell its replicas, and have the dropped replicas
-        delete their copies (StopReplica with delete)."""
-        del self.reassignments[key]
-        self.partitions[key] = new
-        self._save()
-        self._log.info(f"Partition {key[0]}-{key[1]} reassignment to {','.join(map(str, move.target))} "
-                       f"{'completed' if new.replicas == move.target else 'cancelled'}")
-        self._send_leader_and_isr([new])
-        self._send_update_metadata(list(self.brokers), [new])
-        if self.channel is None:
-            return
-        sender = ControlRequestSender(self.channel)
-        cached = self.settings.cached_update_metadata
-        for bid in dropped:
-            if bid in self.brokers:
-                sender.send_stop_replica(bid, STOP_REPLICA_VERSION,
-                                         [StopReplicaPartition(key[0], key[1], new.leader_epoch, delete=True)],
-                                         broker_epoch=-1 if cached else self.brokers[bid].epoch,
-                                         max_broker_epoch=self._max_broker_epoch() if cached else None)
-
     # ------------------------------------------------------------------------------------------------ sending
     def _live_leaders(self, partitions: list[PartitionInfo]) -> list[BrokerNode]:
         out = []
@@ -790,6 +609,16 @@ class Controller:
 
     def _partition(self, s: LeaderAndIsrPartition) -> PartitionInfo:
         return self.partitions[(s.topic, s.partition)]
+
+    def _send_stop_replica(self, broker_ids: list[int], partitions: list[StopReplicaPartition]) -> None:
+        if self.channel is None:
+            return
+        sender = ControlRequestSender(self.channel)
+        cached = self.settings.cached_update_metadata
+        for bid in broker_ids:
+            sender.send_stop_replica(bid, STOP_REPLICA_VERSION, partitions,
+                                     broker_epoch=-1 if cached else self.brokers[bid].epoch,
+                                     max_broker_epoch=self._max_broker_epoch() if cached else None)
 
     def _send_update_metadata(self, broker_ids: list[int], partitions: list[PartitionInfo]) -> None:
         if self.channel is None or not broker_ids:

@@ -13,13 +13,16 @@ from typing import Any
 
 from broker.protocol.error_codes import ErrorCode
 
-__all__ = ["NO_LEADER", "NO_REASSIGNMENT", "Election", "PartitionInfo", "Reassignment", "assign_replicas",
-           "cancel_reassignment", "elect_leader", "elect_preferred", "elect_unclean", "finish_reassignment",
-           "remove_from_isr", "start_reassignment", "validate_reassignment"]
+__all__ = ["MAX_PARTITIONS_PER_TOPIC", "NO_LEADER", "NO_REASSIGNMENT", "Election", "PartitionInfo", "Reassignment",
+           "assign_replicas", "cancel_reassignment", "elect_leader", "elect_preferred", "elect_unclean",
+           "finish_reassignment", "leader_and_isr_text", "remove_from_isr", "start_reassignment",
+           "validate_reassignment"]
 
 NO_LEADER = -1
 #: Kafka's message for cancelling a reassignment of a partition that has none (NO_REASSIGNMENT_IN_PROGRESS).
 NO_REASSIGNMENT = "No partition reassignment is in progress."
+# Partitions one CreateTopics may ask for (a typo must not create 100k directories on a laptop).
+MAX_PARTITIONS_PER_TOPIC = 10_000
 # Kafka refuses replication factors above the number of live brokers (INVALID_REPLICATION_FACTOR).
 
 
@@ -48,6 +51,12 @@ class PartitionInfo:
         return cls(str(d["topic"]), int(d["partition"]), tuple(int(r) for r in d["replicas"]), int(d["leader"]),
                    int(d["leader_epoch"]), tuple(int(r) for r in d["isr"]), int(d["partition_epoch"]),
                    int(d["controller_epoch"]))
+
+
+def leader_and_isr_text(p: PartitionInfo) -> str:
+    """Kafka 2.8's ``LeaderAndIsr.toString`` (the partition state machine's INFO lines)."""
+    return (f"LeaderAndIsr(leader={p.leader}, leaderEpoch={p.leader_epoch}, isr=List({', '.join(map(str, p.isr))}), "
+            f"zkVersion={p.partition_epoch})")
 
 
 def assign_replicas(brokers: Sequence[int], num_partitions: int, replication_factor: int,

@@ -8,7 +8,8 @@ KafkaApis + data plane:
   heartbeat is refused as stale re-registers: a bounce the controller sees by the new epoch);
 * replica fetchers (:mod:`broker.fetcher`, ``replica.fetcher.model=locked|async``) as ReplicaManager's fetcher hook;
 * CreateTopics forwarded to the controller (replicated topics; the controller assigns replicas and elects leaders),
-  and so are CreatePartitions, ElectLeaders and the partition reassignments (:mod:`broker.apis.partitions`);
+  also ``__consumer_offsets`` at the first group FindCoordinator, as a Kafka broker creates it; so are
+  CreatePartitions, ElectLeaders and the partition reassignments (:mod:`broker.apis.partitions`);
 * the leader side of the ISR (:class:`IsrManager`): followers' fetch offsets and the time they last caught up are
   observed on the Fetch path; every ``replica.lag.time.max.ms / 2`` the leader shrinks the ISR of lagging followers
   and expands it with caught-up ones through the controller, logging Kafka's ``Shrinking ISR`` / ``Expanding ISR``
@@ -28,6 +29,7 @@ import signal
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Collection
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -36,7 +38,9 @@ from typing import Any
 from broker.apis.convert import kafka_string_to_uuid
 from broker.apis.data_plane import DataPlane
 from broker.apis.factory import build_kafka_apis, data_plane_of
+from broker.apis.groups import coordinator_not_available
 from broker.apis.kafka_apis import Handler, HandlerResult, KafkaApis
+from broker.apis.metadata import OFFSETS_TOPIC
 from broker.apis.partitions import admin_handlers
 from broker.cluster.http import ControllerClient
 from broker.config import ConfigException, KafkaConfig, load_config
@@ -50,7 +54,7 @@ from broker.metrics.registry import Meter, MetricName, MetricsRegistry
 from broker.network.request import Request
 from broker.protocol import ApiKey, RequestHeader
 from broker.protocol.error_codes import ErrorCode
-from broker.settings import BrokerSettings, LogSettings, ReplicationSettings
+from broker.settings import BrokerSettings, GroupSettings, LogSettings, ReplicationSettings
 from broker.state.model import Role, TopicPartition
 from broker.state.replica_manager import BrokerState
 
@@ -297,14 +301,19 @@ def _checkpointed_high_watermarks(settings: LogSettings) -> dict[tuple[str, int]
 def _forward_create_topics(client: ControllerClient) -> Handler:
     def handle(request: Request, header: RequestHeader, body: dict[str, Any]) -> HandlerResult:
         del request
+        names = Counter(t["name"] for t in body["topics"])
         specs = [{"name": t["name"], "num_partitions": int(t["num_partitions"]),
                   "replication_factor": int(t["replication_factor"]),
-                  "validate_only": bool(body.get("validate_only", False))} for t in body["topics"]]
+                  "validate_only": bool(body.get("validate_only", False))}
+                 for t in body["topics"] if names[t["name"]] == 1]
         try:
-            results = client.create_topics(specs)
+            done = {r["name"]: r for r in client.create_topics(specs)} if specs else {}
         except (OSError, ConnectionError) as exc:
-            results = [{"name": s["name"], "error_code": ErrorCode.NOT_CONTROLLER, "error_message": str(exc)}
-                       for s in specs]
+            done = {s["name"]: {"name": s["name"], "error_code": ErrorCode.NOT_CONTROLLER, "error_message": str(exc)}
+                    for s in specs}
+        results = [done.get(n) or {"name": n, "error_code": ErrorCode.INVALID_REQUEST,  # named twice, as Kafka
+                                   "error_message": f"Create topics request from client contains topic {n} twice"}
+                   for n in (t["name"] for t in body["topics"])]
         status = client.status() if any(r["error_code"] == ErrorCode.NONE for r in results) else {"partitions": []}
         out = []
         for r in results:
@@ -321,6 +330,23 @@ def _forward_create_topics(client: ControllerClient) -> Handler:
         del header
         codes = tuple(int(e["error_code"]) for e in out) or (ErrorCode.NONE,)
         return HandlerResult({"throttle_time_ms": 0, "topics": out}, codes)
+    return handle
+
+
+def _creating_offsets_topic(inner: Handler, dp: DataPlane, client: ControllerClient, partitions: int) -> Handler:
+    """FindCoordinator for a group, while the metadata does not list ``__consumer_offsets``, asks the controller to
+    create it (``offsets.topic.num.partitions``; the controller's default replication, ``min(3, live brokers)``) and
+    answers COORDINATOR_NOT_AVAILABLE, as a Kafka broker does; clients look up again until the topic is there."""
+
+    def handle(request: Request, header: RequestHeader, body: dict[str, Any]) -> HandlerResult:
+        if int(body.get("key_type", 0)) != 0 or dp.topic_exists(OFFSETS_TOPIC):
+            return inner(request, header, body)
+        try:
+            client.create_topics([{"name": OFFSETS_TOPIC, "num_partitions": partitions, "replication_factor": -1,
+                                   "validate_only": False}])
+        except (OSError, ConnectionError):
+            pass  # the controller is away: the next group lookup asks again
+        return coordinator_not_available(header, body)
     return handle
 
 
@@ -401,6 +427,8 @@ def cluster_apis_factory(server: Any) -> KafkaApis:
     apis.register(ApiKey.CREATE_TOPICS, _forward_create_topics(client))
     for api_key, handler in admin_handlers(client).items():  # the controller elects, adds partitions, moves replicas
         apis.register(api_key, handler)
+    apis.register(ApiKey.FIND_COORDINATOR, _creating_offsets_topic(
+        apis.handler(ApiKey.FIND_COORDINATOR), dp, client, GroupSettings.from_config(cfg).offsets_topic_num_partitions))
     apis.register(ApiKey.FETCH, _observing_fetch(apis.handler(ApiKey.FETCH), dp, isr))
     apis.register(ApiKey.LEADER_AND_ISR, _leader_hw_after_leader_and_isr(apis.handler(ApiKey.LEADER_AND_ISR), dp))
     listeners = {ep.name: (ep.host, ep.port) for ep in server.advertised_listeners()}
