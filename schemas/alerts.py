@@ -33,6 +33,8 @@ class AlertType(StrEnum):
     LOCK_CONTENTION = "LOCK_CONTENTION"
     #: an UpdateMetadata reached the broker's metadata cache late: its clients saw stale metadata
     DELAYED_UPDATE_METADATA = "DELAYED_UPDATE_METADATA"
+    #: a StopReplica took (or is taking) longer than the threshold: replicas are not stopped or deleted meanwhile
+    DELAYED_STOP_REPLICA = "DELAYED_STOP_REPLICA"
     #: a broker rejected control requests as carrying a stale broker epoch
     STALE_BROKER_EPOCH = "STALE_BROKER_EPOCH"
     #: network processors' idle ratio (data or control plane) below the threshold
@@ -85,6 +87,7 @@ OWNERS: dict[AlertType, AlertOwner] = {
     AlertType.LEADER_AND_ISR_NOT_COMPLETED: AlertOwner(
         DetectQuery.LATENCY, (_LAT + "detect_leader_and_isr_not_completed",)),
     AlertType.DELAYED_UPDATE_METADATA: AlertOwner(DetectQuery.LATENCY, (_LAT + "detect_delayed_update_metadata",)),
+    AlertType.DELAYED_STOP_REPLICA: AlertOwner(DetectQuery.LATENCY, (_LAT + "detect_delayed_stop_replica",)),
     AlertType.LOCK_CONTENTION: AlertOwner(DetectQuery.LATENCY, (_LAT + "detect_lock_contention",)),
     AlertType.STALE_BROKER_EPOCH: AlertOwner(DetectQuery.LOG, (_LAT + "detect_stale_broker_epoch",)),
     # Two forms: the request-log one (the request's listener) resolves with the log query; the metric one

@@ -69,6 +69,7 @@ DEFAULT_THRESHOLDS: dict[str, Threshold] = {
     AlertType.ACCEPTOR_BLOCKED: Threshold(0.05, 0.25),
     AlertType.LOCK_CONTENTION: Threshold(1_000, 10_000),
     AlertType.DELAYED_UPDATE_METADATA: Threshold(5_000, 30_000),
+    AlertType.DELAYED_STOP_REPLICA: Threshold(5_000, 30_000),
     AlertType.STALE_BROKER_EPOCH: Threshold(1, 10),
     AlertType.NETWORK_PROCESSOR_SATURATED: Threshold(0.3, 0.1, below=True),
     AlertType.REQUEST_HANDLER_SATURATED: Threshold(0.3, 0.1, below=True),
@@ -103,6 +104,10 @@ class DetectionConfig:
     resolve_after_s: float = 300.0
     # Sustained metric conditions are judged over event-time windows of this length.
     metric_window_s: float = 30.0
+    # ... sliding by this much: a condition shorter than the window is seen whole by one of them wherever it falls
+    # (5 s: the reference broker's metric interval, so consecutive windows differ by about one sample; each window
+    # is state to keep, metric_window_s / metric_window_slide_s of them per series).
+    metric_window_slide_s: float = 5.0
     # A window needs this many samples before a metric rule can fire (one scrape is not "sustained").
     min_samples: int = 2
     # The capacity rules (NETWORK_PROCESSOR_SATURATED, REQUEST_HANDLER_SATURATED) also need the samples to span

@@ -1,7 +1,7 @@
 """Every detector, grouped by the input it reads, each group returning one candidate DataFrame.
 
 control_request_latency: DELAYED_LEADER_AND_ISR, LEADER_AND_ISR_NOT_COMPLETED, DELAYED_UPDATE_METADATA,
-    LOCK_CONTENTION (+ fetcher lines of state_change_events)        -> latency_candidates
+    DELAYED_STOP_REPLICA, LOCK_CONTENTION (+ fetcher lines of state_change_events)        -> latency_candidates
 state_change_events + request_events: STALE_BROKER_EPOCH, CONTROL_REQUEST_QUEUED_BEHIND_DATA (request-log form)
                                                                     -> log_candidates
 metric windows: CONTROL_PLANE_QUEUE_BACKLOG, REQUEST_QUEUE_SATURATED, ACCEPTOR_BLOCKED,
@@ -44,6 +44,7 @@ def latency_candidates(latency: DataFrame, state_changes: DataFrame, cfg: Detect
         lat.detect_delayed_leader_and_isr(latency, cfg),
         lat.detect_leader_and_isr_not_completed(latency, cfg, state_changes),
         lat.detect_delayed_update_metadata(latency, cfg),
+        lat.detect_delayed_stop_replica(latency, cfg),
         lat.detect_lock_contention(latency, state_changes, cfg),
     ])
 

@@ -15,6 +15,7 @@ from pipelines.detection.events import (
     partition_map_lock_waits,
     stale_epoch_events,
 )
+from pipelines.detection.in_flight import IN_FLIGHT_FLAG
 from schemas.alerts import AlertType
 from schemas.events import ControlRequest, LatencyStatus
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = [
     "detect_control_request_queued_behind_data",
     "detect_delayed_leader_and_isr",
+    "detect_delayed_stop_replica",
     "detect_delayed_update_metadata",
     "detect_leader_and_isr_not_completed",
     "detect_lock_contention",
@@ -70,24 +72,59 @@ def _who(request: str) -> Column:
     )
 
 
-def detect_delayed_leader_and_isr(latency: DataFrame, cfg: DetectionConfig) -> DataFrame:
-    """DELAYED_LEADER_AND_ISR: a completed LeaderAndIsr took longer than the threshold from send to finish."""
+def _delayed(latency: DataFrame, cfg: DetectionConfig, request: ControlRequest, t: AlertType,
+             what: str, completed_value: Column, completed_summary: Column) -> DataFrame:
+    """A DELAYED_* alert of one request type, in its three moments (one alert: the later ones update it):
+
+    * in flight, flag ``in_flight_alerted`` (pairing reported it when event time passed its start plus a level):
+      value = its age so far, not counting the wait at the controller behind the previous request; at that time;
+    * completed: value = `completed_value`, at its finish;
+    * never completed after it was reported in flight: value = the timeout, at its start plus the timeout.
+    """
     from pyspark.sql import functions as F
 
-    rows = latency.where((F.col("request") == ControlRequest.LEADER_AND_ISR)
-                         & (F.col("status") == LatencyStatus.COMPLETED) & _not_excused())
+    status = F.col("status")
+    reported = F.coalesce(F.col("flags"), F.lit("")).contains(IN_FLIGHT_FLAG)
+    rows = latency.where((F.col("request") == request) & _not_excused() & (
+        (status == LatencyStatus.COMPLETED)
+        | (status.isin(LatencyStatus.IN_FLIGHT.value, LatencyStatus.NEVER_COMPLETED.value) & reported)))
+    timeout_ms = setting(cfg, "never_completed_timeout_s") * 1000
+    started = F.coalesce("sent_ts", "handling_ts")
+    age = F.col("end_to_end_ms") - F.coalesce(F.col("controller_queue_ms"), F.lit(0.0))
+    value = (F.when(status == LatencyStatus.IN_FLIGHT, age)
+             .when(status == LatencyStatus.NEVER_COMPLETED, timeout_ms).otherwise(completed_value))
+    ts = (F.when(status == LatencyStatus.IN_FLIGHT, started + F.make_dt_interval(secs=F.col("end_to_end_ms") / 1000))
+          .when(status == LatencyStatus.NEVER_COMPLETED, started + F.make_dt_interval(secs=timeout_ms / 1000))
+          .otherwise(F.coalesce("finished_ts", "handling_ts", "sent_ts")))
+    summary = (
+        F.when(status == LatencyStatus.IN_FLIGHT, F.concat(
+            _who(request), F.lit(" to broker "), F.col("broker_id"), F.lit(" has been running for "), _fmt(value),
+            F.lit(" ms and has not finished (in flight): " + what)))
+        .when(status == LatencyStatus.NEVER_COMPLETED, F.concat(
+            _who(request), F.lit(" to broker "), F.col("broker_id"), F.lit(" did not finish within "),
+            _fmt(value / 1000), F.lit(" s: " + what)))
+        .otherwise(completed_summary)
+    )
+    return candidates(
+        rows, t, sev=severity(cfg, t, value), broker_id=F.col("broker_id"), listener=F.lit(None), ts=ts,
+        value=value, threshold=level(cfg, t, "warning"), summary=summary, evidence=_latency_evidence(),
+    )
+
+
+def detect_delayed_leader_and_isr(latency: DataFrame, cfg: DetectionConfig) -> DataFrame:
+    """DELAYED_LEADER_AND_ISR: a LeaderAndIsr took longer than the threshold from send to finish, or is still
+    running past it (reported in flight, then updated by its finish or its timeout)."""
+    from pyspark.sql import functions as F
+
     value = F.col("end_to_end_ms")
-    summary = F.concat(
+    done = F.concat(
         _who(ControlRequest.LEADER_AND_ISR), F.lit(" took "), _fmt(value), F.lit(" ms on broker "), F.col("broker_id"),
         F.when(F.col("lock_wait_ms").isNotNull(),
                F.concat(F.lit(", "), _fmt(F.col("lock_wait_ms")), F.lit(" ms of it waiting for a lock"))).otherwise(""),
     )
-    t = AlertType.DELAYED_LEADER_AND_ISR
-    return candidates(
-        rows, t, sev=severity(cfg, t, value), broker_id=F.col("broker_id"), listener=F.lit(None),
-        ts=F.coalesce("finished_ts", "handling_ts", "sent_ts"), value=value, threshold=level(cfg, t, "warning"),
-        summary=summary, evidence=_latency_evidence(),
-    )
+    out = _delayed(latency, cfg, ControlRequest.LEADER_AND_ISR, AlertType.DELAYED_LEADER_AND_ISR,
+                   "its partitions wait for their new leaders and followers", value, done)
+    return out
 
 
 def detect_leader_and_isr_not_completed(latency: DataFrame, cfg: DetectionConfig,
@@ -129,25 +166,34 @@ def detect_leader_and_isr_not_completed(latency: DataFrame, cfg: DetectionConfig
 
 
 def detect_delayed_update_metadata(latency: DataFrame, cfg: DetectionConfig) -> DataFrame:
-    """DELAYED_UPDATE_METADATA: an UpdateMetadata took longer than the threshold to reach the broker's cache.
+    """DELAYED_UPDATE_METADATA: an UpdateMetadata took longer than the threshold to reach the broker's cache, or is
+    still on its way past it (a broker that never gets it serves stale metadata until it does).
 
     The time it waited at the controller behind a previous (already alerted) request is not counted."""
     from pyspark.sql import functions as F
 
-    rows = latency.where((F.col("request") == ControlRequest.UPDATE_METADATA)
-                         & (F.col("status") == LatencyStatus.COMPLETED) & _not_excused())
     value = F.col("end_to_end_ms") - F.coalesce(F.col("controller_queue_ms"), F.lit(0.0))
-    summary = F.concat(
+    done = F.concat(
         _who(ControlRequest.UPDATE_METADATA), F.lit(" reached broker "), F.col("broker_id"),
         F.lit("'s metadata cache after "), _fmt(value),
         F.lit(" ms: clients of that broker saw stale metadata meanwhile"),
     )
-    t = AlertType.DELAYED_UPDATE_METADATA
-    return candidates(
-        rows, t, sev=severity(cfg, t, value), broker_id=F.col("broker_id"), listener=F.lit(None),
-        ts=F.coalesce("finished_ts", "handling_ts"), value=value, threshold=level(cfg, t, "warning"),
-        summary=summary, evidence=_latency_evidence(),
-    )
+    out = _delayed(latency, cfg, ControlRequest.UPDATE_METADATA, AlertType.DELAYED_UPDATE_METADATA,
+                   "the broker serves stale metadata meanwhile", value, done)
+    return out
+
+
+def detect_delayed_stop_replica(latency: DataFrame, cfg: DetectionConfig) -> DataFrame:
+    """DELAYED_STOP_REPLICA: a StopReplica took longer than the threshold, or is still running past it (its
+    replicas keep fetching, or are not deleted, meanwhile). The wait at the controller is not counted."""
+    from pyspark.sql import functions as F
+
+    value = F.col("end_to_end_ms") - F.coalesce(F.col("controller_queue_ms"), F.lit(0.0))
+    done = F.concat(_who(ControlRequest.STOP_REPLICA), F.lit(" took "), _fmt(value), F.lit(" ms on broker "),
+                    F.col("broker_id"))
+    out = _delayed(latency, cfg, ControlRequest.STOP_REPLICA, AlertType.DELAYED_STOP_REPLICA,
+                   "its replicas are not stopped meanwhile", value, done)
+    return out
 
 
 def detect_lock_contention(latency: DataFrame, state_changes: DataFrame, cfg: DetectionConfig) -> DataFrame:

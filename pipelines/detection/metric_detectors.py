@@ -1,11 +1,19 @@
 """Metric windows, 1-minute rollups, and the detectors of sustained metric conditions.
 
-`metric_windows` aggregates metric_samples into event-time windows (`DetectionConfig.metric_window_s`) per
-(cluster, broker, signal, listener, attribute): min/max/avg/first/last/samples. On a stream it sets the
-watermark, so window state is dropped once the watermark passes the window's end. Each detector then reads
-window rows; "sustained" means: at least `min_samples` samples in the window (for the capacity rules, the idle
-ratios, also spanning `min_span_s` of event time), and the window's MIN (queues,
-lags: every sample was high) or AVG (idle/blocked ratios) crosses the threshold.
+`metric_windows` aggregates metric_samples into SLIDING event-time windows (`DetectionConfig.metric_window_s` long,
+a new one every `metric_window_slide_s`) per (cluster, broker, signal, listener, attribute): min/max/avg/first/last,
+the number of samples and the samples themselves (`points`, time-ordered, exact duplicates dropped). Sliding, so a
+short condition is seen whole by some window wherever it falls (tumbling windows split a 10-20 s condition that
+straddles a boundary into two halves too small to count). On a stream it sets the watermark, so window state is
+dropped once the watermark passes the window's end. Each detector then reads window rows; "sustained" means: for
+the queue rules, a run of at least `min_samples` CONSECUTIVE samples of the window all at or above the warning level
+(its lowest sample is the value; the window's other samples do not matter, so a burst shorter than the window
+counts); for the other rules at least `min_samples` samples in the window (for the capacity rules, the idle ratios,
+also spanning `min_span_s` of event time) whose AVG (idle/blocked ratios, delays) or MAX (lags) crosses the
+threshold. Windows of one series holding the same samples are one observation: each rule keeps one of them.
+
+Detection reads the canonical signal names of :class:`schemas.signals.Signal` as silver holds them; resolving the
+many spellings of a metric is the parsers' job.
 
 Meter semantics (FACTS.md section 3): RequestHandlerAvgIdlePercent and AcceptorBlockedPercent are Yammer meters in
 NANOSECONDS: MeanRate/OneMinuteRate are fractions 0..1 and Count is cumulative nanoseconds, so over a window the
@@ -43,7 +51,6 @@ __all__ = [
     "detect_request_queue_saturated",
     "metric_rollups",
     "metric_windows",
-    "norm_signal",
 ]
 
 
@@ -52,8 +59,8 @@ class MetricRule:
     """How one alert type reads metric windows."""
 
     alert_type: AlertType
-    signals: tuple[str, ...]  # normalised names (lower case, letters and digits only)
-    stat: str  # "min" (every sample crossed) | "avg"
+    signals: tuple[Signal, ...]
+    stat: str  # "min" (a run of samples all crossed) | "avg" | "max"
     kind: str  # "ratio" (0..1 fraction, meters allowed) | "queue_cp" | "queue_data" | "ms"
     what: str  # subject of the summary
     # Capacity signals (idle ratios): a busy broker's burst of a few seconds is normal, and a young broker's ratio
@@ -63,72 +70,62 @@ class MetricRule:
     span: bool = False
 
 
-def _norm(*names: str) -> tuple[str, ...]:
-    """Signal names as norm_signal spells them."""
-    return tuple("".join(ch for ch in n.lower() if ch.isascii() and ch.isalnum()) for n in names)
-
-
 _S = Signal
-# Besides the canonical signals, two raw names a metric keeps when the parsers could not resolve it: the KIP-402
-# draft's AcceptorIdlePercent and a MetadataApplyLag without its unit.
 METRIC_RULES: dict[str, MetricRule] = {r.alert_type: r for r in (
-    MetricRule(AlertType.CONTROL_PLANE_QUEUE_BACKLOG, _norm(_S.ControlPlaneRequestQueueSize), "min", "queue_cp",
+    MetricRule(AlertType.CONTROL_PLANE_QUEUE_BACKLOG, (_S.ControlPlaneRequestQueueSize,), "min", "queue_cp",
                _S.ControlPlaneRequestQueueSize),
-    MetricRule(AlertType.REQUEST_QUEUE_SATURATED, _norm(_S.RequestQueueSize), "min", "queue_data",
+    MetricRule(AlertType.REQUEST_QUEUE_SATURATED, (_S.RequestQueueSize,), "min", "queue_data",
                _S.RequestQueueSize),
-    MetricRule(AlertType.ACCEPTOR_BLOCKED, _norm(_S.AcceptorBlockedPercent, _S.ControlPlaneAcceptorBlockedPercent,
-                                                 "AcceptorIdlePercent"), "avg", "ratio", _S.AcceptorBlockedPercent),
-    MetricRule(AlertType.NETWORK_PROCESSOR_SATURATED, _norm(_S.NetworkProcessorAvgIdlePercent,
-                                                            _S.ControlPlaneNetworkProcessorAvgIdlePercent),
+    MetricRule(AlertType.ACCEPTOR_BLOCKED, (_S.AcceptorBlockedPercent, _S.ControlPlaneAcceptorBlockedPercent),
+               "avg", "ratio", _S.AcceptorBlockedPercent),
+    MetricRule(AlertType.NETWORK_PROCESSOR_SATURATED, (_S.NetworkProcessorAvgIdlePercent,
+                                                      _S.ControlPlaneNetworkProcessorAvgIdlePercent),
                "avg", "ratio", _S.NetworkProcessorAvgIdlePercent, span=True),
-    MetricRule(AlertType.REQUEST_HANDLER_SATURATED, _norm(_S.RequestHandlerAvgIdlePercent,
-                                                          _S.ControlPlaneRequestHandlerAvgIdlePercent),
+    MetricRule(AlertType.REQUEST_HANDLER_SATURATED, (_S.RequestHandlerAvgIdlePercent,
+                                                    _S.ControlPlaneRequestHandlerAvgIdlePercent),
                "avg", "ratio", _S.RequestHandlerAvgIdlePercent, span=True),
     # Kafka computes last-applied-record-lag-ms when it is read (now - the newest applied record's time): it grows
     # while the broker applies nothing (a stalled controller quorum) and falls the moment a record is applied again,
     # so a scrape every few seconds catches one or two high samples of a 15 s stall (Apache Kafka 4.4.0,
     # kraft-metadata-lag run: 2.1 s, 13.7 s, then 0.3 s): the window's highest sample is the measure.
-    MetricRule(AlertType.METADATA_APPLY_LAG, _norm(_S.LastAppliedRecordLagMs, _S.MetadataApplyLagMs,
-                                                   "MetadataApplyLag"), "max", "ms", "last-applied-record-lag-ms"),
-    MetricRule(AlertType.CONTROLLER_EVENT_QUEUE_DELAY, _norm(_S.EventQueueTimeMs), "avg", "ms",
+    MetricRule(AlertType.METADATA_APPLY_LAG, (_S.LastAppliedRecordLagMs, _S.MetadataApplyLagMs), "max", "ms",
+               "last-applied-record-lag-ms"),
+    MetricRule(AlertType.CONTROLLER_EVENT_QUEUE_DELAY, (_S.EventQueueTimeMs,), "avg", "ms",
                _S.EventQueueTimeMs),
 )}
-DETECTION_SIGNALS = tuple(sorted({s for r in METRIC_RULES.values() for s in r.signals}))
+DETECTION_SIGNALS: tuple[str, ...] = tuple(sorted({s.value for r in METRIC_RULES.values() for s in r.signals}))
 
 # Idle meters (Yammer, ns): a meter that was never marked has Count 0 and every rate 0 (rates only move at the first
 # 5-second tick), which reads as "never idle" for a broker that just (re)started. A live idle meter is never exactly 0
 # (Kafka's handlers mark their idle time at every poll of the request queue), so an exact 0, Count or rate, is "not
 # measured yet" (a Count of 0 is no baseline either: the handlers may have started marking late in the interval);
 # likewise a Count that did not move over a window measures nothing.
-IDLE_METERS = _norm(_S.RequestHandlerAvgIdlePercent, _S.ControlPlaneRequestHandlerAvgIdlePercent)
+IDLE_METERS: tuple[str, ...] = (_S.RequestHandlerAvgIdlePercent.value,
+                                _S.ControlPlaneRequestHandlerAvgIdlePercent.value)
 METER_ATTRIBUTES = ("count", "meanrate", "oneminuterate", "fiveminuterate", "fifteenminuterate")
 
 # Preferred attribute per window (lower wins): the current rate/percentile over lifetime means.
 _ATTR_RANK = {"oneminuterate": 0, "99thpercentile": 0, "0.99": 0, "value": 1, "": 1, "count": 2, "mean": 3,
               "fiveminuterate": 3, "fifteenminuterate": 3, "meanrate": 4}
 NANOS_PER_SECOND = 1e9
-_REQUEST_QUEUE = _norm(_S.RequestQueueSize)[0]
-
-
-def norm_signal(c: Column) -> Column:
-    """'ControlPlaneRequestQueueSize' / 'last-applied-record-lag-ms' -> 'controlplanerequestqueuesize' / ..."""
-    from pyspark.sql import functions as F
-
-    return F.lower(F.regexp_replace(F.coalesce(c, F.lit("")), "[^A-Za-z0-9]", ""))
+_REQUEST_QUEUE = _S.RequestQueueSize.value
+# Control-plane signals are named so by Kafka (ControlPlaneRequestQueueSize, ControlPlane...IdlePercent).
+_CONTROL_PLANE_PREFIX = "ControlPlane"
 
 
 def metric_windows(samples: DataFrame, cfg: DetectionConfig) -> DataFrame:
-    """metric_samples -> one row per (cluster, broker, signal, listener, attribute, event-time window)."""
+    """metric_samples -> one row per (cluster, broker, signal, listener, attribute, sliding event-time window)."""
     from pyspark.sql import functions as F
 
     src = samples.where(F.col("ts").isNotNull() & F.col("value").isNotNull() & ~F.isnan("value"))
-    src = src.withColumn("sig", norm_signal(F.col("signal"))).where(F.col("sig").isin(*DETECTION_SIGNALS))
+    src = src.where(F.col("signal").isin(*DETECTION_SIGNALS)).withColumn("sig", F.col("signal"))
     unmeasured = F.col("sig").isin(*IDLE_METERS) & F.lower(F.coalesce(F.col("attribute"), F.lit(""))).isin(
         *METER_ATTRIBUTES) & (F.col("value") == 0.0)
     src = src.where(~unmeasured)
     if samples.isStreaming:
         src = src.withWatermark("ts", f"{int(cfg.watermark_delay_s * 1000)} milliseconds")
-    w = F.window("ts", f"{int(cfg.metric_window_s * 1000)} milliseconds")
+    w = F.window("ts", f"{int(cfg.metric_window_s * 1000)} milliseconds",
+                 f"{int(cfg.metric_window_slide_s * 1000)} milliseconds")
     return (
         src.groupBy("cluster", "broker_id", "sig", "listener", "attribute", w.alias("w"))
         .agg(
@@ -138,6 +135,7 @@ def metric_windows(samples: DataFrame, cfg: DetectionConfig) -> DataFrame:
             F.count("*").alias("samples"), F.min("ts").alias("first_ts"), F.max("ts").alias("last_ts"),
             # one file = one broker incarnation (the reference broker and JSON reporters start a new file at start)
             F.min("source").alias("source_min"), F.max("source").alias("source_max"),
+            F.array_sort(F.collect_set(F.struct("ts", "value"))).alias("points"),
         )
         .select("*", F.col("w.start").alias("window_start"), F.col("w.end").alias("window_end"))
         .drop("w")
@@ -209,7 +207,7 @@ def _best_attribute(df: DataFrame, keys: list[str], prefer_count: bool = False) 
 def _plane(c: Column) -> Column:
     from pyspark.sql import functions as F
 
-    return F.when(F.col("sig").startswith("controlplane"), F.lit("control-plane")).otherwise(
+    return F.when(F.col("sig").startswith(_CONTROL_PLANE_PREFIX), F.lit("control-plane")).otherwise(
         F.coalesce(c, F.lit("data-plane")))
 
 
@@ -238,25 +236,70 @@ def _sustained(cfg: DetectionConfig, span: bool = False) -> Column:
     return enough & (span_us >= setting(cfg, "min_span_s") * F.lit(1_000_000))
 
 
+def _high_run(rows: DataFrame, lowest: Column) -> DataFrame:
+    """The longest run of consecutive samples (`points`) at or above `lowest` in each window: `vmin`, `samples`,
+    `first_ts` and `last_ts` become the run's (its lowest value, its length, its first and last sample time)."""
+    from pyspark.sql import functions as F
+
+    rows = rows.withColumn("_lowest", lowest)
+    init = F.struct(F.lit(0).alias("n"), F.lit(None).cast("double").alias("lo"),
+                    F.lit(None).cast("timestamp").alias("t0"), F.lit(0).alias("bn"),
+                    F.lit(None).cast("double").alias("blo"), F.lit(None).cast("timestamp").alias("bt0"),
+                    F.lit(None).cast("timestamp").alias("bt1"))
+
+    def step(acc: Column, p: Column) -> Column:
+        high = p["value"] >= F.col("_lowest")
+        n = F.when(high, acc["n"] + 1).otherwise(F.lit(0))
+        lo = F.when(high & (acc["n"] > 0), F.least(acc["lo"], p["value"])).when(high, p["value"])
+        t0 = F.when(high & (acc["n"] > 0), acc["t0"]).when(high, p["ts"])
+        better = n > acc["bn"]
+        return F.struct(n.alias("n"), lo.alias("lo"), t0.alias("t0"),
+                        F.when(better, n).otherwise(acc["bn"]).alias("bn"),
+                        F.when(better, lo).otherwise(acc["blo"]).alias("blo"),
+                        F.when(better, t0).otherwise(acc["bt0"]).alias("bt0"),
+                        F.when(better, p["ts"]).otherwise(acc["bt1"]).alias("bt1"))
+
+    run = F.aggregate(F.col("points"), init, step)
+    return (rows.withColumn("_run", run)
+            .withColumn("vmin", F.col("_run.blo")).withColumn("samples", F.col("_run.bn").cast("long"))
+            .withColumn("first_ts", F.col("_run.bt0")).withColumn("last_ts", F.col("_run.bt1"))
+            .drop("_run", "_lowest"))
+
+
+def _one_per_observation(rows: DataFrame) -> DataFrame:
+    """Sliding windows of one series that hold the same samples (or the same run) are one observation: keep the
+    earliest window of each."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    same = Window.partitionBy("cluster", "broker_id", "sig", "listener", "attribute", "first_ts", "last_ts",
+                              "samples").orderBy("window_start")
+    return rows.withColumn("_nth", F.row_number().over(same)).where(F.col("_nth") == 1).drop("_nth")
+
+
 def _rule(windows: DataFrame, cfg: DetectionConfig, rule: MetricRule, advice: str) -> DataFrame:
     from pyspark.sql import functions as F
 
     t = rule.alert_type
-    rows = windows.where(F.col("sig").isin(*rule.signals) & _sustained(cfg, rule.span))
+    rows = windows.where(F.col("sig").isin(*[s.value for s in rule.signals]))
     if rule.kind == "ratio":
-        rows = _best_attribute(rows, ["cluster", "broker_id", "sig", "listener", "window_start"], prefer_count=True)
+        rows = _best_attribute(rows.where(_sustained(cfg, rule.span)),
+                               ["cluster", "broker_id", "sig", "listener", "window_start"], prefer_count=True)
         measure = _ratio(rule.stat)
         value, threshold, shown = measure, level(cfg, t, "warning"), F.concat(_fmt1(measure * 100), F.lit("%"))
     elif rule.kind in ("queue_cp", "queue_data"):
         cap = F.lit(float(CONTROL_PLANE_QUEUE_CAPACITY)) if rule.kind == "queue_cp" else \
             setting(cfg, "queued_max_requests").cast("double")
+        rows = _high_run(rows, level(cfg, t, "warning") * cap).where(_sustained(cfg, rule.span))
         measure = F.col("vmin") / cap
         value, threshold = F.col("vmin"), level(cfg, t, "warning") * cap
         shown = F.concat(F.lit("at least "), _fmt1(F.col("vmin")), F.lit(" of "), _fmt1(cap), F.lit(" requests"))
     else:
-        rows = _best_attribute(rows, ["cluster", "broker_id", "sig", "listener", "window_start"])
+        rows = _best_attribute(rows.where(_sustained(cfg, rule.span)),
+                               ["cluster", "broker_id", "sig", "listener", "window_start"])
         measure = F.col({"min": "vmin", "max": "vmax"}.get(rule.stat, "vavg"))
         value, threshold, shown = measure, level(cfg, t, "warning"), F.concat(_fmt1(measure), F.lit(" ms"))
+    rows = _one_per_observation(rows)
     listener = _plane(F.col("listener"))
     summary = F.concat(F.col("signal"), F.lit(" on broker "), F.col("broker_id"), F.lit(" ("), listener,
                        F.lit(") was "), shown, _window_text(), F.lit(": " + advice))
@@ -317,17 +360,22 @@ def detect_controller_event_queue_delay(windows: DataFrame, cfg: DetectionConfig
 def detect_queue_saturated_without_control_plane(windows: DataFrame, cfg: DetectionConfig) -> DataFrame:
     """CONTROL_REQUEST_QUEUED_BEHIND_DATA (metric form): RequestQueueSize saturated on a broker that reports no
     ControlPlaneRequestQueueSize in the same window, so controller requests share that full queue."""
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     t = AlertType.CONTROL_REQUEST_QUEUED_BEHIND_DATA
-    per = windows.groupBy("cluster", "broker_id", "window_start", "window_end").agg(
+    cap = setting(cfg, "queued_max_requests").cast("double")
+    sat = level(cfg, AlertType.REQUEST_QUEUE_SATURATED, "warning")
+    queue = _high_run(windows.where(F.col("sig") == _REQUEST_QUEUE), sat * cap)
+    plane = windows.where(F.col("sig") != _REQUEST_QUEUE).withColumn("samples", F.lit(None).cast("long"))
+    per = queue.unionByName(plane).groupBy("cluster", "broker_id", "window_start", "window_end").agg(
         F.max(F.when(F.col("sig") == _REQUEST_QUEUE, F.col("vmin"))).alias("vmin"),
         F.max(F.when(F.col("sig") == _REQUEST_QUEUE, F.col("samples"))).alias("samples"),
         F.max(F.when(F.col("sig") == _REQUEST_QUEUE, F.col("last_ts"))).alias("last_ts"),
-        F.count(F.when(F.col("sig").startswith("controlplane"), 1)).alias("cp_series"),
+        F.count(F.when(F.col("sig").startswith(_CONTROL_PLANE_PREFIX), 1)).alias("cp_series"),
     ).where(F.col("vmin").isNotNull() & (F.col("cp_series") == 0) & _sustained(cfg))
-    cap = setting(cfg, "queued_max_requests").cast("double")
-    sat = level(cfg, AlertType.REQUEST_QUEUE_SATURATED, "warning")
+    first = Window.partitionBy("cluster", "broker_id", "vmin", "samples", "last_ts").orderBy("window_start")
+    per = per.withColumn("_nth", F.row_number().over(first)).where(F.col("_nth") == 1).drop("_nth")
     summary = F.concat(F.lit("RequestQueueSize on broker "), F.col("broker_id"), F.lit(" stayed at >= "),
                        _fmt1(F.col("vmin")), F.lit(" of "), _fmt1(cap), _window_text(),
                        F.lit(" and the broker has no control plane: controller requests wait behind data requests; "

@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from pipelines.detection.pairing import Event, PairingParams, PairingState, latency_row, request_key, step
+from schemas.alerts import AlertType
+from schemas.events import ControlRequest
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -24,7 +26,16 @@ if TYPE_CHECKING:
 
     from pipelines.detection.config import DetectionConfig
 
-__all__ = ["LATENCY_OUTPUT_DDL", "PAIRING_BUCKETS", "STATE_DDL", "pair_requests", "pairing_function"]
+__all__ = ["IN_FLIGHT_ALERTS", "LATENCY_OUTPUT_DDL", "PAIRING_BUCKETS", "STATE_DDL", "pair_requests",
+           "pairing_function", "pairing_params"]
+
+# The alert a request still running raises (and its finish or timeout updates): its levels are the pairing's
+# in-flight milestones (pipelines.detection.in_flight). Per-cluster threshold overrides do not move them.
+IN_FLIGHT_ALERTS: dict[ControlRequest, AlertType] = {
+    ControlRequest.LEADER_AND_ISR: AlertType.DELAYED_LEADER_AND_ISR,
+    ControlRequest.UPDATE_METADATA: AlertType.DELAYED_UPDATE_METADATA,
+    ControlRequest.STOP_REPLICA: AlertType.DELAYED_STOP_REPLICA,
+}
 
 STATE_DDL = "blob STRING"
 # Brokers are grouped into this many buckets per (cluster, controller): each call of the pandas function costs
@@ -106,7 +117,7 @@ def _step_group(cluster: str, controller_id: int, states: dict[int, PairingState
     for broker in sorted(set(states) | set(events)):
         st = states.setdefault(broker, PairingState())
         rows += _rows(cluster, controller_id, broker, step(st, events.get(broker, []), watermark, params), params)
-        if st.next_deadline(params) is None and not st.seen:
+        if st.next_deadline(params) is None and not st.seen and not st.completes:
             del states[broker]
     return rows
 
@@ -149,11 +160,23 @@ def pairing_function(params: PairingParams) -> Any:
             state.update((json.dumps({str(b): st.to_json() for b, st in states.items()}, separators=(",", ":")),))
             deadlines = [d for d in (st.next_deadline(params) for st in states.values()) if d is not None]
             seen = [max(st.seen.values()) + 1 for st in states.values() if st.seen]
-            state.setTimeoutTimestamp(max(min(deadlines or seen), watermark + 1))
+            if deadlines or seen:  # else only what the key learnt (PairingState.completes) is kept: nothing expires
+                state.setTimeoutTimestamp(max(min(deadlines or seen), watermark + 1))
         if rows:
             yield _frame(rows)
 
     return fn
+
+
+def pairing_params(cfg: DetectionConfig) -> PairingParams:
+    """The operator's limits from the detection config: the never-completed timeout, the clock skew, and the levels
+    at which a request still running is reported (its alert type's warning and critical levels)."""
+    levels = {}
+    for request, alert_type in IN_FLIGHT_ALERTS.items():
+        t = cfg.threshold(alert_type)
+        levels[request.value] = (int(t.warning), int(t.critical))
+    return PairingParams(timeout_ms=int(cfg.never_completed_timeout_s * 1000),
+                         max_skew_ms=int(cfg.max_clock_skew_s * 1000), in_flight_ms=levels)
 
 
 def pair_requests(events: DataFrame, cfg: DetectionConfig) -> DataFrame:
@@ -163,8 +186,7 @@ def pair_requests(events: DataFrame, cfg: DetectionConfig) -> DataFrame:
     """
     from pyspark.sql import functions as F
 
-    params = PairingParams(timeout_ms=int(cfg.never_completed_timeout_s * 1000),
-                           max_skew_ms=int(cfg.max_clock_skew_s * 1000))
+    params = pairing_params(cfg)
     src = events
     if events.isStreaming:
         src = events.withWatermark("ts", f"{int(cfg.watermark_delay_s * 1000)} milliseconds")

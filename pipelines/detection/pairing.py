@@ -22,6 +22,8 @@ emitted as `completed` the moment its finish is seen (not at watermark expiry: w
 watermark never fires), `in_flight` when it started but did not finish in this batch, and `never_completed` when the
 event-time watermark passes its start + the timeout (heartbeats keep the watermark moving on a quiet cluster).
 Rows carry a stable `request_key`, so a later update (a late `Sending` line, the finish) replaces the earlier row.
+A request still running is also emitted `in_flight` when event time passes its start plus its alert's warning and
+critical levels (:mod:`pipelines.detection.in_flight`), so a stuck request is reported while it is stuck.
 
 Edge cases, each with a flag on the row:
   * controller failover on the same key (a new controller epoch): a broker request pairs with the newest epoch's
@@ -39,10 +41,13 @@ Edge cases, each with a flag on the row:
 
 from __future__ import annotations
 
-import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from pipelines.detection import in_flight
+from pipelines.detection.latency_rows import latency_row, request_key
 
 __all__ = [
     "KINDS",
@@ -52,6 +57,8 @@ __all__ = [
     "Event",
     "PairingParams",
     "PairingState",
+    "latency_row",
+    "request_key",
     "step",
 ]
 
@@ -96,6 +103,8 @@ class PairingParams:
 
     timeout_ms: int = 120_000
     max_skew_ms: int = 5_000
+    # request -> (warning, critical) age at which a request still running is reported (in_flight.py); none: never
+    in_flight_ms: Mapping[str, tuple[int, int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -112,6 +121,9 @@ class PairingState:
     # the request the latest `Sending` line on this key belongs to (wherever it went: pending or attached), so the
     # other lines of the same request join it: {"anchor", "request", "epoch", "last_ts", "closed"}
     burst: dict[str, Any] | None = None
+    # request types whose completion this key's logs show (a finish, applied or response line): only for these does
+    # a missing finish mean the request is still running (in_flight.py)
+    completes: list[str] = field(default_factory=list)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))
@@ -122,7 +134,7 @@ class PairingState:
             return cls()
         raw = json.loads(text)
         return cls(raw["sends"], raw["records"], {k: int(v) for k, v in raw["seen"].items()}, raw["dropped"],
-                   raw.get("duplicates", 0), raw.get("last_done"), raw.get("burst"))
+                   raw.get("duplicates", 0), raw.get("last_done"), raw.get("burst"), raw.get("completes", []))
 
     def next_deadline(self, p: PairingParams) -> int | None:
         """Earliest event time at which something in the state expires (for the event-time timeout)."""
@@ -132,13 +144,10 @@ class PairingState:
                 times.append(_start(r) + p.timeout_ms + 1)
             else:
                 times.append(_start(r) + p.max_skew_ms + 1)
+        milestone = in_flight.next_milestone(self, p)
+        if milestone is not None:
+            times.append(milestone)
         return min(times) if times else None
-
-
-def request_key(cluster: str, controller_id: int, broker_id: int, request: str | None, anchor: str) -> str:
-    """Stable id of one control request: the MERGE key of control_request_latency."""
-    raw = f"{cluster}|{controller_id}|{broker_id}|{request}|{anchor}"
-    return hashlib.sha1(raw.encode()).hexdigest()[:20]
 
 
 def _start(r: dict[str, Any]) -> int:
@@ -222,6 +231,9 @@ class _Key:
         if r["partitions"] is None:
             r["partitions"] = s["partitions"]
         r["pairing"] = "correlation_id" if s["corr"] is not None else "order"
+        if s.get("alerted"):  # reported while pending: the record carries the report on
+            r["alerted"] = max(int(r.get("alerted", 0)), int(s["alerted"]))
+            r["flags"] = sorted({*r["flags"], in_flight.IN_FLIGHT_FLAG})
         r["dirty"] = True
 
     def _find(self, request: str | None, corr: int | None, epoch: int | None = None) -> dict[str, Any] | None:
@@ -397,6 +409,7 @@ class _Key:
              "sent_ts": s["ts"], "status": "never_completed"}
         if flag:
             r["flags"].append(flag)
+        r["flags"] += s.get("flags", [])
         self.out.append(r)
 
     def expire(self, watermark: int) -> None:
@@ -445,53 +458,14 @@ def step(state: PairingState, events: list[Event], watermark_ms: int, params: Pa
         getattr(k, ev.kind)(ev)
         if ev.kind in ("finished", "applied", "response"):
             state.last_done = ev.ts if state.last_done is None else max(state.last_done, ev.ts)
+            if ev.request is not None and ev.request not in state.completes:
+                state.completes.append(ev.request)
     while len(state.seen) > MAX_SEEN:  # evict the oldest content keys first
         del state.seen[min(state.seen, key=state.seen.__getitem__)]
+    # before the timeout: a request the watermark carried past both is reported in flight and then never completed
+    # in ONE row (one row per request and batch: the MERGE takes one source row per key)
+    in_flight.mark(state, params, watermark_ms)
     k.expire(watermark_ms)
+    k.out += in_flight.pending_rows(state, lambda s: _new_record(
+        Event("send", s["ts"], s["request"], s["corr"], s["epoch"], s["partitions"]), s["anchor"]))
     return k.out
-
-
-def latency_row(r: dict[str, Any], max_skew_ms: int) -> dict[str, Any]:
-    """Derived durations of one request (ms), FACTS.md 1.3: lock wait = elapsed - (Finished ts - Handling ts)."""
-    flags: list[str] = list(r["flags"])
-    sent, hand, fin, el = r["sent_ts"], r["handling_ts"], r["finished_ts"], r["elapsed_ms"]
-    queue = processing = lock = e2e = None
-    if sent is not None and hand is not None:
-        queue = float(hand - sent)
-        if queue < 0:
-            flags.append("clock_skew")
-            queue = 0.0
-    if hand is not None and fin is not None:
-        processing = float(fin - hand)
-    if r["lock_wait_ms"] is not None:
-        lock = float(r["lock_wait_ms"])
-    elif el is not None and processing is not None:
-        lock = max(0.0, float(el) - processing)
-    if fin is not None and sent is not None:
-        e2e = float(fin - sent)
-        if el is not None and e2e < el:  # the hosts' clocks disagree: the broker's own elapsed time is a floor
-            if el - e2e > 1:
-                flags.append("clock_skew")
-            e2e = float(el)
-    elif fin is not None and el is not None:
-        e2e = float(el)
-    elif sent is not None and r["resp_ts"] is not None:
-        e2e = float(max(0, r["resp_ts"] - sent))
-    return {
-        "request": r["request"],
-        "correlation_id": r["corr"],
-        "controller_epoch": r["epoch"],
-        "sent_ts": sent,
-        "handling_ts": hand,
-        "finished_ts": fin if fin is not None else None,
-        "end_to_end_ms": e2e,
-        "queue_ms": queue,
-        "processing_ms": processing,
-        "lock_wait_ms": lock,
-        "partitions": r["partitions"],
-        "status": r["status"],
-        "controller_queue_ms": None if r.get("ctl_wait_ms") is None else float(r["ctl_wait_ms"]),
-        "pairing": r["pairing"],
-        "flags": ",".join(sorted(set(flags))) or None,
-        "anchor": r["anchor"],
-    }

@@ -41,10 +41,10 @@ def lat(cluster, request="LeaderAndIsr", status="completed", e2e=40.0, lock=1.0,
                flags=flags, controller_queue_ms=cq)
 
 
-def sc(cluster, sec, message, broker=2, event=None, lock_wait_ms=None, controller_epoch=None):
+def sc(cluster, sec, message, broker=2, event=None, **cols):
+    """A state_change_events row as silver holds it (the event name and columns the parser gives the message)."""
     return row(STATE_CHANGE_EVENTS, cluster=cluster, broker_id=broker, ts=t(sec), level="INFO", event=event,
-               message=message, source="f", source_offset=0, lock_wait_ms=lock_wait_ms,
-               controller_epoch=controller_epoch)
+               message=message, source="f", source_offset=0, **cols)
 
 
 def map_lock(cluster, sec, waited):
@@ -83,11 +83,20 @@ LATENCY = [
     lat("lock-quiet", lock=6.0, e2e=4000.0, proc=3900.0),
     lat("lockm-fire", lock=2.0, e2e=1700.0, proc=1600.0),
     lat("lockm-quiet", lock=2.0, e2e=1700.0, proc=1600.0),
+    # reported by pairing while still running (in_flight_alerted): its age so far; then never completed
+    lat("dlf-fire", status="in_flight", e2e=6000.0, lock=None, flags="in_flight_alerted"),
+    lat("dlf-quiet", status="in_flight", e2e=None, lock=None),
+    lat("dln-fire", status="never_completed", e2e=None, lock=None, flags="in_flight_alerted"),
+    lat("umf-fire", request="UpdateMetadata", status="in_flight", e2e=35000.0, cq=1000.0, lock=None,
+        flags="in_flight_alerted"),
+    lat("sr-fire", request="StopReplica", e2e=9000.0, lock=None, proc=None),
+    lat("sr-quiet", request="StopReplica", e2e=40.0, lock=None, proc=None),
 ]
 
 
-CHANGES = [sc("lockf-fire", 1.5 + i * 0.1, FETCH.format(i=i)) for i in range(20)]
-CHANGES += [sc("lock-quiet", 1.5 + i * 0.1, FETCH.format(i=i)) for i in range(2)]
+FETCH_EVENT = "log_start_offset_incremented"
+CHANGES = [sc("lockf-fire", 1.5 + i * 0.1, FETCH.format(i=i), event=FETCH_EVENT) for i in range(20)]
+CHANGES += [sc("lock-quiet", 1.5 + i * 0.1, FETCH.format(i=i), event=FETCH_EVENT) for i in range(2)]
 # handling 1.006 s .. finished 2.606 s: two fetchers' waits inside (900 + 700 ms); outside or small: quiet
 CHANGES += [map_lock("lockm-fire", 1.5, 900), map_lock("lockm-fire", 2.4, 700)]
 CHANGES += [map_lock("lockm-quiet", 0.5, 900), map_lock("lockm-quiet", 1.5, 300), map_lock("lockm-quiet", 3.0, 900)]
@@ -102,10 +111,10 @@ CHANGES += [
                      "is now 9", broker=1, event="controller_elected", controller_epoch=9),
 ]
 CHANGES += [
-    sc("stale-fire", 3, "[KafkaApi-2] Received LeaderAndIsr request with broker epoch 25 smaller than the "
-                        "current broker epoch 31"),
-    sc("stale-quiet", 3, "[Broker id=2] Handling LeaderAndIsr request correlationId 17 from controller 1 "
-                         "for 960 partitions"),
+    sc("stale-fire", 3, "Received LeaderAndIsr request with broker epoch 25 smaller than the current broker epoch 31",
+       event="stale_broker_epoch", request="LeaderAndIsr", broker_epoch=25, current_broker_epoch=31),
+    sc("stale-quiet", 3, "Handling LeaderAndIsr request correlationId 17 from controller 1 for 960 partitions",
+       event="leader_and_isr_handling", request="LeaderAndIsr", correlation_id=17, controller_id=1, partitions=960),
 ]
 REQUESTS = [
     req("qbd-fire", "LeaderAndIsr", "PLAINTEXT", 2500.0),
@@ -163,10 +172,10 @@ def found(spark):
         # a connection storm on a broker that lived 17 s: two samples 5 s apart, 30% of the time blocked (Count);
         # an incident signal fires however short (min_span_s is for the idle-ratio capacity rules)
         *ms("accyoung-fire", "AcceptorBlockedPercent", [0, 1.5e9], "Count", "PLAINTEXT", step=5.0),
-        *ms("mal-fire", "last-applied-record-lag-ms", [8000, 9000], broker=3),
-        *ms("mal-quiet", "last-applied-record-lag-ms", [10, 20], broker=3),
+        *ms("mal-fire", "MetadataApplyLagMs", [8000, 9000], broker=3),
+        *ms("mal-quiet", "MetadataApplyLagMs", [10, 20], broker=3),
         # Apache Kafka 4.4.0 with its controller quorum paused 15 s: the lag read at scrape time, then applied again
-        *ms("malspike-fire", "last-applied-record-lag-ms", [2133, 13723, 271], broker=3),
+        *ms("malspike-fire", "MetadataApplyLagMs", [2133, 13723, 271], broker=3),
         *ms("ceq-fire", "EventQueueTimeMs", [1500, 2000], "99thPercentile", broker=1),
         *ms("ceq-quiet", "EventQueueTimeMs", [3, 5], "99thPercentile", broker=1),
     ]
@@ -188,6 +197,10 @@ CASES = [
     ("DELAYED_LEADER_AND_ISR", "dl", 2),
     ("LEADER_AND_ISR_NOT_COMPLETED", "nc", 2),
     ("DELAYED_UPDATE_METADATA", "um", 2),
+    ("DELAYED_LEADER_AND_ISR", "dlf", 2),
+    ("DELAYED_LEADER_AND_ISR", "dln", 2),
+    ("DELAYED_UPDATE_METADATA", "umf", 2),
+    ("DELAYED_STOP_REPLICA", "sr", 2),
     ("LOCK_CONTENTION", "lock", 2),
     ("LOCK_CONTENTION", "lockf", 2),
     ("LOCK_CONTENTION", "lockm", 2),
@@ -223,7 +236,7 @@ def test_detector_fires(found, type_, case, broker):
         assert h["evidence"].startswith("{")
 
 
-FIRE_ONLY = ("rqs-override", "lockf", "accc", "accyoung", "netp", "rhcp", "rhcount", "malspike")
+FIRE_ONLY = ("dln", "umf", "rqs-override", "lockf", "accc", "accyoung", "netp", "rhcp", "rhcount", "malspike")
 QUIET_ONLY = {("REQUEST_HANDLER_SATURATED", c) for c in ("rhyoung", "rhbounce", "rhrestart", "rhfirst", "rhfile",
                                                           "rhyoung2")} | {("NETWORK_PROCESSOR_SATURATED", "netyoung")}
 QUIET = sorted({(ty, c) for ty, c, _ in CASES if c not in FIRE_ONLY} | QUIET_ONLY)
@@ -311,3 +324,49 @@ def test_log_prefilter_never_skips_a_batch_that_fires(spark, found):
     assert fired == {"qbd-fire", "stale-fire"}
     assert all(may(c) for c in fired)
     assert not may("stale-quiet")  # a Handling line and an error-free UpdateMetadata: nothing to look at
+
+
+
+# What each firing must produce: {(severity, value, threshold)} over its candidates (sliding windows holding different
+# samples are different observations). Values in the rule's unit: ms, fractions 0..1, requests, rejections.
+QUALITY = {
+    ("DELAYED_LEADER_AND_ISR", "dl"): {("warning", 13973.0, 5000.0)},  # send -> finish
+    ("DELAYED_LEADER_AND_ISR", "dlf"): {("warning", 6000.0, 5000.0)},  # still running after 6 s
+    ("DELAYED_LEADER_AND_ISR", "dln"): {("critical", 120000.0, 5000.0)},  # reported, then the 120 s timeout
+    ("LEADER_AND_ISR_NOT_COMPLETED", "nc"): {("critical", 120000.0, 120000.0)},
+    ("DELAYED_UPDATE_METADATA", "um"): {("warning", 9000.0, 5000.0)},
+    ("DELAYED_UPDATE_METADATA", "umf"): {("critical", 34000.0, 5000.0)},  # 35 s running, 1 s of it queued
+    ("DELAYED_STOP_REPLICA", "sr"): {("warning", 9000.0, 5000.0)},
+    ("LOCK_CONTENTION", "lock"): {("warning", 4000.0, 1000.0)},
+    ("LOCK_CONTENTION", "lockf"): {("warning", 3900.0, 1000.0)},  # fetcher-driven: the handling time
+    ("LOCK_CONTENTION", "lockm"): {("warning", 1602.0, 1000.0)},
+    ("CONTROL_REQUEST_QUEUED_BEHIND_DATA", "qbd"): {("critical", 2500.0, 100.0)},
+    ("CONTROL_REQUEST_QUEUED_BEHIND_DATA", "qbdm"): {("warning", 490.0, 400.0)},  # 80 % of 500
+    ("STALE_BROKER_EPOCH", "stale"): {("warning", 2.0, 1.0)},  # the log line and the error-77 response
+    # 18, 19, 20 of 20 (level 10): every window's lowest sample of its run, 18/20 and 19/20 >= 90 %
+    ("CONTROL_PLANE_QUEUE_BACKLOG", "cpq"): {("critical", 18.0, 10.0), ("critical", 19.0, 10.0)},
+    ("REQUEST_QUEUE_SATURATED", "rqs"): {("critical", 480.0, 400.0)},  # 480/500 = 96 %
+    ("REQUEST_QUEUE_SATURATED", "rqs-override"): {("warning", 90.0, 80.0)},  # queued.max.requests 100 there
+    ("ACCEPTOR_BLOCKED", "acc"): {("critical", 0.45, 0.05)},
+    ("ACCEPTOR_BLOCKED", "accc"): {("critical", 0.5, 0.05)},  # 10e9 ns blocked over 20 s
+    ("ACCEPTOR_BLOCKED", "accyoung"): {("critical", 0.3, 0.05)},  # 1.5e9 ns over 5 s
+    ("NETWORK_PROCESSOR_SATURATED", "net"): {("critical", 0.065, 0.3)},
+    ("NETWORK_PROCESSOR_SATURATED", "netp"): {("critical", 0.065, 0.3)},
+    ("REQUEST_HANDLER_SATURATED", "rh"): {("warning", 0.125, 0.3)},
+    ("REQUEST_HANDLER_SATURATED", "rhcp"): {("critical", 0.025, 0.3)},
+    ("REQUEST_HANDLER_SATURATED", "rhcount"): {("critical", 0.05, 0.3)},
+    ("METADATA_APPLY_LAG", "mal"): {("warning", 9000.0, 5000.0)},
+    ("METADATA_APPLY_LAG", "malspike"): {("warning", 13723.0, 5000.0)},
+    ("CONTROLLER_EVENT_QUEUE_DELAY", "ceq"): {("warning", 1750.0, 1000.0)},
+}
+
+
+@pytest.mark.parametrize(("type_", "case"), sorted(QUALITY))
+def test_detector_fires_with_its_severity_value_and_threshold(found, type_, case):
+    cluster = case if case == "rqs-override" else f"{case}-fire"
+    got = {(h["severity"], round(h["value"], 6), h["threshold"]) for h in of(found, cluster, type_)}
+    assert got == QUALITY[(type_, case)]
+
+
+def test_every_firing_case_has_its_quality_asserted():
+    assert {(ty, c) for ty, c, _ in CASES} == set(QUALITY)

@@ -1,6 +1,6 @@
 # ruff: noqa: E501  (verbatim Kafka log lines)
-"""Pairing through Spark (batch query, same operator code as the stream): silver rows of real Kafka log texts
--> pairing events -> control_request_latency rows. TRACE 2.2-2.5 logs pair by correlation id (the controller's
+"""Pairing through Spark (batch query, same operator code as the stream): silver rows of real Kafka log texts (as the
+pipeline's parser makes them) -> pairing events -> control_request_latency rows. TRACE 2.2-2.5 logs pair by correlation id (the controller's
 `Received response` line), 2.7+ INFO logs by order; UpdateMetadata to a broker set fans out per broker."""
 
 from __future__ import annotations
@@ -35,16 +35,18 @@ INFO = """\
 
 
 def silver(cluster: str, text: str) -> list[tuple]:
-    import re
+    """The lines as the ingest job leaves them in state_change_events: through the pipeline's own parser."""
+    import pyarrow as pa
 
+    from pipelines.parsing.engine import route_records
+    from schemas.tables import RAW_LOGS
+
+    raw = [{"cluster": cluster, "broker_id": None, "log_kind": "state-change", "line": line,
+            "line_bytes": len(line), "source": "t", "source_offset": i, "date": dt.date(2024, 1, 1)}
+           for i, line in enumerate(text.splitlines())]
     rows = []
-    for i, line in enumerate(text.splitlines()):
-        m = re.match(r"^\[(.{23})\] (\w+) (.*) \(([^)]+)\)$", line)
-        assert m
-        ts = dt.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").replace(tzinfo=dt.UTC)
-        own = re.match(r"\[(?:Broker|Controller) id=(\d+)", m.group(3))
-        r = {"cluster": cluster, "broker_id": int(own.group(1)), "ts": ts, "level": m.group(2),
-             "logger": m.group(4), "message": m.group(3), "source": "t", "source_offset": i, "date": ts.date()}
+    for route, r in route_records(pa.Table.from_pylist(raw, RAW_LOGS.to_arrow()), "logs"):
+        assert route == "state_change", (route, r)
         rows.append(tuple(r.get(n) for n in STATE_CHANGE_EVENTS.names))
     return rows
 

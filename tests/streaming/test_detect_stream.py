@@ -45,26 +45,19 @@ def append(lake: Path, table, rows: list[dict]) -> None:
 
 
 def log_rows(cluster: str, broker: int, lines: list[str]) -> list[dict]:
-    import re
+    """state_change_events rows of log lines as the ingest job writes them: through the pipeline's own parser."""
+    import pyarrow as pa
 
-    out = []
-    for line in lines:
-        m = re.match(r"^\[(.{23})\] (\w+) (.*) \(([^)]+)\)$", line)
-        if not m:
-            continue
-        msg = m.group(3)
-        b = re.match(r"\[Broker id=(\d+)\]", msg)
-        out.append(
-            {
-                "cluster": cluster,
-                "broker_id": int(b.group(1)) if b else broker,
-                "ts": _ts(m.group(1)),
-                "level": m.group(2),
-                "logger": m.group(4),
-                "message": msg,
-            }
-        )
-    return out
+    from pipelines.parsing.engine import route_records
+    from schemas.tables import RAW_LOGS
+
+    raw = [{"cluster": cluster, "broker_id": broker, "log_kind": "state-change", "line": line,
+            "line_bytes": len(line), "source": "test", "source_offset": i, "date": dt.date(2024, 1, 1)}
+           for i, line in enumerate(lines)]
+    keep = set(STATE_CHANGE_EVENTS.names) - {"source", "source_offset", "ingest_ts", "batch_id", "date"}
+    return [{k: v for k, v in r.items() if k in keep}
+            for route, r in route_records(pa.Table.from_pylist(raw, RAW_LOGS.to_arrow()), "logs")
+            if route == "state_change"]
 
 
 def settings_for(tmp: Path, **detection):
@@ -175,14 +168,9 @@ def test_quiet_cluster_never_completed_fires_with_heartbeats(spark, tmp_path):
     t0 = dt.datetime(2024, 5, 10, 9, 0, tzinfo=dt.UTC)
 
     def line(cluster, sec, msg, broker):
-        return {
-            "cluster": cluster,
-            "broker_id": broker,
-            "ts": t0 + dt.timedelta(seconds=sec),
-            "level": "INFO",
-            "logger": "state.change.logger",
-            "message": msg,
-        }
+        stamp = (t0 + dt.timedelta(seconds=sec)).strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
+        (row,) = log_rows(cluster, broker, [f"[{stamp}] INFO {msg} (state.change.logger)"])
+        return row
 
     stuck = [
         line(

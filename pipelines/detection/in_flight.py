@@ -1,0 +1,100 @@
+"""In-flight milestones of pairing: a control request still running is reported when event time passes its start
+plus the warning (then the critical) level of its request's alert, while it is stuck, not only when it finishes.
+
+Theory of operation
+-------------------
+The controller keeps one request in flight per broker, so on a pairing key only the OLDEST open request (a pending
+send, or a record handled but not finished) is running; the others wait at the controller behind it. Its clock
+starts at its own start (send, else handling), or when the key's previous request finished if that was later (it
+left the controller only then). When the watermark passes that start plus a level of
+:attr:`pairing.PairingParams.in_flight_ms`, the request is emitted as an `in_flight` row with `as_of` (the
+watermark: every line up to it has arrived, and none finished the request) and the flag ``in_flight_alerted``,
+which it keeps through its later updates (finished, or never completed), so the detectors update the alert the
+in-flight row raised. Heartbeats keep the watermark moving on a quiet broker.
+
+A missing finish only means something where finishes are logged: 2.6 brokers log no `Finished LeaderAndIsr` line,
+2.6+ brokers none for StopReplica, and a broker whose logs are not shipped logs nothing. So a request type is judged
+on a key only once the key has shown a completion of that type (a broker Finished/applied line or the controller's
+TRACE response line): :attr:`pairing.PairingState.completes`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pipelines.detection.pairing import PairingParams, PairingState
+
+__all__ = ["IN_FLIGHT_FLAG", "mark", "next_milestone", "pending_rows"]
+
+# The flag of a request that was reported while in flight (kept on its later rows).
+IN_FLIGHT_FLAG = "in_flight_alerted"
+
+
+def _start(item: dict[str, Any]) -> int:
+    """Start of an open item: a pending send's time, a record's send (else handling) time."""
+    if "ts" in item:
+        return int(item["ts"])
+    for k in ("sent_ts", "handling_ts"):
+        if item[k] is not None:
+            return int(item[k])
+    return int(item["resp_ts"] or 0)
+
+
+def _head(st: PairingState) -> dict[str, Any] | None:
+    """The oldest open request of the key: the one the broker is (or should be) working on."""
+    items = [r for r in st.records if r["finished_ts"] is None and r["status"] == "in_flight"]
+    items += [s for s in st.sends if not s.get("silent")]
+    return min(items, key=_start) if items else None
+
+
+def _clock(st: PairingState, item: dict[str, Any]) -> int:
+    """When the head's own time started: its start, or the previous request's finish if later."""
+    start = _start(item)
+    return max(start, st.last_done) if st.last_done is not None else start
+
+
+def _levels(st: PairingState, p: PairingParams, item: dict[str, Any]) -> tuple[int, ...]:
+    if item["request"] not in st.completes:
+        return ()
+    return tuple(p.in_flight_ms.get(item["request"], ()))
+
+
+def next_milestone(st: PairingState, p: PairingParams) -> int | None:
+    """Event time at which the head request passes its next level (None: nothing to report)."""
+    head = _head(st)
+    if head is None:
+        return None
+    levels = _levels(st, p, head)
+    reached = int(head.get("alerted", 0))
+    if reached >= len(levels):
+        return None
+    return _clock(st, head) + levels[reached] + 1
+
+
+def mark(st: PairingState, p: PairingParams, watermark: int) -> None:
+    """Mark the head request dirty with `as_of`/`clock`/the flag when the watermark passed its next level."""
+    head = _head(st)
+    if head is None:
+        return
+    clock = _clock(st, head)
+    reached = sum(1 for level in _levels(st, p, head) if clock + level < watermark)
+    if reached <= int(head.get("alerted", 0)):
+        return
+    head["alerted"], head["as_of"], head["clock"], head["dirty"] = reached, watermark, clock, True
+    flags = head.setdefault("flags", [])
+    if IN_FLIGHT_FLAG not in flags:
+        flags.append(IN_FLIGHT_FLAG)
+
+
+def pending_rows(st: PairingState, new_record: Any) -> list[dict[str, Any]]:
+    """In-flight rows of pending sends marked by :func:`mark` (records are emitted by pairing's own loop)."""
+    out = []
+    for s in st.sends:
+        if s.get("dirty"):
+            s["dirty"] = False
+            r = new_record(s)
+            r.update(sent_ts=s["ts"], status="in_flight", flags=list(s["flags"]), alerted=s["alerted"],
+                     as_of=s["as_of"], clock=s["clock"])
+            out.append(r)
+    return out

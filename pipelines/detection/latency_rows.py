@@ -1,0 +1,69 @@
+"""One control request's derived durations (a control_request_latency row) and its stable id."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+__all__ = ["latency_row", "request_key"]
+
+
+def request_key(cluster: str, controller_id: int, broker_id: int, request: str | None, anchor: str) -> str:
+    """Stable id of one control request: the MERGE key of control_request_latency."""
+    raw = f"{cluster}|{controller_id}|{broker_id}|{request}|{anchor}"
+    return hashlib.sha1(raw.encode()).hexdigest()[:20]
+
+
+
+def latency_row(r: dict[str, Any], max_skew_ms: int) -> dict[str, Any]:
+    """Derived durations of one request (ms), FACTS.md 1.3: lock wait = elapsed - (Finished ts - Handling ts)."""
+    flags: list[str] = list(r["flags"])
+    sent, hand, fin, el = r["sent_ts"], r["handling_ts"], r["finished_ts"], r["elapsed_ms"]
+    queue = processing = lock = e2e = None
+    if sent is not None and hand is not None:
+        queue = float(hand - sent)
+        if queue < 0:
+            flags.append("clock_skew")
+            queue = 0.0
+    if hand is not None and fin is not None:
+        processing = float(fin - hand)
+    if r["lock_wait_ms"] is not None:
+        lock = float(r["lock_wait_ms"])
+    elif el is not None and processing is not None:
+        lock = max(0.0, float(el) - processing)
+    if fin is not None and sent is not None:
+        e2e = float(fin - sent)
+        if el is not None and e2e < el:  # the hosts' clocks disagree: the broker's own elapsed time is a floor
+            if el - e2e > 1:
+                flags.append("clock_skew")
+            e2e = float(el)
+    elif fin is not None and el is not None:
+        e2e = float(el)
+    elif sent is not None and r["resp_ts"] is not None:
+        e2e = float(max(0, r["resp_ts"] - sent))
+    ctl_wait = r.get("ctl_wait_ms")
+    if r["status"] == "in_flight" and r.get("as_of") is not None:
+        # still running as of the watermark `as_of`: its age so far; the part it waited at the controller behind
+        # the key's previous request (its clock started later) is the controller queue time
+        start = sent if sent is not None else hand
+        if start is not None:
+            e2e = float(max(0, r["as_of"] - start))
+            ctl_wait = max(0, r["clock"] - start) or None
+    return {
+        "request": r["request"],
+        "correlation_id": r["corr"],
+        "controller_epoch": r["epoch"],
+        "sent_ts": sent,
+        "handling_ts": hand,
+        "finished_ts": fin if fin is not None else None,
+        "end_to_end_ms": e2e,
+        "queue_ms": queue,
+        "processing_ms": processing,
+        "lock_wait_ms": lock,
+        "partitions": r["partitions"],
+        "status": r["status"],
+        "controller_queue_ms": None if ctl_wait is None else float(ctl_wait),
+        "pairing": r["pairing"],
+        "flags": ",".join(sorted(set(flags))) or None,
+        "anchor": r["anchor"],
+    }
