@@ -22,10 +22,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from schemas.events import LatencyStatus
+
 if TYPE_CHECKING:
     from pipelines.detection.pairing import PairingParams, PairingState
 
 __all__ = ["IN_FLIGHT_FLAG", "mark", "next_milestone", "pending_rows"]
+
+# the control_request_latency status (schemas.events.LatencyStatus) as the plain string the state holds
+_IN_FLIGHT = LatencyStatus.IN_FLIGHT.value
+
 
 # The flag of a request that was reported while in flight (kept on its later rows).
 IN_FLIGHT_FLAG = "in_flight_alerted"
@@ -43,7 +49,7 @@ def _start(item: dict[str, Any]) -> int:
 
 def _head(st: PairingState) -> dict[str, Any] | None:
     """The oldest open request of the key: the one the broker is (or should be) working on."""
-    items = [r for r in st.records if r["finished_ts"] is None and r["status"] == "in_flight"]
+    items = [r for r in st.records if r["finished_ts"] is None and r["status"] == _IN_FLIGHT]
     items += [s for s in st.sends if not s.get("silent")]
     return min(items, key=_start) if items else None
 
@@ -94,7 +100,7 @@ def pending_rows(st: PairingState, new_record: Any) -> list[dict[str, Any]]:
         if s.get("dirty"):
             s["dirty"] = False
             r = new_record(s)
-            r.update(sent_ts=s["ts"], status="in_flight", flags=list(s["flags"]), alerted=s["alerted"],
+            r.update(sent_ts=s["ts"], status=_IN_FLIGHT, flags=list(s["flags"]), alerted=s["alerted"],
                      as_of=s["as_of"], clock=s["clock"])
             out.append(r)
     return out

@@ -5,7 +5,13 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from schemas.events import LatencyStatus
+
 __all__ = ["latency_row", "request_key"]
+
+# the control_request_latency status (schemas.events.LatencyStatus) as the plain string the state holds
+_IN_FLIGHT = LatencyStatus.IN_FLIGHT.value
+
 
 
 def request_key(cluster: str, controller_id: int, broker_id: int, request: str | None, anchor: str) -> str:
@@ -16,7 +22,8 @@ def request_key(cluster: str, controller_id: int, broker_id: int, request: str |
 
 
 def latency_row(r: dict[str, Any], max_skew_ms: int) -> dict[str, Any]:
-    """Derived durations of one request (ms), FACTS.md 1.3: lock wait = elapsed - (Finished ts - Handling ts)."""
+    """Derived durations of one request (ms), FACTS.md 1.3: lock wait = elapsed - (Finished ts - Handling ts); a
+    request reported while still running (`as_of`, pipelines.detection.in_flight) gets its age so far."""
     flags: list[str] = list(r["flags"])
     sent, hand, fin, el = r["sent_ts"], r["handling_ts"], r["finished_ts"], r["elapsed_ms"]
     queue = processing = lock = e2e = None
@@ -42,7 +49,7 @@ def latency_row(r: dict[str, Any], max_skew_ms: int) -> dict[str, Any]:
     elif sent is not None and r["resp_ts"] is not None:
         e2e = float(max(0, r["resp_ts"] - sent))
     ctl_wait = r.get("ctl_wait_ms")
-    if r["status"] == "in_flight" and r.get("as_of") is not None:
+    if r["status"] == _IN_FLIGHT and r.get("as_of") is not None:
         # still running as of the watermark `as_of`: its age so far; the part it waited at the controller behind
         # the key's previous request (its clock started later) is the controller queue time
         start = sent if sent is not None else hand

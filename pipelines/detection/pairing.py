@@ -48,6 +48,7 @@ from typing import Any
 
 from pipelines.detection import in_flight
 from pipelines.detection.latency_rows import latency_row, request_key
+from schemas.events import ControlRequest, LatencyStatus
 
 __all__ = [
     "KINDS",
@@ -61,6 +62,11 @@ __all__ = [
     "request_key",
     "step",
 ]
+
+# control_request_latency statuses (schemas.events.LatencyStatus) as the plain strings the state holds
+_COMPLETED, _IN_FLIGHT, _NEVER = (LatencyStatus.COMPLETED.value, LatencyStatus.IN_FLIGHT.value,
+                                  LatencyStatus.NEVER_COMPLETED.value)
+
 
 # Kinds of event the operator understands (events.py maps silver rows onto them).
 KINDS = ("send", "handling", "finished", "applied", "response", "lock_wait", "gone", "heartbeat")
@@ -175,7 +181,7 @@ def _new_record(ev: Event, anchor: str) -> dict[str, Any]:
         "ctl_wait_ms": None,
         "pairing": "correlation_id" if ev.correlation_id is not None else "order",
         "flags": [],
-        "status": "in_flight",
+        "status": _IN_FLIGHT,
         "dirty": True,
     }
 
@@ -283,10 +289,10 @@ class _Key:
         self.st.burst = {"anchor": anchor, "request": ev.request, "epoch": ev.controller_epoch, "last_ts": ev.ts,
                          "closed": ev.detail is None}
         # A late Sending line (its broker side already seen): attach to the earliest unsent record it can answer.
-        silent = ev.request == "UpdateMetadata" and ev.partitions == 0 and ev.detail is None
+        silent = ev.request == ControlRequest.UPDATE_METADATA and ev.partitions == 0 and ev.detail is None
         for r in self.st.records:
             if (not silent and r["sent_ts"] is None and r["request"] == ev.request
-                    and r["status"] != "never_completed"
+                    and r["status"] != _NEVER
                     and (ev.correlation_id is None or r["corr"] == ev.correlation_id)
                     and _start(r) + self.p.max_skew_ms >= ev.ts):
                 self._attach_send(r, {"ts": ev.ts, "epoch": ev.controller_epoch, "partitions": ev.partitions,
@@ -302,7 +308,7 @@ class _Key:
 
     def _broker_record(self, ev: Event) -> dict[str, Any]:
         r = self._find(ev.request, ev.correlation_id, ev.controller_epoch)
-        if r is not None and r["status"] != "never_completed":
+        if r is not None and r["status"] != _NEVER:
             return r
         r = _new_record(ev, f"b{ev.correlation_id}:{ev.ts}")
         s = self._take_send(ev.request, ev.correlation_id, ev.controller_epoch, ev.ts)
@@ -319,9 +325,9 @@ class _Key:
         # The broker handles one control request at a time: an older open handling on this key was abandoned.
         retried: dict[str, Any] | None = None
         for old in self.st.records:
-            if (old["handling_ts"] is not None and old["finished_ts"] is None and old["status"] == "in_flight"
+            if (old["handling_ts"] is not None and old["finished_ts"] is None and old["status"] == _IN_FLIGHT
                     and old["handling_ts"] < ev.ts and old["corr"] != ev.correlation_id):
-                old["status"], old["dirty"] = "never_completed", True
+                old["status"], old["dirty"] = _NEVER, True
                 old["flags"].append("broker_restart")
                 if old["sent_ts"] is not None and old["request"] == ev.request:
                     retried = {"ts": old["sent_ts"], "epoch": old["epoch"], "partitions": old["partitions"],
@@ -339,7 +345,7 @@ class _Key:
     def finished(self, ev: Event) -> None:
         r = self._broker_record(ev)
         if r["finished_ts"] is None:
-            r["finished_ts"], r["elapsed_ms"], r["status"], r["dirty"] = ev.ts, ev.elapsed_ms, "completed", True
+            r["finished_ts"], r["elapsed_ms"], r["status"], r["dirty"] = ev.ts, ev.elapsed_ms, _COMPLETED, True
         if r["partitions"] is None:
             r["partitions"] = ev.partitions
 
@@ -347,7 +353,7 @@ class _Key:
         """UpdateMetadata applied to the broker's cache (one line at the end of the request)."""
         r = self._broker_record(ev)
         if r["finished_ts"] is None:
-            r["finished_ts"], r["status"], r["dirty"] = ev.ts, "completed", True
+            r["finished_ts"], r["status"], r["dirty"] = ev.ts, _COMPLETED, True
 
     def lock_wait(self, ev: Event) -> None:
         r = self._find(ev.request, ev.correlation_id, ev.controller_epoch)
@@ -372,7 +378,7 @@ class _Key:
             r["resp_ts"], r["dirty"] = ev.ts, True
         if r["finished_ts"] is None:
             # the controller saw the answer (2.2-2.5 brokers log no Finished line); broker lines may still refine it
-            r["status"] = "completed"
+            r["status"] = _COMPLETED
 
     def gone(self, ev: Event) -> None:
         """The controller declared the broker deleted or bounced (controller.log): it dropped the broker's queued
@@ -387,8 +393,8 @@ class _Key:
             if _start(r) > ev.ts:
                 keep.append(r)
                 continue
-            if r["finished_ts"] is None and r["status"] == "in_flight":
-                r["status"], r["dirty"] = "never_completed", True
+            if r["finished_ts"] is None and r["status"] == _IN_FLIGHT:
+                r["status"], r["dirty"] = _NEVER, True
                 r["flags"].append("broker_gone")
             if r["dirty"]:
                 self.out.append(dict(r))
@@ -400,13 +406,13 @@ class _Key:
 
     def _answered_silently(self, s: dict[str, Any]) -> None:
         r = {**_new_record(Event("send", s["ts"], s["request"], s["corr"], s["epoch"], s["partitions"]), s["anchor"]),
-             "sent_ts": s["ts"], "status": "completed"}
+             "sent_ts": s["ts"], "status": _COMPLETED}
         r["flags"].append("no_broker_line")
         self.out.append(r)
 
     def _expire_send(self, s: dict[str, Any], flag: str | None) -> None:
         r = {**_new_record(Event("send", s["ts"], s["request"], s["corr"], s["epoch"], s["partitions"]), s["anchor"]),
-             "sent_ts": s["ts"], "status": "never_completed"}
+             "sent_ts": s["ts"], "status": _NEVER}
         if flag:
             r["flags"].append(flag)
         r["flags"] += s.get("flags", [])
@@ -418,14 +424,14 @@ class _Key:
             self._expire_send(s, None)
         keep = []
         for r in self.st.records:
-            if r["finished_ts"] is None and r["status"] == "in_flight" and _start(r) + self.p.timeout_ms < watermark:
-                r["status"], r["dirty"] = "never_completed", True
+            if r["finished_ts"] is None and r["status"] == _IN_FLIGHT and _start(r) + self.p.timeout_ms < watermark:
+                r["status"], r["dirty"] = _NEVER, True
             if r["finished_ts"] is not None:  # a late Sending line may still attach while the watermark allows
                 done = r["sent_ts"] is not None or _start(r) + self.p.max_skew_ms < watermark
-            elif r["status"] == "completed":  # answered per the controller; broker lines may still refine it
+            elif r["status"] == _COMPLETED:  # answered per the controller; broker lines may still refine it
                 done = _start(r) + self.p.timeout_ms < watermark
             else:
-                done = r["status"] == "never_completed"
+                done = r["status"] == _NEVER
             if r["dirty"]:
                 self.out.append(dict(r))
                 r["dirty"] = False
