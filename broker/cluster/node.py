@@ -30,7 +30,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -63,7 +63,6 @@ __all__ = ["IsrManager", "IsrMeters", "LocalLogs", "cluster_apis_factory", "fetc
 
 # Heartbeat period; the controller's session timeout (default 3 s) must be several of these.
 HEARTBEAT_INTERVAL_S = 0.5
-MIN_INSYNC_REPLICAS = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,11 +74,16 @@ class IsrMeters:
     failed: Meter
 
 
-def register_replica_manager_metrics(registry: MetricsRegistry, state: BrokerState) -> IsrMeters:
-    """Kafka's ``ReplicaManager`` gauges over the partitions ``state`` hosts, and its ISR meters (to mark)."""
+def register_replica_manager_metrics(registry: MetricsRegistry, state: BrokerState,
+                                     min_isr: Callable[[TopicPartition], int] = lambda _tp: 1) -> IsrMeters:
+    """Kafka's ``ReplicaManager`` gauges over the partitions ``state`` hosts, and its ISR meters (to mark).
 
-    def led() -> list[Any]:
-        return [p for p in state.partitions().values() if p.role is Role.LEADER and p.leader == state.broker_id]
+    ``min_isr`` is a led partition's ``min.insync.replicas`` (its log's topic config, as Kafka's
+    ``Partition.isUnderMinIsr`` / ``isAtMinIsr`` read it)."""
+
+    def led() -> list[tuple[TopicPartition, Any]]:
+        return [(tp, p) for tp, p in state.partitions().items()
+                if p.role is Role.LEADER and p.leader == state.broker_id]
 
     def name(n: str) -> MetricName:
         return MetricName.of("kafka.server", "ReplicaManager", n)
@@ -87,13 +91,13 @@ def register_replica_manager_metrics(registry: MetricsRegistry, state: BrokerSta
     registry.gauge(name("LeaderCount"), lambda: float(len(led())))
     registry.gauge(name("PartitionCount"), lambda: float(state.partition_count()))
     registry.gauge(name("UnderReplicatedPartitions"),
-                   lambda: float(sum(1 for p in led() if len(p.isr) < len(p.replicas))))
+                   lambda: float(sum(1 for _tp, p in led() if len(p.isr) < len(p.replicas))))
     registry.gauge(name("UnderMinIsrPartitionCount"),
-                   lambda: float(sum(1 for p in led() if len(p.isr) < MIN_INSYNC_REPLICAS)))
+                   lambda: float(sum(1 for tp, p in led() if len(p.isr) < min_isr(tp))))
     registry.gauge(name("AtMinIsrPartitionCount"),
-                   lambda: float(sum(1 for p in led() if len(p.isr) == MIN_INSYNC_REPLICAS)))
+                   lambda: float(sum(1 for tp, p in led() if len(p.isr) == min_isr(tp))))
     registry.gauge(name("OfflineReplicaCount"), lambda: 0.0)  # one log directory, never taken offline
-    registry.gauge(name("ReassigningPartitions"), lambda: float(sum(1 for p in led() if p.adding_replicas
+    registry.gauge(name("ReassigningPartitions"), lambda: float(sum(1 for _tp, p in led() if p.adding_replicas
                                                                      or p.removing_replicas)))
     return IsrMeters(registry.meter(name("IsrShrinksPerSec")), registry.meter(name("IsrExpandsPerSec")),
                      registry.meter(name("FailedIsrUpdatesPerSec")))
@@ -285,6 +289,11 @@ class ClusterMember:
         self.fetchers.shutdown()
 
 
+def _min_isr(dp: DataPlane) -> Callable[[TopicPartition], int]:
+    """A hosted partition's ``min.insync.replicas`` (its topic's config, else the broker default)."""
+    return lambda tp: dp.logs.topic_config(tp.topic).min_insync_replicas
+
+
 def _checkpointed_high_watermarks(settings: LogSettings) -> dict[tuple[str, int], int]:
     """The high watermarks in every log dir's ``replication-offset-checkpoint`` (empty when there is none)."""
     out: dict[tuple[str, int], int] = {}
@@ -423,7 +432,7 @@ def cluster_apis_factory(server: Any) -> KafkaApis:
     state.local_log = LocalLogs(dp.logs)
     server.log4j.set_level("kafka.server.ReplicaFetcherManager", "DEBUG")
     isr = IsrManager(state, dp, client, replication.lag_time_max_ms, server.log4j,
-                     register_replica_manager_metrics(server.registry, state))
+                     register_replica_manager_metrics(server.registry, state, _min_isr(dp)))
     apis.register(ApiKey.CREATE_TOPICS, _forward_create_topics(client))
     for api_key, handler in admin_handlers(client).items():  # the controller elects, adds partitions, moves replicas
         apis.register(api_key, handler)

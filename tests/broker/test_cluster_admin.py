@@ -7,11 +7,19 @@ Each test starts a controller and brokers as separate processes (``broker.cluste
 
 from __future__ import annotations
 
+import urllib.request
 from pathlib import Path
 
 import pytest
 from confluent_kafka import ElectionType, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewPartitions,
+    NewTopic,
+)
 from kafka import KafkaAdminClient
 from kafka.structs import TopicPartition as KTopicPartition
 
@@ -85,3 +93,29 @@ def test_reassigned_replica_catches_up_and_the_old_one_is_dropped(tmp_path: Path
         wait_for("the dropped replica deleted its copy", lambda: not (
             cluster.broker_dir(dropped) / "data" / "ra-0").exists() or None)
         _produce(bs, "ra", 10, 0)
+
+
+def _gauge(port: int, metric: str) -> float | None:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=CALL_TIMEOUT_S) as resp:
+        for line in resp.read().decode().splitlines():
+            if line.startswith(metric + " ") or line.startswith(metric + "{"):
+                return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+@pytest.mark.timeout(180)
+def test_under_min_isr_gauges_follow_the_topics_min_insync_replicas(tmp_path: Path) -> None:
+    with running_cluster(tmp_path / "c", brokers=1) as cluster:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers()})
+        admin.create_topics([NewTopic("mi", 1, 1)])["mi"].result(CALL_TIMEOUT_S)
+        wait_for("mi-0 led", lambda: (p := partition(cluster, "mi", 0)) and p["leader"] == 1 and p)
+        port = cluster.ports[1]["prometheus"]
+        under = "kafka_server_replicamanager_underminisrpartitioncount"
+        at = "kafka_server_replicamanager_atminisrpartitioncount"
+        wait_for("mi-0 at its min ISR (1, the default)", lambda: _gauge(port, at) == 1.0 or None)
+        assert _gauge(port, under) == 0.0
+        resource = ConfigResource("topic", "mi", incremental_configs=[
+            ConfigEntry("min.insync.replicas", "2", incremental_operation=AlterConfigOpType.SET)])
+        admin.incremental_alter_configs([resource])[resource].result(CALL_TIMEOUT_S)
+        wait_for("mi-0 under its min ISR of 2", lambda: _gauge(port, under) == 1.0 or None)
+        assert _gauge(port, at) == 0.0
