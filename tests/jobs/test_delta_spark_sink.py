@@ -58,11 +58,15 @@ def test_appends_exactly_once_and_equals_the_delta_rs_sink(spark, tmp_path: Path
     assert table.version() == got.version
     assert _rows(spark_path) == _rows(rs_path)
     # Natively read back (format delta), equal to what delta-rs reads; partition pruning by `=` filters.
-    native = read_delta(spark, spark_path)
+    native = read_delta(spark, spark_path, native=True)
     assert sorted(map(tuple, native.collect())) == sorted(map(tuple, read_delta(spark, rs_path).collect()))
+    assert sorted(map(tuple, native.collect())) == sorted(map(tuple, read_delta(spark, spark_path).collect()))
     assert native.columns == RAW_LOGS.names
-    pruned = read_delta(spark, spark_path, partitions_in=[[("cluster", "=", "c1"), ("date", "=", "2021-03-02")]])
+    one = [[("cluster", "=", "c1"), ("date", "=", "2021-03-02")]]
+    pruned = read_delta(spark, spark_path, partitions_in=one, native=True)
     assert {(r.cluster, r.date.isoformat()) for r in pruned.collect()} == {("c1", "2021-03-02")}
+    assert sorted(map(tuple, pruned.collect())) == sorted(map(tuple, read_delta(spark, rs_path, partitions_in=one)
+                                                                 .collect()))
 
 
 def test_delta_spark_ignores_a_replay_by_itself(spark, tmp_path: Path) -> None:
@@ -88,3 +92,14 @@ def test_write_arrow_goes_through_delta_spark(spark, tmp_path: Path) -> None:
     history = DeltaTable(path).history(1)[0]
     assert "Delta-Lake" in str(history.get("engineInfo"))  # written by delta-spark, not delta-rs
     assert DeltaTable(path).to_pyarrow_table().num_rows == 1
+
+
+def test_a_table_with_deletion_vectors_is_read_natively(spark, tmp_path: Path) -> None:
+    """The file list would still return a deleted row (its file stays, a deletion vector masks it)."""
+    path = str(tmp_path / "dv")
+    DeltaSink(path, RAW_LOGS, "q:raw", mode="delta-spark").write(_df(spark, 0, 12), 0)
+    spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')")
+    spark.sql(f"DELETE FROM delta.`{path}` WHERE source_offset = 5")
+    assert DeltaTable(path).protocol().min_reader_version > 1
+    offsets = sorted(r.source_offset for r in read_delta(spark, path).collect())
+    assert offsets == [i for i in range(12) if i != 5]
