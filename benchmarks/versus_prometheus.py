@@ -112,6 +112,9 @@ def main(argv: list[str] | None = None) -> int:
         follower.start()
         try:
             rc = run_demo(DemoOptions(dir=d, port=0, duration_s=args.duration, runs=tuple(runs), serve=False))
+        except RuntimeError as e:  # a child of the demo died (it has stopped the others): no report to compare
+            print(f"the demo failed: {e}", file=sys.stderr)
+            return 1
         finally:
             follower.stop()
             watcher.stop()
