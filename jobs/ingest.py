@@ -207,7 +207,8 @@ class IngestBatch:
                 if head.num_rows <= self.driver_max_rows:
                     self._driver_batch(head, report, lap)
                     return
-            self._executor_batch(raw, report, lap, cached)
+            if not (self.settings.sink_mode == "delta-rs" and self._files_batch(raw, report, lap)):
+                self._executor_batch(raw, report, lap, cached)
         except BaseException:
             log.exception("batch %d failed", batch_id)
             raise
@@ -230,8 +231,43 @@ class IngestBatch:
         size = logged_file_batch_bytes(self.files_checkpoint, batch_id)
         return size is None or size <= DRIVER_PATH_MAX_BYTES
 
+    def _files_batch(self, raw: DataFrame, report: BatchReport, lap: float) -> bool:
+        """The executor path of a new batch (delta-rs): ONE job in which the executors run the engine and write every
+        table's Parquet files themselves (jobs.io.engine_files), then the driver commits them. False (nothing
+        written) for a replayed batch, which :meth:`_executor_batch` re-derives from the bronze rows it committed."""
+        from jobs.io.engine_files import sample_rows, write_batch
+
+        report.path = "executors"
+        quality = self._suites() if self.settings.quality.enabled else {}
+        sinks = [self.raw_sink, *self.silver_sinks.values(), self.quarantine_sink]
+        written = write_batch(raw, self.family, quality or None, report.batch_id, sinks)
+        if written is None:
+            return False
+        outcome, results = written
+        lap = report.lap("engine+files", lap)
+        report.raw = results[self.raw_table.name].rows
+        report.silver = {s.table.name: results[s.table.name].rows for s in self.silver_sinks.values()}
+        report.quarantine = results[QUARANTINE.name].rows
+        report.unused = outcome.routes.get("unused", 0)
+        dq_rows: list[dict[str, Any]] = []
+        for table_name, suite in quality.items():
+            failed = {e.name: outcome.rules.get(f"{table_name}|{e.name}", 0) for e in suite.hard}
+            dq_rows += self._rule_counts({k: v for k, v in failed.items() if v}, suite_table(self, table_name),
+                                         report.batch_id, report.silver.get(table_name, 0))
+        for sink in self.silver_sinks.values():
+            paths = results[sink.table.name].paths
+            if sink.table.name in quality and paths and self._ge_due(sink.table.name):
+                dq_rows += self._ge_validate(sample_rows(paths, sink.table, self.settings.quality.sample_limit),
+                                             sink.table, report.batch_id)
+                lap = report.lap(f"ge:{sink.table.name}", lap)
+        dq_rows.append(self._reconciliation_row(report))
+        self._write_dq(dq_rows, report.batch_id)
+        report.lap("dq", lap)
+        return True
+
     def _executor_batch(self, raw: DataFrame, report: BatchReport, lap: float, cached: list[DataFrame]) -> None:
-        """The executor path: no Spark cache, and in the common case one parse of each line.
+        """The executor path through Spark's writer (delta-spark, and a replayed batch): no Spark cache, and in the
+        common case one parse of each line.
 
         1. The executors write the batch to bronze; the silver jobs then read the batch back from those Parquet
            files (a columnar scan), not from the source (a Python reader) nor from a Spark cache (building one cost

@@ -6,7 +6,9 @@ Theory of operation (append, `mode="delta-rs"`, the default; no delta-spark jar 
    committed; a batch whose id is not above it is a replay and writes nothing.
 2. The executors write the batch with Spark's own Parquet writer into `<table>/_pending/<app>-b<batch>-<attempt>/`
    (partitioned Hive-style by the table's `partition_by`; no `key=value` in the pending directory's own name, or
-   Spark's reader would take it for a partition). Nothing is collected to the driver.
+   Spark's reader would take it for a partition). Nothing is collected to the driver. The ingest job's executors
+   may instead write the files themselves with pyarrow (:mod:`jobs.io.engine_files`: `open_pending`, then
+   `commit_pending` with the files the successful task attempts reported).
 3. The driver lists the files, reads numRecords/min/max/nullCount from each Parquet footer, writes a manifest of
    the final file names into the pending directory, moves each file into its partition directory under the table,
    and commits ONE Delta transaction with delta-rs carrying the add actions and `Transaction(app_id, batch_id)`.
@@ -325,9 +327,26 @@ class DeltaSink:
         return None, 0, 0
 
     def _write_delta_rs(self, df: DataFrame, batch_id: int) -> SinkResult:
-        from deltalake import CommitProperties, DeltaTable, Schema, Transaction
-
         t0 = time.perf_counter()
+        pending = self.open_pending(batch_id)
+        if pending is None:
+            return SinkResult(self.table.name, batch_id, True)
+        spark = df.sparkSession
+        # INT96 (Spark's historical default) is not what Delta's schema says; write real microsecond timestamps.
+        spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+        writer = conform(df, self.table).write.mode("overwrite")
+        if self.table.partition_by:
+            writer = writer.partitionBy(*self.table.partition_by)
+        writer.parquet(pending)
+        return self.commit_pending(pending, batch_id, t0=t0)
+
+    def open_pending(self, batch_id: int) -> str | None:
+        """A new pending directory for batch `batch_id` of this app (delta-rs mode), or None for a replay.
+
+        Files written under it (Hive-style partition directories of the table's `partition_by`) are committed by
+        :meth:`commit_pending`; leftovers of this app's earlier, uncommitted attempts are removed first."""
+        from deltalake import DeltaTable
+
         local = _local_path(self.path)
         if not self._ensured:
             ensure_table(local, self.table)
@@ -336,20 +355,29 @@ class DeltaSink:
         cleanup_pending(local, self.app_id, last)
         if last is not None and batch_id <= last:
             log.info("%s: batch %d already committed (txn %d), skipped", self.table.name, batch_id, last)
-            return SinkResult(self.table.name, batch_id, True)
-
-        slug = app_slug(self.app_id)
-        pending_name = f"{slug}-b{batch_id:020d}-{uuid.uuid4().hex[:8]}"
+            return None
+        pending_name = f"{app_slug(self.app_id)}-b{batch_id:020d}-{uuid.uuid4().hex[:8]}"
         pending = os.path.join(local, PENDING_DIR, pending_name)
-        spark = df.sparkSession
-        # INT96 (Spark's historical default) is not what Delta's schema says; write real microsecond timestamps.
-        spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
-        writer = conform(df, self.table).write.mode("overwrite")
-        if self.table.partition_by:
-            writer = writer.partitionBy(*self.table.partition_by)
-        writer.parquet(pending)
+        os.makedirs(pending, exist_ok=True)
+        return pending
 
-        adds, moves, rows = self._collect_adds(pending, slug, batch_id)
+    def commit_pending(self, pending: str, batch_id: int, files: Sequence[str] | None = None,
+                       t0: float | None = None) -> SinkResult:
+        """Commit the Parquet files under `pending` (from :meth:`open_pending`) as batch `batch_id`, exactly once.
+
+        Args:
+            pending: the batch's pending directory.
+            batch_id: the micro-batch.
+            files: only these files (absolute paths under `pending`: the outputs of the task attempts that
+                succeeded; a failed attempt's files are left out and removed with the directory); None: all of them.
+            t0: when the write began (for the result's duration).
+        """
+        from deltalake import CommitProperties, Schema, Transaction
+
+        t0 = time.perf_counter() if t0 is None else t0
+        local = _local_path(self.path)
+        slug = app_slug(self.app_id)
+        adds, moves, rows = self._collect_adds(pending, slug, batch_id, None if files is None else set(files))
         if not adds:
             shutil.rmtree(pending, ignore_errors=True)
             return SinkResult(self.table.name, batch_id, False, duration_ms=(time.perf_counter() - t0) * 1e3)
@@ -400,7 +428,8 @@ class DeltaSink:
                 time.sleep(COMMIT_RETRY_SLEEP_S * (attempt + 1))
         raise PipelineIOError(f"{self.table.name}: commit of batch {batch_id} failed: {last_exc}")
 
-    def _collect_adds(self, pending: str, slug: str, batch_id: int) -> tuple[list[Any], list[tuple[str, str]], int]:
+    def _collect_adds(self, pending: str, slug: str, batch_id: int, only: set[str] | None = None
+                      ) -> tuple[list[Any], list[tuple[str, str]], int]:
         import pyarrow.parquet as pq
         from deltalake.transaction import AddAction
 
@@ -416,6 +445,8 @@ class DeltaSink:
                 if not name.endswith(".parquet") or name.startswith((".", "_")):
                     continue  # _SUCCESS, .crc checksums
                 src = os.path.join(dirpath, name)
+                if only is not None and src not in only:
+                    continue  # a failed task attempt's file
                 values = _parse_partition_dir(rel_dir, self.table.partition_by)
                 n, stats = footer_stats(pq.read_metadata(src), self.table.partition_by)
                 if n == 0:

@@ -65,6 +65,11 @@ def _pending(lake: Path, table: str) -> bool:
     return d.is_dir() and any(d.iterdir())
 
 
+def _commits(lake: Path, table: str) -> int:
+    log = lake / table / "_delta_log"
+    return len(list(log.glob("*.json"))) if log.is_dir() else 0
+
+
 def _run_and_kill(cfg: Path, lake: Path, ck: Path, kill_when_table: str | Callable[[], bool] | None) -> int | None:
     """Run `planewatch pipeline --once`; kill -9 it once `kill_when_table` has pending files (or, a callable, says
     so); None when killed, else the exit code."""
@@ -107,11 +112,15 @@ def test_kill_9_mid_batch_then_restart_equals_clean_run(spark, tmp_path: Path) -
     clean = _snapshot(clean_lake)
     assert len(clean["raw_logs"]) == 132
 
-    # The crashing run: killed while the executors write the quarantine files of a batch whose raw_logs and
-    # silver files are already committed (the hardest place: part of the batch is in the tables); then the
-    # restart runs to the end. (The orphan-file cleanup of a kill before any commit: tests/jobs/test_delta_sink.)
+    # The crashing run: killed once raw_logs has committed a batch whose quarantine rows are not committed yet (the
+    # hardest place: part of the batch is in the tables, its quarantine files pending); then the restart runs to
+    # the end. (The orphan-file cleanup of a kill before any commit: tests/jobs/test_delta_sink.)
     lake, ck = tmp_path / "lake", tmp_path / "ck"
-    assert _run_and_kill(cfg, lake, ck, "quarantine") is None
+
+    def in_between() -> bool:
+        return _commits(lake, "raw_logs") > _commits(lake, "quarantine") and _pending(lake, "quarantine")
+
+    assert _run_and_kill(cfg, lake, ck, in_between) is None
     killed = _snapshot(lake)
     assert 0 < len(killed["raw_logs"]) < len(clean["raw_logs"])
     assert _run_and_kill(cfg, lake, ck, None) == 0

@@ -1,0 +1,242 @@
+"""The ingest engine on the executors writing every table's Parquet files itself: ONE Spark job per micro-batch.
+
+Theory of operation (delta-rs sink mode; the driver commits, as for every delta-rs write):
+
+1. The driver opens a pending directory per table (:meth:`jobs.io.delta_sink.DeltaSink.open_pending`: bronze, each
+   silver table, quarantine) and starts one job: the batch's bronze rows through ``mapInArrow``.
+2. Each task (a Python worker) gathers its Arrow batches into chunks of at most :data:`ENGINE_ROWS` records /
+   :data:`ENGINE_BYTES` bytes, writes each chunk to bronze, runs :func:`pipelines.parsing.engine.run_engine` over it
+   and writes the silver and quarantine rows, all with pyarrow into Hive-style partition directories under the
+   pending directories (one file per table and partition per task, a row group per chunk). Unused records are
+   counted, not written: bronze holds them.
+3. The task yields only descriptors (:data:`OUTPUT_DDL`): each file it wrote with its rows, the rows per parser
+   route and per failed hard rule. The driver collects them (a few rows per task) and commits each table's files
+   with :meth:`~jobs.io.delta_sink.DeltaSink.commit_pending`, which takes only the files the collected (successful)
+   task attempts reported: a failed attempt's files are never committed.
+
+Against the path through Spark's writer this saves the bronze read-back and one conversion of every row between the
+JVM and Python per table: Spark only moves the source records to the Python workers once.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from jobs.io.delta_sink import HIVE_NULL
+from pipelines.parsing.engine import RAW_TABLES, ROUTE_TABLES, run_engine
+from schemas.tables import QUARANTINE, Table
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import DataFrame
+
+    from jobs.io.delta_sink import DeltaSink, SinkResult
+    from pipelines.quality.rules import Suite
+
+__all__ = ["ENGINE_BYTES", "ENGINE_ROWS", "OUTPUT_DDL", "FilesOutcome", "engine_files", "partition_dir", "sample_rows",
+           "write_batch"]
+
+# Records per engine run: the engine's fixed cost per call (a few dozen polars operations) is noise at this size,
+# and one chunk of the benchmark's ~200-byte lines is ~20 MB of text in memory.
+ENGINE_ROWS = 100_000
+# ... and at most this many bytes of records (a chunk of multi-megabyte lines stays bounded).
+ENGINE_BYTES = 64 * 1024 * 1024
+# kind: file (name = table, path, rows) | route (name = parser route, rows) | rule (name = `<table>|<expectation>`)
+OUTPUT_DDL = "kind string, name string, path string, rows long"
+# The characters Spark escapes in a partition directory's value (ExternalCatalogUtils.charToEscape), as %XX.
+_ESCAPE = frozenset('"#%\'*/:=?\\\x7f{[]^') | frozenset(chr(c) for c in range(1, 32))
+
+
+def partition_dir(table: Table, values: tuple[Any, ...]) -> str:
+    """The Hive-style relative directory of one partition of `table` (values in `partition_by` order), spelt as
+    Spark spells it (the sink reads it back with `urllib.parse.unquote`)."""
+    parts = []
+    for name, value in zip(table.partition_by, values, strict=True):
+        text = HIVE_NULL if value is None else "".join(f"%{ord(c):02X}" if c in _ESCAPE else c for c in str(value))
+        parts.append(f"{name}={text}")
+    return "/".join(parts)
+
+
+class _TableFiles:
+    """One open Parquet file per partition of one table, in one task."""
+
+    def __init__(self, table: Table, pending: str) -> None:
+        import pyarrow as pa
+
+        self.table = table
+        self.pending = pending
+        self.schema = table.to_arrow()
+        self.file_schema = pa.schema([f for f in self.schema if f.name not in table.partition_by])
+        self.writers: dict[tuple[Any, ...], Any] = {}
+        self.rows: dict[tuple[Any, ...], int] = {}
+        self.paths: dict[tuple[Any, ...], str] = {}
+
+    def write(self, tbl: pa.Table) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if tbl.num_rows == 0:
+            return
+        tbl = tbl.select(self.table.names).cast(self.schema)
+        keys = list(self.table.partition_by)
+        groups = [tuple(r.values()) for r in tbl.select(keys).group_by(keys).aggregate([]).to_pylist()] \
+            if keys else [()]
+        for values in groups:
+            part = tbl
+            if len(groups) > 1:
+                mask = None
+                for name, value in zip(keys, values, strict=True):
+                    col = tbl.column(name)
+                    m = pa.compute.is_null(col) if value is None else pa.compute.equal(col, value)
+                    mask = m if mask is None else pa.compute.and_(mask, m)
+                part = tbl.filter(mask)
+            part = part.drop_columns(keys)
+            writer = self.writers.get(values)
+            if writer is None:
+                rel = partition_dir(self.table, values)
+                directory = os.path.join(self.pending, rel) if rel else self.pending
+                os.makedirs(directory, exist_ok=True)
+                path = os.path.join(directory, f"part-{uuid.uuid4().hex}.parquet")
+                writer = pq.ParquetWriter(path, self.file_schema, compression="snappy")
+                self.writers[values], self.paths[values], self.rows[values] = writer, path, 0
+            writer.write_table(part.cast(self.file_schema))
+            self.rows[values] += part.num_rows
+
+    def close(self) -> list[tuple[str, int]]:
+        for writer in self.writers.values():
+            writer.close()
+        return [(self.paths[k], self.rows[k]) for k in self.writers]
+
+
+@dataclass
+class FilesOutcome:
+    """What the job wrote: files per table, rows per parser route and per failed hard rule."""
+
+    files: dict[str, list[str]] = field(default_factory=dict)
+    rows: dict[str, int] = field(default_factory=dict)  # table -> rows written
+    routes: dict[str, int] = field(default_factory=dict)
+    rules: dict[str, int] = field(default_factory=dict)  # `<table>|<expectation>` -> rows
+
+
+def _task(batches: Iterator[pa.RecordBatch], family: str, suites: Mapping[str, Suite] | None, batch_id: int,
+          pending: Mapping[str, str], cluster_tz: str) -> Iterator[pa.RecordBatch]:
+    import pyarrow as pa
+
+    raw_table = RAW_TABLES[family]
+    outputs = {name: _TableFiles(t, pending[name])
+               for name, t in [(raw_table.name, raw_table), *[(t.name, t) for t in ROUTE_TABLES[family].values()],
+                               (QUARANTINE.name, QUARANTINE)]}
+    routes: dict[str, int] = {}
+    rules: dict[str, int] = {}
+
+    def flush(chunk: list[pa.RecordBatch]) -> None:
+        raw = pa.Table.from_batches(chunk)
+        outputs[raw_table.name].write(raw)
+        result = run_engine(raw, family, cluster_tz=cluster_tz, suites=suites)
+        for name, tbl in result.silver.items():
+            outputs[name].write(tbl)
+        if result.quarantine is not None:
+            outputs[QUARANTINE.name].write(result.quarantine)
+        for route, n in result.counts.items():
+            routes[route] = routes.get(route, 0) + n
+        for table, failed in result.failed_rules.items():
+            for rule, n in failed.items():
+                rules[f"{table}|{rule}"] = rules.get(f"{table}|{rule}", 0) + n
+
+    chunk: list[pa.RecordBatch] = []
+    rows = size = 0
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        chunk.append(batch)
+        rows += batch.num_rows
+        size += batch.nbytes
+        if rows >= ENGINE_ROWS or size >= ENGINE_BYTES:
+            flush(chunk)
+            chunk, rows, size = [], 0, 0
+    if chunk:
+        flush(chunk)
+    out: list[tuple[str, str, str | None, int]] = []
+    for name, files in outputs.items():
+        out += [("file", name, path, n) for path, n in files.close()]
+    out += [("route", k, None, v) for k, v in routes.items()]
+    out += [("rule", k, None, v) for k, v in rules.items()]
+    if out:
+        kinds, names, paths, counts = zip(*out, strict=True)
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(kinds, pa.string()), pa.array(names, pa.string()), pa.array(paths, pa.string()),
+             pa.array(counts, pa.int64())], names=["kind", "name", "path", "rows"])
+
+
+def engine_files(bronze: DataFrame, family: str, suites: Mapping[str, Suite] | None, batch_id: int,
+                 pending: Mapping[str, str], cluster_tz: str = "UTC") -> FilesOutcome:
+    """Run the job: bronze rows (the raw table's columns, `batch_id` stamped) -> files under `pending` (table name ->
+    its pending directory) and the outcome the tasks reported."""
+    targets = dict(pending)
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return _task(batches, family, suites, batch_id, targets, cluster_tz)
+
+    outcome = FilesOutcome()
+    for row in bronze.mapInArrow(run, OUTPUT_DDL).collect():
+        kind, name, rows = row["kind"], row["name"], int(row["rows"])
+        if kind == "file":
+            outcome.files.setdefault(name, []).append(row["path"])
+            outcome.rows[name] = outcome.rows.get(name, 0) + rows
+        elif kind == "route":
+            outcome.routes[name] = outcome.routes.get(name, 0) + rows
+        else:
+            outcome.rules[name] = outcome.rules.get(name, 0) + rows
+    return outcome
+
+
+def write_batch(bronze: DataFrame, family: str, suites: Mapping[str, Suite] | None, batch_id: int,
+                sinks: Sequence[DeltaSink], cluster_tz: str = "UTC"
+                ) -> tuple[FilesOutcome, dict[str, SinkResult]] | None:
+    """One micro-batch through the engine into every table of `sinks` (bronze first, then silver, then quarantine:
+    the order they are committed in), or None, writing nothing, when any of them already committed the batch (a
+    replay: the caller's path for replays re-derives the tables from the bronze rows the batch committed)."""
+    pending: dict[str, str] = {}
+    for sink in sinks:
+        directory = sink.open_pending(batch_id)
+        if directory is None:
+            for opened in pending.values():
+                shutil.rmtree(opened, ignore_errors=True)
+            return None
+        pending[sink.table.name] = directory
+    outcome = engine_files(bronze, family, suites, batch_id, pending, cluster_tz)
+    results = {sink.table.name: sink.commit_pending(pending[sink.table.name], batch_id,
+                                                    outcome.files.get(sink.table.name, []))
+               for sink in sinks}
+    return outcome, results
+
+
+def sample_rows(paths: Sequence[str], table: Table, limit: int) -> Any:
+    """The first `limit` rows of committed files of `table` as pandas, without the labels map (a GE sample); the
+    partition columns come from each file's Hive-style directories."""
+    from urllib.parse import unquote
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = table.to_arrow()
+    parts: list[pa.Table] = []
+    rows = 0
+    for path in paths:
+        part = pq.read_table(path).slice(0, limit - rows)
+        dirs = dict(d.split("=", 1) for d in path.split(os.sep)[-1 - len(table.partition_by):-1])
+        for name in table.partition_by:
+            value = unquote(dirs[name])
+            value_or_null = None if value == HIVE_NULL else value
+            part = part.append_column(name, pa.array([value_or_null] * part.num_rows, pa.string())
+                                      .cast(schema.field(name).type))
+        parts.append(part.select([c for c in table.names if c != "labels"]))
+        rows += part.num_rows
+        if rows >= limit:
+            break
+    return pa.concat_tables(parts).to_pandas()
