@@ -53,18 +53,18 @@ def incident_lines(broker: int, corr: int, now: dt.datetime) -> tuple[list[str],
 
 
 def silver_rows(lines: list[str]) -> list[dict[str, Any]]:
-    import re
+    """The lines as ingestion commits them to state_change_events: through the pipeline's own parser."""
+    import pyarrow as pa
 
-    out = []
-    for i, line in enumerate(lines):
-        m = re.match(r"^\[(.{23})\] (\w+) (.*) \(([^)]+)\)$", line)
-        assert m, line
-        ts = dt.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").replace(tzinfo=dt.UTC)
-        b = re.search(r"(?:Broker id=|to broker )(\d+)", m.group(3))
-        out.append({"cluster": CLUSTER, "broker_id": int(b.group(1)) if b else None, "ts": ts, "level": m.group(2),
-                    "logger": m.group(4), "message": m.group(3), "source": "bench", "source_offset": i,
-                    "date": ts.date()})
-    return out
+    from pipelines.parsing.engine import route_records
+    from schemas.tables import RAW_LOGS
+
+    today = dt.datetime.now(dt.UTC).date()
+    raw = [{"cluster": CLUSTER, "broker_id": None, "log_kind": "state-change", "line": line,
+            "line_bytes": len(line), "source": "bench", "source_offset": i, "date": today}
+           for i, line in enumerate(lines)]
+    return [r for route, r in route_records(pa.Table.from_pylist(raw, RAW_LOGS.to_arrow()), "logs")
+            if route == "state_change"]
 
 
 def alert_brokers(lake: str) -> set[int]:

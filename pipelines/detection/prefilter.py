@@ -41,7 +41,9 @@ def _reaches(values: Any, level: float) -> bool:
 
 def latency_may_alert(tbl: pa.Table, cfg: DetectionConfig) -> bool:
     """False only when no row can pass DELAYED_LEADER_AND_ISR, LEADER_AND_ISR_NOT_COMPLETED,
-    DELAYED_UPDATE_METADATA or LOCK_CONTENTION (each detector's own value against its lowest warning level)."""
+    DELAYED_UPDATE_METADATA, DELAYED_STOP_REPLICA or LOCK_CONTENTION (each detector's own value against its lowest
+    warning level; a request reported in flight has its age so far as end_to_end_ms, a value no smaller than the
+    DELAYED_* detectors' own)."""
     import pyarrow.compute as pc
 
     if tbl.num_rows == 0:
@@ -53,7 +55,8 @@ def latency_may_alert(tbl: pa.Table, cfg: DetectionConfig) -> bool:
     lock = _lowest_warning(cfg, AlertType.LOCK_CONTENTION)
     return (
         _reaches(e2e, _lowest_warning(cfg, AlertType.DELAYED_LEADER_AND_ISR))
-        or _reaches(um_value, _lowest_warning(cfg, AlertType.DELAYED_UPDATE_METADATA))
+        or _reaches(um_value, min(_lowest_warning(cfg, AlertType.DELAYED_UPDATE_METADATA),
+                                  _lowest_warning(cfg, AlertType.DELAYED_STOP_REPLICA)))
         # LOCK_CONTENTION's value is the lock wait, or (fetcher-driven, explicit partitionMapLock waits) needs
         # processing_ms at the threshold first
         or _reaches(tbl["lock_wait_ms"], lock)
