@@ -167,6 +167,8 @@ def compare_apis(kafka: Mapping[int, tuple[int, int]], reference: Mapping[int, t
         row: dict[str, Any] = {"api_key": key, "api": name,
                                "kafka": list(kafka[key]) if key in kafka else None,
                                "reference": list(reference[key]) if key in reference else None}
+        if baseline is not None:
+            row["baseline"] = list(baseline[key]) if key in baseline else None
         if key not in reference:
             row["status"] = "only-kafka"
         elif key not in kafka:

@@ -4,12 +4,13 @@ checks, OffsetCommit/OffsetFetch on a topic that does not exist, DeleteGroups, `
 internal and refused to producers, illegal topic names, and a transactional id.
 
 Each probe that needs a scene sets it with a script (:class:`benchmarks.fidelity_probes.Scratch`) on a group of its
-own, so the probes do not depend on each other's order, except that the ``__consumer_offsets`` probes follow the one
-that waits for it to exist.
+own, so the probes do not depend on each other's order, except that the first one waits until the coordinator of
+every probed group has loaded.
 """
 
 from __future__ import annotations
 
+import struct
 import time
 from collections.abc import Callable
 from typing import Any
@@ -32,14 +33,26 @@ SCENE_POLL_S = 0.1
 ILLEGAL_TOPIC_NAMES = ("bad name!", "x" * 250, "..")
 
 
+#: ConsumerProtocolSubscription v0 to the workload's topic (version, topics, null user data): Kafka 3.x parses a
+#: consumer group's member metadata to compute its subscribed topics, and a join whose metadata does not parse never
+#: completes there.
+SUBSCRIPTION = (struct.pack(">hi", 0, 1) + struct.pack(">h", len(TOPIC.encode())) + TOPIC.encode()
+                + struct.pack(">i", -1))
+
+
 def _group(name: str) -> str:
     return f"fidelity-group-{name}"
+
+
+#: Every group the probes use (each probe has its own).
+GROUPS = tuple(_group(n) for n in ("kip394", "v3", "static-rejoin", "fenced", "simple-commit", "preparing",
+                                   "unknown-topic", "never-seen", "delete-members", "delete-offsets", "deleted-fetch"))
 
 
 def _join(group: str, version: int, member: str = "", instance: str | None = None) -> dict[str, Any]:
     return {"GroupId": group, "SessionTimeoutMs": SESSION_MS, "RebalanceTimeoutMs": SESSION_MS, "MemberId": member,
             "GroupInstanceId": instance, "ProtocolType": "consumer",
-            "Protocols": [{"Name": "range", "Metadata": b"fidelity"}], "Reason": None}
+            "Protocols": [{"Name": "range", "Metadata": SUBSCRIPTION}], "Reason": None}
 
 
 def _commit(group: str, generation: int, member: str, instance: str | None, topic: str) -> dict[str, Any]:
@@ -114,9 +127,14 @@ def _commit_while_preparing(_ctx: ProbeContext, s: Scratch) -> dict[str, Any]:
 
 
 def _offsets_topic_listed(_ctx: ProbeContext, s: Scratch) -> dict[str, Any]:
-    # a group FindCoordinator creates __consumer_offsets; the coordinator answers once it has loaded
-    _poll("the group coordinator answering", lambda: s.call(FIND_COORDINATOR, 3, {
-        "Key": _group("coordinator"), "KeyType": 0})["ErrorCode"] == 0)
+    """Wait until the coordinator of every probed group has loaded (a group FindCoordinator creates
+    ``__consumer_offsets``; Kafka answers COORDINATOR_NOT_AVAILABLE, then COORDINATOR_LOAD_IN_PROGRESS per partition
+    until it has loaded), then list every topic."""
+    for group in GROUPS:
+        _poll(f"the coordinator of {group}", lambda g=group: s.call(  # type: ignore[misc]
+            FIND_COORDINATOR, 3, {"Key": g, "KeyType": 0})["ErrorCode"] == 0)
+        _poll(f"{group}'s coordinator loaded", lambda g=group: s.call(  # type: ignore[misc]
+            DESCRIBE_GROUPS, 5, {"Groups": [g], "IncludeAuthorizedOperations": False})["Groups"][0]["ErrorCode"] == 0)
     return {"Topics": None, "AllowAutoTopicCreation": False}
 
 
@@ -168,6 +186,8 @@ def _produce_internal(_ctx: ProbeContext) -> dict[str, Any]:
 def group_probes() -> list[Probe]:
     """The group and metadata probes, in the order sent."""
     return [
+        Probe("Metadata v12 all topics lists __consumer_offsets internal", "PLAINTEXT", METADATA, 12,
+              script=_offsets_topic_listed, facts_of=_offsets_topic_facts),
         Probe("JoinGroup v4 new member without a member id", "PLAINTEXT", JOIN_GROUP, 4,
               lambda _c: _join(_group("kip394"), 4)),
         Probe("JoinGroup v3 new member without a member id", "PLAINTEXT", JOIN_GROUP, 3,
@@ -193,8 +213,6 @@ def group_probes() -> list[Probe]:
               script=_delete_group_with_offsets),
         Probe("OffsetFetch v5 after DeleteGroups", "PLAINTEXT", OFFSET_FETCH, 5, script=_fetch_after_delete,
               facts=("CommittedOffset",)),
-        Probe("Metadata v12 all topics lists __consumer_offsets internal", "PLAINTEXT", METADATA, 12,
-              script=_offsets_topic_listed, facts_of=_offsets_topic_facts),
         Probe("Produce v9 to __consumer_offsets", "PLAINTEXT", PRODUCE, 9, _produce_internal),
         Probe("Metadata v12 illegal topic name", "PLAINTEXT", METADATA, 12, lambda _c: {
             "Topics": [{"Name": ILLEGAL_TOPIC_NAMES[0]}], "AllowAutoTopicCreation": False}, facts_of=lambda _b: {}),

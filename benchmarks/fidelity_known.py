@@ -25,8 +25,7 @@ class Intended:
 
 _V = "version"
 # APIs the reference broker does not implement (their request-log lines exist only on Kafka).
-_NOT_IMPLEMENTED = ("CONTROLLED_SHUTDOWN|ELECT_LEADERS|ALTER_PARTITION|ALLOCATE_PRODUCER_IDS|DESCRIBE_CLUSTER|"
-                    "OFFSET_FOR_LEADER_EPOCH|DELETE_RECORDS|CREATE_PARTITIONS|DESCRIBE_LOG_DIRS")
+_NOT_IMPLEMENTED = "CONTROLLED_SHUTDOWN|ALTER_PARTITION|ALLOCATE_PRODUCER_IDS|DESCRIBE_CLUSTER|OFFSET_FOR_LEADER_EPOCH"
 #: The differences between the reference broker and Apache Kafka 3.9 that are on purpose, with the reason. A row's
 #: key: the API name (api), the probe name (case), ``<log> <status>: <template>`` (template; status only-reference
 #: or only-kafka), the metric name (metric).
@@ -57,7 +56,17 @@ DIFFERS_ON_PURPOSE: tuple[Intended, ...] = (
              "partition in error", _V),
     Intended("template", r"\"requestApiKeyName\":\"(" + _NOT_IMPLEMENTED + r")\"", "an API the reference does not "
              "implement: its brokers register with the controller over HTTP/JSON (no ControlledShutdown, "
-             "AlterPartition, AllocateProducerIds), no admin APIs beyond topics and configs"),
+             "AlterPartition, AllocateProducerIds), replicas truncate by the high watermark (no "
+             "OffsetForLeaderEpoch), no DescribeCluster"),
+    # --- transactions: out of scope
+    Intended("case", r"^(FindCoordinator v3 transaction coordinator|InitProducerId v4 with a transactional id)$",
+             "transactions are out of scope: no transaction coordinator, and a transactional id is refused at once "
+             "with TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53, fatal in every client) instead of Kafka's "
+             "COORDINATOR_NOT_AVAILABLE while its coordinator loads (or a producer id once it has), which a client "
+             "without a coordinator would retry until max.block.ms (60 s)"),
+    Intended("template", r"__transaction_state|\"requestApiKeyName\":\"(FIND_COORDINATOR|INIT_PRODUCER_ID)\".*"
+             r"\"(keyType\":1|transactionalId\":\"<s>)", "transactions are out of scope: Kafka creates and leads "
+             "__transaction_state for the transactional lookups; the reference refuses them (53)"),
     Intended("template", r"Sending UpdateMetadata request to brokers (Hash)?Set\(\) for ", "on a broker start-up "
              "the reference controller sends one UpdateMetadata with every partition to all live brokers (one "
              "serialized request per change); Kafka sends one without partitions to the brokers already there (logged "

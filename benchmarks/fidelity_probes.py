@@ -357,7 +357,10 @@ def run_probe(ctx: ProbeContext, probe: Probe) -> tuple[fc.Outcome, dict[str, An
     client_id = "fidelity-controller" if probe.listener == "CONTROLLER" else "fidelity"  # apart from a controller's
     scratch = Scratch(ctx, port)
     try:
-        request = probe.script(ctx, scratch) if probe.script is not None else None
+        try:
+            request = probe.script(ctx, scratch) if probe.script is not None else None
+        except (OSError, RuntimeError, ValueError) as exc:  # TimeoutError is an OSError
+            return fc.Outcome(False, (f"scene not set: {exc}",)), None
         with Connection(ctx.schemas, "127.0.0.1", port, client_id=client_id, timeout_s=PROBE_TIMEOUT_S) as conn:
             try:
                 if probe.raw is not None:

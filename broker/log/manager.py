@@ -56,18 +56,20 @@ _LOG_GAUGES = ("NumLogSegments", "LogStartOffset", "LogEndOffset", "Size")
 
 
 def validate_topic_name(topic: str) -> None:
-    """Kafka's topic name rules.
+    """Kafka's topic name rules, with Kafka 2.8's messages (``org.apache.kafka.common.internals.Topic.validate``).
 
     Raises:
         ValueError: empty, ``.``/``..``, longer than 249 characters, or an illegal character.
     """
-    if not topic or topic in (".", ".."):
-        raise ValueError(f"Topic name is illegal, it can't be empty or '.' or '..': {topic!r}")
+    if not topic:
+        raise ValueError("Topic name is illegal, it can't be empty")
+    if topic in (".", ".."):
+        raise ValueError('Topic name cannot be "." or ".."')
     if len(topic) > MAX_TOPIC_LENGTH:
         raise ValueError(f"Topic name is illegal, it can't be longer than {MAX_TOPIC_LENGTH} characters, topic "
                          f"name: {topic}")
     if not set(topic) <= _LEGAL_TOPIC_CHARS:
-        raise ValueError(f"Topic name {topic} is illegal, it contains a character other than ASCII alphanumerics, "
+        raise ValueError(f'Topic name "{topic}" is illegal, it contains a character other than ASCII alphanumerics, '
                          f"'.', '_' and '-'")
 
 

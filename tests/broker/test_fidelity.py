@@ -8,7 +8,9 @@ baseline, one after the other, each stopped in a ``finally``), and asserts the a
 * the bad requests get the same answer: the same error codes, or both close the connection;
 * the control requests (LeaderAndIsr / UpdateMetadata / StopReplica on the control-plane listener) get the same
   answer, or the answer Kafka 2.8 gives (the version the reference imitates);
-* every state-change.log template the reference writes is a Kafka 3.9 or 2.8 format, or listed.
+* every state-change.log template the reference writes is a Kafka 3.9 or 2.8 format, or listed;
+* the group coordinator's and the metadata probes get Kafka's answers (or Kafka 2.8's), and the reference advertises
+  Kafka 2.8's newest version of every API it implements.
 """
 
 from __future__ import annotations
@@ -36,6 +38,19 @@ BAD_REQUESTS = (
     "DescribeConfigs v4 unknown topic", "IncrementalAlterConfigs v1 bad retention.ms",
     "IncrementalAlterConfigs v1 segment.bytes below minimum", "IncrementalAlterConfigs v1 unknown topic config",
     "IncrementalAlterConfigs v1 unknown topic",
+    "JoinGroup v4 new member without a member id", "Heartbeat v3 from a static member's replaced member id",
+    "OffsetCommit v8 unknown topic", "OffsetCommit v2 unknown topic", "OffsetFetch v0 unknown topic",
+    "DeleteGroups v2 unknown group", "DeleteGroups v2 group with members", "Produce v9 to __consumer_offsets",
+    "Metadata v12 illegal topic name", "CreateTopics v7 illegal names", "CreateTopics v7 __consumer_offsets",
+)
+#: Group and metadata probes whose whole answer (codes, fields, facts) is Kafka's, or Kafka 2.8's (the release the
+#: reference advertises).
+SAME_ANSWERS = (
+    "Metadata v12 all topics lists __consumer_offsets internal", "JoinGroup v3 new member without a member id",
+    "JoinGroup v5 static member rejoins a Stable group", "OffsetCommit v8 member commit while the group prepares a "
+    "rebalance", "OffsetCommit v8 generation -1 from a non-member while the group has members",
+    "OffsetFetch v1 unknown topic", "OffsetFetch v5 unknown topic", "OffsetFetch v8 unknown topic",
+    "DeleteGroups v1 group with committed offsets only", "OffsetFetch v5 after DeleteGroups",
 )
 CONTROL_ANSWERS = (
     "LeaderAndIsr v2 become-leader", "LeaderAndIsr v7 become-leader", "LeaderAndIsr v5 become-leader",
@@ -177,3 +192,27 @@ def test_state_change_templates_are_kafka_formats(report: dict[str, Any]) -> Non
     assert sum(1 for r in rows if r["status"] == "shared") >= 10, "both wrote the same control-plane lines"
     unknown = [r["template"] for r in rows if r["status"] == "only-reference" and r.get("verdict") != "on purpose"]
     assert unknown == []
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_group_and_metadata_answers_are_kafkas(report: dict[str, Any]) -> None:
+    cases = _cases(report)
+    assert set(SAME_ANSWERS) <= set(cases)
+    wrong = [(name, cases[name].get("detail")) for name in SAME_ANSWERS
+             if cases[name]["status"] != "same" and cases[name].get("category") != "version"]
+    assert wrong == []
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_api_versions_are_the_configured_releases(report: dict[str, Any]) -> None:
+    """The reference advertises Kafka 2.8's newest version of every API it implements (its default
+    ``inter.broker.protocol.version``; clients infer the broker's release from the maxima), so a client infers the
+    Kafka its logs claim. Minima may be higher: message-set versions need down-conversion the log never does."""
+    advertised = [r for r in report["apis"] if r["reference"] is not None]
+    assert advertised
+    assert [(r["api"], r["reference"], r["baseline"]) for r in advertised
+            if r["baseline"] is None or r["reference"][1] != r["baseline"][1]] == []
