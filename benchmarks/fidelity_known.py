@@ -41,6 +41,12 @@ DIFFERS_ON_PURPOSE: tuple[Intended, ...] = (
     Intended("api", r"^FindCoordinator$", "v5-6 are 3.8+ (KIP-890 transactions v2, KIP-932 share groups)", _V),
     Intended("api", r"^(JoinGroup|LeaveGroup|ListGroups|InitProducerId)$", "the newest version is 3.x "
              "(KIP-848 / KIP-890 / KIP-1043 fields the reference does not implement)", _V),
+    Intended("api", r"^(Metadata|LeaderAndIsr|StopReplica|UpdateMetadata|DescribeAcls|CreateAcls|DeleteAcls|"
+             r"DescribeLogDirs)$", "the reference advertises Kafka 2.8's newest version (inter.broker.protocol."
+             "version 2.8, the release its logs imitate, so clients infer the Kafka the logs claim); 3.x added "
+             "Metadata v12 (topics requested by id), LeaderAndIsr v6-7 / UpdateMetadata v8 / StopReplica v4 (KRaft "
+             "migration), the ACL APIs' v3 and DescribeLogDirs v3-4 (a top-level error code, total and usable "
+             "bytes)", _V),
     Intended("api", r"^ApiVersions$", "ApiVersions v4 (3.9, KIP-1064) only widens what a client may send; the "
              "reference answers up to v3 as Kafka 2.8 does", _V),
     # --- templates
