@@ -132,12 +132,14 @@ def metric_windows(samples: DataFrame, cfg: DetectionConfig) -> DataFrame:
             F.first("signal").alias("signal"),
             F.min("value").alias("vmin"), F.max("value").alias("vmax"), F.avg("value").alias("vavg"),
             F.min_by("value", "ts").alias("vfirst"), F.max_by("value", "ts").alias("vlast"),
-            F.count("*").alias("samples"), F.min("ts").alias("first_ts"), F.max("ts").alias("last_ts"),
+            F.min("ts").alias("first_ts"), F.max("ts").alias("last_ts"),
             # one file = one broker incarnation (the reference broker and JSON reporters start a new file at start)
             F.min("source").alias("source_min"), F.max("source").alias("source_max"),
             F.array_sort(F.collect_set(F.struct("ts", "value"))).alias("points"),
         )
-        .select("*", F.col("w.start").alias("window_start"), F.col("w.end").alias("window_end"))
+        # a sample shipped twice (two sources, a replayed file) is one sample
+        .select("*", F.size("points").cast("long").alias("samples"), F.col("w.start").alias("window_start"),
+                F.col("w.end").alias("window_end"))
         .drop("w")
     )
 

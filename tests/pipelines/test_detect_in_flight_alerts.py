@@ -121,3 +121,13 @@ def test_a_short_condition_straddling_a_tumbling_window_boundary_fires(spark):
     tumbling = DetectionConfig.from_mapping({"metric_window_slide_s": 30})
     assert metric_candidates(metric_windows(df, tumbling), tumbling).where(
         "type IN ('REQUEST_QUEUE_SATURATED', 'ACCEPTOR_BLOCKED')").count() == 0
+
+
+def test_one_scrape_shipped_twice_is_not_a_sustained_condition(spark):
+    rows = [tuple({"cluster": "dup", "broker_id": 1, "ts": T0, "signal": signal, "attribute": attribute,
+                   "value": value, "source": source, "source_offset": 0}.get(n) for n in METRIC_SAMPLES.names)
+            for signal, attribute, value in (("RequestQueueSize", "Value", 499.0),
+                                             ("AcceptorBlockedPercent", "OneMinuteRate", 0.9))
+            for source in ("a.prom", "b.prom")]
+    df = spark.createDataFrame(rows, METRIC_SAMPLES.to_spark())
+    assert metric_candidates(metric_windows(df, CFG), CFG).count() == 0
