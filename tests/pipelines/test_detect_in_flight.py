@@ -91,6 +91,14 @@ def test_stop_replica_is_reported_only_where_its_completion_is_logged():
     assert (done["status"], done["anchor"], done["end_to_end_ms"]) == ("completed", warn["anchor"], 7_000.0)
 
 
+def test_a_stop_replica_never_logged_finished_does_not_hide_the_leader_and_isr_behind_it():
+    st = warmed(LAI)  # LeaderAndIsr finishes are logged, StopReplica ones are not (2.6+ INFO)
+    step(st, [Event("send", 100_000, SR, None, 3, 1), Event("handling", 100_005, SR, 8, None, 1),
+              Event("send", 100_020, LAI, None, 3, 1)], 90_000, P)
+    (lai,) = rows(step(st, [], 105_100, P))
+    assert (lai["request"], lai["status"], lai["end_to_end_ms"]) == (LAI, "in_flight", 5_080.0)
+
+
 def test_no_levels_no_reports():
     st = warmed()
     plain = PairingParams(timeout_ms=120_000, max_skew_ms=5_000)
