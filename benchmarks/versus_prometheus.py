@@ -16,6 +16,8 @@ noise (they are not counted as detections). The machine's load average is printe
 processes sharing the cores slow planewatch's pipeline, not Prometheus' timers.
 
 Bounded by ``--duration`` (the demo stops there); Ctrl-C, SIGTERM or an error stops every process it started.
+The anchor alerts are kept in ``<dir>/anchors/alerts.json`` beside the demo's ``report.json``: ``--summarize DIR...``
+prints one table from runs played in several parts (on a machine too loaded for the whole demo in one go).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from benchmarks.anchors.score import noisy_rules, render, rows_of
+from benchmarks.anchors.score import AnchorAlert, noisy_rules, render, rows_of
 from benchmarks.anchors.servers import AnchorServers, binary
 from benchmarks.anchors.stacks import STACKS
 from benchmarks.anchors.watch import AlertmanagerWatcher, TargetFollower
@@ -81,61 +83,86 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt  # the same clean stop as Ctrl-C
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", default=",".join(r.name for r in RUNS), help="comma-separated demo runs")
-    parser.add_argument("--dir", type=Path, default=Path("var/bench-versus-prometheus"))
-    parser.add_argument("--duration", type=float, default=DEFAULT_DURATION_S, help="bound of the whole run (s)")
-    parser.add_argument("--json", type=Path, default=None, help="also write the rows and anchor alerts here")
-    args = parser.parse_args(argv)
-    runs = [r for r in args.runs.split(",") if r]
-    unknown = sorted(set(runs) - {r.name for r in ALL_RUNS})
-    if unknown:
-        parser.error(f"unknown run(s): {', '.join(unknown)}")
-    signal.signal(signal.SIGTERM, _terminate)
+def _play(d: Path, runs: list[str], duration_s: float) -> int:
+    """Start the anchors, play the demo's ``runs`` under ``d``, save the anchor alerts in ``d/anchors/alerts.json``;
+    the demo's exit code (1 when a child of the demo died: no report then)."""
     from planewatch.demo.runner import DemoOptions, run_demo
 
-    d = args.dir.resolve()
     shutil.rmtree(d / "anchors", ignore_errors=True)
     (d / "anchors").mkdir(parents=True)
     print(f"anchors: {_version('prometheus')}; {_version('alertmanager')}")
     for s in STACKS:
         print(f"  {s.name:<14} {s.rules.name:<30} scrape {s.scrape_interval_s:>2} s, "
               f"evaluate {s.evaluation_interval_s:>2} s ({s.intervals_from})")
-    load_before = _load()
-    print(f"at start: {load_before}", flush=True)
-    started = time.monotonic()
+    print(f"at start: {_load()}", flush=True)
     with AnchorServers(logs=d / "anchors") as servers:
         watcher = AlertmanagerWatcher(servers.alertmanager_url)
         follower = TargetFollower(d, servers)
         watcher.start()
         follower.start()
         try:
-            rc = run_demo(DemoOptions(dir=d, port=0, duration_s=args.duration, runs=tuple(runs), serve=False))
+            rc = run_demo(DemoOptions(dir=d, port=0, duration_s=duration_s, runs=tuple(runs), serve=False))
         except RuntimeError as e:  # a child of the demo died (it has stopped the others): no report to compare
             print(f"the demo failed: {e}", file=sys.stderr)
             return 1
         finally:
             follower.stop()
             watcher.stop()
-        alerts = watcher.alerts()
-    if rc == 130:
-        return rc
-    load_after = _load()
-    report: dict[str, Any] = json.loads((d / "report.json").read_text())
-    noisy = noisy_rules(alerts, _quiet_runs() & set(runs))
-    starts, stops = _timelines(d, runs)
-    rows = rows_of(report, alerts, noisy, stops)
+        (d / "anchors" / "alerts.json").write_text(json.dumps([asdict(a) for a in watcher.alerts()], indent=2))
+    print(f"at the end: {_load()}", flush=True)
+    return rc
+
+
+def _score(dirs: list[Path]) -> dict[str, Any]:
+    """The side-by-side rows of one or more played directories (``--summarize`` joins runs played separately:
+    noise is any rule that fired on a healthy run of any of them)."""
+    reports = [json.loads((d / "report.json").read_text()) for d in dirs]
+    alerts = [AnchorAlert(**a) for d in dirs for a in json.loads((d / "anchors" / "alerts.json").read_text())]
+    starts: dict[str, int] = {}
+    stops: dict[str, int] = {}
+    played: set[str] = set()
+    for d in dirs:
+        runs = sorted(p.stem for p in (d / "timeline").glob("*.jsonl"))
+        played.update(runs)
+        run_starts, run_stops = _timelines(d, runs)
+        starts.update(run_starts)
+        stops.update(run_stops)
+    noisy = noisy_rules(alerts, _quiet_runs() & played)
+    rows = [row for report in reports for row in rows_of(report, alerts, noisy, stops)]
+    return {"rows": rows, "alerts": alerts, "noisy": noisy, "starts": starts}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", default=",".join(r.name for r in RUNS), help="comma-separated demo runs")
+    parser.add_argument("--dir", type=Path, default=Path("var/bench-versus-prometheus"))
+    parser.add_argument("--duration", type=float, default=DEFAULT_DURATION_S, help="bound of the whole run (s)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the rows and anchor alerts here")
+    parser.add_argument("--summarize", type=Path, nargs="+", default=None, metavar="DIR",
+                        help="play nothing: one table from earlier runs' --dir (runs played in several parts)")
+    args = parser.parse_args(argv)
+    runs = [r for r in args.runs.split(",") if r]
+    unknown = sorted(set(runs) - {r.name for r in ALL_RUNS})
+    if unknown:
+        parser.error(f"unknown run(s): {', '.join(unknown)}")
+    signal.signal(signal.SIGTERM, _terminate)
+    started = time.monotonic()
+    rc = 0
+    if args.summarize is None:
+        rc = _play(args.dir.resolve(), runs, args.duration)
+        if rc not in (0, 1) or not (args.dir / "report.json").exists():
+            return rc
+    scored = _score([d.resolve() for d in (args.summarize or [args.dir])])
     print("\nplanewatch versus the anchors (delays in seconds from the incident's timeline marker to the alert "
           "readable in GET /alerts or Alertmanager)\n")
-    print(render(rows, alerts, noisy, starts))
+    print(render(scored["rows"], scored["alerts"], scored["noisy"], scored["starts"]))
     print("\nwindow: how long the run's cluster stayed up after the marker (what the anchors could scrape); "
           "noise: rules that also fired on a healthy run, not counted")
-    print(f"\n{time.monotonic() - started:.0f} s; at start: {load_before}; at the end: {load_after}")
+    print(f"\n{time.monotonic() - started:.0f} s; now: {_load()}")
     if args.json:
-        args.json.write_text(json.dumps({"rows": [asdict(r) | {"ratio": r.ratio} for r in rows],
-                                         "anchor_alerts": [asdict(a) for a in alerts], "noisy_rules": sorted(noisy),
-                                         "load": {"start": load_before, "end": load_after}}, indent=2))
+        args.json.write_text(json.dumps({"rows": [asdict(r) | {"ratio": r.ratio} for r in scored["rows"]],
+                                         "anchor_alerts": [asdict(a) for a in scored["alerts"]],
+                                         "noisy_rules": sorted(scored["noisy"])}, indent=2))
     return rc
 
 
