@@ -115,10 +115,11 @@ def render(rows: Sequence[Row], alerts: Sequence[AnchorAlert], noisy: set[str],
                     "planewatch alert", "planewatch s", "anchor/planewatch"), body)
     both = [r for r in rows if r.ratio is not None]
     met = all(r.ratio is not None and r.ratio >= SPEED_GOAL for r in both)
+    verdict = (f"on the {len(both)} both caught, planewatch at least {SPEED_GOAL:g}x faster: {'yes' if met else 'NO'}"
+               f" (slowest ratio {min(r.ratio for r in both if r.ratio is not None):.1f}x)" if both
+               else "no incident was caught by both: the speed ratio has nothing to compare")
     lines += ["", f"{sum(r.anchor is not None for r in rows)} of {len(rows)} incidents caught by an anchor rule, "
-                  f"{sum(r.planewatch is not None for r in rows)} by planewatch; on the {len(both)} both caught, "
-                  f"planewatch at least {SPEED_GOAL:g}x faster: {'yes' if met else 'NO'}"
-                  + (f" (slowest ratio {min(r.ratio for r in both if r.ratio is not None):.1f}x)" if both else "")]
+                  f"{sum(r.planewatch is not None for r in rows)} by planewatch; {verdict}"]
     lines += ["", "anchor alerts that fired (seconds from the run's first timeline event):"]
     for a in sorted(alerts, key=lambda a: a.seen_ms):
         start = run_starts.get(a.run or "")
