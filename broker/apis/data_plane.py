@@ -30,7 +30,7 @@ import threading
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from broker.apis.convert import uuid_to_kafka_string
 from broker.apis.producers import ProducerStates
@@ -43,7 +43,7 @@ from broker.settings import DataPlaneSettings
 from broker.state import BrokerState, LiveBroker, TopicPartition
 from broker.state.model import CachedPartition, PartitionState, Role
 
-__all__ = ["DataPlane", "LeaderLookup"]
+__all__ = ["DataPlane", "LeaderLookup", "TopicConfigAuthority"]
 
 TOPIC_CONFIGS_FILE = "topic-configs.json"
 # Partitions one CreateTopics may ask for: a typo like 100000 must not create 100k directories on a laptop.
@@ -59,6 +59,22 @@ class LeaderLookup:
     error: int
     log: Log | None = None
     state: PartitionState | None = None
+
+
+class TopicConfigAuthority(Protocol):
+    """Where topic config overrides are decided when this broker is not their keeper: the reference cluster's
+    controller (Kafka: ZooKeeper's ``/config/topics/<topic>``). None on a standalone broker, which keeps its own."""
+
+    def refresh(self) -> None:
+        """Bring this broker's overrides up to date with the authority's (best effort: an unreachable authority is
+        logged, the local overrides stay)."""
+
+    def store(self, topic: str, overrides: Mapping[str, str]) -> None:
+        """Have the authority store ``topic``'s new overrides (the whole set), then apply them here.
+
+        Raises:
+            broker.apis.topic_configs.AlterError: the authority refused them or could not be reached.
+        """
 
 
 class TopicMeters:
@@ -120,6 +136,8 @@ class DataPlane:
         self._log = log4j.get_logger("kafka.zk.AdminZkClient")
         self._topics_lock = threading.Lock()
         self._topic_configs_path = logs.log_dirs[0] / TOPIC_CONFIGS_FILE
+        # Set by a cluster member: topic config alters go there (None: this broker keeps its topics' configs).
+        self.topic_config_authority: TopicConfigAuthority | None = None
         # Fetch offsets of the other ISR members, per partition (for the high watermark of acks=all).
         self._replica_offsets: dict[TopicPartition, dict[int, int]] = {}
 

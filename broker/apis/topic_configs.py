@@ -17,7 +17,12 @@ only, as Kafka's ``/config/topics/<topic>``. An alter
    retention check deletes by the new ``retention.ms``; Produce reads ``min.insync.replicas``) and persists it with
    the topic (:meth:`broker.apis.data_plane.DataPlane.set_topic_overrides`; re-applied at start-up);
 4. logs Kafka's ``DynamicConfigManager`` line ``Processing override for entityPath: topics/<topic> with config:
-   HashMap(retention.ms -> 1000)``.
+   HashMap(retention.ms -> 1000)`` (:func:`override_line`).
+
+On a member of the reference cluster the data plane has a
+:class:`~broker.apis.data_plane.TopicConfigAuthority` (the controller, as ZooKeeper for Kafka): step 1 starts from
+the overrides refreshed from it, and step 3 stores the new set there; every broker, this one first, then applies it
+to its logs and logs the line of step 4 (:mod:`broker.cluster.topic_config_sync`).
 """
 
 from __future__ import annotations
@@ -33,7 +38,8 @@ from broker.log.config import TOPIC_CONFIG_DEFS, UnknownTopicConfigError
 from broker.log4j import Log4j
 from broker.protocol.error_codes import ErrorCode
 
-__all__ = ["OP_APPEND", "OP_DELETE", "OP_SET", "OP_SUBTRACT", "AlterError", "TopicConfigs", "apply_operations"]
+__all__ = ["OP_APPEND", "OP_DELETE", "OP_SET", "OP_SUBTRACT", "AlterError", "TopicConfigs", "apply_operations",
+           "override_line"]
 
 # IncrementalAlterConfigs operations
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
@@ -47,6 +53,12 @@ class AlterError(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
+
+
+def override_line(topic: str, overrides: Mapping[str, str]) -> str:
+    """Kafka's ``DynamicConfigManager`` line for a topic's new overrides."""
+    pairs = ", ".join(f"{k} -> {v}" for k, v in sorted(overrides.items()))
+    return f"Processing override for entityPath: topics/{topic} with config: HashMap({pairs})"
 
 
 def apply_operations(current: Mapping[str, str], configs: list[dict[str, Any]], incremental: bool) -> dict[str, str]:
@@ -134,6 +146,9 @@ class TopicConfigs:
             AlterError: the answer's error code and message; nothing changed.
         """
         self._check_topic(name)
+        authority = self.dp.topic_config_authority
+        if authority is not None:
+            authority.refresh()  # an incremental alter starts from the newest overrides
         overrides = apply_operations(self.dp.topic_overrides(name), configs, incremental)
         try:
             self.dp.logs.default_config.with_overrides(overrides)
@@ -144,10 +159,12 @@ class TopicConfigs:
                                                        f"type=TOPIC, name='{name}'): {exc}") from None
         if validate_only:
             return
+        if authority is not None:
+            authority.store(name, overrides)  # applied and logged here as on every broker
+            return
         try:
             self.dp.set_topic_overrides(name, overrides)
         except OSError as exc:
             raise AlterError(ErrorCode.KAFKA_STORAGE_ERROR, f"Could not persist the configs of topic {name}: "
                                                             f"{exc}") from None
-        pairs = ", ".join(f"{k} -> {v}" for k, v in sorted(overrides.items()))
-        self._log.info(f"Processing override for entityPath: topics/{name} with config: HashMap({pairs})")
+        self._log.info(override_line(name, overrides))

@@ -6,8 +6,10 @@ The controller runs in its own process (``python -m broker.cluster.controller_ma
 Kafka controller at once. Brokers talk to it over a small planewatch registration channel (HTTP/JSON on 127.0.0.1,
 see :mod:`broker.cluster.http`): ``register`` (the ``/brokers/ids/N`` ephemeral node: the answer is the broker epoch,
 a monotonic counter like the czxid, persisted so a restarted controller never reuses one), ``heartbeat`` (the ZK
-session: a broker not heard from for ``session_timeout_ms`` is dead), ``create_topics`` (the broker forwards
-CreateTopics), ``alter_isr`` (the leader's ISR shrink/expand, Kafka 2.x's ZK write) and ``status``.
+session: a broker not heard from for ``session_timeout_ms`` is dead; the answer carries the topic configs' version),
+``create_topics`` (the broker forwards CreateTopics with its configs), ``alter_topic_configs`` / ``topic_configs``
+(``/config/topics/<topic>`` and its change notifications: :mod:`broker.cluster.topic_config_store`), ``alter_isr``
+(the leader's ISR shrink/expand, Kafka 2.x's ZK write) and ``status``.
 
 Every change is an event on one queue processed by one thread (``ControllerEventManager``: metrics
 ``EventQueueSize`` and ``EventQueueTimeMs``), which updates the partition states (pure decisions in
@@ -56,6 +58,7 @@ from broker.cluster.model import (
     leader_and_isr_text,
     remove_from_isr,
 )
+from broker.cluster.topic_config_store import TopicConfigStore, check_overrides
 from broker.controller import BrokerNode, ControllerChannelManager, ControlRequestSender, select_control_endpoint
 from broker.controller.requests import endpoints_of
 from broker.log import validate_topic_name
@@ -184,6 +187,7 @@ class Controller(AdminEvents):
         self.partitions: dict[tuple[str, int], PartitionInfo] = {}
         self.topic_ids: dict[str, str] = {}
         self.reassignments: dict[tuple[str, int], Reassignment] = {}  # in progress (/admin/reassign_partitions)
+        self.topic_configs = TopicConfigStore()  # /config/topics/<topic>
         self.controller_epoch = 0
         self.controller_id = -1
         self._next_broker_epoch = 1
@@ -217,6 +221,7 @@ class Controller(AdminEvents):
             self.partitions[(info.topic, info.partition)] = info
         for d in data.get("reassignments", []):
             self.reassignments[(str(d["topic"]), int(d["partition"]))] = Reassignment.from_json(d)
+        self.topic_configs = TopicConfigStore.from_json(data.get("topic_configs") or {})
 
     def _save(self) -> None:
         data = {"controller_epoch": self.controller_epoch, "next_broker_epoch": self._next_broker_epoch,
@@ -225,7 +230,8 @@ class Controller(AdminEvents):
                 "partitions": [p.to_json() for p in sorted(self.partitions.values(),
                                                            key=lambda p: (p.topic, p.partition))],
                 "reassignments": [{"topic": t, "partition": p, **m.to_json()}
-                                  for (t, p), m in sorted(self.reassignments.items())]}
+                                  for (t, p), m in sorted(self.reassignments.items())],
+                "topic_configs": self.topic_configs.to_json()}
         tmp = self._state_file().with_suffix(".tmp")
         with open(tmp, "w") as fh:
             json.dump(data, fh)
@@ -310,8 +316,26 @@ class Controller(AdminEvents):
         return ErrorCode.NONE
 
     def create_topics(self, topics: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """CreateTopics forwarded by a broker: ``[{name, num_partitions, replication_factor}]`` -> results."""
+        """CreateTopics forwarded by a broker: ``[{name, num_partitions, replication_factor, configs}]`` -> results."""
         return self.call(lambda: [self._create_topic(t) for t in topics], "TopicChange")
+
+    def alter_topic_configs(self, topic: str, overrides: dict[str, str]) -> dict[str, Any]:
+        """A broker's validated alter of a topic's overrides (the whole new set): stored, then announced by the next
+        heartbeats' config version. ``{error_code, error_message, version}``."""
+        def alter() -> dict[str, Any]:
+            if not any(t == topic for t, _ in self.partitions):
+                return {"error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "version": self.topic_configs.version,
+                        "error_message": f"The topic '{topic}' does not exist."}
+            try:
+                check_overrides(overrides)
+            except ValueError as exc:
+                return {"error_code": ErrorCode.INVALID_CONFIG, "version": self.topic_configs.version,
+                        "error_message": f"Invalid config value for resource ConfigResource(type=TOPIC, "
+                                         f"name='{topic}'): {exc}"}
+            version = self.topic_configs.put(topic, overrides)
+            self._save()
+            return {"error_code": ErrorCode.NONE, "error_message": None, "version": version}
+        return self.call(alter)  # Kafka 2.8 writes configs without its controller: no ControllerState
 
     def alter_isr(self, broker_id: int, broker_epoch: int, topic: str, partition: int, leader_epoch: int,
                   isr: list[int]) -> dict[str, Any]:
@@ -324,6 +348,7 @@ class Controller(AdminEvents):
         return self.call(lambda: {
             "controller_id": self.controller_id, "controller_epoch": self.controller_epoch,
             "cached_update_metadata": self.settings.cached_update_metadata, "topic_ids": dict(self.topic_ids),
+            "topic_configs": self.topic_configs.changes_since(0)[1],
             "brokers": {str(b.id): {"epoch": b.epoch, "listeners": {k: list(v) for k, v in b.listeners.items()}}
                         for b in self.brokers.values()},
             "partitions": [p.to_json() for p in sorted(self.partitions.values(),
@@ -527,9 +552,16 @@ class Controller(AdminEvents):
             assignment = assign_replicas(list(self.brokers), n, rf, start_index=start)
         except ValueError as exc:
             return {"name": name, "error_code": ErrorCode.INVALID_REPLICATION_FACTOR, "error_message": str(exc)}
+        configs = {str(k): str(v) for k, v in (spec.get("configs") or {}).items()}
+        try:
+            check_overrides(configs)
+        except ValueError as exc:  # Kafka: InvalidConfigurationException with the ConfigException's message
+            return {"name": name, "error_code": ErrorCode.INVALID_CONFIG, "error_message": str(exc)}
         if spec.get("validate_only"):
             return {"name": name, "error_code": ErrorCode.NONE, "error_message": None}
         self.topic_ids[name] = uuid_to_kafka_string(uuid.uuid4())
+        if configs:  # stored before the replicas are told, so a broker creating a log finds them
+            self.topic_configs.put(name, configs)
         created = [PartitionInfo(name, p, replicas, replicas[0], 0, replicas, 0, self.controller_epoch)
                    for p, replicas in enumerate(assignment)]
         for info in created:

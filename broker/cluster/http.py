@@ -4,10 +4,12 @@ Kafka 2.x brokers register in ZooKeeper; planewatch has no ZooKeeper, so the con
 the brokers need (see :mod:`broker.cluster.controller`)::
 
     POST /register      {"id", "listeners": {name: [host, port]}, "protocols": {name: proto}, "rack"} -> {"epoch"}
-    POST /heartbeat     {"id", "epoch"}                                         -> {"error_code"}
+    POST /heartbeat     {"id", "epoch"}                                -> {"error_code", "config_version"}
     POST /unregister    {"id", "epoch"}  (clean shutdown: the ephemeral node goes at once) -> {"error_code"}
-    POST /create_topics {"topics": [{"name", "num_partitions", "replication_factor", "validate_only"}]}
+    POST /create_topics {"topics": [{"name", "num_partitions", "replication_factor", "configs", "validate_only"}]}
                                                                                 -> {"results": [...]}
+    POST /alter_topic_configs   {"topic", "configs": {name: value}}  -> {"error_code", "error_message", "version"}
+    POST /topic_configs         {"since": version}            -> {"version", "topics": {topic: {name: value}}}
     POST /alter_isr     {"id", "epoch", "topic", "partition", "leader_epoch", "isr"} -> {"error_code", ...}
     POST /create_partitions     {"topics": [{"name", "count", "assignments", "validate_only"}]} -> {"results"}
     POST /elect_leaders         {"election_type", "partitions": [[topic, partition]] | null}    -> {"results"}
@@ -24,15 +26,33 @@ import json
 import threading
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from broker.cluster.controller import Controller
 
-__all__ = ["MAX_BODY_BYTES", "ControllerClient", "ControllerHttpServer"]
+__all__ = ["MAX_BODY_BYTES", "ControllerClient", "ControllerHttpServer", "HeartbeatAnswer", "TopicConfigChanges"]
 
 # A registration-channel request body larger than this is refused (413): the messages are tiny.
 MAX_BODY_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatAnswer:
+    """The controller's answer to a heartbeat: the error code (0 or STALE_BROKER_EPOCH) and the version of the
+    latest topic config change (:mod:`broker.cluster.topic_config_store`)."""
+
+    error_code: int
+    config_version: int
+
+
+@dataclass(frozen=True, slots=True)
+class TopicConfigChanges:
+    """The topic configs changed after a version: the current version and each changed topic's overrides."""
+
+    version: int
+    topics: dict[str, dict[str, str]]
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -78,11 +98,18 @@ class _Handler(BaseHTTPRequestHandler):
             epoch = c.register(int(body["id"]), listeners, protocols, body.get("rack"))
             return {"epoch": epoch, "controller_id": c.controller_id}
         if self.path == "/heartbeat":
-            return {"error_code": c.heartbeat(int(body["id"]), int(body["epoch"]))}
+            # the version read first: a change stored meanwhile is announced by the next heartbeat
+            version = c.topic_configs.version
+            return {"error_code": c.heartbeat(int(body["id"]), int(body["epoch"])), "config_version": version}
         if self.path == "/unregister":
             return {"error_code": c.unregister(int(body["id"]), int(body["epoch"]))}
         if self.path == "/create_topics":
             return {"results": c.create_topics(list(body["topics"]))}
+        if self.path == "/alter_topic_configs":
+            return c.alter_topic_configs(str(body["topic"]), {str(k): str(v) for k, v in body["configs"].items()})
+        if self.path == "/topic_configs":
+            version, topics = c.topic_configs.changes_since(int(body["since"]))
+            return {"version": version, "topics": topics}
         if self.path == "/alter_isr":
             return c.alter_isr(int(body["id"]), int(body["epoch"]), str(body["topic"]), int(body["partition"]),
                                int(body["leader_epoch"]), [int(r) for r in body["isr"]])
@@ -157,7 +184,22 @@ class ControllerClient:
 
     def heartbeat(self, broker_id: int, epoch: int) -> int:
         """Keep the session; the error code (0 or STALE_BROKER_EPOCH)."""
-        return int(self._call("/heartbeat", {"id": broker_id, "epoch": epoch})["error_code"])
+        return self.keep_alive(broker_id, epoch).error_code
+
+    def keep_alive(self, broker_id: int, epoch: int) -> HeartbeatAnswer:
+        """Keep the session; the error code and the topic configs' version."""
+        out = self._call("/heartbeat", {"id": broker_id, "epoch": epoch})
+        return HeartbeatAnswer(int(out["error_code"]), int(out.get("config_version", 0)))
+
+    def alter_topic_configs(self, topic: str, configs: dict[str, str]) -> dict[str, Any]:
+        """Store a topic's new overrides (the whole set) at the controller: ``{error_code, error_message, version}``."""
+        return self._call("/alter_topic_configs", {"topic": topic, "configs": configs})
+
+    def topic_configs(self, since: int) -> TopicConfigChanges:
+        """The overrides of the topics changed after version ``since`` (0: every topic with overrides)."""
+        out = self._call("/topic_configs", {"since": since})
+        topics = {str(t): {str(k): str(v) for k, v in c.items()} for t, c in (out.get("topics") or {}).items()}
+        return TopicConfigChanges(int(out["version"]), topics)
 
     def unregister(self, broker_id: int, epoch: int) -> int:
         """Clean shutdown: leave the cluster now (leaders move without waiting for the session timeout)."""

@@ -7,9 +7,14 @@ KafkaApis + data plane:
   broker epoch (``BrokerState.set_broker_epoch``), then a heartbeat thread keeps the session (a broker whose
   heartbeat is refused as stale re-registers: a bounce the controller sees by the new epoch);
 * replica fetchers (:mod:`broker.fetcher`, ``replica.fetcher.model=locked|async``) as ReplicaManager's fetcher hook;
-* CreateTopics forwarded to the controller (replicated topics; the controller assigns replicas and elects leaders),
-  also ``__consumer_offsets`` at the first group FindCoordinator, as a Kafka broker creates it; so are
-  CreatePartitions, ElectLeaders and the partition reassignments (:mod:`broker.apis.partitions`);
+* CreateTopics forwarded to the controller with its configs (replicated topics; the controller validates the configs,
+  assigns replicas and elects leaders), also ``__consumer_offsets`` at the first group FindCoordinator, as a Kafka
+  broker creates it; so are CreatePartitions, ElectLeaders and the partition reassignments
+  (:mod:`broker.apis.partitions`);
+* topic configs kept equal to the controller's (:mod:`broker.cluster.topic_config_sync`): fetched before
+  registering, on a newer config version in a heartbeat answer and before a LeaderAndIsr creates logs; an
+  AlterConfigs / IncrementalAlterConfigs received here is validated here and stored at the controller, so
+  DescribeConfigs answers the same on every broker and every replica's log honours it;
 * the leader side of the ISR (:class:`IsrManager`): followers' fetch offsets and the time they last caught up are
   observed on the Fetch path; every ``replica.lag.time.max.ms / 2`` the leader shrinks the ISR of lagging followers
   and expands it with caught-up ones through the controller, logging Kafka's ``Shrinking ISR`` / ``Expanding ISR``
@@ -43,6 +48,7 @@ from broker.apis.kafka_apis import Handler, HandlerResult, KafkaApis
 from broker.apis.metadata import OFFSETS_TOPIC
 from broker.apis.partitions import admin_handlers
 from broker.cluster.http import ControllerClient
+from broker.cluster.topic_config_sync import TopicConfigSync, refreshing_before_new_logs
 from broker.config import ConfigException, KafkaConfig, load_config
 from broker.fetcher import ReplicaFetcherManager
 from broker.fetcher.thread import FetchSettings
@@ -233,7 +239,7 @@ class ClusterMember:
 
     def __init__(self, apis: KafkaApis, dp: DataPlane, client: ControllerClient, listeners: dict[str, tuple[str, int]],
                  protocols: dict[str, str], rack: str | None, isr: IsrManager, fetchers: ReplicaFetcherManager,
-                 log4j: Log4j) -> None:
+                 configs: TopicConfigSync, log4j: Log4j) -> None:
         self.apis = apis
         self.dp = dp
         self.client = client
@@ -242,6 +248,7 @@ class ClusterMember:
         self.rack = rack
         self.isr = isr
         self.fetchers = fetchers
+        self.configs = configs
         self._log = log4j.get_logger("kafka.server.KafkaServer", f"[KafkaServer id={apis.state.broker_id}] ")
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._heartbeat, name="controller-heartbeat", daemon=True)
@@ -254,7 +261,8 @@ class ClusterMember:
                        f"{self.apis.state.broker_id} with addresses: {self.listeners}, czxid (broker epoch): {epoch}")
 
     def start(self) -> None:
-        """Register, then heartbeat and maintain ISRs in the background."""
+        """Fetch the topic configs, register, then heartbeat and maintain ISRs in the background."""
+        self.configs.refresh()
         self.register()
         self._thread.start()
         self.isr.start()
@@ -262,9 +270,11 @@ class ClusterMember:
     def _heartbeat(self) -> None:
         while not self._stop.wait(HEARTBEAT_INTERVAL_S):
             try:
-                if self.client.heartbeat(self.apis.state.broker_id, self.apis.state.broker_epoch) != 0:
+                answer = self.client.keep_alive(self.apis.state.broker_id, self.apis.state.broker_epoch)
+                if answer.error_code != ErrorCode.NONE:
                     self._log.warn("The controller expired this broker's session: registering again")
                     self.register()
+                self.configs.observe(answer.config_version)
             except (OSError, ConnectionError) as exc:
                 self._log.warn(f"Heartbeat to the controller failed: {exc}")
 
@@ -307,12 +317,14 @@ def _checkpointed_high_watermarks(settings: LogSettings) -> dict[tuple[str, int]
     return out
 
 
-def _forward_create_topics(client: ControllerClient) -> Handler:
+def _forward_create_topics(client: ControllerClient, configs: TopicConfigSync) -> Handler:
     def handle(request: Request, header: RequestHeader, body: dict[str, Any]) -> HandlerResult:
         del request
         names = Counter(t["name"] for t in body["topics"])
         specs = [{"name": t["name"], "num_partitions": int(t["num_partitions"]),
                   "replication_factor": int(t["replication_factor"]),
+                  "configs": {str(c["name"]): str(c["value"]) for c in t.get("configs") or []
+                              if c.get("value") is not None},
                   "validate_only": bool(body.get("validate_only", False))}
                  for t in body["topics"] if names[t["name"]] == 1]
         try:
@@ -323,7 +335,10 @@ def _forward_create_topics(client: ControllerClient) -> Handler:
         results = [done.get(n) or {"name": n, "error_code": ErrorCode.INVALID_REQUEST,  # named twice, as Kafka
                                    "error_message": f"Create topics request from client contains topic {n} twice"}
                    for n in (t["name"] for t in body["topics"])]
-        status = client.status() if any(r["error_code"] == ErrorCode.NONE for r in results) else {"partitions": []}
+        created = any(r["error_code"] == ErrorCode.NONE for r in results)
+        if created and any(s["configs"] for s in specs) and not body.get("validate_only"):
+            configs.refresh()  # this broker has the new topics' configs before it answers
+        status = client.status() if created else {"partitions": []}
         out = []
         for r in results:
             parts = [p for p in status["partitions"] if p["topic"] == r["name"]]
@@ -433,17 +448,20 @@ def cluster_apis_factory(server: Any) -> KafkaApis:
     server.log4j.set_level("kafka.server.ReplicaFetcherManager", "DEBUG")
     isr = IsrManager(state, dp, client, replication.lag_time_max_ms, server.log4j,
                      register_replica_manager_metrics(server.registry, state, _min_isr(dp)))
-    apis.register(ApiKey.CREATE_TOPICS, _forward_create_topics(client))
+    configs = TopicConfigSync(url, dp, server.log4j)
+    dp.topic_config_authority = configs  # alters are stored at the controller, applied by every broker
+    apis.register(ApiKey.CREATE_TOPICS, _forward_create_topics(client, configs))
     for api_key, handler in admin_handlers(client).items():  # the controller elects, adds partitions, moves replicas
         apis.register(api_key, handler)
     apis.register(ApiKey.FIND_COORDINATOR, _creating_offsets_topic(
         apis.handler(ApiKey.FIND_COORDINATOR), dp, client, GroupSettings.from_config(cfg).offsets_topic_num_partitions))
     apis.register(ApiKey.FETCH, _observing_fetch(apis.handler(ApiKey.FETCH), dp, isr))
-    apis.register(ApiKey.LEADER_AND_ISR, _leader_hw_after_leader_and_isr(apis.handler(ApiKey.LEADER_AND_ISR), dp))
+    apis.register(ApiKey.LEADER_AND_ISR, refreshing_before_new_logs(
+        _leader_hw_after_leader_and_isr(apis.handler(ApiKey.LEADER_AND_ISR), dp), dp, configs))
     listeners = {ep.name: (ep.host, ep.port) for ep in server.advertised_listeners()}
     protocols = {ep.name: ep.security_protocol for ep in server.advertised_listeners()}
     member = ClusterMember(apis, dp, client, listeners, protocols, BrokerSettings.from_config(cfg).rack, isr,
-                           fetchers, server.log4j)
+                           fetchers, configs, server.log4j)
     apis.add_closer(member.close)
     server.cluster_member = member  # main() leaves the cluster before shutting the server down
     member.start()
