@@ -66,28 +66,36 @@ class TopicConfigSync:
         self.version = 0  # the controller's config version applied here
 
     def observe(self, version: int) -> None:
-        """A heartbeat answered the controller's config ``version``: fetch the changes when it is newer."""
+        """A heartbeat answered the controller's config ``version``: fetch the changes when it is newer, unless a
+        fetch is under way (the heartbeat thread never waits for one: the session timeout is a few heartbeats; the
+        next heartbeat asks again)."""
         if version > self.version:
-            self.refresh()
+            self.refresh(wait=False)
 
-    def refresh(self) -> None:
-        """Fetch and apply the topics changed since the applied version; an unreachable controller is logged."""
+    def refresh(self, *, wait: bool = True) -> None:
+        """Fetch and apply the topics changed since the applied version; an unreachable controller is logged.
+        ``wait`` False: return at once when another fetch is under way."""
         try:
-            self.fetch()
+            self.fetch(wait=wait)
         except (OSError, ConnectionError) as exc:
             self._log.warn(f"Could not fetch topic configs from the controller: {exc}")
 
-    def fetch(self) -> None:
-        """Fetch and apply the topics changed since the applied version.
+    def fetch(self, *, wait: bool = True) -> None:
+        """Fetch and apply the topics changed since the applied version (``wait`` False: nothing when another fetch
+        is under way).
 
         Raises:
             OSError, ConnectionError: the controller could not be reached (nothing applied).
         """
-        with self._lock:
+        if not self._lock.acquire(blocking=wait):
+            return
+        try:
             changes = self.client.topic_configs(self.version)
             for topic, overrides in changes.topics.items():
                 self._apply(topic, overrides)
             self.version = max(self.version, changes.version)
+        finally:
+            self._lock.release()
 
     def _apply(self, topic: str, overrides: Mapping[str, str]) -> None:
         if dict(overrides) == self.dp.topic_overrides(topic):

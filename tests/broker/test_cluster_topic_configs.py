@@ -11,17 +11,20 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 
 from broker.apis.config_entries import ConfigSource
+from broker.apis.data_plane import DataPlane
+from broker.apis.topic_configs import AlterError
 from broker.cluster.controller import Controller, ControllerSettings
 from broker.cluster.http import ControllerClient, ControllerHttpServer
 from broker.cluster.launcher import Cluster
 from broker.cluster.topic_config_store import TopicConfigStore
+from broker.cluster.topic_config_sync import TopicConfigSync
 from broker.log4j import Log4j
 from broker.metrics.registry import MetricsRegistry
 from broker.protocol import ApiKey
@@ -99,6 +102,50 @@ def test_controller_stores_announces_and_persists_topic_configs(
     assert client.status()["topic_configs"] == {"t": {"retention.ms": "6000", "segment.bytes": "2000"}}
     restarted = Controller(tmp_path / "state", c.log4j, MetricsRegistry(), ControllerSettings())  # reads the state
     assert restarted.topic_configs.changes_since(0) == (2, {"t": {"retention.ms": "6000", "segment.bytes": "2000"}})
+
+
+class _Overrides:
+    """The two DataPlane methods the sync uses, over a dict (what was applied, in order)."""
+
+    def __init__(self) -> None:
+        self.applied: list[tuple[str, dict[str, str]]] = []
+        self.current: dict[str, dict[str, str]] = {}
+
+    def topic_overrides(self, topic: str) -> dict[str, str]:
+        return dict(self.current.get(topic, {}))
+
+    def set_topic_overrides(self, topic: str, overrides: dict[str, str]) -> None:
+        self.applied.append((topic, dict(overrides)))
+        self.current[topic] = dict(overrides)
+
+
+@pytest.mark.timeout(60)
+def test_sync_applies_changes_once_and_stores_through_the_controller(
+        controller: tuple[Controller, ControllerClient]) -> None:
+    _, client = controller
+    client.register(1, {"PLAINTEXT": ("127.0.0.1", free_port())}, {}, None)
+    client.create_topics([{"name": "t", "num_partitions": 1, "replication_factor": 1,
+                           "configs": {"retention.ms": "5000"}}])
+    dp = _Overrides()
+    sync = TopicConfigSync(client.url, cast(DataPlane, dp), Log4j())
+    sync.observe(1)
+    assert (sync.version, dp.applied) == (1, [("t", {"retention.ms": "5000"})])
+    sync.observe(1)  # nothing newer: no fetch
+    sync.refresh()  # nothing changed since version 1
+    assert len(dp.applied) == 1
+    sync.store("t", {"retention.ms": "6000"})  # stored at the controller, applied here at once
+    assert (sync.version, dp.current["t"]) == (2, {"retention.ms": "6000"})
+    with pytest.raises(AlterError) as info:
+        sync.store("missing", {"retention.ms": "1"})
+    assert info.value.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    client.alter_topic_configs("t", {})  # another broker deleted every override
+    sync.observe(3)
+    assert dp.current["t"] == {}
+    away = TopicConfigSync("http://127.0.0.1:1", cast(DataPlane, dp), Log4j())  # nobody listens on port 1
+    away.refresh()  # logged, nothing applied
+    with pytest.raises(AlterError) as info:
+        away.store("t", {"retention.ms": "1"})
+    assert info.value.code == ErrorCode.NOT_CONTROLLER
 
 
 # ------------------------------------------------------------------------------------------------ the cluster
