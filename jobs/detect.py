@@ -32,7 +32,7 @@ if __name__ == "__main__":  # spark-submit jobs/detect.py: the repository root m
 
 from jobs.io.settings import Settings
 from pipelines.detection.config import DetectionConfig
-from schemas.alerts import AlertType
+from schemas.alerts import METRIC_FORMS, AlertType
 from schemas.tables import (
     ALERTS,
     CONTROL_REQUEST_LATENCY,
@@ -60,15 +60,19 @@ STARTUP_WAIT_S = 120.0
 
 
 def _owned(query: str) -> Callable[[dict[str, Any]], bool]:
-    """Which open alerts a query may update or resolve (CONTROL_REQUEST_QUEUED_BEHIND_DATA has two owners)."""
+    """Which open alerts a query may update or resolve (a type of METRIC_FORMS has its metric form too: the alerts
+    carrying that form's listener are the metric query's)."""
     from pipelines.detection.detectors import LATENCY_TYPES, LOG_TYPES, METRIC_TYPES
 
-    qbd = AlertType.CONTROL_REQUEST_QUEUED_BEHIND_DATA
+    def metric_form(a: dict[str, Any]) -> bool:
+        form = METRIC_FORMS.get(a["type"])
+        return form is not None and a["listener"] == form
+
     if query == "detect_pairing":
-        return lambda a: a["type"] in LATENCY_TYPES
+        return lambda a: a["type"] in LATENCY_TYPES and not metric_form(a)
     if query == "detect_logs":
-        return lambda a: a["type"] in LOG_TYPES and not (a["type"] == qbd and a["listener"] == "data-plane")
-    return lambda a: a["type"] in METRIC_TYPES or (a["type"] == qbd and a["listener"] == "data-plane")
+        return lambda a: a["type"] in LOG_TYPES and not metric_form(a)
+    return lambda a: a["type"] in METRIC_TYPES or metric_form(a)
 
 
 class AlertWriter:

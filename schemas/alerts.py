@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-__all__ = ["OWNERS", "AlertOwner", "AlertStatus", "AlertType", "DetectQuery", "Severity"]
+__all__ = ["METRIC_FORMS", "OWNERS", "AlertOwner", "AlertStatus", "AlertType", "DetectQuery", "Severity"]
 
 
 class AlertType(StrEnum):
@@ -81,20 +81,25 @@ class AlertOwner:
     detectors: tuple[str, ...]
 
 
-_LAT, _MET = "latency_detectors.", "metric_detectors."
+_LAT, _MET, _RM = "latency_detectors.", "metric_detectors.", "request_metrics."
 OWNERS: dict[AlertType, AlertOwner] = {
-    AlertType.DELAYED_LEADER_AND_ISR: AlertOwner(DetectQuery.LATENCY, (_LAT + "detect_delayed_leader_and_isr",)),
+    # Two forms: the log one (pairing) resolves with the latency query; the RequestMetrics one (listener
+    # METRIC_FORMS[type]) with the metric query.
+    AlertType.DELAYED_LEADER_AND_ISR: AlertOwner(
+        DetectQuery.LATENCY,
+        (_LAT + "detect_delayed_leader_and_isr", _RM + "detect_request_metrics_delayed_leader_and_isr")),
     AlertType.LEADER_AND_ISR_NOT_COMPLETED: AlertOwner(
         DetectQuery.LATENCY, (_LAT + "detect_leader_and_isr_not_completed",)),
     AlertType.DELAYED_UPDATE_METADATA: AlertOwner(DetectQuery.LATENCY, (_LAT + "detect_delayed_update_metadata",)),
     AlertType.DELAYED_STOP_REPLICA: AlertOwner(DetectQuery.LATENCY, (_LAT + "detect_delayed_stop_replica",)),
     AlertType.LOCK_CONTENTION: AlertOwner(DetectQuery.LATENCY, (_LAT + "detect_lock_contention",)),
     AlertType.STALE_BROKER_EPOCH: AlertOwner(DetectQuery.LOG, (_LAT + "detect_stale_broker_epoch",)),
-    # Two forms: the request-log one (the request's listener) resolves with the log query; the metric one
-    # (listener 'data-plane') with the metric query.
+    # Two forms: the request-log one (the request's listener) resolves with the log query; the metric ones
+    # (listener METRIC_FORMS[type]) with the metric query.
     AlertType.CONTROL_REQUEST_QUEUED_BEHIND_DATA: AlertOwner(
         DetectQuery.LOG,
-        (_LAT + "detect_control_request_queued_behind_data", _MET + "detect_queue_saturated_without_control_plane")),
+        (_LAT + "detect_control_request_queued_behind_data", _MET + "detect_queue_saturated_without_control_plane",
+         _RM + "detect_request_metrics_queued_behind_data")),
     AlertType.CONTROL_PLANE_QUEUE_BACKLOG: AlertOwner(
         DetectQuery.METRIC, (_MET + "detect_control_plane_queue_backlog",)),
     AlertType.REQUEST_QUEUE_SATURATED: AlertOwner(DetectQuery.METRIC, (_MET + "detect_request_queue_saturated",)),
@@ -106,4 +111,11 @@ OWNERS: dict[AlertType, AlertOwner] = {
     AlertType.METADATA_APPLY_LAG: AlertOwner(DetectQuery.METRIC, (_MET + "detect_metadata_apply_lag",)),
     AlertType.CONTROLLER_EVENT_QUEUE_DELAY: AlertOwner(
         DetectQuery.METRIC, (_MET + "detect_controller_event_queue_delay",)),
+}
+
+# Alert types that one query owns and the metric query also raises from metrics: the listener that marks the metric
+# form (its alerts are the metric query's to update and resolve; the owner query's have another listener).
+METRIC_FORMS: dict[AlertType, str] = {
+    AlertType.CONTROL_REQUEST_QUEUED_BEHIND_DATA: "data-plane",
+    AlertType.DELAYED_LEADER_AND_ISR: "request-metrics",
 }

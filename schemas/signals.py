@@ -36,6 +36,8 @@ class Signal(StrEnum):
     ProcessorIdlePercent = "ProcessorIdlePercent"
     RequestHandlerAvgIdlePercent = "RequestHandlerAvgIdlePercent"
     ControlPlaneRequestHandlerAvgIdlePercent = "ControlPlaneRequestHandlerAvgIdlePercent"
+    BrokerRequestHandlerAvgIdlePercent = "BrokerRequestHandlerAvgIdlePercent"
+    ControllerRequestHandlerAvgIdlePercent = "ControllerRequestHandlerAvgIdlePercent"
     AcceptorBlockedPercent = "AcceptorBlockedPercent"
     ControlPlaneAcceptorBlockedPercent = "ControlPlaneAcceptorBlockedPercent"
     RequestQueueTimeMs = "RequestQueueTimeMs"
@@ -139,6 +141,14 @@ SOURCES: dict[Signal, KafkaMetric] = {
     _S.ControlPlaneRequestHandlerAvgIdlePercent: KafkaMetric(
         _SRV, "KafkaRequestHandlerPool", "ControlPlaneRequestHandlerAvgIdlePercent", "meter", _IDLE_NS,
         "idle time of the control-plane request handler"),
+    # Kafka 4.x (KRaft): one meter per handler pool beside the node-wide RequestHandlerAvgIdlePercent (which a
+    # combined broker+controller node marks from both pools)
+    _S.BrokerRequestHandlerAvgIdlePercent: KafkaMetric(
+        _SRV, "KafkaRequestHandlerPool", "BrokerRequestHandlerAvgIdlePercent", "meter", _IDLE_NS,
+        "idle time of a KRaft broker's request handlers (Kafka 4.x)"),
+    _S.ControllerRequestHandlerAvgIdlePercent: KafkaMetric(
+        _SRV, "KafkaRequestHandlerPool", "ControllerRequestHandlerAvgIdlePercent", "meter", _IDLE_NS,
+        "idle time of a KRaft controller's request handlers (Kafka 4.x)"),
     _S.AcceptorBlockedPercent: KafkaMetric(
         _NET, "Acceptor", "AcceptorBlockedPercent", "meter", "ns blocked (meter Count); rates: fraction 0..1",
         "time the data-plane acceptor waited for a full processor queue (KIP-402; draft name AcceptorIdlePercent)"),

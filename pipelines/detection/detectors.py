@@ -6,7 +6,8 @@ state_change_events + request_events: STALE_BROKER_EPOCH, CONTROL_REQUEST_QUEUED
                                                                     -> log_candidates
 metric windows: CONTROL_PLANE_QUEUE_BACKLOG, REQUEST_QUEUE_SATURATED, ACCEPTOR_BLOCKED,
     NETWORK_PROCESSOR_SATURATED, REQUEST_HANDLER_SATURATED, METADATA_APPLY_LAG, CONTROLLER_EVENT_QUEUE_DELAY,
-    CONTROL_REQUEST_QUEUED_BEHIND_DATA (metric form)                -> metric_candidates
+    CONTROL_REQUEST_QUEUED_BEHIND_DATA and DELAYED_LEADER_AND_ISR (metric forms: RequestQueueSize without a
+    control plane, Kafka's RequestMetrics of the control requests)  -> metric_candidates
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from pipelines.detection import latency_detectors as lat
 from pipelines.detection import metric_detectors as met
+from pipelines.detection import request_metrics as rm
 from schemas.alerts import OWNERS, DetectQuery
 
 if TYPE_CHECKING:
@@ -29,8 +31,8 @@ __all__ = ["LATENCY_TYPES", "LOG_TYPES", "METRIC_TYPES", "latency_candidates", "
 LATENCY_TYPES = tuple(t for t, o in OWNERS.items() if o.query == DetectQuery.LATENCY)
 LOG_TYPES = tuple(t for t, o in OWNERS.items() if o.query == DetectQuery.LOG)
 METRIC_TYPES = tuple(t for t, o in OWNERS.items() if o.query == DetectQuery.METRIC)
-# CONTROL_REQUEST_QUEUED_BEHIND_DATA comes from two inputs: request-log rows (log query) and metric windows
-# (metric query); the two forms are told apart by listener (the request's listener vs 'data-plane').
+# CONTROL_REQUEST_QUEUED_BEHIND_DATA and DELAYED_LEADER_AND_ISR also come from metric windows (metric query); the
+# forms are told apart by listener (schemas.alerts.METRIC_FORMS).
 
 
 def _union(frames: list[DataFrame]) -> DataFrame:
@@ -68,4 +70,6 @@ def metric_candidates(windows: DataFrame, cfg: DetectionConfig) -> DataFrame:
         met.detect_metadata_apply_lag(windows, cfg),
         met.detect_controller_event_queue_delay(windows, cfg),
         met.detect_queue_saturated_without_control_plane(windows, cfg),
+        rm.detect_request_metrics_delayed_leader_and_isr(windows, cfg),
+        rm.detect_request_metrics_queued_behind_data(windows, cfg),
     ])

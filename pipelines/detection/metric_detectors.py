@@ -17,7 +17,10 @@ many spellings of a metric is the parsers' job.
 
 Meter semantics (FACTS.md section 3): RequestHandlerAvgIdlePercent and AcceptorBlockedPercent are Yammer meters in
 NANOSECONDS: MeanRate/OneMinuteRate are fractions 0..1 and Count is cumulative nanoseconds, so over a window the
-fraction is delta(Count) / delta(t) in ns. Some exporters scale ratios to 0..100: values above 1 are divided by 100.
+fraction is the Count's increase over the seconds it was measured, in ns (counter resets skipped, scrape gaps only
+lengthen a step: :func:`_counter_increase`). The jmx_exporter rules most clusters run export only that Count
+(``..._count``, ``..._count_total`` with jmx_exporter 1.x), which the parsers resolve to attribute Count. Some
+exporters scale ratios to 0..100: values above 1 are divided by 100.
 When one window has several attributes of a signal, the most current one wins (OneMinuteRate, Value, Count, ...);
 for the ratio meters a Count with at least two samples wins over all of them (the exact fraction of the window;
 a young meter's OneMinuteRate is 0 until its first 5-second tick).
@@ -30,6 +33,7 @@ from typing import TYPE_CHECKING
 
 from pipelines.detection.common import candidates, level, setting, severity
 from pipelines.detection.config import CONTROL_PLANE_QUEUE_CAPACITY
+from pipelines.detection.request_metrics import REQUEST_METRIC_SIGNALS, request_metric_wanted, series_key
 from schemas.alerts import AlertType
 from schemas.signals import Signal
 
@@ -82,7 +86,9 @@ METRIC_RULES: dict[str, MetricRule] = {r.alert_type: r for r in (
                                                       _S.ControlPlaneNetworkProcessorAvgIdlePercent),
                "avg", "ratio", _S.NetworkProcessorAvgIdlePercent, span=True),
     MetricRule(AlertType.REQUEST_HANDLER_SATURATED, (_S.RequestHandlerAvgIdlePercent,
-                                                    _S.ControlPlaneRequestHandlerAvgIdlePercent),
+                                                    _S.ControlPlaneRequestHandlerAvgIdlePercent,
+                                                    _S.BrokerRequestHandlerAvgIdlePercent,
+                                                    _S.ControllerRequestHandlerAvgIdlePercent),
                "avg", "ratio", _S.RequestHandlerAvgIdlePercent, span=True),
     # Kafka computes last-applied-record-lag-ms when it is read (now - the newest applied record's time): it grows
     # while the broker applies nothing (a stalled controller quorum) and falls the moment a record is applied again,
@@ -93,7 +99,8 @@ METRIC_RULES: dict[str, MetricRule] = {r.alert_type: r for r in (
     MetricRule(AlertType.CONTROLLER_EVENT_QUEUE_DELAY, (_S.EventQueueTimeMs,), "avg", "ms",
                _S.EventQueueTimeMs),
 )}
-DETECTION_SIGNALS: tuple[str, ...] = tuple(sorted({s.value for r in METRIC_RULES.values() for s in r.signals}))
+DETECTION_SIGNALS: tuple[str, ...] = tuple(sorted({s.value for r in METRIC_RULES.values() for s in r.signals}
+                                                  | set(REQUEST_METRIC_SIGNALS)))
 
 # Idle meters (Yammer, ns): a meter that was never marked has Count 0 and every rate 0 (rates only move at the first
 # 5-second tick), which reads as "never idle" for a broker that just (re)started. A live idle meter is never exactly 0
@@ -101,7 +108,9 @@ DETECTION_SIGNALS: tuple[str, ...] = tuple(sorted({s.value for r in METRIC_RULES
 # measured yet" (a Count of 0 is no baseline either: the handlers may have started marking late in the interval);
 # likewise a Count that did not move over a window measures nothing.
 IDLE_METERS: tuple[str, ...] = (_S.RequestHandlerAvgIdlePercent.value,
-                                _S.ControlPlaneRequestHandlerAvgIdlePercent.value)
+                                _S.ControlPlaneRequestHandlerAvgIdlePercent.value,
+                                _S.BrokerRequestHandlerAvgIdlePercent.value,
+                                _S.ControllerRequestHandlerAvgIdlePercent.value)
 METER_ATTRIBUTES = ("count", "meanrate", "oneminuterate", "fiveminuterate", "fifteenminuterate")
 
 # Preferred attribute per window (lower wins): the current rate/percentile over lifetime means.
@@ -111,6 +120,8 @@ NANOS_PER_SECOND = 1e9
 _REQUEST_QUEUE = _S.RequestQueueSize.value
 # Control-plane signals are named so by Kafka (ControlPlaneRequestQueueSize, ControlPlane...IdlePercent).
 _CONTROL_PLANE_PREFIX = "ControlPlane"
+# Kafka 4.x's KRaft controller request handler pool (a controller node's own plane).
+_KRAFT_CONTROLLER_SIGNALS = (_S.ControllerRequestHandlerAvgIdlePercent.value,)
 
 
 def metric_windows(samples: DataFrame, cfg: DetectionConfig) -> DataFrame:
@@ -118,7 +129,8 @@ def metric_windows(samples: DataFrame, cfg: DetectionConfig) -> DataFrame:
     from pyspark.sql import functions as F
 
     src = samples.where(F.col("ts").isNotNull() & F.col("value").isNotNull() & ~F.isnan("value"))
-    src = src.where(F.col("signal").isin(*DETECTION_SIGNALS)).withColumn("sig", F.col("signal"))
+    src = src.where(F.col("signal").isin(*DETECTION_SIGNALS) & request_metric_wanted())
+    src = src.withColumn("sig", series_key())
     unmeasured = F.col("sig").isin(*IDLE_METERS) & F.lower(F.coalesce(F.col("attribute"), F.lit(""))).isin(
         *METER_ATTRIBUTES) & (F.col("value") == 0.0)
     src = src.where(~unmeasured)
@@ -163,27 +175,46 @@ def metric_rollups(samples: DataFrame, watermark_delay_s: float = 60.0) -> DataF
 
 
 def _ratio(stat: str) -> Column:
-    """A window's fraction 0..1: meter rates and gauges as they are (0..100 scaled down); Count from its delta."""
+    """A window's fraction 0..1: meter rates and gauges as they are (0..100 scaled down); Count from its increments
+    (:func:`_counter_increase`)."""
     from pyspark.sql import functions as F
 
     raw = F.col("vmin") if stat == "min" else F.col("vavg")
     direct = F.when(raw > 1.0 + 1e-9, raw / 100.0).otherwise(raw)
-    span_ns = (F.col("last_ts").cast("double") - F.col("first_ts").cast("double")) * NANOS_PER_SECOND
-    delta = F.col("vlast") - F.col("vfirst")
-    from_count = F.when((span_ns > 0) & (delta > 0) & _count_monotonic(), F.least(delta / span_ns, F.lit(1.0)))
+    inc = _counter_increase()
+    from_count = F.when(_count_usable(inc), F.least(inc["inc"] / (inc["secs"] * NANOS_PER_SECOND), F.lit(1.0)))
     return F.when(F.lower(F.coalesce(F.col("attribute"), F.lit(""))) == "count", from_count).otherwise(direct)
 
 
-def _count_monotonic() -> Column:
-    """A cumulative Count that did not restart inside the window: it starts at its minimum and ends at its maximum
-    (a broker restart resets it to 0, e.g. 0 -> 9.7e9 -> 0.5e9 -> 4.8e9, which would read as a low fraction), and
-    all its samples come from one file (a restarted broker writes a new one; its unmarked 0 is dropped, so the
-    values alone can look monotonic across the restart). A file roll inside the window costs the exact fraction
-    for that window only (the rates still count)."""
+def _counter_increase() -> Column:
+    """A cumulative Count's increase over the window and the seconds it was measured over, from its samples in time
+    order (`points`), as Prometheus' increase() reads a counter: every step between consecutive samples where the
+    value did not fall adds its delta and its duration, however long (a scrape gap only lengthens a step). A step
+    where the value fell is a counter reset (the broker restarted, its meter began again at 0): it adds neither,
+    since what the new incarnation counted since its start is not an increase over that step."""
     from pyspark.sql import functions as F
 
-    return ((F.col("vfirst") == F.col("vmin")) & (F.col("vlast") == F.col("vmax"))
-            & F.col("source_min").eqNullSafe(F.col("source_max")))
+    init = F.struct(F.lit(None).cast("double").alias("pv"), F.lit(None).cast("timestamp").alias("pt"),
+                    F.lit(0.0).alias("inc"), F.lit(0.0).alias("secs"))
+
+    def step(acc: Column, p: Column) -> Column:
+        secs = (F.unix_micros(p["ts"]) - F.unix_micros(acc["pt"])).cast("double") / 1e6
+        ok = F.coalesce(acc["pv"].isNotNull() & (secs > 0) & (p["value"] >= acc["pv"]), F.lit(False))
+        return F.struct(p["value"].alias("pv"), p["ts"].alias("pt"),
+                        F.when(ok, acc["inc"] + p["value"] - acc["pv"]).otherwise(acc["inc"]).alias("inc"),
+                        F.when(ok, acc["secs"] + secs).otherwise(acc["secs"]).alias("secs"))
+
+    return F.aggregate(F.col("points"), init, step)
+
+
+def _count_usable(inc: Column) -> Column:
+    """A Count that measured something over the window: it increased over a positive time, and all its samples come
+    from one file (a restarted broker writes a new one; its unmarked 0 is dropped, so the values alone can look
+    like one counter across the restart). A file roll inside the window costs the exact fraction for that window
+    only (the rates still count); a scrape's source (its URL) outlives restarts, which the resets show."""
+    from pyspark.sql import functions as F
+
+    return (inc["secs"] > 0) & (inc["inc"] > 0) & F.col("source_min").eqNullSafe(F.col("source_max"))
 
 
 def _best_attribute(df: DataFrame, keys: list[str], prefer_count: bool = False) -> DataFrame:
@@ -199,8 +230,7 @@ def _best_attribute(df: DataFrame, keys: list[str], prefer_count: bool = False) 
         F.lit(5),
     )
     if prefer_count:
-        usable = (attr == "count") & (F.col("samples") >= 2) & (F.col("last_ts") > F.col("first_ts")) & (
-            F.col("vlast") > F.col("vfirst")) & _count_monotonic()
+        usable = (attr == "count") & (F.col("samples") >= 2) & _count_usable(_counter_increase())
         rank = F.when(usable, F.lit(-1)).otherwise(rank)
     w = Window.partitionBy(*keys).orderBy(rank, F.col("attribute"))
     return df.withColumn("_rank", F.row_number().over(w)).where(F.col("_rank") == 1).drop("_rank")
@@ -209,8 +239,9 @@ def _best_attribute(df: DataFrame, keys: list[str], prefer_count: bool = False) 
 def _plane(c: Column) -> Column:
     from pyspark.sql import functions as F
 
-    return F.when(F.col("sig").startswith(_CONTROL_PLANE_PREFIX), F.lit("control-plane")).otherwise(
-        F.coalesce(c, F.lit("data-plane")))
+    return (F.when(F.col("sig").startswith(_CONTROL_PLANE_PREFIX), F.lit("control-plane"))
+            .when(F.col("sig").isin(*_KRAFT_CONTROLLER_SIGNALS), F.lit("kraft-controller"))
+            .otherwise(F.coalesce(c, F.lit("data-plane"))))
 
 
 def _window_text() -> Column:

@@ -71,6 +71,11 @@ EXACT: dict[str, tuple[str, str]] = {
         Signal.RequestHandlerAvgIdlePercent.value, "MeanRate"),
     "kafka_server_kafkarequesthandlerpool_controlplanerequesthandleravgidle_percent": (
         Signal.ControlPlaneRequestHandlerAvgIdlePercent.value, "MeanRate"),
+    # Kafka 4.x per-pool meters under the same kafka-2_0_0 rule (`...Percent\w*><>MeanRate` -> `..._percent`)
+    "kafka_server_kafkarequesthandlerpool_brokerrequesthandleravgidle_percent": (
+        Signal.BrokerRequestHandlerAvgIdlePercent.value, "MeanRate"),
+    "kafka_server_kafkarequesthandlerpool_controllerrequesthandleravgidle_percent": (
+        Signal.ControllerRequestHandlerAvgIdlePercent.value, "MeanRate"),
 }
 
 ATTRIBUTE_SUFFIXES: dict[str, str] = {
