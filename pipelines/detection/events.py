@@ -38,6 +38,9 @@ PARTITION_SEND_EVENTS = (_E.LEADER_AND_ISR_PARTITION_SENDING, _E.UPDATE_METADATA
 HANDLING_EVENTS = (_E.LEADER_AND_ISR_HANDLING, _E.STOP_REPLICA_HANDLING, _E.BECOME_LEADER_STARTED,
                    _E.BECOME_FOLLOWER_STARTED)
 FINISHED_EVENTS = (_E.LEADER_AND_ISR_FINISHED,)
+# 2.2-2.5 brokers (TRACE) log no summary finish: a request ends with its last per-partition completion line
+PART_DONE_EVENTS = (_E.BECOME_LEADER_COMPLETED, _E.BECOME_FOLLOWER_COMPLETED, _E.LEADER_INFO_CACHED,
+                    _E.PARTITION_DELETED_FROM_CACHE)
 APPLIED_EVENTS = (_E.METADATA_CACHE_UPDATED,)
 RESPONSE_EVENTS = (_E.RESPONSE_RECEIVED,)
 # controller.log `Newly added brokers: .., deleted brokers: 3, bounced brokers: 2, ..`: the controller dropped the
@@ -71,6 +74,7 @@ def classify() -> Column:
         .when(_is(FINISHED_EVENTS), F.lit("finished"))
         .when(_is(HANDLING_EVENTS), F.lit("handling"))
         .when(_is(APPLIED_EVENTS), F.lit("applied"))
+        .when(_is(PART_DONE_EVENTS), F.lit("part_done"))
         .when(_is(RESPONSE_EVENTS), F.lit("response"))
         # the replicaStateChangeLock wait of one request (it names its correlation id); a wait without one is a
         # fetcher's partitionMapLock inside the request being handled (partition_map_lock_waits)
@@ -121,7 +125,7 @@ def pairing_input(state_changes: DataFrame) -> DataFrame:
     )
     # Broker-side lines pair by correlation id: per-partition 2.2-2.5 lines without one (`Handling stop replica
     # (delete=false) for partition t-0`) are not requests. A lock-wait line may omit the request name.
-    needs_corr = F.col("kind").isin("handling", "finished", "applied", "response", "lock_wait")
+    needs_corr = F.col("kind").isin("handling", "finished", "applied", "part_done", "response", "lock_wait")
     return out.where(
         F.col("kind").isNotNull() & F.col("ts").isNotNull() & F.col("broker_id").isNotNull()
         & F.col("controller_id").isNotNull()

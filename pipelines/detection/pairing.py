@@ -37,6 +37,9 @@ Edge cases, each with a flag on the row:
     states): broker lines skip it; it completes with its TRACE response, or (flag `no_broker_line`) when a later
     request on the key is handled.
   * clock skew: a negative send->handling time within MAX_CLOCK_SKEW is clamped to 0, flag `clock_skew`.
+  * 2.2-2.5 brokers (TRACE per-partition lines, no `Finished`): per-partition `Handling`/`Completed ... transition
+    for partition` and `Cached leader info` lines carry the correlation id; the request spans its first line to its
+    last partition's completion (kind `part_done`, which also counts as a completion for in_flight.py).
 """
 
 from __future__ import annotations
@@ -69,10 +72,12 @@ _COMPLETED, _IN_FLIGHT, _NEVER = (LatencyStatus.COMPLETED.value, LatencyStatus.I
 
 
 # Kinds of event the operator understands (events.py maps silver rows onto them).
-KINDS = ("send", "handling", "finished", "applied", "response", "lock_wait", "gone", "heartbeat")
+KINDS = ("send", "handling", "finished", "applied", "part_done", "response", "lock_wait", "gone", "heartbeat")
+# The kinds that show a request completed (PairingState.completes).
+_DONE_KINDS = ("finished", "applied", "part_done", "response")
 # Same-millisecond events of one request sort in this order.
-_KIND_ORDER = {"send": 0, "handling": 1, "lock_wait": 2, "finished": 3, "applied": 3, "response": 4, "gone": 5,
-               "heartbeat": 6}
+_KIND_ORDER = {"send": 0, "handling": 1, "lock_wait": 2, "finished": 3, "applied": 3, "part_done": 3, "response": 4,
+               "gone": 5, "heartbeat": 6}
 
 # One request is in flight per (controller, broker): more than a handful pending means the broker's log is not
 # shipped or the broker is gone; 64 keeps the state small (10,000 brokers x 64 sends) while tolerating bursts.
@@ -355,6 +360,19 @@ class _Key:
         if r["finished_ts"] is None:
             r["finished_ts"], r["status"], r["dirty"] = ev.ts, _COMPLETED, True
 
+    def part_done(self, ev: Event) -> None:
+        """A 2.2-2.5 per-partition completion (`Completed LeaderAndIsr request correlationId C ... for the
+        become-leader transition for partition p`, `Cached leader info ... with correlation id C`): these brokers log
+        no summary finish, so the request spans its first line to its LAST partition's completion. Each such line
+        moves the finish on (the row is updated under the same key); the record stays open for more of them
+        (`parts`) until the watermark passes its latest one by the clock skew."""
+        r = self._broker_record(ev)
+        if r["handling_ts"] is None:  # an UpdateMetadata's first cached partition is its first line
+            r["handling_ts"] = ev.ts
+        if r["finished_ts"] is None or ev.ts > r["finished_ts"]:
+            r["finished_ts"], r["status"], r["dirty"] = ev.ts, _COMPLETED, True
+        r["parts"] = True
+
     def lock_wait(self, ev: Event) -> None:
         r = self._find(ev.request, ev.correlation_id, ev.controller_epoch)
         if r is not None:
@@ -428,6 +446,8 @@ class _Key:
                 r["status"], r["dirty"] = _NEVER, True
             if r["finished_ts"] is not None:  # a late Sending line may still attach while the watermark allows
                 done = r["sent_ts"] is not None or _start(r) + self.p.max_skew_ms < watermark
+                if r.get("parts"):  # more per-partition completions of the request may follow
+                    done = done and r["finished_ts"] + self.p.max_skew_ms < watermark
             elif r["status"] == _COMPLETED:  # answered per the controller; broker lines may still refine it
                 done = _start(r) + self.p.timeout_ms < watermark
             else:
@@ -462,7 +482,7 @@ def step(state: PairingState, events: list[Event], watermark_ms: int, params: Pa
             continue
         state.seen[content] = ev.ts
         getattr(k, ev.kind)(ev)
-        if ev.kind in ("finished", "applied", "response"):
+        if ev.kind in _DONE_KINDS:
             state.last_done = ev.ts if state.last_done is None else max(state.last_done, ev.ts)
             if ev.request is not None and ev.request not in state.completes:
                 state.completes.append(ev.request)
