@@ -46,6 +46,8 @@ __all__ = ["ENGINE_BYTES", "ENGINE_ROWS", "OUTPUT_DDL", "FilesOutcome", "engine_
 ENGINE_ROWS = 100_000
 # ... and at most this many bytes of records (a chunk of multi-megabyte lines stays bounded).
 ENGINE_BYTES = 64 * 1024 * 1024
+# polars threads in an executor's Python worker (read by polars when the worker first imports it).
+POLARS_THREADS_PER_TASK = 1
 # kind: file (name = table, path, rows) | route (name = parser route, rows) | rule (name = `<table>|<expectation>`)
 OUTPUT_DDL = "kind string, name string, path string, rows long"
 # The characters Spark escapes in a partition directory's value (ExternalCatalogUtils.charToEscape), as %XX.
@@ -127,6 +129,8 @@ def _task(batches: Iterator[pa.RecordBatch], family: str, suites: Mapping[str, S
           pending: Mapping[str, str], cluster_tz: str) -> Iterator[pa.RecordBatch]:
     import pyarrow as pa
 
+    # One polars thread per task: Spark already runs a task per core, more threads only add contention.
+    os.environ.setdefault("POLARS_MAX_THREADS", str(POLARS_THREADS_PER_TASK))
     raw_table = RAW_TABLES[family]
     outputs = {name: _TableFiles(t, pending[name])
                for name, t in [(raw_table.name, raw_table), *[(t.name, t) for t in ROUTE_TABLES[family].values()],
@@ -182,8 +186,12 @@ def engine_files(bronze: DataFrame, family: str, suites: Mapping[str, Suite] | N
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         return _task(batches, family, suites, batch_id, targets, cluster_tz)
 
+    # One task per core, each reading its share of the source pieces in turn: a batch of many small files (a scrape
+    # each) otherwise pays a task's fixed cost (scheduling, Python worker hand-over, open Parquet files, an engine
+    # run) per file, and writes as many small files per table.
+    tasks = bronze.sparkSession.sparkContext.defaultParallelism
     outcome = FilesOutcome()
-    for row in bronze.mapInArrow(run, OUTPUT_DDL).collect():
+    for row in bronze.coalesce(tasks).mapInArrow(run, OUTPUT_DDL).collect():
         kind, name, rows = row["kind"], row["name"], int(row["rows"])
         if kind == "file":
             outcome.files.setdefault(name, []).append(row["path"])
