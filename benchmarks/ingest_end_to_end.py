@@ -167,40 +167,10 @@ def polars_path(log: Path, table: str) -> float:
     return time.perf_counter() - t0
 
 
-CORES = 2  # the machine the issue's targets are for (local[2])
-
-
-def tree_cpu_seconds() -> float:
-    """CPU seconds (user + system, reaped children included) of this process and every descendant (the Spark JVM,
-    its Python workers): what a run costs whatever else the shared machine runs meanwhile (Linux /proc)."""
-    stats: dict[int, tuple[int, float]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            text = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = text.rsplit(")", 1)[1].split()
-        ticks = sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
-        stats[int(entry)] = (int(fields[1]), ticks / os.sysconf("SC_CLK_TCK"))
-    mine, total = {os.getpid()}, 0.0
-    changed = True
-    while changed:
-        changed = False
-        for pid, (ppid, _) in stats.items():
-            if ppid in mine and pid not in mine:
-                mine.add(pid)
-                changed = True
-    for pid in mine:
-        total += stats.get(pid, (0, 0.0))[1]
-    return total
-
-
-def rate(lines: int, wall: float, cpu: float) -> str:
-    """`lines` in `wall` seconds and `cpu` CPU seconds, as lines/s and as lines/s on CORES idle cores."""
-    return (f"{lines / wall:,.0f} lines/s; CPU {cpu * 1e6 / lines:.1f} us/line = {CORES * lines / cpu:,.0f} lines/s "
-            f"on {CORES} idle cores")
+def rate(lines: int, wall: float) -> str:
+    """`lines` in `wall` seconds as lines/s, with the machine's load then (a shared machine: compare runs of the same
+    moment). CPU seconds of the process tree are not given: workers that Spark ends take theirs with them."""
+    return f"{lines / wall:,.0f} lines/s (load {os.getloadavg()[0]:.1f})"
 
 
 def _count(path: str) -> int:
@@ -307,26 +277,20 @@ def main(argv: list[str] | None = None) -> int:
         for run in range(1 + args.warm_runs):
             # the first run pays the session's first jobs (JIT, Python workers); later ones are warm
             label = "fresh" if run == 0 else f"warm {run}"
-            cpu = tree_cpu_seconds()
             el, n_raw, n_silver = _ingest_logs(spark, tmp, f"lake{run}", 128 * 1024 * 1024, None)
-            cpu = tree_cpu_seconds() - cpu
             print(
                 f"spark ingest {label} (bronze+silver+quarantine+dq, quality on): {el:.1f} s, "
-                f"{rate(args.lines, el, cpu)} (raw {n_raw:,}, silver {n_silver:,}; load {os.getloadavg()[0]:.1f})"
+                f"{rate(args.lines, el)} (raw {n_raw:,}, silver {n_silver:,})"
             )
         if args.driver_path:
             el, _, n_silver = _ingest_logs(spark, tmp, "dlake", DRIVER_BATCH_BYTES, 20_000)
             print(f"driver path (3 MiB micro-batches, parsed and committed by the driver): {el:.1f} s, "
                   f"{args.lines / el:,.0f} lines/s (silver {n_silver:,})")
         if not args.skip_baselines:
-            cpu = tree_cpu_seconds()
             t_re = python_re_loop(log, str(tmp / "re_table"))
-            cpu = tree_cpu_seconds() - cpu
-            print(f"python re loop -> delta-rs (silver only): {t_re:.1f} s, {rate(args.lines, t_re, cpu)}")
-            cpu = tree_cpu_seconds()
+            print(f"python re loop -> delta-rs (silver only): {t_re:.1f} s, {rate(args.lines, t_re)}")
             t_pl = polars_path(log, str(tmp / "polars_table"))
-            cpu = tree_cpu_seconds() - cpu
-            print(f"polars -> write_delta (silver only): {t_pl:.1f} s, {rate(args.lines, t_pl, cpu)}")
+            print(f"polars -> write_delta (silver only): {t_pl:.1f} s, {rate(args.lines, t_pl)}")
         if args.metric_lines:
             mroot = tmp / "metrics-input"
             write_metrics(mroot, args.metric_lines)
@@ -335,11 +299,11 @@ def main(argv: list[str] | None = None) -> int:
                  "sources": {"files": {"path": str(mroot), "max_bytes_per_batch": 128 * 1024 * 1024}}},
                 "bench",
             )  # fmt: skip
-            t, cpu = time.perf_counter(), tree_cpu_seconds()
+            t = time.perf_counter()
             run_pipeline(spark, sm, families=("metrics",), detection=False)
-            el, cpu = time.perf_counter() - t, tree_cpu_seconds() - cpu
+            el = time.perf_counter() - t
             n = _count(str(tmp / "mlake" / "metric_samples"))
-            print(f"spark metrics ingest: {el:.1f} s, {rate(args.metric_lines, el, cpu)} (metric_samples {n:,})")
+            print(f"spark metrics ingest: {el:.1f} s, {rate(args.metric_lines, el)} (metric_samples {n:,})")
         if not args.skip_latency:
             lat = latency(spark, tmp)
             print(
