@@ -92,6 +92,11 @@ class DetectionConfig:
     # Pairing: a sent (or started) control request with no finish after this much event time is never_completed.
     # 120 s: four times the controller's 30 s request timeout, and longer than any healthy LeaderAndIsr we saw.
     never_completed_timeout_s: float = 120.0
+    # Alert on a control request while it is still running (pipelines.detection.in_flight). Off by default: event
+    # time is one watermark over every cluster and source of the pipeline, so a request whose controller stopped or
+    # failed over (a whole-cluster stop, a controller election) looks "still running" while other clusters move event
+    # time on, and would raise a false DELAYED_* alert. On is right for a pipeline watching one cluster.
+    in_flight_alerts: bool = False
     # Watermark delay on silver event time: how late (out of order) an event may arrive and still count. (Live
     # scrapes stamp their samples at once while a busy file ingest reads log lines later: on an overloaded machine
     # some Handling lines arrived more than 10 s late and were dropped. 30 s kept them but held the last windows'
@@ -163,6 +168,10 @@ class DetectionConfig:
                         _num(f"{where}.thresholds.{type_}.critical", levels.get("critical", old.critical)),
                         old.below,
                     )
+            elif key == "in_flight_alerts":
+                if not isinstance(value, bool):
+                    raise DetectionConfigError(f"{where}.in_flight_alerts must be true or false")
+                values[key] = value
             elif key == "control_plane_listeners":
                 if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
                     raise DetectionConfigError(f"{where}.control_plane_listeners must be a list of names")

@@ -172,7 +172,7 @@ def pairing_params(cfg: DetectionConfig) -> PairingParams:
     """The operator's limits from the detection config: the never-completed timeout, the clock skew, and the levels
     at which a request still running is reported (its alert type's warning and critical levels)."""
     levels = {}
-    for request, alert_type in IN_FLIGHT_ALERTS.items():
+    for request, alert_type in IN_FLIGHT_ALERTS.items() if cfg.in_flight_alerts else ():
         t = cfg.threshold(alert_type)
         levels[request.value] = (int(t.warning), int(t.critical))
     return PairingParams(timeout_ms=int(cfg.never_completed_timeout_s * 1000),

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pyarrow as pa
 import pytest
 
-from pipelines.detection.config import DetectionConfig
+from pipelines.detection.config import DetectionConfig, DetectionConfigError
 from pipelines.detection.detectors import latency_candidates, metric_candidates
 from pipelines.detection.lifecycle import Candidate, apply_lifecycle
 from pipelines.detection.metric_detectors import metric_windows
@@ -20,7 +20,7 @@ from schemas.tables import CONTROL_REQUEST_LATENCY, METRIC_SAMPLES, STATE_CHANGE
 
 pytestmark = pytest.mark.spark
 
-CFG = DetectionConfig()
+CFG = DetectionConfig(in_flight_alerts=True)
 P = pairing_params(CFG)
 T0 = datetime(2024, 5, 10, 9, 0, tzinfo=UTC)
 BASE = int(T0.timestamp() * 1000)
@@ -131,3 +131,11 @@ def test_one_scrape_shipped_twice_is_not_a_sustained_condition(spark):
             for source in ("a.prom", "b.prom")]
     df = spark.createDataFrame(rows, METRIC_SAMPLES.to_spark())
     assert metric_candidates(metric_windows(df, CFG), CFG).count() == 0
+
+
+def test_in_flight_alerts_are_off_by_default_and_switched_on_by_the_config():
+    assert pairing_params(DetectionConfig()).in_flight_ms == {}
+    on = DetectionConfig.from_mapping({"in_flight_alerts": True})
+    assert pairing_params(on).in_flight_ms["LeaderAndIsr"] == (5000, 30000)
+    with pytest.raises(DetectionConfigError, match="in_flight_alerts must be true or false"):
+        DetectionConfig.from_mapping({"in_flight_alerts": "yes"})

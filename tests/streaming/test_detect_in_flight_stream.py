@@ -34,7 +34,7 @@ SEND = ("[Controller id=1 epoch=4] Sending LeaderAndIsr request to broker 3 with
 
 def test_stuck_leader_and_isr_alerts_while_in_flight_and_its_finish_updates_that_alert(spark, tmp_path):
     lake = tmp_path / "lake"
-    settings = settings_for(tmp_path, watermark_delay_s=5)
+    settings = settings_for(tmp_path, watermark_delay_s=5, in_flight_alerts=True)
     first = [
         line(0.000, SEND),
         line(0.004, "[Broker id=3] Handling LeaderAndIsr request correlationId 7 from controller 1 for 1 partitions"),
