@@ -396,9 +396,11 @@ MESSAGES: tuple[Message, ...] = (
     _m(Event.FETCHER_REMOVED, "Removed fetcher for partitions ",
        r"Removed fetcher for partitions (?:Set|HashSet)\((?P<count_csv>.*)\)", "fetcher", "2.2+"),
     # ---- controller.log (KafkaController.onBrokerChange, 2.2-3.x ZK): a deleted or bounced broker's queued control
-    # requests are dropped with its RequestSendThread (target_brokers = the deleted ones; bounced ones in the text)
+    # requests are dropped with its RequestSendThread (target_brokers = the deleted ones, else the bounced ones: a
+    # bounced broker's old RequestSendThread and its queue go too; a line naming both keeps the deleted ones)
     _m(Event.BROKER_CHANGE, "Newly added brokers: ",
-       r"Newly added brokers: [0-9, ]*, deleted brokers: (?P<target_brokers>[0-9, ]*), bounced brokers: [0-9, ]*, "
+       r"Newly added brokers: [0-9, ]*, deleted brokers: (?P<target_brokers>[0-9, ]*), "
+       r"bounced brokers: (?P<target_brokers__bounced>[0-9, ]*), "
        r"all live brokers: [0-9, ]*", "controller", "2.2+"),
     # controller.log (KafkaController.elect, 2.2-3.x ZK): a new controller epoch; the previous controller's queued
     # requests died with it

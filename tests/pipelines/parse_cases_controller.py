@@ -451,6 +451,18 @@ CONTROLLER_CASES: list[Case] = [
         event="broker_change",
         kafka_format="2.2+",
     ),
+    st(  # a bounce alone: the bounced broker's queued requests went with its old RequestSendThread
+        "INFO",
+        "Controller id=3",
+        "Newly added brokers: , deleted brokers: , bounced brokers: 2, all live brokers: 1,2,3",
+        logger="kafka.controller.KafkaController",
+        broker=3,
+        controller_id=3,
+        role="controller",
+        target_brokers="2",
+        event="broker_change",
+        kafka_format="2.2+",
+    ),
     st(
         "INFO",
         "Controller id=2",
