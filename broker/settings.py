@@ -70,7 +70,8 @@ class SettingsView:
 
     @classmethod
     def _build(cls, values: _Declared) -> Self:
-        raise NotImplementedError
+        """The view's fields in :attr:`KEYS` order (views whose fields derive from several keys override this)."""
+        return cls(*(values[key] for key in cls.KEYS))
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> Self:
@@ -132,10 +133,6 @@ class NetworkSettings(SettingsView):
     socket_request_max_bytes: int
     connections_max_idle_ms: int
     request_timeout_ms: int
-
-    @classmethod
-    def _build(cls, values: _Declared) -> NetworkSettings:
-        return cls(*(values[key] for key in cls.KEYS))
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,10 +220,6 @@ class DataPlaneSettings(SettingsView):
     default_replication_factor: int
     num_io_threads: int
 
-    @classmethod
-    def _build(cls, values: _Declared) -> DataPlaneSettings:
-        return cls(*(values[key] for key in cls.KEYS))
-
 
 @dataclass(frozen=True, slots=True)
 class GroupSettings(SettingsView):
@@ -241,10 +234,6 @@ class GroupSettings(SettingsView):
     offset_metadata_max_bytes: int
     initial_rebalance_delay_ms: int = GROUP_INITIAL_REBALANCE_DELAY_MS
     offsets_topic_num_partitions: int = OFFSETS_TOPIC_NUM_PARTITIONS
-
-    @classmethod
-    def _build(cls, values: _Declared) -> GroupSettings:
-        return cls(*(values[key] for key in cls.KEYS))
 
 
 @dataclass(frozen=True, slots=True)
