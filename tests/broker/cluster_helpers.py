@@ -10,8 +10,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from broker.cluster.http import ControllerClient
+from broker.cluster.controller import Controller, ControllerSettings
+from broker.cluster.http import ControllerClient, ControllerHttpServer
 from broker.cluster.launcher import Cluster, ClusterSpec
+from broker.log4j import Log4j
+from broker.metrics.registry import MetricsRegistry
 from broker.protocol import decode_response, encode_request
 
 T = TypeVar("T")
@@ -27,6 +30,22 @@ def running_cluster(directory: Path, **spec: Any) -> Iterator[Cluster]:
         yield cluster
     finally:
         cluster.stop()
+
+
+@contextmanager
+def running_controller(directory: Path) -> Iterator[tuple[Controller, ControllerClient]]:
+    """An in-process cluster controller with its HTTP server on 127.0.0.1 and a client to it; stopped on exit."""
+    log4j = Log4j().configure(directory / "logs", controller_log=True)
+    c = Controller(directory / "state", log4j, MetricsRegistry(), ControllerSettings(session_timeout_ms=60_000))
+    c.start()
+    http = ControllerHttpServer(c)
+    http.start()
+    try:
+        yield c, ControllerClient(f"http://127.0.0.1:{http.port}", timeout_s=10)
+    finally:
+        http.shutdown()
+        c.shutdown()
+        log4j.close()
 
 
 def status(cluster: Cluster) -> dict[str, Any]:

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from broker.cluster.controller import Controller, ControllerSettings
-from broker.cluster.http import ControllerClient, ControllerHttpServer
-from broker.log4j import Log4j
-from broker.metrics.registry import MetricsRegistry
+from broker.cluster.controller import Controller
+from broker.cluster.http import ControllerClient
+from tests.broker.cluster_helpers import running_controller
 from tests.broker.data_plane_helpers import free_port
 
 pytestmark = pytest.mark.timeout(60)
@@ -23,18 +22,9 @@ pytestmark = pytest.mark.timeout(60)
 @pytest.fixture
 def controller(tmp_path: Path) -> Iterator[tuple[Controller, ControllerClient]]:
     before = set(threading.enumerate())
-    log4j = Log4j().configure(tmp_path / "logs", controller_log=True)
-    c = Controller(tmp_path / "state", log4j, MetricsRegistry(), ControllerSettings(session_timeout_ms=60_000))
-    c.start()
-    http = ControllerHttpServer(c)
-    http.start()
-    try:
-        yield c, ControllerClient(f"http://127.0.0.1:{http.port}", timeout_s=10)
-    finally:
-        http.shutdown()
-        c.shutdown()
-        log4j.close()
-        assert not [t.name for t in set(threading.enumerate()) - before if t.is_alive() and not t.daemon]
+    with running_controller(tmp_path) as running:
+        yield running
+    assert not [t.name for t in set(threading.enumerate()) - before if t.is_alive() and not t.daemon]
 
 
 def _listeners() -> dict[str, tuple[str, int]]:

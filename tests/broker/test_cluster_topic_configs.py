@@ -21,7 +21,7 @@ from broker.apis.config_entries import ConfigSource
 from broker.apis.data_plane import DataPlane
 from broker.apis.topic_configs import AlterError
 from broker.cluster.controller import Controller, ControllerSettings
-from broker.cluster.http import ControllerClient, ControllerHttpServer
+from broker.cluster.http import ControllerClient
 from broker.cluster.launcher import Cluster
 from broker.cluster.topic_config_store import TopicConfigStore
 from broker.cluster.topic_config_sync import TopicConfigSync
@@ -29,7 +29,14 @@ from broker.log4j import Log4j
 from broker.metrics.registry import MetricsRegistry
 from broker.protocol import ApiKey
 from broker.protocol.error_codes import ErrorCode
-from tests.broker.cluster_helpers import control_request, partition, running_cluster, status, wait_for
+from tests.broker.cluster_helpers import (
+    control_request,
+    partition,
+    running_cluster,
+    running_controller,
+    status,
+    wait_for,
+)
 from tests.broker.data_plane_helpers import free_port
 
 CALL_TIMEOUT_S = 30.0
@@ -59,17 +66,8 @@ def test_store_versions_changes_and_persisted_form() -> None:
 
 @pytest.fixture
 def controller(tmp_path: Path) -> Iterator[tuple[Controller, ControllerClient]]:
-    log4j = Log4j().configure(tmp_path / "logs", controller_log=True)
-    c = Controller(tmp_path / "state", log4j, MetricsRegistry(), ControllerSettings(session_timeout_ms=60_000))
-    c.start()
-    http = ControllerHttpServer(c)
-    http.start()
-    try:
-        yield c, ControllerClient(f"http://127.0.0.1:{http.port}", timeout_s=10)
-    finally:
-        http.shutdown()
-        c.shutdown()
-        log4j.close()
+    with running_controller(tmp_path) as running:
+        yield running
 
 
 @pytest.mark.timeout(60)
