@@ -35,7 +35,6 @@ __all__ = [
     "metric_series_sql",
     "parse_evidence",
     "plan_buckets",
-    "read_only_sql",
     "rows",
 ]
 
@@ -302,27 +301,6 @@ def latest_metrics_sql(table: str, newest: datetime, signals: Sequence[str] = KE
         f"AND signal IN ({names}) AND broker_id >= 0 "  # -1: a controller process, not a broker
         'GROUP BY "cluster", broker_id, signal, attribute, listener'
     )
-
-
-# First keywords of statements that only read.
-READ_ONLY_KEYWORDS = frozenset({"SELECT", "WITH", "EXPLAIN", "VALUES", "DESCRIBE", "SHOW"})
-
-
-def read_only_sql(sql: str) -> str:
-    """The statement without comments and trailing semicolon, if it is ONE read-only statement; else ValueError.
-
-    DataFusion over delta-rs providers cannot write anyway; this refuses DDL/DML early with a clear message.
-    """
-    text = re.sub(r"--[^\n]*", " ", sql)
-    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S).strip().rstrip(";").strip()
-    if not text:
-        raise ValueError("empty query")
-    if ";" in re.sub(r"'(?:[^']|'')*'", "''", text):
-        raise ValueError("one statement at a time")
-    first = text.split(None, 1)[0].upper()
-    if first not in READ_ONLY_KEYWORDS:
-        raise ValueError(f"read-only: {first} statements are not allowed (use SELECT, WITH, EXPLAIN, ...)")
-    return text
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

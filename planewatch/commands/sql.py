@@ -1,4 +1,4 @@
-"""`planewatch sql`: read-only DataFusion SQL over the lake's Delta tables, registered by name (delta-rs)."""
+"""`planewatch sql`: DataFusion SQL over the lake's Delta tables by name; only reads run (api.readonly_sql)."""
 
 from __future__ import annotations
 
@@ -48,37 +48,40 @@ def _print_table(columns: list[str], rows: list[dict[str, Any]]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run one query; 0 on success, 2 on bad input (the reason on stderr)."""
+    """Run one query that only reads (see api.readonly_sql); 0 on success, 2 on bad or refused input."""
     if (args.query is None) == (args.file is None):
         print("planewatch sql: give the SQL as an argument or with --file (one of them)", file=sys.stderr)
         return 2
     sql = args.query if args.query is not None else args.file.read_text()
-    from api.panels import tables_in
-    from api.queries import read_only_sql, rows
-    from api.store import LakeStore, TableUnavailable
+    from deltalake import DeltaTable
 
+    from api.panels import tables_in
+    from api.queries import rows
+    from api.readonly_sql import NotReadOnly, SqlError, read_only_session, run_read_only
+
+    if not sql.strip():
+        print("planewatch sql: empty query", file=sys.stderr)
+        return 2
+    tables: dict[str, DeltaTable] = {}
+    missing: list[str] = []
+    for name in tables_in(sql):
+        try:
+            tables[name] = DeltaTable(str(args.lake / name))
+        except Exception:  # TableNotFoundError, a log mid-write: the table cannot be read now
+            missing.append(name)
+    if missing:
+        print(f"planewatch sql: no table {', '.join(missing)} under {args.lake}", file=sys.stderr)
+        return 2
+    limit = max(0, min(args.max_rows, MAX_ROWS))
     try:
-        text = read_only_sql(sql)
-    except ValueError as e:
+        result, more = run_read_only(read_only_session(tables), sql, limit)
+    except NotReadOnly as e:
+        print(f"planewatch sql: refused, read-only: {e}; nothing was run", file=sys.stderr)
+        return 2
+    except SqlError as e:
         print(f"planewatch sql: {e}", file=sys.stderr)
         return 2
-    store = LakeStore(args.lake, query_timeout_s=3600)
-    try:
-        names = tables_in(text)
-        present = [n for n in names if store.exists(n)]
-        missing = sorted(set(names) - set(present))
-        if missing:
-            print(f"planewatch sql: no table {', '.join(missing)} under {args.lake}", file=sys.stderr)
-            return 2
-        try:
-            result = store.query(text, present, cache=False)
-        except TableUnavailable as e:
-            print(f"planewatch sql: {e.reason}", file=sys.stderr)
-            return 2
-    finally:
-        store.close()
-    limit = max(0, min(args.max_rows, MAX_ROWS))
-    data = rows(result.slice(0, limit))
+    data = rows(result)
     columns = result.column_names
     if args.format == "json":
         for r in data:
@@ -90,6 +93,6 @@ def run(args: argparse.Namespace) -> int:
             w.writerow(["" if r[c] is None else _cell(r[c]) for c in columns])
     else:
         _print_table(columns, data)
-    if result.num_rows > limit:
-        print(f"planewatch sql: printed the first {limit} of {result.num_rows} rows (--max-rows)", file=sys.stderr)
+    if more:
+        print(f"planewatch sql: printed the first {limit} rows; the query has more (--max-rows)", file=sys.stderr)
     return 0
