@@ -12,6 +12,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 
+from api.public_paths import scrub_text
 from api.push import AlertPusher
 from api.routes import alertmanager, alerts, brokers, cluster, control_requests, dashboard, docs, health
 from api.settings import Settings, get_settings
@@ -58,11 +59,13 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
 
 
 async def _unavailable(request: Request, exc: Exception) -> JSONResponse:
+    """503 for a table that cannot be read now; the body names files relative to the lake (api.public_paths)."""
     assert isinstance(exc, TableUnavailable)
     log.info("%s %s: %s", request.method, request.url.path, exc)
+    lake = request.app.state.store.lake
     return JSONResponse(
         status_code=503,
-        content={"detail": str(exc), "table": exc.table, "reason": exc.reason},
+        content={"detail": scrub_text(str(exc), lake), "table": exc.table, "reason": scrub_text(exc.reason, lake)},
         headers={"Retry-After": "5"},
     )
 

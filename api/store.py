@@ -327,9 +327,15 @@ class LakeStore:
                 raise TableUnavailable(name, _reason(e)) from e
 
     def info(self, name: str, time_column: str | None) -> TableInfo:
-        """Version, last commit time, newest event time (from file statistics) and row count of a table."""
+        """Version, last commit time, newest event time (from file statistics) and row count of a table.
+
+        A snapshot table is available only when its snapshot can be served, as its endpoints need: a readable log
+        whose data files are missing or corrupt is unavailable here exactly when those endpoints answer 503.
+        """
         try:
             h = self._handle(name)
+            if name in SNAPSHOT_TABLES:
+                self.snapshot(name)
             actions = self.add_actions(name)
             with h.lock:
                 hist = h.table.history(1)

@@ -12,6 +12,7 @@ from fastapi import APIRouter, HTTPException, Path, Query, Response
 from api.deps import StoreDep, TokenGuard, bad_param
 from api.models import AlertPublic, AlertsPublic
 from api.params import DEFAULT_LIMIT, MAX_BROKER_ID, MAX_LIMIT, NAME_PATTERN, utc
+from api.public_paths import scrub_text, scrub_value
 from api.queries import AlertFilter, CursorError, decode_cursor, filter_alerts, parse_evidence, rows
 from schemas.alerts import AlertStatus, Severity
 from schemas.tables import ALERTS
@@ -22,10 +23,13 @@ TYPE_PATTERN = r"^[A-Z][A-Z0-9_]{0,63}$"
 ID_PATTERN = r"^[A-Za-z0-9_.:\-]{1,200}$"
 
 
-def to_public(row: dict[str, Any]) -> AlertPublic:
-    """An alerts-table row as the API shows it (evidence parsed)."""
+def to_public(row: dict[str, Any], lake: str) -> AlertPublic:
+    """An alerts-table row as the API shows it: evidence parsed, file paths in it and in the summary relative to
+    the lake or cut to their last parts (detection writes the absolute path of a line's log file as `source`)."""
     row = dict(row)
-    row["evidence"] = parse_evidence(row.get("evidence"))
+    row["evidence"] = scrub_value(parse_evidence(row.get("evidence")), lake)
+    if isinstance(row.get("summary"), str):
+        row["summary"] = scrub_text(row["summary"], lake)
     return AlertPublic.model_validate(row)
 
 
@@ -65,7 +69,7 @@ def list_alerts(
 
     def answer(snap: pa.Table) -> bytes:
         page, count, next_cursor = filter_alerts(snap, f, position, min(limit, MAX_LIMIT))
-        body = AlertsPublic(data=[to_public(r) for r in rows(page)], count=count, next_cursor=next_cursor)
+        body = AlertsPublic(data=[to_public(r, store.lake) for r in rows(page)], count=count, next_cursor=next_cursor)
         return body.model_dump_json().encode()
 
     content = store.memo(ALERTS.name, ("list", f, position, min(limit, MAX_LIMIT)), answer)
@@ -79,4 +83,4 @@ def get_alert(store: StoreDep, alert_id: Annotated[str, Path(pattern=ID_PATTERN)
     hit = snap.filter(pc.fill_null(pc.equal(snap["alert_id"], alert_id), False))
     if hit.num_rows == 0:
         raise HTTPException(status_code=404, detail=f"no alert {alert_id}")
-    return to_public(rows(hit.slice(0, 1))[0])
+    return to_public(rows(hit.slice(0, 1))[0], store.lake)

@@ -9,6 +9,7 @@ from fastapi import APIRouter
 
 from api.deps import SettingsDep, StoreDep
 from api.models import HealthPublic, TableHealth
+from api.public_paths import scrub_text
 from schemas.tables import ALERTS, CONTROL_REQUEST_LATENCY, METRIC_ROLLUPS_1M, METRIC_SAMPLES
 
 router = APIRouter(tags=["health"])
@@ -43,7 +44,7 @@ def health(store: StoreDep, settings: SettingsDep) -> HealthPublic:
                 commit_age_s=commit_age,
                 data_age_s=data_age,
                 keeping_up=info.available and commit_age is not None and commit_age <= settings.stale_after_s,
-                error=info.error,
+                error=None if info.error is None else scrub_text(info.error, store.lake),
             )
         )
     available = [t for t in tables if t.available]
