@@ -33,6 +33,7 @@ if __name__ == "__main__":  # spark-submit jobs/detect.py: the repository root m
 from jobs.io.settings import Settings
 from pipelines.detection.config import DetectionConfig
 from schemas.alerts import METRIC_FORMS, AlertType
+from schemas.events import LatencyStatus
 from schemas.tables import (
     ALERTS,
     CONTROL_REQUEST_LATENCY,
@@ -206,6 +207,10 @@ class PairingBatch:
             cands = _candidates_list(latency_candidates(rows, fetch, self.cfg))
         t3 = time.perf_counter()
         n = self.alerts.write(cands, watermark, batch_id)
+        evicted = pc.sum(pc.equal(tbl["status"], LatencyStatus.EVICTED.value)).as_py() if tbl.num_rows else 0
+        if evicted:  # the rows are in control_request_latency with that status: this says the bound was reached
+            log.warning("detect_pairing batch %d: %d open request(s) evicted by pairing's state bound (status %s)",
+                        batch_id, evicted, LatencyStatus.EVICTED.value)
         log.info("detect_pairing batch %d: %d request row(s), %d candidate(s), %d alert row(s); pairing %.0f ms, "
                  "latency merge %.0f ms, detectors %.0f ms, alerts %.0f ms", batch_id, tbl.num_rows, len(cands), n,
                  (t1 - t0) * 1e3, (t2 - t1) * 1e3, (t3 - t2) * 1e3, (time.perf_counter() - t3) * 1e3)

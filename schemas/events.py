@@ -32,6 +32,9 @@ class LatencyStatus(StrEnum):
     IN_FLIGHT = "in_flight"
     #: sent (or started) and not finished within the timeout
     NEVER_COMPLETED = "never_completed"
+    #: still open when the pairing state's bound for its key was reached (pipelines.detection.pairing
+    #: MAX_PENDING_SENDS / MAX_OPEN_RECORDS): emitted as seen so far and no longer tracked; its outcome is unknown
+    EVICTED = "evicted"
 
 
 class Event(StrEnum):

@@ -279,7 +279,7 @@ CONTROL_REQUEST_LATENCY = Table(
         _c("processing_ms", "double", "handling to finished"),
         _c("lock_wait_ms", "double", "elapsed - (finished - handling)"),
         _c("partitions", "int"),
-        _c("status", "string", "completed | in_flight | never_completed"),
+        _c("status", "string", "completed | in_flight | never_completed | evicted"),
         _c("pairing", "string", "correlation_id | order"),
         _c("updated_at", "timestamp"),
         _c("request_key", "string", "stable request id (MERGE key): hash of cluster, controller, broker, anchor"),

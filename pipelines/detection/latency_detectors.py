@@ -134,7 +134,12 @@ def detect_leader_and_isr_not_completed(latency: DataFrame, cfg: DetectionConfig
     Requests dropped by a broker restart or superseded by a controller failover are excused (flags). So is a request
     whose controller was replaced before the timeout: a controller with a higher epoch was elected in the cluster
     (controller.log `N successfully elected as the controller. Epoch incremented to E`; in ZK mode the old
-    controller's queued requests die with it, and its key never sees the new epoch, so pairing cannot flag it)."""
+    controller's queued requests die with it, and its key never sees the new epoch, so pairing cannot flag it).
+
+    An `evicted` request (pairing stopped tracking it at its state bound) is not a never-completed one: its outcome is
+    unknown, not a failure the broker showed, and the request the broker is stuck on is never the one evicted, so a
+    stuck broker still raises this alert; an evicted row raises none (a backfill of a controller log whose broker log
+    is not shipped yet would otherwise raise one per request)."""
     from pyspark.sql import functions as F
 
     rows = latency.where(

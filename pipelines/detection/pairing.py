@@ -10,12 +10,22 @@ broker lines always do (`Handling LeaderAndIsr request correlationId 17 from con
 the send line itself.
 
 `PairingState` is all a key remembers between micro-batches, bounded:
-  * `sends`    pending controller sends not yet matched (at most MAX_PENDING_SENDS; the oldest is dropped and
-               counted on overflow, which only happens when broker logs are missing);
+  * `sends`    pending controller sends not yet matched (at most MAX_PENDING_SENDS);
   * `records`  requests seen on the broker side (or completed by the controller's response) that may still change:
                an open handling, or a finished request that a late `Sending` line may still attach to
                (kept while the watermark allows such a line to arrive; at most MAX_OPEN_RECORDS);
   * `seen`     content keys of recent events, so a line shipped twice is counted once (evicted by the watermark).
+
+Bounds never lose a row. A batch's events are folded in event-time order, so in a backfill (a day of requests per
+broker in one batch, where the watermark cannot expire anything) each request is paired and resolved long before
+thousands more arrive. When a bound is reached, resolved records (completed, never completed) leave first, oldest
+first, emitted if they changed: a resolved record is kept only so a late line can still refine it, and one that
+thousands of later requests have passed gets no such line. Only a request still OPEN beyond the bound is evicted: it
+is emitted with status `evicted` (outcome unknown: planewatch stopped tracking it, the broker did not fail it) and
+counted in `PairingState.evicted`. Pending sends overflow only when the broker's lines are missing or far behind
+(its log not shipped yet, or the broker stuck with the controller still queueing); the oldest pending send a broker
+line can answer is never the one evicted: it is the request the broker is (or should be) working on, the one the
+in-flight and never-completed reports are about.
 
 `step()` folds a batch of events into the state and returns the latency rows that changed. A request is
 emitted as `completed` the moment its finish is seen (not at watermark expiry: with --once/availableNow the last
@@ -67,8 +77,8 @@ __all__ = [
 ]
 
 # control_request_latency statuses (schemas.events.LatencyStatus) as the plain strings the state holds
-_COMPLETED, _IN_FLIGHT, _NEVER = (LatencyStatus.COMPLETED.value, LatencyStatus.IN_FLIGHT.value,
-                                  LatencyStatus.NEVER_COMPLETED.value)
+_COMPLETED, _IN_FLIGHT, _NEVER, _EVICTED = (LatencyStatus.COMPLETED.value, LatencyStatus.IN_FLIGHT.value,
+                                            LatencyStatus.NEVER_COMPLETED.value, LatencyStatus.EVICTED.value)
 
 
 # Kinds of event the operator understands (events.py maps silver rows onto them).
@@ -81,8 +91,10 @@ _KIND_ORDER = {"send": 0, "handling": 1, "lock_wait": 2, "finished": 3, "applied
 
 # One request is in flight per (controller, broker): more than a handful pending means the broker's log is not
 # shipped or the broker is gone; 64 keeps the state small (10,000 brokers x 64 sends) while tolerating bursts.
+# Beyond it a pending send is evicted: emitted with status `evicted` and counted, never dropped silently.
 MAX_PENDING_SENDS = 64
-# Broker-side requests still open or awaiting a late Sending line; the same reasoning bounds them.
+# Broker-side requests still open or awaiting a late Sending line; the same reasoning bounds them. Resolved ones
+# leave first when it is reached (emitted), so only an open request is ever evicted.
 MAX_OPEN_RECORDS = 64
 # Recent event content keys kept for duplicate suppression (evicted by the watermark first).
 MAX_SEEN = 512
@@ -125,7 +137,8 @@ class PairingState:
     sends: list[dict[str, Any]] = field(default_factory=list)
     records: list[dict[str, Any]] = field(default_factory=list)
     seen: dict[str, int] = field(default_factory=dict)
-    dropped: int = 0
+    # open requests evicted by MAX_PENDING_SENDS / MAX_OPEN_RECORDS (each emitted with status `evicted`)
+    evicted: int = 0
     duplicates: int = 0
     # event time the latest request on this key finished: a send queued behind it left the controller only then
     last_done: int | None = None
@@ -144,7 +157,9 @@ class PairingState:
         if not text:
             return cls()
         raw = json.loads(text)
-        return cls(raw["sends"], raw["records"], {k: int(v) for k, v in raw["seen"].items()}, raw["dropped"],
+        # `dropped`: the name the eviction count had in state written before evicted requests were emitted
+        evicted = int(raw.get("evicted", raw.get("dropped", 0)))
+        return cls(raw["sends"], raw["records"], {k: int(v) for k, v in raw["seen"].items()}, evicted,
                    raw.get("duplicates", 0), raw.get("last_done"), raw.get("burst"), raw.get("completes", []))
 
     def next_deadline(self, p: PairingParams) -> int | None:
@@ -307,9 +322,7 @@ class _Key:
         self.st.sends.append({"ts": ev.ts, "request": ev.request, "corr": ev.correlation_id,
                               "epoch": ev.controller_epoch, "partitions": ev.partitions,
                               "anchor": anchor, "burst": ev.detail is not None, "silent": silent})
-        if len(self.st.sends) > MAX_PENDING_SENDS:
-            self.st.sends.pop(0)
-            self.st.dropped += 1
+        self._bound_sends()
 
     def _broker_record(self, ev: Event) -> dict[str, Any]:
         r = self._find(ev.request, ev.correlation_id, ev.controller_epoch)
@@ -321,10 +334,38 @@ class _Key:
             r["anchor"] = s["anchor"]
             self._attach_send(r, s, ev.ts)
         self.st.records.append(r)
-        if len(self.st.records) > MAX_OPEN_RECORDS:
-            self.st.records.pop(0)
-            self.st.dropped += 1
+        self._bound_records(r)
         return r
+
+    # --- bounds --------------------------------------------------------------------------------------------
+    def _bound_sends(self) -> None:
+        """At most MAX_PENDING_SENDS pending sends: the oldest one other than the head (the oldest a broker line can
+        answer) is evicted, emitted with status `evicted` and counted."""
+        sends = self.st.sends
+        while len(sends) > MAX_PENDING_SENDS:
+            by_age = sorted(sends, key=lambda s: int(s["ts"]))
+            head = next((s for s in by_age if not s.get("silent")), None)
+            victim = next(s for s in by_age if s is not head)
+            sends.remove(victim)
+            self._resolve_send(victim, _EVICTED, None)
+            self.st.evicted += 1
+
+    def _bound_records(self, current: dict[str, Any]) -> None:
+        """At most MAX_OPEN_RECORDS records (`current`, the one being built, stays): the oldest resolved record
+        leaves (emitted if it changed); when every record is still open, the oldest but one (the oldest is the one
+        the broker works on) is evicted instead, emitted with status `evicted` and counted."""
+        recs = self.st.records
+        while len(recs) > MAX_OPEN_RECORDS:
+            others = sorted((r for r in recs if r is not current), key=_start)
+            resolved = [r for r in others if r["status"] != _IN_FLIGHT]
+            victim = resolved[0] if resolved else others[1]
+            recs.remove(victim)
+            if not resolved:
+                victim["status"], victim["dirty"] = _EVICTED, True
+                self.st.evicted += 1
+            if victim["dirty"]:
+                victim["dirty"] = False
+                self.out.append(dict(victim))
 
     def handling(self, ev: Event) -> None:
         # The broker handles one control request at a time: an older open handling on this key was abandoned.
@@ -387,6 +428,7 @@ class _Key:
             if s is not None:
                 self._attach_send(r, s, ev.ts)
             self.st.records.append(r)
+            self._bound_records(r)
         elif r["sent_ts"] is None:
             s = self._take_send(ev.request, None, None, ev.ts, broker_side=False)
             if s is not None:
@@ -429,8 +471,12 @@ class _Key:
         self.out.append(r)
 
     def _expire_send(self, s: dict[str, Any], flag: str | None) -> None:
+        self._resolve_send(s, _NEVER, flag)
+
+    def _resolve_send(self, s: dict[str, Any], status: str, flag: str | None) -> None:
+        """Emit a pending send (already removed from the state) as a request row of `status`."""
         r = {**_new_record(Event("send", s["ts"], s["request"], s["corr"], s["epoch"], s["partitions"]), s["anchor"]),
-             "sent_ts": s["ts"], "status": _NEVER}
+             "sent_ts": s["ts"], "status": status}
         if flag:
             r["flags"].append(flag)
         r["flags"] += s.get("flags", [])
@@ -486,8 +532,9 @@ def step(state: PairingState, events: list[Event], watermark_ms: int, params: Pa
             state.last_done = ev.ts if state.last_done is None else max(state.last_done, ev.ts)
             if ev.request is not None and ev.request not in state.completes:
                 state.completes.append(ev.request)
-    while len(state.seen) > MAX_SEEN:  # evict the oldest content keys first
-        del state.seen[min(state.seen, key=state.seen.__getitem__)]
+    if len(state.seen) > MAX_SEEN:  # evict the oldest content keys first (one sort: a backfill brings thousands)
+        for key in sorted(state.seen, key=state.seen.__getitem__)[:len(state.seen) - MAX_SEEN]:
+            del state.seen[key]
     # before the timeout: a request the watermark carried past both is reported in flight and then never completed
     # in ONE row (one row per request and batch: the MERGE takes one source row per key)
     in_flight.mark(state, params, watermark_ms)

@@ -200,9 +200,11 @@ def test_out_of_order_within_batch_and_clock_skew():
 def test_state_is_bounded_and_serialisable():
     st = PairingState()
     evs = [Event("send", i, "UpdateMetadata", None, 1, 1) for i in range(MAX_PENDING_SENDS + 10)]
-    step(st, evs, 0, P)
+    out = rows(step(st, evs, 0, P))
     assert len(st.sends) == MAX_PENDING_SENDS
-    assert st.dropped == 10
+    assert st.evicted == 10
+    # the head (sent at 0) stays; the next ten are emitted `evicted`, not dropped
+    assert [(r["sent_ts"], r["status"]) for r in out] == [(i, "evicted") for i in range(1, 11)]
     again = PairingState.from_json(st.to_json())
     assert again == st
 

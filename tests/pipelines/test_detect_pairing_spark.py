@@ -98,3 +98,54 @@ def test_reference_trace_burst_is_one_request_and_a_deleted_broker_drops_its_sen
         ("LeaderAndIsr", 3, 2.0, 2, "completed", None),
         ("UpdateMetadata", None, None, 2, "never_completed", "broker_gone"),
     ]
+
+
+def _stamp(ms: int) -> str:
+    t = dt.datetime(2021, 3, 2, tzinfo=dt.UTC) + dt.timedelta(milliseconds=ms)
+    return t.strftime("%Y-%m-%d %H:%M:%S,") + f"{t.microsecond // 1000:03d}"
+
+
+def backfill_day(brokers: tuple[int, ...], unshipped: int, slow: tuple[int, int]) -> str:
+    """A day of 2.7+ INFO state-change logs: a LeaderAndIsr to each broker every 30 s, each taking 20 ms but `slow`
+    (broker, correlation id), which takes 20 s; broker `unshipped`'s own log is missing (controller lines only)."""
+    lines = []
+    for b in (*brokers, unshipped):
+        for i in range(BACKFILL_REQUESTS):
+            sent = i * 30_000 + b
+            work = 20_000 if (b, i) == slow else 20
+            lines.append(f"[{_stamp(sent)}] INFO [Controller id=1 epoch=9] Sending LeaderAndIsr request to broker {b} "
+                         "with 1 become-leader and 0 become-follower partitions (state.change.logger)")
+            if b == unshipped:
+                continue
+            lines.append(f"[{_stamp(sent + 5)}] INFO [Broker id={b}] Handling LeaderAndIsr request correlationId {i} "
+                         "from controller 1 for 1 partitions (state.change.logger)")
+            lines.append(f"[{_stamp(sent + 5 + work)}] INFO [Broker id={b}] Finished LeaderAndIsr request in "
+                         f"{work + 1}ms correlationId {i} from controller 1 for 1 partitions (state.change.logger)")
+    return "\n".join(lines)
+
+
+BACKFILL_REQUESTS = 2_880  # one every 30 s for a day, per broker
+
+
+def test_a_days_backfill_in_one_batch_gives_every_request_its_row_and_its_alert(spark):
+    from pipelines.detection.detectors import latency_candidates
+    from pipelines.detection.pairing import MAX_PENDING_SENDS
+
+    df = spark.createDataFrame(silver("bf", backfill_day((2,), 4, slow=(2, 1_000))), STATE_CHANGE_EVENTS.to_spark())
+    latency = pair_requests(pairing_input(df), DetectionConfig()).persist()
+    try:
+        got = [r.asDict() for r in latency.collect()]
+        shipped = [r for r in got if r["broker_id"] == 2]
+        assert sorted(r["correlation_id"] for r in shipped) == list(range(BACKFILL_REQUESTS))
+        assert {(r["status"], r["pairing"], r["queue_ms"]) for r in shipped} == {("completed", "order", 5.0)}
+        assert {r["correlation_id"]: r["end_to_end_ms"] for r in shipped if r["end_to_end_ms"] > 25} == {1_000: 20_005.0}
+        # the broker whose log is missing: beyond the bound its sends are emitted `evicted` (the newest 64 wait)
+        unshipped = [r for r in got if r["broker_id"] == 4]
+        assert len(unshipped) == BACKFILL_REQUESTS - MAX_PENDING_SENDS
+        assert {r["status"] for r in unshipped} == {"evicted"}
+        # the slow request raises its alert; evicted requests (outcome unknown) raise none
+        empty = spark.createDataFrame([], STATE_CHANGE_EVENTS.to_spark())
+        alerts = [(c["type"], c["broker_id"]) for c in latency_candidates(latency, empty, DetectionConfig()).collect()]
+        assert alerts == [("DELAYED_LEADER_AND_ISR", 2)]
+    finally:
+        latency.unpersist()
