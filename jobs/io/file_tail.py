@@ -6,9 +6,15 @@ Theory of operation:
   `state-change.log.2024-05-10-09` (same inode, so reading continues where it stopped and nothing is read twice)
   and creates a new `state-change.log` (new inode, read from 0). A short fingerprint of the file's first bytes
   guards against a deleted file's inode being reused by a new one.
+* `list_files()` walks the tree (directory symlinks followed, each directory once) and takes regular files only:
+  every other entry (symlink loop, dangling link, FIFO, socket, device, unreadable file) is skipped with a reason
+  (jobs.io.entries) and never opened, so no entry can block or crash the walk.
 * `plan()` (driver) turns the offsets of the previous batch into the offsets of the next: for each file, up to the
-  last complete line within the batch's byte budget. A partial last line waits for its newline; a line with no
-  newline for `MAX_PARTIAL_LINE_BYTES` is taken anyway (capped) so a file can never stall the stream.
+  last complete line within the batch's byte budget. A partial last line waits for its newline, except that the
+  last line of a file that will not grow (a scrape answer, a rotated log: `paths.is_finished`) is read once the
+  file has settled, and a growing file's once it has not changed for `tail_quiet_s`. A line with no newline for
+  `MAX_PARTIAL_LINE_BYTES` is taken anyway (capped) so a file can never stall the stream. Each file's entry keeps
+  its size and mtime, so the bytes not read yet are accounted for (jobs.io.file_accounting).
 * `split()` cuts each file's byte range into pieces of `SPLIT_BYTES` so several executors share a big file.
   `read_piece()` (executor) reads the lines that START in its piece (the Hadoop line-split rule), joins
   continuation lines (stack traces) into their record, caps huge lines and yields pyarrow RecordBatches.
@@ -22,18 +28,23 @@ import datetime as dt
 import logging
 import os
 import re
+import time
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from jobs.io.paths import FileInfo, describe
+from jobs.io.entries import NotRegularFile, entry_problem, open_regular
+from jobs.io.paths import FileInfo, classify_name, describe, ignored_name, is_finished
 
 __all__ = [
+    "DEFAULT_TAIL_QUIET_S",
     "MAX_LINE_BYTES",
     "OUTPUT_SCHEMA_DDL",
     "Piece",
+    "Planned",
     "buffer_records",
+    "list_files",
     "pack",
     "plan",
     "read_piece",
@@ -48,6 +59,18 @@ log = logging.getLogger(__name__)
 MAX_LINE_BYTES = 256 * 1024
 # A line without a newline for this long is taken as a record anyway (a writer that never ends its line).
 MAX_PARTIAL_LINE_BYTES = 16 * 1024 * 1024
+# A growing file's last line without a newline is read once the file has not changed for this many seconds
+# (sources.files.tail_quiet_s). Kafka's log4j appenders write each event whole and flush it (immediateFlush), so a
+# partial line that stays for seconds belongs to a writer that stopped; the margin covers block-buffered writers
+# and slow file systems. A line completed after it was read this way continues as a record of its own.
+DEFAULT_TAIL_QUIET_S = 30.0
+# A finished file's (a scrape answer, a rotated log) last line without a newline is read once the file has not
+# changed for this many seconds: writing one scrape answer in place (curl -o, a copy) takes milliseconds, and a
+# file caught mid-write must not lose the rest of its last line.
+FINISHED_SETTLE_S = 2.0
+# At most this many skipped entries (path and reason) are listed in an offset, which Spark writes to the checkpoint
+# every batch; the count covers them all.
+MAX_SKIPPED_LISTED = 1000
 # Pieces of this size are read by separate tasks.
 SPLIT_BYTES = 8 * 1024 * 1024
 # A piece reads at most this far past its end to finish the record (continuation lines) that started in it.
@@ -127,25 +150,100 @@ def _next_newline(fh: Any, lo: int, hi: int) -> int:
     return -1
 
 
-def list_files(root: str, family: str, cluster: str | None, default_cluster: str) -> list[tuple[str, FileInfo]]:
-    """Input files of `family` under `root` (a file or a directory), oldest first (rotated files before current)."""
-    if os.path.isfile(root):
-        info = describe(os.path.dirname(root), root, cluster, default_cluster)
-        return [(root, info)] if info and info.family == family else []
+@dataclass(frozen=True)
+class Planned:
+    """The offsets of the next batch (`files`, JSON-able) and the entries skipped as not regular files: up to
+    MAX_SKIPPED_LISTED of them as {path: reason}, and how many there were in all."""
+
+    files: dict[str, dict[str, Any]]
+    skipped: dict[str, str]
+    skipped_total: int
+
+
+def _unlisted(skipped: dict[str, str]) -> Any:
+    def onerror(exc: OSError) -> None:
+        skipped[str(exc.filename)] = f"unreadable directory: {exc.strerror or exc}"
+
+    return onerror
+
+
+def _walk_dirs(dirpath: str, dirs: list[str], walked: dict[tuple[int, int], str], skipped: dict[str, str]) -> None:
+    """Keep in `dirs` the subdirectories to walk: not hidden, and each directory (by device and inode) once; a
+    symlink to a directory walked already is skipped with its reason (a loop, or a second link)."""
+    keep: list[str] = []
+    for d in sorted(dirs):
+        if d.startswith((".", "_")):
+            continue
+        path = os.path.join(dirpath, d)
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue  # gone since it was listed
+        ident = (st.st_dev, st.st_ino)
+        seen_as = walked.get(ident)
+        if seen_as is None:
+            walked[ident] = path
+            keep.append(d)
+        elif os.path.islink(path):
+            target = os.path.realpath(path)
+            here = os.path.realpath(dirpath)
+            if os.path.commonpath([target, here]) == target:
+                skipped[path] = "symlink loop (links to a directory above it)"
+            else:
+                skipped[path] = f"symlink to a directory already read as {seen_as}"
+    dirs[:] = keep
+
+
+def list_files(root: str, family: str, cluster: str | None, default_cluster: str
+               ) -> tuple[list[tuple[str, FileInfo]], dict[str, str]]:
+    """Input files of `family` under `root` (a file or a directory), oldest first (rotated files before current),
+    and the entries skipped as not regular files, {path: reason}: those whose name says `family`, or nothing.
+
+    Nothing but a regular file is ever opened; a directory reached twice (through a symlink) is walked once, the
+    first path in walk order (sorted names, top-down) naming its files.
+    """
     found: list[tuple[float, str, FileInfo]] = []
-    for dirpath, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
-        for name in files:
-            path = os.path.join(dirpath, name)
-            info = describe(root, path, cluster, default_cluster)
-            if info is None or info.family != family:
-                continue
-            try:
+    skipped: dict[str, str] = {}
+
+    def consider(base: str, path: str) -> None:
+        name = os.path.basename(path)
+        if ignored_name(name):
+            return
+        by_name = classify_name(name)
+        if by_name is not None and by_name[0] != family:
+            return  # the other family's query reports it
+        try:
+            problem = entry_problem(path)
+            info = None if problem else describe(base, path, cluster, default_cluster)
+            if info is not None and info.family == family:
                 found.append((os.stat(path).st_mtime, path, info))
-            except FileNotFoundError:
-                continue
+        except FileNotFoundError:
+            return  # gone since it was listed (a rotated log deleted)
+        except NotRegularFile as exc:
+            problem = exc.reason
+        except OSError as exc:
+            problem = f"unreadable: {exc.strerror or exc}"
+        if problem is not None:
+            skipped[path] = problem
+
+    if os.path.isdir(root):
+        top = os.stat(root)
+        walked = {(top.st_dev, top.st_ino): root}
+        for dirpath, dirs, files in os.walk(root, onerror=_unlisted(skipped), followlinks=True):
+            _walk_dirs(dirpath, dirs, walked, skipped)
+            for name in files:
+                consider(root, os.path.join(dirpath, name))
+    elif os.path.lexists(root):
+        consider(os.path.dirname(root), root)
     found.sort(key=lambda t: (t[0], t[1]))
-    return [(p, i) for _, p, i in found]
+    return [(p, i) for _, p, i in found], skipped
+
+
+def _tail_settled(path: str, info: FileInfo, mtime: float, now: float, tail_quiet_s: float) -> bool:
+    """Whether a file's last line without a newline is complete: the file will not grow and has settled, or it
+    has not changed for tail_quiet_s."""
+    age = now - mtime
+    return age >= (FINISHED_SETTLE_S if is_finished(os.path.basename(path), info) else tail_quiet_s)
 
 
 def plan(
@@ -155,21 +253,31 @@ def plan(
     max_bytes: int,
     cluster: str | None = None,
     default_cluster: str = "default",
-) -> dict[str, dict[str, Any]]:
-    """The next offsets: {"<dev>:<ino>": {path, from, offset, size, fp, cluster, broker_id, kind}} (JSON-able).
+    *,
+    now: float | None = None,
+    tail_quiet_s: float = DEFAULT_TAIL_QUIET_S,
+) -> Planned:
+    """The next offsets: {"<dev>:<ino>": {path, from, offset, size, mtime, deferred, fp, cluster, broker_id, kind}}.
 
     [from, offset) is the byte range of the batch for that file: `from` is the previous offset, or 0 for a new
-    file (or one whose inode now belongs to a different file).
+    file (or one whose inode now belongs to a different file). `deferred`: bytes after `offset` wait for a later
+    batch's budget (not for a newline). `now` (wall-clock seconds, compared with mtimes) defaults to the clock.
 
-    `offset` is always just after a newline (or a capped partial line); the total advance is <= max_bytes,
-    except that one line longer than the budget is always taken whole so the stream progresses.
+    `offset` is always just after a newline, a capped partial line, or a settled file's last line (see
+    _tail_settled); the total advance is <= max_bytes, except that one line longer than the budget is always taken
+    whole so the stream progresses.
     """
+    now = time.time() if now is None else now
     out: dict[str, dict[str, Any]] = {}
     budget = max_bytes
-    for path, info in list_files(root, family, cluster, default_cluster):
+    files, skipped = list_files(root, family, cluster, default_cluster)
+    for path, info in files:
         try:
-            fh = open(path, "rb")  # noqa: SIM115 - closed by the `with` below
-        except OSError:
+            fh = open_regular(path)
+        except FileNotFoundError:
+            continue  # gone since it was listed
+        except (NotRegularFile, OSError) as exc:
+            skipped[path] = exc.reason if isinstance(exc, NotRegularFile) else f"unreadable: {exc.strerror or exc}"
             continue
         with fh:
             st = os.fstat(fh.fileno())
@@ -182,26 +290,37 @@ def plan(
             if prev is not None and _same_file(fh, prev.get("fp", "")) and st.st_size >= int(prev["offset"]):
                 offset = int(prev["offset"])
             end = offset
+            deferred = st.st_size > offset and budget <= 0
             if st.st_size > offset and budget > 0:
-                hi = min(st.st_size, offset + budget)
+                size = st.st_size
+                hi = min(size, offset + budget)
                 end = _last_newline(fh, offset, hi)
-                if end < 0 and hi < st.st_size:  # one line longer than the budget: take it whole
-                    end = _next_newline(fh, hi, min(st.st_size, offset + MAX_PARTIAL_LINE_BYTES))
-                if end < 0 and st.st_size - offset >= MAX_PARTIAL_LINE_BYTES:
+                if end < 0 and hi < size:  # one line longer than the budget: take it whole
+                    end = _next_newline(fh, hi, min(size, offset + MAX_PARTIAL_LINE_BYTES))
+                # After `end` (or from `offset`, when no line ends) up to the file's end: one unterminated line
+                unterminated = (end < 0 or hi == size) and end < size
+                if (unterminated and size - max(end, offset) < MAX_PARTIAL_LINE_BYTES
+                        and _tail_settled(path, info, st.st_mtime, now, tail_quiet_s)):
+                    end = size  # the last line, without its newline
+                elif end < 0 and size - offset >= MAX_PARTIAL_LINE_BYTES:
                     end = offset + MAX_PARTIAL_LINE_BYTES  # a writer that never ends its line
                 end = max(end, offset)
                 budget -= end - offset
+                deferred = end < size and (hi < size or end - offset >= MAX_PARTIAL_LINE_BYTES)
             out[key] = {
                 "path": path,
                 "offset": end,
                 "size": st.st_size,
+                "mtime": st.st_mtime,
+                "deferred": deferred,
                 "fp": fp,
                 "from": offset,
                 "cluster": info.cluster,
                 "broker_id": info.broker_id,
                 "kind": info.kind,
             }
-    return out
+    listed = dict(sorted(skipped.items())[:MAX_SKIPPED_LISTED])
+    return Planned(out, listed, len(skipped))
 
 
 def split(family: str, start: dict[str, dict[str, Any]], end: dict[str, dict[str, Any]]) -> list[Piece]:
@@ -248,8 +367,8 @@ def _open_by_inode(piece: Piece) -> Any:
         return None
     for path in candidates:
         try:
-            fh = open(path, "rb")  # noqa: SIM115 - returned open to the caller
-        except OSError:
+            fh = open_regular(path)  # a FIFO that took a rotated name is never opened blocking
+        except (OSError, NotRegularFile):
             continue
         st = os.fstat(fh.fileno())
         if st.st_dev == piece.dev and st.st_ino == piece.ino:

@@ -12,6 +12,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from jobs.io.entries import NotRegularFile, open_regular
 from schemas.inputs import (
     LOG_FILE_NAMES,
     LOG_KIND_BY_LOGGER,
@@ -21,7 +22,8 @@ from schemas.inputs import (
     MetricFormat,
 )
 
-__all__ = ["FAMILIES", "FileInfo", "broker_id_from_path", "classify_name", "describe", "sniff"]
+__all__ = ["FAMILIES", "FileInfo", "broker_id_from_path", "classify_name", "describe", "ignored_name", "is_finished",
+           "sniff"]
 
 FAMILIES: tuple[InputFamily, ...] = tuple(InputFamily)
 # Sniffing looks at the first bytes only: enough for a log4j line or a Prometheus comment.
@@ -37,6 +39,9 @@ _SKIP_SUFFIX = (".gz", ".zip", ".zst", ".bz2", ".xz", ".crc", ".checkpoint", ".l
 _BROKER_RE = re.compile(r"(?:^|[^A-Za-z0-9])broker[-_]?(\d+)(?:[^0-9]|$)", re.IGNORECASE)
 _PROM_LINE = re.compile(rb"^(# (HELP|TYPE) |[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^}]*\})? [-+0-9.eEnaNIif]+)")
 _LOG4J_START = re.compile(rb"^(\S+ (stdout|stderr) [FP] |[\w.-]+\s+\| )?(\[\d{4}-\d\d-\d\d|\d{4}-\d\d-\d\d[ T])")
+# A log file renamed by log4j's rolling appender (`state-change.log.2024-05-10-09`, `server.log.1`): never written
+# again.
+_ROTATED_LOG = re.compile(r"\.log\.[^/]+$")
 
 
 @dataclass(frozen=True)
@@ -86,38 +91,48 @@ def sniff(head: bytes) -> tuple[str, str] | None:
     return None
 
 
-def _skipped(name: str) -> bool:
+def ignored_name(name: str) -> bool:
+    """Whether a file of this name is never input (hidden, Kafka's data files, archives, pid and lock files)."""
     return name.startswith((".", "_")) or bool(_KAFKA_DATA.match(name)) or name.endswith(_SKIP_SUFFIX)
+
+
+def is_finished(name: str, info: FileInfo) -> bool:
+    """Whether a file is written once and never appended to: a Prometheus scrape answer (`*.prom`, `*.txt`) or a
+    log rotated away by log4j. Its last line is complete without a newline; a growing log's is not (yet)."""
+    if info.family == InputFamily.METRICS:
+        return info.kind == MetricFormat.PROMETHEUS
+    return bool(_ROTATED_LOG.search(name))
 
 
 def _is_json_document(path: str) -> bool:
     """A pretty-printed JSON document (first line `{` or `[` alone), e.g. a cluster description, is not metric JSON
     lines (one object per line); reading it line by line would only fill the quarantine."""
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             first = fh.read(SNIFF_BYTES).lstrip().split(b"\n", 1)[0].strip()
-    except OSError:
+    except (OSError, NotRegularFile):
         return False
     return first in (b"{", b"[")
 
 
 def describe(root: str, path: str, cluster: str | None, default_cluster: str) -> FileInfo | None:
-    """Classify `path` (under `root`); None when it is not an input file.
+    """Classify `path` (under `root`); None when it is not an input file (or has vanished).
 
     The cluster is `cluster` when given; else the first directory level under `root` when the file sits below one
-    that is not itself a `broker-<id>` directory; else `default_cluster`.
+    that is not itself a `broker-<id>` directory; else `default_cluster`. Raises NotRegularFile when the name says
+    nothing and the entry cannot be read to sniff its first bytes (not a regular file, or unreadable).
     """
     name = os.path.basename(path)
-    if _skipped(name):
+    if ignored_name(name):
         return None
     fam_kind = classify_name(name)
     if fam_kind == (InputFamily.METRICS, MetricFormat.JSON) and _is_json_document(path):
         return None
     if fam_kind is None:
         try:
-            with open(path, "rb") as fh:
+            with open_regular(path) as fh:  # never a FIFO's blocking open
                 fam_kind = sniff(fh.read(SNIFF_BYTES))
-        except OSError:
+        except FileNotFoundError:
             return None
     if fam_kind is None:
         return None

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from jobs.io import PipelineIOError
+from jobs.io.file_tail import DEFAULT_TAIL_QUIET_S
 
 __all__ = [
     "DEFAULT_CONFIG",
@@ -57,6 +58,9 @@ class FileSourceSettings:
     enabled: bool = True
     path: str = "var/input"
     max_bytes_per_batch: int = 64 * 1024 * 1024
+    # a growing file's last line without a newline is read once the file has not changed for this many seconds
+    # (jobs.io.file_tail.DEFAULT_TAIL_QUIET_S gives the reason of the default)
+    tail_quiet_s: float = DEFAULT_TAIL_QUIET_S
 
 
 @dataclass(frozen=True)
@@ -236,7 +240,7 @@ def parse_settings(raw: Mapping[str, Any] | None, source: str = "<settings>") ->
     spark = top.section("spark", {"master", "conf"})
     sink = top.section("sink", {"mode", "driver_batch_max_rows"})
     sources = top.section("sources", {"files", "kafka", "prometheus"})
-    files = sources.section("files", {"enabled", "path", "max_bytes_per_batch"})
+    files = sources.section("files", {"enabled", "path", "max_bytes_per_batch", "tail_quiet_s"})
     kafka = sources.section(
         "kafka",
         {"enabled", "bootstrap_servers", "logs_topics", "metrics_topics", "starting_offsets", "max_records_per_batch",
@@ -276,6 +280,7 @@ def parse_settings(raw: Mapping[str, Any] | None, source: str = "<settings>") ->
             enabled=files.bool_("enabled", True),
             path=files.str_("path", "var/input") or "var/input",
             max_bytes_per_batch=files.pos_int("max_bytes_per_batch", 64 * 1024 * 1024),
+            tail_quiet_s=files.pos_number("tail_quiet_s", DEFAULT_TAIL_QUIET_S) or DEFAULT_TAIL_QUIET_S,
         ),
         kafka=k,
         prometheus=prom,

@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +26,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadMaxRows, SupportsTriggerAvailableNow
 
 from jobs.io import PipelineIOError
-from jobs.io.file_tail import OUTPUT_SCHEMA_DDL, Piece, pack, plan, read_piece, split
+from jobs.io.file_tail import DEFAULT_TAIL_QUIET_S, OUTPUT_SCHEMA_DDL, Piece, pack, plan, read_piece, split
 from jobs.io.kafka_records import raw_kafka_batch
 from jobs.io.paths import FAMILIES
 
@@ -80,22 +81,12 @@ def file_batch_bytes(end: dict[str, Any]) -> int | None:
 
 
 def logged_file_batch_bytes(checkpoint: str, batch_id: int) -> int | None:
-    """file_batch_bytes of batch `batch_id` as Spark's offset log (`<checkpoint>/offsets/<id>`: a version line, the
-    batch metadata, then one offset per source) recorded it before running the batch; None if unknown."""
-    import os
+    """file_batch_bytes of batch `batch_id` as Spark's offset log recorded it before running the batch; None if
+    unknown."""
+    from jobs.io.file_accounting import logged_offset
 
-    try:
-        with open(os.path.join(checkpoint, "offsets", str(batch_id)), encoding="utf-8") as fh:
-            lines = fh.read().splitlines()
-    except OSError:
-        return None
-    if len(lines) != 3:  # one source per ingest query
-        return None
-    try:
-        end = json.loads(lines[2])
-    except ValueError:
-        return None
-    return file_batch_bytes(end) if isinstance(end, dict) else None
+    end = logged_offset(checkpoint, batch_id)
+    return None if end is None else file_batch_bytes(end)
 
 
 class _PiecePartition(InputPartition):
@@ -114,17 +105,26 @@ class _FileStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.max_bytes = int(options.get("maxbytespertrigger", DEFAULT_MAX_BYTES_PER_TRIGGER))
         if self.max_bytes <= 0:
             raise PipelineIOError(f"maxBytesPerTrigger must be positive, got {self.max_bytes}")
+        self.tail_quiet_s = float(options.get("tailquiets", DEFAULT_TAIL_QUIET_S))
+        if self.tail_quiet_s <= 0:
+            raise PipelineIOError(f"tailQuietS must be positive, got {self.tail_quiet_s}")
         self.available_now: dict[str, dict[str, Any]] | None = None
 
     def initialOffset(self) -> dict[str, Any]:
-        return {"files": {}}
+        return {"files": {}, "skipped": {}, "skipped_total": 0}
+
+    def _plan(self, start: dict[str, Any], max_bytes: int, now: float) -> Any:
+        return plan(self.root, self.family, start, max_bytes, self.cluster, self.default_cluster, now=now,
+                    tail_quiet_s=self.tail_quiet_s)
 
     def prepareForTriggerAvailableNow(self) -> None:
         # Snapshot of "everything there now": file sizes. Batches then never read past them.
-        self.available_now = plan(self.root, self.family, {}, 1 << 62, self.cluster, self.default_cluster)
+        self.available_now = self._plan({}, 1 << 62, time.time()).files
 
     def latestOffset(self, start: dict[str, Any], limit: Any) -> dict[str, Any]:
-        files = plan(self.root, self.family, start["files"], self.max_bytes, self.cluster, self.default_cluster)
+        now = time.time()
+        planned = self._plan(start["files"], self.max_bytes, now)
+        files: dict[str, dict[str, Any]] = planned.files
         if self.available_now is not None:
             # availableNow: do not take lines written after the query started (so --once terminates).
             for key, entry in files.items():
@@ -132,12 +132,18 @@ class _FileStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 cap = int(snap["offset"]) if snap is not None else int(entry["from"])
                 if int(entry["offset"]) > cap:
                     entry["offset"] = max(cap, int(entry["from"]))
+                    entry["deferred"] = True  # for a later run
         before: dict[str, Any] = start["files"]
-        if files.keys() == before.keys() and all(
+        same_skipped = (planned.skipped == start.get("skipped", {})
+                        and planned.skipped_total == start.get("skipped_total", 0))
+        if same_skipped and files.keys() == before.keys() and all(
             int(e["offset"]) == int(before[k]["offset"]) for k, e in files.items()
         ):
             return start  # nothing new: the same offset, so Spark runs no (empty) micro-batch
-        return {"files": files}
+        # the skipped entries and the planning time travel with the offset: the batch's dq rows report them
+        # (jobs.io.file_accounting reads the offset log)
+        return {"files": files, "skipped": planned.skipped, "skipped_total": planned.skipped_total,
+                "planned_at": now, "tail_quiet_s": self.tail_quiet_s}
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[_PiecePartition]:
         return [_PiecePartition(group) for group in pack(split(self.family, start["files"], end["files"]))]
@@ -155,7 +161,8 @@ class FileStreamSource(DataSource):
     """`planewatch_files`: lines of growing, rotating log or metric files under a directory.
 
     Options: `family` (logs | metrics), `cluster` (else a first-level directory, else `defaultCluster`),
-    `maxBytesPerTrigger` (default 64 MiB).
+    `maxBytesPerTrigger` (default 64 MiB), `tailQuietS` (seconds a growing file's unterminated last line must stay
+    unchanged to be read; default 30). Regular files only: other entries are skipped and listed in the offset.
     """
 
     @classmethod

@@ -15,6 +15,8 @@ def test_the_shipped_config_loads() -> None:
     assert s.sink_mode == "delta-rs"
     assert s.driver_batch_max_rows == 20_000
     assert s.files.max_bytes_per_batch == 64 * 1024 * 1024
+    assert s.files.tail_quiet_s == 30.0
+    assert parse_settings({"sources": {"files": {"tail_quiet_s": 2.5}}}).files.tail_quiet_s == 2.5
     assert s.trigger_interval == "10 seconds"
     assert isinstance(s.detection, dict)
 
@@ -23,6 +25,7 @@ def test_the_shipped_config_loads() -> None:
     ("raw", "message"),
     [
         ({"sources": {"files": {"max_bytes_per_batch": -1}}}, "sources.files.max_bytes_per_batch"),
+        ({"sources": {"files": {"tail_quiet_s": 0}}}, "sources.files.tail_quiet_s"),
         ({"sink": {"mode": "parquet"}}, "sink.mode"),
         ({"sink": {"driver_batch_max_rows": -1}}, "sink.driver_batch_max_rows"),
         ({"trigger": {"interval": "soon"}}, "trigger.interval"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ L1 = "[2021-03-02 08:00:01,010] INFO [Broker id=2] Handling LeaderAndIsr request
 
 
 def _read(root: Path, start: dict, family: str = "logs", max_bytes: int = 1 << 20, **kw) -> tuple[dict, list[dict]]:
-    end = plan(str(root), family, start, max_bytes, **kw)
+    end = plan(str(root), family, start, max_bytes, **kw).files
     rows: list[dict] = []
     for piece in split(family, start, end):
         for batch in read_piece(piece):
@@ -99,7 +100,7 @@ def test_growing_file_partial_line_rotation_and_deletion(tmp_path: Path) -> None
 def test_piece_deleted_between_plan_and_read(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     log.write_text("a\nb\n")
-    end = plan(str(tmp_path), "logs", {}, 1 << 20)
+    end = plan(str(tmp_path), "logs", {}, 1 << 20).files
     log.unlink()
     assert [list(read_piece(p)) for p in split("logs", {}, end)] == [[]]
 
@@ -137,7 +138,7 @@ def test_pieces_cover_each_line_once(tmp_path: Path, monkeypatch: pytest.MonkeyP
         if i % 7 == 0:
             content.append(f"\tat frame {i}")
     log.write_text("\n".join(content) + "\n")
-    end = plan(str(tmp_path), "logs", {}, 1 << 20)
+    end = plan(str(tmp_path), "logs", {}, 1 << 20).files
     pieces = split("logs", {}, end)
     assert len(pieces) > 10
     rows = [r for p in pieces for b in read_piece(p) for r in b.to_pylist()]
@@ -155,3 +156,56 @@ def test_pack_groups_small_pieces_in_order_and_keeps_big_ones_alone() -> None:
     assert [p for g in groups for p in g] == pieces  # every piece once, in order
     assert all(sum(p.end - p.start for p in g) <= 100 or len(g) == 1 for g in groups)
     assert file_tail.pack([]) == []
+
+
+def _planned_rows(root: Path, start: dict, now: float, family: str = "logs", max_bytes: int = 1 << 20,
+                  quiet: float = 30.0) -> tuple[dict, list[str]]:
+    end = plan(str(root), family, start, max_bytes, now=now, tail_quiet_s=quiet).files
+    lines = [r["line"] for p in split(family, start, end) for b in read_piece(p) for r in b.to_pylist()]
+    return json.loads(json.dumps(end)), lines
+
+
+def test_last_line_without_newline_read_once_the_file_is_finished_or_quiet(tmp_path: Path) -> None:
+    b = tmp_path / "broker-1"
+    (b / "metrics").mkdir(parents=True)
+    grow = b / "server.log"
+    grow.write_text(L1 + "\nunterminated tail")
+    rotated = b / "state-change.log.2021-03-02-08"
+    rotated.write_text(L1 + "\nrotated tail")
+    scrape = b / "metrics" / "scrape-1.prom"
+    scrape.write_text("kafka_a 1.0 1614672000000\nkafka_b 2.0 1614672000000")
+    t0 = 1_700_000_000.0
+    for f in (grow, rotated, scrape):
+        os.utime(f, (t0, t0))
+    # Just written: nothing unterminated is read, the finished files being possibly mid-write.
+    off, lines = _planned_rows(tmp_path, {}, t0 + 0.5)
+    assert sorted(lines) == [L1, L1]
+    moff, mlines = _planned_rows(tmp_path, {}, t0 + 0.5, "metrics")
+    assert mlines == ["kafka_a 1.0 1614672000000"]
+    # Settled: a scrape answer and a rotated log are finished; the growing log's tail still waits for tail_quiet_s.
+    off, lines = _planned_rows(tmp_path, off, t0 + file_tail.FINISHED_SETTLE_S)
+    assert lines == ["rotated tail"]
+    moff, mlines = _planned_rows(tmp_path, moff, t0 + file_tail.FINISHED_SETTLE_S, "metrics")
+    assert mlines == ["kafka_b 2.0 1614672000000"]
+    assert all(e["offset"] == e["size"] for e in moff.values())
+    off, lines = _planned_rows(tmp_path, off, t0 + 29.0)
+    assert lines == []
+    off, lines = _planned_rows(tmp_path, off, t0 + 30.0)
+    assert lines == ["unterminated tail"]
+    assert all(e["offset"] == e["size"] for e in off.values())
+    # Nothing is read twice; lines appended later are read as usual.
+    with grow.open("a") as fh:
+        fh.write("\nnext line\n")
+    off, lines = _planned_rows(tmp_path, off, time.time())
+    assert lines == ["next line"]
+
+
+def test_a_tail_longer_than_the_batch_budget_is_taken_whole_once_quiet(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("x" * 100)  # one line, no newline, longer than the budget
+    t0 = 1_700_000_000.0
+    os.utime(log, (t0, t0))
+    off, lines = _planned_rows(tmp_path, {}, t0 + 1, max_bytes=10)
+    assert lines == []
+    _, lines = _planned_rows(tmp_path, off, t0 + 60, max_bytes=10)
+    assert lines == ["x" * 100]

@@ -1,0 +1,155 @@
+"""What a file micro-batch left out, from the offset Spark logged for it: skipped entries and unread bytes.
+
+The file source's offset of a batch (`jobs.io.sources`, `planewatch_files`) carries each file's size and mtime at
+planning, the offset read up to, and the entries skipped as not regular files. Spark writes it to the query's
+offset log before the batch runs, so the batch's driver reads it back (`file_batch_rows`) and adds to dq_results:
+
+* the byte reconciliation, after the batch, over the family's files: bytes seen (the files' sizes) = bytes read
+  into records (the offsets) + bytes waiting (a later batch reads them: beyond this batch's byte budget, after an
+  availableNow run's snapshot, or in a file changed within tail_quiet_s, whose last line may be incomplete).
+  Anything else is a tail no batch will read, `unexpected_count` bytes: the row fails;
+* each entry skipped since the previous batch (path and reason), once, and a count of all skipped entries whenever
+  it changes.
+
+Both come from the logged offsets alone: a replayed batch yields the same rows (the exactly-once sink keeps one).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "BYTES_EXPECTATION",
+    "SKIPPED_EXPECTATION",
+    "SKIPPED_SUITE",
+    "ByteAccount",
+    "byte_account",
+    "file_batch_rows",
+    "file_source_rows",
+    "logged_offset",
+    "newly_skipped",
+]
+
+log = logging.getLogger(__name__)
+
+BYTES_EXPECTATION = "file bytes: read + waiting == seen"
+SKIPPED_SUITE = "source_files"
+SKIPPED_EXPECTATION = "regular files only"
+
+
+@dataclass(frozen=True)
+class ByteAccount:
+    """Bytes of a family's files after a batch: `seen` = `read` + `waiting` + the bytes of `stuck` files."""
+
+    seen: int = 0
+    read: int = 0
+    waiting: int = 0
+    stuck: dict[str, int] = field(default_factory=dict)  # path -> bytes no batch will read
+
+    @property
+    def stuck_bytes(self) -> int:
+        return sum(self.stuck.values())
+
+
+def byte_account(end: Mapping[str, Any]) -> ByteAccount | None:
+    """The bytes of a file source offset; None for an offset without sizes and planning time (an older source)."""
+    files = end.get("files")
+    planned_at = end.get("planned_at")
+    quiet = end.get("tail_quiet_s")
+    if not isinstance(files, Mapping) or not isinstance(planned_at, int | float) or not isinstance(quiet, int | float):
+        return None
+    seen = read = waiting = 0
+    stuck: dict[str, int] = {}
+    for entry in files.values():
+        if not isinstance(entry, Mapping) or "size" not in entry or "mtime" not in entry:
+            return None
+        size, offset = int(entry["size"]), int(entry["offset"])
+        seen += size
+        read += min(offset, size)
+        unread = size - offset
+        if unread <= 0:
+            continue
+        if entry.get("deferred") or planned_at - float(entry["mtime"]) < quiet:
+            waiting += unread
+        else:
+            stuck[str(entry.get("path", "?"))] = unread
+    return ByteAccount(seen, read, waiting, stuck)
+
+
+def newly_skipped(end: Mapping[str, Any], prev: Mapping[str, Any] | None) -> dict[str, str]:
+    """The skipped entries of `end` that `prev` (the previous batch's offset) did not list with the same reason."""
+    now = end.get("skipped") or {}
+    before = (prev or {}).get("skipped") or {}
+    return {p: r for p, r in sorted(now.items()) if before.get(p) != r}
+
+
+def _row(table_name: str, batch_id: int, suite: str, expectation: str, success: bool, unexpected: int,
+         elements: int | None, run_ts: dt.datetime) -> dict[str, Any]:
+    return {"table_name": table_name, "batch_id": batch_id, "suite": suite, "expectation": expectation,
+            "success": success, "unexpected_count": unexpected, "element_count": elements, "run_ts": run_ts,
+            "duration_ms": None}
+
+
+def file_source_rows(end: Mapping[str, Any], prev: Mapping[str, Any] | None, table_name: str, batch_id: int,
+                     run_ts: dt.datetime) -> list[dict[str, Any]]:
+    """The dq_results rows (schemas.tables.DQ_RESULTS) of a file batch: the byte reconciliation (suite
+    `reconciliation`), and the entries skipped since `prev` (suite `source_files`: one row per entry, `skipped
+    <path>: <reason>`, and the count of all skipped entries when it changed)."""
+    rows: list[dict[str, Any]] = []
+    account = byte_account(end)
+    if account is not None:
+        rows.append(_row(table_name, batch_id, "reconciliation", BYTES_EXPECTATION, not account.stuck,
+                         account.stuck_bytes, account.seen, run_ts))
+    new = newly_skipped(end, prev)
+    total = int(end.get("skipped_total") or len(end.get("skipped") or {}))
+    before = int((prev or {}).get("skipped_total") or len((prev or {}).get("skipped") or {}))
+    if new or total != before:
+        examined = total + len(end.get("files") or {})
+        rows.append(_row(table_name, batch_id, SKIPPED_SUITE, SKIPPED_EXPECTATION, total == 0, total, examined,
+                         run_ts))
+    rows += [_row(table_name, batch_id, SKIPPED_SUITE, f"skipped {path}: {reason}", False, 1, 1, run_ts)
+             for path, reason in new.items()]
+    return rows
+
+
+def logged_offset(checkpoint: str, batch_id: int) -> dict[str, Any] | None:
+    """The source offset Spark's offset log (`<checkpoint>/offsets/<id>`: a version line, the batch metadata, then
+    one offset per source) recorded for batch `batch_id` before running it; None if unknown."""
+    try:
+        with open(os.path.join(checkpoint, "offsets", str(batch_id)), encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return None
+    if len(lines) != 3:  # one source per ingest query
+        return None
+    try:
+        end = json.loads(lines[2])
+    except ValueError:
+        return None
+    return end if isinstance(end, dict) else None
+
+
+def file_batch_rows(checkpoint: str, batch_id: int, table_name: str) -> list[dict[str, Any]]:
+    """`file_source_rows` of batch `batch_id` of the file query checkpointed at `checkpoint`, from its offset log;
+    each newly skipped entry and any unread tail is logged (once per batch that finds it)."""
+    end = logged_offset(checkpoint, batch_id)
+    if end is None:
+        return []
+    prev = logged_offset(checkpoint, batch_id - 1) if batch_id > 0 else None
+    for path, reason in newly_skipped(end, prev).items():
+        log.warning("input entry skipped: %s: %s", path, reason)
+    listed = len(end.get("skipped") or {})
+    total = int(end.get("skipped_total") or listed)
+    if total > listed and newly_skipped(end, prev):
+        log.warning("%d more input entries skipped (only %d are listed)", total - listed, listed)
+    account = byte_account(end)
+    if account is not None and account.stuck:
+        log.warning("%s batch %d: %d bytes in files unchanged for tail_quiet_s not read: %s", table_name, batch_id,
+                    account.stuck_bytes, account.stuck)
+    return file_source_rows(end, prev, table_name, batch_id, dt.datetime.now(dt.UTC))
