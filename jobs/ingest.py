@@ -8,7 +8,8 @@ record the parser quarantines with stage `source`). Each micro-batch (`IngestBat
 2. `pipelines.parsing` -> silver tables + parser rejects (+ recognised-but-unused lines, kept in bronze only);
 3. data quality (`pipelines.quality`): hard row rules over every silver row -> failing rows to `quarantine`
    (stage `validate`, reason = the expectation), Great Expectations on a bounded sample -> `dq_results`;
-4. a reconciliation row in `dq_results`: raw = silver + quarantine + unused, per batch.
+4. a reconciliation row in `dq_results`: raw = silver + quarantine + unused, per batch; a file query adds the byte
+   reconciliation and its skipped input entries (jobs.io.file_accounting).
 
 Every table is written through the exactly-once sink with its own app id (`<query>.<run id>:<table>`), the run id
 being stored in the query's checkpoint directory: a new checkpoint (batch ids restart at 0) gets new app ids.
@@ -261,6 +262,7 @@ class IngestBatch:
                                              sink.table, report.batch_id)
                 lap = report.lap(f"ge:{sink.table.name}", lap)
         dq_rows.append(self._reconciliation_row(report))
+        dq_rows += self._file_rows(report.batch_id)
         self._write_dq(dq_rows, report.batch_id)
         report.lap("dq", lap)
         return True
@@ -286,6 +288,7 @@ class IngestBatch:
         report.raw = result.rows if result.rows_known else int(bronze.count())
         lap = report.lap("raw", lap)
         if report.raw == 0:
+            self._write_file_rows(batch_id)
             return
         from pipelines.parsing.engine_spark import engine_frame, route_frame, routes
 
@@ -329,6 +332,7 @@ class IngestBatch:
             report.quarantine = _rows_of(self.quarantine_sink.write(quarantine, batch_id), quarantine)
         lap = report.lap("quarantine", lap)
         dq_rows.append(self._reconciliation_row(report))
+        dq_rows += self._file_rows(report.batch_id)
         self._write_dq(dq_rows, batch_id)
         report.lap("dq", lap)
 
@@ -363,6 +367,7 @@ class IngestBatch:
         self.raw_sink.write_arrow(raw, batch_id)
         lap = report.lap("raw", lap)
         if report.raw == 0:
+            self._write_file_rows(batch_id)
             return
         suites = self._suites() if self.settings.quality.enabled else None
         routed = run_engine(raw, self.family, suites=suites, batch_id=batch_id)
@@ -391,6 +396,7 @@ class IngestBatch:
                                              sink.table, batch_id)
                 lap = report.lap(f"ge:{sink.table.name}", lap)
         dq_rows.append(self._reconciliation_row(report))
+        dq_rows += self._file_rows(report.batch_id)
         self._write_dq(dq_rows, batch_id)
         report.lap("dq", lap)
 
@@ -487,6 +493,22 @@ class IngestBatch:
             "duration_ms": None,
         }
 
+    def _file_rows(self, batch_id: int) -> list[dict[str, Any]]:
+        """A file query's rows about its input (jobs.io.file_accounting): the byte reconciliation, and the entries
+        skipped as not regular files (each reported once); none for other sources."""
+        if self.files_checkpoint is None:
+            return []
+        from jobs.io.file_accounting import file_batch_rows
+
+        return file_batch_rows(self.files_checkpoint, batch_id, self.raw_table.name)
+
+    def _write_file_rows(self, batch_id: int) -> None:
+        """A batch without records (only a file query's skipped entries changed, or only blank lines were read):
+        its file rows, when it has any."""
+        rows = self._file_rows(batch_id)
+        if rows:
+            self._write_dq(rows, batch_id)
+
     def _write_dq(self, rows: list[dict[str, Any]], batch_id: int) -> None:
         import pyarrow as pa
 
@@ -509,6 +531,7 @@ def start_ingest_queries(spark: SparkSession, settings: Settings, family: str) -
             spark.readStream.format("planewatch_files")
             .option("family", family)
             .option("maxBytesPerTrigger", settings.files.max_bytes_per_batch)
+            .option("tailQuietS", settings.files.tail_quiet_s)
             .option("defaultCluster", settings.default_cluster)
         )
         if settings.cluster:

@@ -9,6 +9,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
+from jobs.io.file_accounting import BYTES_EXPECTATION
 from jobs.io.settings import parse_settings
 from jobs.runner import run_pipeline
 
@@ -72,10 +73,16 @@ def test_files_to_tables_reconcile_restart_and_replay(spark, tmp_path: Path) -> 
     # correlationId 17's Finished line made it to silver with its elapsed time.
     assert any(r["correlation_id"] == 17 and r["elapsed_ms"] == 13973 for r in silver)
     # Reconciliation per batch: raw == silver + quarantine + unused, and the batches cover every raw row.
-    rec = [r for r in _rows(lake, "dq_results") if r["suite"] == "reconciliation"]
+    dq = _rows(lake, "dq_results")
+    rec = [r for r in dq if r["suite"] == "reconciliation" and r["expectation"] != BYTES_EXPECTATION]
     assert rec
     assert all(r["success"] for r in rec)
     assert sum(r["element_count"] for r in rec) == len(raw)
+    # Bytes too: after the last batch every byte of the log files was read (none waiting, none stuck).
+    by_bytes = sorted((r for r in dq if r["expectation"] == BYTES_EXPECTATION), key=lambda r: r["batch_id"])
+    assert [r["batch_id"] for r in by_bytes] == sorted({r["batch_id"] for r in rec})
+    assert all(r["success"] and r["unexpected_count"] == 0 for r in by_bytes)
+    assert by_bytes[-1]["element_count"] == sum(f.stat().st_size for f in inp.glob("*/broker-*/*.log*"))
 
     # Restart after a crash that lost the last batch's commit, with a line appended meanwhile: Spark re-runs
     # the last batch (the sink writes nothing: the table versions stay), then reads only the new line.
