@@ -4,6 +4,12 @@ Mirrors Kafka's generated ``*JsonConverter.write(data, version, serializeRecords
 schema names in lowerCamelCase, only fields present in the version appear, tagged fields only when
 they differ from their default, UUIDs in Kafka's URL-safe base64 form, ``bytes`` as base64 and
 ``records`` as ``recordsSizeInBytes`` (the request logger never serialises record data).
+
+Bounded, unlike Kafka's converters: one view holds at most :data:`MAX_LOGGED_ELEMENTS` array elements. A request
+naming a topic a million times must not cost a million JSON objects on the handler thread and a line of tens of
+megabytes formatted on the network thread (and written to kafka-request.log, which log shippers cut anyway). An array
+cut short is followed by ``"<key>Omitted": <elements left out>``; a ``bytes`` value above
+:data:`MAX_LOGGED_BYTES` is written as ``"<key>SizeInBytes"``, as records always are.
 """
 
 from __future__ import annotations
@@ -17,7 +23,25 @@ from .headers import RequestHeader, request_header_version
 from .messages import REGISTRY
 from .schema import Field, Message
 
-__all__ = ["request_header_to_json", "request_to_json", "response_to_json", "uuid_to_kafka_string"]
+__all__ = ["MAX_LOGGED_BYTES", "MAX_LOGGED_ELEMENTS", "request_header_to_json", "request_to_json", "response_to_json",
+           "uuid_to_kafka_string"]
+
+#: Array elements (structs and scalars, at any depth) one request or response view holds: a LeaderAndIsr of 1,000
+#: partitions (~250 KB of JSON) is logged whole; past that the line would outgrow what log shippers keep of a line.
+MAX_LOGGED_ELEMENTS = 1000
+#: A ``bytes`` value (group member metadata and assignments) up to this many bytes is logged as base64; above, its size.
+MAX_LOGGED_BYTES = 4096
+#: Key suffix of the count of an array's elements a view left out.
+OMITTED_SUFFIX = "Omitted"
+
+
+class _Budget:
+    """Array elements a view may still write (one per view, spent depth-first in schema order)."""
+
+    __slots__ = ("left",)
+
+    def __init__(self, left: int) -> None:
+        self.left = left
 
 
 def uuid_to_kafka_string(value: uuid.UUID) -> str:
@@ -25,7 +49,7 @@ def uuid_to_kafka_string(value: uuid.UUID) -> str:
     return base64.urlsafe_b64encode(value.bytes).decode("ascii").rstrip("=")
 
 
-def _value(fld: Field, version: int, flex: bool, value: Any, out: dict[str, Any]) -> None:
+def _value(fld: Field, version: int, flex: bool, value: Any, out: dict[str, Any], budget: _Budget) -> None:
     key = fld.json_key
     if value is None:
         out[key] = None
@@ -33,12 +57,22 @@ def _value(fld: Field, version: int, flex: bool, value: Any, out: dict[str, Any]
     et = fld.element_type
     if fld.is_array:
         if fld.is_struct:
-            out[key] = [_struct(fld.fields, version, flex, e) for e in value]
+            items: list[Any] = []
+            for e in value:
+                if budget.left <= 0:
+                    break
+                budget.left -= 1
+                items.append(_struct(fld.fields, version, flex, e, budget))
+            out[key], kept = items, len(items)
         else:
-            out[key] = [_scalar(et, e) for e in value]
+            kept = min(len(value), budget.left)
+            budget.left -= kept
+            out[key] = [_scalar(et, e) for e in value[:kept]]
+        if kept < len(value):
+            out[key + OMITTED_SUFFIX] = len(value) - kept
     elif fld.is_struct:
-        out[key] = _struct(fld.fields, version, flex, value)
-    elif et == "records":
+        out[key] = _struct(fld.fields, version, flex, value, budget)
+    elif et == "records" or (et == "bytes" and len(value) > MAX_LOGGED_BYTES):
         out[key + "SizeInBytes"] = len(value)
     else:
         out[key] = _scalar(et, value)
@@ -54,7 +88,8 @@ def _scalar(type_: str, value: Any) -> Any:
     return value
 
 
-def _struct(fields: tuple[Field, ...], version: int, flex: bool, body: dict[str, Any]) -> dict[str, Any]:
+def _struct(fields: tuple[Field, ...], version: int, flex: bool, body: dict[str, Any],
+            budget: _Budget) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for fld in fields:
         if version not in fld.versions:
@@ -62,12 +97,12 @@ def _struct(fields: tuple[Field, ...], version: int, flex: bool, body: dict[str,
         value = body.get(fld.key, fld.default)
         if fld.tag is not None and version in fld.tagged and (not flex or value == fld.default):
             continue
-        _value(fld, version, flex, value, out)
+        _value(fld, version, flex, value, out, budget)
     return out
 
 
 def _to_json(message: Message, version: int, body: dict[str, Any]) -> dict[str, Any]:
-    return _struct(message.fields, version, version in message.flexible, body)
+    return _struct(message.fields, version, version in message.flexible, body, _Budget(MAX_LOGGED_ELEMENTS))
 
 
 def request_to_json(header: RequestHeader, body: dict[str, Any]) -> dict[str, Any]:
