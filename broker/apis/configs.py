@@ -38,6 +38,7 @@ from typing import Any
 
 from broker.apis.config_entries import BrokerLayers, broker_entry, java_string
 from broker.apis.data_plane import DataPlane
+from broker.apis.distinct import last_by_key
 from broker.apis.kafka_apis import HandlerResult
 from broker.apis.topic_configs import OP_DELETE, OP_SET, AlterError, TopicConfigs
 from broker.config import CONFIG_DEFS, LISTENER_PREFIXED, ConfigException
@@ -55,6 +56,11 @@ RESOURCE_BROKER = 4
 _BROKER_KEYS = tuple(name for name, d in CONFIG_DEFS.items() if d.dynamic)
 # Their table defaults, as DescribeConfigs shows them (strings).
 _DEFAULTS = {name: str(java_string(CONFIG_DEFS[name].default)) for name in _BROKER_KEYS}
+
+
+def _resource_key(r: Mapping[str, Any]) -> tuple[int, str, tuple[str, ...] | None]:
+    keys = r.get("configuration_keys")
+    return int(r["resource_type"]), str(r["resource_name"]), None if keys is None else tuple(keys)
 
 
 def is_dynamic_key(key: str) -> bool:
@@ -200,12 +206,15 @@ class ConfigApis:
         return None
 
     def describe_configs(self, request: Request, header: RequestHeader, body: dict[str, Any]) -> HandlerResult:
-        """Broker settings (this broker or the cluster default) and topic configs, with sources and synonyms."""
+        """Broker settings (this broker or the cluster default) and topic configs, with sources and synonyms.
+
+        A resource asked for more than once (same type, name and keys) is described once: Kafka repeats the whole
+        description per occurrence, which lets a small request ask for gigabytes of config entries."""
         del request, header
         synonyms = bool(body.get("include_synonyms", False))
         documentation = bool(body.get("include_documentation", False))
         results: list[dict[str, Any]] = []
-        for r in body["resources"]:
+        for r in last_by_key(body["resources"], _resource_key).values():
             rtype, name = int(r["resource_type"]), str(r["resource_name"])
             keys = r.get("configuration_keys")
             # Kafka leaves ErrorMessage at its schema default "" unless the error carries a message
@@ -252,7 +261,8 @@ class ConfigApis:
     def _alter(self, body: dict[str, Any], incremental: bool) -> HandlerResult:
         validate_only = bool(body.get("validate_only", False))
         responses: list[dict[str, Any]] = []
-        for r in body["resources"]:
+        # a resource named more than once: its last entry, once (Kafka: resources.toMap)
+        for r in last_by_key(body["resources"], lambda r: (int(r["resource_type"]), str(r["resource_name"]))).values():
             rtype, name = int(r["resource_type"]), str(r["resource_name"])
             configs = list(r.get("configs") or [])
             code, message = ErrorCode.NONE, None

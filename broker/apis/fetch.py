@@ -11,6 +11,8 @@
 * Errors per partition: UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, OFFSET_OUT_OF_RANGE (with the log start
   offset and high watermark so the client can reset), FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (v9+ current leader
   epoch checks).
+* A partition named more than once is read and answered once, at its first position with its last fetch position
+  (Kafka's ``LinkedHashMap`` of fetch data).
 * Fetch sessions (KIP-227, v7+) are not cached: every answer has session id 0, which tells clients to send full
   fetch requests (Kafka with ``max.incremental.fetch.session.cache.slots=0``).
 """
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from broker.apis.data_plane import DataPlane
+from broker.apis.distinct import last_by_key
 from broker.apis.kafka_apis import HandlerResult
 from broker.log import Log, OffsetOutOfRangeError
 from broker.network.request import Request
@@ -46,34 +49,34 @@ class _Target:
 
 def _targets(dp: DataPlane, body: dict[str, Any], follower: bool, replica_id: int) -> list[_Target]:
     out: list[_Target] = []
-    for t in body["topics"]:
-        name = t["topic"]
-        for p in t["partitions"]:
-            tp = TopicPartition(name, int(p["partition"]))
-            offset, max_bytes = int(p["fetch_offset"]), int(p["partition_max_bytes"])
-            if follower:
-                log = dp.hosted_log(tp)
-                ps = dp.state.partition(tp)
-                error: int = ErrorCode.NONE
-                if log is None or ps is None:
-                    error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                elif ps.leader != dp.state.broker_id:
-                    error = ErrorCode.NOT_LEADER_OR_FOLLOWER
-                if error == ErrorCode.NONE:
-                    dp.record_follower_offset(tp, replica_id, offset)
-                readable = log if error == ErrorCode.NONE else None
-                out.append(_Target(name, tp.partition, offset, max_bytes, readable, error))
-                continue
-            lookup = dp.leader_log(tp)
-            error = lookup.error
-            epoch = int(p.get("current_leader_epoch", -1))
-            if error == ErrorCode.NONE and lookup.state is not None and epoch != -1:
-                if epoch < lookup.state.leader_epoch:
-                    error = ErrorCode.FENCED_LEADER_EPOCH
-                elif epoch > lookup.state.leader_epoch:
-                    error = ErrorCode.UNKNOWN_LEADER_EPOCH
-            readable = lookup.log if error == ErrorCode.NONE else None
+    wanted = last_by_key(((TopicPartition(t["topic"], int(p["partition"])), p)
+                          for t in body["topics"] for p in t["partitions"]), lambda e: e[0])
+    for tp, p in wanted.values():
+        name = tp.topic
+        offset, max_bytes = int(p["fetch_offset"]), int(p["partition_max_bytes"])
+        if follower:
+            log = dp.hosted_log(tp)
+            ps = dp.state.partition(tp)
+            error: int = ErrorCode.NONE
+            if log is None or ps is None:
+                error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif ps.leader != dp.state.broker_id:
+                error = ErrorCode.NOT_LEADER_OR_FOLLOWER
+            if error == ErrorCode.NONE:
+                dp.record_follower_offset(tp, replica_id, offset)
+            readable = log if error == ErrorCode.NONE else None
             out.append(_Target(name, tp.partition, offset, max_bytes, readable, error))
+            continue
+        lookup = dp.leader_log(tp)
+        error = lookup.error
+        epoch = int(p.get("current_leader_epoch", -1))
+        if error == ErrorCode.NONE and lookup.state is not None and epoch != -1:
+            if epoch < lookup.state.leader_epoch:
+                error = ErrorCode.FENCED_LEADER_EPOCH
+            elif epoch > lookup.state.leader_epoch:
+                error = ErrorCode.UNKNOWN_LEADER_EPOCH
+        readable = lookup.log if error == ErrorCode.NONE else None
+        out.append(_Target(name, tp.partition, offset, max_bytes, readable, error))
     return out
 
 

@@ -9,7 +9,8 @@ at the first group FindCoordinator, as Kafka does, so Metadata lists it). Offset
 FENCED_INSTANCE_ID, REBALANCE_IN_PROGRESS), a commit with generation -1 (an ``assign()`` consumer) is stored while
 the group has no members, as Kafka does for simple consumer groups. A partition the metadata does not know is
 answered UNKNOWN_TOPIC_OR_PARTITION by OffsetCommit (any version) and OffsetFetch v0, as Kafka does; OffsetFetch
-v1+ answers offset -1 for it, as Kafka does.
+v1+ answers offset -1 for it, as Kafka does. A partition (or group) named more than once is handled and answered
+once, the last occurrence's values winning (Kafka collects them in a map); DeleteGroups takes each group once.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from broker.apis.distinct import last_by_key
 from broker.apis.kafka_apis import HandlerResult
 from broker.apis.membership import GroupCoordinator
 from broker.apis.offsets import CommittedOffset, OffsetStore
@@ -91,23 +93,23 @@ class GroupApis:
         group_error: int = ErrorCode.NONE if group else ErrorCode.INVALID_GROUP_ID
         if not group_error:
             group_error = self.coordinator.validate_commit(group, member, generation, instance)
-        topics: list[dict[str, Any]] = []
         entries: dict[tuple[str, int], CommittedOffset] = {}
         codes: list[int] = []
-        for t in body["topics"]:
-            parts = []
-            for p in t["partitions"]:
-                exists = self.partition_exists(t["name"], int(p["partition_index"]))
-                code = group_error if exists else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                meta = p.get("committed_metadata")
-                if not code and meta is not None and len(meta.encode()) > self.settings.offset_metadata_max_bytes:
-                    code = ErrorCode.OFFSET_METADATA_TOO_LARGE
-                if not code:
-                    entries[(t["name"], int(p["partition_index"]))] = CommittedOffset(
-                        int(p["committed_offset"]), int(p.get("committed_leader_epoch", -1)), meta)
-                parts.append({"partition_index": p["partition_index"], "error_code": code})
-                codes.append(code)
-            topics.append({"name": t["name"], "partitions": parts})
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        wanted = last_by_key(((str(t["name"]), int(p["partition_index"]), p)
+                              for t in body["topics"] for p in t["partitions"]), lambda e: e[:2])
+        for name, index, p in wanted.values():
+            exists = self.partition_exists(name, index)
+            code = group_error if exists else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            meta = p.get("committed_metadata")
+            if not code and meta is not None and len(meta.encode()) > self.settings.offset_metadata_max_bytes:
+                code = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            if not code:
+                entries[(name, index)] = CommittedOffset(
+                    int(p["committed_offset"]), int(p.get("committed_leader_epoch", -1)), meta)
+            by_topic.setdefault(name, []).append({"partition_index": index, "error_code": code})
+            codes.append(code)
+        topics: list[dict[str, Any]] = [{"name": name, "partitions": parts} for name, parts in by_topic.items()]
         if entries and not self.store.commit(group, entries):
             for t in topics:
                 for p in t["partitions"]:
@@ -124,16 +126,19 @@ class GroupApis:
             for (topic, partition) in sorted(self.store.group_offsets(group)):
                 by_topic.setdefault(topic, []).append(partition)
             topics = [{"name": t, index_key: ps} for t, ps in by_topic.items()]
+        wanted: dict[str, dict[int, None]] = {}  # topic -> partitions, each once (Kafka answers from a map)
         for t in topics:
+            wanted.setdefault(str(t["name"]), {}).update(dict.fromkeys(int(i) for i in t[index_key]))
+        for name, indexes in wanted.items():
             parts = []
-            for idx in t[index_key]:
-                c = self.store.get(group, t["name"], int(idx))
-                unknown = check_topics and not self.partition_exists(t["name"], int(idx))
+            for idx in indexes:
+                c = self.store.get(group, name, idx)
+                unknown = check_topics and not self.partition_exists(name, idx)
                 parts.append({"partition_index": idx, "committed_offset": c.offset if c and not unknown else -1,
                               "committed_leader_epoch": c.leader_epoch if c else -1,
                               "metadata": (c.metadata if c else "") or "",
                               "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if unknown else ErrorCode.NONE})
-            out.append({"name": t["name"], "partitions": parts})
+            out.append({"name": name, "partitions": parts})
         return out
 
     def offset_fetch(self, request: Request, header: RequestHeader, body: dict[str, Any]) -> HandlerResult:
@@ -141,7 +146,7 @@ class GroupApis:
         del request
         if header.api_version >= 8:
             groups = []
-            for g in body.get("groups") or []:
+            for g in last_by_key(body.get("groups") or [], lambda g: str(g["group_id"])).values():
                 groups.append({"group_id": g["group_id"], "error_code": ErrorCode.NONE,
                                "topics": self._fetch_group(str(g["group_id"]), g.get("topics"), "partition_indexes")})
             return HandlerResult({"throttle_time_ms": 0, "groups": groups}, (ErrorCode.NONE,))
@@ -154,7 +159,7 @@ class GroupApis:
         GROUP_ID_NOT_FOUND (neither members nor offsets), INVALID_GROUP_ID (an empty name), as Kafka answers."""
         del request, header
         results = []
-        for gid in body.get("groups_names") or []:
+        for gid in dict.fromkeys(body.get("groups_names") or []):  # Kafka: groupsNames.distinct
             code = (self.coordinator.delete_group(str(gid), self.store.delete_group) if gid
                     else ErrorCode.INVALID_GROUP_ID)
             results.append({"group_id": gid, "error_code": code})

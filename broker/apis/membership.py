@@ -393,11 +393,12 @@ class GroupCoordinator:
 
     def describe_groups(self, request: Request, header: RequestHeader, body: dict[str, Any]) -> HandlerResult:
         """DescribeGroups: state, protocol and members (with metadata and assignment) of each group; an unknown
-        group is described as ``Dead`` with no members, as Kafka does."""
+        group is described as ``Dead`` with no members, as Kafka does. A group named more than once is described
+        once (Kafka repeats the description: members' metadata and assignments, once per occurrence)."""
         del request, header
         out: list[dict[str, Any]] = []
         with self._cond:
-            for gid in body.get("groups") or []:
+            for gid in dict.fromkeys(body.get("groups") or []):
                 g = self._groups.get(str(gid))
                 if g is not None:
                     self._expire(g)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from broker.apis.convert import kafka_string_to_uuid, uuid_to_kafka_string
@@ -16,7 +16,7 @@ from broker.state.model import LiveBroker
 _ZERO_UUID = uuid.UUID(int=0)
 
 __all__ = ["CLIENT_SOFTWARE_RE", "INTERNAL_TOPICS", "OFFSETS_TOPIC", "api_versions_body", "metadata_body",
-           "valid_client_software"]
+           "requested_topics", "valid_client_software"]
 
 OFFSETS_TOPIC = "__consumer_offsets"  # Topic.GROUP_METADATA_TOPIC_NAME
 INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state"})  # Topic.isInternal
@@ -66,9 +66,33 @@ def _alive(snapshot: MetadataSnapshot, self_broker: LiveBroker) -> Mapping[int, 
     return snapshot.alive_brokers or {self_broker.id: self_broker}
 
 
+def requested_topics(snapshot: MetadataSnapshot,
+                     requested: Iterable[Mapping[str, Any]]) -> tuple[list[str], list[uuid.UUID]]:
+    """The distinct topic names a Metadata request asks for, in the order they first appear (Kafka: ``toSet``),
+    names looked up from v10+ topic ids included, and the distinct ids that name no topic."""
+    names: dict[str, None] = {}
+    resolved: dict[uuid.UUID, str | None] = {}
+    by_id: dict[str, str] | None = None
+    for t in requested:
+        name = t.get("name")
+        if name is None:  # v10+: lookup by topic id (name null)
+            tid = t.get("topic_id") or _ZERO_UUID
+            if tid not in resolved:
+                if by_id is None:
+                    by_id = {kid: n for n, kid in snapshot.topic_ids.items()}
+                resolved[tid] = by_id.get(uuid_to_kafka_string(tid)) if tid != _ZERO_UUID else None
+            name = resolved[tid]
+            if name is None:
+                continue
+        names[str(name)] = None
+    return list(names), [tid for tid, name in resolved.items() if name is None]
+
+
 def metadata_body(snapshot: MetadataSnapshot, body: Mapping[str, Any], version: int, listener: str,
                   self_broker: LiveBroker, cluster_id: str | None) -> dict[str, Any]:
     """The Metadata response for a request that arrived on ``listener`` (Kafka 2.8 semantics, no auto-creation).
+
+    A topic named (or looked up by id) more than once is answered once (:func:`requested_topics`).
 
     Brokers are the live brokers with an endpoint on ``listener`` (this broker alone while no UpdateMetadata has
     arrived). Requested topics the cache does not know get UNKNOWN_TOPIC_OR_PARTITION, or INVALID_TOPIC_EXCEPTION
@@ -87,20 +111,10 @@ def metadata_body(snapshot: MetadataSnapshot, body: Mapping[str, Any], version: 
     if requested is None or (version == 0 and not requested):
         names: list[str] = sorted(snapshot.partitions)
     else:
-        names = []
-        by_id = {tid: name for name, tid in snapshot.topic_ids.items()}
-        for t in requested:
-            if t.get("name") is not None:
-                names.append(str(t["name"]))
-                continue
-            tid = t.get("topic_id")  # v10+: lookup by topic id (name null)
-            name = by_id.get(uuid_to_kafka_string(tid)) if tid is not None and tid != _ZERO_UUID else None
-            if name is None:
-                topics.append({"error_code": ErrorCode.UNKNOWN_TOPIC_ID, "name": None, "topic_id": tid or _ZERO_UUID,
-                               "is_internal": False, "partitions": [],
-                               "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED})
-            else:
-                names.append(name)
+        names, unknown_ids = requested_topics(snapshot, requested)
+        topics = [{"error_code": ErrorCode.UNKNOWN_TOPIC_ID, "name": None, "topic_id": tid, "is_internal": False,
+                   "partitions": [], "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
+                  for tid in unknown_ids]
     for name in names:
         parts = snapshot.partitions.get(name)
         topic: dict[str, Any] = {"error_code": ErrorCode.NONE, "name": name, "is_internal": name in INTERNAL_TOPICS,

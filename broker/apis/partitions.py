@@ -12,6 +12,9 @@ These are controller work. The handlers here translate the wire bodies to and fr
 
 ElectLeaders with null partitions means every partition and answers only those an election was needed for
 (Kafka's ``handleElectLeaders``); v0 has no election type (preferred) and no top-level error code.
+
+A partition named more than once is handled and answered once (a reassignment takes its last occurrence, as Kafka's
+map does); a topic named twice in CreatePartitions is INVALID_REQUEST, answered once.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from broker.apis.data_plane import DataPlane
+from broker.apis.distinct import last_by_key, repeated
 from broker.apis.kafka_apis import Handler, HandlerResult
 from broker.cluster.model import NO_REASSIGNMENT, PartitionInfo, elect_preferred, elect_unclean, validate_reassignment
 from broker.network.request import Request
@@ -123,9 +127,10 @@ def _codes(codes: list[int]) -> tuple[int, ...]:
 
 def _requested(topics: list[dict[str, Any]] | None, name_key: str,
                partitions_key: str) -> list[tuple[str, int]] | None:
+    """The distinct partitions named, in the order they first appear (Kafka collects them in a set)."""
     if topics is None:
         return None
-    return [(str(t[name_key]), int(p)) for t in topics for p in t.get(partitions_key) or []]
+    return list(dict.fromkeys((str(t[name_key]), int(p)) for t in topics for p in t.get(partitions_key) or []))
 
 
 def admin_handlers(backend: AdminBackend) -> dict[int, Handler]:
@@ -133,14 +138,16 @@ def admin_handlers(backend: AdminBackend) -> dict[int, Handler]:
 
     def create_partitions(request: Request, header: RequestHeader, body: dict[str, Any]) -> HandlerResult:
         del request, header
-        names = [t["name"] for t in body.get("topics") or []]
+        topics = body.get("topics") or []
+        twice = repeated(t["name"] for t in topics)
         specs = [{"name": t["name"], "count": int(t["count"]), "validate_only": bool(body.get("validate_only")),
                   "assignments": None if t.get("assignments") is None else
                   [list(a["broker_ids"]) for a in t["assignments"]]}
-                 for t in body.get("topics") or [] if names.count(t["name"]) == 1]
+                 for t in topics if t["name"] not in twice]
         done = {r["name"]: r for r in backend.create_partitions(specs)} if specs else {}
         results = [done.get(n) or {"name": n, "error_code": ErrorCode.INVALID_REQUEST,
-                                   "error_message": "Duplicate topic in request."} for n in names]
+                                   "error_message": "Duplicate topic in request."}
+                   for n in dict.fromkeys(t["name"] for t in topics)]
         return HandlerResult({"throttle_time_ms": 0, "results": results},
                              _codes([int(r["error_code"]) for r in results]))
 
@@ -158,8 +165,10 @@ def admin_handlers(backend: AdminBackend) -> dict[int, Handler]:
 
     def alter_reassignments(request: Request, header: RequestHeader, body: dict[str, Any]) -> HandlerResult:
         del request, header
-        moves = [{"topic": t["name"], "partition": int(p["partition_index"]), "replicas": p.get("replicas")}
-                 for t in body.get("topics") or [] for p in t.get("partitions") or []]
+        moves = list(last_by_key(
+            ({"topic": t["name"], "partition": int(p["partition_index"]), "replicas": p.get("replicas")}
+             for t in body.get("topics") or [] for p in t.get("partitions") or []),
+            lambda m: (m["topic"], m["partition"])).values())
         by_topic: dict[str, list[dict[str, Any]]] = {}
         results = backend.alter_reassignments(moves) if moves else []
         for r in results:

@@ -7,7 +7,8 @@ Per partition, as Kafka answers it:
   the high watermark, is OFFSET_OUT_OF_RANGE;
 * an offset at or below the current log start offset changes nothing; the answer is the log start offset either way
   (``low_watermark``);
-* UNKNOWN_TOPIC_OR_PARTITION / NOT_LEADER_OR_FOLLOWER where this broker does not lead the partition.
+* UNKNOWN_TOPIC_OR_PARTITION / NOT_LEADER_OR_FOLLOWER where this broker does not lead the partition;
+* a partition named more than once is handled and answered once, with its last offset (Kafka's map).
 
 Segments wholly below the new log start offset are deleted by the retention pass; fetches below it answer
 OFFSET_OUT_OF_RANGE at once, and ListOffsets EARLIEST answers it.
@@ -22,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.apis.data_plane import DataPlane
+from broker.apis.distinct import last_by_key
 from broker.apis.kafka_apis import HandlerResult
 from broker.log import LogStartOffsetIncrementReason, OffsetOutOfRangeError
 from broker.network.request import Request
@@ -55,15 +57,14 @@ def handle_delete_records(dp: DataPlane, request: Request, header: RequestHeader
                           body: dict[str, Any]) -> HandlerResult:
     """Delete the records below each requested offset (see the module docstring)."""
     del request, header
-    topics: list[dict[str, Any]] = []
+    wanted = last_by_key(((TopicPartition(str(t["name"]), int(p["partition_index"])), int(p["offset"]))
+                          for t in body.get("topics") or [] for p in t.get("partitions") or []), lambda e: e[0])
+    by_topic: dict[str, list[dict[str, Any]]] = {}
     codes: list[int] = []
-    for t in body.get("topics") or []:
-        name = str(t["name"])
-        parts = []
-        for p in t.get("partitions") or []:
-            index = int(p["partition_index"])
-            low, code = _delete_one(dp, TopicPartition(name, index), int(p["offset"]))
-            parts.append({"partition_index": index, "low_watermark": low, "error_code": code})
-            codes.append(code)
-        topics.append({"name": name, "partitions": parts})
+    for tp, offset in wanted.values():
+        low, code = _delete_one(dp, tp, offset)
+        by_topic.setdefault(tp.topic, []).append({"partition_index": tp.partition, "low_watermark": low,
+                                                  "error_code": code})
+        codes.append(code)
+    topics = [{"name": name, "partitions": parts} for name, parts in by_topic.items()]
     return HandlerResult({"throttle_time_ms": 0, "topics": topics}, tuple(codes) or (ErrorCode.NONE,))

@@ -4,7 +4,8 @@ A standalone broker is its own controller (see :mod:`broker.apis.data_plane`): C
 publishes the partitions with this broker as leader; with another controller in charge it answers NOT_CONTROLLER,
 as a Kafka broker that is not the controller does. Replication factor above 1 is refused with
 INVALID_REPLICATION_FACTOR (one broker), an explicit assignment must name this broker only
-(INVALID_REPLICA_ASSIGNMENT). A topic named twice in one request gets INVALID_REQUEST, as in Kafka.
+(INVALID_REPLICA_ASSIGNMENT). A topic named twice in one request gets INVALID_REQUEST, as in Kafka (answered once
+here, where Kafka repeats the answer for every occurrence).
 
 Metadata: when ``auto.create.topics.enable`` is true and the request allows it (v4+ ``allow_auto_topic_creation``,
 always before v4), requested topics that do not exist are created with ``num.partitions`` before the answer is
@@ -13,11 +14,11 @@ built (Kafka answers LEADER_NOT_AVAILABLE first and creates them asynchronously;
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 from broker.apis.convert import kafka_string_to_uuid, uuid_to_kafka_string
 from broker.apis.data_plane import DataPlane
+from broker.apis.distinct import last_by_key, repeated
 from broker.apis.kafka_apis import Handler, HandlerResult
 from broker.log import validate_topic_name
 from broker.network.request import Request
@@ -28,20 +29,20 @@ __all__ = ["handle_create_topics", "handle_delete_topics", "metadata_with_auto_c
 
 def handle_create_topics(dp: DataPlane, request: Request, header: RequestHeader,
                          body: dict[str, Any]) -> HandlerResult:
-    """Create every requested topic (or only validate, ``validate_only``)."""
+    """Create every requested topic (or only validate, ``validate_only``); a name given more than once is answered
+    once, with INVALID_REQUEST, and not created."""
     del request
-    counts = Counter(t["name"] for t in body["topics"])
+    twice = repeated(t["name"] for t in body["topics"])
     validate_only = bool(body.get("validate_only", False))
     out: list[dict[str, Any]] = []
-    for t in body["topics"]:
-        name = t["name"]
+    for name, t in last_by_key(body["topics"], lambda t: str(t["name"])).items():
         n, rf = int(t["num_partitions"]), int(t["replication_factor"])
         configs = {c["name"]: c["value"] for c in t.get("configs") or [] if c.get("value") is not None}
         assignments = t.get("assignments") or []
         message: str | None = None
         code: int
-        if counts[name] > 1:
-            code, message = ErrorCode.INVALID_REQUEST, f"Create topics request from client contains topic {name} twice"
+        if name in twice:
+            code, message = ErrorCode.INVALID_REQUEST, "Found multiple entries for this topic."
         elif assignments and (n != -1 or rf != -1):
             code = ErrorCode.INVALID_REQUEST
             message = ("Both numPartitions or replicationFactor and replicasAssignments were set. "
@@ -67,14 +68,15 @@ def handle_create_topics(dp: DataPlane, request: Request, header: RequestHeader,
 
 def handle_delete_topics(dp: DataPlane, request: Request, header: RequestHeader,
                          body: dict[str, Any]) -> HandlerResult:
-    """Delete the named topics (by name; v6 topic ids of locally created topics are resolved too)."""
+    """Delete the named topics (by name; v6 topic ids of locally created topics are resolved too); a topic named
+    more than once is deleted and answered once."""
     del request
     names: list[str | None] = []
     if header.api_version < 6:
-        names = list(body.get("topic_names") or [])
+        names = list(dict.fromkeys(body.get("topic_names") or []))
     else:
         by_id = {dp.topic_id(t): t for t in dp.state.metadata_cache.snapshot.partitions}
-        for t in body.get("topics") or []:
+        for t in last_by_key(body.get("topics") or [], lambda t: (t.get("name"), t.get("topic_id"))).values():
             names.append(t.get("name") or by_id.get(uuid_to_kafka_string(t["topic_id"])))
     out: list[dict[str, Any]] = []
     for name in names:
@@ -92,8 +94,7 @@ def metadata_with_auto_create(dp: DataPlane, base: Handler) -> Handler:
         allowed = header.api_version < 4 or bool(body.get("allow_auto_topic_creation", True))
         if topics and allowed and dp.config.auto_create_topics:
             wanted = []
-            for t in topics:
-                name = t.get("name")
+            for name in dict.fromkeys(t.get("name") for t in topics):
                 if name is None or dp.topic_exists(name):
                     continue
                 try:
