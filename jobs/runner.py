@@ -78,7 +78,8 @@ def run_pipeline(
         stop.set()
 
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _stop)
+        for sig in (signal.SIGTERM, signal.SIGHUP):  # as Ctrl-C (KeyboardInterrupt) stops them
+            signal.signal(sig, _stop)
     try:
         if settings.once:
             for family in families:  # one family at a time: the 2 cores are shared by the queries anyway

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 from collections.abc import Sequence
 
+from broker.lifecycle import STOP_SIGNALS, watch_parent
 from planewatch import __version__
 
 # name -> (module under planewatch.commands, one-line help). Order is the order shown in --help.
@@ -46,10 +48,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     module = importlib.import_module(f"planewatch.commands.{args._module}")
+    # SIGTERM and SIGHUP stop a command exactly as Ctrl-C does (commands that handle signals themselves override
+    # this); a command started by a planewatch parent stops when that parent dies.
+    previous = {sig: signal.signal(sig, signal.default_int_handler) for sig in STOP_SIGNALS}
+    watch_parent()
     try:
         rc: int = module.run(args)
     except KeyboardInterrupt:
         return 130
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     return rc
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from broker.cluster.controller import Controller, ControllerSettings
 from broker.cluster.http import ControllerHttpServer
+from broker.lifecycle import STOP_SIGNALS, watch_parent
 from broker.log4j import Log4j
 from broker.metrics.registry import MetricsRegistry
 from broker.metrics.reporter import JsonLinesReporter
@@ -27,7 +28,7 @@ METRICS_ROLL_MS = 3_600_000
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the controller until a signal."""
+    """Run the controller until a stop signal, or until the launcher that started it dies."""
     parser = argparse.ArgumentParser(prog="broker.cluster.controller_main")
     parser.add_argument("--dir", type=Path, required=True)
     parser.add_argument("--port", type=int, default=0)
@@ -53,8 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     (d / "port.tmp").write_text(str(http.port))
     (d / "port.tmp").replace(d / "port")
     stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in STOP_SIGNALS:
         signal.signal(sig, lambda s, f: stop.set())
+    watch_parent()
     try:
         stop.wait()
     finally:

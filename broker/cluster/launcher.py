@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from broker.cluster.http import ControllerClient
+from broker.lifecycle import child_env
 
 __all__ = ["Cluster", "ClusterSpec", "free_port"]
 
@@ -145,7 +146,7 @@ class Cluster:
                "--session-timeout-ms", str(self.spec.session_timeout_ms),
                "--update-metadata-cached", "true" if self.spec.cached_update_metadata else "false",
                "--control-plane-listener", "CONTROLLER" if self.spec.controller_control_listener else ""]
-        self.controller = _Proc(subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT), out)
+        self.controller = _Proc(subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=child_env()), out)
         deadline = time.monotonic() + START_TIMEOUT_S
         while not port_file.exists():
             if self.controller.popen.poll() is not None or time.monotonic() > deadline:
@@ -161,7 +162,8 @@ class Cluster:
         props.write_text(self._properties(broker_id))
         out = open(d / "stdout.log", "ab")  # noqa: SIM115 - closed in stop()
         cmd = [sys.executable, "-m", "broker.cluster.node", "--config", str(props)]
-        self.brokers[broker_id] = _Proc(subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT), out)
+        self.brokers[broker_id] = _Proc(subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=child_env()),
+                                        out)
         if wait:
             self._await_broker(broker_id)
             self.write_json()

@@ -52,6 +52,7 @@ from broker.cluster.topic_config_sync import TopicConfigSync, refreshing_before_
 from broker.config import ConfigException, KafkaConfig, load_config
 from broker.fetcher import ReplicaFetcherManager
 from broker.fetcher.thread import FetchSettings
+from broker.lifecycle import STOP_SIGNALS, watch_parent
 from broker.log import LogManager
 from broker.log.checkpoint import read_offsets_checkpoint
 from broker.log.manager import REPLICATION_OFFSET_CHECKPOINT
@@ -469,7 +470,7 @@ def cluster_apis_factory(server: Any) -> KafkaApis:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one cluster broker until SIGINT/SIGTERM."""
+    """Run one cluster broker until a stop signal, or until the launcher that started it dies."""
     from broker.server import KafkaServer
 
     parser = argparse.ArgumentParser(prog="broker.cluster.node")
@@ -484,8 +485,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     server = KafkaServer(config, apis_factory=cluster_apis_factory)
     stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in STOP_SIGNALS:
         signal.signal(sig, lambda s, f: stop.set())
+    watch_parent()
     try:
         server.startup()
     except (OSError, ValueError, ConnectionError) as e:

@@ -17,6 +17,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from broker.lifecycle import STOP_SIGNALS
+
 GIL_SWITCH_INTERVAL_S = 0.0005
 GC_THRESHOLDS = (50_000, 20, 100)
 
@@ -62,7 +64,7 @@ def serve(config_path: Path | None, overrides: list[str], seconds: float = 0.0, 
         del signum, frame
         stop.set()
 
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS}
     try:
         print(f"broker {config.broker_id} started", file=out)
         for lst in server.listeners():

@@ -21,6 +21,8 @@ import threading
 from pathlib import Path
 from typing import Protocol
 
+from broker.lifecycle import STOP_SIGNALS
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--brokers", type=int, default=3, help="number of brokers (default 3)")
@@ -130,7 +132,7 @@ class _Runnable(Protocol):
 def _serve(cluster: _Runnable, title: str, seconds: float) -> int:
     """Start the cluster, say where it is, run until a signal (or ``seconds``), always stop it."""
     stop = threading.Event()
-    previous = {sig: signal.signal(sig, lambda s, f: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {sig: signal.signal(sig, lambda s, f: stop.set()) for sig in STOP_SIGNALS}
     try:
         cluster.start()
         print(f"{title} started; bootstrap.servers={cluster.bootstrap_servers()}")

@@ -37,17 +37,21 @@ def run(args: argparse.Namespace) -> int:
     except PipelineIOError as exc:
         print(f"planewatch pipeline: {exc}", file=sys.stderr)
         return 2
+    from broker.lifecycle import deferred_stop_signals
     from jobs.io.session import build_session
     from jobs.runner import run_pipeline
 
-    spark = build_session(settings, "planewatch-pipeline")
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = None
     try:
+        with deferred_stop_signals():  # a stop while the JVM starts would leave it running without its driver
+            spark = build_session(settings, "planewatch-pipeline")
+        spark.sparkContext.setLogLevel("ERROR")
         rc = run_pipeline(spark, settings, detection=not args.no_detect)
     except PipelineIOError as exc:
         print(f"planewatch pipeline: {exc}", file=sys.stderr)
         return 1
     finally:
-        spark.stop()
+        if spark is not None:
+            spark.stop()
     print(f"planewatch pipeline: done, tables under {settings.lake}", file=sys.stderr)
     return rc

@@ -19,6 +19,8 @@ import urllib.request
 from pathlib import Path
 from typing import IO
 
+from broker.lifecycle import child_env
+
 __all__ = ["Child", "free_port", "planewatch_cmd", "wait_http_ok", "wait_lake_ready"]
 
 # Graceful stop budget per child kind before SIGKILL of its process group.
@@ -36,6 +38,8 @@ def free_port(preferred: int) -> int:
     """``preferred`` when it is free on 127.0.0.1 (0: none preferred), else a free port the kernel picks."""
     for port in ((preferred, 0) if preferred else (0,)):
         with socket.socket() as s:
+            # as the API's server binds: a port whose last connections linger in TIME_WAIT is free to it
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 s.bind(("127.0.0.1", port))
             except OSError:
@@ -53,7 +57,7 @@ class Child:
         log.parent.mkdir(parents=True, exist_ok=True)
         self._log: IO[bytes] = open(log, "ab")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE if pipe_stdout else self._log, stderr=self._log, env=env,
+            cmd, stdout=subprocess.PIPE if pipe_stdout else self._log, stderr=self._log, env=child_env(env),
             cwd=cwd, start_new_session=True, text=False,
         )
 

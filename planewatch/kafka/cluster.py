@@ -21,7 +21,6 @@ reason Kafka logged; the nodes already started are stopped first.
 from __future__ import annotations
 
 import base64
-import ctypes
 import json
 import os
 import re
@@ -34,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from broker.lifecycle import die_with_parent
 from planewatch.kafka import artifacts, configs
 
 __all__ = ["KafkaCluster", "KafkaClusterSpec", "KafkaStartError", "free_port"]
@@ -49,7 +49,6 @@ JVM_FLAGS = ("-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:ParallelGCThreads=1
 START_TIMEOUT_S = 120.0
 # SIGTERM -> SIGKILL: a controlled shutdown moves leadership away first (Kafka's default waits up to 30 s a retry).
 STOP_GRACE_S = 30.0
-_PR_SET_PDEATHSIG = 1
 _STARTED = re.compile(r"\[KafkaServer id=\d+\] started|Kafka Server started|\[KafkaRaftServer nodeId=\d+\] Kafka")
 _FATAL = re.compile(r"\b(ERROR|FATAL)\b.*")
 # A Java exception's message line: "org.apache.kafka.common.KafkaException: Socket server failed to bind ..."
@@ -69,14 +68,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def _die_with_parent() -> None:
-    """In the child before exec: SIGKILL when the launcher's thread that started it dies (Linux prctl)."""
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except OSError:
-        pass
 
 
 @dataclass(frozen=True)
@@ -192,7 +183,7 @@ class KafkaCluster:
         server_log = node_dir / "logs" / "server.log"
         offset = server_log.stat().st_size if server_log.exists() else 0
         popen = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                 preexec_fn=_die_with_parent)
+                                 preexec_fn=die_with_parent)
         return _Proc(name, popen, out, node_dir / "logs", offset)
 
     def _format_storage(self, node_dir: Path, props: Path) -> None:
