@@ -9,8 +9,6 @@ Continuous: all queries run until one fails or the process is interrupted (SIGIN
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
 import logging
 import signal
 import threading
@@ -40,20 +38,10 @@ RESTART_BACKOFF_S = 2.0
 DETECTION_START_JOIN_S = 120.0
 
 
-def _detect_module() -> Any | None:
-    """H5's jobs/detect.py, when it exists (it is optional for ingestion)."""
-    if importlib.util.find_spec("jobs.detect") is None:
-        return None
-    return importlib.import_module("jobs.detect")
-
-
 def _start_detection(spark: SparkSession, settings: Settings) -> list[StreamingQuery]:
-    mod = _detect_module()
-    if mod is None:
-        log.info("jobs/detect.py not present: detection skipped")
-        return []
-    started = mod.start_detection_queries(spark, settings)
-    return list(started or [])
+    from jobs.detect import start_detection_queries  # here: importing it loads the detectors, ingestion needs none
+
+    return list(start_detection_queries(spark, settings))
 
 
 def _await_all(queries: Sequence[StreamingQuery]) -> None:
