@@ -2,7 +2,9 @@
 
 The processor thread writes it through ``kafka.request.logger`` at DEBUG (:mod:`broker.network.request_metrics`),
 with the same timings the RequestMetrics histograms receive. Numbers follow Java's ``Double.toString`` as Jackson
-writes them, so the lines are byte-for-byte what a Kafka broker logs.
+writes them, so the lines are byte-for-byte what a Kafka broker logs, up to a size: the request and response views
+come from :mod:`broker.protocol.json_view`, built on the handler thread and bounded there (at most
+``MAX_LOGGED_ELEMENTS`` array elements each), so what this module formats on the network thread is bounded too.
 """
 
 from __future__ import annotations
