@@ -170,3 +170,22 @@ def test_hostile_tree_pipeline_completes_reports_and_reconciles(tmp_path: Path) 
     assert any(r["broker_id"] == 2 for r in events)  # the linked directory's log
     samples = _rows(lake, "metric_samples")
     assert [r["value"] for r in samples if r["raw_name"] == LAST_SAMPLE.split()[0]] == [0.25]
+
+
+def test_a_tree_without_regular_files_still_reports_its_entries(spark, tmp_path: Path) -> None:
+    """A batch that reads no record (nothing but a broken link) still writes its dq rows."""
+    from jobs.io.settings import parse_settings
+    from jobs.runner import run_pipeline
+
+    root = tmp_path / "input" / "broker-1"
+    root.mkdir(parents=True)
+    (root / "server.log").symlink_to(tmp_path / "rotated-away")
+    settings = parse_settings({"lake": str(tmp_path / "lake"), "checkpoints": str(tmp_path / "ck"),
+                               "trigger": {"once": True}, "sources": {"files": {"path": str(tmp_path / "input")}},
+                               "quality": {"enabled": False}}, "test")  # fmt: skip
+    assert run_pipeline(spark, settings, families=("logs",), detection=False) == 0
+    assert _rows(tmp_path / "lake", "raw_logs") == []
+    dq = {(r["suite"], r["expectation"]): r for r in _rows(tmp_path / "lake", "dq_results")}
+    reason = f"dangling symlink (target {tmp_path / 'rotated-away'} does not exist)"
+    assert dq[(SKIPPED_SUITE, f"skipped {root / 'server.log'}: {reason}")]["success"] is False
+    assert dq[(SKIPPED_SUITE, SKIPPED_EXPECTATION)]["unexpected_count"] == 1
