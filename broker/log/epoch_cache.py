@@ -51,7 +51,11 @@ class LeaderEpochCache:
         try:
             raw = read_checkpoint(self.path)
             self._entries = [EpochEntry(int(e[0]), int(e[1])) for e in raw]
-        except (StorageError, ValueError, IndexError):
+        except StorageError as exc:
+            if isinstance(exc.__cause__, OSError):
+                raise  # the file could not be read (no descriptor left, I/O error): not malformed, the log fails
+            self._log_ident.warn(f"Ignoring malformed {self.path}; the epoch cache starts empty")
+        except (ValueError, IndexError):
             self._log_ident.warn(f"Ignoring malformed {self.path}; the epoch cache starts empty")
             self._entries = []
 

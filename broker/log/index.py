@@ -3,8 +3,9 @@
 On disk, exactly Kafka's entry layouts: the offset index holds 8-byte entries (relative offset i32, position i32),
 the time index 12-byte entries (timestamp i64, relative offset i32), big-endian, offsets relative to the
 segment's base offset. Unlike Kafka the files are not pre-allocated and memory-mapped: entries are appended with
-``pwrite`` and mirrored in two in-memory lists, searched with ``bisect``. The indexes are rebuilt from the log
-whenever a segment is recovered, and sanity-checked on load.
+``pwrite`` and mirrored in two in-memory lists, searched with ``bisect``, so a lookup never touches the file and its
+descriptor (from :mod:`broker.log.file_pool`) is needed only to append, truncate and flush. The indexes are rebuilt
+from the log whenever a segment is recovered, and sanity-checked on load.
 
 Lookup semantics (Kafka's ``OffsetIndex.lookup``): the entry with the largest offset <= target, else
 ``(base_offset, 0)``. Entries are written for a batch's *last* offset at the batch's *start* position, so the
@@ -14,9 +15,10 @@ batch that holds the target starts at or after the returned position.
 from __future__ import annotations
 
 import bisect
-import os
 import struct
 from pathlib import Path
+
+from .file_pool import FilePool, shared_file_pool
 
 __all__ = ["OffsetIndex", "TimeIndex"]
 
@@ -27,19 +29,19 @@ _TIME_ENTRY = struct.Struct(">qi")
 class _Index:
     entry: struct.Struct
 
-    def __init__(self, path: Path, base_offset: int, max_index_bytes: int) -> None:
+    def __init__(self, path: Path, base_offset: int, max_index_bytes: int, files: FilePool | None = None) -> None:
         self.path = path
         self.base_offset = base_offset
         self.max_entries = max(1, max_index_bytes // self.entry.size)
         self._keys: list[int] = []
         self._values: list[int] = []
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        raw = os.pread(self._fd, os.fstat(self._fd).st_size, 0)
+        self._file = (files or shared_file_pool()).file(path, create=True)
+        raw = self._file.pread(self._file.size(), 0)
         usable = len(raw) - len(raw) % self.entry.size
         for a, b in self.entry.iter_unpack(raw[:usable]):
             self._load_entry(a, b)
         if usable != len(raw):
-            os.ftruncate(self._fd, usable)
+            self._file.truncate(usable)
 
     def _load_entry(self, a: int, b: int) -> None:
         raise NotImplementedError
@@ -60,12 +62,12 @@ class _Index:
         return len(self._keys) * self.entry.size
 
     def _write(self, a: int, b: int) -> None:
-        os.pwrite(self._fd, self.entry.pack(a, b), self.size_bytes)
+        self._file.pwrite(self.entry.pack(a, b), self.size_bytes)
 
     def _truncate_entries(self, count: int) -> None:
         del self._keys[count:]
         del self._values[count:]
-        os.ftruncate(self._fd, self.size_bytes)
+        self._file.truncate(self.size_bytes)
 
     def reset(self) -> None:
         """Remove every entry (before a rebuild)."""
@@ -73,13 +75,11 @@ class _Index:
 
     def flush(self) -> None:
         """fsync the file."""
-        os.fsync(self._fd)
+        self._file.fsync()
 
     def close(self) -> None:
-        """Close the file descriptor (idempotent)."""
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        """Give the descriptor back (idempotent)."""
+        self._file.close()
 
 
 class OffsetIndex(_Index):
@@ -137,7 +137,7 @@ class TimeIndex(_Index):
         self._values.append(self.base_offset + b)
 
     def _write(self, a: int, b: int) -> None:
-        os.pwrite(self._fd, self.entry.pack(a, b - self.base_offset), self.size_bytes)
+        self._file.pwrite(self.entry.pack(a, b - self.base_offset), self.size_bytes)
 
     def sanity_ok(self) -> bool:
         """Timestamps and offsets strictly increasing."""

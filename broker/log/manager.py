@@ -221,8 +221,12 @@ class LogManager:
     def get_or_create_log(self, tp: TopicPartition) -> Log:
         """The log of ``tp``, created empty in the log dir holding the fewest partitions if missing.
 
+        A log that cannot be created (no descriptor left, disk full, a file in the way) leaves no directory behind:
+        a half-made partition directory would be loaded as a partition at the next start.
+
         Raises:
             ValueError: an illegal topic name or negative partition.
+            StorageError: the log could not be created (Kafka's "Error while creating log for ...").
         """
         validate_topic_name(tp.topic)
         if tp.partition < 0:
@@ -235,15 +239,37 @@ class LogManager:
             for existing in self._logs.values():
                 counts[existing.dir.parent] = counts.get(existing.dir.parent, 0) + 1
             target = min(self.log_dirs, key=lambda d: counts[d])
-            log = Log(target / str(tp), tp, self._topic_configs.get(tp.topic, self.default_config),
-                      clock=self._clock, log4j=self._log4j, epoch_checkpoint_delay=self.epoch_checkpoint_delay,
-                      flush_listener=self._flush_listener,
-                      line_version=self.manager_config.log_line_version)
+            directory = target / str(tp)
+            fresh = not directory.exists()
+            try:
+                log = Log(directory, tp, self._topic_configs.get(tp.topic, self.default_config),
+                          clock=self._clock, log4j=self._log4j, epoch_checkpoint_delay=self.epoch_checkpoint_delay,
+                          flush_listener=self._flush_listener,
+                          line_version=self.manager_config.log_line_version)
+            except (OSError, LogError) as exc:
+                if fresh:
+                    self._remove_new_dir(directory)
+                raise StorageError(f"Error while creating log for {tp} in dir {target}: {exc}") from exc
             self._logs[tp] = log
         self._register_metrics(log)
         properties = ", ".join(f"{k} -> {v}" for k, v in sorted(log.config.to_topic_configs().items()))
         self.logger.info(f"Created log for partition {tp} in {log.dir} with properties {{{properties}}}.")
         return log
+
+    def _remove_new_dir(self, directory: Path) -> None:
+        """Remove a partition directory whose log could not be created: ``rmdir`` first, which needs no descriptor
+        (running out of them is the usual reason), then a full removal of whatever the failed load left in it."""
+        try:
+            directory.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            pass
+        shutil.rmtree(directory, ignore_errors=True)
+        if directory.exists():
+            self.logger.error(f"Could not remove {directory} after failing to create its log; it is loaded as a "
+                              f"partition at the next start unless removed")
 
     def truncate_to(self, tp: TopicPartition, offset: int) -> bool:
         """Follower truncation of ``tp``, then the recovery-point checkpoint of its dir (as Kafka's

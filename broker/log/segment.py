@@ -4,6 +4,10 @@ The ``.log`` file is a plain concatenation of record batches. ``size`` is the co
 are never read, so readers can ``pread`` without the log lock while an append is in progress (the append
 writes first and only then moves ``size``). All mutation happens under the owning :class:`~broker.log.log.Log`'s
 lock; reads take no lock at all.
+
+The three files' descriptors come from :mod:`broker.log.file_pool`: a segment nobody reads or writes holds none
+once the pool has moved on. :meth:`LogSegment.delete_files` pins the ``.log`` descriptor before unlinking, so reads
+in flight keep working until :meth:`LogSegment.close`.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from broker.protocol.batch import BATCH_HEADER_SIZE, LOG_OVERHEAD, RecordBatchIn
 
 from ._batch import check_batch, first_record_at_or_after
 from .errors import CorruptRecordError, RecordTooLargeError, StorageError
+from .file_pool import FilePool, shared_file_pool
 from .index import OffsetIndex, TimeIndex
 
 __all__ = ["LOG_SUFFIX", "LogSegment", "file_name", "whole_batches_prefix"]
@@ -48,16 +53,20 @@ class LogSegment:
     :meth:`recover`ed by the loader)."""
 
     def __init__(
-        self, directory: Path, base_offset: int, index_interval_bytes: int, max_index_bytes: int, now_ms: int
+        self, directory: Path, base_offset: int, index_interval_bytes: int, max_index_bytes: int, now_ms: int,
+        files: FilePool | None = None,
     ) -> None:
+        pool = files or shared_file_pool()
         self.directory = directory
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
         self.log_path = directory / file_name(base_offset, LOG_SUFFIX)
-        self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
-        self.size = os.fstat(self._fd).st_size
-        self.offset_index = OffsetIndex(directory / file_name(base_offset, INDEX_SUFFIX), base_offset, max_index_bytes)
-        self.time_index = TimeIndex(directory / file_name(base_offset, TIME_INDEX_SUFFIX), base_offset, max_index_bytes)
+        self._file = pool.file(self.log_path, create=True)
+        self.size = self._file.size()
+        self.offset_index = OffsetIndex(directory / file_name(base_offset, INDEX_SUFFIX), base_offset, max_index_bytes,
+                                        pool)
+        self.time_index = TimeIndex(directory / file_name(base_offset, TIME_INDEX_SUFFIX), base_offset, max_index_bytes,
+                                    pool)
         self.next_offset = base_offset
         self.max_timestamp = -1
         self.offset_of_max_timestamp = base_offset
@@ -122,7 +131,7 @@ class LogSegment:
             self.recovery_error = str(exc)
         truncated = self.size - valid
         if truncated > 0:
-            os.ftruncate(self._fd, valid)
+            self._file.truncate(valid)
             self.size = valid
         self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
         return truncated
@@ -177,11 +186,12 @@ class LogSegment:
         """
         physical = self.size
         try:
-            written = os.pwrite(self._fd, data, physical)
+            written = self._file.pwrite(data, physical)
+            if written != len(data):
+                self._file.truncate(physical)
         except OSError as exc:
             raise StorageError(f"Error while appending records to {self.log_path}: {exc}") from exc
         if written != len(data):
-            os.ftruncate(self._fd, physical)
             raise StorageError(f"Short write appending to {self.log_path}: {written} of {len(data)} bytes")
         for info in batches:
             self._index_batch(info, physical + info.position)
@@ -276,7 +286,7 @@ class LogSegment:
         removed = self.size - position
         self.offset_index.truncate_to_position(position)
         self.time_index.truncate_to(found.base_offset)
-        os.ftruncate(self._fd, position)
+        self._file.truncate(position)
         self.size = position
         self.next_offset = found.base_offset
         self.max_timestamp, self.offset_of_max_timestamp = self.time_index.last_entry()
@@ -292,7 +302,7 @@ class LogSegment:
         """fsync the log file and (unless told not to) both indexes."""
         try:
             # fdatasync: the data and the file size (needed to read it back) reach the disk; the mtime need not.
-            os.fdatasync(self._fd)
+            self._file.fsync(data_only=True)
             if indexes:
                 self.offset_index.flush()
                 self.time_index.flush()
@@ -300,7 +310,12 @@ class LogSegment:
             raise StorageError(f"Error while flushing {self.log_path}: {exc}") from exc
 
     def delete_files(self) -> None:
-        """Unlink the three files. Open descriptors keep working until :meth:`close` (readers in flight)."""
+        """Unlink the three files. The ``.log`` descriptor is pinned first and keeps working until :meth:`close`
+        (readers in flight)."""
+        try:
+            self._file.pin()
+        except OSError:
+            pass  # already closed, or no descriptor to be had: nobody can read it after the unlink either way
         for path in (self.log_path, self.offset_index.path, self.time_index.path):
             try:
                 path.unlink()
@@ -308,16 +323,14 @@ class LogSegment:
                 pass
 
     def close(self) -> None:
-        """Close the descriptors (idempotent)."""
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        """Give the descriptors back (idempotent)."""
+        self._file.close()
         self.offset_index.close()
         self.time_index.close()
 
     def _pread(self, length: int, position: int) -> bytes:
         try:
-            return os.pread(self._fd, length, position)
+            return self._file.pread(length, position)
         except OSError as exc:
             raise StorageError(f"Error while reading {self.log_path}: {exc}") from exc
 
