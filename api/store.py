@@ -14,6 +14,9 @@ most every ``refresh_interval_s`` (``update_incremental`` reads only the new log
   queries go to DataFusion (delta-rs ``QueryBuilder``) with predicates on the partition columns
   (``cluster``, ``date``) and on ``ts`` (file statistics prune the rest), and aggregate/downsample there, so
   only a bounded number of rows comes back. Results are cached per (query, table version).
+* **Answers** built from a snapshot or a result (the routes' JSON) are remembered while those stay the same
+  objects (`memo`, `derive`); every cache here computes a key once however many requests ask at the same time
+  (api.memo), so a commit does not set every request in flight recomputing the same thing.
 
 Failure model: a missing table, a log being written, a file vacuumed under our feet -> `TableUnavailable`
 (the API answers 503 for that resource). A snapshot that fails to reload keeps serving the previous version.
@@ -25,18 +28,18 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from api.memo import Memo
 from api.snapshots import SNAPSHOTS, conform, local_root, read_added_files
 from schemas.tables import ALERTS, CONTROL_REQUEST_LATENCY, METRIC_ROLLUPS_1M, METRIC_SAMPLES, TABLES
 
@@ -63,6 +66,8 @@ MAX_CONCURRENT_QUERIES = 2
 RESULT_CACHE_ENTRIES = 256
 # Answers remembered per snapshot (see `memo`): distinct filter/page combinations a busy service sees at once.
 MEMO_ENTRIES = 1024
+# /health facts remembered per (table, version): a few versions of each of the four tables it reports.
+INFO_ENTRIES = 64
 # Rows one DataFusion query may return to Python; larger results are cut (callers aggregate, so they never hit it).
 MAX_QUERY_ROWS = 100_000
 
@@ -142,10 +147,11 @@ class LakeStore:
         self._handles_lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=MAX_CONCURRENT_QUERIES, thread_name_prefix="datafusion")
         self._slots = threading.BoundedSemaphore(MAX_CONCURRENT_QUERIES)
-        self._results: OrderedDict[tuple[str, tuple[int, ...]], pa.Table] = OrderedDict()
-        self._results_lock = threading.Lock()
-        self._memo: OrderedDict[tuple[str, Hashable], tuple[pa.Table, object]] = OrderedDict()
-        self._memo_lock = threading.Lock()
+        # Query results per (sql, table versions); answers derived from snapshots/results; /health's per-version
+        # facts. Each computes once per key however many requests ask at the same time (api.memo).
+        self._results = Memo(RESULT_CACHE_ENTRIES)
+        self._answers = Memo(MEMO_ENTRIES)
+        self._infos = Memo(INFO_ENTRIES)
 
     def close(self) -> None:
         """Stop the query pool (running queries are abandoned)."""
@@ -255,18 +261,12 @@ class LakeStore:
         a dictionary lookup (the pipeline commits every few seconds; dashboards and pagers ask far more often).
         """
         snap = self.snapshot(name)
-        k = (name, key)
-        with self._memo_lock:
-            hit = self._memo.get(k)
-            if hit is not None and hit[0] is snap:
-                self._memo.move_to_end(k)
-                return cast(T, hit[1])
-        value = compute(snap)
-        with self._memo_lock:
-            self._memo[k] = (snap, value)
-            while len(self._memo) > MEMO_ENTRIES:
-                self._memo.popitem(last=False)
-        return value
+        return self._answers.get((name, key), (snap,), lambda: compute(snap))
+
+    def derive(self, key: Hashable, inputs: Sequence[pa.Table | None], compute: Callable[[], T]) -> T:
+        """`compute()` remembered per key while `inputs` (snapshots and query results this store handed out, or
+        None) stay the same objects, i.e. while no table the answer depends on has moved."""
+        return self._answers.get(("derived", key), inputs, compute)
 
     def _reload_in_background(self, name: str, h: _Handle, version: int) -> None:
         try:
@@ -336,13 +336,19 @@ class LakeStore:
             h = self._handle(name)
             if name in SNAPSHOT_TABLES:
                 self.snapshot(name)
-            actions = self.add_actions(name)
-            with h.lock:
-                hist = h.table.history(1)
+            # Per version: the commit history and file statistics of a version never change (reading the history
+            # costs a log read under the table's lock, with the GIL held).
+            return self._infos.get((name, h.version, time_column), (), lambda: self._info(name, h, time_column))
         except TableUnavailable as e:
             return TableInfo(name, False, error=e.reason)
         except Exception as e:
             return TableInfo(name, False, error=_reason(e))
+
+    def _info(self, name: str, h: _Handle, time_column: str | None) -> TableInfo:
+        actions = self.add_actions(name)
+        with h.lock:
+            hist = h.table.history(1)
+            version = h.version
         last_commit = None
         if hist and hist[0].get("timestamp") is not None:
             last_commit = datetime.fromtimestamp(int(hist[0]["timestamp"]) / 1000, tz=UTC)
@@ -353,7 +359,7 @@ class LakeStore:
             if isinstance(m, datetime):
                 newest = m if m.tzinfo else m.replace(tzinfo=UTC)
         rows = sum(int(n) for n in actions["num_records"].to_pylist() if n is not None) if actions.num_rows else 0
-        return TableInfo(name, True, h.version, last_commit, newest, rows)
+        return TableInfo(name, True, version, last_commit, newest, rows)
 
     def newest(self, name: str, column: str) -> datetime | None:
         """The largest value of timestamp `column` over the table's files (statistics only, no data read)."""
@@ -387,13 +393,12 @@ class LakeStore:
             TableUnavailable: a table is missing/unreadable, or the query ran past the timeout.
         """
         handles = [self._handle(n) for n in tables]
+        if not cache:
+            return self._query(sql, tables, handles)
         key = (sql, tuple(h.version for h in handles))
-        if cache:
-            with self._results_lock:
-                hit = self._results.get(key)
-                if hit is not None:
-                    self._results.move_to_end(key)
-                    return hit
+        return self._results.get(key, (), lambda: self._query(sql, tables, handles))
+
+    def _query(self, sql: str, tables: Sequence[str], handles: Sequence[_Handle]) -> pa.Table:
         label = ",".join(tables)
         if not self._slots.acquire(timeout=self.query_timeout_s):
             raise TableUnavailable(label, "too many queries running; try again")
@@ -410,11 +415,6 @@ class LakeStore:
                 raise TableUnavailable(label, _reason(e)) from e
         finally:
             self._slots.release()
-        if cache:
-            with self._results_lock:
-                self._results[key] = result
-                while len(self._results) > RESULT_CACHE_ENTRIES:
-                    self._results.popitem(last=False)
         return result
 
 

@@ -76,11 +76,19 @@ def list_alerts(
     return Response(content=content, media_type="application/json")
 
 
-@router.get("/alerts/{alert_id}", responses={404: {"description": "no alert with this id"}})
-def get_alert(store: StoreDep, alert_id: Annotated[str, Path(pattern=ID_PATTERN)]) -> AlertPublic:
+@router.get(
+    "/alerts/{alert_id}", response_model=AlertPublic, responses={404: {"description": "no alert with this id"}}
+)
+def get_alert(store: StoreDep, alert_id: Annotated[str, Path(pattern=ID_PATTERN)]) -> Response:
     """One alert with its evidence (the rows and numbers that made it fire), parsed from JSON."""
-    snap = store.snapshot(ALERTS.name)
-    hit = snap.filter(pc.fill_null(pc.equal(snap["alert_id"], alert_id), False))
-    if hit.num_rows == 0:
+
+    def answer(snap: pa.Table) -> bytes | None:
+        hit = snap.filter(pc.fill_null(pc.equal(snap["alert_id"], alert_id), False))
+        if hit.num_rows == 0:
+            return None
+        return to_public(rows(hit.slice(0, 1))[0], store.lake).model_dump_json().encode()
+
+    content = store.memo(ALERTS.name, ("one", alert_id), answer)
+    if content is None:
         raise HTTPException(status_code=404, detail=f"no alert {alert_id}")
-    return to_public(rows(hit.slice(0, 1))[0], store.lake)
+    return Response(content=content, media_type="application/json")

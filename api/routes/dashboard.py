@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 from fastapi.responses import HTMLResponse
 
 from api.deps import StoreDep, TokenGuard
@@ -24,10 +24,16 @@ def dashboard() -> HTMLResponse:
     return HTMLResponse(PAGE.read_text(encoding="utf-8"), headers={"Cache-Control": "no-cache"})
 
 
-@router.get("/panels/{panel}")
-def panel(store: StoreDep, panel: Panel) -> PanelPublic:
+@router.get("/panels/{panel}", response_model=PanelPublic)
+def panel(store: StoreDep, panel: Panel) -> Response:
     """Run the panel's SQL file (api/sql/<panel>.sql) over the lake and return its rows (the file's LIMIT bounds
-    them; the store caps time and rows)."""
+    them; the store caps time and rows). The JSON is built once per query result (per table version)."""
     sql = panel_sql(panel)
     result = store.query(sql, tables_in(sql))
-    return PanelPublic(name=panel.value, columns=result.column_names, rows=rows(result))
+
+    def answer() -> bytes:
+        body = PanelPublic(name=panel.value, columns=result.column_names, rows=rows(result))
+        return body.model_dump_json().encode()
+
+    content = store.derive(("panel", panel.value, sql), (result,), answer)
+    return Response(content=content, media_type="application/json")
