@@ -1,6 +1,8 @@
 """KafkaServer: wires configuration, logging, metrics, the socket server and the request handler pools.
 
-Start-up order follows Kafka 2.8's ``KafkaServer.startup`` (the parts that exist here): log4j appenders into
+Start-up order follows Kafka 2.8's ``KafkaServer.startup`` (the parts that exist here), after raising the
+open-file soft limit to the hard limit (what Kafka's packaging has operators do; the segment-file descriptor pool is
+sized from it, :mod:`broker.log.file_pool`): log4j appenders into
 ``kafka.logs.dir``, the config dump, the socket server (listeners bound, port 0 allowed), the request handlers
 (``num.io.threads`` for the data plane, one for the control plane), the metrics reporters, then the processors and
 acceptors start accepting. ``shutdown`` reverses it: acceptors and processors stop (connections closed), the
@@ -28,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from broker.config import KafkaConfig
+from broker.log.file_pool import raise_open_file_limit
 from broker.log4j import Log4j
 from broker.metrics.prometheus import PrometheusServer
 from broker.metrics.registry import MetricName, MetricsRegistry
@@ -103,6 +106,9 @@ class KafkaServer:
             self.log4j.configure(cfg.kafka_logs_dir, request_log_level=own.request_logger_level,
                                  state_change_level=own.state_change_logger_level)
         self._log.info("starting")
+        before, after = raise_open_file_limit()
+        if after != before:
+            self._log.info(f"Raised the open-file soft limit from {before} to its hard limit {after} (planewatch)")
         config_log = self.log4j.get_logger("kafka.server.KafkaConfig")
         config_log.info("KafkaConfig values: \n" + "".join(f"\t{k} = {_java(v)}\n" for k, v in cfg.describe()))
         for key in cfg.unknown:

@@ -34,7 +34,7 @@ from typing import Any, Protocol
 
 from broker.apis.convert import uuid_to_kafka_string
 from broker.apis.producers import ProducerStates
-from broker.log import Log, LogManager, validate_topic_name
+from broker.log import Log, LogError, LogManager, validate_topic_name
 from broker.log4j import Log4j
 from broker.metrics.registry import Meter, MetricName, MetricsRegistry
 from broker.protocol.error_codes import ErrorCode
@@ -320,12 +320,21 @@ class DataPlane:
             try:
                 if configs:
                     self.logs.set_topic_config(topic, dict(configs))
-                    self._store_topic_config(topic, configs)
-                for p in range(n):
-                    self.logs.get_or_create_log(TopicPartition(topic, p))
             except ValueError as exc:
                 return ErrorCode.INVALID_CONFIG, str(exc)
-            self._publish([self._local_state(TopicPartition(topic, p), 0) for p in range(n)], [])
+            tps = [TopicPartition(topic, p) for p in range(n)]
+            failed = self._create_logs(tps)
+            if failed is None and configs:
+                try:
+                    self._store_topic_config(topic, configs)
+                except OSError as exc:
+                    self._drop_logs(tps)
+                    failed = ErrorCode.KAFKA_STORAGE_ERROR, f"Could not store the configs of topic {topic}: {exc}"
+            if failed is not None:
+                if configs:
+                    self.logs.set_topic_config(topic, {})  # a later topic of this name starts from the defaults
+                return failed
+            self._publish([self._local_state(tp, 0) for tp in tps], [])
         assignment = ", ".join(f"{p} -> ArrayBuffer({self.state.broker_id})" for p in range(n))
         self._log.info(f"Creating topic {topic} with configuration {dict(configs or {})} and initial partition "
                        f"assignment HashMap({assignment})")
@@ -350,13 +359,36 @@ class DataPlane:
             if validate_only:
                 return ErrorCode.NONE, None
             added = [TopicPartition(topic, p) for p in range(old, count)]
-            for tp in added:
-                self.logs.get_or_create_log(tp)
+            failed = self._create_logs(added)
+            if failed is not None:
+                return failed
             self._publish([self._local_state(tp, 0) for tp in added], [])
         self._log.info(f"Creating {count - old} partitions for '{topic}' with the following replica assignment: "
                        + ", ".join(f"{tp.partition} -> ReplicaAssignment(replicas={self.state.broker_id})"
                                    for tp in added))
         return ErrorCode.NONE, None
+
+    def _create_logs(self, tps: list[TopicPartition]) -> tuple[int, str] | None:
+        """Create the logs of new partitions, all or none: when one cannot be created, the ones created before it
+        are deleted again and the answer is KAFKA_STORAGE_ERROR with the reason (None when all were created)."""
+        created: list[TopicPartition] = []
+        for tp in tps:
+            try:
+                self.logs.get_or_create_log(tp)
+            except LogError as exc:
+                self._drop_logs(created)
+                self._log.error(f"Creating {len(tps)} partitions of {tp.topic} failed at partition {tp.partition}, "
+                                f"rolled back: {exc}")
+                return ErrorCode.KAFKA_STORAGE_ERROR, f"Could not create partition {tp}: {exc}"
+            created.append(tp)
+        return None
+
+    def _drop_logs(self, tps: list[TopicPartition]) -> None:
+        for tp in reversed(tps):
+            try:
+                self.logs.delete_log(tp)
+            except OSError as exc:  # logged and left: the next start loads it, and DeleteTopics can remove it
+                self._log.error(f"Could not remove the log of {tp} while rolling back: {exc}")
 
     def delete_topic(self, topic: str) -> int:
         """Delete a locally managed topic and its logs; the error code DeleteTopics answers."""
@@ -369,6 +401,7 @@ class DataPlane:
             removed = [TopicPartition(topic, p) for p in parts]
             self._publish([], removed)
             self._store_topic_config(topic, None)
+            self.logs.set_topic_config(topic, {})  # a later topic of this name starts from the defaults
             for tp in removed:
                 self.logs.delete_log(tp)
                 self._replica_offsets.pop(tp, None)

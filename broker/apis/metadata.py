@@ -15,12 +15,19 @@ from broker.state.model import LiveBroker
 
 _ZERO_UUID = uuid.UUID(int=0)
 
-__all__ = ["CLIENT_SOFTWARE_RE", "INTERNAL_TOPICS", "OFFSETS_TOPIC", "api_versions_body", "metadata_body",
-           "requested_topics", "valid_client_software"]
+__all__ = ["CLIENT_SOFTWARE_RE", "INTERNAL_TOPICS", "OFFSETS_TOPIC", "api_versions_body", "internal_topic_message",
+           "metadata_body", "requested_topics", "valid_client_software"]
 
 OFFSETS_TOPIC = "__consumer_offsets"  # Topic.GROUP_METADATA_TOPIC_NAME
 INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state"})  # Topic.isInternal
 NO_LEADER_ID = -1  # MetadataResponse.NO_LEADER_ID
+
+
+def internal_topic_message(topic: str) -> str:
+    """Why CreateTopics refuses an internal topic (one place, for the standalone broker and a cluster member)."""
+    return f"Topic {topic} is internal: its coordinator creates it, not a client."
+
+
 NO_CONTROLLER_ID = -1  # MetadataResponse.NO_CONTROLLER_ID
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648  # Integer.MIN_VALUE: not requested
 

@@ -5,7 +5,13 @@ publishes the partitions with this broker as leader; with another controller in 
 as a Kafka broker that is not the controller does. Replication factor above 1 is refused with
 INVALID_REPLICATION_FACTOR (one broker), an explicit assignment must name this broker only
 (INVALID_REPLICA_ASSIGNMENT). A topic named twice in one request gets INVALID_REQUEST, as in Kafka (answered once
-here, where Kafka repeats the answer for every occurrence).
+here, where Kafka repeats the answer for every occurrence). An internal topic (``__consumer_offsets``) is not a user
+topic: the group coordinator creates it with ``offsets.topic.num.partitions``; asked for before that, CreateTopics
+answers INVALID_TOPIC_EXCEPTION (as Produce to it does), after it TOPIC_ALREADY_EXISTS. Kafka 2.8 would create it
+with whatever partitions and configs the client asked for.
+
+A topic is created all or nothing: when one partition's log cannot be created (no descriptor left, disk full), the
+partitions created before it are deleted again and the answer is KAFKA_STORAGE_ERROR with the reason.
 
 Metadata: when ``auto.create.topics.enable`` is true and the request allows it (v4+ ``allow_auto_topic_creation``,
 always before v4), requested topics that do not exist are created with ``num.partitions`` before the answer is
@@ -20,6 +26,7 @@ from broker.apis.convert import kafka_string_to_uuid, uuid_to_kafka_string
 from broker.apis.data_plane import DataPlane
 from broker.apis.distinct import last_by_key, repeated
 from broker.apis.kafka_apis import Handler, HandlerResult
+from broker.apis.metadata import INTERNAL_TOPICS, internal_topic_message
 from broker.log import validate_topic_name
 from broker.network.request import Request
 from broker.protocol import RequestHeader
@@ -43,6 +50,8 @@ def handle_create_topics(dp: DataPlane, request: Request, header: RequestHeader,
         code: int
         if name in twice:
             code, message = ErrorCode.INVALID_REQUEST, "Found multiple entries for this topic."
+        elif name in INTERNAL_TOPICS and not dp.topic_exists(name):
+            code, message = ErrorCode.INVALID_TOPIC_EXCEPTION, internal_topic_message(name)
         elif assignments and (n != -1 or rf != -1):
             code = ErrorCode.INVALID_REQUEST
             message = ("Both numPartitions or replicationFactor and replicasAssignments were set. "

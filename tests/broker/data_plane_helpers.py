@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import signal
 import socket
 import struct
@@ -57,10 +58,14 @@ def bootstrap(server: KafkaServer) -> str:
 
 
 class BrokerProcess:
-    """``planewatch broker`` as a subprocess (its own process group), for kill -9 tests."""
+    """``planewatch broker`` as a subprocess (its own process group), for kill -9 tests.
 
-    def __init__(self, tmp_path: Path, port: int, extra: str = "") -> None:
+    ``open_files`` sets the broker's open-file limit, soft and hard (so its start-up raise of the soft limit to the
+    hard one cannot undo it); the test process keeps its own."""
+
+    def __init__(self, tmp_path: Path, port: int, extra: str = "", open_files: int | None = None) -> None:
         self.port = port
+        self.open_files = open_files
         self.props = tmp_path / "broker.properties"
         self.props.write_text(f"broker.id=1\nlisteners=PLAINTEXT://127.0.0.1:{port}\n"
                               f"advertised.listeners=PLAINTEXT://127.0.0.1:{port}\nlog.dirs={tmp_path}/data\n"
@@ -72,7 +77,14 @@ class BrokerProcess:
     def start(self) -> None:
         with open(self.out, "ab") as out:
             cmd = [sys.executable, "-m", "planewatch.cli", "broker", "--config", str(self.props)]
-            self.proc = subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            limit = self.open_files
+
+            def limit_open_files() -> None:  # runs in the child, between fork and exec
+                if limit is not None:
+                    resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
+            self.proc = subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                                         preexec_fn=limit_open_files)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
