@@ -34,7 +34,6 @@ import signal
 import sys
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -42,10 +41,11 @@ from typing import Any
 
 from broker.apis.convert import kafka_string_to_uuid
 from broker.apis.data_plane import DataPlane
+from broker.apis.distinct import repeated
 from broker.apis.factory import build_kafka_apis, data_plane_of
 from broker.apis.groups import coordinator_not_available
 from broker.apis.kafka_apis import Handler, HandlerResult, KafkaApis
-from broker.apis.metadata import OFFSETS_TOPIC
+from broker.apis.metadata import INTERNAL_TOPICS, OFFSETS_TOPIC, internal_topic_message
 from broker.apis.partitions import admin_handlers
 from broker.cluster.http import ControllerClient
 from broker.cluster.topic_config_sync import TopicConfigSync, refreshing_before_new_logs
@@ -318,24 +318,34 @@ def _checkpointed_high_watermarks(settings: LogSettings) -> dict[tuple[str, int]
     return out
 
 
-def _forward_create_topics(client: ControllerClient, configs: TopicConfigSync) -> Handler:
+def _forward_create_topics(client: ControllerClient, configs: TopicConfigSync, dp: DataPlane) -> Handler:
+    """CreateTopics carried out by the controller, after the checks a standalone broker makes itself (a name given
+    twice, an internal topic); the controller creates a topic's partitions all at once, as metadata."""
+
     def handle(request: Request, header: RequestHeader, body: dict[str, Any]) -> HandlerResult:
         del request
-        names = Counter(t["name"] for t in body["topics"])
+        twice = repeated(t["name"] for t in body["topics"])
+        refused: dict[str, dict[str, Any]] = {}  # the standalone broker's rules (broker.apis.topics), answered here
+        for n in twice:
+            refused[n] = {"name": n, "error_code": ErrorCode.INVALID_REQUEST,
+                          "error_message": "Found multiple entries for this topic."}
+        for n in INTERNAL_TOPICS - twice:
+            if not dp.topic_exists(n):
+                refused[n] = {"name": n, "error_code": ErrorCode.INVALID_TOPIC_EXCEPTION,
+                              "error_message": internal_topic_message(n)}
         specs = [{"name": t["name"], "num_partitions": int(t["num_partitions"]),
                   "replication_factor": int(t["replication_factor"]),
                   "configs": {str(c["name"]): str(c["value"]) for c in t.get("configs") or []
                               if c.get("value") is not None},
                   "validate_only": bool(body.get("validate_only", False))}
-                 for t in body["topics"] if names[t["name"]] == 1]
+                 for t in body["topics"] if t["name"] not in refused]
         try:
             done = {r["name"]: r for r in client.create_topics(specs)} if specs else {}
         except (OSError, ConnectionError) as exc:
             done = {s["name"]: {"name": s["name"], "error_code": ErrorCode.NOT_CONTROLLER, "error_message": str(exc)}
                     for s in specs}
-        results = [done.get(n) or {"name": n, "error_code": ErrorCode.INVALID_REQUEST,  # named twice, as Kafka
-                                   "error_message": f"Create topics request from client contains topic {n} twice"}
-                   for n in (t["name"] for t in body["topics"])]
+        done.update(refused)
+        results = [done[n] for n in dict.fromkeys(t["name"] for t in body["topics"])]
         created = any(r["error_code"] == ErrorCode.NONE for r in results)
         if created and any(s["configs"] for s in specs) and not body.get("validate_only"):
             configs.refresh()  # this broker has the new topics' configs before it answers
@@ -451,7 +461,7 @@ def cluster_apis_factory(server: Any) -> KafkaApis:
                      register_replica_manager_metrics(server.registry, state, _min_isr(dp)))
     configs = TopicConfigSync(url, dp, server.log4j)
     dp.topic_config_authority = configs  # alters are stored at the controller, applied by every broker
-    apis.register(ApiKey.CREATE_TOPICS, _forward_create_topics(client, configs))
+    apis.register(ApiKey.CREATE_TOPICS, _forward_create_topics(client, configs, dp))
     for api_key, handler in admin_handlers(client).items():  # the controller elects, adds partitions, moves replicas
         apis.register(api_key, handler)
     apis.register(ApiKey.FIND_COORDINATOR, _creating_offsets_topic(

@@ -283,7 +283,8 @@ class LocalLog(Protocol):
     """The local logs as the partition state machine needs them (offsets for the Leader/Follower lines)."""
 
     def log_end_offset(self, tp: TopicPartition) -> int:
-        """The log end offset of a hosted partition (0 for a new one)."""
+        """The log end offset of a hosted partition (0 for a new one). Raises ``OSError`` or
+        ``broker.log.LogError`` when its log cannot be created or read (the partition is then offline)."""
         ...
 
     def high_watermark(self, tp: TopicPartition) -> int:

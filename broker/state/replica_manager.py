@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
+from broker.log.errors import LogError
 from broker.log4j import Log4j, default_log4j
 from broker.protocol.error_codes import ErrorCode
 from broker.state import decisions
@@ -238,12 +239,29 @@ class BrokerState:
             else:
                 to_follow.append(d.state)
             errors[tp] = d.error
-        leaders = self._make_leaders(correlation_id, cid, cepoch, to_lead, request) if to_lead else []
-        followers = self._make_followers(correlation_id, cid, cepoch, to_follow, request) if to_follow else []
+        leaders = self._make_leaders(correlation_id, cid, cepoch, to_lead, request, errors) if to_lead else []
+        followers = (self._make_followers(correlation_id, cid, cepoch, to_follow, request, errors)
+                     if to_follow else [])
         return LeaderAndIsrResult(ErrorCode.NONE, list(errors.items()), leaders, followers)
 
+    def _local_offsets(self, corr: int, cid: int, cepoch: int, s: LeaderAndIsrPartition, transition: str,
+                       errors: dict[TopicPartition, int]) -> tuple[int, int] | None:
+        """The partition's log end offset and high watermark (its log created if new), or None when its log cannot
+        be had: the partition answers KAFKA_STORAGE_ERROR and is skipped, the others go on (Kafka 2.8's
+        ``makeLeaders``/``makeFollowers`` on a KafkaStorageException)."""
+        try:
+            return self.local_log.log_end_offset(s.tp), self.local_log.high_watermark(s.tp)
+        except (OSError, LogError) as exc:
+            self.state_change_logger.error(
+                f"Skipped the become-{transition} state change with correlation id {corr} from controller {cid} epoch "
+                f"{cepoch} for partition {s.tp} (last update controller epoch {s.controller_epoch}) since the replica "
+                f"for the partition is offline due to disk error org.apache.kafka.common.errors.KafkaStorageException: "
+                f"{exc}")
+            errors[s.tp] = ErrorCode.KAFKA_STORAGE_ERROR
+            return None
+
     def _make_leaders(self, corr: int, cid: int, cepoch: int, states: list[LeaderAndIsrPartition],
-                      request: LeaderAndIsrRequestModel) -> list[TopicPartition]:
+                      request: LeaderAndIsrRequestModel, errors: dict[TopicPartition, int]) -> list[TopicPartition]:
         log = self.state_change_logger
         trace = log.is_trace_enabled()
         if trace:
@@ -257,7 +275,10 @@ class BrokerState:
         for s in states:
             old = self._work.get(s.tp)
             old_epoch = old.leader_epoch if old is not None else -1
-            offset, hw = self.local_log.log_end_offset(s.tp), self.local_log.high_watermark(s.tp)
+            offsets = self._local_offsets(corr, cid, cepoch, s, "leader", errors)
+            if offsets is None:
+                continue
+            offset, hw = offsets
             log.info(f"Leader {s.tp} starts at leader epoch {s.leader_epoch} from offset {offset} with high watermark "
                      f"{hw} ISR [{','.join(map(str, s.isr))}] addingReplicas [{','.join(map(str, s.adding_replicas))}] "
                      f"removingReplicas [{','.join(map(str, s.removing_replicas))}]. Previous leader epoch was "
@@ -277,7 +298,7 @@ class BrokerState:
         return became
 
     def _make_followers(self, corr: int, cid: int, cepoch: int, states: list[LeaderAndIsrPartition],
-                        request: LeaderAndIsrRequestModel) -> list[TopicPartition]:
+                        request: LeaderAndIsrRequestModel, errors: dict[TopicPartition, int]) -> list[TopicPartition]:
         log = self.state_change_logger
         trace = log.is_trace_enabled()
         if trace:
@@ -298,7 +319,10 @@ class BrokerState:
                                                      leader_epoch=-1)
                 continue
             old_epoch = old.leader_epoch if old is not None else -1
-            offset, hw = self.local_log.log_end_offset(s.tp), self.local_log.high_watermark(s.tp)
+            offsets = self._local_offsets(corr, cid, cepoch, s, "follower", errors)
+            if offsets is None:
+                continue
+            offset, hw = offsets
             log.info(f"Follower {s.tp} starts at leader epoch {s.leader_epoch} from offset {offset} with high "
                      f"watermark {hw}. Previous leader epoch was {old_epoch}.")
             self._work[s.tp] = self._hosted(s, Role.FOLLOWER, request)
