@@ -10,6 +10,8 @@ executors inside ``mapInArrow`` on the pieces of a large one; ``planewatch parse
    (:mod:`pipelines.quality.arrow_rules`); a failing row leaves silver for quarantine (stage ``validate``);
 3. every input record lands in exactly one of: a silver table, quarantine (stage ``parse``/``source``/``validate``
    with a reason), or unused (a recognised record that carries nothing planewatch uses, kept in bronze only).
+   A record its reader cut at its length cap is quarantined (stage ``parse``, reason
+   :data:`~pipelines.parsing.stages.CUT_REASON`) whatever its start looks like: the rest of it is not there.
    :attr:`EngineResult.counts` says how many went where, so a batch reconciles.
 """
 
@@ -23,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pipelines.parsing.stages import QUARANTINE_RECORD_CHARS
+from pipelines.parsing.stages import CUT_REASON, QUARANTINE_RECORD_CHARS, cut_by_reader
 from schemas.tables import (
     METRIC_SAMPLES,
     QUARANTINE,
@@ -72,10 +74,18 @@ def _routed(raw: pa.Table, family: str, cluster_tz: str) -> pl.DataFrame:
     if family == "logs":
         from pipelines.parsing.engine_logs import parse_logs
 
-        return parse_logs(frame, cluster_tz)
-    from pipelines.parsing.engine_metrics import parse_metrics
+        routed = parse_logs(frame, cluster_tz)
+    else:
+        from pipelines.parsing.engine_metrics import parse_metrics
 
-    return parse_metrics(frame)
+        routed = parse_metrics(frame)
+    cut = cut_by_reader(pl.col("line"), pl.col("line_bytes"))
+    stage = [] if family == "logs" else [pl.when(cut).then(pl.lit("parse")).otherwise(pl.col("_stage")).alias("_stage")]
+    return routed.with_columns(
+        pl.when(cut).then(pl.lit("rejected")).otherwise(pl.col("_route")).alias("_route"),
+        pl.when(cut).then(pl.lit(CUT_REASON)).otherwise(pl.col("_reason")).alias("_reason"),
+        *stage,
+    )
 
 
 def _utc_date(ts: pl.Expr) -> pl.Expr:
