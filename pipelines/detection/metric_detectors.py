@@ -128,7 +128,10 @@ def metric_windows(samples: DataFrame, cfg: DetectionConfig) -> DataFrame:
     """metric_samples -> one row per (cluster, broker, signal, listener, attribute, sliding event-time window)."""
     from pyspark.sql import functions as F
 
-    src = samples.where(F.col("ts").isNotNull() & F.col("value").isNotNull() & ~F.isnan("value"))
+    # only finite values measure something: with the quality rules off an +Inf would reach silver, and a window's
+    # "at least inf of 20 requests" is no evidence
+    finite = F.col("value").isNotNull() & ~F.isnan("value") & (F.abs("value") != F.lit(float("inf")))
+    src = samples.where(F.col("ts").isNotNull() & finite)
     src = src.where(F.col("signal").isin(*DETECTION_SIGNALS) & request_metric_wanted())
     src = src.withColumn("sig", series_key())
     unmeasured = F.col("sig").isin(*IDLE_METERS) & F.lower(F.coalesce(F.col("attribute"), F.lit(""))).isin(

@@ -6,6 +6,13 @@ depends only on the metric's NAME and its tags or labels (the canonical signal, 
 :mod:`pipelines.parsing.metric_names`, the labels map, the listener/request/processor roles, duplicate labels) is
 computed once per distinct (format, name, attribute, tag text) of the batch and joined back: a batch of 100,000
 samples holds a few hundred distinct series, so these rules cost nothing per record.
+
+A series has one sample per timestamp: a second sample of a series (its name, attribute and tags or labels, in any
+order, on one cluster and broker) at a timestamp already seen in the batch is a duplicate (the same scrape shipped
+twice, two sources of one file): the first one in the batch is kept, the others are routed unused with the reason
+`dup_sample`, so they are counted and the batch still reconciles (before the quality rules: the first is the one
+validated). A sample without its own timestamp (it takes the time it was read) is a duplicate only within its own
+source: two scrape files read together are two scrapes.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ from pipelines.parsing import metric_names as N
 from pipelines.parsing import metric_spec as S
 from pipelines.parsing.engine_logs import typed
 from pipelines.parsing.rust_regex import to_rust
-from pipelines.parsing.stages import MAX_EPOCH_MS
+from pipelines.parsing.stages import MAX_EPOCH_MS, cut_by_reader
 
 if TYPE_CHECKING:
     import polars as pl
@@ -118,8 +125,8 @@ def _json_leaf(value: Any) -> str | None:
 
 def _series(fmt: str | None, raw_name: str | None, attribute: str | None, extra: str | None) -> dict[str, Any]:
     """Everything a sample takes from its name and tags: one call per distinct series of a batch."""
-    out: dict[str, Any] = {"_ok": False, "_dup": False, "signal": None, "mbean": None, "attribute": None,
-                           "listener": None, "request": None, "processor": None, "labels": None}
+    out: dict[str, Any] = {"_ok": False, "_dup": False, "_series_key": None, "signal": None, "mbean": None,
+                           "attribute": None, "listener": None, "request": None, "processor": None, "labels": None}
     if raw_name is None:
         return out
     if fmt == "json":
@@ -143,7 +150,11 @@ def _series(fmt: str | None, raw_name: str | None, attribute: str | None, extra:
         return next((d[k] for k in names if d.get(k) is not None), None)
 
     labels = [{"key": k, "value": v} for k, v in pairs if k not in S.ROLE_LABELS]
-    return {"_ok": True, "_dup": False, "signal": signal, "mbean": mbean, "attribute": attr,
+    # the series' identity: its name (an MBean's properties in any order), attribute and tags/labels as a set
+    domain, _, props = raw_name.partition(":") if is_mbean else (raw_name, "", "")
+    name_key = f"{domain}:{','.join(sorted(props.split(',')))}" if is_mbean else raw_name
+    series_key = json.dumps([name_key, attr, sorted(extra_pairs)], separators=(",", ":"))
+    return {"_ok": True, "_dup": False, "_series_key": series_key, "signal": signal, "mbean": mbean, "attribute": attr,
             "listener": first(S.LISTENER_LABELS), "request": first(S.REQUEST_LABELS),
             "processor": first(S.PROCESSOR_LABELS), "labels": labels}
 
@@ -231,12 +242,22 @@ def parse_metrics(df: pl.DataFrame) -> pl.DataFrame:
         route = pl.when(cond).then(ro) if route is None else route.when(cond).then(ro)
         reason = pl.when(cond).then(re_) if reason is None else reason.when(cond).then(re_)
     ts = pl.when(has_ts).then(ts_val).otherwise(pl.col("ingest_ts").dt.cast_time_unit("us"))
-    return lf.with_columns(
-        route.otherwise(pl.lit("sample")).alias("_route"),
-        reason.otherwise(pl.lit(None, pl.String)).alias("_reason"),
-        pl.when(fmt == S.SOURCE_ERROR_FORMAT).then(pl.lit(S.SOURCE_STAGE)).otherwise(pl.lit("parse")).alias("_stage"),
+    route = route.otherwise(pl.lit("sample"))
+    # a later sample of a series at a timestamp the batch already has (module docstring); the first one is kept
+    sample = (route == "sample") & ~cut_by_reader(pl.col("line"), pl.col("line_bytes"))  # a cut one is rejected
+    series = pl.struct(sample.alias("sample"), pl.col("cluster"), pl.col("_m_broker"), ts.alias("ts"),
+                       pl.col("_series_key"), pl.when(has_ts).then(pl.lit(None, pl.String)).otherwise(pl.col("source"))
+                       .alias("own_source"))
+    dup = sample & ~series.is_first_distinct()
+    lf = lf.with_columns(
         pl.when(pl.col("_is_json")).then(pl.coalesce(json_broker, pl.col("broker_id")))
-        .otherwise(pl.col("broker_id")).alias("m_broker_id"),
+        .otherwise(pl.col("broker_id")).alias("_m_broker"))
+    return lf.with_columns(
+        pl.when(dup).then(pl.lit("unused")).otherwise(route).alias("_route"),
+        pl.when(dup).then(pl.lit(R["dup_sample"])).otherwise(reason.otherwise(pl.lit(None, pl.String)))
+        .alias("_reason"),
+        pl.when(fmt == S.SOURCE_ERROR_FORMAT).then(pl.lit(S.SOURCE_STAGE)).otherwise(pl.lit("parse")).alias("_stage"),
+        pl.col("_m_broker").alias("m_broker_id"),
         ts.alias("m_ts"),
         value.alias("m_value"),
         rn.alias("m_raw_name"),
@@ -251,7 +272,8 @@ def _join_series(lf: pl.LazyFrame) -> pl.LazyFrame:
     keys = ["_fmt", "_raw_name", "_attribute", "_extra"]
     distinct = lf.select(keys).unique().collect()
     label_type = pl.List(pl.Struct({"key": pl.String, "value": pl.String}))
-    schema: dict[str, Any] = {"_ok": pl.Boolean, "_dup": pl.Boolean, "signal": pl.String, "mbean": pl.String,
+    schema: dict[str, Any] = {"_ok": pl.Boolean, "_dup": pl.Boolean, "_series_key": pl.String, "signal": pl.String,
+              "mbean": pl.String,
               "attribute": pl.String, "listener": pl.String, "request": pl.String, "processor": pl.String,
               "labels": label_type}
     resolved = [_series(f, n, a, x) for f, n, a, x in distinct.iter_rows()]

@@ -52,4 +52,6 @@ REASONS = {
     "dup_label": "duplicate label or tag",
     "not_number": "metric value is not a number",
     "bad_ts": "timestamp is not epoch milliseconds in range",
+    # engine_metrics: one sample per series and timestamp; the batch's first is kept
+    "dup_sample": "duplicate sample: its series has a sample at this timestamp earlier in the batch (kept)",
 }

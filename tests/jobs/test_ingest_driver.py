@@ -29,10 +29,11 @@ from tests.pipelines.parse_metric_cases import METRIC_CASES
 INGEST_TS = dt.datetime(2024, 1, 1, 0, 0, tzinfo=dt.UTC)
 SOURCE_DDL = ("cluster string, broker_id int, kind string, line string, line_bytes long, source string, "
               "source_offset long, ingest_ts timestamp, truncated boolean")
-# Lines that parse but break a hard rule (metric_samples.json): a negative queue size, a percent above 100, NaN.
+# Lines that parse but break a hard rule (metric_samples.json): a negative queue size, a percent above 100, NaN (each
+# at a time no case's sample of its series has: a second sample of a series at one time is a duplicate, unused).
 BAD_METRICS = (
-    "kafka_network_requestchannel_requestqueuesize -3.0 1614672000000",
-    "kafka_network_socketserver_networkprocessoravgidlepercent 250",
+    "kafka_network_requestchannel_requestqueuesize -3.0 1614672099000",
+    "kafka_network_socketserver_networkprocessoravgidlepercent 250 1614672099000",
     "kafka_network_socketserver_networkprocessoravgidlepercent NaN",
 )
 GARBAGE = ("this line is not a Kafka log line at all", "\x00\x01binary\ufffd", "{\"json\": \"not a metric\"", "")
@@ -124,13 +125,14 @@ def test_arrow_rules_split_with_the_first_failed_expectation() -> None:
         {"cluster": "c", "broker_id": 1, "signal": "NetworkProcessorAvgIdlePercent", "value": float("nan"),
          "attribute": None},
         {"cluster": None, "broker_id": -7, "signal": None, "value": None, "attribute": None},
-        {"cluster": "c", "broker_id": -1, "signal": "X", "value": 1e300, "attribute": None},
+        {"cluster": "c", "broker_id": -1, "signal": "X", "value": 1e300, "attribute": None},  # beyond any Kafka number
+        {"cluster": "c", "broker_id": -1, "signal": "X", "value": 1e18, "attribute": None},
     ]
     schema = pa.schema([("cluster", pa.string()), ("broker_id", pa.int32()), ("signal", pa.string()),
                         ("value", pa.float64()), ("attribute", pa.string())])
     good, bad = split_valid_arrow(pa.Table.from_pylist(rows, schema), load_suite(METRIC_SAMPLES.name))
     assert good.num_rows == 3
-    assert bad.num_rows == 4
+    assert bad.num_rows == 5
     assert all(r is not None for r in bad[REASON].to_pylist())
 
 
