@@ -324,12 +324,13 @@ def _forward_create_topics(client: ControllerClient, configs: TopicConfigSync, d
 
     def handle(request: Request, header: RequestHeader, body: dict[str, Any]) -> HandlerResult:
         del request
+        names = list(dict.fromkeys(t["name"] for t in body["topics"]))
         twice = repeated(t["name"] for t in body["topics"])
         refused: dict[str, dict[str, Any]] = {}  # the standalone broker's rules (broker.apis.topics), answered here
         for n in twice:
             refused[n] = {"name": n, "error_code": ErrorCode.INVALID_REQUEST,
                           "error_message": "Found multiple entries for this topic."}
-        for n in INTERNAL_TOPICS - twice:
+        for n in INTERNAL_TOPICS.intersection(names) - twice:
             if not dp.topic_exists(n):
                 refused[n] = {"name": n, "error_code": ErrorCode.INVALID_TOPIC_EXCEPTION,
                               "error_message": internal_topic_message(n)}
@@ -345,7 +346,8 @@ def _forward_create_topics(client: ControllerClient, configs: TopicConfigSync, d
             done = {s["name"]: {"name": s["name"], "error_code": ErrorCode.NOT_CONTROLLER, "error_message": str(exc)}
                     for s in specs}
         done.update(refused)
-        results = [done[n] for n in dict.fromkeys(t["name"] for t in body["topics"])]
+        results = [done.get(n) or {"name": n, "error_code": ErrorCode.UNKNOWN_SERVER_ERROR,
+                                   "error_message": "The controller did not answer for this topic."} for n in names]
         created = any(r["error_code"] == ErrorCode.NONE for r in results)
         if created and any(s["configs"] for s in specs) and not body.get("validate_only"):
             configs.refresh()  # this broker has the new topics' configs before it answers
