@@ -60,10 +60,11 @@ def bootstrap(server: KafkaServer) -> str:
 class BrokerProcess:
     """``planewatch broker`` as a subprocess (its own process group), for kill -9 tests.
 
-    ``open_files`` sets the broker's open-file limit, soft and hard (so its start-up raise of the soft limit to the
-    hard one cannot undo it); the test process keeps its own."""
+    ``open_files`` sets the broker's open-file limit: one number for soft and hard (so its start-up raise of the
+    soft limit to the hard one cannot undo it), or ``(soft, hard)``; the test process keeps its own."""
 
-    def __init__(self, tmp_path: Path, port: int, extra: str = "", open_files: int | None = None) -> None:
+    def __init__(self, tmp_path: Path, port: int, extra: str = "",
+                 open_files: int | tuple[int, int] | None = None) -> None:
         self.port = port
         self.open_files = open_files
         self.props = tmp_path / "broker.properties"
@@ -81,7 +82,7 @@ class BrokerProcess:
 
             def limit_open_files() -> None:  # runs in the child, between fork and exec
                 if limit is not None:
-                    resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+                    resource.setrlimit(resource.RLIMIT_NOFILE, limit if isinstance(limit, tuple) else (limit, limit))
 
             self.proc = subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
                                          preexec_fn=limit_open_files)

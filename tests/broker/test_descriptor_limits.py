@@ -3,7 +3,8 @@
 * a partition whose log cannot be created (a file in the way) rolls back the ones created before it (in-process);
 * a broker whose open-file limit is used up by connections answers CreateTopics with an error, leaves no trace of
   the topic, keeps serving, and creates the topic after a restart (subprocess, limit lowered soft and hard);
-* under a limit of 1024 descriptors a broker creates, and restarts with, 2000 idle partitions (subprocess).
+* under a limit of 1024 descriptors a broker creates, and restarts with, 2000 idle partitions (subprocess);
+* a broker raises its open-file soft limit to the hard limit at start.
 """
 
 from __future__ import annotations
@@ -163,6 +164,27 @@ def test_running_out_of_descriptors_answers_an_error_leaves_no_topic_and_the_bro
         assert _create(w, "big", 10)["error_code"] == ErrorCode.NONE  # not TOPIC_ALREADY_EXISTS: nothing was left
         assert _partitions(w, "big") == (ErrorCode.NONE, 10)
         w.close()
+
+
+def _soft_open_files(pid: int) -> int:
+    with open(f"/proc/{pid}/limits") as fh:
+        for line in fh:
+            if line.startswith("Max open files"):
+                return int(line.split()[3])
+    raise AssertionError("no open-file limit")
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(60)
+def test_the_broker_raises_its_open_file_soft_limit_to_the_hard_limit(tmp_path: Path) -> None:
+    proc = BrokerProcess(tmp_path, free_port(), open_files=(SMALL_LIMIT, COMMON_LIMIT))
+    proc.start()
+    try:
+        assert _soft_open_files(_pid(proc)) == COMMON_LIMIT
+        server_log = (tmp_path / "logs" / "server.log").read_text()
+        assert f"Raised the open-file soft limit from {SMALL_LIMIT} to its hard limit {COMMON_LIMIT}" in server_log
+    finally:
+        proc.kill()
 
 
 @pytest.mark.slow

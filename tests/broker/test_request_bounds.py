@@ -138,6 +138,10 @@ def test_metadata_answers_each_topic_once_however_often_it_is_named(wire: Wire) 
                                             **_MD_FLAGS})
     assert [(t["name"], t["error_code"]) for t in by_id["topics"]] == [
         (None, ErrorCode.UNKNOWN_TOPIC_ID), ("orders", ErrorCode.NONE)]
+    # auto-creation (on by default) creates a repeated unknown name once
+    auto = wire.call(ApiKey.METADATA, METADATA_V, {"topics": [{"name": "auto"}] * 300,
+                                                   "allow_auto_topic_creation": True})
+    assert [(t["name"], t["error_code"]) for t in auto["topics"]] == [("auto", ErrorCode.NONE)]
 
 
 def test_create_and_delete_topics_take_each_name_once(wire: Wire) -> None:
