@@ -35,7 +35,10 @@ BAD_METRICS = (
     "kafka_network_requestchannel_requestqueuesize -3.0 1614672099000",
     "kafka_network_socketserver_networkprocessoravgidlepercent 250 1614672099000",
     "kafka_network_socketserver_networkprocessoravgidlepercent NaN",
+    "kafka_network_requestchannel_requestqueuesize +Inf 1614672098000",  # no Kafka metric is infinite
 )
+# A sample shipped twice: the second is a duplicate (unused, counted).
+DUPLICATED = "kafka_network_requestchannel_requestqueuesize 7.0 1614672088000"
 GARBAGE = ("this line is not a Kafka log line at all", "\x00\x01binary\ufffd", "{\"json\": \"not a metric\"", "")
 # A source row's broker id outside 0..2^31-1 (the path said broker--5): lines without [Broker id=N] fail validation.
 BAD_BROKER = -5
@@ -44,8 +47,9 @@ BAD_BROKER = -5
 def _source_rows(family: str) -> list[tuple[Any, ...]]:
     rows: list[tuple[Any, ...]] = []
 
-    def add(kind: str | None, line: str, broker: int | None, source: str) -> None:
-        rows.append(("c1", broker, kind, line, len(line.encode()), source, len(rows) * 100, INGEST_TS, False))
+    def add(kind: str | None, line: str, broker: int | None, source: str, size: int | None = None) -> None:
+        size = len(line.encode()) if size is None else size
+        rows.append(("c1", broker, kind, line, size, source, len(rows) * 100, INGEST_TS, False))
 
     if family == "logs":
         for i, case in enumerate(ALL_LOG_CASES):
@@ -55,8 +59,10 @@ def _source_rows(family: str) -> list[tuple[Any, ...]]:
     else:
         for case in METRIC_CASES:
             add(case.metric_format or "prometheus", case.line, 2, "/in/c1/broker-2/metrics/m.prom")
-        for line in (*BAD_METRICS, *GARBAGE):
+        for line in (*BAD_METRICS, *GARBAGE, DUPLICATED, DUPLICATED):
             add("prometheus", line, 2, "/in/c1/broker-2/metrics/m.prom")
+        add("prometheus", '{"ts": 1614672000000, "mbean": "kafka.net', 2, "/in/c1/broker-2/metrics/m.json",
+            size=3_000_000)  # its reader kept only the start of a 3 MB record
     return rows
 
 
@@ -107,6 +113,14 @@ def test_driver_path_writes_what_the_executor_path_writes(spark: Any, tmp_path: 
     q = _table(lake_d, "quarantine")
     # every kind of rejection happened (metrics: also failed scrapes, the metric cases' source-error records)
     assert {r["stage"] for r in q} == {"parse", "validate", *(["source"] if family == "metrics" else [])}
+    if family == "metrics":  # the cut record, the infinite value: each with its reason; the duplicate: once
+        from pipelines.parsing.stages import CUT_REASON
+
+        reasons = [r["reason"] for r in q]
+        assert CUT_REASON in reasons
+        assert any(r.startswith("expect_column_values_to_be_between(value, min_value=-9.2") for r in reasons)
+        dup = [r for r in _table(lake_d, "metric_samples") if r["ts"].timestamp() * 1000 == 1614672088000]
+        assert [r["value"] for r in dup] == [7.0]
     dq = {(r["suite"], r["expectation"], r["success"], r["unexpected_count"], r["element_count"])
           for r in _table(lake_d, "dq_results") if r["suite"] != r["table_name"]}  # GE rows: timing differs
     assert dq == {(r["suite"], r["expectation"], r["success"], r["unexpected_count"], r["element_count"])
