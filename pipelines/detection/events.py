@@ -145,21 +145,23 @@ METRIC_HEARTBEAT_LAG_S = 20.0
 
 def heartbeats(df: DataFrame, lag_s: float = 0.0) -> DataFrame:
     """Any timestamped silver rows (metric samples, any log line) as heartbeat events: they move event time
-    forward so a quiet cluster still times out its never-completed requests. Keyed (cluster, -1, -1). `lag_s`
-    moves them back in time: a source whose rows arrive ahead of the log lines vouches only for that long ago."""
+    forward so a quiet cluster still times out its never-completed requests, and show until when their broker was
+    alive (the in-flight reports' bound). Controller -1, the row's own broker (-1 for a row of none). `lag_s`
+    moves them back in time: a source whose rows arrive ahead of the log lines vouches only for that long ago as
+    event time goes; `elapsed_ms` carries the lag, so the row's own time still says when its broker was alive."""
     from pyspark.sql import functions as F
 
     ts = F.col("ts") if not lag_s else (F.col("ts") - F.expr(f"INTERVAL {int(lag_s * 1000)} MILLISECONDS"))
     return df.where(F.col("ts").isNotNull()).select(
         "cluster",
         F.lit(-1).cast("int").alias("controller_id"),
-        F.lit(-1).cast("int").alias("broker_id"),
+        F.coalesce(F.col("broker_id").cast("int"), F.lit(-1)).alias("broker_id"),
         F.lit("heartbeat").alias("kind"),
         ts.alias("ts"),
         *[F.lit(None).cast(t).alias(n) for n, t in (("request", "string"), ("correlation_id", "long"),
-                                                    ("controller_epoch", "int"), ("partitions", "int"),
-                                                    ("elapsed_ms", "long"), ("lock_wait_ms", "long"),
-                                                    ("detail", "string"))],
+                                                    ("controller_epoch", "int"), ("partitions", "int"))],
+        F.lit(int(lag_s * 1000)).cast("long").alias("elapsed_ms"),
+        *[F.lit(None).cast(t).alias(n) for n, t in (("lock_wait_ms", "long"), ("detail", "string"))],
     )
 
 

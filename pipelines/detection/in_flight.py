@@ -12,6 +12,13 @@ watermark: every line up to it has arrived, and none finished the request) and t
 which it keeps through its later updates (finished, or never completed), so the detectors update the alert the
 in-flight row raised. Heartbeats keep the watermark moving on a quiet broker.
 
+The watermark is one event time over every cluster the pipeline reads, so it alone does not say that THIS broker
+was still there, working for THIS controller: a stopped cluster's open requests would look stuck while other
+clusters move event time on, and a failed-over controller's unanswered sends while the broker serves its successor.
+A :class:`BrokerView` (what the broker's own rows say, across controllers) bounds the in-flight clock: event time
+counts only up to the broker's latest sign of life (`alive_until`: its metric samples and log lines), and a request
+from an older controller epoch than one the broker has since handled is not in flight (its controller is gone).
+
 A missing finish only means something where finishes are logged: 2.6 brokers log no `Finished LeaderAndIsr` line,
 2.6+ brokers none for StopReplica, and a broker whose logs are not shipped logs nothing. So a request type is judged
 on a key only once the key has shown a completion of that type (a broker Finished/applied line or the controller's
@@ -20,6 +27,7 @@ TRACE response line): :attr:`pairing.PairingState.completes`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from schemas.events import LatencyStatus
@@ -27,7 +35,7 @@ from schemas.events import LatencyStatus
 if TYPE_CHECKING:
     from pipelines.detection.pairing import PairingParams, PairingState
 
-__all__ = ["IN_FLIGHT_FLAG", "mark", "next_milestone", "pending_rows"]
+__all__ = ["IN_FLIGHT_FLAG", "BrokerView", "mark", "next_milestone", "pending_rows"]
 
 # the control_request_latency status (schemas.events.LatencyStatus) as the plain string the state holds
 _IN_FLIGHT = LatencyStatus.IN_FLIGHT.value
@@ -35,6 +43,31 @@ _IN_FLIGHT = LatencyStatus.IN_FLIGHT.value
 
 # The flag of a request that was reported while in flight (kept on its later rows).
 IN_FLIGHT_FLAG = "in_flight_alerted"
+
+
+@dataclass(frozen=True)
+class BrokerView:
+    """What one broker's own rows show, whichever controller they concern (epoch milliseconds, event time)."""
+
+    # the latest event time of the broker's own metric samples and log lines (None: it showed none yet)
+    alive_until: int | None = None
+    # the newest controller epoch of a request the broker handled (None: none seen)
+    epoch: int | None = None
+
+    def seen(self, ts: int | None = None, epoch: int | None = None) -> BrokerView:
+        """This view moved on by a row of the broker at `ts` (handling a request of controller epoch `epoch`)."""
+        alive = self.alive_until if ts is None or (self.alive_until is not None and self.alive_until >= ts) else ts
+        newest = self.epoch if epoch is None or (self.epoch is not None and self.epoch >= epoch) else epoch
+        return BrokerView(alive, newest)
+
+    def now(self, watermark: int) -> int | None:
+        """Event time as far as this broker vouches for it: the watermark, capped by its latest sign of life."""
+        return None if self.alive_until is None else min(watermark, self.alive_until)
+
+    def superseded(self, item: dict[str, Any]) -> bool:
+        """Whether `item` came from an older controller epoch than one the broker has since handled."""
+        e = item.get("epoch")
+        return e is not None and self.epoch is not None and int(e) < self.epoch
 
 
 def _start(item: dict[str, Any]) -> int:
@@ -79,16 +112,24 @@ def next_milestone(st: PairingState, p: PairingParams) -> int | None:
     return _clock(st, head) + levels[reached] + 1
 
 
-def mark(st: PairingState, p: PairingParams, watermark: int) -> None:
-    """Mark the head request dirty with `as_of`/`clock`/the flag when the watermark passed its next level."""
+def mark(st: PairingState, p: PairingParams, watermark: int, broker: BrokerView | None = None) -> None:
+    """Mark the head request dirty with `as_of`/`clock`/the flag when event time passed its next level: the
+    watermark, capped by the broker's view when one is given (see the module doc)."""
     head = _head(st)
     if head is None:
         return
+    now: int | None = watermark
+    if broker is not None:
+        if broker.superseded(head):
+            return
+        now = broker.now(watermark)
+    if now is None:
+        return
     clock = _clock(st, head)
-    reached = sum(1 for level in _levels(p, head) if clock + level < watermark)
+    reached = sum(1 for level in _levels(p, head) if clock + level < now)
     if reached <= int(head.get("alerted", 0)):
         return
-    head["alerted"], head["as_of"], head["clock"], head["dirty"] = reached, watermark, clock, True
+    head["alerted"], head["as_of"], head["clock"], head["dirty"] = reached, now, clock, True
     flags = head.setdefault("flags", [])
     if IN_FLIGHT_FLAG not in flags:
         flags.append(IN_FLIGHT_FLAG)

@@ -1,12 +1,17 @@
-"""The stateful streaming operator around `pairing.step`: applyInPandasWithState keyed by
-(cluster, controller_id, broker bucket), event-time timeouts, one JSON state blob per group holding the
-PairingState of each of its brokers (pairing itself stays per (cluster, controller, broker)).
+"""The stateful streaming operator around `pairing.step`: applyInPandasWithState keyed by (cluster, broker bucket),
+event-time timeouts, one JSON state blob per group holding the PairingState of each (controller, broker) key of its
+brokers (pairing itself stays per (cluster, controller, broker)) and each broker's view (`in_flight.BrokerView`).
 
 `pair_requests(events, cfg)` takes pairing events (events.PAIRING_INPUT_DDL, heartbeats included) and returns
 control_request_latency rows (LATENCY_OUTPUT_DDL). It works on a streaming DataFrame (the watermark is set here)
 and, for tests and backfills, on a batch DataFrame (applyInPandas with a fresh state per key: nothing expires).
 Late events (older than the watermark) are dropped by Spark before the operator and reported in the query
 progress as `numRowsDroppedByWatermark`; the job logs that number.
+
+A broker's keys share a group with its heartbeats (its metric samples and log lines: `events.heartbeats` keeps
+their broker) and with every controller's lines about it, so the group knows what the broker itself showed, across
+controllers: until when it was alive, which controller epoch it last served. The in-flight reports of each key are
+bounded by that view (`in_flight.BrokerView`): the watermark alone is one event time over every cluster.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from pipelines.detection.in_flight import BrokerView
 from pipelines.detection.pairing import Event, PairingParams, PairingState, latency_row, request_key, step
 from schemas.alerts import AlertType
 from schemas.events import ControlRequest
@@ -38,7 +44,7 @@ IN_FLIGHT_ALERTS: dict[ControlRequest, AlertType] = {
 }
 
 STATE_DDL = "blob STRING"
-# Brokers are grouped into this many buckets per (cluster, controller): each call of the pandas function costs
+# Brokers are grouped into this many buckets per cluster: each call of the pandas function costs
 # ~15 ms of fixed overhead (measured: 10,000 one-broker groups ran at ~640 events/s), so one group per broker
 # does not scale to big clusters; 64 buckets keep each state value small (10,000 brokers: ~160 per bucket, ~90 KB).
 PAIRING_BUCKETS = 64
@@ -57,18 +63,35 @@ def _int(v: Any) -> int | None:
     return None if v is None or pd.isna(v) else int(v)
 
 
-def _events_by_broker(pdf: pd.DataFrame) -> dict[int, list[Event]]:
+# Kinds of event that the broker itself logged (its liveness and the controller epoch it serves); the others (send,
+# response, gone) are the controller's lines about it.
+_BROKER_KINDS = frozenset({"handling", "finished", "applied", "part_done", "lock_wait"})
+
+
+def _events_by_key(pdf: pd.DataFrame) -> tuple[dict[tuple[int, int], list[Event]], dict[int, BrokerView]]:
+    """A group's rows -> pairing events per (controller, broker), and what each broker's own rows showed."""
     ts = pdf["ts"]
-    millis = (ts.astype("int64") // 1_000_000) if str(ts.dtype).startswith("datetime64[ns") else None
-    out: dict[int, list[Event]] = {}
-    for i, row in enumerate(pdf.itertuples(index=False)):
-        t = int(millis.iloc[i]) if millis is not None else int(row.ts.timestamp() * 1000)
+    millis = (ts.astype("int64") // 1_000_000) if str(ts.dtype).startswith("datetime64[ns") else \
+        ts.map(lambda t: int(t.timestamp() * 1000))
+    heart = (pdf["kind"] == "heartbeat").to_numpy()
+    views: dict[int, BrokerView] = {}
+    if heart.any():  # thousands of metric samples a batch: one vectorised max per broker
+        # a heartbeat's own time: its ts plus the lag events.heartbeats moved it back by (elapsed_ms)
+        alive = millis[heart] + pdf["elapsed_ms"][heart].fillna(0).astype("int64")
+        latest = alive.groupby(pdf["broker_id"][heart].to_numpy()).max()
+        views = {int(b): BrokerView(alive_until=int(t)) for b, t in latest.items()}
+    out: dict[tuple[int, int], list[Event]] = {}
+    rest = pdf[~heart]
+    for i, row in zip(millis[~heart].tolist(), rest.itertuples(index=False), strict=True):
         detail = None if row.detail is None or (isinstance(row.detail, float) and row.detail != row.detail) \
             else str(row.detail)
-        out.setdefault(int(row.broker_id), []).append(
-            Event(row.kind, t, row.request, _int(row.correlation_id), _int(row.controller_epoch),
+        broker, epoch = int(row.broker_id), _int(row.controller_epoch)
+        out.setdefault((int(row.controller_id), broker), []).append(
+            Event(row.kind, i, row.request, _int(row.correlation_id), epoch,
                   _int(row.partitions), _int(row.elapsed_ms), _int(row.lock_wait_ms), detail))
-    return out
+        if row.kind in _BROKER_KINDS:
+            views[broker] = views.get(broker, BrokerView()).seen(i, epoch)
+    return out, views
 
 
 def _rows(cluster: str, controller_id: int, broker_id: int, changed: list[dict[str, Any]],
@@ -104,21 +127,43 @@ def _frame(rows: list[dict[str, Any]]) -> Any:
     return out
 
 
-def _load(blob: str | None) -> dict[int, PairingState]:
+def _load(blob: str | None) -> tuple[dict[tuple[int, int], PairingState], dict[int, BrokerView]]:
+    """A group's state blob -> its keys' pairing states and its brokers' views."""
     if not blob:
-        return {}
-    return {int(b): PairingState.from_json(text) for b, text in json.loads(blob).items()}
+        return {}, {}
+    raw = json.loads(blob)
+    states = {(int(c), int(b)): PairingState.from_json(text)
+              for key, text in raw["keys"].items() for c, b in [key.split(":")]}
+    views = {int(b): BrokerView(v[0], v[1]) for b, v in raw["brokers"].items()}
+    return states, views
 
 
-def _step_group(cluster: str, controller_id: int, states: dict[int, PairingState],
-                events: dict[int, list[Event]], watermark: int, params: PairingParams) -> list[dict[str, Any]]:
-    """Run `pairing.step` for every broker of a bucket that has events or state; drop brokers left empty."""
+def _dump(states: dict[tuple[int, int], PairingState], views: dict[int, BrokerView]) -> str:
+    return json.dumps({"keys": {f"{c}:{b}": st.to_json() for (c, b), st in states.items()},
+                       "brokers": {str(b): [v.alive_until, v.epoch] for b, v in views.items()}},
+                      separators=(",", ":"))
+
+
+def _merge_views(old: dict[int, BrokerView], new: dict[int, BrokerView]) -> dict[int, BrokerView]:
+    out = dict(old)
+    for b, v in new.items():
+        out[b] = out.get(b, BrokerView()).seen(v.alive_until, v.epoch)
+    return out
+
+
+def _step_group(cluster: str, states: dict[tuple[int, int], PairingState],
+                events: dict[tuple[int, int], list[Event]], views: dict[int, BrokerView], watermark: int,
+                params: PairingParams) -> list[dict[str, Any]]:
+    """Run `pairing.step` for every (controller, broker) key of a group with events or state; drop keys left
+    empty. Each key's in-flight reports are bounded by its broker's view."""
     rows: list[dict[str, Any]] = []
-    for broker in sorted(set(states) | set(events)):
-        st = states.setdefault(broker, PairingState())
-        rows += _rows(cluster, controller_id, broker, step(st, events.get(broker, []), watermark, params), params)
+    for key in sorted(set(states) | set(events)):
+        controller_id, broker = key
+        st = states.setdefault(key, PairingState())
+        changed = step(st, events.get(key, []), watermark, params, views.get(broker, BrokerView()))
+        rows += _rows(cluster, controller_id, broker, changed, params)
         if st.next_deadline(params) is None and not st.seen and not st.completes:
-            del states[broker]
+            del states[key]
     return rows
 
 
@@ -127,41 +172,46 @@ def _batch_function(params: PairingParams) -> Any:
     fresh states, no watermark (nothing expires)."""
 
     def fn(key: tuple[Any, ...], pdf: Any) -> Any:
-        cluster, controller_id, _bucket = key
+        cluster, bucket = key
         rows: list[dict[str, Any]] = []
-        if controller_id is not None and controller_id >= 0:
-            rows = _step_group(cluster, controller_id, {}, _events_by_broker(pdf), 0, params)
+        if bucket is not None and bucket >= 0:
+            events, views = _events_by_key(pdf)
+            rows = _step_group(cluster, {}, events, views, 0, params)
         return _frame(rows)
 
     return fn
 
 
 def pairing_function(params: PairingParams) -> Any:
-    """The function applyInPandasWithState calls once per (cluster, controller, bucket) and micro-batch (and on
-    timeout). The state value is one JSON object {broker id: PairingState} for the bucket's brokers."""
+    """The function applyInPandasWithState calls once per (cluster, broker bucket) and micro-batch (and on
+    timeout). The state value is one JSON object: the bucket's (controller, broker) pairing states and its brokers'
+    views."""
 
     def fn(key: tuple[Any, ...], pdfs: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
-        cluster, controller_id, _bucket = key
-        if controller_id is None or controller_id < 0:  # heartbeats: they only move the watermark
+        cluster, bucket = key
+        if bucket is None or bucket < 0:  # rows of no broker (cluster-wide samples): they only move the watermark
             for _ in pdfs:
                 pass
             return
-        states = _load(state.get[0]) if state.exists else {}
-        events: dict[int, list[Event]] = {}
+        states, views = _load(state.get[0]) if state.exists else ({}, {})
+        events: dict[tuple[int, int], list[Event]] = {}
         if not state.hasTimedOut:
             for pdf in pdfs:
-                for b, evs in _events_by_broker(pdf).items():
-                    events.setdefault(b, []).extend(evs)
+                evs, seen = _events_by_key(pdf)
+                for k, e in evs.items():
+                    events.setdefault(k, []).extend(e)
+                views = _merge_views(views, seen)
         watermark = int(state.getCurrentWatermarkMs())
-        rows = _step_group(cluster, controller_id, states, events, watermark, params)
+        rows = _step_group(cluster, states, events, views, watermark, params)
+        views = {b: v for b, v in views.items() if any(k[1] == b for k in states)}
         if not states:
             state.remove()
         else:
-            state.update((json.dumps({str(b): st.to_json() for b, st in states.items()}, separators=(",", ":")),))
+            state.update((_dump(states, views),))
             deadlines = [d for d in (st.next_deadline(params) for st in states.values()) if d is not None]
-            seen = [max(st.seen.values()) + 1 for st in states.values() if st.seen]
-            if deadlines or seen:  # else only what the key learnt (PairingState.completes) is kept: nothing expires
-                state.setTimeoutTimestamp(max(min(deadlines or seen), watermark + 1))
+            seen_ts = [max(st.seen.values()) + 1 for st in states.values() if st.seen]
+            if deadlines or seen_ts:  # else only what the key learnt (PairingState.completes) is kept
+                state.setTimeoutTimestamp(max(min(deadlines or seen_ts), watermark + 1))
         if rows:
             yield _frame(rows)
 
@@ -191,7 +241,7 @@ def pair_requests(events: DataFrame, cfg: DetectionConfig) -> DataFrame:
     if events.isStreaming:
         src = events.withWatermark("ts", f"{int(cfg.watermark_delay_s * 1000)} milliseconds")
     bucket = F.when(F.col("broker_id") >= 0, F.pmod(F.col("broker_id"), F.lit(PAIRING_BUCKETS))).otherwise(-1)
-    grouped = src.withColumn("bucket", bucket).groupBy("cluster", "controller_id", "bucket")
+    grouped = src.withColumn("bucket", bucket).groupBy("cluster", "bucket")
     if events.isStreaming:
         out = grouped.applyInPandasWithState(
             pairing_function(params), LATENCY_OUTPUT_DDL, STATE_DDL, "append", "EventTimeTimeout")

@@ -506,8 +506,12 @@ class _Key:
         self.st.records = keep
 
 
-def step(state: PairingState, events: list[Event], watermark_ms: int, params: PairingParams) -> list[dict[str, Any]]:
+def step(state: PairingState, events: list[Event], watermark_ms: int, params: PairingParams,
+         broker: in_flight.BrokerView | None = None) -> list[dict[str, Any]]:
     """Fold one micro-batch of one key's events into `state` (mutated) and return the changed requests.
+
+    `broker` (what the key's broker showed across controllers, this batch included) bounds the in-flight reports
+    (:func:`in_flight.mark`); without it the watermark alone decides.
 
     Each returned dict has the record fields (`anchor`, `request`, `corr`, `epoch`, `sent_ts`, `handling_ts`,
     `finished_ts`, `resp_ts`, `elapsed_ms`, `lock_wait_ms`, `partitions`, `pairing`, `flags`, `status`);
@@ -537,7 +541,7 @@ def step(state: PairingState, events: list[Event], watermark_ms: int, params: Pa
             del state.seen[key]
     # before the timeout: a request the watermark carried past both is reported in flight and then never completed
     # in ONE row (one row per request and batch: the MERGE takes one source row per key)
-    in_flight.mark(state, params, watermark_ms)
+    in_flight.mark(state, params, watermark_ms, broker)
     k.expire(watermark_ms)
     k.out += in_flight.pending_rows(state, lambda s: _new_record(
         Event("send", s["ts"], s["request"], s["corr"], s["epoch"], s["partitions"]), s["anchor"]))
