@@ -319,7 +319,7 @@ def _logs_input(sc: DataFrame, rq: DataFrame) -> DataFrame:
 
 def start_detection_queries(spark: SparkSession, settings: Settings) -> list[StreamingQuery]:
     """Start the four detection queries (see the module doc); --once: availableNow. Returns them running."""
-    from jobs.ingest import app_run_id
+    from jobs.io.checkpoints import app_run_id
     from jobs.io.delta_read import DeltaStreamSource
     from jobs.io.delta_sink import ensure_table
     from pipelines.detection.events import METRIC_HEARTBEAT_LAG_S, heartbeats, pairing_input

@@ -20,10 +20,10 @@ from __future__ import annotations
 import logging
 import os
 import time
-import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from jobs.io.checkpoints import SCRAPE_SPOOL_DIR, app_run_id
 from jobs.io.delta_sink import DeltaSink, SinkResult, ensure_table
 from jobs.io.settings import Settings
 from pipelines.parsing.engine import ROUTE_TABLES
@@ -42,32 +42,15 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
-__all__ = ["IngestBatch", "app_run_id", "start_ingest_queries", "to_raw"]
+__all__ = ["IngestBatch", "start_ingest_queries", "to_raw"]
 
 log = logging.getLogger(__name__)
 
 RAW_TABLE = {"logs": RAW_LOGS, "metrics": RAW_METRICS}
-APP_ID_FILE = "_planewatch_app_id"
-# Where the Prometheus source keeps the answers of planned scrapes until their batch commits, inside the query's
-# checkpoint (the answers belong to the offsets logged there; a new checkpoint starts without them).
-SCRAPE_SPOOL_DIR = "_planewatch_scrapes"
 # A file micro-batch above this many bytes skips the driver path's row-count job: that job reads every partition
 # of the batch in full (a limit over a Python source), which for a backfill cost as much as the bronze write. One
 # source piece (jobs.io.file_tail.SPLIT_BYTES) holds ~40,000 Kafka log lines, twice the default row limit.
 DRIVER_PATH_MAX_BYTES = 8 * 1024 * 1024
-
-
-def app_run_id(checkpoint: str) -> str:
-    """The run id kept in the checkpoint directory (created on first use)."""
-    os.makedirs(checkpoint, exist_ok=True)
-    f = os.path.join(checkpoint, APP_ID_FILE)
-    if not os.path.exists(f):
-        tmp = f"{f}.{os.getpid()}.tmp"
-        with open(tmp, "w") as fh:
-            fh.write(uuid.uuid4().hex[:12])
-        os.replace(tmp, f)
-    with open(f) as fh:
-        return fh.read().strip()
 
 
 def to_raw(df: DataFrame, family: str, batch_id: int) -> DataFrame:
@@ -513,10 +496,6 @@ class IngestBatch:
         import pyarrow as pa
 
         self.dq_sink.write_arrow(pa.Table.from_pylist(rows, DQ_RESULTS.to_arrow()), batch_id)
-
-
-def _checkpoint_has_commits(checkpoint: str) -> bool:
-    return os.path.isdir(os.path.join(checkpoint, "commits"))
 
 
 def start_ingest_queries(spark: SparkSession, settings: Settings, family: str) -> list[StreamingQuery]:

@@ -17,12 +17,12 @@ Both come from the logged offsets alone: a replayed batch yields the same rows (
 from __future__ import annotations
 
 import datetime as dt
-import json
 import logging
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from jobs.io.checkpoints import logged_offset
 
 __all__ = [
     "BYTES_EXPECTATION",
@@ -32,7 +32,6 @@ __all__ = [
     "byte_account",
     "file_batch_rows",
     "file_source_rows",
-    "logged_offset",
     "newly_skipped",
 ]
 
@@ -116,23 +115,6 @@ def file_source_rows(end: Mapping[str, Any], prev: Mapping[str, Any] | None, tab
     rows += [_row(table_name, batch_id, SKIPPED_SUITE, f"skipped {path}: {reason}", False, 1, 1, run_ts)
              for path, reason in new.items()]
     return rows
-
-
-def logged_offset(checkpoint: str, batch_id: int) -> dict[str, Any] | None:
-    """The source offset Spark's offset log (`<checkpoint>/offsets/<id>`: a version line, the batch metadata, then
-    one offset per source) recorded for batch `batch_id` before running it; None if unknown."""
-    try:
-        with open(os.path.join(checkpoint, "offsets", str(batch_id)), encoding="utf-8") as fh:
-            lines = fh.read().splitlines()
-    except OSError:
-        return None
-    if len(lines) != 3:  # one source per ingest query
-        return None
-    try:
-        end = json.loads(lines[2])
-    except ValueError:
-        return None
-    return end if isinstance(end, dict) else None
 
 
 def file_batch_rows(checkpoint: str, batch_id: int, table_name: str) -> list[dict[str, Any]]:

@@ -13,10 +13,9 @@ jobs.io.kafka_records, so the bronze rows are the same whichever reads. `sources
 from __future__ import annotations
 
 import functools
-import json
-import os
 from typing import TYPE_CHECKING
 
+from jobs.io.checkpoints import latest_logged_offset
 from jobs.io.jars import JarsMissing, session_has_kafka
 from jobs.io.kafka_records import kafka_arrow_to_raw
 from jobs.io.sources import RAW_RECORD_DDL
@@ -31,21 +30,11 @@ __all__ = ["checkpoint_reader", "choose_reader", "kafka_stream"]
 
 def checkpoint_reader(checkpoint: str) -> str | None:
     """Which reader wrote the newest offsets of `checkpoint` (`python`, `spark`), None when it has none."""
-    offsets = os.path.join(checkpoint, "offsets")
-    try:
-        batches = [int(n) for n in os.listdir(offsets) if n.isdigit()]
-    except OSError:
-        return None
-    if not batches:
-        return None
-    with open(os.path.join(offsets, str(max(batches))), encoding="utf-8") as fh:
-        lines = fh.read().splitlines()
-    try:
-        end = json.loads(lines[-1])
-    except (ValueError, IndexError):
+    end = latest_logged_offset(checkpoint)
+    if end is None:
         return None
     # planewatch_kafka: {"partitions": {"<topic>/<partition>": offset}}; Spark: {"<topic>": {"<partition>": offset}}
-    parts = end.get("partitions") if isinstance(end, dict) else None
+    parts = end.get("partitions")
     if isinstance(parts, dict) and all("/" in str(k) for k in parts):
         return "python"
     return "spark"

@@ -83,7 +83,7 @@ def file_batch_bytes(end: dict[str, Any]) -> int | None:
 def logged_file_batch_bytes(checkpoint: str, batch_id: int) -> int | None:
     """file_batch_bytes of batch `batch_id` as Spark's offset log recorded it before running the batch; None if
     unknown."""
-    from jobs.io.file_accounting import logged_offset
+    from jobs.io.checkpoints import logged_offset
 
     end = logged_offset(checkpoint, batch_id)
     return None if end is None else file_batch_bytes(end)

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from jobs.ingest import SCRAPE_SPOOL_DIR
+from jobs.io.checkpoints import APP_ID_FILE, SCRAPE_SPOOL_DIR
 from jobs.io.settings import Settings, parse_settings
 from jobs.runner import run_pipeline
 from tests.jobs.scrape_helpers import answering, broker_process, free_port
@@ -197,7 +197,7 @@ def test_kill_9_between_offsets_and_commit_replays_the_logged_scrapes(spark, tmp
         assert not (ck / QUERY / "commits" / str(last)).exists()
         spool = sorted(os.listdir(ck / QUERY / SCRAPE_SPOOL_DIR))
         assert len(spool) == 3  # the killed batch's answers wait for its replay
-        run_id = (ck / QUERY / "_planewatch_app_id").read_text().strip()
+        run_id = (ck / QUERY / APP_ID_FILE).read_text().strip()
         bronze = DeltaTable(str(lake / "raw_metrics")).transaction_version(f"{QUERY}.{run_id}:raw")
         assert bronze is None or bronze < last  # so the replay writes the killed batch to bronze, from the spool
 
