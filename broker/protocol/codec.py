@@ -551,7 +551,9 @@ def _read_tags(buf: bytes, pos: int, n: int, d: dict[str, Any], known: dict[int,
             unknown[tag] = bytes(buf[pos:end])
         else:
             key, vdec = entry
-            value, p2 = vdec(buf[:end], pos)
+            # decoded in place: a copy of buf[:end] per field made a 10 MB request repeating one tag cost minutes;
+            # a value read past `end` is refused right after
+            value, p2 = vdec(buf, pos)
             if p2 != end:
                 raise Malformed(f"tagged field {tag}: {size} bytes announced, {p2 - pos} used")
             d[key] = value
