@@ -157,7 +157,7 @@ def record_offsets_and_timestamps(
     Under LogAppendTime every record's timestamp is the batch's MaxTimestamp, as Kafka reads it.
 
     Raises:
-        CorruptRecord: undecompressible payload, or a record runs past the end.
+        CorruptRecord: undecompressible payload, a negative record length, or a record runs past the end.
     """
     records = records_of(data, batch, shift)
     append_time = batch.max_timestamp if batch.log_append_time else None
@@ -165,6 +165,8 @@ def record_offsets_and_timestamps(
     try:
         for _ in range(batch.record_count):
             length, pos = read_varint(records, pos)
+            if length < 0:  # would step back: the same bytes read again for each of up to 2^31 records
+                raise CorruptRecord(f"negative record length {length}")
             end = pos + length
             ts_delta, p = read_varint(records, pos + 1)  # skip the record's attributes byte
             offset_delta, _ = read_varint(records, p)
