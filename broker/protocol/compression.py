@@ -7,6 +7,7 @@ version ints, then ``length i32 | block`` pairs); :func:`decompress` reads both,
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 
 import cramjam
 
@@ -19,6 +20,14 @@ __all__ = ["MAX_DECOMPRESSED_BATCH", "Compression", "compress", "decompress"]
 #: it implicitly by the batch's record count; 64 MiB is above any batch a 1 MiB (default) produce can hold
 #: at realistic ratios, and far below what would hurt the broker.
 MAX_DECOMPRESSED_BATCH = 64 * 1024 * 1024
+#: gzip, lz4 and zstd decompress into a buffer of this many times the compressed size (at least _MIN_OUTPUT),
+#: grown _GROWTH-fold while the output does not fit, up to one byte over MAX_DECOMPRESSED_BATCH: the limit holds
+#: while decompressing (a 32 KiB zstd frame of zeros holds 1 GiB), and a batch of ordinary ratio is one pass.
+_FIRST_RATIO = 8
+_MIN_OUTPUT = 64 * 1024
+_GROWTH = 8
+# cramjam's DecompressionError text when the output buffer is full (Rust's io::Write::write_all).
+_BUFFER_FULL = "failed to write whole buffer"
 
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 #: The xerial header: magic, version i32, compatible version i32.
@@ -71,13 +80,13 @@ def decompress(codec: int, data: bytes) -> bytes:
         if codec == Compression.NONE:
             return data
         if codec == Compression.GZIP:
-            out = bytes(cramjam.gzip.decompress(data))
+            out = _bounded(cramjam.gzip.decompress_into, data)
         elif codec == Compression.SNAPPY:
             out = _snappy_decompress(data)
         elif codec == Compression.LZ4:
-            out = bytes(cramjam.lz4.decompress(data))
+            out = _bounded(cramjam.lz4.decompress_into, data)
         elif codec == Compression.ZSTD:
-            out = bytes(cramjam.zstd.decompress(data))
+            out = _bounded(cramjam.zstd.decompress_into, data)
         else:
             raise CorruptRecord(f"unknown compression codec {codec}", ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
     except cramjam.DecompressionError as exc:
@@ -87,11 +96,37 @@ def decompress(codec: int, data: bytes) -> bytes:
     return out
 
 
+def _bounded(decompress_into: Callable[[bytes, bytearray], int], data: bytes) -> bytes:
+    """``data`` decompressed into bounded buffers (see _FIRST_RATIO); at most MAX_DECOMPRESSED_BATCH + 1 bytes."""
+    size = min(MAX_DECOMPRESSED_BATCH + 1, max(_MIN_OUTPUT, _FIRST_RATIO * len(data)))
+    while True:
+        out = bytearray(size)
+        try:
+            n = decompress_into(data, out)
+        except cramjam.DecompressionError as exc:
+            if _BUFFER_FULL not in str(exc):
+                raise
+            if size > MAX_DECOMPRESSED_BATCH:
+                raise CorruptRecord(f"decompressed batch exceeds {MAX_DECOMPRESSED_BATCH} bytes") from None
+            size = min(MAX_DECOMPRESSED_BATCH + 1, size * _GROWTH)
+            continue
+        del out[n:]
+        return bytes(out)
+
+
+def _snappy_block(block: bytes, budget: int) -> bytes:
+    """One raw snappy block, refused by the length its header announces when that is above ``budget``."""
+    if cramjam.snappy.decompress_raw_len(block) > budget:
+        raise CorruptRecord(f"decompressed batch exceeds {MAX_DECOMPRESSED_BATCH} bytes")
+    return bytes(cramjam.snappy.decompress_raw(block))
+
+
 def _snappy_decompress(data: bytes) -> bytes:
     if not data.startswith(_XERIAL_MAGIC):
-        return bytes(cramjam.snappy.decompress_raw(data))
+        return _snappy_block(data, MAX_DECOMPRESSED_BATCH)
     pos = _XERIAL_HEADER_SIZE
     parts: list[bytes] = []
+    budget = MAX_DECOMPRESSED_BATCH
     while pos < len(data):
         if pos + 4 > len(data):
             raise CorruptRecord("truncated xerial snappy block header")
@@ -99,6 +134,7 @@ def _snappy_decompress(data: bytes) -> bytes:
         pos += 4
         if n < 0 or pos + n > len(data):
             raise CorruptRecord("truncated xerial snappy block")
-        parts.append(bytes(cramjam.snappy.decompress_raw(data[pos : pos + n])))
+        parts.append(_snappy_block(data[pos : pos + n], budget))
+        budget -= len(parts[-1])
         pos += n
     return b"".join(parts)

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from broker.protocol.batch import encode_batch
+from broker.protocol.compression import MAX_DECOMPRESSED_BATCH, compress
 from broker.protocol.errors import CorruptRecord
 from broker.protocol.records import (
     Compression,
@@ -135,3 +136,22 @@ def test_a_negative_record_length_ends_the_offsets_walk() -> None:
     (batch,) = parse_batches(blob)
     with pytest.raises(CorruptRecord, match="negative record length -1"):
         list(itertools.islice(record_offsets_and_timestamps(blob, batch), 10))
+
+
+@pytest.mark.parametrize("codec", [Compression.GZIP, Compression.SNAPPY, Compression.LZ4, Compression.ZSTD],
+                         ids=Compression.NAMES[1:])
+def test_a_compression_bomb_is_refused_without_decompressing_it_whole(codec: int) -> None:
+    # 256 MiB of zeros: 8 KiB in zstd, 260 KiB in gzip, 12 MiB in snappy; the limit is MAX_DECOMPRESSED_BATCH.
+    bomb = compress(codec, bytes(4 * MAX_DECOMPRESSED_BATCH))
+    blob = encode_batch(bomb, base_offset=0, partition_leader_epoch=0, attributes=codec, last_offset_delta=0,
+                        base_timestamp=0, max_timestamp=0, producer_id=-1, producer_epoch=-1, base_sequence=-1,
+                        record_count=1)
+    (batch,) = parse_batches(blob)
+    tracemalloc.start()
+    try:
+        with pytest.raises(CorruptRecord, match="exceeds"):
+            check_record_framing(blob, batch)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak <= 2 * MAX_DECOMPRESSED_BATCH, f"{peak} bytes allocated to refuse a {len(blob)}-byte batch"
