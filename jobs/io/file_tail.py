@@ -73,7 +73,8 @@ FINISHED_SETTLE_S = 2.0
 MAX_SKIPPED_LISTED = 1000
 # Pieces of this size are read by separate tasks.
 SPLIT_BYTES = 8 * 1024 * 1024
-# A piece reads at most this far past its end to finish the record (continuation lines) that started in it.
+# A piece reads at most this far past its end to finish the record that started in it: its last line, and a log
+# record's continuation lines.
 CONTINUATION_TAIL_BYTES = 1024 * 1024
 FINGERPRINT_BYTES = 64
 _SCAN_BLOCK = 64 * 1024
@@ -403,12 +404,12 @@ def _records(buf: bytes, base: int, piece: Piece) -> tuple[list[str], list[int],
         if join and _CONT_B.match(raw):
             if texts:
                 texts[-1] += "\n" + raw.decode("utf-8", errors="replace")
-                sizes[-1] += size + 1
+                sizes[-1] = line_start + size - offsets[-1]  # the blank lines before it are the record's too
                 continue
             if piece.start > piece.range_start:
                 continue  # the previous piece's last record took it
-            if line_start >= piece.end:
-                break
+            # no record before it in the range: a record of its own, the first piece's even past its end (the next
+            # piece skips it as the line above)
         elif line_start >= piece.end:
             break  # the next piece's record
         texts.append(raw.decode("utf-8", errors="replace"))
@@ -440,7 +441,7 @@ def read_piece(piece: Piece, now: dt.datetime | None = None) -> Iterator[Any]:
                 read_from = piece.range_end if nxt < 0 else nxt
         if read_from >= piece.end:
             return
-        stop = min(piece.range_end, piece.end + (CONTINUATION_TAIL_BYTES if piece.family == "logs" else 0))
+        stop = min(piece.range_end, piece.end + CONTINUATION_TAIL_BYTES)  # a metric line crossing `end` too
         fh.seek(read_from)
         buf = fh.read(stop - read_from)
     texts, offsets, sizes = _records(buf, read_from, piece)
