@@ -89,7 +89,7 @@ def main() -> int:
     import logging
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
-    for name in ("jobs.detect", "jobs.ingest"):  # per-batch breakdowns: where an incident's seconds go
+    for name in ("jobs.detect", "jobs.ingest_batch"):  # per-batch breakdowns: where an incident's seconds go
         logging.getLogger(name).setLevel(logging.INFO)
 
     import pyarrow as pa

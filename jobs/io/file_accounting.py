@@ -23,11 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jobs.io.checkpoints import logged_offset
+from schemas.dq import BYTES_EXPECTATION, RECONCILIATION_SUITE, SKIPPED_EXPECTATION, SKIPPED_SUITE, DqResult
 
 __all__ = [
-    "BYTES_EXPECTATION",
-    "SKIPPED_EXPECTATION",
-    "SKIPPED_SUITE",
     "ByteAccount",
     "byte_account",
     "file_batch_rows",
@@ -36,11 +34,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-BYTES_EXPECTATION = "file bytes: read + waiting == seen"
-SKIPPED_SUITE = "source_files"
-SKIPPED_EXPECTATION = "regular files only"
-
 
 @dataclass(frozen=True)
 class ByteAccount:
@@ -88,36 +81,31 @@ def newly_skipped(end: Mapping[str, Any], prev: Mapping[str, Any] | None) -> dic
     return {p: r for p, r in sorted(now.items()) if before.get(p) != r}
 
 
-def _row(table_name: str, batch_id: int, suite: str, expectation: str, success: bool, unexpected: int,
-         elements: int | None, run_ts: dt.datetime) -> dict[str, Any]:
-    return {"table_name": table_name, "batch_id": batch_id, "suite": suite, "expectation": expectation,
-            "success": success, "unexpected_count": unexpected, "element_count": elements, "run_ts": run_ts,
-            "duration_ms": None}
-
-
 def file_source_rows(end: Mapping[str, Any], prev: Mapping[str, Any] | None, table_name: str, batch_id: int,
-                     run_ts: dt.datetime) -> list[dict[str, Any]]:
-    """The dq_results rows (schemas.tables.DQ_RESULTS) of a file batch: the byte reconciliation (suite
-    `reconciliation`), and the entries skipped since `prev` (suite `source_files`: one row per entry, `skipped
-    <path>: <reason>`, and the count of all skipped entries when it changed)."""
-    rows: list[dict[str, Any]] = []
+                     run_ts: dt.datetime) -> list[DqResult]:
+    """The dq_results rows of a file batch: the byte reconciliation (suite `reconciliation`), and the entries skipped
+    since `prev` (suite `source_files`: one row per entry, `skipped <path>: <reason>`, and the count of all skipped
+    entries when it changed)."""
+
+    def result(suite: str, expectation: str, success: bool, unexpected: int, elements: int | None) -> DqResult:
+        return DqResult(table_name, batch_id, suite, expectation, success, unexpected, elements, run_ts)
+
+    rows: list[DqResult] = []
     account = byte_account(end)
     if account is not None:
-        rows.append(_row(table_name, batch_id, "reconciliation", BYTES_EXPECTATION, not account.stuck,
-                         account.stuck_bytes, account.seen, run_ts))
+        rows.append(result(RECONCILIATION_SUITE, BYTES_EXPECTATION, not account.stuck, account.stuck_bytes,
+                           account.seen))
     new = newly_skipped(end, prev)
     total = int(end.get("skipped_total") or len(end.get("skipped") or {}))
     before = int((prev or {}).get("skipped_total") or len((prev or {}).get("skipped") or {}))
     if new or total != before:
         examined = total + len(end.get("files") or {})
-        rows.append(_row(table_name, batch_id, SKIPPED_SUITE, SKIPPED_EXPECTATION, total == 0, total, examined,
-                         run_ts))
-    rows += [_row(table_name, batch_id, SKIPPED_SUITE, f"skipped {path}: {reason}", False, 1, 1, run_ts)
-             for path, reason in new.items()]
+        rows.append(result(SKIPPED_SUITE, SKIPPED_EXPECTATION, total == 0, total, examined))
+    rows += [result(SKIPPED_SUITE, f"skipped {path}: {reason}", False, 1, 1) for path, reason in new.items()]
     return rows
 
 
-def file_batch_rows(checkpoint: str, batch_id: int, table_name: str) -> list[dict[str, Any]]:
+def file_batch_rows(checkpoint: str, batch_id: int, table_name: str) -> list[DqResult]:
     """`file_source_rows` of batch `batch_id` of the file query checkpointed at `checkpoint`, from its offset log;
     each newly skipped entry and any unread tail is logged (once per batch that finds it)."""
     end = logged_offset(checkpoint, batch_id)

@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from pipelines.quality.rules import Suite
+from schemas.dq import DqResult
 
 __all__ = ["prepare", "prepare_in_background", "validate_sample"]
 
@@ -89,7 +90,7 @@ def prepare_in_background(suites: list[Suite]) -> threading.Thread:
     return thread
 
 
-def validate_sample(pdf: Any, suite: Suite, table: str, batch_id: int) -> list[dict[str, Any]]:
+def validate_sample(pdf: Any, suite: Suite, table: str, batch_id: int) -> list[DqResult]:
     """Validate a pandas DataFrame with the suite; one dq_results row per expectation.
 
     Expectations on columns the frame lacks are skipped. `element_count` is the sample size.
@@ -109,23 +110,21 @@ def validate_sample(pdf: Any, suite: Suite, table: str, batch_id: int) -> list[d
         return (type_, *(norm(kw.get(k)) for k in ("column", "min_value", "max_value", "value_set", "regex")))
 
     names = {key(e.type, e.kwargs): e.name for e in suite.expectations}
-    rows = []
+    rows: list[DqResult] = []
     for r in result.results:
         cfg = r.expectation_config
         kw = cfg.kwargs
         name = names.get(key(cfg.type, kw), cfg.type)
         res = r.result or {}
-        rows.append(
-            {
-                "table_name": table,
-                "batch_id": batch_id,
-                "suite": suite.name,
-                "expectation": name,
-                "success": bool(r.success),
-                "unexpected_count": int(res.get("unexpected_count") or 0),
-                "element_count": int(res.get("element_count") or len(pdf)),
-                "run_ts": run_ts,
-                "duration_ms": elapsed,
-            }
-        )
+        rows.append(DqResult(
+            table_name=table,
+            batch_id=batch_id,
+            suite=suite.name,
+            expectation=name,
+            success=bool(r.success),
+            unexpected_count=int(res.get("unexpected_count") or 0),
+            element_count=int(res.get("element_count") or len(pdf)),
+            run_ts=run_ts,
+            duration_ms=elapsed,
+        ))
     return rows

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from jobs.ingest import IngestBatch
+from jobs.ingest_batch import IngestBatch
 from jobs.io.settings import parse_settings
 from pipelines.parsing.engine import record_json, run_engine
 from pipelines.quality import load_suite

@@ -92,13 +92,13 @@ def test_great_expectations_sample_results() -> None:
          "value": [1.0, -2.0, float("inf")], "ts": [T0] * 3, "broker_id": [1, 2, 3], "metric_format": ["json"] * 3}
     )  # fmt: skip
     rows = validate_sample(pdf, load_suite("metric_samples"), "metric_samples", 4)
-    by_name = {r["expectation"]: r for r in rows}
+    by_name = {r.expectation: r for r in rows}
     queue = by_name[QUEUE_RULE]
-    assert (queue["success"], queue["unexpected_count"]) == (False, 1)
-    assert by_name["expect_column_values_to_not_be_null(signal)"]["success"]
+    assert (queue.success, queue.unexpected_count) == (False, 1)
+    assert by_name["expect_column_values_to_not_be_null(signal)"].success
     finite = by_name[FINITE_RULE]  # Great Expectations on the sample judges +Inf as the engine does
-    assert (finite["success"], finite["unexpected_count"]) == (False, 1)
-    assert all(r["batch_id"] == 4 and r["table_name"] == "metric_samples" for r in rows)
+    assert (finite.success, finite.unexpected_count) == (False, 1)
+    assert all(r.batch_id == 4 and r.table_name == "metric_samples" for r in rows)
 
 
 def test_a_hard_rule_must_be_a_row_rule() -> None:

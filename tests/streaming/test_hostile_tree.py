@@ -18,7 +18,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from jobs.io.file_accounting import BYTES_EXPECTATION, SKIPPED_EXPECTATION, SKIPPED_SUITE
+from schemas.dq import BYTES_EXPECTATION, SKIPPED_EXPECTATION, SKIPPED_SUITE
 
 pytestmark = [pytest.mark.spark, pytest.mark.streaming, pytest.mark.slow, pytest.mark.integration]
 

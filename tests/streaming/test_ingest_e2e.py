@@ -9,9 +9,9 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from jobs.io.file_accounting import BYTES_EXPECTATION
 from jobs.io.settings import parse_settings
 from jobs.runner import run_pipeline
+from schemas.dq import BYTES_EXPECTATION
 
 pytestmark = [pytest.mark.spark, pytest.mark.streaming, pytest.mark.slow]
 
