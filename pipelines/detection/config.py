@@ -92,11 +92,9 @@ class DetectionConfig:
     # Pairing: a sent (or started) control request with no finish after this much event time is never_completed.
     # 120 s: four times the controller's 30 s request timeout, and longer than any healthy LeaderAndIsr we saw.
     never_completed_timeout_s: float = 120.0
-    # Alert on a control request while it is still running (pipelines.detection.in_flight). Off by default: event
-    # time is one watermark over every cluster and source of the pipeline, so a request whose controller stopped or
-    # failed over (a whole-cluster stop, a controller election) looks "still running" while other clusters move event
-    # time on, and would raise a false DELAYED_* alert. On is right for a pipeline watching one cluster.
-    in_flight_alerts: bool = False
+    # Alert on a control request while it is still running (pipelines.detection.in_flight): when event time, as far
+    # as its broker vouches for it (its own metric samples and log lines), passes its start plus the warning level.
+    in_flight_alerts: bool = True
     # Watermark delay on silver event time: how late (out of order) an event may arrive and still count. (Live
     # scrapes stamp their samples at once while a busy file ingest reads log lines later: on an overloaded machine
     # some Handling lines arrived more than 10 s late and were dropped. 30 s kept them but held the last windows'

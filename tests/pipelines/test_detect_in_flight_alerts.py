@@ -133,9 +133,9 @@ def test_one_scrape_shipped_twice_is_not_a_sustained_condition(spark):
     assert metric_candidates(metric_windows(df, CFG), CFG).count() == 0
 
 
-def test_in_flight_alerts_are_off_by_default_and_switched_on_by_the_config():
-    assert pairing_params(DetectionConfig()).in_flight_ms == {}
-    on = DetectionConfig.from_mapping({"in_flight_alerts": True})
-    assert pairing_params(on).in_flight_ms["LeaderAndIsr"] == (5000, 30000)
+def test_in_flight_alerts_are_on_by_default_and_switched_off_by_the_config():
+    assert pairing_params(DetectionConfig()).in_flight_ms["LeaderAndIsr"] == (5000, 30000)
+    off = DetectionConfig.from_mapping({"in_flight_alerts": False})
+    assert pairing_params(off).in_flight_ms == {}
     with pytest.raises(DetectionConfigError, match="in_flight_alerts must be true or false"):
         DetectionConfig.from_mapping({"in_flight_alerts": "yes"})
