@@ -123,11 +123,16 @@ def test_commit_while_the_group_prepares_a_rebalance_and_a_non_members_commit(tm
 
 
 def _commit_during_rebalance(bs: str, clients: list[Any]) -> None:
-    member = KafkaConsumer("reb", bootstrap_servers=bs, group_id="g-reb", enable_auto_commit=False,
+    member = KafkaConsumer(bootstrap_servers=bs, group_id="g-reb", enable_auto_commit=False,
                            session_timeout_ms=30000, heartbeat_interval_ms=3000)
     admin = KafkaAdminClient(bootstrap_servers=bs)
     clients += [member, admin]
+    # kafka-python's leader assigns nothing when it joins before its first metadata answer names the topic, and an
+    # empty assignment snapshot never makes it rejoin: learn the topic's partitions first, then subscribe
     end = time.monotonic() + SETTLE_S
+    while time.monotonic() < end and not member.partitions_for_topic("reb"):
+        time.sleep(0.1)
+    member.subscribe(["reb"])
     while time.monotonic() < end and not member.assignment():
         member.poll(timeout_ms=100)
     assert len(member.assignment()) == PARTITIONS

@@ -40,7 +40,7 @@ def test_a_scrape_gives_the_records_of_the_same_answer_as_a_prom_file(tmp_path: 
     landed.parent.mkdir(parents=True)
     landed.write_bytes(got.data)
     offsets = plan(str(tmp_path), "metrics", {}, 1 << 30)
-    from_file = _rows(b for p in split("metrics", {}, offsets) for b in read_piece(p))
+    from_file = _rows(b for p in split("metrics", {}, offsets.files) for b in read_piece(p))
     from_scrape = _rows([read_scrape(PlannedScrape(ep.url, "prod", 1, 0, got))])
     assert [{c: r[c] for c in RAW_COLUMNS} for r in from_scrape] == [{c: r[c] for c in RAW_COLUMNS} for r in from_file]
     assert {r["source"] for r in from_scrape} == {ep.url}
