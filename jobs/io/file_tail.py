@@ -27,7 +27,6 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
-import re
 import time
 import zlib
 from collections.abc import Iterator
@@ -36,6 +35,7 @@ from typing import Any
 
 from jobs.io.entries import NotRegularFile, entry_problem, open_regular
 from jobs.io.paths import FileInfo, classify_name, describe, ignored_name, is_finished
+from jobs.io.record_split import Records, split_records
 
 __all__ = [
     "DEFAULT_TAIL_QUIET_S",
@@ -78,16 +78,6 @@ SPLIT_BYTES = 8 * 1024 * 1024
 CONTINUATION_TAIL_BYTES = 1024 * 1024
 FINGERPRINT_BYTES = 64
 _SCAN_BLOCK = 64 * 1024
-# Lines that continue the previous record rather than start one: stack frames, causes, wrapped messages, and the
-# exception line that log4j prints under an ERROR/WARN line before its frames (Apache Kafka 3.9's controller and
-# state-change logs: "java.io.IOException: Connection to 3 was disconnected before the response was read").
-# A container runtime (CRI) or docker compose may prefix every line, continuation lines included.
-_CONT_B = re.compile(
-    rb"^(?:\S+ (?:stdout|stderr) [FP] |[\w.-]+\s+\| )?"  # optional CRI / docker compose prefix
-    rb"(?:\s|at |Caused by:|Suppressed:|\.\.\. \d+ more"
-    rb"|(?:[a-z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error|Throwable)(?::|$))"
-)
-
 OUTPUT_SCHEMA_DDL = (
     "cluster string, broker_id int, kind string, line string, line_bytes long, source string, "
     "source_offset long, ingest_ts timestamp, truncated boolean"
@@ -378,51 +368,20 @@ def _open_by_inode(piece: Piece) -> Any:
     return None
 
 
-def _records(buf: bytes, base: int, piece: Piece) -> tuple[list[str], list[int], list[int]]:
-    """Split `buf` (starting at file offset `base`, a line start) into records: (texts, offsets, byte lengths).
-
-    A record starts on a line inside the piece; continuation lines (logs only) join the record before them, also
-    past the piece's end (the buffer holds a tail for that). Leading continuation lines of a piece that is not the
-    first of its range belong to the previous piece's record and are skipped.
-    """
-    texts: list[str] = []
-    offsets: list[int] = []
-    sizes: list[int] = []
-    join = piece.family == "logs"
-    lines = buf.split(b"\n")
-    if buf.endswith(b"\n"):
-        lines.pop()
-    pos = base
-    for raw in lines:
-        line_start = pos
-        pos += len(raw) + 1
-        if not raw.strip():
-            continue  # blank lines are not records
-        size = len(raw)
-        if raw.endswith(b"\r"):
-            raw = raw[:-1]
-        if join and _CONT_B.match(raw):
-            if texts:
-                texts[-1] += "\n" + raw.decode("utf-8", errors="replace")
-                sizes[-1] = line_start + size - offsets[-1]  # the blank lines before it are the record's too
-                continue
-            if piece.start > piece.range_start:
-                continue  # the previous piece's last record took it
-            # no record before it in the range: a record of its own, the first piece's even past its end (the next
-            # piece skips it as the line above)
-        elif line_start >= piece.end:
-            break  # the next piece's record
-        texts.append(raw.decode("utf-8", errors="replace"))
-        offsets.append(line_start)
-        sizes.append(size)
-    return texts, offsets, sizes
+def _records(buf: bytes, base: int, piece: Piece) -> Records:
+    """Split `buf` (starting at file offset `base`, a line start) into the piece's records (jobs.io.record_split):
+    records start on a line inside the piece; continuation lines (logs only) join the record before them, also past
+    the piece's end (the buffer holds a tail for that); a piece that is not the first of its range skips its leading
+    continuation lines (the previous piece's last record took them)."""
+    return split_records(buf, base, join=piece.family == "logs", end=piece.end,
+                         skip_leading=piece.start > piece.range_start)
 
 
 def buffer_records(buf: bytes, base: int = 0, family: str = "metrics") -> tuple[list[str], list[int], list[int]]:
     """The records of a buffer of whole lines that sits at offset `base` of its source (e.g. a scraped Prometheus
     answer), split exactly as `read_piece` splits a file: (texts, offsets, byte lengths)."""
-    end = base + len(buf)
-    return _records(buf, base, Piece("", 0, 0, base, end, base, end, family, "", "", None))
+    records = split_records(buf, base, join=family == "logs")
+    return records.texts.to_pylist(), records.offsets.tolist(), records.sizes.tolist()
 
 
 def read_piece(piece: Piece, now: dt.datetime | None = None) -> Iterator[Any]:
@@ -444,47 +403,45 @@ def read_piece(piece: Piece, now: dt.datetime | None = None) -> Iterator[Any]:
         stop = min(piece.range_end, piece.end + CONTINUATION_TAIL_BYTES)  # a metric line crossing `end` too
         fh.seek(read_from)
         buf = fh.read(stop - read_from)
-    texts, offsets, sizes = _records(buf, read_from, piece)
-    if not texts:
+    records = _records(buf, read_from, piece)
+    if not len(records):
         return
-    yield records_batch(texts, offsets, sizes, cluster=piece.cluster, broker_id=piece.broker_id, kind=piece.kind,
-                        source=piece.path, ingest_ts=now or dt.datetime.now(dt.UTC))
+    yield records_batch(records.texts, records.offsets, records.sizes, cluster=piece.cluster,
+                        broker_id=piece.broker_id, kind=piece.kind, source=piece.path,
+                        ingest_ts=now or dt.datetime.now(dt.UTC))
 
 
-def records_batch(texts: list[str], offsets: list[int], sizes: list[int], *, cluster: str, broker_id: int | None,
-                  kind: str, source: str, ingest_ts: dt.datetime) -> Any:
-    """Records of one source as a pyarrow RecordBatch of OUTPUT_SCHEMA_DDL's columns; a record longer than
-    MAX_LINE_BYTES keeps its first MAX_LINE_BYTES characters (`truncated` set, `line_bytes` the original size)."""
+def records_batch(texts: Any, offsets: Any, sizes: Any, *, cluster: str, broker_id: int | None, kind: str,
+                  source: str, ingest_ts: dt.datetime) -> Any:
+    """Records of one source (texts: a string array or list; offsets and sizes: int sequences or numpy arrays) as a
+    pyarrow RecordBatch of OUTPUT_SCHEMA_DDL's columns; a record longer than MAX_LINE_BYTES keeps its first
+    MAX_LINE_BYTES characters (`truncated` set, `line_bytes` the original size)."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
-    truncated = [len(t) > MAX_LINE_BYTES for t in texts]
-    if any(truncated):
-        texts = [t[:MAX_LINE_BYTES] if cut else t for t, cut in zip(texts, truncated, strict=True)]
-    n = len(texts)
-    schema = pa.schema(
-        [
-            ("cluster", pa.string()),
-            ("broker_id", pa.int32()),
-            ("kind", pa.string()),
-            ("line", pa.string()),
-            ("line_bytes", pa.int64()),
-            ("source", pa.string()),
-            ("source_offset", pa.int64()),
-            ("ingest_ts", pa.timestamp("us", tz="UTC")),
-            ("truncated", pa.bool_()),
-        ]
-    )
+    lines = texts if isinstance(texts, pa.Array) else pa.array(texts, pa.string())
+    truncated = pc.greater(pc.utf8_length(lines), MAX_LINE_BYTES)
+    if pc.any(truncated).as_py():
+        lines = pc.if_else(truncated, pc.utf8_slice_codeunits(lines, 0, MAX_LINE_BYTES), lines)
+    n = len(lines)
+
+    def constant(value: Any, type_: pa.DataType) -> pa.Array:
+        return pa.nulls(n, type_) if value is None else pa.nulls(n, type_).fill_null(pa.scalar(value, type_))
+
+    timestamp = pa.timestamp("us", tz="UTC")
     return pa.RecordBatch.from_arrays(
         [
-            pa.array([cluster] * n, pa.string()),
-            pa.array([broker_id] * n, pa.int32()),
-            pa.array([kind] * n, pa.string()),
-            pa.array(texts, pa.string()),
+            constant(cluster, pa.string()),
+            constant(broker_id, pa.int32()),
+            constant(kind, pa.string()),
+            lines.cast(pa.string()),
             pa.array(sizes, pa.int64()),
-            pa.array([source] * n, pa.string()),
+            constant(source, pa.string()),
             pa.array(offsets, pa.int64()),
-            pa.array([ingest_ts] * n, pa.timestamp("us", tz="UTC")),
-            pa.array(truncated, pa.bool_()),
+            constant(ingest_ts, timestamp),
+            truncated,
         ],
-        schema=schema,
+        schema=pa.schema([("cluster", pa.string()), ("broker_id", pa.int32()), ("kind", pa.string()),
+                          ("line", pa.string()), ("line_bytes", pa.int64()), ("source", pa.string()),
+                          ("source_offset", pa.int64()), ("ingest_ts", timestamp), ("truncated", pa.bool_())]),
     )
