@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from jobs.ingest_quality import IngestQuality
+from jobs.io.bronze import to_raw
 from jobs.io.delta_sink import DeltaSink, SinkResult, ensure_table
 from jobs.io.settings import Settings
 from pipelines.parsing.engine import RAW_TABLES, ROUTE_TABLES
@@ -47,9 +48,10 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import Column, DataFrame
 
+    from jobs.io.file_tail import Piece
     from pipelines.quality.rules import Suite
 
-__all__ = ["BatchReport", "IngestBatch", "to_raw"]
+__all__ = ["BatchReport", "IngestBatch"]
 
 log = logging.getLogger(__name__)
 
@@ -57,25 +59,6 @@ log = logging.getLogger(__name__)
 # of the batch in full (a limit over a Python source), which for a backfill cost as much as the bronze write. One
 # source piece (jobs.io.file_tail.SPLIT_BYTES) holds ~40,000 Kafka log lines, twice the default row limit.
 DRIVER_PATH_MAX_BYTES = 8 * 1024 * 1024
-
-
-def to_raw(df: DataFrame, family: str, batch_id: int) -> DataFrame:
-    """Source records (jobs.io.sources.RAW_RECORD_DDL) -> the bronze table's columns."""
-    from pyspark.sql import functions as F
-
-    kind_col = "log_kind" if family == "logs" else "metric_format"
-    return df.select(
-        "cluster",
-        "broker_id",
-        F.col("kind").alias(kind_col),
-        "line",
-        "line_bytes",
-        "source",
-        "source_offset",
-        "ingest_ts",
-        F.lit(batch_id).cast("long").alias("batch_id"),
-        F.to_date(F.col("ingest_ts")).alias("date"),
-    )
 
 
 class Counts:
@@ -236,15 +219,18 @@ class IngestBatch:
     def _write_tables(self, raw: DataFrame, suites: dict[str, Suite], report: BatchReport, cached: list[DataFrame]
                       ) -> TablesWritten:
         """Bronze, the engine and every other table of the batch, on the path its size and the sink mode choose."""
+        pieces = self._file_pieces(report.batch_id)
         if self._driver_path_possible(report.batch_id):
-            # ONE Spark job reads the batch and decides: at most driver_max_rows records come back whole; a larger
-            # batch stops at one record more and goes to the executors
-            head = raw.limit(self.driver_max_rows + 1).toArrow()
+            # a file batch is read here, without Spark; another source's by ONE Spark job. At most driver_max_rows
+            # records come back whole; a larger batch (a Spark source's stops at one record more) goes to the
+            # executors
+            head = self._read_here(pieces, report.batch_id) if pieces is not None else \
+                raw.limit(self.driver_max_rows + 1).toArrow()
             report.lap("collect")
             if head.num_rows <= self.driver_max_rows:
                 return self._driver_batch(head, suites, report)
         if self.settings.sink_mode == "delta-rs":
-            written = self._files_batch(raw, suites, report)
+            written = self._files_batch(raw, pieces, suites, report)
             if written is not None:
                 return written
         return self._executor_batch(raw, suites, report, cached)
@@ -261,15 +247,48 @@ class IngestBatch:
         size = logged_file_batch_bytes(self.files_checkpoint, batch_id)
         return size is None or size <= DRIVER_PATH_MAX_BYTES
 
-    def _files_batch(self, raw: DataFrame, suites: dict[str, Suite], report: BatchReport) -> TablesWritten | None:
+    def _file_pieces(self, batch_id: int) -> list[Piece] | None:
+        """The pieces of a file batch as its offset log planned them (None for another source, or an offset the log
+        does not hold)."""
+        if self.files_checkpoint is None:
+            return None
+        from jobs.io.sources import logged_file_pieces
+
+        return logged_file_pieces(self.files_checkpoint, batch_id, self.family)
+
+    def _read_here(self, pieces: list[Piece], batch_id: int) -> pa.Table:
+        """A file batch's bronze rows read by this process, at most one record more than the driver path takes."""
+        import pyarrow as pa
+
+        from jobs.io.engine_files import read_pieces
+
+        batches: list[pa.RecordBatch] = []
+        rows = 0
+        for batch in read_pieces(pieces, self.family, batch_id):
+            batches.append(batch)
+            rows += batch.num_rows
+            if rows > self.driver_max_rows:
+                break
+        return pa.Table.from_batches(batches, self.raw_table.to_arrow())
+
+    def _files_batch(self, raw: DataFrame, pieces: list[Piece] | None, suites: dict[str, Suite], report: BatchReport
+                     ) -> TablesWritten | None:
         """The executor path of a new batch (delta-rs): ONE job in which the executors run the engine and write every
-        table's Parquet files themselves (jobs.io.engine_files), then the driver commits them. None (nothing written)
-        for a replayed batch, which :meth:`_executor_batch` re-derives from the bronze rows it committed."""
-        from jobs.io.engine_files import sample_rows, write_batch
+        table's Parquet files themselves (jobs.io.engine_files; a file batch's tasks read its pieces themselves),
+        then the driver commits them. None (nothing written) for a replayed batch, which :meth:`_executor_batch`
+        re-derives from the bronze rows it committed."""
+        from jobs.io.engine_files import FilesOutcome, engine_files, engine_pieces, sample_rows, write_batch
 
         report.path = "executors"
         sinks = [self.raw_sink, *self.silver_sinks.values(), self.quarantine_sink]
-        written = write_batch(raw, self.family, suites or None, report.batch_id, sinks)
+        batch_id, family = report.batch_id, self.family
+
+        def job(pending: Mapping[str, str]) -> FilesOutcome:
+            if pieces is None:
+                return engine_files(raw, family, suites or None, batch_id, pending)
+            return engine_pieces(raw.sparkSession, pieces, family, suites or None, batch_id, pending)
+
+        written = write_batch(job, batch_id, sinks)
         if written is None:
             return None
         outcome, results = written

@@ -15,7 +15,9 @@ Theory of operation (delta-rs sink mode; the driver commits, as for every delta-
    task attempts reported: a failed attempt's files are never committed.
 
 Against the path through Spark's writer this saves the bronze read-back and one conversion of every row between the
-JVM and Python per table: Spark only moves the source records to the Python workers once.
+JVM and Python per table. A file batch (:func:`engine_pieces`) goes further: the job's input is one row per task and
+each task reads its share of the batch's file pieces itself, so no record passes through the JVM at all; a stream's
+rows (:func:`engine_files`: Kafka, live scrapes) reach the Python workers once.
 """
 
 from __future__ import annotations
@@ -23,23 +25,25 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from jobs.io.bronze import arrow_to_raw
 from jobs.io.delta_sink import HIVE_NULL
+from jobs.io.file_tail import Piece, read_piece
 from pipelines.parsing.engine import RAW_TABLES, ROUTE_TABLES, run_engine
 from schemas.tables import QUARANTINE, Table
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
     from jobs.io.delta_sink import DeltaSink, SinkResult
     from pipelines.quality.rules import Suite
 
-__all__ = ["ENGINE_BYTES", "ENGINE_ROWS", "OUTPUT_DDL", "FilesOutcome", "engine_files", "partition_dir", "sample_rows",
-           "write_batch"]
+__all__ = ["ENGINE_BYTES", "ENGINE_ROWS", "OUTPUT_DDL", "FilesOutcome", "engine_files", "engine_pieces",
+           "partition_dir", "read_pieces", "sample_rows", "shares", "write_batch"]
 
 # Records per engine run: the engine's fixed cost per call (a few dozen polars operations) is noise at this size,
 # and one chunk of the benchmark's ~200-byte lines is ~20 MB of text in memory.
@@ -177,10 +181,25 @@ def _task(batches: Iterator[pa.RecordBatch], family: str, suites: Mapping[str, S
              pa.array(counts, pa.int64())], names=["kind", "name", "path", "rows"])
 
 
+def _outcome(rows: Sequence[Any]) -> FilesOutcome:
+    """The tasks' descriptor rows (OUTPUT_DDL), summed."""
+    outcome = FilesOutcome()
+    for row in rows:
+        kind, name, rows_ = row["kind"], row["name"], int(row["rows"])
+        if kind == "file":
+            outcome.files.setdefault(name, []).append(row["path"])
+            outcome.rows[name] = outcome.rows.get(name, 0) + rows_
+        elif kind == "route":
+            outcome.routes[name] = outcome.routes.get(name, 0) + rows_
+        else:
+            outcome.rules[name] = outcome.rules.get(name, 0) + rows_
+    return outcome
+
+
 def engine_files(bronze: DataFrame, family: str, suites: Mapping[str, Suite] | None, batch_id: int,
                  pending: Mapping[str, str], cluster_tz: str = "UTC") -> FilesOutcome:
-    """Run the job: bronze rows (the raw table's columns, `batch_id` stamped) -> files under `pending` (table name ->
-    its pending directory) and the outcome the tasks reported."""
+    """Run the job over a stream's rows: bronze rows (the raw table's columns, `batch_id` stamped) -> files under
+    `pending` (table name -> its pending directory) and the outcome the tasks reported."""
     targets = dict(pending)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -190,25 +209,59 @@ def engine_files(bronze: DataFrame, family: str, suites: Mapping[str, Suite] | N
     # each) otherwise pays a task's fixed cost (scheduling, Python worker hand-over, open Parquet files, an engine
     # run) per file, and writes as many small files per table.
     tasks = bronze.sparkSession.sparkContext.defaultParallelism
-    outcome = FilesOutcome()
-    for row in bronze.coalesce(tasks).mapInArrow(run, OUTPUT_DDL).collect():
-        kind, name, rows = row["kind"], row["name"], int(row["rows"])
-        if kind == "file":
-            outcome.files.setdefault(name, []).append(row["path"])
-            outcome.rows[name] = outcome.rows.get(name, 0) + rows
-        elif kind == "route":
-            outcome.routes[name] = outcome.routes.get(name, 0) + rows
-        else:
-            outcome.rules[name] = outcome.rules.get(name, 0) + rows
-    return outcome
+    return _outcome(bronze.coalesce(tasks).mapInArrow(run, OUTPUT_DDL).collect())
 
 
-def write_batch(bronze: DataFrame, family: str, suites: Mapping[str, Suite] | None, batch_id: int,
-                sinks: Sequence[DeltaSink], cluster_tz: str = "UTC"
+def shares(pieces: Sequence[Piece], tasks: int) -> list[list[Piece]]:
+    """The pieces dealt to at most `tasks` tasks, largest first to the least loaded (balanced bytes); each share in
+    file order. Deterministic for a given piece list."""
+    loads = [0] * max(1, min(tasks, len(pieces)))
+    dealt: list[list[Piece]] = [[] for _ in loads]
+    for piece in sorted(pieces, key=lambda p: (p.start - p.end, p.path, p.start)):
+        i = loads.index(min(loads))
+        dealt[i].append(piece)
+        loads[i] += piece.end - piece.start
+    return [sorted(share, key=lambda p: (p.path, p.start)) for share in dealt if share]
+
+
+def read_pieces(pieces: Sequence[Piece], family: str, batch_id: int) -> Iterator[pa.RecordBatch]:
+    """The bronze rows of the pieces, read here: the file source's records (jobs.io.file_tail.read_piece) as bronze
+    (jobs.io.bronze.arrow_to_raw)."""
+    import datetime as dt
+
+    now = dt.datetime.now(dt.UTC)
+    for piece in pieces:
+        for batch in read_piece(piece, now):
+            yield arrow_to_raw(batch, family, batch_id)
+
+
+def engine_pieces(spark: SparkSession, pieces: Sequence[Piece], family: str, suites: Mapping[str, Suite] | None,
+                  batch_id: int, pending: Mapping[str, str], cluster_tz: str = "UTC") -> FilesOutcome:
+    """Run the job over a file batch's pieces (jobs.io.file_tail.split of the batch's offsets): each task reads its
+    share of the pieces itself, so the records never pass through the JVM (one conversion of every line to Spark's
+    rows and one back to Arrow saved); the job's input is one row per task."""
+    targets = dict(pending)
+    dealt = shares(pieces, spark.sparkContext.defaultParallelism)
+    if not dealt:
+        return FilesOutcome()
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for task in batch.column("id").to_pylist():
+                yield from _task(read_pieces(dealt[task], family, batch_id), family, suites, batch_id, targets,
+                                 cluster_tz)
+
+    return _outcome(spark.range(0, len(dealt), 1, len(dealt)).mapInArrow(run, OUTPUT_DDL).collect())
+
+
+def write_batch(run: Callable[[Mapping[str, str]], FilesOutcome], batch_id: int, sinks: Sequence[DeltaSink]
                 ) -> tuple[FilesOutcome, dict[str, SinkResult]] | None:
     """One micro-batch through the engine into every table of `sinks` (bronze first, then silver, then quarantine:
     the order they are committed in), or None, writing nothing, when any of them already committed the batch (a
-    replay: the caller's path for replays re-derives the tables from the bronze rows the batch committed)."""
+    replay: the caller's path for replays re-derives the tables from the bronze rows the batch committed).
+
+    `run` is the job (:func:`engine_files` or :func:`engine_pieces` with its other arguments bound), given each
+    table's pending directory."""
     pending: dict[str, str] = {}
     for sink in sinks:
         directory = sink.open_pending(batch_id)
@@ -217,7 +270,7 @@ def write_batch(bronze: DataFrame, family: str, suites: Mapping[str, Suite] | No
                 shutil.rmtree(opened, ignore_errors=True)
             return None
         pending[sink.table.name] = directory
-    outcome = engine_files(bronze, family, suites, batch_id, pending, cluster_tz)
+    outcome = run(pending)
     results = {sink.table.name: sink.commit_pending(pending[sink.table.name], batch_id,
                                                     outcome.files.get(sink.table.name, []))
                for sink in sinks}

@@ -89,6 +89,17 @@ def logged_file_batch_bytes(checkpoint: str, batch_id: int) -> int | None:
     return None if end is None else file_batch_bytes(end)
 
 
+def logged_file_pieces(checkpoint: str, batch_id: int, family: str) -> list[Piece] | None:
+    """The pieces of batch `batch_id` of the `planewatch_files` query checkpointed at `checkpoint`, as its stream
+    reader plans them (`partitions`), from Spark's offset log; None if the log holds no such offset."""
+    from jobs.io.checkpoints import logged_offset
+
+    end = logged_offset(checkpoint, batch_id)
+    if end is None or file_batch_bytes(end) is None:
+        return None
+    return split(family, {}, end["files"])
+
+
 class _PiecePartition(InputPartition):
     def __init__(self, pieces: list[Piece]) -> None:
         self.pieces = pieces

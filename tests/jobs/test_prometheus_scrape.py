@@ -26,7 +26,7 @@ def _rows(batches: Any) -> list[dict[str, Any]]:
 
 
 def _as_raw_metric(rec: dict[str, Any]) -> dict[str, Any]:
-    """A source record as the bronze row the ingest job makes of it (jobs.ingest_batch.to_raw)."""
+    """A source record as the bronze row the ingest job makes of it (jobs.io.bronze.to_raw)."""
     return {**{k: v for k, v in rec.items() if k not in ("kind", "truncated")}, "metric_format": rec["kind"],
             "batch_id": 0, "date": rec["ingest_ts"].date()}
 
