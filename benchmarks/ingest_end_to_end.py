@@ -94,8 +94,10 @@ def write_metrics(root: Path, lines: int) -> None:
     for f in range(max(1, lines // per_file)):
         d = root / "bench" / f"broker-{f % 3 + 1}" / "metrics"
         d.mkdir(parents=True, exist_ok=True)
-        ts = 1715331600000 + f * 15000
-        body = [f"{names[i % len(names)]} {i % 17}.0 {ts}" for i in range(per_file)]
+        # every sample its own (series, timestamp): a later sample of a series at a timestamp the batch already has
+        # is a duplicate the engine counts as unused, which would leave silver nearly empty
+        ts = 1715331600000 + f * per_file
+        body = [f"{names[i % len(names)]} {i % 17}.0 {ts + i // len(names)}" for i in range(per_file)]
         (d / f"scrape-{ts}.prom").write_text("\n".join(body) + "\n")
 
 
