@@ -319,8 +319,9 @@ def parse_logs(df: pl.DataFrame, cluster_tz: str = "UTC") -> pl.DataFrame:
             lf = lf.with_columns(body.str.extract_groups(st.messages[present[0]].rust).alias(f"_m{present[0]}"))
         finished = _finish(lf, present, group == _REQUESTS)
         parts.append(finished.select(pl.col("^[^_].*$"), "_i", "_route", "_reason", "_target").collect())
-    out = parts[0] if len(parts) == 1 else pl.concat(parts, how="diagonal_relaxed").sort("_i")
-    return out.drop("_i")
+    # input order: the layouts (fast and declared) and the message groups were parsed apart
+    out = parts[0] if len(parts) == 1 else pl.concat(parts, how="diagonal_relaxed")
+    return out.sort("_i").drop("_i")
 
 
 # `_group` of the request-log entries (the message groups are the patterns' indexes, >= 0).

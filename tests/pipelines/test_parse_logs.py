@@ -105,3 +105,10 @@ def test_every_declared_regex_runs_in_polars() -> None:
     for bad in (r"a(?=b)", r"(?<!a)b", r"(a)\1", r"(?P<x>a)(?P=x)"):
         with pytest.raises(RegexDialectError):
             to_rust(bad)
+
+
+def test_rows_come_back_in_input_order_when_the_layouts_differ() -> None:
+    # a line without a layout and one with it are parsed apart; with a single message group they came back swapped
+    valid = "[2018-11-25 04:19:11,284] DEBUG Loading log '__transaction_state-45' (kafka.log.LogManager)"
+    routed = parse_all([raw_log("", 0), raw_log(valid, 1)])
+    assert [(route, row["source_offset"]) for route, row in routed] == [("rejected", 0), ("unused", 1)]
