@@ -5,8 +5,9 @@
 `start_detection_queries(spark, settings)` is what `planewatch pipeline` (jobs/runner.py) calls; it starts four
 streaming queries, each reading silver through the `planewatch_delta` source (offset = table version):
 
-  detect_pairing  state_change_events (+ metric_samples as heartbeats) -> pairing operator -> MERGE latency rows on
-                  request_key; latency detectors -> alert lifecycle -> MERGE alerts on alert_id
+  detect_pairing  state_change_events + request_events' control requests (the request log's witness of their end;
+                  every row of both, and metric_samples, as heartbeats) -> pairing operator -> MERGE latency rows
+                  on request_key; latency detectors -> alert lifecycle -> MERGE alerts on alert_id
   detect_logs     state_change_events + request_events -> stale-epoch and queued-behind-data detectors -> alerts
   detect_metrics  metric_samples -> event-time windows (update mode) -> metric detectors -> alerts
   detect_rollups  metric_samples -> 1-minute windows (update mode) -> MERGE metric_rollups_1m
@@ -322,7 +323,7 @@ def start_detection_queries(spark: SparkSession, settings: Settings) -> list[Str
     from jobs.io.checkpoints import app_run_id
     from jobs.io.delta_read import DeltaStreamSource
     from jobs.io.delta_sink import ensure_table
-    from pipelines.detection.events import METRIC_HEARTBEAT_LAG_S, heartbeats, pairing_input
+    from pipelines.detection.events import METRIC_HEARTBEAT_LAG_S, heartbeats, pairing_input, served_input
     from pipelines.detection.metric_detectors import metric_rollups, metric_windows
     from pipelines.detection.operator import pair_requests
 
@@ -337,8 +338,9 @@ def start_detection_queries(spark: SparkSession, settings: Settings) -> list[Str
     rq = _stream(spark, settings, REQUEST_EVENTS)
     plans: list[tuple[str, DataFrame, Any, str]] = []
     ids = {q: app_run_id(settings.checkpoint_path(q)) for q in QUERIES}
-    pairing = pair_requests(pairing_input(sc).unionByName(heartbeats(ms, METRIC_HEARTBEAT_LAG_S))
-                            .unionByName(heartbeats(sc)), cfg)
+    pairing = pair_requests(pairing_input(sc).unionByName(served_input(rq))
+                            .unionByName(heartbeats(ms, METRIC_HEARTBEAT_LAG_S))
+                            .unionByName(heartbeats(sc)).unionByName(heartbeats(rq)), cfg)
     plans.append(("detect_pairing", pairing, PairingBatch(spark, settings, ids["detect_pairing"], cfg), "append"))
     logs = _logs_input(sc, rq).withWatermark("_ts", delay)
     plans.append(("detect_logs", logs, LogsBatch(settings, ids["detect_logs"], cfg), "append"))

@@ -24,6 +24,7 @@ __all__ = [
     "heartbeats",
     "pairing_input",
     "partition_map_lock_waits",
+    "served_input",
     "stale_epoch_events",
 ]
 
@@ -132,6 +133,32 @@ def pairing_input(state_changes: DataFrame) -> DataFrame:
         & (F.col("request").isin(*CONTROL_REQUESTS) | ((F.col("kind") == "lock_wait") & F.col("request").isNull())
            | (F.col("kind") == "gone"))
         & (~needs_corr | F.col("correlation_id").isNotNull())
+    )
+
+
+def served_input(requests: DataFrame) -> DataFrame:
+    """request_events -> pairing events (PAIRING_INPUT_DDL) of kind `served`: each control request the broker's
+    request log shows answered (kafka-request.log `Completed request`, text or JSON), keyed by the broker whose log
+    holds it and the controller that sent it, `elapsed_ms` its totalTime. The second witness of a request's end."""
+    from pyspark.sql import functions as F
+
+    out = requests.select(
+        "cluster",
+        F.col("controller_id").cast("int").alias("controller_id"),
+        F.col("broker_id").cast("int").alias("broker_id"),
+        F.lit("served").alias("kind"),
+        "ts",
+        F.col("api_name").alias("request"),
+        F.col("correlation_id").cast("long").alias("correlation_id"),
+        F.col("controller_epoch").cast("int").alias("controller_epoch"),
+        F.lit(None).cast("int").alias("partitions"),
+        F.round(F.col("total_time_ms")).cast("long").alias("elapsed_ms"),
+        F.lit(None).cast("long").alias("lock_wait_ms"),
+        F.lit(None).cast("string").alias("detail"),
+    )
+    return out.where(
+        F.col("request").isin(*CONTROL_REQUESTS) & F.col("ts").isNotNull() & F.col("broker_id").isNotNull()
+        & F.col("controller_id").isNotNull() & F.col("correlation_id").isNotNull()
     )
 
 

@@ -83,8 +83,10 @@ def _start(item: dict[str, Any]) -> int:
 def _head(st: PairingState) -> dict[str, Any] | None:
     """The oldest open request of the key: the one the broker is (or should be) working on. Requests of a type whose
     completion the key's logs do not show are left out: their end is unknown, so they must not hide the request
-    behind them for the whole timeout (a 2.6+ StopReplica is handled, never logged finished)."""
-    items = [r for r in st.records if r["finished_ts"] is None and r["status"] == _IN_FLIGHT]
+    behind them for the whole timeout (a 2.6+ StopReplica is handled, never logged finished); nor is one a later
+    Handling showed ended (`ended_by`), whose request-log line may still be on its way."""
+    items = [r for r in st.records if r["finished_ts"] is None and r["status"] == _IN_FLIGHT
+             and r.get("ended_by") is None]
     items += [s for s in st.sends if not s.get("silent")]
     items = [i for i in items if i["request"] in st.completes]
     return min(items, key=_start) if items else None

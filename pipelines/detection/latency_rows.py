@@ -46,6 +46,8 @@ def latency_row(r: dict[str, Any], max_skew_ms: int) -> dict[str, Any]:
             e2e = float(el)
     elif fin is not None and el is not None:
         e2e = float(el)
+    elif fin is not None and r.get("served_ms") is not None:  # the request log's totalTime: arrival to response
+        e2e = float(r["served_ms"])
     elif sent is not None and r["resp_ts"] is not None:
         e2e = float(max(0, r["resp_ts"] - sent))
     ctl_wait = r.get("ctl_wait_ms")

@@ -82,12 +82,15 @@ _COMPLETED, _IN_FLIGHT, _NEVER, _EVICTED = (LatencyStatus.COMPLETED.value, Laten
 
 
 # Kinds of event the operator understands (events.py maps silver rows onto them).
-KINDS = ("send", "handling", "finished", "applied", "part_done", "response", "lock_wait", "gone", "heartbeat")
+KINDS = ("send", "handling", "finished", "applied", "part_done", "response", "served", "lock_wait", "gone",
+         "heartbeat")
 # The kinds that show a request completed (PairingState.completes).
-_DONE_KINDS = ("finished", "applied", "part_done", "response")
+_DONE_KINDS = ("finished", "applied", "part_done", "response", "served")
+# The kinds by which a broker's state-change log itself shows a request's end (PairingState.finish_logged).
+_LOGGED_END_KINDS = ("finished", "applied", "part_done")
 # Same-millisecond events of one request sort in this order.
 _KIND_ORDER = {"send": 0, "handling": 1, "lock_wait": 2, "finished": 3, "applied": 3, "part_done": 3, "response": 4,
-               "gone": 5, "heartbeat": 6}
+               "served": 4, "gone": 5, "heartbeat": 6}
 
 # One request is in flight per (controller, broker): more than a handful pending means the broker's log is not
 # shipped or the broker is gone; 64 keeps the state small (10,000 brokers x 64 sends) while tolerating bursts.
@@ -148,6 +151,10 @@ class PairingState:
     # request types whose completion this key's logs show (a finish, applied or response line): only for these does
     # a missing finish mean the request is still running (in_flight.py)
     completes: list[str] = field(default_factory=list)
+    # request types whose end this key's broker logs in its state-change log (a finish, applied or per-partition
+    # completion line): for the others (2.6's LeaderAndIsr, 2.6+'s StopReplica) a next Handling does not mean the
+    # broker dropped the previous request, only that it ended (the replicaStateChangeLock serialises them)
+    finish_logged: list[str] = field(default_factory=list)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))
@@ -160,7 +167,8 @@ class PairingState:
         # `dropped`: the name the eviction count had in state written before evicted requests were emitted
         evicted = int(raw.get("evicted", raw.get("dropped", 0)))
         return cls(raw["sends"], raw["records"], {k: int(v) for k, v in raw["seen"].items()}, evicted,
-                   raw.get("duplicates", 0), raw.get("last_done"), raw.get("burst"), raw.get("completes", []))
+                   raw.get("duplicates", 0), raw.get("last_done"), raw.get("burst"), raw.get("completes", []),
+                   raw.get("finish_logged", []))
 
     def next_deadline(self, p: PairingParams) -> int | None:
         """Earliest event time at which something in the state expires (for the event-time timeout)."""
@@ -368,20 +376,26 @@ class _Key:
                 self.out.append(dict(victim))
 
     def handling(self, ev: Event) -> None:
-        # The broker handles one control request at a time: an older open handling on this key was abandoned.
-        retried: dict[str, Any] | None = None
-        for old in self.st.records:
-            if (old["handling_ts"] is not None and old["finished_ts"] is None and old["status"] == _IN_FLIGHT
-                    and old["handling_ts"] < ev.ts and old["corr"] != ev.correlation_id):
-                old["status"], old["dirty"] = _NEVER, True
-                old["flags"].append("broker_restart")
-                if old["sent_ts"] is not None and old["request"] == ev.request:
-                    retried = {"ts": old["sent_ts"], "epoch": old["epoch"], "partitions": old["partitions"],
-                               "corr": None}
+        """The broker started a request. It handles one control request at a time, so an older request on this key
+        still open either ended before this one (a broker whose state-change log shows no ends of that type, 2.6's
+        LeaderAndIsr: marked `ended_by`, the request log's `served` line tells when) or was dropped by a broker
+        restart (flag `broker_restart`): the controller retries it after reconnecting, and the retry, with no
+        Sending line of its own, inherits the original send."""
+        older = [old for old in self.st.records
+                 if old["handling_ts"] is not None and old["finished_ts"] is None and old["status"] == _IN_FLIGHT
+                 and old["handling_ts"] < ev.ts and old["corr"] != ev.correlation_id]
         r = self._broker_record(ev)
+        retried: dict[str, Any] | None = None
+        for old in older:
+            # a new send of its own, or no sends known to tell a retry by: the older one ended
+            if old["request"] not in self.st.finish_logged and (r["sent_ts"] is not None or old["sent_ts"] is None):
+                old["ended_by"] = ev.ts
+                continue
+            old["status"], old["dirty"] = _NEVER, True
+            old["flags"].append("broker_restart")
+            if old["sent_ts"] is not None and old["request"] == ev.request:
+                retried = {"ts": old["sent_ts"], "epoch": old["epoch"], "partitions": old["partitions"], "corr": None}
         if r["sent_ts"] is None and retried is not None:
-            # no new Sending line: the controller retried the same request after the reconnect (its
-            # RequestSendThread resends until answered), so the retry inherits the original send
             self._attach_send(r, retried, ev.ts)
         if r["handling_ts"] is None:
             r["handling_ts"], r["dirty"] = ev.ts, True
@@ -440,6 +454,23 @@ class _Key:
             # the controller saw the answer (2.2-2.5 brokers log no Finished line); broker lines may still refine it
             r["status"] = _COMPLETED
 
+    def served(self, ev: Event) -> None:
+        """The broker's request log (`Completed request` in kafka-request.log, text or JSON) for a control request:
+        the response went out at `ev.ts`, `ev.elapsed_ms` (totalTime) after the request arrived. The second witness of
+        a request's end: it completes one whose era logs no finish (2.6's LeaderAndIsr, 2.6+'s StopReplica), one whose
+        finish line is missing, or one taken for dropped by a broker restart; a finish line, when logged, keeps its
+        own time."""
+        r = self._find(ev.request, ev.correlation_id, ev.controller_epoch)
+        if r is None:
+            r = self._broker_record(ev)
+        if r.get("served_ms") is None:
+            r["served_ms"], r["dirty"] = ev.elapsed_ms, True
+        if r["finished_ts"] is None:
+            r["finished_ts"], r["status"], r["dirty"] = ev.ts, _COMPLETED, True
+            r["flags"] = [f for f in r["flags"] if f != "broker_restart"]
+        if r["partitions"] is None:
+            r["partitions"] = ev.partitions
+
     def gone(self, ev: Event) -> None:
         """The controller declared the broker deleted or bounced (controller.log): it dropped the broker's queued
         requests with its RequestSendThread. Sends still pending resolve `never_completed` (flag `broker_gone`), so
@@ -489,15 +520,21 @@ class _Key:
         keep = []
         for r in self.st.records:
             if r["finished_ts"] is None and r["status"] == _IN_FLIGHT and _start(r) + self.p.timeout_ms < watermark:
-                r["status"], r["dirty"] = _NEVER, True
+                if r.get("ended_by") is not None:
+                    # it ended before the next request's Handling; no request log line told when
+                    r["status"], r["dirty"] = _COMPLETED, True
+                    r["flags"].append("end_not_logged")
+                else:
+                    r["status"], r["dirty"] = _NEVER, True
             if r["finished_ts"] is not None:  # a late Sending line may still attach while the watermark allows
                 done = r["sent_ts"] is not None or _start(r) + self.p.max_skew_ms < watermark
                 if r.get("parts"):  # more per-partition completions of the request may follow
                     done = done and r["finished_ts"] + self.p.max_skew_ms < watermark
             elif r["status"] == _COMPLETED:  # answered per the controller; broker lines may still refine it
                 done = _start(r) + self.p.timeout_ms < watermark
-            else:
-                done = r["status"] == _NEVER
+            else:  # one taken for dropped by a broker restart stays while its request-log line may still come
+                done = r["status"] == _NEVER and (
+                    "broker_restart" not in r["flags"] or _start(r) + self.p.timeout_ms < watermark)
             if r["dirty"]:
                 self.out.append(dict(r))
                 r["dirty"] = False
@@ -532,6 +569,8 @@ def step(state: PairingState, events: list[Event], watermark_ms: int, params: Pa
             continue
         state.seen[content] = ev.ts
         getattr(k, ev.kind)(ev)
+        if ev.kind in _LOGGED_END_KINDS and ev.request is not None and ev.request not in state.finish_logged:
+            state.finish_logged.append(ev.request)
         if ev.kind in _DONE_KINDS:
             state.last_done = ev.ts if state.last_done is None else max(state.last_done, ev.ts)
             if ev.request is not None and ev.request not in state.completes:

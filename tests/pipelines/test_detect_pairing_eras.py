@@ -79,3 +79,90 @@ def test_finished_era_elapsed_and_span():
     assert (r["status"], r["handling_ts"], r["finished_ts"], r["end_to_end_ms"]) == (
         "completed", evs[0].ts, evs[1].ts, 13973.0)
     assert r["lock_wait_ms"] == 6.0
+
+
+# Kafka 2.6 (INFO summaries, no `Finished` line): the broker's request log (kafka-request.log, text in 2.6) is the
+# witness of the end. Two LeaderAndIsr requests (17, 18) to broker 2, each after its controller Sending line.
+HANDLING_26 = ("[2020-09-01 08:00:{}] INFO [Broker id=2] Handling LeaderAndIsr request correlationId {} from "
+               "controller 1 for 960 partitions (state.change.logger)")
+REQUEST_LOG_26 = (
+    "[2020-09-01 08:00:{}] DEBUG Completed request:RequestHeader(apiKey=LEADER_AND_ISR, apiVersion=4, clientId=1, "
+    "correlationId={}) -- {{controller_id=1,controller_epoch=9,broker_epoch=25,topic_states=[]}},response:"
+    "{{error_code=0,partition_errors=[]}} from connection 127.0.0.1:9093-127.0.0.1:51432-3;totalTime:{},"
+    "requestQueueTime:0.061,localTime:{},remoteTime:0.0,throttleTime:0.0,responseQueueTime:0.09,sendTime:0.311,"
+    "securityProtocol:PLAINTEXT,principal:User:ANONYMOUS,listener:CONTROLLER (kafka.request.logger)"
+)
+
+
+def served(line: str) -> Event:
+    """A request-log line as the pairing event events.served_input makes of its request_events row."""
+    route, row = parse_line(raw_log(line, 0, "request"))
+    assert route == "request", line
+    return Event("served", int(row["ts"].timestamp() * 1000), row["api_name"], row["correlation_id"],
+                 row["controller_epoch"], None, round(row["total_time_ms"]))
+
+
+def send(ts: int) -> Event:
+    return Event("send", ts, "LeaderAndIsr", None, 9, 960)
+
+
+def test_2_6_request_log_gives_the_end_even_after_the_next_request_started():
+    h17, h18 = events([HANDLING_26.format("01,010", 17), HANDLING_26.format("20,000", 18)])
+    done17 = served(REQUEST_LOG_26.format("14,977", 17, "13980.2", "13979.7"))
+    st = PairingState()
+    # the state-change log is read ahead of the request log: the next request starts before 17's answer is seen
+    first = [latency_row(r, P.max_skew_ms) for r in step(st, [send(h17.ts - 20), h17, send(h18.ts - 10), h18], 0, P)]
+    second = [latency_row(r, P.max_skew_ms) for r in step(st, [done17], h18.ts, P)]
+    r17 = final(first + second)[("LeaderAndIsr", 17)]
+    assert (r17["status"], r17["sent_ts"], r17["handling_ts"], r17["finished_ts"]) == (
+        "completed", h17.ts - 20, h17.ts, done17.ts)
+    assert (r17["end_to_end_ms"], r17["processing_ms"], r17["flags"]) == (13987.0, 13967.0, None)
+    assert all(r["status"] != "never_completed" for r in first + second)
+    # 17's answer makes the key judge LeaderAndIsr in flight; 18 is the open one
+    assert "LeaderAndIsr" in st.completes
+    assert "LeaderAndIsr" not in st.finish_logged
+
+
+def test_2_6_without_a_request_log_a_request_the_next_one_followed_is_completed_not_never_completed():
+    h17, h18 = events([HANDLING_26.format("01,010", 17), HANDLING_26.format("20,000", 18)])
+    st = PairingState()
+    rows = [latency_row(r, P.max_skew_ms) for r in step(st, [send(h17.ts - 20), h17, send(h18.ts - 10), h18], 0, P)]
+    rows += [latency_row(r, P.max_skew_ms) for r in step(st, [], h18.ts + 2 * P.timeout_ms, P)]
+    got = final(rows)
+    r17 = got[("LeaderAndIsr", 17)]
+    assert (r17["status"], r17["finished_ts"], r17["end_to_end_ms"], r17["flags"]) == (
+        "completed", None, None, "end_not_logged")
+    # the last request on the key: nothing shows it ended
+    assert got[("LeaderAndIsr", 18)]["status"] == "never_completed"
+
+
+def test_a_finish_line_keeps_its_time_when_the_request_log_also_answers():
+    lines = [
+        "[2021-03-02 08:00:01,010] INFO [Broker id=2] Handling LeaderAndIsr request correlationId 17 from controller 1 "
+        "for 960 partitions (state.change.logger)",
+        "[2021-03-02 08:00:14,977] INFO [Broker id=2] Finished LeaderAndIsr request in 13973ms correlationId 17 from "
+        "controller 1 for 960 partitions (state.change.logger)",
+    ]
+    evs = events(lines)
+    answer = served(REQUEST_LOG_26.format("14,979", 17, "13980.2", "13979.7").replace("2020-09-01", "2021-03-02"))
+    rows = final([latency_row(r, P.max_skew_ms) for r in step(PairingState(), [*evs, answer], 0, P)])
+    r = rows[("LeaderAndIsr", 17)]
+    assert (r["finished_ts"], r["end_to_end_ms"], r["lock_wait_ms"]) == (evs[1].ts, 13973.0, 6.0)
+
+
+def test_a_request_taken_for_dropped_by_a_restart_is_completed_by_its_request_log_line():
+    # a 2.7+ key (its Finished lines logged): a new Handling while 12 is open reads as a broker restart, until the
+    # request log shows 12 was answered
+    st = PairingState()
+    base = [Event("send", 1_000, "LeaderAndIsr", None, 9, 8), Event("handling", 1_005, "LeaderAndIsr", 11, 9, 8),
+            Event("finished", 1_050, "LeaderAndIsr", 11, 9, 8, elapsed_ms=45),
+            Event("send", 2_000, "LeaderAndIsr", None, 9, 8), Event("handling", 2_005, "LeaderAndIsr", 12, 9, 8),
+            Event("handling", 9_000, "LeaderAndIsr", 0, 9, 8)]
+    first = [latency_row(r, P.max_skew_ms) for r in step(st, base, 9_000, P)]
+    assert final(first)[("LeaderAndIsr", 12)]["flags"] == "broker_restart"
+    # the request log, read later, shows 12 answered just before the next request started
+    answer = Event("served", 8_990, "LeaderAndIsr", 12, 9, None, 6990)
+    later = [latency_row(r, P.max_skew_ms) for r in step(st, [answer], 9_000, P)]
+    r12 = final(first + later)[("LeaderAndIsr", 12)]
+    assert (r12["status"], r12["finished_ts"], r12["flags"]) == ("completed", 8_990, None)
+    assert len({r["anchor"] for r in first + later if r["correlation_id"] == 12}) == 1  # one request, one row key

@@ -149,3 +149,36 @@ def test_a_days_backfill_in_one_batch_gives_every_request_its_row_and_its_alert(
         assert alerts == [("DELAYED_LEADER_AND_ISR", 2)]
     finally:
         latency.unpersist()
+
+
+ERA_2_6 = """\
+[2020-09-01 08:00:00,990] INFO [Controller id=1 epoch=9] Sending LeaderAndIsr request to broker 2 with 120 become-leader and 840 become-follower partitions (state.change.logger)
+[2020-09-01 08:00:01,010] INFO [Broker id=2] Handling LeaderAndIsr request correlationId 17 from controller 1 for 960 partitions (state.change.logger)
+[2020-09-01 08:00:19,990] INFO [Controller id=1 epoch=9] Sending LeaderAndIsr request to broker 2 with 1 become-leader and 0 become-follower partitions (state.change.logger)
+[2020-09-01 08:00:20,000] INFO [Broker id=2] Handling LeaderAndIsr request correlationId 18 from controller 1 for 1 partitions (state.change.logger)
+"""
+REQUEST_LOG_2_6 = """\
+[2020-09-01 08:00:14,977] DEBUG Completed request:RequestHeader(apiKey=LEADER_AND_ISR, apiVersion=4, clientId=1, correlationId=17) -- {controller_id=1,controller_epoch=9,broker_epoch=25,topic_states=[]},response:{error_code=0,partition_errors=[]} from connection 127.0.0.1:9093-127.0.0.1:51432-3;totalTime:13980.2,requestQueueTime:0.061,localTime:13979.7,remoteTime:0.0,throttleTime:0.0,responseQueueTime:0.09,sendTime:0.311,securityProtocol:PLAINTEXT,principal:User:ANONYMOUS,listener:CONTROLLER (kafka.request.logger)
+[2020-09-01 08:00:20,012] DEBUG Completed request:RequestHeader(apiKey=LEADER_AND_ISR, apiVersion=4, clientId=1, correlationId=18) -- {controller_id=1,controller_epoch=9,broker_epoch=25,topic_states=[]},response:{error_code=0,partition_errors=[]} from connection 127.0.0.1:9093-127.0.0.1:51432-3;totalTime:22.4,requestQueueTime:0.05,localTime:12.0,remoteTime:0.0,throttleTime:0.0,responseQueueTime:0.09,sendTime:0.2,securityProtocol:PLAINTEXT,principal:User:ANONYMOUS,listener:CONTROLLER (kafka.request.logger)
+"""
+
+
+def test_kafka_2_6_requests_end_where_the_request_log_says(spark):
+    import pyarrow as pa
+
+    from pipelines.detection.events import served_input
+    from pipelines.parsing.engine import route_records
+    from schemas.tables import RAW_LOGS, REQUEST_EVENTS
+
+    raw = [{"cluster": "k26", "broker_id": 2, "log_kind": "request", "line": line, "line_bytes": len(line),
+            "source": "r", "source_offset": i, "date": dt.date(2024, 1, 1)}
+           for i, line in enumerate(REQUEST_LOG_2_6.splitlines())]
+    requests = [tuple(r.get(n) for n in REQUEST_EVENTS.names)
+                for _, r in route_records(pa.Table.from_pylist(raw, RAW_LOGS.to_arrow()), "logs")]
+    sc = spark.createDataFrame(silver("k26", ERA_2_6), STATE_CHANGE_EVENTS.to_spark())
+    rq = spark.createDataFrame(requests, REQUEST_EVENTS.to_spark())
+    out = {r["correlation_id"]: r.asDict()
+           for r in pair_requests(pairing_input(sc).unionByName(served_input(rq)), DetectionConfig()).collect()}
+    assert set(out) == {17, 18}
+    for corr, (e2e, status) in {17: (13987.0, "completed"), 18: (22.0, "completed")}.items():
+        assert (out[corr]["end_to_end_ms"], out[corr]["status"], out[corr]["flags"]) == (e2e, status, None)
