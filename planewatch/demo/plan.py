@@ -127,13 +127,30 @@ class SeenAlert:
     severity: str | None
     summary: str | None
     seen_ms: int
+    # the alert's `started_at` (ms): the event time its condition became visible in the data (the line that
+    # completed a slow request written, the sample that crossed a threshold scraped, a running request's age crossing
+    # the warning level); None when the API gave none
+    visible_ms: int | None = None
 
     @classmethod
     def from_api(cls, row: Mapping[str, Any], seen_ms: int) -> SeenAlert:
         """From one element of GET /alerts `data`."""
         bid = row.get("broker_id")
         return cls(str(row["alert_id"]), str(row["type"]), str(row["cluster"]), None if bid is None else int(bid),
-                   row.get("severity"), row.get("summary"), seen_ms)
+                   row.get("severity"), row.get("summary"), seen_ms, _epoch_ms(row.get("started_at")))
+
+
+def _epoch_ms(value: Any) -> int | None:
+    """An API timestamp (ISO 8601; naive means UTC) as epoch milliseconds; None if absent or unreadable."""
+    import datetime as dt
+
+    if not isinstance(value, str):
+        return None
+    try:
+        t = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return int((t if t.tzinfo else t.replace(tzinfo=dt.UTC)).timestamp() * 1000)
 
 
 @dataclass(frozen=True)
@@ -147,6 +164,14 @@ class Detection:
     def delay_s(self) -> float | None:
         """Seconds from the incident's timeline event to the alert being readable (never below 0)."""
         return None if self.alert is None else max(0.0, (self.alert.seen_ms - self.incident.ts_ms) / 1000)
+
+    @property
+    def visible_delay_s(self) -> float | None:
+        """Seconds from the moment the condition became visible in the data (the alert's `started_at`, event time;
+        the demo's brokers stamp their lines and samples with this machine's clock) to the alert being readable."""
+        if self.alert is None or self.alert.visible_ms is None:
+            return None
+        return max(0.0, (self.alert.seen_ms - self.alert.visible_ms) / 1000)
 
 
 def incidents_of(run: str, events: Iterable[Mapping[str, Any]], expected: Iterable[Expectation]) -> list[Incident]:
@@ -200,14 +225,16 @@ def render_table(detections: Sequence[Detection], false_alarms: Sequence[SeenAle
                  engines: Mapping[str, str] | None = None) -> str:
     """The incident-to-alert table printed at the end of the demo (plain text, fixed-width columns); ``engines``
     names what ran each run's brokers (run -> engine; a run not named ran on the reference broker)."""
-    header = ("run (cluster)", "engine", "incident", "expected alert", "broker", "caught by", "severity", "delay s")
+    header = ("run (cluster)", "engine", "incident", "expected alert", "broker", "caught by", "severity", "delay s",
+              "from visible s")
     body: list[tuple[str, ...]] = []
     for d in detections:
         i, a = d.incident, d.alert
         body.append((i.run, (engines or {}).get(i.run, "reference"), i.event, i.alert_type,
                      _cell(i.broker_id) if i.broker_id is not None else "any",
                      "NOT DETECTED" if a is None else f"{a.type} broker {_cell(a.broker_id)}",
-                     _cell(a.severity) if a else "-", f"{d.delay_s:.1f}" if d.delay_s is not None else "-"))
+                     _cell(a.severity) if a else "-", f"{d.delay_s:.1f}" if d.delay_s is not None else "-",
+                     f"{d.visible_delay_s:.1f}" if d.visible_delay_s is not None else "-"))
     widths = [max(len(r[c]) for r in (header, *body)) for c in range(len(header))]
     lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in (header, *body)]
     lines.insert(1, "  ".join("-" * w for w in widths))

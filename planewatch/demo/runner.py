@@ -167,7 +167,8 @@ def _wait_detections(incidents: Sequence[Incident], watcher: AlertWatcher, progr
 
 def _report(d: Path, detections: Sequence[Detection], false_alarms: Sequence[Any], engines: dict[str, str]) -> None:
     rows = [{**asdict(x.incident), "engine": engines.get(x.incident.run, "reference"),
-             "alert": None if x.alert is None else asdict(x.alert), "delay_s": x.delay_s} for x in detections]
+             "alert": None if x.alert is None else asdict(x.alert), "delay_s": x.delay_s,
+             "visible_delay_s": x.visible_delay_s} for x in detections]
     (d / "report.json").write_text(json.dumps(
         {"incidents": rows, "unexpected": [asdict(a) for a in false_alarms]}, indent=2))
 

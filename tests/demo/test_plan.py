@@ -15,8 +15,8 @@ class Exp:
     broker_id: int | str | None
 
 
-def _alert(i: int, type_: str, cluster: str, broker: int | None, seen: int) -> SeenAlert:
-    return SeenAlert(f"a{i}", type_, cluster, broker, "critical", f"summary {i}", seen)
+def _alert(i: int, type_: str, cluster: str, broker: int | None, seen: int, visible: int | None = None) -> SeenAlert:
+    return SeenAlert(f"a{i}", type_, cluster, broker, "critical", f"summary {i}", seen, visible)
 
 
 EVENTS = [
@@ -74,12 +74,13 @@ def test_unexpected_alerts_are_the_forbidden_types_of_played_runs() -> None:
 def test_table_lists_every_incident_and_the_false_alarms() -> None:
     inc = [Incident("storm", "storm-started", 2_000, "ACCEPTOR_BLOCKED", 1),
            Incident("bounce", "broker-killed", 3_000, "STALE_BROKER_EPOCH", None)]
-    det = match(inc, [_alert(4, "ACCEPTOR_BLOCKED", "storm", 1, 7_500)])
+    det = match(inc, [_alert(4, "ACCEPTOR_BLOCKED", "storm", 1, 7_500, 6_300)])
     text = render_table(det, [_alert(9, "LOCK_CONTENTION", "healthy", 3, 1)])
     lines = text.splitlines()
     assert lines[0].split()[:2] == ["run", "(cluster)"]
+    assert lines[0].rstrip().endswith("delay s  from visible s")
     assert "ACCEPTOR_BLOCKED broker 1" in lines[2]
-    assert lines[2].rstrip().endswith("5.5")
+    assert lines[2].split()[-2:] == ["5.5", "1.2"]  # from the marker; from the sample that crossed the threshold
     assert "NOT DETECTED" in lines[3]
     assert " any " in lines[3]
     assert "1 of 2 injected incidents caught; 1 alert(s) where none was expected" in text
@@ -128,3 +129,14 @@ def test_extra_runs_are_selectable_but_not_default() -> None:
     assert parser.parse_args(["--runs", "healthy,controller-failover"]).runs == ("healthy", "controller-failover")
     with pytest.raises(SystemExit):
         parser.parse_args(["--runs", "no-such-run"])
+
+
+def test_the_visible_moment_is_the_alerts_started_at() -> None:
+    row = {"alert_id": "x", "type": "ACCEPTOR_BLOCKED", "cluster": "storm", "broker_id": 1, "severity": "critical",
+           "summary": "s", "started_at": "2026-11-27T06:00:00.250000Z"}
+    seen = SeenAlert.from_api(row, 1_795_759_203_000)
+    assert seen.visible_ms == 1_795_759_200_250
+    (d,) = match([Incident("storm", "storm-started", 1_795_759_190_000, "ACCEPTOR_BLOCKED", 1)], [seen])
+    assert (d.delay_s, d.visible_delay_s) == (13.0, 2.75)
+    assert SeenAlert.from_api({**row, "started_at": None}, 1).visible_ms is None
+    assert SeenAlert.from_api({**row, "started_at": "not a time"}, 1).visible_ms is None
