@@ -88,6 +88,8 @@ def _streams(spark: SparkSession, settings: Settings, family: str) -> list[tuple
             .option("timeout", prom.timeout_s)
             .option("defaultCluster", settings.default_cluster)
             .option("spoolDir", os.path.join(os.path.abspath(settings.checkpoint_path(name)), SCRAPE_SPOOL_DIR))
+            # scrape on the interval's clock, not when a batch is planned: a slow batch must not leave a gap
+            .option("scrapeAhead", str(not settings.once).lower())
         )
         if settings.cluster:
             reader = reader.option("cluster", settings.cluster)

@@ -15,10 +15,16 @@ Theory of operation:
   the scrape time, which is also the time of every sample without its own timestamp. The records of an answer are
   split exactly as the file source splits a `.prom` file (`file_tail.buffer_records`), so the parser sees the same
   raw records either way.
-* **latestOffset** (driver, once per trigger) re-reads the targets (cluster.json files included) and scrapes, in
-  parallel, every target whose last scrape is at least `interval` old; the answers go to the `ScrapeStore` (memory
-  and, with `spoolDir`, one file per scrape) *before* the new offsets are returned, then Spark logs the offsets and
-  runs the batch. With availableNow (`--once`) every target is scraped once and the query then ends.
+* **Scraping** (`scrape_due`) re-reads the targets (cluster.json files included) and scrapes, in parallel, every
+  target whose last scrape is at least `interval` old; each answer goes to the `ScrapeStore` (memory and, with
+  `spoolDir`, one file per scrape) and then to the queue of answers no batch has taken yet. With option
+  `scrapeAhead` a thread of the reader does it on the interval's clock, whatever the batches do: a slow micro-batch
+  (a loaded machine) then delays when the samples are processed, never when they are taken, so a condition that
+  lasts less than a batch is still sampled while it lasts. Without it, `latestOffset` does it once per trigger.
+* **latestOffset** (driver, once per trigger) takes every queued answer into the next batch's offsets, one entry per
+  target; an entry holding several scrapes of its target lists them (`scrapes`: [ts, from] each). The answers are in
+  the store *before* the new offsets are returned, then Spark logs the offsets and runs the batch. With availableNow
+  (`--once`) every target is scraped once and the query then ends.
 * **partitions/read**: the batch's answers travel inside its input partitions (pickled to the executors), so
   `read()` is a pure function of the offset range: every re-read of the batch (the driver path's collect, the
   executors' bronze write) yields the same rows.
@@ -38,6 +44,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -54,7 +61,7 @@ from pipelines.parsing.metric_spec import SOURCE_ERROR_FORMAT
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
-__all__ = ["DEFAULT_INTERVAL_S", "INTERVAL_SLACK", "TARGET_RETENTION_S", "PrometheusStreamSource"]
+__all__ = ["DEFAULT_INTERVAL_S", "INTERVAL_SLACK", "TARGET_RETENTION_S", "PrometheusStreamSource", "entry_scrapes"]
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +117,12 @@ def stream_bytes(got: Scrape) -> int:
     return len(got.data) if got.ok else len(got.data) + 1
 
 
+def entry_scrapes(entry: dict[str, Any]) -> list[tuple[int, int]]:
+    """(scrape time, stream position) of each scrape a target's offset entry names."""
+    listed = entry.get("scrapes") or [[entry["ts"], entry["from"]]]
+    return [(int(ts), int(base)) for ts, base in listed]
+
+
 def _json_option(options: dict[str, str], key: str) -> list[dict[str, Any]]:
     try:
         value = json.loads(options.get(key) or "[]")
@@ -134,6 +147,12 @@ class PrometheusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     """The stream reader of `planewatch_prometheus` (see the module docstring); `clock` returns epoch seconds."""
 
     def __init__(self, options: dict[str, str], clock: Callable[[], float] = time.time) -> None:
+        self._lock = threading.Lock()  # guards the queue, the per-target clocks and the store against the scraper
+        self._queue: list[tuple[Target, Scrape]] = []  # answers spooled and not yet taken into a batch
+        self._last_ts: dict[str, int] = {}  # url -> time (ms) of its latest scrape
+        self._scraper: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self.scrape_ahead = (options.get("scrapeahead") or "false").lower() == "true"
         self.static = _json_option(options, "targets")
         self.cluster_json = _json_option(options, "clusterjson")
         for entry in self.static:
@@ -154,6 +173,17 @@ class PrometheusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         self._once_end: dict[str, Any] | None = None
         self._reported: dict[str, str] = {}  # url or cluster.json -> the last problem logged (logged on change)
         self._backoff_until: dict[str, float] = {}  # url -> clock time before which a timed-out target is not asked
+
+    # The reader is pickled with its read function for the executors, which only read partitions: the scraper's
+    # thread, lock and queue stay with the driver's reader.
+    _DRIVER_ONLY = ("_lock", "_queue", "_scraper", "_stopping")
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k not in self._DRIVER_ONLY}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock, self._queue, self._scraper, self._stopping = threading.Lock(), [], None, threading.Event()
 
     def initialOffset(self) -> dict[str, Any]:
         return {"targets": {}}
@@ -178,42 +208,88 @@ class PrometheusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             log.warning("prometheus target %s: %s", url, "up again" if got.ok else state)
         self._reported[url] = state
 
-    def latestOffset(self, start: dict[str, Any], limit: Any) -> dict[str, Any]:
-        del limit  # one scrape per target and trigger: the answers are the batch
-        if self.available_now and self._once_end is not None:
-            return self._once_end
-        self.store.clear()  # the previous batch committed before Spark plans this one
+    def scrape_due(self) -> None:
+        """Scrape every listed target that is due (its latest scrape at least the interval old, or any with
+        availableNow; a target that timed out only after its back-off) and queue the answers."""
         now = self.clock()
-        before: dict[str, dict[str, Any]] = start["targets"]
         targets = self._targets()
         due_after_s = 0.0 if self.available_now else self.interval_s * (1.0 - INTERVAL_SLACK)
-        due = [t for t in targets
-               if (t.url not in before or now - int(before[t.url]["ts"]) / 1000 >= due_after_s)
-               and (self.available_now or now >= self._backoff_until.get(t.url, 0.0))]
+        with self._lock:
+            due = [t for t in targets
+                   if (t.url not in self._last_ts or now - self._last_ts[t.url] / 1000 >= due_after_s)
+                   and (self.available_now or now >= self._backoff_until.get(t.url, 0.0))]
         got = scrape_all([t.url for t in due], self.timeout_s, lambda: int(self.clock() * 1000))
-        listed = {t.url for t in targets}
+        with self._lock:
+            for t in due:
+                outcome = got[t.url]
+                prev = self._last_ts.get(t.url)
+                if prev is not None and outcome.ts_ms <= prev:  # a clock step back: keep times increasing
+                    outcome = replace(outcome, ts_ms=prev + 1)
+                self._report(t.url, outcome)
+                if outcome.kind == SOURCE_ERROR_FORMAT and outcome.data.startswith(b"scrape failed: timed out"):
+                    self._backoff_until[t.url] = now + UNRESPONSIVE_BACKOFF_S
+                self.store.put(t.url, outcome)
+                self._last_ts[t.url] = outcome.ts_ms
+                self._queue.append((t, outcome))
+
+    def _scrape_ahead(self) -> None:
+        """The scraper thread: `scrape_due` at least once a second (each target only when due) until stopped."""
+        while not self._stopping.is_set():
+            try:
+                self.scrape_due()
+            except Exception:  # a scrape must never end the stream: the next tick tries again
+                log.exception("prometheus scraper: a round of scrapes failed")
+            self._stopping.wait(min(1.0, self.interval_s * INTERVAL_SLACK))
+
+    def latestOffset(self, start: dict[str, Any], limit: Any) -> dict[str, Any]:
+        del limit  # every queued answer: the answers are the batch
+        if self.available_now and self._once_end is not None:
+            return self._once_end
+        before: dict[str, dict[str, Any]] = start["targets"]
+        with self._lock:
+            for url, entry in before.items():  # a restarted query: each target's clock from the logged offsets
+                self._last_ts.setdefault(url, int(entry["ts"]))
+        if self.scrape_ahead and not self.available_now:
+            if self._scraper is None:  # the first batch scrapes at once, as without the thread
+                self.scrape_due()
+                self._scraper = threading.Thread(target=self._scrape_ahead, name="planewatch-prometheus-scraper",
+                                                 daemon=True)
+                self._scraper.start()
+        else:
+            self.scrape_due()
+        now = self.clock()
+        listed = {t.url for t in self._targets()}
+        with self._lock:
+            # the previous batch committed before Spark plans this one; answers queued since stay
+            self.store.clear(keep={(t.url, got.ts_ms) for t, got in self._queue})
+            taken, self._queue = self._queue, []
         end: dict[str, dict[str, Any]] = {
             url: entry for url, entry in before.items()
             if url in listed or now - int(entry["ts"]) / 1000 < TARGET_RETENTION_S
         }
-        for t in due:
-            prev = before.get(t.url)
-            outcome = got[t.url]
-            if prev is not None and outcome.ts_ms <= int(prev["ts"]):  # a clock step back: keep times increasing
-                outcome = replace(outcome, ts_ms=int(prev["ts"]) + 1)
-            self._report(t.url, outcome)
-            if outcome.kind == SOURCE_ERROR_FORMAT and outcome.data.startswith(b"scrape failed: timed out"):
-                self._backoff_until[t.url] = now + UNRESPONSIVE_BACKOFF_S
-            base = int(prev["offset"]) if prev is not None else 0
-            self.store.put(t.url, outcome)
-            end[t.url] = {"cluster": t.cluster, "broker_id": t.broker_id, "ts": outcome.ts_ms, "from": base,
-                          "offset": base + stream_bytes(outcome)}
+        fresh: set[str] = set()
+        for t, got in sorted(taken, key=lambda pair: pair[1].ts_ms):
+            if t.url not in fresh:  # the target's first scrape in this batch continues its stream
+                fresh.add(t.url)
+                base = int(before[t.url]["offset"]) if t.url in before else 0
+                end[t.url] = {"cluster": t.cluster, "broker_id": t.broker_id, "ts": got.ts_ms, "from": base,
+                              "offset": base + stream_bytes(got)}
+                continue
+            e = end[t.url]
+            e["scrapes"] = [*(e.get("scrapes") or [[e["ts"], e["from"]]]), [got.ts_ms, e["offset"]]]
+            e["ts"], e["offset"] = got.ts_ms, e["offset"] + stream_bytes(got)
         offsets = {"targets": end}
         if end == before:
             offsets = start  # nothing new: the same offset, so Spark runs no (empty) micro-batch
         if self.available_now:
             self._once_end = offsets
         return offsets
+
+    def stop(self) -> None:
+        """The query stopped: the scraper thread ends."""
+        self._stopping.set()
+        if self._scraper is not None:
+            self._scraper.join(timeout=self.timeout_s + 1.0)
 
     def planned(self, start: dict[str, Any], end: dict[str, Any]) -> list[PlannedScrape]:
         """The scrapes the range (start, end] names, with their answers (a lost answer as a `source-error`)."""
@@ -222,15 +298,15 @@ class PrometheusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             s = start["targets"].get(url)
             if s is not None and int(s["ts"]) == int(e["ts"]):
                 continue
-            ts = int(e["ts"])
-            got = self.store.get(url, ts)
-            if got is None:
-                log.warning("prometheus target %s: the answer of the scrape at %d ms is gone; recorded as lost",
-                            url, ts)
-                text = (f"scrape lost: the answer of the scrape at {ts} ms was not kept for this replayed batch "
-                        "(no spool); it is not scraped again")
-                got = Scrape(ts, SOURCE_ERROR_FORMAT, text.encode("utf-8"))
-            out.append(PlannedScrape(url, str(e["cluster"]), e.get("broker_id"), int(e["from"]), got))
+            for ts, base in entry_scrapes(e):
+                got = self.store.get(url, ts)
+                if got is None:
+                    log.warning("prometheus target %s: the answer of the scrape at %d ms is gone; recorded as lost",
+                                url, ts)
+                    text = (f"scrape lost: the answer of the scrape at {ts} ms was not kept for this replayed batch "
+                            "(no spool); it is not scraped again")
+                    got = Scrape(ts, SOURCE_ERROR_FORMAT, text.encode("utf-8"))
+                out.append(PlannedScrape(url, str(e["cluster"]), e.get("broker_id"), base, got))
         return out
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[_ScrapePartition]:
@@ -254,8 +330,10 @@ class PrometheusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                 yield batch
 
     def commit(self, end: dict[str, Any]) -> None:
-        for url, e in end["targets"].items():
-            self.store.forget(url, int(e["ts"]))
+        with self._lock:
+            for url, e in end["targets"].items():
+                for ts, _ in entry_scrapes(e):
+                    self.store.forget(url, ts)
 
 
 class PrometheusStreamSource(DataSource):
@@ -266,7 +344,7 @@ class PrometheusStreamSource(DataSource):
     planewatch cluster.json or its directory, re-read every trigger), `cluster` (for every target without its own),
     `defaultCluster`, `interval` (seconds between scrapes of a target, default 10), `timeout` (seconds per scrape,
     default 5), `spoolDir` (where answers wait for their batch to commit; without it a replayed batch's answers are
-    recorded as lost).
+    recorded as lost), `scrapeAhead` (true: a thread scrapes on the interval's clock, whatever the batches do).
     """
 
     @classmethod

@@ -28,7 +28,7 @@ import socket
 import ssl
 import time
 import urllib.parse
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -341,12 +341,16 @@ class ScrapeStore:
                 except FileNotFoundError:
                     pass
 
-    def clear(self) -> None:
-        """Drop everything. Called when the next batch is planned: every older scrape is then either committed or was
-        never named by a logged offset (a crash between spooling and Spark logging the offsets)."""
-        self._memory.clear()
+    def clear(self, keep: Collection[tuple[str, int]] = ()) -> None:
+        """Drop everything but the scrapes `keep` names ((url, time) pairs: answers no batch has taken yet). Called
+        when the next batch is planned: every older scrape is then either committed or was never named by a logged
+        offset (a crash between spooling and Spark logging the offsets)."""
+        self._memory = {k: v for k, v in self._memory.items() if k in keep}
         if self.spool_dir:
+            kept = {self._stem(url, ts) for url, ts in keep}
             for name in os.listdir(self.spool_dir):
+                if name.split(".", 1)[0] in kept:
+                    continue
                 try:
                     os.remove(os.path.join(self.spool_dir, name))
                 except FileNotFoundError:

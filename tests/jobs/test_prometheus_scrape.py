@@ -4,6 +4,7 @@ reader's offsets, interval, replay from the spool and commit."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from pathlib import Path
@@ -280,3 +281,44 @@ def test_a_target_that_timed_out_is_asked_again_only_after_the_backoff(tmp_path:
         clock[0] += UNRESPONSIVE_BACKOFF_S
         end3 = reader.latestOffset(end2, None)
         assert end3["targets"][wedged]["ts"] > end2["targets"][wedged]["ts"]
+
+
+def test_scrape_ahead_samples_on_the_intervals_clock_while_no_batch_is_planned(tmp_path: Path) -> None:
+    # a slow micro-batch (a loaded machine) must not leave a gap in the samples: the scraper thread keeps scraping
+    # while Spark plans no batch, and the next batch takes every answer, each at its own time and stream position
+    spool = tmp_path / "spool"
+    with reference_endpoint() as ep:
+        opts = {"interval": "0.2", "timeout": "2", "spooldir": str(spool),
+                "targets": json.dumps([{"url": ep.url, "cluster": "c", "broker_id": 1}])}
+        reader = PrometheusStreamReader({**opts, "scrapeahead": "true"})
+        try:
+            start = reader.initialOffset()
+            first = reader.latestOffset(start, None)  # starts the scraper
+            deadline = time.monotonic() + 20.0
+            while time.monotonic() < deadline and len(reader.store.pending()) < 4:
+                time.sleep(0.05)
+            end = reader.latestOffset(first, None)
+        finally:
+            reader.stop()
+        scraper = reader._scraper
+        assert scraper is not None
+        assert not scraper.is_alive()
+        entry = end["targets"][ep.url]
+        scrapes = entry["scrapes"]
+        assert len(scrapes) >= 3
+        times = [ts for ts, _ in scrapes]
+        assert times == sorted(times)
+        assert all(b - a >= 200 * (1 - INTERVAL_SLACK) for a, b in itertools.pairwise(times))
+        assert scrapes[0][1] == entry["from"] == (first["targets"][ep.url]["offset"] if first is not start else 0)
+        rows = _read(reader, first, end)
+        assert len({r["ingest_ts"] for r in rows}) == len(scrapes)  # one answer per scrape, each stamped its time
+        assert [r for r in rows if r["line"].startswith("kafka_network_requestchannel_requestqueuesize ")]
+        positions = sorted(r["source_offset"] for r in rows)
+        assert positions[0] == entry["from"]
+        last = max(rows, key=lambda r: r["source_offset"])
+        assert last["source_offset"] + last["line_bytes"] + 1 == entry["offset"]
+        # a restarted query replays the batch from the spool: the same rows, nothing scraped again
+        assert _read(PrometheusStreamReader(opts), first, end) == rows
+        reader.commit(end)
+        left = [int(n.rsplit("-", 1)[1].split(".")[0]) for n in reader.store.pending()]
+        assert all(ts > times[-1] for ts in left)  # only answers no batch has taken yet
