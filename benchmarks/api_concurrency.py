@@ -25,7 +25,6 @@ import asyncio
 import multiprocessing as mp
 import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -34,7 +33,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from benchmarks.api_latency import _free_port, alerts_batch, samples_batch, writer
+from benchmarks.api_latency import _free_port, alerts_batch, samples_batch, stop_writer_and_api, writer
 
 TOKEN = "bench-token"
 # Hard bounds: the server start, one run, and the whole benchmark (the server is stopped by then in any case).
@@ -222,17 +221,7 @@ def main() -> int:
                   f"non-200: {bad}  transport errors: {errors or 0}  "
                   f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)", flush=True)
     finally:
-        stop.set()
-        if wproc is not None:
-            wproc.join(timeout=30)
-            if wproc.is_alive():
-                wproc.terminate()
-        if server is not None and server.poll() is None:
-            os.killpg(server.pid, signal.SIGTERM)
-            try:
-                server.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(server.pid, signal.SIGKILL)
+        stop_writer_and_api(stop, wproc, server)
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
 

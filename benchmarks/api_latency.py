@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -239,6 +240,22 @@ def measure(
     return p50, p99, seq, conc, bad + sum(errors)
 
 
+
+def stop_writer_and_api(stop: Any, wproc: Any, server: subprocess.Popen[bytes] | None) -> None:
+    """Stop the benchmark's table writer (a process told by `stop`) and its API server (its process group: TERM,
+    then KILL after 20 s)."""
+    stop.set()
+    if wproc is not None:
+        wproc.join(timeout=30)
+        if wproc.is_alive():
+            wproc.terminate()
+    if server is not None and server.poll() is None:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--alerts", type=int, default=100_000)
@@ -337,17 +354,7 @@ def main() -> int:
         )
         client.close()
     finally:
-        stop.set()
-        if wproc is not None:
-            wproc.join(timeout=30)
-            if wproc.is_alive():
-                wproc.terminate()
-        if server is not None and server.poll() is None:
-            os.killpg(server.pid, signal.SIGTERM)
-            try:
-                server.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(server.pid, signal.SIGKILL)
+        stop_writer_and_api(stop, wproc, server)
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
         else:

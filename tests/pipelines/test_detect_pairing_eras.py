@@ -66,14 +66,17 @@ def test_trace_era_request_spans_first_line_to_last_partition_completion():
     assert st.records == []
 
 
+# Kafka 2.7+: the INFO Handling and Finished lines of one request (Finished carries the elapsed time).
+FINISHED_ERA = [
+    "[2021-03-02 08:00:01,010] INFO [Broker id=2] Handling LeaderAndIsr request correlationId 17 from controller 1 "
+    "for 960 partitions (state.change.logger)",
+    "[2021-03-02 08:00:14,977] INFO [Broker id=2] Finished LeaderAndIsr request in 13973ms correlationId 17 from "
+    "controller 1 for 960 partitions (state.change.logger)",
+]
+
+
 def test_finished_era_elapsed_and_span():
-    lines = [
-        "[2021-03-02 08:00:01,010] INFO [Broker id=2] Handling LeaderAndIsr request correlationId 17 from controller 1 "
-        "for 960 partitions (state.change.logger)",
-        "[2021-03-02 08:00:14,977] INFO [Broker id=2] Finished LeaderAndIsr request in 13973ms correlationId 17 from "
-        "controller 1 for 960 partitions (state.change.logger)",
-    ]
-    evs = events(lines)
+    evs = events(FINISHED_ERA)
     rows = final([latency_row(r, P.max_skew_ms) for r in step(PairingState(), evs, 0, P)])
     r = rows[("LeaderAndIsr", 17)]
     assert (r["status"], r["handling_ts"], r["finished_ts"], r["end_to_end_ms"]) == (
@@ -137,13 +140,7 @@ def test_2_6_without_a_request_log_a_request_the_next_one_followed_is_completed_
 
 
 def test_a_finish_line_keeps_its_time_when_the_request_log_also_answers():
-    lines = [
-        "[2021-03-02 08:00:01,010] INFO [Broker id=2] Handling LeaderAndIsr request correlationId 17 from controller 1 "
-        "for 960 partitions (state.change.logger)",
-        "[2021-03-02 08:00:14,977] INFO [Broker id=2] Finished LeaderAndIsr request in 13973ms correlationId 17 from "
-        "controller 1 for 960 partitions (state.change.logger)",
-    ]
-    evs = events(lines)
+    evs = events(FINISHED_ERA)
     answer = served(REQUEST_LOG_26.format("14,979", 17, "13980.2", "13979.7").replace("2020-09-01", "2021-03-02"))
     rows = final([latency_row(r, P.max_skew_ms) for r in step(PairingState(), [*evs, answer], 0, P)])
     r = rows[("LeaderAndIsr", 17)]
