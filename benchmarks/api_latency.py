@@ -241,6 +241,23 @@ def measure(
 
 
 
+
+def wait_for_api(client: Any, server: subprocess.Popen[bytes]) -> None:
+    """Poll `/livez` through the httpx `client` until the API answers; RuntimeError if it exits first or does not
+    answer within START_TIMEOUT_S."""
+    import httpx
+
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while True:
+        try:
+            if client.get("/livez").status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline or server.poll() is not None:
+            raise RuntimeError("the API did not start")
+        time.sleep(0.2)
+
 def stop_writer_and_api(stop: Any, wproc: Any, server: subprocess.Popen[bytes] | None) -> None:
     """Stop the benchmark's table writer (a process told by `stop`) and its API server (its process group: TERM,
     then KILL after 20 s)."""
@@ -294,16 +311,7 @@ def main() -> int:
         )
         base = f"http://127.0.0.1:{port}"
         client = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60)
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            try:
-                if client.get("/livez").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline or server.poll() is not None:
-                raise RuntimeError("the API did not start")
-            time.sleep(0.2)
+        wait_for_api(client, server)
         t = time.perf_counter()
         first = client.get("/alerts")
         print(
