@@ -55,9 +55,9 @@ __all__ = ["BatchReport", "IngestBatch"]
 
 log = logging.getLogger(__name__)
 
-# A file micro-batch above this many bytes skips the driver path's row-count job: that job reads every partition
-# of the batch in full (a limit over a Python source), which for a backfill cost as much as the bronze write. One
-# source piece (jobs.io.file_tail.SPLIT_BYTES) holds ~40,000 Kafka log lines, twice the default row limit.
+# A micro-batch above this many bytes goes to the executors without being read for the driver path first: a
+# larger one holds more records than the path takes (one source piece, jobs.io.file_tail.SPLIT_BYTES, holds ~40,000
+# Kafka log lines, twice the default row limit), and reading it here would be wasted.
 DRIVER_PATH_MAX_BYTES = 8 * 1024 * 1024
 
 
@@ -220,7 +220,7 @@ class IngestBatch:
                       ) -> TablesWritten:
         """Bronze, the engine and every other table of the batch, on the path its size and the sink mode choose."""
         pieces = self._file_pieces(report.batch_id)
-        if self._driver_path_possible(report.batch_id):
+        if self._driver_path_possible(pieces):
             # a file batch is read here, without Spark; another source's by ONE Spark job. At most driver_max_rows
             # records come back whole; a larger batch (a Spark source's stops at one record more) goes to the
             # executors
@@ -235,17 +235,12 @@ class IngestBatch:
                 return written
         return self._executor_batch(raw, suites, report, cached)
 
-    def _driver_path_possible(self, batch_id: int) -> bool:
-        """Whether the batch may be small enough for the driver path: a file batch of more than
-        DRIVER_PATH_MAX_BYTES goes to the executors without the row-count job (which reads every partition)."""
+    def _driver_path_possible(self, pieces: list[Piece] | None) -> bool:
+        """Whether the batch may be small enough for the driver path: a file batch (its `pieces`) of more than
+        DRIVER_PATH_MAX_BYTES is not; another source's is counted by reading it."""
         if not self.driver_max_rows:
             return False
-        if self.files_checkpoint is None:
-            return True
-        from jobs.io.sources import logged_file_batch_bytes
-
-        size = logged_file_batch_bytes(self.files_checkpoint, batch_id)
-        return size is None or size <= DRIVER_PATH_MAX_BYTES
+        return pieces is None or sum(p.end - p.start for p in pieces) <= DRIVER_PATH_MAX_BYTES
 
     def _file_pieces(self, batch_id: int) -> list[Piece] | None:
         """The pieces of a file batch as its offset log planned them (None for another source, or an offset the log

@@ -29,18 +29,12 @@ def to_raw(df: DataFrame, family: str, batch_id: int) -> DataFrame:
     """Source records as a Spark frame -> the bronze table's columns."""
     from pyspark.sql import functions as F
 
-    return df.select(
-        "cluster",
-        "broker_id",
-        F.col("kind").alias(kind_column(family)),
-        "line",
-        "line_bytes",
-        "source",
-        "source_offset",
-        "ingest_ts",
-        F.lit(batch_id).cast("long").alias("batch_id"),
-        F.to_date(F.col("ingest_ts")).alias("date"),  # the session's time zone is UTC (jobs.io.session)
-    )
+    made = {
+        kind_column(family): F.col("kind"),
+        "batch_id": F.lit(batch_id).cast("long"),
+        "date": F.to_date(F.col("ingest_ts")),  # the session's time zone is UTC (jobs.io.session)
+    }
+    return df.select(*[made.get(name, F.col(name)).alias(name) for name in RAW_TABLES[family].names])
 
 
 def arrow_to_raw(batch: pa.RecordBatch, family: str, batch_id: int) -> pa.RecordBatch:
@@ -49,13 +43,11 @@ def arrow_to_raw(batch: pa.RecordBatch, family: str, batch_id: int) -> pa.Record
     import pyarrow.compute as pc
 
     schema = RAW_TABLES[family].to_arrow()
-    n = batch.num_rows
-    ts = batch.column("ingest_ts")
-    columns = {
-        **{name: batch.column(name) for name in ("cluster", "broker_id", "line", "line_bytes", "source",
-                                                 "source_offset", "ingest_ts")},
+    made = {
         kind_column(family): batch.column("kind"),
-        "batch_id": pa.nulls(n, pa.int64()).fill_null(batch_id),
-        "date": pc.cast(pc.cast(ts, pa.timestamp("us")), pa.date32()),  # the UTC date, as the session's zone
+        "batch_id": pa.nulls(batch.num_rows, pa.int64()).fill_null(batch_id),
+        # the UTC date, as the session's zone
+        "date": pc.cast(pc.cast(batch.column("ingest_ts"), pa.timestamp("us")), pa.date32()),
     }
-    return pa.RecordBatch.from_arrays([columns[f.name].cast(f.type) for f in schema], schema=schema)
+    columns = [made[f.name] if f.name in made else batch.column(f.name) for f in schema]
+    return pa.RecordBatch.from_arrays([c.cast(f.type) for c, f in zip(columns, schema, strict=True)], schema=schema)

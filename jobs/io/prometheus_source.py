@@ -152,7 +152,10 @@ class PrometheusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         self._last_ts: dict[str, int] = {}  # url -> time (ms) of its latest scrape
         self._scraper: threading.Thread | None = None
         self._stopping = threading.Event()
-        self.scrape_ahead = (options.get("scrapeahead") or "false").lower() == "true"
+        ahead = (options.get("scrapeahead") or "false").lower()
+        if ahead not in ("true", "false"):
+            raise PipelineIOError(f"planewatch_prometheus option scrapeAhead: true or false, got {ahead!r}")
+        self.scrape_ahead = ahead == "true"
         self.static = _json_option(options, "targets")
         self.cluster_json = _json_option(options, "clusterjson")
         for entry in self.static:
@@ -208,9 +211,10 @@ class PrometheusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             log.warning("prometheus target %s: %s", url, "up again" if got.ok else state)
         self._reported[url] = state
 
-    def scrape_due(self) -> None:
+    def scrape_due(self) -> list[Target]:
         """Scrape every listed target that is due (its latest scrape at least the interval old, or any with
-        availableNow; a target that timed out only after its back-off) and queue the answers."""
+        availableNow; a target that timed out only after its back-off) and queue the answers; returns the targets
+        listed now."""
         now = self.clock()
         targets = self._targets()
         due_after_s = 0.0 if self.available_now else self.interval_s * (1.0 - INTERVAL_SLACK)
@@ -231,6 +235,7 @@ class PrometheusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                 self.store.put(t.url, outcome)
                 self._last_ts[t.url] = outcome.ts_ms
                 self._queue.append((t, outcome))
+        return targets
 
     def _scrape_ahead(self) -> None:
         """The scraper thread: `scrape_due` at least once a second (each target only when due) until stopped."""
@@ -249,16 +254,17 @@ class PrometheusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         with self._lock:
             for url, entry in before.items():  # a restarted query: each target's clock from the logged offsets
                 self._last_ts.setdefault(url, int(entry["ts"]))
-        if self.scrape_ahead and not self.available_now:
-            if self._scraper is None:  # the first batch scrapes at once, as without the thread
-                self.scrape_due()
-                self._scraper = threading.Thread(target=self._scrape_ahead, name="planewatch-prometheus-scraper",
-                                                 daemon=True)
-                self._scraper.start()
+        if not self.scrape_ahead or self.available_now:
+            targets = self.scrape_due()
+        elif self._scraper is None:  # the first batch scrapes at once, as without the thread
+            targets = self.scrape_due()
+            self._scraper = threading.Thread(target=self._scrape_ahead, name="planewatch-prometheus-scraper",
+                                             daemon=True)
+            self._scraper.start()
         else:
-            self.scrape_due()
+            targets = self._targets()
         now = self.clock()
-        listed = {t.url for t in self._targets()}
+        listed = {t.url for t in targets}
         with self._lock:
             # the previous batch committed before Spark plans this one; answers queued since stay
             self.store.clear(keep={(t.url, got.ts_ms) for t, got in self._queue})

@@ -41,7 +41,7 @@ __all__ = [
     "FileStreamSource",
     "KafkaStreamSource",
     "file_batch_bytes",
-    "logged_file_batch_bytes",
+    "logged_file_pieces",
     "register_sources",
 ]
 
@@ -78,15 +78,6 @@ def file_batch_bytes(end: dict[str, Any]) -> int | None:
             return None
         total += max(0, int(entry["offset"]) - int(entry["from"]))
     return total
-
-
-def logged_file_batch_bytes(checkpoint: str, batch_id: int) -> int | None:
-    """file_batch_bytes of batch `batch_id` as Spark's offset log recorded it before running the batch; None if
-    unknown."""
-    from jobs.io.checkpoints import logged_offset
-
-    end = logged_offset(checkpoint, batch_id)
-    return None if end is None else file_batch_bytes(end)
 
 
 def logged_file_pieces(checkpoint: str, batch_id: int, family: str) -> list[Piece] | None:

@@ -464,7 +464,9 @@ class _Key:
         if r is None:
             r = self._broker_record(ev)
         if r.get("served_ms") is None:
-            r["served_ms"], r["dirty"] = ev.elapsed_ms, True
+            r["served_ms"] = ev.elapsed_ms
+            # it is the request's time only without a send or a logged elapsed time (latency_row): else no new row
+            r["dirty"] = r["dirty"] or (r["sent_ts"] is None and r["elapsed_ms"] is None)
         if r["finished_ts"] is None:
             r["finished_ts"], r["status"], r["dirty"] = ev.ts, _COMPLETED, True
             r["flags"] = [f for f in r["flags"] if f != "broker_restart"]

@@ -1,11 +1,12 @@
-"""The byte size of a planewatch_files micro-batch, read from Spark's offset log (the driver-path pre-check)."""
+"""The byte size of a planewatch_files micro-batch, and its pieces read from Spark's offset log (the driver-path
+pre-check and the pieces the tasks read)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from jobs.io.sources import file_batch_bytes, logged_file_batch_bytes
+from jobs.io.sources import file_batch_bytes, logged_file_pieces
 
 
 def _entry(frm: int, off: int) -> dict[str, object]:
@@ -21,12 +22,17 @@ def test_file_batch_bytes_sums_each_files_range() -> None:
     assert file_batch_bytes({"files": {"1:2": {"offset": 5}}}) is None
 
 
-def test_logged_file_batch_bytes_reads_spark_offset_log(tmp_path: Path) -> None:
+def _batch_bytes(checkpoint: str, batch_id: int) -> int | None:
+    pieces = logged_file_pieces(checkpoint, batch_id, "logs")
+    return None if pieces is None else sum(p.end - p.start for p in pieces)
+
+
+def test_logged_file_pieces_read_spark_offset_log(tmp_path: Path) -> None:
     offsets = tmp_path / "offsets"
     offsets.mkdir()
     meta = json.dumps({"batchWatermarkMs": 0, "batchTimestampMs": 1, "conf": {}})
     (offsets / "3").write_text("v1\n" + meta + "\n" + json.dumps({"files": {"1:2": _entry(10, 4010)}}))
-    assert logged_file_batch_bytes(str(tmp_path), 3) == 4000
-    assert logged_file_batch_bytes(str(tmp_path), 4) is None  # no such batch
+    assert _batch_bytes(str(tmp_path), 3) == 4000
+    assert _batch_bytes(str(tmp_path), 4) is None  # no such batch
     (offsets / "5").write_text("v1\n" + meta + "\nnot json")
-    assert logged_file_batch_bytes(str(tmp_path), 5) is None
+    assert _batch_bytes(str(tmp_path), 5) is None

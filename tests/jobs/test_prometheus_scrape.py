@@ -322,3 +322,12 @@ def test_scrape_ahead_samples_on_the_intervals_clock_while_no_batch_is_planned(t
         reader.commit(end)
         left = [int(n.rsplit("-", 1)[1].split(".")[0]) for n in reader.store.pending()]
         assert all(ts > times[-1] for ts in left)  # only answers no batch has taken yet
+
+
+def test_scrape_ahead_must_be_true_or_false() -> None:
+    from jobs.io import PipelineIOError
+
+    targets = json.dumps([{"url": "http://127.0.0.1:1/metrics"}])
+    with pytest.raises(PipelineIOError, match="option scrapeAhead: true or false, got 'yes'"):
+        PrometheusStreamReader({"targets": targets, "scrapeahead": "yes"})
+    assert not PrometheusStreamReader({"targets": targets}).scrape_ahead
