@@ -17,6 +17,7 @@ from broker.apis.data_plane import DataPlane
 from broker.apis.fetch import handle_fetch
 from broker.apis.groups import GroupApis
 from broker.apis.kafka_apis import HandlerResult, KafkaApis
+from broker.apis.leader_epochs import handle_offset_for_leader_epoch
 from broker.apis.list_offsets import handle_list_offsets
 from broker.apis.membership import GroupCoordinator
 from broker.apis.metadata import OFFSETS_TOPIC
@@ -86,6 +87,7 @@ def install_data_plane(apis: KafkaApis, config: KafkaConfig, log4j: Log4j,
     apis.register(ApiKey.PRODUCE, _bind(dp, handle_produce))
     apis.register(ApiKey.FETCH, _bind(dp, handle_fetch))
     apis.register(ApiKey.LIST_OFFSETS, _bind(dp, handle_list_offsets))
+    apis.register(ApiKey.OFFSET_FOR_LEADER_EPOCH, _bind(dp, handle_offset_for_leader_epoch))
     apis.register(ApiKey.CREATE_TOPICS, _bind(dp, handle_create_topics))
     apis.register(ApiKey.DELETE_TOPICS, _bind(dp, handle_delete_topics))
     apis.register(ApiKey.METADATA, metadata_with_auto_create(dp, apis.handler(ApiKey.METADATA)))

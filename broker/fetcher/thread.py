@@ -2,7 +2,13 @@
 
 Theory of operation
 -------------------
-The thread loops: build a Fetch (``replica_id`` = this broker) for its partitions at their log end offsets, send it
+A partition added to the thread first has its log truncated where it may diverge from the leader's (KIP-101,
+KIP-279): the thread asks the leader (OffsetForLeaderEpoch) where the newest epoch in the local log ends there and
+truncates to that offset, repeating with the epoch the leader names when the local log does not know it; a log without
+epochs falls back to its high watermark. Records every ISR member acknowledged are therefore never truncated away by a
+follower that has not yet learnt the high watermark that covers them.
+
+Then the thread loops: build a Fetch (``replica_id`` = this broker) for its partitions at their log end offsets, send it
 to the leader's inter-broker listener, then process the response partition by partition: append the batches as a
 follower (keeping offsets and leader epochs), move the local high watermark to ``min(leader HW, log end)``, and adopt
 the leader's log start offset when it moved (which clears and flushes the leader-epoch checkpoint, with fsync: slow
@@ -30,6 +36,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Collection, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +54,8 @@ __all__ = ["FETCHER_MODELS", "FetchSettings", "PartitionFetchState", "ReplicaFet
 FETCHER_MODELS = ("locked", "async")
 # Fetch v11: replica id, current leader epoch, log start offset; the last non-flexible version (no tagged fields).
 FETCH_VERSION = 11
+# OffsetForLeaderEpoch v3: replica id and current leader epoch; the last non-flexible version.
+EPOCH_VERSION = 3
 # How many lock-wait measurements a thread keeps (newest last).
 LOCK_WAIT_HISTORY = 10_000
 
@@ -75,6 +84,7 @@ class PartitionFetchState:
     leader_epoch: int
     log: Log
     delayed_until_ns: int = 0  # after an error: not fetched before this time
+    truncating: bool = True  # the log's divergence from the leader's is not settled yet: not fetched
 
 
 class ReplicaFetcherThread(threading.Thread):
@@ -195,11 +205,6 @@ class ReplicaFetcherThread(threading.Thread):
     def _apply_add(self, fetches: Mapping[TopicPartition, InitialFetchState]) -> None:
         for tp, init in fetches.items():
             log = self.logs.get_or_create_log(tp)
-            # Pre-KIP-101 truncation (planewatch has no OffsetsForLeaderEpoch): drop what is above the local HW.
-            hw = log.high_watermark
-            if log.log_end_offset > hw:
-                self._log.info(f"Truncating partition {tp.topic}-{tp.partition} to local high watermark {hw}")
-                log.truncate_to(hw)
             self.partitions[tp] = PartitionFetchState(tp, init.leader_epoch, log)
         if fetches:
             self._log.info("Added partitions " + ", ".join(f"{tp.topic}-{tp.partition}" for tp in fetches))
@@ -238,6 +243,8 @@ class ReplicaFetcherThread(threading.Thread):
             self._log.info("Stopped")
 
     def _do_work(self) -> None:
+        if self._truncate():
+            return
         body = self._build_fetch()
         if body is None:
             self._wake.wait(self.settings.backoff_ms / 1000 / 10)
@@ -267,13 +274,103 @@ class ReplicaFetcherThread(threading.Thread):
         if fetched and self._on_fetched is not None:
             self._on_fetched(fetched)
 
-    def _build_fetch(self) -> dict[str, Any] | None:
+    def _ready(self, *, truncating: bool) -> list[PartitionFetchState]:
         now = time.monotonic_ns()
-        if self.settings.model == "locked":
-            with self.partition_map_lock:
-                states = [s for s in self.partitions.values() if s.delayed_until_ns <= now]
-        else:
-            states = [s for s in self.partitions.values() if s.delayed_until_ns <= now]
+        with self._map_guard():
+            states = list(self.partitions.values())
+        return [s for s in states if s.delayed_until_ns <= now and s.truncating == truncating]
+
+    def _truncate(self) -> bool:
+        """maybeTruncate: settle the divergence of newly added partitions; True if a request was sent."""
+        states = self._ready(truncating=True)
+        if not states:
+            return False
+        hw_only = [s for s in states if s.log.epoch_cache.latest_epoch < 0]
+        asked = [s for s in states if s.log.epoch_cache.latest_epoch >= 0]
+        with self._map_guard():
+            for s in hw_only:  # no epochs (an empty log, or pre-v2 batches): the local high watermark is all there is
+                if self.partitions.get(s.tp) is s:
+                    self._finish_truncation(s, s.log.high_watermark, "local high watermark")
+        if not asked:
+            return False
+        topics: dict[str, list[dict[str, Any]]] = {}
+        for s in asked:
+            topics.setdefault(s.tp.topic, []).append({"partition": s.tp.partition,
+                                                      "current_leader_epoch": s.leader_epoch,
+                                                      "leader_epoch": s.log.epoch_cache.latest_epoch})
+        body = {"replica_id": self.broker_id,
+                "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()]}
+        self._correlation += 1
+        try:
+            frame = self._client.encode(ApiKey.OFFSET_FOR_LEADER_EPOCH, EPOCH_VERSION, self._correlation, body)
+            response = self._client.round_trip(ApiKey.OFFSET_FOR_LEADER_EPOCH, EPOCH_VERSION, self._correlation,
+                                               frame)
+        except ClientError as exc:
+            if self._running.is_set():
+                self._log.warn(f"Error when sending leader epoch request for {len(asked)} partitions to node "
+                               f"{self.leader.id}: {exc}")
+                self._wake.wait(self.settings.backoff_ms / 1000)
+                self._wake.clear()
+            return True
+        if self.settings.model == "async":
+            self._drain_events()
+        with self._map_guard():
+            self._apply_epoch_end_offsets(response, {s.tp: s for s in asked})
+        return True
+
+    def _map_guard(self) -> AbstractContextManager[object]:
+        """The partition-map lock in the locked model; nothing in the async one (only this thread touches the map)."""
+        return self.partition_map_lock if self.settings.model == "locked" else nullcontext()
+
+    def _apply_epoch_end_offsets(self, response: dict[str, Any],
+                                 asked: Mapping[TopicPartition, PartitionFetchState]) -> None:
+        backoff_ns = self.settings.backoff_ms * 1_000_000
+        for topic in response.get("topics") or ():
+            for p in topic.get("partitions") or ():
+                tp = TopicPartition(topic["topic"], int(p["partition"]))
+                state = self.partitions.get(tp)
+                if state is None or state is not asked.get(tp) or not state.truncating:
+                    continue  # removed, or re-added with another leader epoch, while the request was in flight
+                code = int(p["error_code"])
+                if code != ErrorCode.NONE:
+                    self._log.warn(f"Error in response for leader epoch request for partition {state.tp.topic}-"
+                                   f"{state.tp.partition}: error code {code}. Backing off.")
+                    state.delayed_until_ns = time.monotonic_ns() + backoff_ns
+                    continue
+                self._truncate_to_epoch_end(state, int(p["leader_epoch"]), int(p["end_offset"]))
+
+    def _truncate_to_epoch_end(self, state: PartitionFetchState, leader_epoch: int, leader_end: int) -> None:
+        """Kafka's ``getOffsetTruncationState`` for one partition's answer."""
+        log = state.log
+        if leader_end < 0:  # the leader knows no end for the epoch: nothing better than the local high watermark
+            self._finish_truncation(state, log.high_watermark, "local high watermark")
+            return
+        if leader_epoch < 0:
+            self._finish_truncation(state, leader_end, "the leader's epoch end offset")
+            return
+        local_epoch, local_end = log.end_offset_for_epoch(leader_epoch)
+        if local_epoch < 0 or local_epoch == leader_epoch:
+            self._finish_truncation(state, min(leader_end, local_end) if local_epoch >= 0 else leader_end,
+                                    f"the end offset of epoch {leader_epoch}")
+            return
+        # The local log does not know the leader's epoch: cut at the end of the largest local epoch below it and
+        # ask again with that epoch (it is now the newest local one).
+        target = min(local_end, log.log_end_offset)
+        if target < log.log_end_offset:
+            self._log.info(f"Truncating partition {state.tp.topic}-{state.tp.partition} to offset {target}, the end"
+                           f" of local epoch {local_epoch}, which the leader does not have")
+            log.truncate_to(target)
+
+    def _finish_truncation(self, state: PartitionFetchState, offset: int, what: str) -> None:
+        log = state.log
+        target = max(min(offset, log.log_end_offset), log.log_start_offset)
+        if target < log.log_end_offset:
+            self._log.info(f"Truncating partition {state.tp.topic}-{state.tp.partition} to {what} {target}")
+            log.truncate_to(target)
+        state.truncating = False
+
+    def _build_fetch(self) -> dict[str, Any] | None:
+        states = self._ready(truncating=False)
         if not states:
             return None
         topics: dict[str, list[dict[str, Any]]] = {}

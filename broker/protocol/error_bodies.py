@@ -1,7 +1,7 @@
 """Error bodies per API: the shapes of Kafka's ``AbstractRequest.getErrorResponse`` implementations.
 
 Top-level ``error_code`` fields always carry the error.  APIs whose answer is per topic/partition
-(Metadata, Produce, Fetch, ListOffsets, LeaderAndIsr, StopReplica, CreateTopics, DeleteTopics,
+(Metadata, Produce, Fetch, ListOffsets, OffsetForLeaderEpoch, LeaderAndIsr, StopReplica, CreateTopics, DeleteTopics,
 OffsetCommit, OffsetFetch, FindCoordinator v4+, DescribeGroups, DescribeConfigs, AlterConfigs,
 IncrementalAlterConfigs) mirror the request's topics/partitions with that error, when the
 decoded request is available; otherwise their lists are empty.
@@ -240,11 +240,27 @@ def _alter_configs(version: int, code: int, req: dict[str, Any]) -> dict[str, An
     }
 
 
+def _offset_for_leader_epoch(version: int, code: int, req: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "topics": [
+            {
+                "topic": t.get("topic", ""),
+                "partitions": [
+                    {"error_code": code, "partition": p.get("partition", 0), "leader_epoch": -1, "end_offset": -1}
+                    for p in t.get("partitions", [])
+                ],
+            }
+            for t in req.get("topics", [])
+        ]
+    }
+
+
 _BUILDERS: dict[int, _Builder] = {
     ApiKey.METADATA: _metadata,
     ApiKey.PRODUCE: _produce,
     ApiKey.FETCH: _fetch,
     ApiKey.LIST_OFFSETS: _list_offsets,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: _offset_for_leader_epoch,
     ApiKey.LEADER_AND_ISR: _leader_and_isr,
     ApiKey.STOP_REPLICA: _stop_replica,
     ApiKey.CREATE_TOPICS: _create_topics,

@@ -149,3 +149,57 @@ def test_leader_and_isr_handling_waits_for_the_fetcher_only_when_locked(tmp_path
         finished = (tmp_path / "follower-logs" / "state-change.log").read_text()
         assert re.search(r"Finished LeaderAndIsr request in \d+ms correlationId 2 from controller 1 for 1 partitions",
                          finished)
+
+
+@pytest.mark.parametrize("model", ["locked", "async"])
+@pytest.mark.parametrize("extra", [0, 3], ids=["acknowledged-above-local-hw", "divergent-tail"])
+def test_a_new_follower_truncates_to_the_leaders_epoch_end_not_to_its_local_high_watermark(
+        tmp_path: Path, model: str, extra: int) -> None:
+    """KIP-101: records the follower holds and the leader has survive becoming a follower; only a tail the leader
+    does not have (the end of the follower's epoch on the leader) is cut. Truncating to the local high watermark
+    instead lost acknowledged records when such a follower was elected next (a full cluster restart)."""
+    from broker.protocol.batch import set_base_offset, set_partition_leader_epoch
+    from broker.protocol.records import build_batch
+
+    tp = TopicPartition("k", 0)
+    with broker(tmp_path / "leader") as leader:
+        dp = _data_plane_of(leader.apis)  # type: ignore[arg-type]
+        assert dp.create_topic("k", 1, 1) == (0, None)
+        lookup = dp.leader_log(tp)
+        assert lookup.log is not None and lookup.state is not None
+        epoch = lookup.state.leader_epoch
+        for i in range(3):
+            lookup.log.append_as_leader(build_batch([(f"k{i}-{j}".encode(), b"v") for j in range(3)]), epoch)
+        dp.after_leader_append(tp, lookup.log, lookup.state)
+        leader_end = lookup.log.log_end_offset
+        assert leader_end == 9
+        log4j = Log4j().configure(tmp_path / "follower-logs")
+        logs = LogManager.from_properties({"log.dirs": str(tmp_path / "follower-data")}, log4j=log4j)
+        logs.startup()
+        follower = logs.get_or_create_log(tp)
+        follower.append_as_follower(lookup.log.read(0, 1 << 20).records)
+        if extra:  # records of the same epoch the leader never got (an old leadership's uncommitted tail)
+            tail = bytearray(build_batch([(b"lost", b"v")] * extra))
+            set_base_offset(tail, 0, leader_end)
+            set_partition_leader_epoch(tail, 0, epoch)
+            follower.append_as_follower(bytes(tail))
+        assert (follower.high_watermark, follower.log_end_offset) == (0, leader_end + extra)
+        endpoint = BrokerEndPoint(1, "127.0.0.1", leader.bound_port("PLAINTEXT"))
+        thread = ReplicaFetcherThread(2, 0, endpoint, logs, FetchSettings(model=model, max_wait_ms=100), log4j)
+        try:
+            thread.add_partitions({tp: InitialFetchState(endpoint, epoch, 0)})
+            thread.start()
+            deadline = time.monotonic() + 30
+            while follower.high_watermark < leader_end or follower.log_end_offset != leader_end:
+                assert time.monotonic() < deadline, (follower.high_watermark, follower.log_end_offset)
+                time.sleep(0.01)
+        finally:
+            thread.shutdown()
+            logs.shutdown()
+        log4j.flush()
+        text = (tmp_path / "follower-logs" / "server.log").read_text()
+        log4j.close()
+        cuts = re.findall(r"Truncating to offset (\d+) \(kafka\.log\.Log\)", text)
+        assert cuts == ([str(leader_end)] if extra else [])  # never below what the leader has
+        if extra:
+            assert f"Truncating partition k-0 to the end offset of epoch {epoch} {leader_end}" in text
