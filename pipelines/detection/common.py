@@ -9,7 +9,7 @@ if TYPE_CHECKING:
 
     from pipelines.detection.config import DetectionConfig
 
-__all__ = ["CANDIDATE_COLUMNS", "CANDIDATE_DDL", "candidates", "empty_candidates", "level", "severity"]
+__all__ = ["CANDIDATE_COLUMNS", "CANDIDATE_DDL", "candidates", "level", "severity"]
 
 CANDIDATE_DDL = (
     "type STRING, severity STRING, cluster STRING, broker_id INT, listener STRING, ts TIMESTAMP, "
@@ -80,8 +80,3 @@ def candidates(
         summary.alias("summary"),
         evidence.alias("evidence"),
     ).where(F.col("severity").isNotNull() & F.col("ts").isNotNull())
-
-
-def empty_candidates(df: DataFrame) -> DataFrame:
-    """An empty candidate DataFrame on df's session."""
-    return df.sparkSession.createDataFrame([], CANDIDATE_DDL)

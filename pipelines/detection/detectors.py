@@ -7,13 +7,13 @@ state_change_events + request_events: STALE_BROKER_EPOCH, CONTROL_REQUEST_QUEUED
 metric windows: CONTROL_PLANE_QUEUE_BACKLOG, REQUEST_QUEUE_SATURATED, ACCEPTOR_BLOCKED,
     NETWORK_PROCESSOR_SATURATED, REQUEST_HANDLER_SATURATED, METADATA_APPLY_LAG, CONTROLLER_EVENT_QUEUE_DELAY,
     CONTROL_REQUEST_QUEUED_BEHIND_DATA and DELAYED_LEADER_AND_ISR (metric forms: RequestQueueSize without a
-    control plane, Kafka's RequestMetrics of the control requests)  -> metric_candidates
+    control plane, Kafka's RequestMetrics of the control requests)  -> metric_candidates (polars, a list of rows)
 """
 
 from __future__ import annotations
 
 from functools import reduce
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pipelines.detection import latency_detectors as lat
 from pipelines.detection import metric_detectors as met
@@ -21,6 +21,7 @@ from pipelines.detection import request_metrics as rm
 from schemas.alerts import OWNERS, DetectQuery
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame
 
     from pipelines.detection.config import DetectionConfig
@@ -59,17 +60,25 @@ def log_candidates(state_changes: DataFrame, requests: DataFrame, cfg: Detection
     ])
 
 
-def metric_candidates(windows: DataFrame, cfg: DetectionConfig) -> DataFrame:
-    """Candidates from metric windows (metric_detectors.metric_windows output)."""
-    return _union([
-        met.detect_control_plane_queue_backlog(windows, cfg),
-        met.detect_request_queue_saturated(windows, cfg),
-        met.detect_acceptor_blocked(windows, cfg),
-        met.detect_network_processor_saturated(windows, cfg),
-        met.detect_request_handler_saturated(windows, cfg),
-        met.detect_metadata_apply_lag(windows, cfg),
-        met.detect_controller_event_queue_delay(windows, cfg),
-        met.detect_queue_saturated_without_control_plane(windows, cfg),
-        rm.detect_request_metrics_delayed_leader_and_isr(windows, cfg),
-        rm.detect_request_metrics_queued_behind_data(windows, cfg),
-    ])
+def metric_candidates(windows: pa.Table, cfg: DetectionConfig) -> list[dict[str, Any]]:
+    """Candidates (CANDIDATE_DDL's fields) from metric windows (metric_detectors.metric_windows output, collected
+    to Arrow), computed with polars on the driver."""
+    import polars as pl
+
+    frame = pl.from_arrow(windows)
+    assert isinstance(frame, pl.DataFrame)
+    if frame.is_empty():
+        return []
+    frame = frame.with_row_index("_wid")
+    return [c for rule in (
+        met.detect_control_plane_queue_backlog,
+        met.detect_request_queue_saturated,
+        met.detect_acceptor_blocked,
+        met.detect_network_processor_saturated,
+        met.detect_request_handler_saturated,
+        met.detect_metadata_apply_lag,
+        met.detect_controller_event_queue_delay,
+        met.detect_queue_saturated_without_control_plane,
+        rm.detect_request_metrics_delayed_leader_and_isr,
+        rm.detect_request_metrics_queued_behind_data,
+    ) for c in rule(frame, cfg)]

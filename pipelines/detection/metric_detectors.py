@@ -1,4 +1,5 @@
-"""Metric windows, 1-minute rollups, and the detectors of sustained metric conditions.
+"""Metric windows, 1-minute rollups (Spark, streaming), and the detectors of sustained metric conditions (polars, over
+the windows a micro-batch updated).
 
 `metric_windows` aggregates metric_samples into SLIDING event-time windows (`DetectionConfig.metric_window_s` long,
 a new one every `metric_window_slide_s`) per (cluster, broker, signal, listener, attribute): min/max/avg/first/last,
@@ -28,17 +29,29 @@ a young meter's OneMinuteRate is 0 until its first 5-second tick).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from pipelines.detection.common import candidates, level, setting, severity
+import polars as pl
+
 from pipelines.detection.config import CONTROL_PLANE_QUEUE_CAPACITY
 from pipelines.detection.request_metrics import REQUEST_METRIC_SIGNALS, request_metric_wanted, series_key
+from pipelines.detection.window_common import (
+    candidate_rows,
+    evidence,
+    fmt1,
+    level,
+    setting,
+    severity,
+    steps,
+    window_text,
+)
 from schemas.alerts import AlertType
 from schemas.signals import Signal
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import DataFrame
 
     from pipelines.detection.config import DetectionConfig
 
@@ -177,248 +190,211 @@ def metric_rollups(samples: DataFrame, watermark_delay_s: float = 60.0) -> DataF
     )
 
 
-def _ratio(stat: str) -> Column:
-    """A window's fraction 0..1: meter rates and gauges as they are (0..100 scaled down); Count from its increments
-    (:func:`_counter_increase`)."""
-    from pyspark.sql import functions as F
-
-    raw = F.col("vmin") if stat == "min" else F.col("vavg")
-    direct = F.when(raw > 1.0 + 1e-9, raw / 100.0).otherwise(raw)
-    inc = _counter_increase()
-    from_count = F.when(_count_usable(inc), F.least(inc["inc"] / (inc["secs"] * NANOS_PER_SECOND), F.lit(1.0)))
-    return F.when(F.lower(F.coalesce(F.col("attribute"), F.lit(""))) == "count", from_count).otherwise(direct)
+# ------------------------------------------------------------------------------------------------ the rules (polars)
+# Every rule below reads the windows `metric_windows` produced, collected to a polars frame with a window id `_wid`.
 
 
-def _counter_increase() -> Column:
-    """A cumulative Count's increase over the window and the seconds it was measured over, from its samples in time
-    order (`points`), as Prometheus' increase() reads a counter: every step between consecutive samples where the
-    value did not fall adds its delta and its duration, however long (a scrape gap only lengthens a step). A step
-    where the value fell is a counter reset (the broker restarted, its meter began again at 0): it adds neither,
-    since what the new incarnation counted since its start is not an increase over that step."""
-    from pyspark.sql import functions as F
-
-    init = F.struct(F.lit(None).cast("double").alias("pv"), F.lit(None).cast("timestamp").alias("pt"),
-                    F.lit(0.0).alias("inc"), F.lit(0.0).alias("secs"))
-
-    def step(acc: Column, p: Column) -> Column:
-        secs = (F.unix_micros(p["ts"]) - F.unix_micros(acc["pt"])).cast("double") / 1e6
-        ok = F.coalesce(acc["pv"].isNotNull() & (secs > 0) & (p["value"] >= acc["pv"]), F.lit(False))
-        return F.struct(p["value"].alias("pv"), p["ts"].alias("pt"),
-                        F.when(ok, acc["inc"] + p["value"] - acc["pv"]).otherwise(acc["inc"]).alias("inc"),
-                        F.when(ok, acc["secs"] + secs).otherwise(acc["secs"]).alias("secs"))
-
-    return F.aggregate(F.col("points"), init, step)
+def _attr() -> pl.Expr:
+    return pl.col("attribute").fill_null("").str.to_lowercase()
 
 
-def _count_usable(inc: Column) -> Column:
+def _with_counter_increase(rows: pl.DataFrame) -> pl.DataFrame:
+    """`inc`, `secs`: a cumulative Count's increase over the window and the seconds it was measured over, as
+    Prometheus' increase() reads a counter: every step between consecutive samples where the value did not fall
+    adds its delta and its duration, however long (a scrape gap only lengthens a step). A step where the value fell
+    is a counter reset (the broker restarted, its meter began again at 0): it adds neither, since what the new
+    incarnation counted since its start is not an increase over that step."""
+    s = steps(rows)
+    secs = (pl.col("ts") - pl.col("prev_ts")).dt.total_microseconds().cast(pl.Float64) / 1e6
+    ok = (pl.col("prev_value").is_not_null() & (secs > 0) & (pl.col("value") >= pl.col("prev_value"))).fill_null(False)
+    inc = s.group_by("_wid").agg(
+        inc=pl.when(ok).then(pl.col("value") - pl.col("prev_value")).otherwise(0.0).sum(),
+        secs=pl.when(ok).then(secs).otherwise(0.0).sum(),
+    )
+    return rows.join(inc, on="_wid", how="left").with_columns(pl.col("inc").fill_null(0.0),
+                                                             pl.col("secs").fill_null(0.0))
+
+
+def _count_usable() -> pl.Expr:
     """A Count that measured something over the window: it increased over a positive time, and all its samples come
     from one file (a restarted broker writes a new one; its unmarked 0 is dropped, so the values alone can look
     like one counter across the restart). A file roll inside the window costs the exact fraction for that window
     only (the rates still count); a scrape's source (its URL) outlives restarts, which the resets show."""
-    from pyspark.sql import functions as F
-
-    return (inc["secs"] > 0) & (inc["inc"] > 0) & F.col("source_min").eqNullSafe(F.col("source_max"))
+    return (pl.col("secs") > 0) & (pl.col("inc") > 0) & pl.col("source_min").eq_missing(pl.col("source_max"))
 
 
-def _best_attribute(df: DataFrame, keys: list[str], prefer_count: bool = False) -> DataFrame:
-    """One attribute per window. ``prefer_count`` (meters in ns): a Count with a usable delta wins, because it is the
-    exact fraction over the window, while a young meter's OneMinuteRate is still 0 (Yammer ticks every 5 s), which
-    reads as "never idle" on a broker that just started."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    attr = F.lower(F.coalesce(F.col("attribute"), F.lit("")))
-    rank = F.coalesce(
-        F.element_at(F.create_map(*[F.lit(v) for kv in _ATTR_RANK.items() for v in kv]), attr),
-        F.lit(5),
-    )
+def _best_attribute(rows: pl.DataFrame, prefer_count: bool = False) -> pl.DataFrame:
+    """One attribute per window of a series. ``prefer_count`` (meters in ns): a Count with a usable delta wins,
+    because it is the exact fraction over the window, while a young meter's OneMinuteRate is still 0 (Yammer ticks
+    every 5 s), which reads as "never idle" on a broker that just started."""
+    rank = _attr().replace_strict(_ATTR_RANK, default=5, return_dtype=pl.Int32)
     if prefer_count:
-        usable = (attr == "count") & (F.col("samples") >= 2) & _count_usable(_counter_increase())
-        rank = F.when(usable, F.lit(-1)).otherwise(rank)
-    w = Window.partitionBy(*keys).orderBy(rank, F.col("attribute"))
-    return df.withColumn("_rank", F.row_number().over(w)).where(F.col("_rank") == 1).drop("_rank")
+        usable = (_attr() == "count") & (pl.col("samples") >= 2) & _count_usable()
+        rank = pl.when(usable).then(pl.lit(-1, dtype=pl.Int32)).otherwise(rank)
+    keys = ["cluster", "broker_id", "sig", "listener", "window_start"]
+    return (rows.with_columns(_rank=rank).sort([*keys, "_rank", "attribute"], nulls_last=False)
+            .unique(subset=keys, keep="first", maintain_order=True).drop("_rank"))
 
 
-def _plane(c: Column) -> Column:
-    from pyspark.sql import functions as F
-
-    return (F.when(F.col("sig").startswith(_CONTROL_PLANE_PREFIX), F.lit("control-plane"))
-            .when(F.col("sig").isin(*_KRAFT_CONTROLLER_SIGNALS), F.lit("kraft-controller"))
-            .otherwise(F.coalesce(c, F.lit("data-plane"))))
-
-
-def _window_text() -> Column:
-    from pyspark.sql import functions as F
-
-    return F.concat(F.lit(" over "), F.date_format("window_start", "HH:mm:ss"), F.lit("-"),
-                    F.date_format("window_end", "HH:mm:ss"), F.lit(" UTC ("), F.col("samples"), F.lit(" samples)"))
+def _ratio(stat: str) -> pl.Expr:
+    """A window's fraction 0..1: meter rates and gauges as they are (0..100 scaled down); a Count from its
+    increments (:func:`_with_counter_increase`)."""
+    raw = pl.col("vmin") if stat == "min" else pl.col("vavg")
+    direct = pl.when(raw > 1.0 + 1e-9).then(raw / 100.0).otherwise(raw)
+    from_count = pl.when(_count_usable()).then(
+        pl.min_horizontal(pl.col("inc") / (pl.col("secs") * NANOS_PER_SECOND), pl.lit(1.0)))
+    return pl.when(_attr() == "count").then(from_count).otherwise(direct)
 
 
-def _evidence() -> Column:
-    from pyspark.sql import functions as F
-
-    return F.to_json(F.struct("signal", "attribute", "listener", "window_start", "window_end", "samples", "vmin",
-                              "vmax", "vavg", "vfirst", "vlast", "first_ts", "last_ts"))
-
-
-def _sustained(cfg: DetectionConfig, span: bool = False) -> Column:
+def _sustained(cfg: DetectionConfig, span: bool = False) -> pl.Expr:
     """A window long enough to call its condition sustained: min_samples samples (spanning min_span_s: `span`)."""
-    from pyspark.sql import functions as F
-
-    enough = F.col("samples") >= setting(cfg, "min_samples")
+    enough = pl.col("samples") >= setting(cfg, "min_samples")
     if not span:
         return enough
-    span_us = F.unix_micros(F.col("last_ts")) - F.unix_micros(F.col("first_ts"))
-    return enough & (span_us >= setting(cfg, "min_span_s") * F.lit(1_000_000))
+    span_us = (pl.col("last_ts") - pl.col("first_ts")).dt.total_microseconds()
+    return enough & (span_us >= setting(cfg, "min_span_s") * 1_000_000)
 
 
-def _high_run(rows: DataFrame, lowest: Column) -> DataFrame:
-    """The longest run of consecutive samples (`points`) at or above `lowest` in each window: `vmin`, `samples`,
-    `first_ts` and `last_ts` become the run's (its lowest value, its length, its first and last sample time)."""
-    from pyspark.sql import functions as F
-
-    rows = rows.withColumn("_lowest", lowest)
-    init = F.struct(F.lit(0).alias("n"), F.lit(None).cast("double").alias("lo"),
-                    F.lit(None).cast("timestamp").alias("t0"), F.lit(0).alias("bn"),
-                    F.lit(None).cast("double").alias("blo"), F.lit(None).cast("timestamp").alias("bt0"),
-                    F.lit(None).cast("timestamp").alias("bt1"))
-
-    def step(acc: Column, p: Column) -> Column:
-        high = p["value"] >= F.col("_lowest")
-        n = F.when(high, acc["n"] + 1).otherwise(F.lit(0))
-        lo = F.when(high & (acc["n"] > 0), F.least(acc["lo"], p["value"])).when(high, p["value"])
-        t0 = F.when(high & (acc["n"] > 0), acc["t0"]).when(high, p["ts"])
-        better = n > acc["bn"]
-        return F.struct(n.alias("n"), lo.alias("lo"), t0.alias("t0"),
-                        F.when(better, n).otherwise(acc["bn"]).alias("bn"),
-                        F.when(better, lo).otherwise(acc["blo"]).alias("blo"),
-                        F.when(better, t0).otherwise(acc["bt0"]).alias("bt0"),
-                        F.when(better, p["ts"]).otherwise(acc["bt1"]).alias("bt1"))
-
-    run = F.aggregate(F.col("points"), init, step)
-    return (rows.withColumn("_run", run)
-            .withColumn("vmin", F.col("_run.blo")).withColumn("samples", F.col("_run.bn").cast("long"))
-            .withColumn("first_ts", F.col("_run.bt0")).withColumn("last_ts", F.col("_run.bt1"))
-            .drop("_run", "_lowest"))
+def _high_run(rows: pl.DataFrame, lowest: pl.Expr) -> pl.DataFrame:
+    """The longest run of consecutive samples (`points`) at or above `lowest` in each window (the earliest of equal
+    runs): `vmin`, `samples`, `first_ts` and `last_ts` become the run's (its lowest value, its length, its first and
+    last sample time); a window without such a sample gets nulls."""
+    rows = rows.with_columns(_lowest=lowest)
+    s = steps(rows, "_lowest").with_columns(_high=pl.col("value") >= pl.col("_lowest"))
+    s = s.with_columns(_run=(~pl.col("_high")).cast(pl.Int64).cum_sum().over("_wid"),
+                       _pos=pl.int_range(pl.len()).over("_wid"))
+    runs = (s.filter(pl.col("_high")).group_by("_wid", "_run")
+            .agg(n=pl.len(), lo=pl.col("value").min(), t0=pl.col("ts").min(), t1=pl.col("ts").max(),
+                 at=pl.col("_pos").min())
+            .sort(["_wid", "n", "at"], descending=[False, True, False])
+            .unique(subset=["_wid"], keep="first"))
+    best = runs.select("_wid", vmin="lo", samples=pl.col("n").cast(pl.Int64), first_ts="t0", last_ts="t1")
+    return rows.drop("vmin", "samples", "first_ts", "last_ts", "_lowest").join(best, on="_wid", how="left")
 
 
-def _one_per_observation(rows: DataFrame) -> DataFrame:
+def _one_per_observation(rows: pl.DataFrame) -> pl.DataFrame:
     """Sliding windows of one series that hold the same samples (or the same run) are one observation: keep the
     earliest window of each."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    same = Window.partitionBy("cluster", "broker_id", "sig", "listener", "attribute", "first_ts", "last_ts",
-                              "samples").orderBy("window_start")
-    return rows.withColumn("_nth", F.row_number().over(same)).where(F.col("_nth") == 1).drop("_nth")
+    same = ["cluster", "broker_id", "sig", "listener", "attribute", "first_ts", "last_ts", "samples"]
+    return rows.sort("window_start").unique(subset=same, keep="first", maintain_order=True)
 
 
-def _rule(windows: DataFrame, cfg: DetectionConfig, rule: MetricRule, advice: str) -> DataFrame:
-    from pyspark.sql import functions as F
+def _plane() -> pl.Expr:
+    return (pl.when(pl.col("sig").str.starts_with(_CONTROL_PLANE_PREFIX)).then(pl.lit("control-plane"))
+            .when(pl.col("sig").is_in(_KRAFT_CONTROLLER_SIGNALS)).then(pl.lit("kraft-controller"))
+            .otherwise(pl.col("listener").fill_null("data-plane")))
 
+
+_EVIDENCE = ("signal", "attribute", "listener_raw", "window_start", "window_end", "samples", "vmin", "vmax", "vavg",
+             "vfirst", "vlast", "first_ts", "last_ts")
+
+
+def _rule(windows: pl.DataFrame, cfg: DetectionConfig, rule: MetricRule, advice: str) -> list[dict[str, Any]]:
     t = rule.alert_type
-    rows = windows.where(F.col("sig").isin(*[s.value for s in rule.signals]))
+    rows = windows.filter(pl.col("sig").is_in([s.value for s in rule.signals]))
+    if rows.is_empty():
+        return []
+    warn = level(cfg, t, "warning")
     if rule.kind == "ratio":
-        rows = _best_attribute(rows.where(_sustained(cfg, rule.span)),
-                               ["cluster", "broker_id", "sig", "listener", "window_start"], prefer_count=True)
-        measure = _ratio(rule.stat)
-        value, threshold, shown = measure, level(cfg, t, "warning"), F.concat(_fmt1(measure * 100), F.lit("%"))
+        rows = _best_attribute(_with_counter_increase(rows).filter(_sustained(cfg, rule.span)), prefer_count=True)
+        rows = rows.with_columns(_measure=_ratio(rule.stat)).with_columns(value=pl.col("_measure"), threshold=warn)
     elif rule.kind in ("queue_cp", "queue_data"):
-        cap = F.lit(float(CONTROL_PLANE_QUEUE_CAPACITY)) if rule.kind == "queue_cp" else \
-            setting(cfg, "queued_max_requests").cast("double")
-        rows = _high_run(rows, level(cfg, t, "warning") * cap).where(_sustained(cfg, rule.span))
-        measure = F.col("vmin") / cap
-        value, threshold = F.col("vmin"), level(cfg, t, "warning") * cap
-        shown = F.concat(F.lit("at least "), _fmt1(F.col("vmin")), F.lit(" of "), _fmt1(cap), F.lit(" requests"))
+        cap = (pl.lit(float(CONTROL_PLANE_QUEUE_CAPACITY)) if rule.kind == "queue_cp"
+               else setting(cfg, "queued_max_requests"))
+        rows = _high_run(rows, warn * cap).filter(_sustained(cfg, rule.span))
+        rows = rows.with_columns(_cap=cap, _measure=pl.col("vmin") / cap, value=pl.col("vmin"), threshold=warn * cap)
     else:
-        rows = _best_attribute(rows.where(_sustained(cfg, rule.span)),
-                               ["cluster", "broker_id", "sig", "listener", "window_start"])
-        measure = F.col({"min": "vmin", "max": "vmax"}.get(rule.stat, "vavg"))
-        value, threshold, shown = measure, level(cfg, t, "warning"), F.concat(_fmt1(measure), F.lit(" ms"))
-    rows = _one_per_observation(rows)
-    listener = _plane(F.col("listener"))
-    summary = F.concat(F.col("signal"), F.lit(" on broker "), F.col("broker_id"), F.lit(" ("), listener,
-                       F.lit(") was "), shown, _window_text(), F.lit(": " + advice))
-    return candidates(
-        rows, t, sev=severity(cfg, t, measure), broker_id=F.col("broker_id"), listener=listener,
-        ts=F.col("last_ts"), value=value, threshold=threshold, summary=summary, evidence=_evidence(),
-    )
+        rows = _best_attribute(rows.filter(_sustained(cfg, rule.span)))
+        measure = pl.col({"min": "vmin", "max": "vmax"}.get(rule.stat, "vavg"))
+        rows = rows.with_columns(_measure=measure, value=measure, threshold=warn)
+    rows = _one_per_observation(rows).with_columns(
+        severity=severity(cfg, t, pl.col("_measure")), listener_raw=pl.col("listener"), listener=_plane(),
+        ts=pl.col("last_ts"))
+
+    def describe(r: Mapping[str, Any]) -> tuple[str, str]:
+        if rule.kind == "ratio":
+            shown = f"{fmt1(r['_measure'] * 100)}%"
+        elif rule.kind in ("queue_cp", "queue_data"):
+            shown = f"at least {fmt1(r['vmin'])} of {fmt1(r['_cap'])} requests"
+        else:
+            shown = f"{fmt1(r['_measure'])} ms"
+        summary = (f"{r['signal']} on broker {r['broker_id']} ({r['listener']}) was {shown}{window_text(r)}: "
+                   f"{advice}")
+        doc = {**r, "listener": r["listener_raw"]}
+        return summary, evidence(doc, [f if f != "listener_raw" else "listener" for f in _EVIDENCE])
+
+    return candidate_rows(rows, t, describe)
 
 
-def _fmt1(c: Column) -> Column:
-    from pyspark.sql import functions as F
-
-    return F.format_number(c.cast("double"), 1)
-
-
-def detect_control_plane_queue_backlog(windows: DataFrame, cfg: DetectionConfig) -> DataFrame:
+def detect_control_plane_queue_backlog(windows: pl.DataFrame, cfg: DetectionConfig) -> list[dict[str, Any]]:
     """CONTROL_PLANE_QUEUE_BACKLOG: ControlPlaneRequestQueueSize stayed high against its capacity of 20."""
     return _rule(windows, cfg, METRIC_RULES[AlertType.CONTROL_PLANE_QUEUE_BACKLOG],
                  "controller requests are piling up behind the single control-plane handler")
 
 
-def detect_request_queue_saturated(windows: DataFrame, cfg: DetectionConfig) -> DataFrame:
+def detect_request_queue_saturated(windows: pl.DataFrame, cfg: DetectionConfig) -> list[dict[str, Any]]:
     """REQUEST_QUEUE_SATURATED: RequestQueueSize stayed near `queued.max.requests` (per cluster)."""
     return _rule(windows, cfg, METRIC_RULES[AlertType.REQUEST_QUEUE_SATURATED],
                  "network threads block on the full request queue; find the slow requests or add num.io.threads")
 
 
-def detect_acceptor_blocked(windows: DataFrame, cfg: DetectionConfig) -> DataFrame:
+def detect_acceptor_blocked(windows: pl.DataFrame, cfg: DetectionConfig) -> list[dict[str, Any]]:
     """ACCEPTOR_BLOCKED: AcceptorBlockedPercent (KIP-402 draft name AcceptorIdlePercent) high."""
     return _rule(windows, cfg, METRIC_RULES[AlertType.ACCEPTOR_BLOCKED],
                  "every processor's new-connection queue is full or max.connections is reached (connection storm)")
 
 
-def detect_network_processor_saturated(windows: DataFrame, cfg: DetectionConfig) -> DataFrame:
+def detect_network_processor_saturated(windows: pl.DataFrame, cfg: DetectionConfig) -> list[dict[str, Any]]:
     """NETWORK_PROCESSOR_SATURATED: network processors' idle ratio (data or control plane) below threshold."""
     return _rule(windows, cfg, METRIC_RULES[AlertType.NETWORK_PROCESSOR_SATURATED],
                  "network threads are saturated; consider num.network.threads")
 
 
-def detect_request_handler_saturated(windows: DataFrame, cfg: DetectionConfig) -> DataFrame:
+def detect_request_handler_saturated(windows: pl.DataFrame, cfg: DetectionConfig) -> list[dict[str, Any]]:
     """REQUEST_HANDLER_SATURATED: request handlers' idle ratio (data or control plane) below threshold."""
     return _rule(windows, cfg, METRIC_RULES[AlertType.REQUEST_HANDLER_SATURATED],
                  "request handler threads are saturated; consider num.io.threads or find the slow requests")
 
 
-def detect_metadata_apply_lag(windows: DataFrame, cfg: DetectionConfig) -> DataFrame:
+def detect_metadata_apply_lag(windows: pl.DataFrame, cfg: DetectionConfig) -> list[dict[str, Any]]:
     """METADATA_APPLY_LAG (KRaft): broker-metadata-metrics last-applied-record-lag-ms stayed high."""
     return _rule(windows, cfg, METRIC_RULES[AlertType.METADATA_APPLY_LAG],
                  "the broker applies metadata records late, so it serves stale leadership")
 
 
-def detect_controller_event_queue_delay(windows: DataFrame, cfg: DetectionConfig) -> DataFrame:
+def detect_controller_event_queue_delay(windows: pl.DataFrame, cfg: DetectionConfig) -> list[dict[str, Any]]:
     """CONTROLLER_EVENT_QUEUE_DELAY: ControllerEventManager EventQueueTimeMs high (events wait to be processed)."""
     return _rule(windows, cfg, METRIC_RULES[AlertType.CONTROLLER_EVENT_QUEUE_DELAY],
                  "controller events wait in its queue; leadership changes are delayed")
 
 
-def detect_queue_saturated_without_control_plane(windows: DataFrame, cfg: DetectionConfig) -> DataFrame:
+def detect_queue_saturated_without_control_plane(windows: pl.DataFrame, cfg: DetectionConfig
+                                                 ) -> list[dict[str, Any]]:
     """CONTROL_REQUEST_QUEUED_BEHIND_DATA (metric form): RequestQueueSize saturated on a broker that reports no
     ControlPlaneRequestQueueSize in the same window, so controller requests share that full queue."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
     t = AlertType.CONTROL_REQUEST_QUEUED_BEHIND_DATA
-    cap = setting(cfg, "queued_max_requests").cast("double")
+    queue_rows = windows.filter(pl.col("sig") == _REQUEST_QUEUE)
+    if queue_rows.is_empty():
+        return []
+    cap = setting(cfg, "queued_max_requests")
     sat = level(cfg, AlertType.REQUEST_QUEUE_SATURATED, "warning")
-    queue = _high_run(windows.where(F.col("sig") == _REQUEST_QUEUE), sat * cap)
-    plane = windows.where(F.col("sig") != _REQUEST_QUEUE).withColumn("samples", F.lit(None).cast("long"))
-    per = queue.unionByName(plane).groupBy("cluster", "broker_id", "window_start", "window_end").agg(
-        F.max(F.when(F.col("sig") == _REQUEST_QUEUE, F.col("vmin"))).alias("vmin"),
-        F.max(F.when(F.col("sig") == _REQUEST_QUEUE, F.col("samples"))).alias("samples"),
-        F.max(F.when(F.col("sig") == _REQUEST_QUEUE, F.col("last_ts"))).alias("last_ts"),
-        F.count(F.when(F.col("sig").startswith(_CONTROL_PLANE_PREFIX), 1)).alias("cp_series"),
-    ).where(F.col("vmin").isNotNull() & (F.col("cp_series") == 0) & _sustained(cfg))
-    first = Window.partitionBy("cluster", "broker_id", "vmin", "samples", "last_ts").orderBy("window_start")
-    per = per.withColumn("_nth", F.row_number().over(first)).where(F.col("_nth") == 1).drop("_nth")
-    summary = F.concat(F.lit("RequestQueueSize on broker "), F.col("broker_id"), F.lit(" stayed at >= "),
-                       _fmt1(F.col("vmin")), F.lit(" of "), _fmt1(cap), _window_text(),
-                       F.lit(" and the broker has no control plane: controller requests wait behind data requests; "
-                             "configure control.plane.listener.name (KIP-291)"))
-    evidence = F.to_json(F.struct("window_start", "window_end", "vmin", "samples", "cp_series"))
-    return candidates(
-        per, t, sev=F.when(F.col("vmin") / cap >= sat, F.lit("warning")), broker_id=F.col("broker_id"),
-        listener=F.lit("data-plane"), ts=F.col("last_ts"), value=F.col("vmin"), threshold=sat * cap,
-        summary=summary, evidence=evidence,
-    )
+    queue = _high_run(queue_rows, sat * cap).filter(pl.col("vmin").is_not_null())
+    keys = ["cluster", "broker_id", "window_start"]
+    planes = (windows.filter(pl.col("sig").str.starts_with(_CONTROL_PLANE_PREFIX)).select(keys).unique())
+    per = (queue.join(planes, on=keys, how="anti")
+           .group_by("cluster", "broker_id", "window_start", "window_end")
+           .agg(pl.col("vmin").max(), pl.col("samples").max(), pl.col("last_ts").max())
+           .filter(_sustained(cfg))
+           .sort("window_start")
+           .unique(subset=["cluster", "broker_id", "vmin", "samples", "last_ts"], keep="first", maintain_order=True)
+           .with_columns(_cap=cap, threshold=sat * cap, value=pl.col("vmin"), listener=pl.lit("data-plane"),
+                         ts=pl.col("last_ts"), cp_series=pl.lit(0))
+           .with_columns(severity=pl.when(pl.col("vmin") / pl.col("_cap") >= sat).then(pl.lit("warning"))))
+
+    def describe(r: Mapping[str, Any]) -> tuple[str, str]:
+        summary = (f"RequestQueueSize on broker {r['broker_id']} stayed at >= {fmt1(r['vmin'])} of "
+                   f"{fmt1(r['_cap'])}{window_text(r)} and the broker has no control plane: controller requests "
+                   "wait behind data requests; configure control.plane.listener.name (KIP-291)")
+        return summary, evidence(r, ("window_start", "window_end", "vmin", "samples", "cp_series"))
+
+    return candidate_rows(per, t, describe)

@@ -24,15 +24,19 @@ increased) or the quantile itself rise; its value is the window's highest 99th p
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-from pipelines.detection.common import candidates, level, severity
+import polars as pl
+
+from pipelines.detection.window_common import candidate_rows, evidence, level, severity, window_text
 from schemas.alerts import METRIC_FORMS, AlertType
 from schemas.events import ControlRequest
 from schemas.signals import Signal
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import Column
 
     from pipelines.detection.config import DetectionConfig
 
@@ -70,88 +74,73 @@ def request_metric_wanted() -> Column:
     return ~F.col("signal").isin(*REQUEST_METRIC_SIGNALS) | F.coalesce(F.col("request").isin(*_CONTROL), F.lit(False))
 
 
-def _judged(windows: DataFrame, signal: str, requests: tuple[str, ...]) -> DataFrame:
+def _judged(windows: pl.DataFrame, signal: str, requests: tuple[str, ...]) -> pl.DataFrame:
     """One row per (cluster, broker, request series, window) whose window saw a request complete or its quantile
     rise: `value` (highest 99th percentile, else highest quantile), `request`, `last_ts`, `served` (requests
     completed in the window, from the Count)."""
-    from pyspark.sql import functions as F
-
-    attr = F.lower(F.coalesce(F.col("attribute"), F.lit("")))
-    quantile = attr.endswith("percentile")
-    rows = windows.where(F.col("sig").isin(*[f"{signal}{_SEP}{r}" for r in requests]))
-    per = rows.groupBy("cluster", "broker_id", "sig", "window_start", "window_end").agg(
-        F.coalesce(F.max(F.when(attr == "99thpercentile", F.col("vmax"))),
-                   F.max(F.when(quantile, F.col("vmax")))).alias("value"),
-        F.max(F.when(quantile, F.col("vmax") - F.col("vfirst"))).alias("rise"),
-        F.max(F.when(attr == "count", F.col("vlast") - F.col("vfirst"))).alias("served"),
-        F.max("last_ts").alias("last_ts"),
+    attr = pl.col("attribute").fill_null("").str.to_lowercase()
+    quantile = attr.str.ends_with("percentile")
+    rows = windows.filter(pl.col("sig").is_in([f"{signal}{_SEP}{r}" for r in requests]))
+    per = rows.group_by("cluster", "broker_id", "sig", "window_start", "window_end").agg(
+        pl.coalesce(pl.col("vmax").filter(attr == "99thpercentile").max(),
+                    pl.col("vmax").filter(quantile).max()).alias("value"),
+        (pl.col("vmax") - pl.col("vfirst")).filter(quantile).max().alias("rise"),
+        (pl.col("vlast") - pl.col("vfirst")).filter(attr == "count").max().alias("served"),
+        pl.col("last_ts").max(),
     )
-    return per.where(F.col("value").isNotNull() & ((F.coalesce("rise", F.lit(0.0)) > 0)
-                                                   | (F.coalesce("served", F.lit(0.0)) > 0))).withColumn(
-        "request", F.substring_index(F.col("sig"), _SEP, -1))
+    return per.filter(pl.col("value").is_not_null()
+                      & ((pl.col("rise").fill_null(0.0) > 0) | (pl.col("served").fill_null(0.0) > 0))
+                      ).with_columns(request=pl.col("sig").str.split(_SEP).list.last())
 
 
-def _first_per_value(rows: DataFrame) -> DataFrame:
+def _first_per_value(rows: pl.DataFrame) -> pl.DataFrame:
     """Sliding windows that saw the same completion show the same value: keep the earliest of each."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    w = Window.partitionBy("cluster", "broker_id", "sig", "value").orderBy("window_start")
-    return rows.withColumn("_nth", F.row_number().over(w)).where(F.col("_nth") == 1).drop("_nth")
+    return rows.sort("window_start").unique(subset=["cluster", "broker_id", "sig", "value"], keep="first",
+                                            maintain_order=True)
 
 
-def _window_text() -> Column:
-    from pyspark.sql import functions as F
-
-    return F.concat(F.lit(" over "), F.date_format("window_start", "HH:mm:ss"), F.lit("-"),
-                    F.date_format("window_end", "HH:mm:ss"), F.lit(" UTC"))
-
-
-def _evidence(signal: str) -> Column:
-    from pyspark.sql import functions as F
-
-    return F.to_json(F.struct(F.lit(signal).alias("signal"), "request", "window_start", "window_end", "value",
-                              "rise", "served", "last_ts"))
+def _finish(rows: pl.DataFrame, cfg: DetectionConfig, alert_type: AlertType) -> pl.DataFrame:
+    return rows.with_columns(severity=severity(cfg, alert_type, pl.col("value")),
+                             threshold=level(cfg, alert_type, "warning"),
+                             listener=pl.lit(METRIC_FORMS[alert_type]), ts=pl.col("last_ts"))
 
 
-def _ms(c: Column) -> Column:
-    from pyspark.sql import functions as F
+def _ms(v: float) -> int:
+    """Milliseconds rounded half up."""
+    return math.floor(v + 0.5)
 
-    return F.round(c).cast("long").cast("string")
+
+_EVIDENCE = ("signal", "request", "window_start", "window_end", "value", "rise", "served", "last_ts")
 
 
-def detect_request_metrics_delayed_leader_and_isr(windows: DataFrame, cfg: DetectionConfig) -> DataFrame:
+def detect_request_metrics_delayed_leader_and_isr(windows: pl.DataFrame, cfg: DetectionConfig
+                                                  ) -> list[dict[str, Any]]:
     """DELAYED_LEADER_AND_ISR from RequestMetrics: LeaderAndIsr's TotalTimeMs quantile at or above the levels."""
-    from pyspark.sql import functions as F
-
     t = AlertType.DELAYED_LEADER_AND_ISR
     rows = _first_per_value(_judged(windows, Signal.TotalTimeMs.value, (ControlRequest.LEADER_AND_ISR.value,)))
-    summary = F.concat(F.lit("LeaderAndIsr requests on broker "), F.col("broker_id"), F.lit(" took up to "),
-                       _ms(F.col("value")), F.lit(" ms (RequestMetrics TotalTimeMs)"), _window_text(),
-                       F.lit(": its partitions waited for their new leaders and followers"))
-    return candidates(
-        rows, t, sev=severity(cfg, t, F.col("value")), broker_id=F.col("broker_id"), listener=F.lit(METRIC_FORMS[t]),
-        ts=F.col("last_ts"), value=F.col("value"), threshold=level(cfg, t, "warning"), summary=summary,
-        evidence=_evidence(Signal.TotalTimeMs.value),
-    )
+
+    def describe(r: Mapping[str, Any]) -> tuple[str, str]:
+        summary = (f"LeaderAndIsr requests on broker {r['broker_id']} took up to {_ms(r['value'])} ms (RequestMetrics"
+                   f" TotalTimeMs){window_text(r, samples=False)}: its partitions waited for their new leaders and "
+                   "followers")
+        return summary, evidence(r, _EVIDENCE, signal=Signal.TotalTimeMs.value)
+
+    return candidate_rows(_finish(rows, cfg, t), t, describe)
 
 
-def detect_request_metrics_queued_behind_data(windows: DataFrame, cfg: DetectionConfig) -> DataFrame:
+def detect_request_metrics_queued_behind_data(windows: pl.DataFrame, cfg: DetectionConfig) -> list[dict[str, Any]]:
     """CONTROL_REQUEST_QUEUED_BEHIND_DATA from RequestMetrics: a control request's RequestQueueTimeMs quantile at or
     above the levels on a broker without control-plane series in the window."""
-    from pyspark.sql import functions as F
-
     t = AlertType.CONTROL_REQUEST_QUEUED_BEHIND_DATA
-    judged = _judged(windows, Signal.RequestQueueTimeMs.value, _CONTROL)
-    planes = windows.where(F.col("sig").startswith(_CONTROL_PLANE_PREFIX)).select(
-        "cluster", "broker_id", "window_start").distinct()
-    rows = _first_per_value(judged.join(planes, ["cluster", "broker_id", "window_start"], "left_anti"))
-    summary = F.concat(F.col("request"), F.lit(" requests waited up to "), _ms(F.col("value")),
-                       F.lit(" ms in broker "), F.col("broker_id"),
-                       F.lit("'s request queue (RequestMetrics RequestQueueTimeMs)"), _window_text(),
-                       F.lit(" and the broker has no control plane: configure control.plane.listener.name (KIP-291)"))
-    return candidates(
-        rows, t, sev=severity(cfg, t, F.col("value")), broker_id=F.col("broker_id"), listener=F.lit(METRIC_FORMS[t]),
-        ts=F.col("last_ts"), value=F.col("value"), threshold=level(cfg, t, "warning"), summary=summary,
-        evidence=_evidence(Signal.RequestQueueTimeMs.value),
-    )
+    keys = ["cluster", "broker_id", "window_start"]
+    planes = windows.filter(pl.col("sig").str.starts_with(_CONTROL_PLANE_PREFIX)).select(keys).unique()
+    judged = _judged(windows, Signal.RequestQueueTimeMs.value, _CONTROL).join(planes, on=keys, how="anti")
+    rows = _first_per_value(judged)
+
+    def describe(r: Mapping[str, Any]) -> tuple[str, str]:
+        summary = (f"{r['request']} requests waited up to {_ms(r['value'])} ms in broker {r['broker_id']}'s request "
+                   f"queue (RequestMetrics RequestQueueTimeMs){window_text(r, samples=False)} and the broker has no "
+                   "control plane: configure control.plane.listener.name (KIP-291)")
+        return summary, evidence(r, _EVIDENCE, signal=Signal.RequestQueueTimeMs.value)
+
+    return candidate_rows(_finish(rows, cfg, t), t, describe)

@@ -98,7 +98,7 @@ def found(spark):
     for cluster, lines in {**SYNTHETIC, **METRICS_ONLY}.items():
         samples += _samples(cluster, lines)
     df = spark.createDataFrame(samples, METRIC_SAMPLES.to_spark())
-    return [r.asDict() for r in metric_candidates(metric_windows(df, CFG), CFG).collect()]
+    return metric_candidates(metric_windows(df, CFG).toArrow(), CFG)
 
 
 def of(found, cluster, type_):

@@ -188,10 +188,8 @@ def found(spark):
     sc_df = spark.createDataFrame(changes, STATE_CHANGE_EVENTS.to_spark())
     req_df = spark.createDataFrame(requests, REQUEST_EVENTS.to_spark())
     ms_df = spark.createDataFrame(samples, METRIC_SAMPLES.to_spark())
-    cands = (latency_candidates(lat_df, sc_df, CFG)
-             .unionByName(log_candidates(sc_df, req_df, CFG))
-             .unionByName(metric_candidates(metric_windows(ms_df, CFG), CFG)))
-    return [r.asDict() for r in cands.collect()]
+    cands = latency_candidates(lat_df, sc_df, CFG).unionByName(log_candidates(sc_df, req_df, CFG))
+    return [r.asDict() for r in cands.collect()] + metric_candidates(metric_windows(ms_df, CFG).toArrow(), CFG)
 
 
 def of(found, cluster, type_):
