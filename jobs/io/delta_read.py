@@ -27,13 +27,15 @@ from urllib.parse import unquote
 from jobs.io import PipelineIOError
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadMaxFiles, SupportsTriggerAvailableNow
 
-__all__ = ["DEFAULT_MAX_FILES_PER_TRIGGER", "DeltaStreamSource", "added_files", "read_delta", "read_files"]
+__all__ = ["DEFAULT_MAX_FILES_PER_TRIGGER", "DeltaStreamSource", "added_files", "read_delta", "read_delta_arrow",
+           "read_files"]
 
 # The highest reader protocol whose snapshot is just its active Parquet files (2 adds column mapping, 3 reader
 # features such as deletion vectors): up to it delta-rs's file list reads a table exactly.
@@ -85,6 +87,20 @@ def read_delta(spark: SparkSession, path: str, version: int | None = None,
     schema = _spark_schema(arrow_schema)
     files = dt.file_uris(file_pruning_predicate=partitions_in) if partitions_in is not None else dt.file_uris()
     return read_files(spark, dt.table_uri, schema, dt.metadata().partition_columns, files)
+
+
+def read_delta_arrow(path: str, partitions_in: list[list[tuple[str, str, Any]]]) -> pa.Table:
+    """The rows of these partitions of the table's latest snapshot (delta-rs tuple filters in disjunctive normal
+    form, as :func:`read_delta`'s `partitions_in`), read on the driver without Spark.
+
+    Raises:
+        PipelineIOError: `path` is not a Delta table.
+    """
+    from deltalake import DeltaTable
+
+    if not DeltaTable.is_deltatable(path):
+        raise PipelineIOError(f"not a Delta table: {path}")
+    return DeltaTable(path).to_pyarrow_dataset(file_pruning_predicate=partitions_in).to_table()
 
 
 def _read_native(spark: SparkSession, path: str, version: int | None,

@@ -1,4 +1,5 @@
-"""Every detector, grouped by the input it reads, each group returning one candidate DataFrame.
+"""Every detector, grouped by the input it reads; each group returns its candidate rows (common.CANDIDATE_DDL's
+fields), computed with polars over one micro-batch's rows collected to Arrow.
 
 control_request_latency: DELAYED_LEADER_AND_ISR, LEADER_AND_ISR_NOT_COMPLETED, DELAYED_UPDATE_METADATA,
     DELAYED_STOP_REPLICA, LOCK_CONTENTION (+ fetcher lines of state_change_events)        -> latency_candidates
@@ -7,13 +8,14 @@ state_change_events + request_events: STALE_BROKER_EPOCH, CONTROL_REQUEST_QUEUED
 metric windows: CONTROL_PLANE_QUEUE_BACKLOG, REQUEST_QUEUE_SATURATED, ACCEPTOR_BLOCKED,
     NETWORK_PROCESSOR_SATURATED, REQUEST_HANDLER_SATURATED, METADATA_APPLY_LAG, CONTROLLER_EVENT_QUEUE_DELAY,
     CONTROL_REQUEST_QUEUED_BEHIND_DATA and DELAYED_LEADER_AND_ISR (metric forms: RequestQueueSize without a
-    control plane, Kafka's RequestMetrics of the control requests)  -> metric_candidates (polars, a list of rows)
+    control plane, Kafka's RequestMetrics of the control requests)  -> metric_candidates
 """
 
 from __future__ import annotations
 
-from functools import reduce
 from typing import TYPE_CHECKING, Any
+
+import polars as pl
 
 from pipelines.detection import latency_detectors as lat
 from pipelines.detection import metric_detectors as met
@@ -22,7 +24,6 @@ from schemas.alerts import OWNERS, DetectQuery
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from pyspark.sql import DataFrame
 
     from pipelines.detection.config import DetectionConfig
 
@@ -36,37 +37,40 @@ METRIC_TYPES = tuple(t for t, o in OWNERS.items() if o.query == DetectQuery.METR
 # forms are told apart by listener (schemas.alerts.METRIC_FORMS).
 
 
-def _union(frames: list[DataFrame]) -> DataFrame:
-    return reduce(lambda a, b: a.unionByName(b), frames)
+def _frame(tbl: pa.Table) -> pl.DataFrame:
+    frame = pl.from_arrow(tbl)
+    assert isinstance(frame, pl.DataFrame)
+    return frame
 
 
-def latency_candidates(latency: DataFrame, state_changes: DataFrame, cfg: DetectionConfig) -> DataFrame:
+def latency_candidates(latency: pa.Table, state_changes: pa.Table, cfg: DetectionConfig) -> list[dict[str, Any]]:
     """Candidates from control_request_latency rows (state_changes: fetcher and lock lines for LOCK_CONTENTION,
     controller elections for LEADER_AND_ISR_NOT_COMPLETED)."""
-    return _union([
-        lat.detect_delayed_leader_and_isr(latency, cfg),
-        lat.detect_leader_and_isr_not_completed(latency, cfg, state_changes),
-        lat.detect_delayed_update_metadata(latency, cfg),
-        lat.detect_delayed_stop_replica(latency, cfg),
-        lat.detect_lock_contention(latency, state_changes, cfg),
-    ])
+    lat_rows, sc = _frame(latency), _frame(state_changes)
+    if lat_rows.is_empty():
+        return []
+    return [
+        *lat.detect_delayed_leader_and_isr(lat_rows, cfg),
+        *lat.detect_leader_and_isr_not_completed(lat_rows, cfg, sc),
+        *lat.detect_delayed_update_metadata(lat_rows, cfg),
+        *lat.detect_delayed_stop_replica(lat_rows, cfg),
+        *lat.detect_lock_contention(lat_rows, sc, cfg),
+    ]
 
 
-def log_candidates(state_changes: DataFrame, requests: DataFrame, cfg: DetectionConfig) -> DataFrame:
+def log_candidates(state_changes: pa.Table, requests: pa.Table, cfg: DetectionConfig) -> list[dict[str, Any]]:
     """Candidates from log rows: stale broker epochs and control requests queued on a data-plane listener."""
-    return _union([
-        lat.detect_stale_broker_epoch(state_changes, requests, cfg),
-        lat.detect_control_request_queued_behind_data(requests, cfg),
-    ])
+    sc, rq = _frame(state_changes), _frame(requests)
+    return [
+        *lat.detect_stale_broker_epoch(sc, rq, cfg),
+        *lat.detect_control_request_queued_behind_data(rq, cfg),
+    ]
 
 
 def metric_candidates(windows: pa.Table, cfg: DetectionConfig) -> list[dict[str, Any]]:
     """Candidates (CANDIDATE_DDL's fields) from metric windows (metric_detectors.metric_windows output, collected
     to Arrow), computed with polars on the driver."""
-    import polars as pl
-
-    frame = pl.from_arrow(windows)
-    assert isinstance(frame, pl.DataFrame)
+    frame = _frame(windows)
     if frame.is_empty():
         return []
     frame = frame.with_row_index("_wid")

@@ -17,15 +17,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONTROL_REQUESTS",
+    "FETCHER_EVENTS",
+    "LOCK_WAIT_EVENTS",
     "METRIC_HEARTBEAT_LAG_S",
     "PAIRING_INPUT_DDL",
-    "controller_elections",
-    "fetcher_events",
+    "STALE_EVENTS",
     "heartbeats",
     "pairing_input",
-    "partition_map_lock_waits",
     "served_input",
-    "stale_epoch_events",
 ]
 
 CONTROL_REQUESTS: tuple[str, ...] = tuple(r.value for r in ControlRequest)
@@ -190,30 +189,3 @@ def heartbeats(df: DataFrame, lag_s: float = 0.0) -> DataFrame:
         F.lit(int(lag_s * 1000)).cast("long").alias("elapsed_ms"),
         *[F.lit(None).cast(t).alias(n) for n, t in (("lock_wait_ms", "long"), ("detail", "string"))],
     )
-
-
-def stale_epoch_events(state_changes: DataFrame) -> DataFrame:
-    """Rows where a broker rejected a control request for a stale broker epoch (KafkaApis lines)."""
-    return state_changes.where(_is(STALE_EVENTS))
-
-
-def controller_elections(state_changes: DataFrame) -> DataFrame:
-    """controller.log `N successfully elected as the controller. Epoch incremented to E` rows (controller_epoch)."""
-    from pyspark.sql import functions as F
-
-    return state_changes.where(_is((Event.CONTROLLER_ELECTED,)) & F.col("controller_epoch").isNotNull())
-
-
-def partition_map_lock_waits(state_changes: DataFrame) -> DataFrame:
-    """The reference broker's `LeaderAndIsr waited N ms for partitionMapLock of ReplicaFetcherThread-...` lines
-    (ReplicaFetcherManager, DEBUG, server.log): a control request's wait for one fetcher's lock (KAFKA-6974). They
-    are the lock-wait events without a correlation id (the replicaStateChangeLock line names its request's)."""
-    from pyspark.sql import functions as F
-
-    return state_changes.where(_is(LOCK_WAIT_EVENTS) & F.col("lock_wait_ms").isNotNull()
-                               & F.col("correlation_id").isNull())
-
-
-def fetcher_events(state_changes: DataFrame) -> DataFrame:
-    """Fetcher/log activity lines (log-start-offset increments, epoch-cache/checkpoint flushes), FACTS.md 6."""
-    return state_changes.where(_is(FETCHER_EVENTS))

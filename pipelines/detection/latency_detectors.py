@@ -1,27 +1,24 @@
 """Detectors over control-request latency rows (gold control_request_latency) and broker/request log events.
 
-Each is a pure function: DataFrame(s) in, candidate-alert rows (common.CANDIDATE_DDL) out.
+Each is a pure function over polars frames of one micro-batch's rows (the latency rows pairing emitted, the
+state_change_events and request_events rows it read) returning candidate-alert rows (common.CANDIDATE_DDL's fields).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
-from pipelines.detection.common import candidates, level, setting, severity
-from pipelines.detection.events import (
-    CONTROL_REQUESTS,
-    controller_elections,
-    fetcher_events,
-    partition_map_lock_waits,
-    stale_epoch_events,
-)
+import polars as pl
+
+from pipelines.detection.events import CONTROL_REQUESTS, FETCHER_EVENTS, LOCK_WAIT_EVENTS, STALE_EVENTS
 from pipelines.detection.in_flight import IN_FLIGHT_FLAG
+from pipelines.detection.rule_common import candidate_rows, evidence, half_up, level, setting, severity
 from schemas.alerts import AlertType
-from schemas.events import ControlRequest, LatencyStatus
+from schemas.events import ControlRequest, Event, LatencyStatus
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
-
     from pipelines.detection.config import DetectionConfig
 
 __all__ = [
@@ -34,46 +31,43 @@ __all__ = [
     "detect_stale_broker_epoch",
 ]
 
+Rows = list[dict[str, Any]]
+
 # Rows with these flags are not the control plane's fault: the broker restarted or was declared gone by the
 # controller, or the controller moved.
 EXCUSED_FLAGS = r"broker_restart|broker_gone|controller_failover"
+# How many of a broker's stale-epoch lines an alert's evidence quotes.
+STALE_LINES_QUOTED = 5
+_LATENCY_EVIDENCE = ("request_key", "request", "controller_id", "controller_epoch", "correlation_id", "broker_id",
+                     "sent_ts", "handling_ts", "finished_ts", "end_to_end_ms", "queue_ms", "processing_ms",
+                     "lock_wait_ms", "controller_queue_ms", "partitions", "status", "pairing", "flags")
 
 
-def _fmt(c: Column) -> Column:
-    from pyspark.sql import functions as F
-
-    return F.round(c).cast("long").cast("string")
+def _is(events: tuple[Event, ...]) -> pl.Expr:
+    return pl.col("event").is_in([e.value for e in events]).fill_null(False)
 
 
-def _not_excused() -> Column:
-    from pyspark.sql import functions as F
-
-    return ~F.coalesce(F.col("flags"), F.lit("")).rlike(EXCUSED_FLAGS)
+def _not_excused() -> pl.Expr:
+    return ~pl.col("flags").fill_null("").str.contains(EXCUSED_FLAGS)
 
 
-def _latency_evidence() -> Column:
-    from pyspark.sql import functions as F
-
-    cols = ["request_key", "request", "controller_id", "controller_epoch", "correlation_id", "broker_id", "sent_ts",
-            "handling_ts", "finished_ts", "end_to_end_ms", "queue_ms", "processing_ms", "lock_wait_ms",
-            "controller_queue_ms", "partitions", "status", "pairing", "flags"]
-    return F.to_json(F.struct(*[F.col(c) for c in cols]))
+def _started() -> pl.Expr:
+    return pl.coalesce("sent_ts", "handling_ts")
 
 
-def _who(request: str) -> Column:
-    """'LeaderAndIsr correlationId 17 from controller 1' (the id part only when known)."""
-    from pyspark.sql import functions as F
-
-    return F.concat(
-        F.lit(request),
-        F.when(F.col("correlation_id").isNotNull(), F.concat(F.lit(" correlationId "), F.col("correlation_id")))
-        .otherwise(F.lit("")),
-        F.lit(" from controller "), F.col("controller_id"),
-    )
+def _after(start: pl.Expr, ms: pl.Expr) -> pl.Expr:
+    return start + pl.duration(microseconds=(ms * 1000).round().cast(pl.Int64))
 
 
-def _delayed(latency: DataFrame, cfg: DetectionConfig, request: ControlRequest, t: AlertType,
-             what: str, completed_value: Column, completed_summary: Column) -> DataFrame:
+def _who(r: Mapping[str, Any]) -> str:
+    """'LeaderAndIsr correlationId 17 from controller 1' (the parts that are known)."""
+    corr = "" if r["correlation_id"] is None else f" correlationId {r['correlation_id']}"
+    ctl = "" if r["controller_id"] is None else f" from controller {r['controller_id']}"
+    return f"{r['request']}{corr}{ctl}"
+
+
+def _delayed(latency: pl.DataFrame, cfg: DetectionConfig, request: ControlRequest, t: AlertType, what: str,
+             completed_value: pl.Expr, completed_summary: Callable[[Mapping[str, Any]], str]) -> Rows:
     """A DELAYED_* alert of one request type, in its three moments (one alert: the later ones update it):
 
     * in flight, flag ``in_flight_alerted`` (pairing reported it when event time passed its start plus a level):
@@ -81,54 +75,53 @@ def _delayed(latency: DataFrame, cfg: DetectionConfig, request: ControlRequest, 
     * completed: value = `completed_value`, at its finish;
     * never completed after it was reported in flight: value = the timeout, at its start plus the timeout.
     """
-    from pyspark.sql import functions as F
-
-    status = F.col("status")
-    reported = F.coalesce(F.col("flags"), F.lit("")).contains(IN_FLIGHT_FLAG)
-    rows = latency.where((F.col("request") == request) & _not_excused() & (
-        (status == LatencyStatus.COMPLETED)
-        | (status.isin(LatencyStatus.IN_FLIGHT.value, LatencyStatus.NEVER_COMPLETED.value) & reported)))
+    status = pl.col("status")
+    reported = pl.col("flags").fill_null("").str.contains(IN_FLIGHT_FLAG, literal=True)
+    rows = latency.filter((pl.col("request") == request.value) & _not_excused() & (
+        (status == LatencyStatus.COMPLETED.value)
+        | (status.is_in([LatencyStatus.IN_FLIGHT.value, LatencyStatus.NEVER_COMPLETED.value]) & reported)))
     timeout_ms = setting(cfg, "never_completed_timeout_s") * 1000
-    started = F.coalesce("sent_ts", "handling_ts")
-    age = F.col("end_to_end_ms") - F.coalesce(F.col("controller_queue_ms"), F.lit(0.0))
-    value = (F.when(status == LatencyStatus.IN_FLIGHT, age)
-             .when(status == LatencyStatus.NEVER_COMPLETED, timeout_ms).otherwise(completed_value))
-    ts = (F.when(status == LatencyStatus.IN_FLIGHT, started + F.make_dt_interval(secs=F.col("end_to_end_ms") / 1000))
-          .when(status == LatencyStatus.NEVER_COMPLETED, started + F.make_dt_interval(secs=timeout_ms / 1000))
-          .otherwise(F.coalesce("finished_ts", "handling_ts", "sent_ts")))
-    summary = (
-        F.when(status == LatencyStatus.IN_FLIGHT, F.concat(
-            _who(request), F.lit(" to broker "), F.col("broker_id"), F.lit(" has been running for "), _fmt(value),
-            F.lit(" ms and has not finished (in flight): " + what)))
-        .when(status == LatencyStatus.NEVER_COMPLETED, F.concat(
-            _who(request), F.lit(" to broker "), F.col("broker_id"), F.lit(" did not finish within "),
-            _fmt(value / 1000), F.lit(" s: " + what)))
-        .otherwise(completed_summary)
-    )
-    return candidates(
-        rows, t, sev=severity(cfg, t, value), broker_id=F.col("broker_id"), listener=F.lit(None), ts=ts,
-        value=value, threshold=level(cfg, t, "warning"), summary=summary, evidence=_latency_evidence(),
-    )
+    age = pl.col("end_to_end_ms") - pl.col("controller_queue_ms").fill_null(0.0)
+    value = (pl.when(status == LatencyStatus.IN_FLIGHT.value).then(age)
+             .when(status == LatencyStatus.NEVER_COMPLETED.value).then(timeout_ms).otherwise(completed_value))
+    ts = (pl.when(status == LatencyStatus.IN_FLIGHT.value).then(_after(_started(), pl.col("end_to_end_ms")))
+          .when(status == LatencyStatus.NEVER_COMPLETED.value).then(_after(_started(), timeout_ms))
+          .otherwise(pl.coalesce("finished_ts", "handling_ts", "sent_ts")))
+    rows = rows.with_columns(value=value, ts=ts, severity=severity(cfg, t, value), threshold=level(cfg, t, "warning"),
+                             listener=pl.lit(None, dtype=pl.String))
+
+    def describe(r: Mapping[str, Any]) -> tuple[str, str]:
+        if r["status"] == LatencyStatus.IN_FLIGHT.value:
+            summary = (f"{_who(r)} to broker {r['broker_id']} has been running for {half_up(r['value'])} ms and has "
+                       f"not finished (in flight): {what}")
+        elif r["status"] == LatencyStatus.NEVER_COMPLETED.value:
+            summary = (f"{_who(r)} to broker {r['broker_id']} did not finish within {half_up(r['value'] / 1000)} s: "
+                       f"{what}")
+        else:
+            summary = completed_summary(r)
+        return summary, evidence(r, _LATENCY_EVIDENCE)
+
+    return candidate_rows(rows, t, describe)
 
 
-def detect_delayed_leader_and_isr(latency: DataFrame, cfg: DetectionConfig) -> DataFrame:
+def detect_delayed_leader_and_isr(latency: pl.DataFrame, cfg: DetectionConfig) -> Rows:
     """DELAYED_LEADER_AND_ISR: a LeaderAndIsr took longer than the threshold from send to finish, or is still
     running past it (reported in flight, then updated by its finish or its timeout)."""
-    from pyspark.sql import functions as F
+    def done(r: Mapping[str, Any]) -> str:
+        lock = "" if r["lock_wait_ms"] is None else f", {half_up(r['lock_wait_ms'])} ms of it waiting for a lock"
+        return f"{_who(r)} took {half_up(r['value'])} ms on broker {r['broker_id']}{lock}"
 
-    value = F.col("end_to_end_ms")
-    done = F.concat(
-        _who(ControlRequest.LEADER_AND_ISR), F.lit(" took "), _fmt(value), F.lit(" ms on broker "), F.col("broker_id"),
-        F.when(F.col("lock_wait_ms").isNotNull(),
-               F.concat(F.lit(", "), _fmt(F.col("lock_wait_ms")), F.lit(" ms of it waiting for a lock"))).otherwise(""),
-    )
-    out = _delayed(latency, cfg, ControlRequest.LEADER_AND_ISR, AlertType.DELAYED_LEADER_AND_ISR,
-                   "its partitions wait for their new leaders and followers", value, done)
-    return out
+    return _delayed(latency, cfg, ControlRequest.LEADER_AND_ISR, AlertType.DELAYED_LEADER_AND_ISR,
+                    "its partitions wait for their new leaders and followers", pl.col("end_to_end_ms"), done)
 
 
-def detect_leader_and_isr_not_completed(latency: DataFrame, cfg: DetectionConfig,
-                                        state_changes: DataFrame | None = None) -> DataFrame:
+def _controller_elections(state_changes: pl.DataFrame) -> pl.DataFrame:
+    """controller.log `N successfully elected as the controller. Epoch incremented to E` rows (controller_epoch)."""
+    return state_changes.filter(_is((Event.CONTROLLER_ELECTED,)) & pl.col("controller_epoch").is_not_null())
+
+
+def detect_leader_and_isr_not_completed(latency: pl.DataFrame, cfg: DetectionConfig,
+                                        state_changes: pl.DataFrame | None = None) -> Rows:
     """LEADER_AND_ISR_NOT_COMPLETED: a LeaderAndIsr was sent (or started) and not finished within the timeout.
 
     Requests dropped by a broker restart or superseded by a controller failover are excused (flags). So is a request
@@ -140,68 +133,67 @@ def detect_leader_and_isr_not_completed(latency: DataFrame, cfg: DetectionConfig
     unknown, not a failure the broker showed, and the request the broker is stuck on is never the one evicted, so a
     stuck broker still raises this alert; an evicted row raises none (a backfill of a controller log whose broker log
     is not shipped yet would otherwise raise one per request)."""
-    from pyspark.sql import functions as F
-
-    rows = latency.where(
-        (F.col("request") == ControlRequest.LEADER_AND_ISR) & (F.col("status") == LatencyStatus.NEVER_COMPLETED)
-        & _not_excused()
-    )
-    timeout_ms = setting(cfg, "never_completed_timeout_s") * 1000
-    started = F.coalesce("sent_ts", "handling_ts")
-    if state_changes is not None:
-        elected = controller_elections(state_changes).select(
-            F.col("cluster").alias("e_cluster"), F.col("ts").alias("e_ts"),
-            F.col("controller_epoch").alias("e_epoch"))
-        rows = rows.join(elected, (F.col("e_cluster") == F.col("cluster"))
-                         & (F.col("e_epoch") > F.coalesce(F.col("controller_epoch"), F.lit(-1)))
-                         & (F.col("e_ts") >= started)
-                         & (F.col("e_ts") <= started + F.make_dt_interval(secs=timeout_ms / 1000)), "left_anti")
-    summary = F.concat(
-        _who(ControlRequest.LEADER_AND_ISR), F.lit(" to broker "), F.col("broker_id"),
-        F.when(F.col("handling_ts").isNotNull(), F.lit(" started but")).otherwise(F.lit(" was sent but")),
-        F.lit(" did not finish within "), _fmt(timeout_ms / 1000), F.lit(" s (sent "),
-        F.date_format(started, "yyyy-MM-dd HH:mm:ss.SSS"), F.lit(" UTC); check the broker's request handler"),
-    )
     t = AlertType.LEADER_AND_ISR_NOT_COMPLETED
-    return candidates(
-        rows, t, sev=F.lit("critical"), broker_id=F.col("broker_id"), listener=F.lit(None),
-        ts=started + F.make_dt_interval(secs=timeout_ms / 1000), value=timeout_ms, threshold=timeout_ms,
-        summary=summary, evidence=_latency_evidence(),
-    )
+    timeout_ms = setting(cfg, "never_completed_timeout_s") * 1000
+    rows = latency.filter((pl.col("request") == ControlRequest.LEADER_AND_ISR.value)
+                          & (pl.col("status") == LatencyStatus.NEVER_COMPLETED.value) & _not_excused())
+    rows = rows.with_row_index("_row").with_columns(_started=_started(), _deadline=_after(_started(), timeout_ms))
+    if state_changes is not None and not rows.is_empty():
+        elected = _controller_elections(state_changes).select(
+            "cluster", e_ts=pl.col("ts"), e_epoch=pl.col("controller_epoch"))
+        replaced = (rows.join(elected, on="cluster", how="inner")
+                    .filter((pl.col("e_epoch") > pl.col("controller_epoch").fill_null(-1))
+                            & (pl.col("e_ts") >= pl.col("_started")) & (pl.col("e_ts") <= pl.col("_deadline")))
+                    .select("_row").unique())
+        rows = rows.join(replaced, on="_row", how="anti")
+    rows = rows.with_columns(severity=pl.lit("critical"), ts=pl.col("_deadline"), value=timeout_ms,
+                             threshold=timeout_ms, listener=pl.lit(None, dtype=pl.String))
+
+    def describe(r: Mapping[str, Any]) -> tuple[str, str]:
+        how = " started but" if r["handling_ts"] is not None else " was sent but"
+        sent: datetime = r["_started"]
+        summary = (f"{_who(r)} to broker {r['broker_id']}{how} did not finish within {half_up(r['value'] / 1000)} s "
+                   f"(sent {sent.strftime('%Y-%m-%d %H:%M:%S.')}{sent.microsecond // 1000:03d} UTC); check the "
+                   "broker's request handler")
+        return summary, evidence(r, _LATENCY_EVIDENCE)
+
+    return candidate_rows(rows, t, describe)
 
 
-def detect_delayed_update_metadata(latency: DataFrame, cfg: DetectionConfig) -> DataFrame:
+def detect_delayed_update_metadata(latency: pl.DataFrame, cfg: DetectionConfig) -> Rows:
     """DELAYED_UPDATE_METADATA: an UpdateMetadata took longer than the threshold to reach the broker's cache, or is
     still on its way past it (a broker that never gets it serves stale metadata until it does).
 
     The time it waited at the controller behind a previous (already alerted) request is not counted."""
-    from pyspark.sql import functions as F
+    def done(r: Mapping[str, Any]) -> str:
+        return (f"{_who(r)} reached broker {r['broker_id']}'s metadata cache after {half_up(r['value'])} ms: clients "
+                "of that broker saw stale metadata meanwhile")
 
-    value = F.col("end_to_end_ms") - F.coalesce(F.col("controller_queue_ms"), F.lit(0.0))
-    done = F.concat(
-        _who(ControlRequest.UPDATE_METADATA), F.lit(" reached broker "), F.col("broker_id"),
-        F.lit("'s metadata cache after "), _fmt(value),
-        F.lit(" ms: clients of that broker saw stale metadata meanwhile"),
-    )
-    out = _delayed(latency, cfg, ControlRequest.UPDATE_METADATA, AlertType.DELAYED_UPDATE_METADATA,
-                   "the broker serves stale metadata meanwhile", value, done)
-    return out
+    value = pl.col("end_to_end_ms") - pl.col("controller_queue_ms").fill_null(0.0)
+    return _delayed(latency, cfg, ControlRequest.UPDATE_METADATA, AlertType.DELAYED_UPDATE_METADATA,
+                    "the broker serves stale metadata meanwhile", value, done)
 
 
-def detect_delayed_stop_replica(latency: DataFrame, cfg: DetectionConfig) -> DataFrame:
+def detect_delayed_stop_replica(latency: pl.DataFrame, cfg: DetectionConfig) -> Rows:
     """DELAYED_STOP_REPLICA: a StopReplica took longer than the threshold, or is still running past it (its
     replicas keep fetching, or are not deleted, meanwhile). The wait at the controller is not counted."""
-    from pyspark.sql import functions as F
+    def done(r: Mapping[str, Any]) -> str:
+        return f"{_who(r)} took {half_up(r['value'])} ms on broker {r['broker_id']}"
 
-    value = F.col("end_to_end_ms") - F.coalesce(F.col("controller_queue_ms"), F.lit(0.0))
-    done = F.concat(_who(ControlRequest.STOP_REPLICA), F.lit(" took "), _fmt(value), F.lit(" ms on broker "),
-                    F.col("broker_id"))
-    out = _delayed(latency, cfg, ControlRequest.STOP_REPLICA, AlertType.DELAYED_STOP_REPLICA,
-                   "its replicas are not stopped meanwhile", value, done)
-    return out
+    value = pl.col("end_to_end_ms") - pl.col("controller_queue_ms").fill_null(0.0)
+    return _delayed(latency, cfg, ControlRequest.STOP_REPLICA, AlertType.DELAYED_STOP_REPLICA,
+                    "its replicas are not stopped meanwhile", value, done)
 
 
-def detect_lock_contention(latency: DataFrame, state_changes: DataFrame, cfg: DetectionConfig) -> DataFrame:
+def _during(slow: pl.DataFrame, lines: pl.DataFrame) -> pl.DataFrame:
+    """`lines` (f_cluster, f_broker, f_ts, ...) logged on each slow request's broker between its Handling and
+    Finished lines, with the request's key."""
+    return (slow.select("request_key", "cluster", "broker_id", "handling_ts", "finished_ts")
+            .join(lines, left_on=["cluster", "broker_id"], right_on=["f_cluster", "f_broker"], how="inner")
+            .filter((pl.col("f_ts") >= pl.col("handling_ts")) & (pl.col("f_ts") <= pl.col("finished_ts"))))
+
+
+def detect_lock_contention(latency: pl.DataFrame, state_changes: pl.DataFrame, cfg: DetectionConfig) -> Rows:
     """LOCK_CONTENTION: a control request waited for a lock.
 
     Three forms: (a) lock wait (elapsed - (Finished - Handling), or the reference broker's explicit lock-wait line)
@@ -212,118 +204,108 @@ def detect_lock_contention(latency: DataFrame, state_changes: DataFrame, cfg: De
     request was handled (between its Handling and Finished lines; a broker handles one control request at a time,
     and the lines carry no correlation id), summed, above the threshold. That wait is inside the handling, so
     FACTS.md 1.3's `elapsed - (Finished - Handling)` (the replicaStateChangeLock wait) does not see it."""
-    from pyspark.sql import functions as F
-
     t = AlertType.LOCK_CONTENTION
     warn = level(cfg, t, "warning")
-    base = latency.where(F.col("request").isin(*CONTROL_REQUESTS)
-                         & F.col("status").isin(LatencyStatus.COMPLETED.value, LatencyStatus.IN_FLIGHT.value))
-    fetch = fetcher_events(state_changes).select(
-        F.col("cluster").alias("f_cluster"), F.col("broker_id").alias("f_broker"), F.col("ts").alias("f_ts"))
-    slow = base.alias("l").where(F.col("processing_ms") >= warn)
-    during = (F.col("f_cluster") == F.col("cluster")) & (F.col("f_broker") == F.col("broker_id")) \
-        & F.col("f_ts").between(F.col("handling_ts"), F.col("finished_ts"))
-    burst = slow.join(fetch, during).groupBy("request_key").agg(F.count("*").alias("fetcher_lines"))
-    map_waits = partition_map_lock_waits(state_changes).select(
-        F.col("cluster").alias("f_cluster"), F.col("broker_id").alias("f_broker"), F.col("ts").alias("f_ts"),
-        F.col("lock_wait_ms").alias("f_wait"))
-    fetcher_lock = slow.join(map_waits, during).groupBy("request_key").agg(
-        F.sum("f_wait").cast("double").alias("fetcher_lock_ms"))
-    rows = base.join(burst, "request_key", "left").join(fetcher_lock, "request_key", "left").withColumn(
-        "fetcher_lines", F.coalesce("fetcher_lines", F.lit(0))
-    ).withColumn(
-        "fetcher_driven", F.col("fetcher_lines") >= setting(cfg, "fetcher_burst_lines")
-    )
-    waited = F.coalesce("lock_wait_ms", F.lit(0.0)) + F.coalesce("fetcher_lock_ms", F.lit(0.0))
-    value = F.when(F.col("fetcher_driven"), F.greatest(waited, F.col("processing_ms"))).otherwise(
-        F.when(F.col("lock_wait_ms").isNotNull() | F.col("fetcher_lock_ms").isNotNull(), waited))
-    summary = F.concat(
-        F.col("request"), F.lit(" correlationId "), F.coalesce(F.col("correlation_id").cast("string"), F.lit("?")),
-        F.lit(" on broker "), F.col("broker_id"), F.lit(" waited "), _fmt(F.coalesce("lock_wait_ms", F.lit(0.0))),
-        F.lit(" ms for replicaStateChangeLock"),
-        F.when(F.col("fetcher_lock_ms").isNotNull(), F.concat(
-            F.lit(" and "), _fmt(F.col("fetcher_lock_ms")),
-            F.lit(" ms for the replica fetchers' partitionMapLock (KAFKA-6974)"))).otherwise(F.lit("")),
-        F.when(F.col("fetcher_driven"), F.concat(
-            F.lit(" and ran "), _fmt(F.col("processing_ms")), F.lit(" ms while its fetchers logged "),
-            F.col("fetcher_lines"), F.lit(" log-start-offset/checkpoint lines (fetcher partitionMapLock contention)"),
-        )).otherwise(F.lit("")),
-    )
-    evidence = F.to_json(F.struct(
-        F.from_json(_latency_evidence(), "map<string,string>").alias("request"), F.col("fetcher_lines"),
-        F.col("fetcher_lock_ms")))
-    return candidates(
-        rows, t, sev=severity(cfg, t, value), broker_id=F.col("broker_id"), listener=F.lit(None),
-        ts=F.coalesce("finished_ts", "handling_ts"), value=value, threshold=warn, summary=summary, evidence=evidence,
-    )
+    base = latency.filter(pl.col("request").is_in(CONTROL_REQUESTS) & pl.col("status").is_in(
+        [LatencyStatus.COMPLETED.value, LatencyStatus.IN_FLIGHT.value]))
+    slow = base.filter(pl.col("processing_ms") >= warn)
+    # fetcher/log activity lines (log-start-offset increments, epoch-cache/checkpoint flushes), FACTS.md 6
+    fetch = state_changes.filter(_is(FETCHER_EVENTS)).select(
+        f_cluster="cluster", f_broker="broker_id", f_ts="ts")
+    # the reference broker's partitionMapLock lines: lock-wait events without a correlation id (the
+    # replicaStateChangeLock line names its request's)
+    map_waits = state_changes.filter(_is(LOCK_WAIT_EVENTS) & pl.col("lock_wait_ms").is_not_null()
+                                     & pl.col("correlation_id").is_null()).select(
+        f_cluster="cluster", f_broker="broker_id", f_ts="ts", f_wait="lock_wait_ms")
+    burst = _during(slow, fetch).group_by("request_key").agg(fetcher_lines=pl.len())
+    fetcher_lock = _during(slow, map_waits).group_by("request_key").agg(
+        fetcher_lock_ms=pl.col("f_wait").sum().cast(pl.Float64))
+    rows = (base.join(burst, on="request_key", how="left").join(fetcher_lock, on="request_key", how="left")
+            .with_columns(pl.col("fetcher_lines").fill_null(0).cast(pl.Int64))
+            .with_columns(fetcher_driven=pl.col("fetcher_lines") >= setting(cfg, "fetcher_burst_lines")))
+    waited = pl.col("lock_wait_ms").fill_null(0.0) + pl.col("fetcher_lock_ms").fill_null(0.0)
+    value = (pl.when(pl.col("fetcher_driven")).then(pl.max_horizontal(waited, pl.col("processing_ms")))
+             .when(pl.col("lock_wait_ms").is_not_null() | pl.col("fetcher_lock_ms").is_not_null()).then(waited))
+    rows = rows.with_columns(value=value, severity=severity(cfg, t, value), threshold=warn,
+                             ts=pl.coalesce("finished_ts", "handling_ts"), listener=pl.lit(None, dtype=pl.String))
+
+    def describe(r: Mapping[str, Any]) -> tuple[str, str]:
+        corr = "?" if r["correlation_id"] is None else r["correlation_id"]
+        summary = (f"{r['request']} correlationId {corr} on broker {r['broker_id']} waited "
+                   f"{half_up(r['lock_wait_ms'] or 0.0)} ms for replicaStateChangeLock")
+        if r["fetcher_lock_ms"] is not None:
+            summary += (f" and {half_up(r['fetcher_lock_ms'])} ms for the replica fetchers' partitionMapLock "
+                        "(KAFKA-6974)")
+        if r["fetcher_driven"]:
+            summary += (f" and ran {half_up(r['processing_ms'])} ms while its fetchers logged {r['fetcher_lines']} "
+                        "log-start-offset/checkpoint lines (fetcher partitionMapLock contention)")
+        request = {f: r.get(f) for f in _LATENCY_EVIDENCE}
+        return summary, evidence(r, ("fetcher_lines", "fetcher_lock_ms"), request=request)
+
+    return candidate_rows(rows, t, describe)
 
 
-def detect_control_request_queued_behind_data(requests: DataFrame, cfg: DetectionConfig) -> DataFrame:
+def _control_plane_listener(cfg: DetectionConfig) -> pl.Expr:
+    """True where a row's listener (upper-cased) is one of its cluster's control-plane listeners."""
+    listener = pl.col("listener").str.to_uppercase()
+    default = listener.is_in(list(cfg.control_plane_listeners))
+    expr: Any = None
+    for name in sorted(cfg.overrides):
+        own = listener.is_in(list(cfg.for_cluster(name).control_plane_listeners))
+        expr = (pl.when(pl.col("cluster") == name).then(own) if expr is None
+                else expr.when(pl.col("cluster") == name).then(own))
+    return default if expr is None else expr.otherwise(default)
+
+
+def detect_control_request_queued_behind_data(requests: pl.DataFrame, cfg: DetectionConfig) -> Rows:
     """CONTROL_REQUEST_QUEUED_BEHIND_DATA (request-log form): a control request (LeaderAndIsr, UpdateMetadata,
     StopReplica) waited in the request queue of a listener that is not the control plane (KIP-291 not configured,
-    or the controller fell back to the inter-broker listener). The metric form lives in metric_detectors."""
-    from pyspark.sql import functions as F
-
+    or the controller fell back to the inter-broker listener). The metric forms live in metric_detectors and
+    request_metrics."""
     t = AlertType.CONTROL_REQUEST_QUEUED_BEHIND_DATA
-    listeners = F.array(*[F.lit(v) for v in cfg.control_plane_listeners])
-    per_cluster = [(n, cfg.for_cluster(n).control_plane_listeners) for n in sorted(cfg.overrides)]
-    control = listeners
-    if per_cluster:
-        expr = None
-        for n, ls in per_cluster:
-            arr = F.array(*[F.lit(v) for v in ls])
-            expr = F.when(F.col("cluster") == n, arr) if expr is None else expr.when(F.col("cluster") == n, arr)
-        assert expr is not None
-        control = expr.otherwise(listeners)
-    rows = requests.where(
-        F.col("api_name").isin(*CONTROL_REQUESTS) & F.col("listener").isNotNull()
-        & ~F.array_contains(control, F.upper(F.col("listener")))
-    )
-    value = F.col("request_queue_time_ms")
-    summary = F.concat(
-        F.col("api_name"), F.lit(" correlationId "), F.col("correlation_id"), F.lit(" waited "), _fmt(value),
-        F.lit(" ms in broker "), F.col("broker_id"), F.lit("'s shared request queue on data-plane listener "),
-        F.col("listener"), F.lit(": configure control.plane.listener.name (KIP-291)"),
-    )
-    evidence = F.to_json(F.struct(*[F.col(c) for c in (
-        "api_name", "correlation_id", "client_id", "listener", "total_time_ms", "request_queue_time_ms",
-        "local_time_ms", "ts", "source", "source_offset")]))
-    return candidates(
-        rows, t, sev=severity(cfg, t, value), broker_id=F.col("broker_id"), listener=F.col("listener"), ts=F.col("ts"),
-        value=value, threshold=level(cfg, t, "warning"), summary=summary, evidence=evidence,
-    )
+    rows = requests.filter(pl.col("api_name").is_in(CONTROL_REQUESTS) & pl.col("listener").is_not_null()
+                           & ~_control_plane_listener(cfg))
+    value = pl.col("request_queue_time_ms").cast(pl.Float64)
+    rows = rows.with_columns(value=value, severity=severity(cfg, t, value), threshold=level(cfg, t, "warning"))
+
+    def describe(r: Mapping[str, Any]) -> tuple[str, str]:
+        summary = (f"{r['api_name']} correlationId {r['correlation_id']} waited {half_up(r['value'])} ms in broker "
+                   f"{r['broker_id']}'s shared request queue on data-plane listener {r['listener']}: configure "
+                   "control.plane.listener.name (KIP-291)")
+        return summary, evidence(r, ("api_name", "correlation_id", "client_id", "listener", "total_time_ms",
+                                     "request_queue_time_ms", "local_time_ms", "ts", "source", "source_offset"))
+
+    return candidate_rows(rows, t, describe)
 
 
-def detect_stale_broker_epoch(state_changes: DataFrame, requests: DataFrame, cfg: DetectionConfig) -> DataFrame:
+def detect_stale_broker_epoch(state_changes: pl.DataFrame, requests: pl.DataFrame, cfg: DetectionConfig) -> Rows:
     """STALE_BROKER_EPOCH: a broker rejected control requests for a stale broker epoch (KafkaApis log line, or a
     request-log control response with error code 77). One candidate per broker and batch, value = rejections."""
-    from pyspark.sql import functions as F
-
     t = AlertType.STALE_BROKER_EPOCH
-    logs = stale_epoch_events(state_changes).select(
-        "cluster", "broker_id", "ts", F.col("message").alias("line"),
-        F.col("broker_epoch"), F.col("current_broker_epoch"))
-    errs = requests.where(F.col("api_name").isin(*CONTROL_REQUESTS) & (F.col("error_code") == 77)).select(
+    logs = state_changes.filter(_is(STALE_EVENTS)).select(
+        "cluster", "broker_id", "ts", line=pl.col("message"), broker_epoch=pl.col("broker_epoch").cast(pl.Int64),
+        current_broker_epoch=pl.col("current_broker_epoch").cast(pl.Int64))
+    errs = requests.filter(pl.col("api_name").is_in(CONTROL_REQUESTS) & (pl.col("error_code") == 77)).select(
         "cluster", "broker_id", "ts",
-        F.concat(F.col("api_name"), F.lit(" correlationId "), F.col("correlation_id"),
-                 F.lit(" answered STALE_BROKER_EPOCH")).alias("line"),
-        F.col("broker_epoch"), F.lit(None).cast("long").alias("current_broker_epoch"))
-    agg = logs.unionByName(errs).groupBy("cluster", "broker_id").agg(
-        F.count("*").alias("n"), F.max("ts").alias("last_ts"), F.min("ts").alias("first_ts"),
-        F.slice(F.collect_list("line"), 1, 5).alias("lines"), F.max("broker_epoch").alias("request_epoch"),
-        F.max("current_broker_epoch").alias("current_epoch"),
-    )
-    value = F.col("n")
-    summary = F.concat(
-        F.lit("Broker "), F.col("broker_id"), F.lit(" rejected "), F.col("n"),
-        F.lit(" control request(s) as carrying a stale broker epoch"),
-        F.when(F.col("current_epoch").isNotNull(), F.concat(
-            F.lit(" (request epoch "), F.col("request_epoch"), F.lit(" < current "), F.col("current_epoch"),
-            F.lit(")"))).otherwise(F.lit("")),
-        F.lit(": the controller holds an old registration of this broker"),
-    )
-    evidence = F.to_json(F.struct("n", "first_ts", "last_ts", "lines", "request_epoch", "current_epoch"))
-    return candidates(
-        agg, t, sev=severity(cfg, t, value), broker_id=F.col("broker_id"), listener=F.lit(None), ts=F.col("last_ts"),
-        value=value, threshold=level(cfg, t, "warning"), summary=summary, evidence=evidence,
-    )
+        line=pl.format("{} correlationId {} answered STALE_BROKER_EPOCH", "api_name", "correlation_id"),
+        broker_epoch=pl.col("broker_epoch").cast(pl.Int64), current_broker_epoch=pl.lit(None, dtype=pl.Int64))
+    both = pl.concat([logs, errs], how="vertical_relaxed")
+    if both.is_empty():
+        return []
+    agg = both.sort("ts").group_by("cluster", "broker_id").agg(
+        n=pl.len(), last_ts=pl.col("ts").max(), first_ts=pl.col("ts").min(),
+        lines=pl.col("line").head(STALE_LINES_QUOTED), request_epoch=pl.col("broker_epoch").max(),
+        current_epoch=pl.col("current_broker_epoch").max())
+    rows = agg.with_columns(value=pl.col("n").cast(pl.Float64), ts=pl.col("last_ts"),
+                            severity=severity(cfg, t, pl.col("n").cast(pl.Float64)),
+                            threshold=level(cfg, t, "warning"), listener=pl.lit(None, dtype=pl.String))
+
+    def describe(r: Mapping[str, Any]) -> tuple[str, str]:
+        epochs = ("" if r["current_epoch"] is None
+                  else f" (request epoch {r['request_epoch']} < current {r['current_epoch']})")
+        summary = (f"Broker {r['broker_id']} rejected {r['n']} control request(s) as carrying a stale broker "
+                   f"epoch{epochs}: the controller holds an old registration of this broker")
+        return summary, evidence(r, ("n", "first_ts", "last_ts", "lines", "request_epoch", "current_epoch"))
+
+    return candidate_rows(rows, t, describe)
+

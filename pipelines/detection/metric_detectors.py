@@ -37,7 +37,7 @@ import polars as pl
 
 from pipelines.detection.config import CONTROL_PLANE_QUEUE_CAPACITY
 from pipelines.detection.request_metrics import REQUEST_METRIC_SIGNALS, request_metric_wanted, series_key
-from pipelines.detection.window_common import (
+from pipelines.detection.rule_common import (
     candidate_rows,
     evidence,
     fmt1,

@@ -24,13 +24,12 @@ increased) or the quantile itself rise; its value is the window's highest 99th p
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from pipelines.detection.window_common import candidate_rows, evidence, level, severity, window_text
+from pipelines.detection.rule_common import candidate_rows, evidence, half_up, level, severity, window_text
 from schemas.alerts import METRIC_FORMS, AlertType
 from schemas.events import ControlRequest
 from schemas.signals import Signal
@@ -105,11 +104,6 @@ def _finish(rows: pl.DataFrame, cfg: DetectionConfig, alert_type: AlertType) -> 
                              listener=pl.lit(METRIC_FORMS[alert_type]), ts=pl.col("last_ts"))
 
 
-def _ms(v: float) -> int:
-    """Milliseconds rounded half up."""
-    return math.floor(v + 0.5)
-
-
 _EVIDENCE = ("signal", "request", "window_start", "window_end", "value", "rise", "served", "last_ts")
 
 
@@ -120,9 +114,9 @@ def detect_request_metrics_delayed_leader_and_isr(windows: pl.DataFrame, cfg: De
     rows = _first_per_value(_judged(windows, Signal.TotalTimeMs.value, (ControlRequest.LEADER_AND_ISR.value,)))
 
     def describe(r: Mapping[str, Any]) -> tuple[str, str]:
-        summary = (f"LeaderAndIsr requests on broker {r['broker_id']} took up to {_ms(r['value'])} ms (RequestMetrics"
-                   f" TotalTimeMs){window_text(r, samples=False)}: its partitions waited for their new leaders and "
-                   "followers")
+        summary = (f"LeaderAndIsr requests on broker {r['broker_id']} took up to {half_up(r['value'])} ms "
+                   f"(RequestMetrics TotalTimeMs){window_text(r, samples=False)}: its partitions waited for their new "
+                   "leaders and followers")
         return summary, evidence(r, _EVIDENCE, signal=Signal.TotalTimeMs.value)
 
     return candidate_rows(_finish(rows, cfg, t), t, describe)
@@ -138,9 +132,9 @@ def detect_request_metrics_queued_behind_data(windows: pl.DataFrame, cfg: Detect
     rows = _first_per_value(judged)
 
     def describe(r: Mapping[str, Any]) -> tuple[str, str]:
-        summary = (f"{r['request']} requests waited up to {_ms(r['value'])} ms in broker {r['broker_id']}'s request "
-                   f"queue (RequestMetrics RequestQueueTimeMs){window_text(r, samples=False)} and the broker has no "
-                   "control plane: configure control.plane.listener.name (KIP-291)")
+        summary = (f"{r['request']} requests waited up to {half_up(r['value'])} ms in broker {r['broker_id']}'s "
+                   f"request queue (RequestMetrics RequestQueueTimeMs){window_text(r, samples=False)} and the broker "
+                   "has no control plane: configure control.plane.listener.name (KIP-291)")
         return summary, evidence(r, _EVIDENCE, signal=Signal.RequestQueueTimeMs.value)
 
     return candidate_rows(_finish(rows, cfg, t), t, describe)

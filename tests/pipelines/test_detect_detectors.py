@@ -188,8 +188,9 @@ def found(spark):
     sc_df = spark.createDataFrame(changes, STATE_CHANGE_EVENTS.to_spark())
     req_df = spark.createDataFrame(requests, REQUEST_EVENTS.to_spark())
     ms_df = spark.createDataFrame(samples, METRIC_SAMPLES.to_spark())
-    cands = latency_candidates(lat_df, sc_df, CFG).unionByName(log_candidates(sc_df, req_df, CFG))
-    return [r.asDict() for r in cands.collect()] + metric_candidates(metric_windows(ms_df, CFG).toArrow(), CFG)
+    return (latency_candidates(lat_df.toArrow(), sc_df.toArrow(), CFG)
+            + log_candidates(sc_df.toArrow(), req_df.toArrow(), CFG)
+            + metric_candidates(metric_windows(ms_df, CFG).toArrow(), CFG))
 
 
 def of(found, cluster, type_):
@@ -282,52 +283,6 @@ def test_meter_semantics(found):
     (cp,) = of(found, "rhcp-fire", "REQUEST_HANDLER_SATURATED")
     assert cp["listener"] == "control-plane"
 
-
-LATENCY_TYPES = ("DELAYED_LEADER_AND_ISR", "LEADER_AND_ISR_NOT_COMPLETED", "DELAYED_UPDATE_METADATA", "LOCK_CONTENTION")
-
-
-def test_latency_prefilter_never_skips_a_batch_that_fires(found):
-    """jobs.detect skips the latency detectors when the pre-check says no row can fire: it must be a necessary
-    condition (every case that fires passes it), and it must skip healthy batches (or it saves nothing)."""
-    import pyarrow as pa
-
-    from pipelines.detection.prefilter import latency_may_alert
-
-    schema = CONTROL_REQUEST_LATENCY.to_arrow()
-    by_cluster: dict[str, list[dict]] = {}
-    for values in LATENCY:
-        r = dict(zip(CONTROL_REQUEST_LATENCY.names, values, strict=True))
-        by_cluster.setdefault(r["cluster"], []).append(r)
-    fired = {c["cluster"] for c in found if c["type"] in LATENCY_TYPES}
-    assert fired
-    for cluster, rows in by_cluster.items():
-        may = latency_may_alert(pa.Table.from_pylist(rows, schema), CFG)
-        if cluster in fired:
-            assert may, cluster
-    assert not latency_may_alert(pa.Table.from_pylist(by_cluster["dl-quiet"], schema), CFG)
-    assert not latency_may_alert(pa.Table.from_pylist([], schema), CFG)
-    nan = {**by_cluster["dl-quiet"][0], "end_to_end_ms": float("nan")}
-    assert latency_may_alert(pa.Table.from_pylist([nan], schema), CFG)  # Spark orders NaN above every number
-    low = DetectionConfig.from_mapping({"clusters": {"x": {"thresholds": {"DELAYED_LEADER_AND_ISR": {"warning": 10}}}}})
-    assert latency_may_alert(pa.Table.from_pylist(by_cluster["dl-quiet"], schema), low)  # a cluster override
-
-
-def test_log_prefilter_never_skips_a_batch_that_fires(spark, found):
-    """jobs.detect skips the log detectors when no row could start either of them: every case that fires passes."""
-    from pyspark.sql import functions as F
-
-    from pipelines.detection.prefilter import log_rows_that_may_alert
-
-    def may(cluster: str) -> bool:
-        sc_df = spark.createDataFrame(CHANGES, STATE_CHANGE_EVENTS.to_spark()).where(F.col("cluster") == cluster)
-        rq_df = spark.createDataFrame(REQUESTS, REQUEST_EVENTS.to_spark()).where(F.col("cluster") == cluster)
-        return not log_rows_that_may_alert(sc_df, rq_df, CFG).isEmpty()
-
-    fired = {c["cluster"] for c in found if c["type"] in ("STALE_BROKER_EPOCH", "CONTROL_REQUEST_QUEUED_BEHIND_DATA")
-             and c["listener"] != "data-plane"}  # the metric form comes from metric windows, not log rows
-    assert fired == {"qbd-fire", "stale-fire"}
-    assert all(may(c) for c in fired)
-    assert not may("stale-quiet")  # a Handling line and an error-free UpdateMetadata: nothing to look at
 
 
 

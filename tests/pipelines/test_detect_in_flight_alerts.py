@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
-import pyarrow as pa
 import pytest
 
 from pipelines.detection.config import DetectionConfig, DetectionConfigError
@@ -44,8 +43,8 @@ def latency_frame(spark, changed):
 
 def alerts_after(spark, open_alerts, changed, watermark_ms):
     lat = latency_frame(spark, changed)
-    none = spark.createDataFrame([], STATE_CHANGE_EVENTS.to_spark())
-    rows = pa.table(latency_candidates(lat, none, CFG).toArrow()).to_pylist()  # as the job collects them
+    none = STATE_CHANGE_EVENTS.to_arrow().empty_table()
+    rows = latency_candidates(lat.toArrow(), none, CFG)  # as the job runs them, on the collected rows
     cands = [Candidate.from_row(r) for r in rows]
     return apply_lifecycle(open_alerts, cands, at(watermark_ms - BASE), timedelta(seconds=CFG.resolve_after_s), NOW)
 

@@ -144,8 +144,8 @@ def test_a_days_backfill_in_one_batch_gives_every_request_its_row_and_its_alert(
         assert len(unshipped) == BACKFILL_REQUESTS - MAX_PENDING_SENDS
         assert {r["status"] for r in unshipped} == {"evicted"}
         # the slow request raises its alert; evicted requests (outcome unknown) raise none
-        empty = spark.createDataFrame([], STATE_CHANGE_EVENTS.to_spark())
-        alerts = [(c["type"], c["broker_id"]) for c in latency_candidates(latency, empty, DetectionConfig()).collect()]
+        empty = STATE_CHANGE_EVENTS.to_arrow().empty_table()
+        alerts = [(c["type"], c["broker_id"]) for c in latency_candidates(latency.toArrow(), empty, DetectionConfig())]
         assert alerts == [("DELAYED_LEADER_AND_ISR", 2)]
     finally:
         latency.unpersist()

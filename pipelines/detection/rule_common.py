@@ -1,13 +1,15 @@
-"""Shared helpers of the metric-window rules (polars): per-cluster levels, severity, the steps of a window's
-samples, the candidate rows and the text of their summaries and evidence.
+"""Shared helpers of the detectors (polars): per-cluster levels, severity, the steps of a metric window's samples,
+the candidate rows and the text of their summaries and evidence.
 
-The metric rules run on the driver over the windows one micro-batch updated, collected once to Arrow: a few
-thousand rows, where polars answers in milliseconds what a Spark plan per rule took seconds to plan and run.
+Every detector runs on the driver over what one micro-batch produced, collected once to Arrow (request rows, log
+rows, the metric windows it updated): at most thousands of rows, where polars answers in milliseconds what a Spark
+plan per rule took seconds to plan and run on a busy machine.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -22,6 +24,8 @@ __all__ = [
     "candidate_rows",
     "evidence",
     "fmt1",
+    "half_up",
+    "iso_ms",
     "level",
     "setting",
     "severity",
@@ -89,6 +93,11 @@ def fmt1(x: float) -> str:
     return f"{x:,.1f}"
 
 
+def half_up(x: float) -> int:
+    """`x` rounded to an integer, halves away from zero (Spark's ``round``)."""
+    return math.floor(x + 0.5) if x >= 0 else -math.floor(-x + 0.5)
+
+
 def _hms(t: datetime) -> str:
     return t.astimezone(UTC).strftime("%H:%M:%S")
 
@@ -99,10 +108,19 @@ def window_text(r: Mapping[str, Any], samples: bool = True) -> str:
     return f" over {_hms(r['window_start'])}-{_hms(r['window_end'])} UTC{tail}"
 
 
+def iso_ms(t: datetime) -> str:
+    """``2021-03-02T08:00:01.006Z`` (UTC, milliseconds)."""
+    u = t.astimezone(UTC)
+    return u.strftime("%Y-%m-%dT%H:%M:%S.") + f"{u.microsecond // 1000:03d}Z"
+
+
 def _json_value(v: Any) -> Any:
     if isinstance(v, datetime):
-        u = v.astimezone(UTC)
-        return u.strftime("%Y-%m-%dT%H:%M:%S.") + f"{u.microsecond // 1000:03d}Z"
+        return iso_ms(v)
+    if isinstance(v, dict):
+        return {k: _json_value(x) for k, x in v.items() if x is not None}
+    if isinstance(v, list):
+        return [_json_value(x) for x in v]
     return v
 
 
