@@ -1,5 +1,5 @@
-"""Every detector, grouped by the input it reads; each group returns its candidate rows (common.CANDIDATE_DDL's
-fields), computed with polars over one micro-batch's rows collected to Arrow.
+"""Every detector, grouped by the input it reads; each group returns its candidate rows (the fields of
+lifecycle.Candidate), computed with polars over one micro-batch's rows collected to Arrow.
 
 control_request_latency: DELAYED_LEADER_AND_ISR, LEADER_AND_ISR_NOT_COMPLETED, DELAYED_UPDATE_METADATA,
     DELAYED_STOP_REPLICA, LOCK_CONTENTION (+ fetcher lines of state_change_events)        -> latency_candidates
@@ -68,8 +68,7 @@ def log_candidates(state_changes: pa.Table, requests: pa.Table, cfg: DetectionCo
 
 
 def metric_candidates(windows: pa.Table, cfg: DetectionConfig) -> list[dict[str, Any]]:
-    """Candidates (CANDIDATE_DDL's fields) from metric windows (metric_detectors.metric_windows output, collected
-    to Arrow), computed with polars on the driver."""
+    """Candidates from metric windows (metric_detectors.metric_windows output, collected to Arrow)."""
     frame = _frame(windows)
     if frame.is_empty():
         return []

@@ -1,7 +1,8 @@
 """Detectors over control-request latency rows (gold control_request_latency) and broker/request log events.
 
 Each is a pure function over polars frames of one micro-batch's rows (the latency rows pairing emitted, the
-state_change_events and request_events rows it read) returning candidate-alert rows (common.CANDIDATE_DDL's fields).
+state_change_events and request_events rows it read) returning candidate-alert rows (the fields of
+lifecycle.Candidate).
 """
 
 from __future__ import annotations

@@ -75,9 +75,9 @@ def steps(rows: pl.DataFrame, *extra: str) -> pl.DataFrame:
 
 def candidate_rows(frame: pl.DataFrame, alert_type: str, describe: Callable[[Mapping[str, Any]], tuple[str, str]]
                    ) -> list[dict[str, Any]]:
-    """Candidate alerts (CANDIDATE_DDL's fields) from `frame`'s rows that have a severity and a time; `frame` holds
-    severity, cluster, broker_id, listener, ts, value, threshold and whatever `describe` reads to give each row its
-    (summary, evidence)."""
+    """Candidate alerts (the fields of lifecycle.Candidate) from `frame`'s rows that have a severity and a time;
+    `frame` holds severity, cluster, broker_id, listener, ts, value, threshold and whatever `describe` reads to give
+    each row its (summary, evidence)."""
     out: list[dict[str, Any]] = []
     for r in frame.filter(pl.col("severity").is_not_null() & pl.col("ts").is_not_null()).to_dicts():
         summary, ev = describe(r)

@@ -166,7 +166,8 @@ def test_a_new_follower_truncates_to_the_leaders_epoch_end_not_to_its_local_high
         dp = _data_plane_of(leader.apis)  # type: ignore[arg-type]
         assert dp.create_topic("k", 1, 1) == (0, None)
         lookup = dp.leader_log(tp)
-        assert lookup.log is not None and lookup.state is not None
+        assert lookup.log is not None
+        assert lookup.state is not None
         epoch = lookup.state.leader_epoch
         for i in range(3):
             lookup.log.append_as_leader(build_batch([(f"k{i}-{j}".encode(), b"v") for j in range(3)]), epoch)
