@@ -191,8 +191,10 @@ class PairingBatch:
         cands: list[dict[str, Any]] = []
         if tbl.num_rows:
             slowest = pc.max(tbl["processing_ms"]).as_py()
-            dead = bool(pc.any(pc.equal(tbl["status"], LatencyStatus.NEVER_COMPLETED.value)).as_py())
-            # the fetcher, lock and election lines matter only to a slow or a never-completed request
+            open_ = pc.is_in(tbl["status"], pa.array([LatencyStatus.NEVER_COMPLETED.value,
+                                                      LatencyStatus.IN_FLIGHT.value]))
+            dead = bool(pc.any(open_).as_py())
+            # the fetcher, lock and election lines matter only to a slow or a still-open request
             fetch = (
                 self._fetcher_lines(tbl)
                 if dead or (slowest is not None and slowest >= self.cfg.threshold(AlertType.LOCK_CONTENTION).warning)

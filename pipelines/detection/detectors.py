@@ -45,15 +45,15 @@ def _frame(tbl: pa.Table) -> pl.DataFrame:
 
 def latency_candidates(latency: pa.Table, state_changes: pa.Table, cfg: DetectionConfig) -> list[dict[str, Any]]:
     """Candidates from control_request_latency rows (state_changes: fetcher and lock lines for LOCK_CONTENTION,
-    controller elections for LEADER_AND_ISR_NOT_COMPLETED)."""
+    controller elections that excuse the open requests of the controller they replaced)."""
     lat_rows, sc = _frame(latency), _frame(state_changes)
     if lat_rows.is_empty():
         return []
     return [
-        *lat.detect_delayed_leader_and_isr(lat_rows, cfg),
+        *lat.detect_delayed_leader_and_isr(lat_rows, cfg, sc),
         *lat.detect_leader_and_isr_not_completed(lat_rows, cfg, sc),
-        *lat.detect_delayed_update_metadata(lat_rows, cfg),
-        *lat.detect_delayed_stop_replica(lat_rows, cfg),
+        *lat.detect_delayed_update_metadata(lat_rows, cfg, sc),
+        *lat.detect_delayed_stop_replica(lat_rows, cfg, sc),
         *lat.detect_lock_contention(lat_rows, sc, cfg),
     ]
 

@@ -67,14 +67,40 @@ def _who(r: Mapping[str, Any]) -> str:
     return f"{r['request']}{corr}{ctl}"
 
 
+def _controller_elections(state_changes: pl.DataFrame) -> pl.DataFrame:
+    """controller.log `N successfully elected as the controller. Epoch incremented to E` rows (controller_epoch)."""
+    return state_changes.filter(_is((Event.CONTROLLER_ELECTED,)) & pl.col("controller_epoch").is_not_null())
+
+
+def _without_replaced(rows: pl.DataFrame, state_changes: pl.DataFrame | None, until: str) -> pl.DataFrame:
+    """`rows` (open requests, judged at their column `until`) minus those whose controller was replaced meanwhile: a
+    controller of a higher epoch was elected in the cluster between the request's start and `until`. In ZK mode the
+    old controller's queued requests die with it, and its pairing key never sees the new epoch, so pairing cannot
+    tell on its own."""
+    if state_changes is None or rows.is_empty():
+        return rows
+    elected = _controller_elections(state_changes).select("cluster", e_ts=pl.col("ts"),
+                                                          e_epoch=pl.col("controller_epoch"))
+    rows = rows.with_row_index("_row")
+    replaced = (rows.join(elected, on="cluster", how="inner")
+                .filter((pl.col("e_epoch") > pl.col("controller_epoch").fill_null(-1))
+                        & (pl.col("e_ts") >= _started()) & (pl.col("e_ts") <= pl.col(until)))
+                .select("_row").unique())
+    return rows.join(replaced, on="_row", how="anti").drop("_row")
+
+
 def _delayed(latency: pl.DataFrame, cfg: DetectionConfig, request: ControlRequest, t: AlertType, what: str,
-             completed_value: pl.Expr, completed_summary: Callable[[Mapping[str, Any]], str]) -> Rows:
+             completed_value: pl.Expr, completed_summary: Callable[[Mapping[str, Any]], str],
+             state_changes: pl.DataFrame | None) -> Rows:
     """A DELAYED_* alert of one request type, in its three moments (one alert: the later ones update it):
 
     * in flight, flag ``in_flight_alerted`` (pairing reported it when event time passed its start plus a level):
       value = its age so far, not counting the wait at the controller behind the previous request; at that time;
     * completed: value = `completed_value`, at its finish;
     * never completed after it was reported in flight: value = the timeout, at its start plus the timeout.
+
+    A request still open whose controller was replaced before that time raises nothing (:func:`_without_replaced`):
+    it is not stuck on the broker, its controller is gone.
     """
     status = pl.col("status")
     reported = pl.col("flags").fill_null("").str.contains(IN_FLIGHT_FLAG, literal=True)
@@ -90,6 +116,9 @@ def _delayed(latency: pl.DataFrame, cfg: DetectionConfig, request: ControlReques
           .otherwise(pl.coalesce("finished_ts", "handling_ts", "sent_ts")))
     rows = rows.with_columns(value=value, ts=ts, severity=severity(cfg, t, value), threshold=level(cfg, t, "warning"),
                              listener=pl.lit(None, dtype=pl.String))
+    done = rows.filter(status == LatencyStatus.COMPLETED.value)
+    rows = pl.concat([done, _without_replaced(rows.filter(status != LatencyStatus.COMPLETED.value), state_changes,
+                                              "ts")])
 
     def describe(r: Mapping[str, Any]) -> tuple[str, str]:
         if r["status"] == LatencyStatus.IN_FLIGHT.value:
@@ -105,7 +134,8 @@ def _delayed(latency: pl.DataFrame, cfg: DetectionConfig, request: ControlReques
     return candidate_rows(rows, t, describe)
 
 
-def detect_delayed_leader_and_isr(latency: pl.DataFrame, cfg: DetectionConfig) -> Rows:
+def detect_delayed_leader_and_isr(latency: pl.DataFrame, cfg: DetectionConfig,
+                                  state_changes: pl.DataFrame | None = None) -> Rows:
     """DELAYED_LEADER_AND_ISR: a LeaderAndIsr took longer than the threshold from send to finish, or is still
     running past it (reported in flight, then updated by its finish or its timeout)."""
     def done(r: Mapping[str, Any]) -> str:
@@ -113,12 +143,8 @@ def detect_delayed_leader_and_isr(latency: pl.DataFrame, cfg: DetectionConfig) -
         return f"{_who(r)} took {half_up(r['value'])} ms on broker {r['broker_id']}{lock}"
 
     return _delayed(latency, cfg, ControlRequest.LEADER_AND_ISR, AlertType.DELAYED_LEADER_AND_ISR,
-                    "its partitions wait for their new leaders and followers", pl.col("end_to_end_ms"), done)
-
-
-def _controller_elections(state_changes: pl.DataFrame) -> pl.DataFrame:
-    """controller.log `N successfully elected as the controller. Epoch incremented to E` rows (controller_epoch)."""
-    return state_changes.filter(_is((Event.CONTROLLER_ELECTED,)) & pl.col("controller_epoch").is_not_null())
+                    "its partitions wait for their new leaders and followers", pl.col("end_to_end_ms"), done,
+                    state_changes)
 
 
 def detect_leader_and_isr_not_completed(latency: pl.DataFrame, cfg: DetectionConfig,
@@ -138,17 +164,10 @@ def detect_leader_and_isr_not_completed(latency: pl.DataFrame, cfg: DetectionCon
     timeout_ms = setting(cfg, "never_completed_timeout_s") * 1000
     rows = latency.filter((pl.col("request") == ControlRequest.LEADER_AND_ISR.value)
                           & (pl.col("status") == LatencyStatus.NEVER_COMPLETED.value) & _not_excused())
-    rows = rows.with_row_index("_row").with_columns(_started=_started(), _deadline=_after(_started(), timeout_ms))
-    if state_changes is not None and not rows.is_empty():
-        elected = _controller_elections(state_changes).select(
-            "cluster", e_ts=pl.col("ts"), e_epoch=pl.col("controller_epoch"))
-        replaced = (rows.join(elected, on="cluster", how="inner")
-                    .filter((pl.col("e_epoch") > pl.col("controller_epoch").fill_null(-1))
-                            & (pl.col("e_ts") >= pl.col("_started")) & (pl.col("e_ts") <= pl.col("_deadline")))
-                    .select("_row").unique())
-        rows = rows.join(replaced, on="_row", how="anti")
-    rows = rows.with_columns(severity=pl.lit("critical"), ts=pl.col("_deadline"), value=timeout_ms,
-                             threshold=timeout_ms, listener=pl.lit(None, dtype=pl.String))
+    rows = rows.with_columns(_started=_started(), _deadline=_after(_started(), timeout_ms))
+    rows = _without_replaced(rows, state_changes, "_deadline").with_columns(
+        severity=pl.lit("critical"), ts=pl.col("_deadline"), value=timeout_ms, threshold=timeout_ms,
+        listener=pl.lit(None, dtype=pl.String))
 
     def describe(r: Mapping[str, Any]) -> tuple[str, str]:
         how = " started but" if r["handling_ts"] is not None else " was sent but"
@@ -161,7 +180,8 @@ def detect_leader_and_isr_not_completed(latency: pl.DataFrame, cfg: DetectionCon
     return candidate_rows(rows, t, describe)
 
 
-def detect_delayed_update_metadata(latency: pl.DataFrame, cfg: DetectionConfig) -> Rows:
+def detect_delayed_update_metadata(latency: pl.DataFrame, cfg: DetectionConfig,
+                                   state_changes: pl.DataFrame | None = None) -> Rows:
     """DELAYED_UPDATE_METADATA: an UpdateMetadata took longer than the threshold to reach the broker's cache, or is
     still on its way past it (a broker that never gets it serves stale metadata until it does).
 
@@ -172,10 +192,11 @@ def detect_delayed_update_metadata(latency: pl.DataFrame, cfg: DetectionConfig) 
 
     value = pl.col("end_to_end_ms") - pl.col("controller_queue_ms").fill_null(0.0)
     return _delayed(latency, cfg, ControlRequest.UPDATE_METADATA, AlertType.DELAYED_UPDATE_METADATA,
-                    "the broker serves stale metadata meanwhile", value, done)
+                    "the broker serves stale metadata meanwhile", value, done, state_changes)
 
 
-def detect_delayed_stop_replica(latency: pl.DataFrame, cfg: DetectionConfig) -> Rows:
+def detect_delayed_stop_replica(latency: pl.DataFrame, cfg: DetectionConfig,
+                                state_changes: pl.DataFrame | None = None) -> Rows:
     """DELAYED_STOP_REPLICA: a StopReplica took longer than the threshold, or is still running past it (its
     replicas keep fetching, or are not deleted, meanwhile). The wait at the controller is not counted."""
     def done(r: Mapping[str, Any]) -> str:
@@ -183,7 +204,7 @@ def detect_delayed_stop_replica(latency: pl.DataFrame, cfg: DetectionConfig) -> 
 
     value = pl.col("end_to_end_ms") - pl.col("controller_queue_ms").fill_null(0.0)
     return _delayed(latency, cfg, ControlRequest.STOP_REPLICA, AlertType.DELAYED_STOP_REPLICA,
-                    "its replicas are not stopped meanwhile", value, done)
+                    "its replicas are not stopped meanwhile", value, done, state_changes)
 
 
 def _during(slow: pl.DataFrame, lines: pl.DataFrame) -> pl.DataFrame:

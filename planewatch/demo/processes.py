@@ -16,12 +16,13 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
 from broker.lifecycle import child_env
 
-__all__ = ["Child", "free_port", "planewatch_cmd", "wait_http_ok", "wait_lake_ready"]
+__all__ = ["Child", "free_port", "planewatch_cmd", "wait_http_ok", "wait_lake_ready", "wait_queries_started"]
 
 # Graceful stop budget per child kind before SIGKILL of its process group.
 STOP_TIMEOUT_S = {"scenario": 45.0, "pipeline": 60.0, "api": 10.0}
@@ -111,6 +112,19 @@ def wait_lake_ready(url: str, timeout_s: float, child: Child) -> bool:
                     return True
         except (urllib.error.URLError, OSError, ValueError, KeyError):
             pass
+        time.sleep(HTTP_POLL_S)
+    return False
+
+
+def wait_queries_started(checkpoints: Path, queries: Sequence[str], timeout_s: float, child: Child) -> bool:
+    """Poll until every one of `queries` has started (Spark writes its checkpoint's `metadata` file then); False when
+    the time runs out first. RuntimeError when the pipeline dies."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not child.alive():
+            raise RuntimeError(f"{child.kind} exited with code {child.proc.returncode} before its queries started")
+        if all((checkpoints / q / "metadata").is_file() for q in queries):
+            return True
         time.sleep(HTTP_POLL_S)
     return False
 

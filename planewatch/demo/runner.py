@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from jobs.detect import QUERIES as DETECT_QUERIES
 from planewatch.demo.plan import (
     ALL_RUNS,
     RUNS,
@@ -36,7 +37,14 @@ from planewatch.demo.plan import (
     render_table,
     unexpected_alerts,
 )
-from planewatch.demo.processes import Child, free_port, planewatch_cmd, wait_http_ok, wait_lake_ready
+from planewatch.demo.processes import (
+    Child,
+    free_port,
+    planewatch_cmd,
+    wait_http_ok,
+    wait_lake_ready,
+    wait_queries_started,
+)
 from planewatch.demo.watch import AlertWatcher
 
 __all__ = ["DemoOptions", "run_demo"]
@@ -219,6 +227,10 @@ def run_demo(opts: DemoOptions, out: IO[str] = sys.stdout,
         # scrapes went unread
         if not wait_lake_ready(url, PIPELINE_START_S, children[1]):
             progress.say(f"the pipeline's tables are not all there after {PIPELINE_START_S:.0f} s; playing anyway")
+        # and once detection runs: its queries start one after the other, each after the previous one's first batch
+        # (up to a minute on 2 cores); an incident played meanwhile measured the start-up, not detection
+        elif not wait_queries_started(d / "checkpoints", DETECT_QUERIES, PIPELINE_START_S, children[1]):
+            progress.say(f"detection's queries have not all started after {PIPELINE_START_S:.0f} s; playing anyway")
         progress.say(f"dashboard: {url}/#token={token}")
         progress.say(f"API token: {token}   (curl -H 'Authorization: Bearer {token}' {url}/alerts)")
         progress.say(f"everything is written under {d}; logs in {d / 'logs'}")

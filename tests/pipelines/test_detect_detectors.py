@@ -91,6 +91,11 @@ LATENCY = [
     lat("dln-fire", status="never_completed", e2e=None, lock=None, flags="in_flight_alerted"),
     lat("umf-fire", request="UpdateMetadata", status="in_flight", e2e=35000.0, cq=1000.0, lock=None,
         flags="in_flight_alerted"),
+    # the same two, but their controller (epoch 9) was replaced 0.2 s after the send (a stopping cluster's controller
+    # resigning): not stuck on the broker, so no alert
+    lat("umfo-quiet", request="UpdateMetadata", status="in_flight", e2e=35000.0, cq=1000.0, lock=None,
+        flags="in_flight_alerted"),
+    lat("dlno-quiet", status="never_completed", e2e=None, lock=None, flags="in_flight_alerted"),
     lat("sr-fire", request="StopReplica", e2e=9000.0, lock=None, proc=None),
     lat("sr-quiet", request="StopReplica", e2e=40.0, lock=None, proc=None),
 ]
@@ -112,6 +117,9 @@ CHANGES += [
     sc("nc-fire", 4, "1 successfully elected as the controller. Epoch incremented to 9 and epoch zk version "
                      "is now 9", broker=1, event="controller_elected", controller_epoch=9),
 ]
+CHANGES += [sc(c, 1.2, "3 successfully elected as the controller. Epoch incremented to 10 and epoch zk version is "
+                      "now 10", broker=3, event="controller_elected", controller_epoch=10) for c in ("umfo-quiet",
+                                                                                                     "dlno-quiet")]
 CHANGES += [
     sc("stale-fire", 3, "Received LeaderAndIsr request with broker epoch 25 smaller than the current broker epoch 31",
        event="stale_broker_epoch", request="LeaderAndIsr", broker_epoch=25, current_broker_epoch=31),
@@ -243,7 +251,8 @@ def test_detector_fires(found, type_, case, broker):
 FIRE_ONLY = ("dln", "umf", "rqs-override", "lockf", "accc", "accyoung", "netp", "rhcp", "rhcount", "malspike")
 QUIET_ONLY = {("REQUEST_HANDLER_SATURATED", c) for c in ("rhyoung", "rhbounce", "rhrestart", "rhfirst", "rhfile",
                                                           "rhyoung2")} | {("NETWORK_PROCESSOR_SATURATED", "netyoung")} \
-    | {("REQUEST_QUEUE_SATURATED", "rqsinf"), ("CONTROL_PLANE_QUEUE_BACKLOG", "cpqinf")}
+    | {("REQUEST_QUEUE_SATURATED", "rqsinf"), ("CONTROL_PLANE_QUEUE_BACKLOG", "cpqinf")} \
+    | {("DELAYED_UPDATE_METADATA", "umfo"), ("DELAYED_LEADER_AND_ISR", "dlno")}
 QUIET = sorted({(ty, c) for ty, c, _ in CASES if c not in FIRE_ONLY} | QUIET_ONLY)
 
 
