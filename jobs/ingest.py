@@ -34,7 +34,8 @@ def start_ingest_queries(spark: SparkSession, settings: Settings, family: str) -
     for name, stream in _streams(spark, settings, family):
         checkpoint = settings.checkpoint_path(name)
         handler = IngestBatch(settings, family, name, app_run_id(checkpoint),
-                              checkpoint if name.endswith("_files") else None)
+                              checkpoint if name.endswith("_files") else None,
+                              checkpoint if name.endswith("_prometheus") else None)
         handler.ensure_tables()
         handler.quality.prepare()
         writer = stream.writeStream.queryName(name).option("checkpointLocation", checkpoint).foreachBatch(handler)

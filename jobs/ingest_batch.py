@@ -110,7 +110,7 @@ class BatchReport:
     unused: int = 0
     seconds: float = 0.0
     path: str = ""  # driver (a small batch, IngestBatch._driver_batch) | executors
-    # seconds per stage (collect, raw, parse or engine+files, <table>, quarantine, ge:<table>, dq): where a slow
+    # seconds per stage (read or collect, raw, parse or engine+files, <table>, quarantine, ge:<table>, dq): where a slow
     # batch spends its time
     stages: dict[str, float] = field(default_factory=dict)
     started: float = field(default_factory=time.perf_counter, init=False, repr=False)
@@ -166,11 +166,14 @@ def _arrow_sample(table: pa.Table, limit: int) -> Any:
 class IngestBatch:
     """The foreachBatch function of one ingest query (callable(df, batch_id))."""
 
-    def __init__(self, settings: Settings, family: str, query: str, run_id: str, checkpoint: str | None = None
-                 ) -> None:
+    def __init__(self, settings: Settings, family: str, query: str, run_id: str, checkpoint: str | None = None,
+                 scrape_checkpoint: str | None = None) -> None:
         self.settings = settings
         # the query's checkpoint, when its source is planewatch_files: the offset log tells each batch's bytes
         self.files_checkpoint = checkpoint
+        # the query's checkpoint, when its source is planewatch_prometheus: the offset log and the spool hold each
+        # batch's scrapes
+        self.scrape_checkpoint = scrape_checkpoint
         self.family = family
         self.query = query
         prefix = f"{query}.{run_id}"
@@ -221,12 +224,16 @@ class IngestBatch:
         """Bronze, the engine and every other table of the batch, on the path its size and the sink mode choose."""
         pieces = self._file_pieces(report.batch_id)
         if self._driver_path_possible(pieces):
-            # a file batch is read here, without Spark; another source's by ONE Spark job. At most driver_max_rows
-            # records come back whole; a larger batch (a Spark source's stops at one record more) goes to the
-            # executors
+            # a file batch, or a scrape batch whose answers the spool holds, is read here, without Spark; another
+            # source's by ONE Spark job. At most driver_max_rows records come back whole; a larger batch (a Spark
+            # source's stops at one record more) goes to the executors
             head = self._read_here(pieces, report.batch_id) if pieces is not None else \
-                raw.limit(self.driver_max_rows + 1).toArrow()
-            report.lap("collect")
+                self._scrapes_here(report.batch_id)
+            if head is not None:
+                report.lap("read")
+            else:
+                head = raw.limit(self.driver_max_rows + 1).toArrow()
+                report.lap("collect")
             if head.num_rows <= self.driver_max_rows:
                 return self._driver_batch(head, suites, report)
         if self.settings.sink_mode == "delta-rs":
@@ -250,6 +257,23 @@ class IngestBatch:
         from jobs.io.sources import logged_file_pieces
 
         return logged_file_pieces(self.files_checkpoint, batch_id, self.family)
+
+    def _scrapes_here(self, batch_id: int) -> pa.Table | None:
+        """A scrape batch's bronze rows read by this process (None: not a scrape batch, or its answers are not all in
+        the spool any more); at most one record more than the driver path takes."""
+        import pyarrow as pa
+
+        from jobs.io.bronze import arrow_to_raw
+        from jobs.io.prometheus_source import logged_scrape_records
+
+        if self.scrape_checkpoint is None:
+            return None
+        records = logged_scrape_records(self.scrape_checkpoint, batch_id)
+        if records is None:
+            return None
+        table = pa.Table.from_batches([arrow_to_raw(b, self.family, batch_id) for b in records],
+                                      self.raw_table.to_arrow())
+        return table.slice(0, self.driver_max_rows + 1)
 
     def _read_here(self, pieces: list[Piece], batch_id: int) -> pa.Table:
         """A file batch's bronze rows read by this process, at most one record more than the driver path takes."""

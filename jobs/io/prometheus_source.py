@@ -61,7 +61,15 @@ from pipelines.parsing.metric_spec import SOURCE_ERROR_FORMAT
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
-__all__ = ["DEFAULT_INTERVAL_S", "INTERVAL_SLACK", "TARGET_RETENTION_S", "PrometheusStreamSource", "entry_scrapes"]
+__all__ = [
+    "DEFAULT_INTERVAL_S",
+    "INTERVAL_SLACK",
+    "TARGET_RETENTION_S",
+    "PrometheusStreamSource",
+    "entry_scrapes",
+    "logged_scrape_records",
+    "planned_scrapes",
+]
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +129,53 @@ def entry_scrapes(entry: dict[str, Any]) -> list[tuple[int, int]]:
     """(scrape time, stream position) of each scrape a target's offset entry names."""
     listed = entry.get("scrapes") or [[entry["ts"], entry["from"]]]
     return [(int(ts), int(base)) for ts, base in listed]
+
+
+def planned_scrapes(store: ScrapeStore, start: dict[str, Any], end: dict[str, Any], *, lost_ok: bool = True
+                    ) -> list[PlannedScrape]:
+    """The scrapes the offset range (start, end] names, with their answers from `store`, in the order a batch reads
+    them; an answer the store no longer holds is a `source-error` record ("scrape lost"), or, with `lost_ok` false,
+    a LookupError."""
+    out = []
+    for url, e in sorted(end["targets"].items()):
+        s = start["targets"].get(url)
+        if s is not None and int(s["ts"]) == int(e["ts"]):
+            continue
+        for ts, base in entry_scrapes(e):
+            got = store.get(url, ts)
+            if got is None:
+                if not lost_ok:
+                    raise LookupError(f"the answer of the scrape of {url} at {ts} ms is not kept")
+                log.warning("prometheus target %s: the answer of the scrape at %d ms is gone; recorded as lost",
+                            url, ts)
+                text = (f"scrape lost: the answer of the scrape at {ts} ms was not kept for this replayed batch "
+                        "(no spool); it is not scraped again")
+                got = Scrape(ts, SOURCE_ERROR_FORMAT, text.encode("utf-8"))
+            out.append(PlannedScrape(url, str(e["cluster"]), e.get("broker_id"), base, got))
+    return out
+
+
+def logged_scrape_records(checkpoint: str, batch_id: int) -> list[Any] | None:
+    """The raw records (pyarrow RecordBatches, as `read` yields them) of batch `batch_id` of the query checkpointed at
+    `checkpoint`, read in this process from Spark's offset log and the query's spool (jobs.io.checkpoints
+    SCRAPE_SPOOL_DIR), which holds a batch's answers until the next batch is planned; None when the log or the spool
+    cannot say (the caller then reads the batch through Spark)."""
+    import os
+
+    from jobs.io.checkpoints import SCRAPE_SPOOL_DIR, logged_offset
+
+    end = logged_offset(checkpoint, batch_id)
+    start = logged_offset(checkpoint, batch_id - 1) if batch_id > 0 else {"targets": {}}
+    if end is None or start is None or "targets" not in end or "targets" not in start:
+        return None
+    spool = os.path.join(checkpoint, SCRAPE_SPOOL_DIR)
+    if not os.path.isdir(spool):
+        return None
+    try:
+        planned = planned_scrapes(ScrapeStore(spool), start, end, lost_ok=False)
+    except LookupError:
+        return None
+    return [b for b in (read_scrape(p) for p in planned) if b is not None]
 
 
 def _json_option(options: dict[str, str], key: str) -> list[dict[str, Any]]:
@@ -299,21 +354,7 @@ class PrometheusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     def planned(self, start: dict[str, Any], end: dict[str, Any]) -> list[PlannedScrape]:
         """The scrapes the range (start, end] names, with their answers (a lost answer as a `source-error`)."""
-        out = []
-        for url, e in sorted(end["targets"].items()):
-            s = start["targets"].get(url)
-            if s is not None and int(s["ts"]) == int(e["ts"]):
-                continue
-            for ts, base in entry_scrapes(e):
-                got = self.store.get(url, ts)
-                if got is None:
-                    log.warning("prometheus target %s: the answer of the scrape at %d ms is gone; recorded as lost",
-                                url, ts)
-                    text = (f"scrape lost: the answer of the scrape at {ts} ms was not kept for this replayed batch "
-                            "(no spool); it is not scraped again")
-                    got = Scrape(ts, SOURCE_ERROR_FORMAT, text.encode("utf-8"))
-                out.append(PlannedScrape(url, str(e["cluster"]), e.get("broker_id"), base, got))
-        return out
+        return planned_scrapes(self.store, start, end)
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[_ScrapePartition]:
         groups: list[list[PlannedScrape]] = []

@@ -202,6 +202,43 @@ def test_reader_offsets_interval_replay_from_the_spool_and_commit(tmp_path: Path
         assert {r["source"] for r in _read(reader, end2, end3)} == {ep.url}
 
 
+def _log_offset(checkpoint: Path, batch_id: int, offset: dict[str, Any]) -> None:
+    """Spark's offset log entry of a one-source query: a version line, the batch metadata, the source offset."""
+    (checkpoint / "offsets").mkdir(parents=True, exist_ok=True)
+    (checkpoint / "offsets" / str(batch_id)).write_text(
+        "v1\n" + json.dumps({"batchWatermarkMs": 0, "batchTimestampMs": 0}) + "\n" + json.dumps(offset))
+
+
+def test_the_driver_reads_a_logged_batch_from_the_spool_as_the_source_reads_it(tmp_path: Path) -> None:
+    """The ingest job's driver path reads a scrape batch from the offset log and the spool (no Spark job): the same
+    records, in the same order, as the source's `read`; nothing when an answer is not in the spool."""
+    from jobs.io.checkpoints import SCRAPE_SPOOL_DIR
+    from jobs.io.prometheus_source import logged_scrape_records
+
+    checkpoint = tmp_path / "cp"
+    down = f"http://127.0.0.1:{free_port()}/metrics"
+    with reference_endpoint() as ep:
+        clock = [1_700_000_000.0]
+        reader = _reader(checkpoint / SCRAPE_SPOOL_DIR, clock,
+                         targets=json.dumps([{"url": ep.url, "cluster": "c", "broker_id": 1},
+                                             {"url": down, "cluster": "c", "broker_id": 2}]))
+        end0 = reader.latestOffset(reader.initialOffset(), None)
+        _log_offset(checkpoint, 0, end0)
+        assert _rows(logged_scrape_records(str(checkpoint), 0)) == _read(reader, reader.initialOffset(), end0)
+        reader.commit(end0)
+        clock[0] += 10.0
+        end1 = reader.latestOffset(end0, None)
+        _log_offset(checkpoint, 1, end1)
+        expected = _read(reader, end0, end1)
+        assert len(expected) > 3
+        assert {r["source"] for r in expected} == {ep.url, down}
+        assert _rows(logged_scrape_records(str(checkpoint), 1)) == expected
+        assert logged_scrape_records(str(checkpoint), 2) is None  # not logged
+        for name in reader.store.pending():  # the answers are gone: the job reads the batch through Spark instead
+            (checkpoint / SCRAPE_SPOOL_DIR / name).unlink()
+        assert logged_scrape_records(str(checkpoint), 1) is None
+
+
 def test_available_now_scrapes_every_target_once(tmp_path: Path) -> None:
     with reference_endpoint() as ep:
         clock = [1_700_000_000.0]

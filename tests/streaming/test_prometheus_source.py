@@ -5,6 +5,7 @@ and a kill -9 between logging a batch's offsets and committing it."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -97,12 +98,16 @@ def _assert_spool_holds_the_last_batch_only(ck: Path) -> None:
     assert len(names) == len(named)
 
 
-def test_scrapes_into_bronze_silver_quarantine_reconcile_and_restart(spark, tmp_path: Path) -> None:
+def test_scrapes_into_bronze_silver_quarantine_reconcile_and_restart(spark, tmp_path: Path, caplog) -> None:
     down = f"http://127.0.0.1:{free_port()}/metrics"
     with broker_process(tmp_path / "broker") as good, answering() as garbage:
         cluster_dir = _cluster_json(tmp_path / "clusters", {1: good, 2: garbage, 3: down})
         settings = _settings(tmp_path, cluster_dir)
-        assert run_pipeline(spark, settings, families=("metrics",), detection=False) == 0
+        with caplog.at_level(logging.INFO, logger="jobs.ingest_batch"):
+            assert run_pipeline(spark, settings, families=("metrics",), detection=False) == 0
+        # the job read the batch's answers from the spool itself (stage `read`), not through a Spark job
+        (report,) = [r.getMessage() for r in caplog.records if "ingest_metrics_prometheus batch 0:" in r.getMessage()]
+        assert "path='driver', stages={'read': " in report
         lake = tmp_path / "lake"
         raw = _table(lake, "raw_metrics")
         assert {r["source"] for r in raw} == {good, garbage, down}
