@@ -11,7 +11,7 @@ scrape the running cluster's Prometheus endpoints: the reference brokers' and Ap
 
 Prints, per incident (a run's timeline marker), the fastest anchor rule and planewatch alert that caught it, each
 delay from the marker to the alert being readable (Alertmanager's API; planewatch's GET /alerts), both polled every
-second, and the ratio; then every anchor alert that fired, with the rules that also fire on a healthy run flagged as
+0.25 s, and the ratio; then every anchor alert that fired, with the rules that also fire on a healthy run flagged as
 noise (they are not counted as detections). The machine's load average is printed with the numbers: other
 processes sharing the cores slow planewatch's pipeline, not Prometheus' timers.
 

@@ -21,13 +21,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from planewatch.demo.watch import POLL_S
+
 __all__ = ["SPEED_GOAL", "AnchorAlert", "Row", "noisy_rules", "render", "rows_of"]
 
 # The speed goal: planewatch at least this many times faster than the fastest anchor rule, on every
 # incident both catch.
 SPEED_GOAL = 5.0
-# Both watchers poll once a second: a delay below this is not measured more finely.
-RESOLUTION_S = 1.0
+# Both watchers poll this often: a delay below it is not measured more finely.
+RESOLUTION_S = POLL_S
 
 
 @dataclass(frozen=True)

@@ -27,11 +27,12 @@ from typing import Any
 from benchmarks.anchors.score import AnchorAlert
 from benchmarks.anchors.servers import AnchorServers
 from benchmarks.anchors.stacks import ANCHOR_LABEL, STACKS, Stack, Target, scrape_targets
+from planewatch.demo.watch import POLL_S as DEMO_POLL_S
 
 __all__ = ["AlertmanagerWatcher", "TargetFollower", "parse_rfc3339_ms"]
 
-# How often Alertmanager is read: the resolution of the anchors' measured delay (the demo's watcher: 1 s too).
-POLL_S = 1.0
+# How often Alertmanager is read: the resolution of the anchors' measured delay, the demo watcher's for planewatch.
+POLL_S = DEMO_POLL_S
 # How often the demo's directory is looked at for a new or stopped cluster.
 FOLLOW_S = 0.5
 HTTP_TIMEOUT_S = 5.0

@@ -14,8 +14,9 @@ from planewatch.demo.plan import SeenAlert
 
 __all__ = ["AlertWatcher"]
 
-# How often GET /alerts is polled: the resolution of the measured detection delay.
-POLL_S = 1.0
+# How often GET /alerts is polled: the resolution of the measured detection delay (a fraction of the delays measured,
+# a few requests a second for the API).
+POLL_S = 0.25
 # Page size and page bound per poll (the demo produces tens of alerts, not thousands).
 PAGE_LIMIT = 1000
 MAX_PAGES = 20
