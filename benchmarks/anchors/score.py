@@ -8,8 +8,8 @@ planewatch must raise for it (``report.json`` of ``planewatch demo``: one row pe
 * the anchors' detection: the earliest anchor alert on the run's cluster that became readable in Alertmanager's API
   at or after the marker, and its delay from the same marker. A rule that also fired on a run that must stay quiet
   (the healthy runs) detects nothing in particular: it is reported as noise and not counted as a detection;
-* the ratio of the two delays (anchor / planewatch), planewatch's floored at the one-second resolution of both
-  watchers' polling;
+* the ratio of the two delays (anchor / planewatch), planewatch's floored at RATIO_FLOOR_S (an alert readable
+  before the marker, when the condition showed before the scenario marked it, has a delay of 0);
 * the window: how long the run's cluster stayed up after the marker (the scenario stops it), i.e. how long the
   anchors could scrape the incident at all. A rule needs its ``for:`` plus up to a scrape and an evaluation
   interval of a condition before it fires.
@@ -21,15 +21,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from planewatch.demo.watch import POLL_S
-
 __all__ = ["SPEED_GOAL", "AnchorAlert", "Row", "noisy_rules", "render", "rows_of"]
 
 # The issue's speed goal: planewatch at least this many times faster than the fastest anchor rule, on every
 # incident both catch.
 SPEED_GOAL = 5.0
-# Both watchers poll this often: a delay below it is not measured more finely.
-RESOLUTION_S = POLL_S
+# planewatch's delay in the ratio is at least this: a delay of 0 (the alert was readable before the marker) or of one
+# poll would give ratios in the hundreds that say nothing more than "well before".
+RATIO_FLOOR_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -67,7 +66,7 @@ class Row:
         """Anchor delay over planewatch delay (how many times faster planewatch was), when both caught it."""
         if self.planewatch_s is None or self.anchor_s is None:
             return None
-        return self.anchor_s / max(self.planewatch_s, RESOLUTION_S)
+        return self.anchor_s / max(self.planewatch_s, RATIO_FLOOR_S)
 
 
 def noisy_rules(alerts: Iterable[AnchorAlert], quiet_runs: Iterable[str]) -> set[str]:
@@ -98,6 +97,12 @@ def rows_of(report: Mapping[str, Any], alerts: Sequence[AnchorAlert], noisy: set
     return rows
 
 
+def _ratio_text(r: Row) -> str:
+    if r.ratio is None:
+        return "-"
+    return f">={r.ratio:.1f}x" if r.planewatch_s is not None and r.planewatch_s < RATIO_FLOOR_S else f"{r.ratio:.1f}x"
+
+
 def _table(header: Sequence[str], body: Sequence[Sequence[str]]) -> list[str]:
     widths = [max(len(r[c]) for r in (header, *body)) for c in range(len(header))]
     lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in (header, *body)]
@@ -112,7 +117,7 @@ def render(rows: Sequence[Row], alerts: Sequence[AnchorAlert], noisy: set[str],
     body = [(r.run, r.engine, r.event, f"{r.window_s:.0f}" if r.window_s is not None else "-",
              r.anchor.name if r.anchor else "none", f"{r.anchor_s:.1f}" if r.anchor_s is not None else "-",
              r.planewatch or "NOT DETECTED", f"{r.planewatch_s:.1f}" if r.planewatch_s is not None else "-",
-             f"{r.ratio:.1f}x" if r.ratio is not None else "-") for r in rows]
+             _ratio_text(r)) for r in rows]
     lines = _table(("run (cluster)", "engine", "incident", "window s", "fastest anchor rule", "anchor s",
                     "planewatch alert", "planewatch s", "anchor/planewatch"), body)
     both = [r for r in rows if r.ratio is not None]
