@@ -46,7 +46,7 @@ from schemas.tables import (
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
 __all__ = ["AlertWriter", "main", "start_detection_queries"]
@@ -153,7 +153,6 @@ class PairingBatch:
         """state_change_events of the batch's clusters and days (LOCK_CONTENTION's fetcher bursts and lock waits,
         LEADER_AND_ISR_NOT_COMPLETED's controller elections): the keys come from the collected rows and only those
         partitions' files are read, on the driver (no Spark job, no listing of the whole table)."""
-        import pyarrow as pa
         import pyarrow.compute as pc
 
         from jobs.io.delta_read import read_delta_arrow
@@ -165,7 +164,7 @@ class PairingBatch:
         if not keys:
             return STATE_CHANGE_EVENTS.to_arrow().empty_table()
         dnf = [[("cluster", "=", c), ("date", "=", d.isoformat())] for c, d in sorted(keys)]
-        return pa.table(read_delta_arrow(path, dnf))
+        return read_delta_arrow(path, dnf)
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         import time
@@ -230,7 +229,8 @@ class LogsBatch:
 
         watermark = _watermark(self.holder)
         t0 = time.perf_counter()
-        both = pa.table(df.toArrow())  # ONE action; the detectors read the collected rows
+        # ONE action, collecting only the rows the detectors read; the watermark saw every row upstream
+        both = pa.table(df.where(_log_rows_read()).toArrow())
         t1 = time.perf_counter()
         sc = both.filter(pc.equal(both["_src"], "sc")).select(STATE_CHANGE_EVENTS.names)
         rq = both.filter(pc.equal(both["_src"], "rq")).select([f"rq_{n}" for n in REQUEST_EVENTS.names])
@@ -312,6 +312,19 @@ def _logs_input(sc: DataFrame, rq: DataFrame) -> DataFrame:
     )
     both = left.unionByName(right)
     return both.withColumn("_ts", F.coalesce("ts", "rq_ts"))
+
+
+def _log_rows_read() -> Column:
+    """The rows of the detect_logs stream (`_logs_input`) the log detectors read: stale-epoch lines and the request
+    log's control requests (STALE_BROKER_EPOCH, CONTROL_REQUEST_QUEUED_BEHIND_DATA); the others only move its
+    watermark."""
+    from pyspark.sql import functions as F
+
+    from pipelines.detection.events import CONTROL_REQUESTS, STALE_EVENTS
+
+    stale = F.col("event").isin(*[e.value for e in STALE_EVENTS])
+    control = F.col("rq_api_name").isin(*CONTROL_REQUESTS)
+    return ((F.col("_src") == "sc") & stale) | ((F.col("_src") == "rq") & control)
 
 
 def start_detection_queries(spark: SparkSession, settings: Settings) -> list[StreamingQuery]:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -260,9 +260,7 @@ class IngestBatch:
 
     def _scrapes_here(self, batch_id: int) -> pa.Table | None:
         """A scrape batch's bronze rows read by this process (None: not a scrape batch, or its answers are not all in
-        the spool any more); at most one record more than the driver path takes."""
-        import pyarrow as pa
-
+        the spool any more), at most one record more than the driver path takes."""
         from jobs.io.bronze import arrow_to_raw
         from jobs.io.prometheus_source import logged_scrape_records
 
@@ -271,24 +269,26 @@ class IngestBatch:
         records = logged_scrape_records(self.scrape_checkpoint, batch_id)
         if records is None:
             return None
-        table = pa.Table.from_batches([arrow_to_raw(b, self.family, batch_id) for b in records],
-                                      self.raw_table.to_arrow())
-        return table.slice(0, self.driver_max_rows + 1)
+        return self._head(arrow_to_raw(b, self.family, batch_id) for b in records)
 
     def _read_here(self, pieces: list[Piece], batch_id: int) -> pa.Table:
         """A file batch's bronze rows read by this process, at most one record more than the driver path takes."""
-        import pyarrow as pa
-
         from jobs.io.engine_files import read_pieces
 
-        batches: list[pa.RecordBatch] = []
+        return self._head(read_pieces(pieces, self.family, batch_id))
+
+    def _head(self, batches: Iterator[pa.RecordBatch]) -> pa.Table:
+        """Bronze batches read until they hold more records than the driver path takes (then it is not taken)."""
+        import pyarrow as pa
+
+        taken: list[pa.RecordBatch] = []
         rows = 0
-        for batch in read_pieces(pieces, self.family, batch_id):
-            batches.append(batch)
+        for batch in batches:
+            taken.append(batch)
             rows += batch.num_rows
             if rows > self.driver_max_rows:
                 break
-        return pa.Table.from_batches(batches, self.raw_table.to_arrow())
+        return pa.Table.from_batches(taken, self.raw_table.to_arrow())
 
     def _files_batch(self, raw: DataFrame, pieces: list[Piece] | None, suites: dict[str, Suite], report: BatchReport
                      ) -> TablesWritten | None:

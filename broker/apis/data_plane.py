@@ -214,15 +214,20 @@ class DataPlane:
         cache = self.state.metadata_cache
         return cache.local_authority or cache.snapshot.controller_id is None
 
-    def leader_log(self, tp: TopicPartition) -> LeaderLookup:
+    def leader_log(self, tp: TopicPartition, current_leader_epoch: int = -1) -> LeaderLookup:
         """The log of a partition this broker leads: UNKNOWN_TOPIC_OR_PARTITION when nobody hosts it here or in
-        the metadata, NOT_LEADER_OR_FOLLOWER when it exists but this broker is not its leader."""
+        the metadata, NOT_LEADER_OR_FOLLOWER when it exists but this broker is not its leader. A request's
+        `current_leader_epoch` (KIP-320; -1: not given) older than this leadership's answers FENCED_LEADER_EPOCH, a
+        newer one UNKNOWN_LEADER_EPOCH."""
         ps = self.state.partition(tp)
         if ps is None:
             known = self.state.metadata_cache.snapshot.partition(tp) is not None
             return LeaderLookup(ErrorCode.NOT_LEADER_OR_FOLLOWER if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         if ps.role is not Role.LEADER or ps.leader != self.state.broker_id:
             return LeaderLookup(ErrorCode.NOT_LEADER_OR_FOLLOWER, state=ps)
+        if current_leader_epoch != -1 and current_leader_epoch != ps.leader_epoch:
+            fenced = current_leader_epoch < ps.leader_epoch
+            return LeaderLookup(ErrorCode.FENCED_LEADER_EPOCH if fenced else ErrorCode.UNKNOWN_LEADER_EPOCH, state=ps)
         log = self.logs.get_log(tp)
         if log is None:
             log = self.logs.get_or_create_log(tp)

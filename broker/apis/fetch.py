@@ -67,16 +67,9 @@ def _targets(dp: DataPlane, body: dict[str, Any], follower: bool, replica_id: in
             readable = log if error == ErrorCode.NONE else None
             out.append(_Target(name, tp.partition, offset, max_bytes, readable, error))
             continue
-        lookup = dp.leader_log(tp)
-        error = lookup.error
-        epoch = int(p.get("current_leader_epoch", -1))
-        if error == ErrorCode.NONE and lookup.state is not None and epoch != -1:
-            if epoch < lookup.state.leader_epoch:
-                error = ErrorCode.FENCED_LEADER_EPOCH
-            elif epoch > lookup.state.leader_epoch:
-                error = ErrorCode.UNKNOWN_LEADER_EPOCH
-        readable = lookup.log if error == ErrorCode.NONE else None
-        out.append(_Target(name, tp.partition, offset, max_bytes, readable, error))
+        lookup = dp.leader_log(tp, int(p.get("current_leader_epoch", -1)))
+        readable = lookup.log if lookup.error == ErrorCode.NONE else None
+        out.append(_Target(name, tp.partition, offset, max_bytes, readable, lookup.error))
     return out
 
 

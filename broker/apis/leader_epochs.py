@@ -28,15 +28,9 @@ __all__ = ["epoch_end_offset", "handle_offset_for_leader_epoch"]
 def epoch_end_offset(dp: DataPlane, tp: TopicPartition, current_leader_epoch: int,
                      leader_epoch: int) -> tuple[int, int, int]:
     """``(error code, epoch, end offset)`` of ``leader_epoch`` in the log of ``tp`` this broker leads."""
-    lookup = dp.leader_log(tp)
-    error = lookup.error
-    if error == ErrorCode.NONE and lookup.state is not None and current_leader_epoch != -1:
-        if current_leader_epoch < lookup.state.leader_epoch:
-            error = ErrorCode.FENCED_LEADER_EPOCH
-        elif current_leader_epoch > lookup.state.leader_epoch:
-            error = ErrorCode.UNKNOWN_LEADER_EPOCH
-    if error or lookup.log is None:
-        return int(error), UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+    lookup = dp.leader_log(tp, current_leader_epoch)
+    if lookup.error or lookup.log is None:
+        return int(lookup.error), UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
     epoch, end = lookup.log.end_offset_for_epoch(leader_epoch)
     return int(ErrorCode.NONE), epoch, end
 

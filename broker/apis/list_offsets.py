@@ -42,16 +42,9 @@ def handle_list_offsets(dp: DataPlane, request: Request, header: RequestHeader,
                 codes.append(resp["error_code"])
                 parts.append(resp)
                 continue
-            lookup = dp.leader_log(TopicPartition(t["name"], index))
-            epoch = int(p.get("current_leader_epoch", -1))
-            error = lookup.error
-            if error == ErrorCode.NONE and lookup.state is not None and epoch != -1:
-                if epoch < lookup.state.leader_epoch:
-                    error = ErrorCode.FENCED_LEADER_EPOCH
-                elif epoch > lookup.state.leader_epoch:
-                    error = ErrorCode.UNKNOWN_LEADER_EPOCH
-            if error or lookup.log is None or lookup.state is None:
-                resp["error_code"] = error
+            lookup = dp.leader_log(TopicPartition(t["name"], index), int(p.get("current_leader_epoch", -1)))
+            if lookup.error or lookup.log is None or lookup.state is None:
+                resp["error_code"] = lookup.error
             else:
                 log = lookup.log
                 ts = int(p["timestamp"])

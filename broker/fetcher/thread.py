@@ -250,26 +250,15 @@ class ReplicaFetcherThread(threading.Thread):
             self._wake.wait(self.settings.backoff_ms / 1000 / 10)
             self._wake.clear()
             return
-        self._correlation += 1
-        try:
-            frame = self._client.encode(ApiKey.FETCH, FETCH_VERSION, self._correlation, body)
-            self.request_rate.mark()
-            response = self._client.round_trip(ApiKey.FETCH, FETCH_VERSION, self._correlation, frame)
-        except ClientError as exc:  # the client closed the connection: the next fetch reconnects
-            if self._running.is_set():
-                self._log.warn(
-                    f"Error in response for fetch request (type=FetchRequest, replicaId={self.broker_id}"
-                    f", maxWait={self.settings.max_wait_ms}, minBytes={self.settings.min_bytes}, "
-                    f"maxBytes={self.settings.max_bytes}) to node {self.leader.id}: {exc}"
-                )
-                self._wake.wait(self.settings.backoff_ms / 1000)
-                self._wake.clear()
+        self.request_rate.mark()
+        response = self._send(ApiKey.FETCH, FETCH_VERSION, body, (
+            f"fetch request (type=FetchRequest, replicaId={self.broker_id}, maxWait={self.settings.max_wait_ms}, "
+            f"minBytes={self.settings.min_bytes}, maxBytes={self.settings.max_bytes})"))
+        if response is None:
             return
-        if self.settings.model == "locked":
-            with self.partition_map_lock:
-                fetched = self._process(response)
-        else:
-            self._drain_events()  # removals that arrived during the fetch win over its data
+        if self.settings.model == "async":
+            self._drain_events()  # removals that arrived during the request win over its answer
+        with self._map_guard():
             fetched = self._process(response)
         if fetched and self._on_fetched is not None:
             self._on_fetched(fetched)
@@ -300,23 +289,29 @@ class ReplicaFetcherThread(threading.Thread):
                                                       "leader_epoch": s.log.epoch_cache.latest_epoch})
         body = {"replica_id": self.broker_id,
                 "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()]}
-        self._correlation += 1
-        try:
-            frame = self._client.encode(ApiKey.OFFSET_FOR_LEADER_EPOCH, EPOCH_VERSION, self._correlation, body)
-            response = self._client.round_trip(ApiKey.OFFSET_FOR_LEADER_EPOCH, EPOCH_VERSION, self._correlation,
-                                               frame)
-        except ClientError as exc:
-            if self._running.is_set():
-                self._log.warn(f"Error when sending leader epoch request for {len(asked)} partitions to node "
-                               f"{self.leader.id}: {exc}")
-                self._wake.wait(self.settings.backoff_ms / 1000)
-                self._wake.clear()
+        response = self._send(ApiKey.OFFSET_FOR_LEADER_EPOCH, EPOCH_VERSION, body,
+                              f"leader epoch request for {len(asked)} partitions")
+        if response is None:
             return True
         if self.settings.model == "async":
             self._drain_events()
         with self._map_guard():
             self._apply_epoch_end_offsets(response, {s.tp: s for s in asked})
         return True
+
+    def _send(self, api: ApiKey, version: int, body: dict[str, Any], what: str) -> dict[str, Any] | None:
+        """One request to the leader and its answer; None (logged, after a backoff) when the connection failed: the
+        next request reconnects."""
+        self._correlation += 1
+        try:
+            frame = self._client.encode(api, version, self._correlation, body)
+            return self._client.round_trip(api, version, self._correlation, frame)
+        except ClientError as exc:
+            if self._running.is_set():
+                self._log.warn(f"Error in response for {what} to node {self.leader.id}: {exc}")
+                self._wake.wait(self.settings.backoff_ms / 1000)
+                self._wake.clear()
+            return None
 
     def _map_guard(self) -> AbstractContextManager[object]:
         """The partition-map lock in the locked model; nothing in the async one (only this thread touches the map)."""

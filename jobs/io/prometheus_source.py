@@ -155,11 +155,11 @@ def planned_scrapes(store: ScrapeStore, start: dict[str, Any], end: dict[str, An
     return out
 
 
-def logged_scrape_records(checkpoint: str, batch_id: int) -> list[Any] | None:
-    """The raw records (pyarrow RecordBatches, as `read` yields them) of batch `batch_id` of the query checkpointed at
-    `checkpoint`, read in this process from Spark's offset log and the query's spool (jobs.io.checkpoints
-    SCRAPE_SPOOL_DIR), which holds a batch's answers until the next batch is planned; None when the log or the spool
-    cannot say (the caller then reads the batch through Spark)."""
+def logged_scrape_records(checkpoint: str, batch_id: int) -> Iterator[Any] | None:
+    """The raw records (pyarrow RecordBatches, as `read` yields them, one scrape at a time) of batch `batch_id` of the
+    query checkpointed at `checkpoint`, read in this process from Spark's offset log and the query's spool
+    (jobs.io.checkpoints SCRAPE_SPOOL_DIR), which holds a batch's answers until the next batch is planned; None when
+    the log or the spool cannot say (the caller then reads the batch through Spark)."""
     import os
 
     from jobs.io.checkpoints import SCRAPE_SPOOL_DIR, logged_offset
@@ -175,7 +175,7 @@ def logged_scrape_records(checkpoint: str, batch_id: int) -> list[Any] | None:
         planned = planned_scrapes(ScrapeStore(spool), start, end, lost_ok=False)
     except LookupError:
         return None
-    return [b for b in (read_scrape(p) for p in planned) if b is not None]
+    return (b for b in map(read_scrape, planned) if b is not None)
 
 
 def _json_option(options: dict[str, str], key: str) -> list[dict[str, Any]]:

@@ -38,6 +38,8 @@ import polars as pl
 from pipelines.detection.config import CONTROL_PLANE_QUEUE_CAPACITY
 from pipelines.detection.request_metrics import REQUEST_METRIC_SIGNALS, request_metric_wanted, series_key
 from pipelines.detection.rule_common import (
+    CONTROL_PLANE_PREFIX,
+    attribute_key,
     candidate_rows,
     evidence,
     fmt1,
@@ -46,6 +48,7 @@ from pipelines.detection.rule_common import (
     severity,
     steps,
     window_text,
+    without_control_plane,
 )
 from schemas.alerts import AlertType
 from schemas.signals import Signal
@@ -131,8 +134,6 @@ _ATTR_RANK = {"oneminuterate": 0, "99thpercentile": 0, "0.99": 0, "value": 1, ""
               "fiveminuterate": 3, "fifteenminuterate": 3, "meanrate": 4}
 NANOS_PER_SECOND = 1e9
 _REQUEST_QUEUE = _S.RequestQueueSize.value
-# Control-plane signals are named so by Kafka (ControlPlaneRequestQueueSize, ControlPlane...IdlePercent).
-_CONTROL_PLANE_PREFIX = "ControlPlane"
 # Kafka 4.x's KRaft controller request handler pool (a controller node's own plane).
 _KRAFT_CONTROLLER_SIGNALS = (_S.ControllerRequestHandlerAvgIdlePercent.value,)
 
@@ -194,10 +195,6 @@ def metric_rollups(samples: DataFrame, watermark_delay_s: float = 60.0) -> DataF
 # Every rule below reads the windows `metric_windows` produced, collected to a polars frame with a window id `_wid`.
 
 
-def _attr() -> pl.Expr:
-    return pl.col("attribute").fill_null("").str.to_lowercase()
-
-
 def _with_counter_increase(rows: pl.DataFrame) -> pl.DataFrame:
     """`inc`, `secs`: a cumulative Count's increase over the window and the seconds it was measured over, as
     Prometheus' increase() reads a counter: every step between consecutive samples where the value did not fall
@@ -227,9 +224,9 @@ def _best_attribute(rows: pl.DataFrame, prefer_count: bool = False) -> pl.DataFr
     """One attribute per window of a series. ``prefer_count`` (meters in ns): a Count with a usable delta wins,
     because it is the exact fraction over the window, while a young meter's OneMinuteRate is still 0 (Yammer ticks
     every 5 s), which reads as "never idle" on a broker that just started."""
-    rank = _attr().replace_strict(_ATTR_RANK, default=5, return_dtype=pl.Int32)
+    rank = attribute_key().replace_strict(_ATTR_RANK, default=5, return_dtype=pl.Int32)
     if prefer_count:
-        usable = (_attr() == "count") & (pl.col("samples") >= 2) & _count_usable()
+        usable = (attribute_key() == "count") & (pl.col("samples") >= 2) & _count_usable()
         rank = pl.when(usable).then(pl.lit(-1, dtype=pl.Int32)).otherwise(rank)
     keys = ["cluster", "broker_id", "sig", "listener", "window_start"]
     return (rows.with_columns(_rank=rank).sort([*keys, "_rank", "attribute"], nulls_last=False)
@@ -243,7 +240,7 @@ def _ratio(stat: str) -> pl.Expr:
     direct = pl.when(raw > 1.0 + 1e-9).then(raw / 100.0).otherwise(raw)
     from_count = pl.when(_count_usable()).then(
         pl.min_horizontal(pl.col("inc") / (pl.col("secs") * NANOS_PER_SECOND), pl.lit(1.0)))
-    return pl.when(_attr() == "count").then(from_count).otherwise(direct)
+    return pl.when(attribute_key() == "count").then(from_count).otherwise(direct)
 
 
 def _sustained(cfg: DetectionConfig, span: bool = False) -> pl.Expr:
@@ -280,7 +277,7 @@ def _one_per_observation(rows: pl.DataFrame) -> pl.DataFrame:
 
 
 def _plane() -> pl.Expr:
-    return (pl.when(pl.col("sig").str.starts_with(_CONTROL_PLANE_PREFIX)).then(pl.lit("control-plane"))
+    return (pl.when(pl.col("sig").str.starts_with(CONTROL_PLANE_PREFIX)).then(pl.lit("control-plane"))
             .when(pl.col("sig").is_in(_KRAFT_CONTROLLER_SIGNALS)).then(pl.lit("kraft-controller"))
             .otherwise(pl.col("listener").fill_null("data-plane")))
 
@@ -379,9 +376,7 @@ def detect_queue_saturated_without_control_plane(windows: pl.DataFrame, cfg: Det
     cap = setting(cfg, "queued_max_requests")
     sat = level(cfg, AlertType.REQUEST_QUEUE_SATURATED, "warning")
     queue = _high_run(queue_rows, sat * cap).filter(pl.col("vmin").is_not_null())
-    keys = ["cluster", "broker_id", "window_start"]
-    planes = (windows.filter(pl.col("sig").str.starts_with(_CONTROL_PLANE_PREFIX)).select(keys).unique())
-    per = (queue.join(planes, on=keys, how="anti")
+    per = (without_control_plane(queue, windows)
            .group_by("cluster", "broker_id", "window_start", "window_end")
            .agg(pl.col("vmin").max(), pl.col("samples").max(), pl.col("last_ts").max())
            .filter(_sustained(cfg))

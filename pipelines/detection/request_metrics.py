@@ -29,7 +29,16 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from pipelines.detection.rule_common import candidate_rows, evidence, half_up, level, severity, window_text
+from pipelines.detection.rule_common import (
+    attribute_key,
+    candidate_rows,
+    evidence,
+    half_up,
+    level,
+    severity,
+    window_text,
+    without_control_plane,
+)
 from schemas.alerts import METRIC_FORMS, AlertType
 from schemas.events import ControlRequest
 from schemas.signals import Signal
@@ -53,7 +62,6 @@ REQUEST_METRIC_SIGNALS: tuple[str, ...] = (Signal.TotalTimeMs.value, Signal.Requ
 _CONTROL: tuple[str, ...] = tuple(r.value for r in ControlRequest)
 # `<signal>/<request>`: '/' appears in neither Kafka's metric names nor its ApiKeys names.
 _SEP = "/"
-_CONTROL_PLANE_PREFIX = "ControlPlane"
 
 
 def series_key() -> Column:
@@ -77,7 +85,7 @@ def _judged(windows: pl.DataFrame, signal: str, requests: tuple[str, ...]) -> pl
     """One row per (cluster, broker, request series, window) whose window saw a request complete or its quantile
     rise: `value` (highest 99th percentile, else highest quantile), `request`, `last_ts`, `served` (requests
     completed in the window, from the Count)."""
-    attr = pl.col("attribute").fill_null("").str.to_lowercase()
+    attr = attribute_key()
     quantile = attr.str.ends_with("percentile")
     rows = windows.filter(pl.col("sig").is_in([f"{signal}{_SEP}{r}" for r in requests]))
     per = rows.group_by("cluster", "broker_id", "sig", "window_start", "window_end").agg(
@@ -126,10 +134,8 @@ def detect_request_metrics_queued_behind_data(windows: pl.DataFrame, cfg: Detect
     """CONTROL_REQUEST_QUEUED_BEHIND_DATA from RequestMetrics: a control request's RequestQueueTimeMs quantile at or
     above the levels on a broker without control-plane series in the window."""
     t = AlertType.CONTROL_REQUEST_QUEUED_BEHIND_DATA
-    keys = ["cluster", "broker_id", "window_start"]
-    planes = windows.filter(pl.col("sig").str.starts_with(_CONTROL_PLANE_PREFIX)).select(keys).unique()
-    judged = _judged(windows, Signal.RequestQueueTimeMs.value, _CONTROL).join(planes, on=keys, how="anti")
-    rows = _first_per_value(judged)
+    rows = _first_per_value(without_control_plane(_judged(windows, Signal.RequestQueueTimeMs.value, _CONTROL),
+                                                  windows))
 
     def describe(r: Mapping[str, Any]) -> tuple[str, str]:
         summary = (f"{r['request']} requests waited up to {half_up(r['value'])} ms in broker {r['broker_id']}'s "

@@ -20,21 +20,22 @@ if TYPE_CHECKING:
     from pipelines.detection.config import DetectionConfig
 
 __all__ = [
-    "WINDOW_KEYS",
+    "CONTROL_PLANE_PREFIX",
+    "attribute_key",
     "candidate_rows",
     "evidence",
     "fmt1",
     "half_up",
-    "iso_ms",
     "level",
     "setting",
     "severity",
     "steps",
     "window_text",
+    "without_control_plane",
 ]
 
-# A metric window's identity: its series and its start.
-WINDOW_KEYS = ("cluster", "broker_id", "sig", "listener", "attribute", "window_start")
+# Control-plane signals are named so by Kafka (ControlPlaneRequestQueueSize, ControlPlane...IdlePercent).
+CONTROL_PLANE_PREFIX = "ControlPlane"
 
 
 def _per_cluster(cfg: DetectionConfig, pick: Callable[[DetectionConfig], float]) -> pl.Expr:
@@ -62,6 +63,19 @@ def severity(cfg: DetectionConfig, alert_type: str, value: pl.Expr) -> pl.Expr:
     if cfg.threshold(alert_type).below:
         return pl.when(value <= crit).then(pl.lit("critical")).when(value < warn).then(pl.lit("warning"))
     return pl.when(value >= crit).then(pl.lit("critical")).when(value >= warn).then(pl.lit("warning"))
+
+
+def attribute_key() -> pl.Expr:
+    """A window's metric attribute, lower-cased ('' for none): how the rules compare attributes."""
+    return pl.col("attribute").fill_null("").str.to_lowercase()
+
+
+def without_control_plane(rows: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
+    """`rows` (cluster, broker_id, window_start, ...) minus those of a broker that reports a control-plane series in
+    the same window (KIP-291 configured: its controller requests do not share the data-plane queue)."""
+    keys = ["cluster", "broker_id", "window_start"]
+    planes = windows.filter(pl.col("sig").str.starts_with(CONTROL_PLANE_PREFIX)).select(keys).unique()
+    return rows.join(planes, on=keys, how="anti")
 
 
 def steps(rows: pl.DataFrame, *extra: str) -> pl.DataFrame:
@@ -108,7 +122,7 @@ def window_text(r: Mapping[str, Any], samples: bool = True) -> str:
     return f" over {_hms(r['window_start'])}-{_hms(r['window_end'])} UTC{tail}"
 
 
-def iso_ms(t: datetime) -> str:
+def _iso_ms(t: datetime) -> str:
     """``2021-03-02T08:00:01.006Z`` (UTC, milliseconds)."""
     u = t.astimezone(UTC)
     return u.strftime("%Y-%m-%dT%H:%M:%S.") + f"{u.microsecond // 1000:03d}Z"
@@ -116,7 +130,7 @@ def iso_ms(t: datetime) -> str:
 
 def _json_value(v: Any) -> Any:
     if isinstance(v, datetime):
-        return iso_ms(v)
+        return _iso_ms(v)
     if isinstance(v, dict):
         return {k: _json_value(x) for k, x in v.items() if x is not None}
     if isinstance(v, list):
