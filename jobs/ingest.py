@@ -3,7 +3,8 @@
 One query per (family, source): `ingest_logs_files`, `ingest_logs_kafka`, `ingest_metrics_files`,
 `ingest_metrics_kafka`, `ingest_metrics_prometheus` (live endpoints scraped every trigger; a failed scrape is one raw
 record the parser quarantines with stage `source`). Each query's micro-batches are handled by its
-`jobs.ingest_batch.IngestBatch`: bronze, the parse-and-validate engine, silver and quarantine, dq_results.
+`jobs.ingest_batch.IngestBatch`: bronze, the parse-and-validate engine, silver and quarantine, the family's rules
+over the batch's silver rows (jobs.batch_detect: alerts), dq_results.
 
 A query's checkpoint (jobs.io.checkpoints) holds its run id: every table is written under the app id
 `<query>.<run id>:<table>`, so a new checkpoint (batch ids restart at 0) gets new app ids.
@@ -28,14 +29,21 @@ __all__ = ["start_ingest_queries"]
 log = logging.getLogger(__name__)
 
 
-def start_ingest_queries(spark: SparkSession, settings: Settings, family: str) -> list[StreamingQuery]:
-    """Start the ingest queries of `family` (logs | metrics) for every enabled source; returns them running."""
+def start_ingest_queries(spark: SparkSession, settings: Settings, family: str, detect: bool = True
+                         ) -> list[StreamingQuery]:
+    """Start the ingest queries of `family` (logs | metrics) for every enabled source; returns them running.
+
+    detect: run the family's rules in each micro-batch (jobs.batch_detect), writing `alerts`."""
+    from jobs.batch_detect import batch_detect
+
     queries: list[StreamingQuery] = []
     for name, stream in _streams(spark, settings, family):
         checkpoint = settings.checkpoint_path(name)
-        handler = IngestBatch(settings, family, name, app_run_id(checkpoint),
+        run_id = app_run_id(checkpoint)
+        handler = IngestBatch(settings, family, name, run_id,
                               checkpoint if name.endswith("_files") else None,
-                              checkpoint if name.endswith("_prometheus") else None)
+                              checkpoint if name.endswith("_prometheus") else None,
+                              batch_detect(settings, family, name, run_id) if detect else None)
         handler.ensure_tables()
         handler.quality.prepare()
         writer = stream.writeStream.queryName(name).option("checkpointLocation", checkpoint).foreachBatch(handler)

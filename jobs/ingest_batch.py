@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import Column, DataFrame
 
+    from jobs.batch_detect import BatchDetect
     from jobs.io.file_tail import Piece
     from pipelines.quality.rules import Suite
 
@@ -146,6 +147,8 @@ class TablesWritten:
     failed_rules: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     # silver table with rows -> its rows of the batch as pandas, at most the given number (a GE sample)
     samples: Mapping[str, Callable[[int], Any]] = field(default_factory=dict)
+    # silver table with rows -> all its rows of the batch as Arrow (in-batch detection: jobs.batch_detect)
+    rows: Mapping[str, Callable[[], pa.Table]] = field(default_factory=dict)
     empty: bool = False  # the batch held no record: no table rows to judge or reconcile
 
 
@@ -159,6 +162,15 @@ def _spark_sample(frame: DataFrame, limit: int) -> Any:
     return frame.drop("labels").limit(limit).toPandas()
 
 
+def _spark_rows(frame: DataFrame, sink: DeltaSink) -> pa.Table:
+    """A silver frame's rows as Arrow in its table's columns (one more Spark job: the executor paths only)."""
+    import pyarrow as pa
+
+    from jobs.io.delta_sink import conform
+
+    return pa.table(conform(frame, sink.table).toArrow()).cast(sink.table.to_arrow())
+
+
 def _arrow_sample(table: pa.Table, limit: int) -> Any:
     return table.drop_columns([c for c in ("labels",) if c in table.column_names]).slice(0, limit).to_pandas()
 
@@ -167,8 +179,10 @@ class IngestBatch:
     """The foreachBatch function of one ingest query (callable(df, batch_id))."""
 
     def __init__(self, settings: Settings, family: str, query: str, run_id: str, checkpoint: str | None = None,
-                 scrape_checkpoint: str | None = None) -> None:
+                 scrape_checkpoint: str | None = None, detect: BatchDetect | None = None) -> None:
         self.settings = settings
+        # the rules run on the batch's committed silver rows (jobs.batch_detect), before its dq rows are written
+        self.detect = detect
         # the query's checkpoint, when its source is planewatch_files: the offset log tells each batch's bytes
         self.files_checkpoint = checkpoint
         # the query's checkpoint, when its source is planewatch_prometheus: the offset log and the spool hold each
@@ -207,6 +221,9 @@ class IngestBatch:
             suites = self.quality.suites()
             # write bronze, run the engine, write each table (one of the three paths)
             written = self._write_tables(to_raw(df, self.family, batch_id), suites, report, cached)
+            if self.detect is not None and not written.empty:
+                self.detect(written.rows, batch_id)
+                report.lap("detect")
             # write the dq rows
             self._write_dq(self._dq_results(written, suites, report), report)
         except BaseException:
@@ -296,7 +313,14 @@ class IngestBatch:
         table's Parquet files themselves (jobs.io.engine_files; a file batch's tasks read its pieces themselves),
         then the driver commits them. None (nothing written) for a replayed batch, which :meth:`_executor_batch`
         re-derives from the bronze rows it committed."""
-        from jobs.io.engine_files import FilesOutcome, engine_files, engine_pieces, sample_rows, write_batch
+        from jobs.io.engine_files import (
+            FilesOutcome,
+            committed_rows,
+            engine_files,
+            engine_pieces,
+            sample_rows,
+            write_batch,
+        )
 
         report.path = "executors"
         sinks = [self.raw_sink, *self.silver_sinks.values(), self.quarantine_sink]
@@ -318,7 +342,9 @@ class IngestBatch:
         report.unused = outcome.routes.get("unused", 0)
         samples = {s.table.name: functools.partial(sample_rows, results[s.table.name].paths, s.table)
                    for s in self.silver_sinks.values() if results[s.table.name].paths}
-        return TablesWritten(_failed_rules(outcome.rules, suites), samples)
+        rows = {s.table.name: functools.partial(committed_rows, results[s.table.name].paths, s.table)
+                for s in self.silver_sinks.values() if results[s.table.name].paths}
+        return TablesWritten(_failed_rules(outcome.rules, suites), samples, rows)
 
     def _executor_batch(self, raw: DataFrame, suites: dict[str, Suite], report: BatchReport,
                         cached: list[DataFrame]) -> TablesWritten:
@@ -375,7 +401,9 @@ class IngestBatch:
         report.lap("quarantine")
         samples = {sink.table.name: functools.partial(_spark_sample, route_frame(wide, self.family, route))
                    for route, sink in self.silver_sinks.items() if report.silver[sink.table.name]}
-        return TablesWritten(failed, samples)
+        rows = {sink.table.name: functools.partial(_spark_rows, route_frame(wide, self.family, route), sink)
+                for route, sink in self.silver_sinks.items() if report.silver[sink.table.name]}
+        return TablesWritten(failed, samples, rows)
 
     def _bronze(self, raw: DataFrame, result: SinkResult, cached: list[DataFrame]) -> DataFrame:
         """The batch's bronze rows for the silver jobs: read back from the files the batch committed (delta-rs, and
@@ -423,9 +451,11 @@ class IngestBatch:
         report.quarantine = quarantine.num_rows
         report.unused = routed.unused.num_rows if routed.unused is not None else 0
         report.lap("quarantine")
-        samples = {s.table.name: functools.partial(_arrow_sample, good) for s in self.silver_sinks.values()
+        written = {s.table.name: good for s in self.silver_sinks.values()
                    if (good := routed.silver.get(s.table.name)) is not None and good.num_rows}
-        return TablesWritten(routed.failed_rules, samples)
+        samples = {name: functools.partial(_arrow_sample, good) for name, good in written.items()}
+        rows = {name: functools.partial(lambda t: t, good) for name, good in written.items()}
+        return TablesWritten(routed.failed_rules, samples, rows)
 
     def _dq_results(self, written: TablesWritten, suites: dict[str, Suite], report: BatchReport) -> list[DqResult]:
         """The batch's dq_results rows: per hard rule, Great Expectations on samples (after every table is

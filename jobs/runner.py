@@ -1,8 +1,9 @@
-"""Run the streaming queries of the pipeline in one SparkSession: ingestion, then (when present) detection.
+"""Run the streaming queries of the pipeline in one SparkSession: ingestion (with the rules that run in its
+micro-batches, jobs.batch_detect), then the detect job's queries (jobs/detect.py: pairing and rollups).
 
-Used by the spark-submit shells (jobs/ingest_logs.py, jobs/ingest_metrics.py) and `planewatch pipeline`.
-`--once`: every query runs with availableNow (what is there when it starts), the runner waits for all of them,
-and detection (jobs/detect.py, when it exists) runs after ingestion so its alerts see every silver row.
+Used by the spark-submit shells (jobs/ingest_logs.py, jobs/ingest_metrics.py: ingestion and its in-batch rules) and
+`planewatch pipeline` (everything). `--once`: every query runs with availableNow (what is there when it starts), the
+runner waits for all of them, and the detect job's queries run after ingestion so they see every silver row.
 Continuous: all queries run until one fails or the process is interrupted (SIGINT/SIGTERM stop them cleanly).
 """
 
@@ -53,9 +54,13 @@ def _await_all(queries: Sequence[StreamingQuery]) -> None:
 
 
 def run_pipeline(
-    spark: SparkSession, settings: Settings, families: Sequence[str] = FAMILIES_ALL, detection: bool = True
+    spark: SparkSession, settings: Settings, families: Sequence[str] = FAMILIES_ALL, detection: bool = True,
+    detect_queries: bool = True,
 ) -> int:
-    """Run ingestion (and detection) until done (--once) or stopped; returns a process exit code."""
+    """Run ingestion (and detection) until done (--once) or stopped; returns a process exit code.
+
+    detection: False = ingestion only (no rule runs, no alert is written); detect_queries: also start the detect
+    job's queries (pairing, rollups) in this session."""
     queries: list[StreamingQuery] = []
     detect: list[StreamingQuery] = []  # the continuous run's detection queries (started in the background)
     starter: threading.Thread | None = None
@@ -72,7 +77,7 @@ def run_pipeline(
         if settings.once:
             for family in families:  # one family at a time: the 2 cores are shared by the queries anyway
                 for attempt in range(MAX_RESTARTS + 1):
-                    started = start_ingest_queries(spark, settings, family)
+                    started = start_ingest_queries(spark, settings, family, detection)
                     queries += started
                     try:
                         _await_all(started)
@@ -83,12 +88,12 @@ def run_pipeline(
                         log.warning("ingest %s failed (%s); restart %d from the checkpoint", family, exc, attempt + 1)
                         _stop_all(started)
                         time.sleep(RESTART_BACKOFF_S * (attempt + 1))
-            if detection:
+            if detection and detect_queries:
                 once_detect = _start_detection(spark, settings)
                 queries += once_detect
                 _await_all(once_detect)
             return 0
-        by_family = {family: start_ingest_queries(spark, settings, family) for family in families}
+        by_family = {family: start_ingest_queries(spark, settings, family, detection) for family in families}
         for started in by_family.values():
             queries += started
         # Detection's queries start in the background (a minute on a loaded machine): meanwhile the loop below
@@ -102,7 +107,7 @@ def run_pipeline(
             except BaseException as exc:  # re-raised by the loop below
                 start_failed.append(exc)
 
-        if detection:
+        if detection and detect_queries:
             starter = threading.Thread(target=_start, name="detection-start", daemon=True)
             starter.start()
         restarts = dict.fromkeys(by_family, 0)
@@ -122,7 +127,7 @@ def run_pipeline(
                 log.warning("ingest %s stopped (%s); restart %d", family, dead[0].exception(), restarts[family])
                 _stop_all(started)
                 time.sleep(RESTART_BACKOFF_S * restarts[family])
-                by_family[family] = start_ingest_queries(spark, settings, family)
+                by_family[family] = start_ingest_queries(spark, settings, family, detection)
                 queries += by_family[family]
             time.sleep(POLL_S)
         return 0
@@ -147,14 +152,15 @@ def main(argv: Sequence[str] | None = None, families: Sequence[str] = FAMILIES_A
 
     parser = argparse.ArgumentParser(prog=app, description=__doc__)
     add_arguments(parser)
-    parser.add_argument("--no-detect", action="store_true", help="ingestion only")
+    parser.add_argument("--no-detect", action="store_true", help="ingestion only (no rule runs, no alert is written)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = load_settings(args.config, args)
     spark = build_session(settings, app)
     spark.sparkContext.setLogLevel("WARN")
     try:
-        return run_pipeline(spark, settings, families, detection=not args.no_detect and families == FAMILIES_ALL)
+        return run_pipeline(spark, settings, families, detection=not args.no_detect,
+                            detect_queries=tuple(families) == FAMILIES_ALL)
     except KeyboardInterrupt:
         return 130
     finally:

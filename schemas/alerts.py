@@ -1,7 +1,7 @@
 """The alert vocabulary: alert types and which detector owns each, severities and statuses of the `alerts` table.
 
 An alert type is written by the detectors named in :data:`OWNERS` (functions of :mod:`pipelines.detection`) and
-resolved by one query of the detect job (:class:`DetectQuery`, by the watermark of the input it reads). Thresholds
+resolved by one alert writer (:class:`DetectQuery`, by the event time of the input it reads). Thresholds
 per type live in :mod:`pipelines.detection.config`; the REST API and the dashboard show the same strings.
 """
 
@@ -62,13 +62,14 @@ class AlertStatus(StrEnum):
 
 
 class DetectQuery(StrEnum):
-    """The detect job's queries, by the input whose watermark they resolve alerts by."""
+    """The alert writers, by the input whose event time they resolve alerts by."""
 
-    #: control_request_latency (plus state_change_events' fetcher, lock and election lines)
+    #: the detect job's pairing query: control_request_latency (plus state_change_events' fetcher, lock and election
+    #: lines)
     LATENCY = "latency"
-    #: state_change_events and request_events rows
+    #: the ingest job's log micro-batches: state_change_events and request_events rows
     LOG = "log"
-    #: metric windows over metric_samples
+    #: the ingest job's metric micro-batches: sliding windows over metric_samples
     METRIC = "metric"
 
 

@@ -42,8 +42,8 @@ if TYPE_CHECKING:
     from jobs.io.delta_sink import DeltaSink, SinkResult
     from pipelines.quality.rules import Suite
 
-__all__ = ["ENGINE_BYTES", "ENGINE_ROWS", "OUTPUT_DDL", "FilesOutcome", "engine_files", "engine_pieces",
-           "partition_dir", "read_pieces", "sample_rows", "shares", "write_batch"]
+__all__ = ["ENGINE_BYTES", "ENGINE_ROWS", "OUTPUT_DDL", "FilesOutcome", "committed_rows", "engine_files",
+           "engine_pieces", "partition_dir", "read_pieces", "sample_rows", "shares", "write_batch"]
 
 # Records per engine run: the engine's fixed cost per call (a few dozen polars operations) is noise at this size,
 # and one chunk of the benchmark's ~200-byte lines is ~20 MB of text in memory.
@@ -277,9 +277,9 @@ def write_batch(run: Callable[[Mapping[str, str]], FilesOutcome], batch_id: int,
     return outcome, results
 
 
-def sample_rows(paths: Sequence[str], table: Table, limit: int) -> Any:
-    """The first `limit` rows of committed files of `table` as pandas, without the labels map (a GE sample); the
-    partition columns come from each file's Hive-style directories."""
+def committed_rows(paths: Sequence[str], table: Table, limit: int | None = None) -> pa.Table:
+    """The rows of committed files of `table` (the first `limit`, when given) in the table's columns; the partition
+    columns come from each file's Hive-style directories."""
     from urllib.parse import unquote
 
     import pyarrow as pa
@@ -289,15 +289,23 @@ def sample_rows(paths: Sequence[str], table: Table, limit: int) -> Any:
     parts: list[pa.Table] = []
     rows = 0
     for path in paths:
-        part = pq.read_table(path).slice(0, limit - rows)
+        part = pq.read_table(path)
+        if limit is not None:
+            part = part.slice(0, limit - rows)
         dirs = dict(d.split("=", 1) for d in path.split(os.sep)[-1 - len(table.partition_by):-1])
         for name in table.partition_by:
             value = unquote(dirs[name])
             value_or_null = None if value == HIVE_NULL else value
             part = part.append_column(name, pa.array([value_or_null] * part.num_rows, pa.string())
                                       .cast(schema.field(name).type))
-        parts.append(part.select([c for c in table.names if c != "labels"]))
+        parts.append(part.select(table.names).cast(schema))
         rows += part.num_rows
-        if rows >= limit:
+        if limit is not None and rows >= limit:
             break
-    return pa.concat_tables(parts).to_pandas()
+    return pa.concat_tables(parts) if parts else schema.empty_table()
+
+
+def sample_rows(paths: Sequence[str], table: Table, limit: int) -> Any:
+    """The first `limit` rows of committed files of `table` as pandas, without the labels map (a GE sample)."""
+    rows = committed_rows(paths, table, limit)
+    return rows.drop_columns([c for c in ("labels",) if c in rows.column_names]).to_pandas()

@@ -54,6 +54,7 @@ from schemas.alerts import AlertType
 from schemas.signals import Signal
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame
 
     from pipelines.detection.config import DetectionConfig
@@ -69,6 +70,7 @@ __all__ = [
     "detect_queue_saturated_without_control_plane",
     "detect_request_handler_saturated",
     "detect_request_queue_saturated",
+    "detection_samples",
     "metric_rollups",
     "metric_windows",
 ]
@@ -138,39 +140,76 @@ _REQUEST_QUEUE = _S.RequestQueueSize.value
 _KRAFT_CONTROLLER_SIGNALS = (_S.ControllerRequestHandlerAvgIdlePercent.value,)
 
 
-def metric_windows(samples: DataFrame, cfg: DetectionConfig) -> DataFrame:
-    """metric_samples -> one row per (cluster, broker, signal, listener, attribute, sliding event-time window)."""
-    from pyspark.sql import functions as F
+WINDOW_KEYS = ("cluster", "broker_id", "sig", "listener", "attribute")
 
-    # only finite values measure something: with the quality rules off an +Inf would reach silver, and a window's
-    # "at least inf of 20 requests" is no evidence
-    finite = F.col("value").isNotNull() & ~F.isnan("value") & (F.abs("value") != F.lit(float("inf")))
-    src = samples.where(F.col("ts").isNotNull() & finite)
-    src = src.where(F.col("signal").isin(*DETECTION_SIGNALS) & request_metric_wanted())
-    src = src.withColumn("sig", series_key())
-    unmeasured = F.col("sig").isin(*IDLE_METERS) & F.lower(F.coalesce(F.col("attribute"), F.lit(""))).isin(
-        *METER_ATTRIBUTES) & (F.col("value") == 0.0)
-    src = src.where(~unmeasured)
-    if samples.isStreaming:
-        src = src.withWatermark("ts", f"{int(cfg.watermark_delay_s * 1000)} milliseconds")
-    w = F.window("ts", f"{int(cfg.metric_window_s * 1000)} milliseconds",
-                 f"{int(cfg.metric_window_slide_s * 1000)} milliseconds")
+
+def detection_samples(samples: pl.DataFrame) -> pl.DataFrame:
+    """The metric_samples rows the rules read, with their series key `sig`: finite values of DETECTION_SIGNALS (only
+    the control requests' RequestMetrics), without the idle meters' exact zeros (not measured yet, see IDLE_METERS).
+    With the quality rules off an +Inf could reach silver, and a window's "at least inf of 20 requests" is no
+    evidence."""
+    v = pl.col("value")
+    src = samples.filter(pl.col("ts").is_not_null() & v.is_not_null() & v.is_finite()
+                         & pl.col("signal").is_in(DETECTION_SIGNALS) & request_metric_wanted())
+    src = src.with_columns(sig=series_key())
+    unmeasured = (pl.col("sig").is_in(IDLE_METERS)
+                  & pl.col("attribute").fill_null("").str.to_lowercase().is_in(METER_ATTRIBUTES) & (v == 0.0))
+    return src.filter(~unmeasured)
+
+
+def metric_windows(samples: pa.Table, cfg: DetectionConfig, touched: pa.Table | None = None) -> pa.Table:
+    """metric_samples rows -> one row per (cluster, broker, series `sig`, listener, attribute, sliding event-time
+    window): signal, vmin/vmax/vavg, vfirst/vlast (by time), first_ts/last_ts, source_min/source_max (one file = one
+    broker incarnation: the reference broker and the JSON reporters start a new file at start), `points` (the
+    window's distinct (ts, value) pairs in time order: a sample shipped twice, by two sources or a replayed file, is
+    one sample), `samples` (their number), window_start/window_end.
+
+    touched: when given, only the windows of a broker that hold at least one of these samples (a micro-batch's new
+    samples), for every series of that broker; each is computed over all of `samples`."""
+    length = round(cfg.metric_window_s * 1e6)
+    slide = round(cfg.metric_window_slide_s * 1e6)
+    n = -(-length // slide)
+
+    def windowed(frame: pl.DataFrame) -> pl.DataFrame:
+        src = detection_samples(frame)
+        us = pl.col("ts").dt.epoch("us")
+        last = us - us % slide
+        return (src.with_columns(_ws=pl.concat_list([last - k * slide for k in range(n)]))
+                .explode("_ws").filter(pl.col("_ws") + length > us))
+
+    rows = windowed(_polars(samples))
+    if touched is not None:
+        # every series of a broker in a touched window, not only the series touched: rules compare series (a
+        # control-plane series shows KIP-291 is configured)
+        keys = windowed(_polars(touched)).select("cluster", "broker_id", "_ws").unique()
+        rows = rows.join(keys, on=["cluster", "broker_id", "_ws"], how="semi", nulls_equal=True)
+    v = pl.col("value")
+    start = pl.from_epoch(pl.col("_ws"), time_unit="us").dt.replace_time_zone("UTC")
     return (
-        src.groupBy("cluster", "broker_id", "sig", "listener", "attribute", w.alias("w"))
-        .agg(
-            F.first("signal").alias("signal"),
-            F.min("value").alias("vmin"), F.max("value").alias("vmax"), F.avg("value").alias("vavg"),
-            F.min_by("value", "ts").alias("vfirst"), F.max_by("value", "ts").alias("vlast"),
-            F.min("ts").alias("first_ts"), F.max("ts").alias("last_ts"),
-            # one file = one broker incarnation (the reference broker and JSON reporters start a new file at start)
-            F.min("source").alias("source_min"), F.max("source").alias("source_max"),
-            F.array_sort(F.collect_set(F.struct("ts", "value"))).alias("points"),
-        )
-        # a sample shipped twice (two sources, a replayed file) is one sample
-        .select("*", F.size("points").cast("long").alias("samples"), F.col("w.start").alias("window_start"),
-                F.col("w.end").alias("window_end"))
-        .drop("w")
+        rows.sort(*WINDOW_KEYS, "_ws", "ts", "value", nulls_last=True)
+        .group_by(*WINDOW_KEYS, "_ws", maintain_order=True)
+        .agg(signal=pl.col("signal").first(), vmin=v.min(), vmax=v.max(), vavg=v.mean(), vfirst=v.first(),
+             vlast=v.last(), first_ts=pl.col("ts").min(), last_ts=pl.col("ts").max(),
+             source_min=pl.col("source").min(), source_max=pl.col("source").max(),
+             points=pl.struct("ts", "value").unique(maintain_order=True))
+        .with_columns(samples=pl.col("points").list.len().cast(pl.Int64), window_start=start,
+                      window_end=start + pl.duration(microseconds=length))
+        .drop("_ws")
+        .to_arrow()
     )
+
+
+def _polars(tbl: pa.Table) -> pl.DataFrame:
+    """An Arrow table of metric_samples rows as polars, `ts` in UTC (Spark's Arrow carries the session's zone,
+    delta-rs' UTC)."""
+    frame = pl.from_arrow(tbl)
+    assert isinstance(frame, pl.DataFrame)
+    ts = frame.schema.get("ts")
+    if isinstance(ts, pl.Datetime):
+        utc = pl.col("ts").dt.replace_time_zone("UTC") if ts.time_zone is None else pl.col("ts").dt.convert_time_zone(
+            "UTC")
+        frame = frame.with_columns(utc.dt.cast_time_unit("us"))
+    return frame
 
 
 def metric_rollups(samples: DataFrame, watermark_delay_s: float = 60.0) -> DataFrame:

@@ -44,8 +44,6 @@ from schemas.events import ControlRequest
 from schemas.signals import Signal
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column
-
     from pipelines.detection.config import DetectionConfig
 
 __all__ = [
@@ -64,21 +62,17 @@ _CONTROL: tuple[str, ...] = tuple(r.value for r in ControlRequest)
 _SEP = "/"
 
 
-def series_key() -> Column:
+def series_key() -> pl.Expr:
     """The metric window's series key `sig`: the signal, or `<signal>/<request>` for a RequestMetrics histogram."""
-    from pyspark.sql import functions as F
-
-    return F.when(F.col("signal").isin(*REQUEST_METRIC_SIGNALS),
-                  F.concat(F.col("signal"), F.lit(_SEP), F.coalesce(F.col("request"), F.lit("")))
-                  ).otherwise(F.col("signal"))
+    return (pl.when(pl.col("signal").is_in(REQUEST_METRIC_SIGNALS))
+            .then(pl.concat_str(pl.col("signal"), pl.lit(_SEP), pl.col("request").fill_null("")))
+            .otherwise(pl.col("signal")))
 
 
-def request_metric_wanted() -> Column:
+def request_metric_wanted() -> pl.Expr:
     """False for a RequestMetrics sample of a request that is not a control request (Produce, Fetch ... would
-    multiply the window state for nothing)."""
-    from pyspark.sql import functions as F
-
-    return ~F.col("signal").isin(*REQUEST_METRIC_SIGNALS) | F.coalesce(F.col("request").isin(*_CONTROL), F.lit(False))
+    multiply the windows for nothing)."""
+    return ~pl.col("signal").is_in(REQUEST_METRIC_SIGNALS) | pl.col("request").is_in(_CONTROL).fill_null(False)
 
 
 def _judged(windows: pl.DataFrame, signal: str, requests: tuple[str, ...]) -> pl.DataFrame:

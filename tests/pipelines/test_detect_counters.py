@@ -98,7 +98,7 @@ def found(spark):
     for cluster, lines in {**SYNTHETIC, **METRICS_ONLY}.items():
         samples += _samples(cluster, lines)
     df = spark.createDataFrame(samples, METRIC_SAMPLES.to_spark())
-    return metric_candidates(metric_windows(df, CFG).toArrow(), CFG)
+    return metric_candidates(metric_windows(df.toArrow(), CFG), CFG)
 
 
 def of(found, cluster, type_):
@@ -150,15 +150,16 @@ def test_nothing_else_fires_on_the_firing_series(found):
     assert fired == set(QUALITY)
 
 
-def test_the_metric_forms_belong_to_the_metric_query():
-    """The detect job's queries split the alerts of a type with a metric form by listener (schemas.alerts)."""
-    from jobs.detect import _owned
+def test_the_metric_forms_belong_to_the_metric_writer():
+    """The alert writers split the alerts of a type with a metric form by listener (schemas.alerts)."""
+    from jobs.alert_writer import owned
+    from schemas.alerts import DetectQuery
 
     metric_form = {"type": "DELAYED_LEADER_AND_ISR", "listener": "request-metrics"}
     log_form = {"type": "DELAYED_LEADER_AND_ISR", "listener": None}
     qbd_metric = {"type": "CONTROL_REQUEST_QUEUED_BEHIND_DATA", "listener": "data-plane"}
     qbd_log = {"type": "CONTROL_REQUEST_QUEUED_BEHIND_DATA", "listener": "PLAINTEXT"}
-    pairing, logs, metrics = _owned("detect_pairing"), _owned("detect_logs"), _owned("detect_metrics")
+    pairing, logs, metrics = owned(DetectQuery.LATENCY), owned(DetectQuery.LOG), owned(DetectQuery.METRIC)
     assert [pairing(a) for a in (metric_form, log_form, qbd_metric, qbd_log)] == [False, True, False, False]
     assert [logs(a) for a in (metric_form, log_form, qbd_metric, qbd_log)] == [False, False, False, True]
     assert [metrics(a) for a in (metric_form, log_form, qbd_metric, qbd_log)] == [True, False, True, False]

@@ -198,7 +198,7 @@ def found(spark):
     ms_df = spark.createDataFrame(samples, METRIC_SAMPLES.to_spark())
     return (latency_candidates(lat_df.toArrow(), sc_df.toArrow(), CFG)
             + log_candidates(sc_df.toArrow(), req_df.toArrow(), CFG)
-            + metric_candidates(metric_windows(ms_df, CFG).toArrow(), CFG))
+            + metric_candidates(metric_windows(ms_df.toArrow(), CFG), CFG))
 
 
 def of(found, cluster, type_):

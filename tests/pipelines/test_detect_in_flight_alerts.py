@@ -112,13 +112,13 @@ def test_a_short_condition_straddling_a_tumbling_window_boundary_fires(spark):
     rows += [sample("AcceptorBlockedPercent", s, 0.2 if 25 <= s <= 30 else 0.0, "OneMinuteRate")
              for s in range(0, 65, 5)]
     df = spark.createDataFrame(rows, METRIC_SAMPLES.to_spark())
-    found = metric_candidates(metric_windows(df, CFG).toArrow(), CFG)
+    found = metric_candidates(metric_windows(df.toArrow(), CFG), CFG)
     rqs = {(c["severity"], c["value"], c["threshold"]) for c in found if c["type"] == "REQUEST_QUEUE_SATURATED"}
     assert rqs == {("critical", 490.0, 400.0)}
     acc = {(c["severity"], round(c["value"], 4)) for c in found if c["type"] == "ACCEPTOR_BLOCKED"}
     assert acc == {("warning", round(0.4 / 6, 4))}  # the 30 s windows holding both blocked samples
     tumbling = DetectionConfig.from_mapping({"metric_window_slide_s": 30})
-    assert [c for c in metric_candidates(metric_windows(df, tumbling).toArrow(), tumbling)
+    assert [c for c in metric_candidates(metric_windows(df.toArrow(), tumbling), tumbling)
             if c["type"] in ("REQUEST_QUEUE_SATURATED", "ACCEPTOR_BLOCKED")] == []
 
 
@@ -129,7 +129,7 @@ def test_one_scrape_shipped_twice_is_not_a_sustained_condition(spark):
                                              ("AcceptorBlockedPercent", "OneMinuteRate", 0.9))
             for source in ("a.prom", "b.prom")]
     df = spark.createDataFrame(rows, METRIC_SAMPLES.to_spark())
-    assert metric_candidates(metric_windows(df, CFG).toArrow(), CFG) == []
+    assert metric_candidates(metric_windows(df.toArrow(), CFG), CFG) == []
 
 
 def test_in_flight_alerts_are_on_by_default_and_switched_off_by_the_config():

@@ -1,0 +1,96 @@
+"""Candidates of one micro-batch -> alert lifecycle -> MERGE into the shared `alerts` table, exactly once per batch.
+
+Three writers share `alerts`: the ingest job's log batches and metric batches (jobs.batch_detect) and the detect
+job's pairing query. Each owns a set of alert types (:data:`schemas.alerts.OWNERS`, by :class:`DetectQuery`) and
+updates or resolves only those, by the event time of the input it reads. In one process a lock serialises their
+read-open-alerts / merge steps; writers in separate processes (spark-submit jobs) meet as concurrent Delta commits,
+and the one that loses re-reads the open alerts and merges again.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from schemas.alerts import METRIC_FORMS, OWNERS, DetectQuery
+from schemas.tables import ALERTS
+
+if TYPE_CHECKING:
+    from jobs.io.settings import Settings
+    from pipelines.detection.config import DetectionConfig
+
+__all__ = ["AlertWriter", "owned"]
+
+log = logging.getLogger(__name__)
+
+# One lock per process: foreachBatch functions run on separate driver threads and must not interleave their
+# read-open-alerts / merge steps on the shared `alerts` table.
+_ALERTS_LOCK = threading.Lock()
+# A merge that lost a commit race with another process's writer is retried this many times (each retry re-reads the
+# open alerts; two writers own disjoint alert types, so a retry always applies).
+MAX_COMMIT_RETRIES = 5
+
+
+def owned(role: DetectQuery) -> Callable[[dict[str, Any]], bool]:
+    """Which open alerts a writer of `role` may update or resolve (a type of METRIC_FORMS has its metric form too:
+    the alerts carrying that form's listener are the metric writer's)."""
+    types = {t for t, o in OWNERS.items() if o.query == role}
+
+    def metric_form(a: dict[str, Any]) -> bool:
+        form = METRIC_FORMS.get(a["type"])
+        return form is not None and a["listener"] == form
+
+    if role == DetectQuery.METRIC:
+        return lambda a: a["type"] in types or metric_form(a)
+    return lambda a: a["type"] in types and not metric_form(a)
+
+
+class AlertWriter:
+    """Candidates of one micro-batch -> lifecycle -> MERGE into `alerts` (exactly once per batch id of `app`)."""
+
+    def __init__(self, settings: Settings, role: DetectQuery, app: str, cfg: DetectionConfig) -> None:
+        from jobs.io.delta_sink import DeltaMerger
+
+        self.path = settings.table_path(ALERTS.name)
+        self.cfg = cfg
+        self.owns = owned(role)
+        self.merger = DeltaMerger(self.path, ALERTS, app, ["alert_id"])
+
+    def open_alerts(self, clusters: set[str] | None = None) -> list[dict[str, Any]]:
+        """The open alerts this writer owns (of `clusters` only, when given)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        from deltalake import DeltaTable
+
+        if not DeltaTable.is_deltatable(self.path):
+            return []
+        tbl = pa.table(DeltaTable(self.path).to_pyarrow_table())
+        tbl = tbl.filter(pc.equal(tbl["status"], "open"))
+        return [a for a in tbl.to_pylist() if self.owns(a) and (clusters is None or a["cluster"] in clusters)]
+
+    def write(self, candidates: list[dict[str, Any]], watermark: dt.datetime | None, batch_id: int,
+              clusters: set[str] | None = None) -> int:
+        """Apply the lifecycle to the open alerts this writer owns (of `clusters` only, when given) and merge;
+        returns the number of alert rows written."""
+        import pyarrow as pa
+        from deltalake.exceptions import CommitFailedError
+
+        from pipelines.detection.lifecycle import Candidate, apply_lifecycle
+
+        cands = [Candidate.from_row(c) for c in candidates]
+        for attempt in range(MAX_COMMIT_RETRIES + 1):
+            with _ALERTS_LOCK:  # a replayed batch is skipped by the merger's app transaction
+                rows = apply_lifecycle(self.open_alerts(clusters), cands, watermark,
+                                       dt.timedelta(seconds=self.cfg.resolve_after_s), dt.datetime.now(dt.UTC))
+                try:
+                    self.merger.write_arrow(pa.Table.from_pylist(rows, schema=ALERTS.to_arrow()), batch_id)
+                    return len(rows)
+                except CommitFailedError as exc:
+                    if attempt == MAX_COMMIT_RETRIES:
+                        raise
+                    log.warning("%s batch %d: alerts commit lost a race (%s); merging again", self.merger.app_id,
+                                batch_id, exc)
+        raise AssertionError("unreachable")
