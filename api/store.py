@@ -208,6 +208,14 @@ class LakeStore:
                 h.checked_at = self._clock()
             finally:
                 h.refreshing = False
+            # a loaded snapshot behind the new version is reloaded now, not at the next request: a poller (a pager,
+            # the dashboard) sees a new alert one request sooner
+            start = (self.background_reload and h.snapshot is not None and h.snapshot_version < h.version
+                     and not h.reloading)
+            if start:
+                h.reloading = True
+        if start:
+            self._loader.submit(self._reload_in_background, name, h, h.version)
 
     def version(self, name: str) -> int:
         """The current version of table `name` (raises TableUnavailable)."""

@@ -101,3 +101,26 @@ def test_appended_files_with_arrow_view_types_are_merged(tmp_path: Path, spy: li
         assert snap.equals(_full(lake, ALERTS.name))
     finally:
         store.close()
+
+
+def test_a_version_refresh_reloads_the_snapshot_without_waiting_for_the_next_request(tmp_path: Path) -> None:
+    """Background mode: the request that finds the refresh interval passed starts the version check; when the
+    version moved, the check itself starts the snapshot's reload, so the next request already gets the new rows."""
+    import time
+
+    lake = tmp_path / "lake"
+    write(lake, ALERTS, [alert(i) for i in range(3)])
+    store = LakeStore(lake, refresh_interval_s=0, background_reload=True)
+    try:
+        assert store.snapshot(ALERTS.name).num_rows == 3
+        write(lake, ALERTS, [alert(7)])
+        assert store.snapshot(ALERTS.name).num_rows == 3  # served from memory; the refresh runs in the background
+        h = store._handles[ALERTS.name]
+        deadline = time.monotonic() + 10  # a bound, not a wait: the loop polls and breaks at once when loaded
+        while h.snapshot_version < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert h.snapshot_version == 1
+        assert h.snapshot is not None
+        assert h.snapshot.num_rows == 4
+    finally:
+        store.close()
