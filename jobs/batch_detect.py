@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
     from jobs.io.settings import Settings
     from pipelines.detection.config import DetectionConfig
+    from schemas.tables import Table
 
 __all__ = ["BatchDetect", "LogRules", "MetricRules", "SilverRows", "batch_detect"]
 
@@ -71,13 +72,12 @@ def _clusters(tables: list[pa.Table]) -> set[str]:
     return {c for t in tables if t.num_rows for c in pc.unique(t["cluster"]).to_pylist() if c is not None}
 
 
-def _rows(silver: SilverRows, name: str, names: list[str]) -> pa.Table:
-    import pyarrow as pa
-
-    load = silver.get(name)
+def _rows(silver: SilverRows, table: Table) -> pa.Table:
+    """The batch's rows of silver `table` in its columns and types (none: the table's empty frame)."""
+    load = silver.get(table.name)
     if load is None:
-        return pa.table({n: pa.array([], pa.null()) for n in names})
-    return load().select(names)
+        return table.to_arrow().empty_table()
+    return load().select(table.names).cast(table.to_arrow())
 
 
 class LogRules:
@@ -95,8 +95,8 @@ class LogRules:
         from pipelines.detection.detectors import log_candidates
 
         t0 = time.perf_counter()
-        sc = _rows(silver, STATE_CHANGE_EVENTS.name, STATE_CHANGE_EVENTS.names)
-        rq = _rows(silver, REQUEST_EVENTS.name, REQUEST_EVENTS.names)
+        sc = _rows(silver, STATE_CHANGE_EVENTS)
+        rq = _rows(silver, REQUEST_EVENTS)
         watermark = self.clock.watermark  # as of the earlier batches, like a streaming watermark
         self.clock.advance([sc, rq])
         self.clusters |= _clusters([sc, rq])
@@ -141,8 +141,7 @@ class MetricRules:
         from pipelines.detection.metric_detectors import detection_samples, metric_windows
 
         t0 = time.perf_counter()
-        load = silver.get(METRIC_SAMPLES.name)
-        batch = load() if load is not None else METRIC_SAMPLES.to_arrow().empty_table()
+        batch = _rows(silver, METRIC_SAMPLES)
         watermark = self.clock.watermark
         self.clusters |= _clusters([batch])
         frame = pl.from_arrow(batch)
