@@ -30,6 +30,7 @@ from schemas.tables import METRIC_SAMPLES, REQUEST_EVENTS, STATE_CHANGE_EVENTS
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from deltalake import DeltaTable
 
     from jobs.io.settings import Settings
     from pipelines.detection.config import DetectionConfig
@@ -115,6 +116,7 @@ class MetricRules:
         self.cfg = cfg
         self.query = query
         self.path = settings.table_path(METRIC_SAMPLES.name)
+        self._table: DeltaTable | None = None
         self.alerts = AlertWriter(settings, DetectQuery.METRIC, f"{query}-alerts-{run_id}", cfg)
         self.clock = EventClock(cfg.watermark_delay_s)
         self.clusters: set[str] = set()
@@ -123,16 +125,21 @@ class MetricRules:
         """metric_samples rows of the new samples' clusters over the span of every window the new samples fall in
         (a superset: files are chosen by their statistics; the batch's own rows are among them, committed)."""
         import pyarrow.compute as pc
-
-        from jobs.io.delta_read import read_delta_arrow
+        from deltalake import DeltaTable
 
         length = dt.timedelta(seconds=self.cfg.metric_window_s)
         lo = pc.min(new["ts"]).as_py() - length
         hi = pc.max(new["ts"]).as_py() + length
         days = sorted({lo.date() + dt.timedelta(days=i) for i in range((hi.date() - lo.date()).days + 1)})
         clusters = sorted(_clusters([new]))
-        return read_delta_arrow(self.path, [[("cluster", "in", clusters), ("date", "in", days), ("ts", ">=", lo),
-                                             ("ts", "<=", hi)]])
+        # one handle, brought up to date by the new log entries only (opening the table anew reads its checkpoint,
+        # whose size grows with the table's files)
+        if self._table is None:
+            self._table = DeltaTable(self.path)
+        else:
+            self._table.update_incremental()
+        files = [[("cluster", "in", clusters), ("date", "in", days), ("ts", ">=", lo), ("ts", "<=", hi)]]
+        return self._table.to_pyarrow_dataset(file_pruning_predicate=files).to_table()
 
     def __call__(self, silver: SilverRows, batch_id: int) -> None:
         import polars as pl

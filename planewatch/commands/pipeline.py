@@ -1,7 +1,8 @@
 """`planewatch pipeline [--once] --input DIR --lake DIR --checkpoints DIR`: the streaming jobs, locally.
 
 Ingestion of logs and metrics (files, Kafka topics and/or live Prometheus endpoints, conf/pipeline.yaml) into the
-Delta tables, then detection (jobs/detect.py) in one SparkSession (master local[2] by default, Spark UI off, loopback
+Delta tables, with the log and metric rules in its micro-batches (jobs/batch_detect.py), then pairing and the latency
+rules (jobs/detect.py), in one SparkSession (master local[2] by default, Spark UI off, loopback
 only). `--scrape CLUSTER_JSON` (repeatable) scrapes the exporters a planewatch cluster.json lists on every trigger.
 `--once` processes what is there (one scrape per endpoint) and stops; otherwise the queries run until Ctrl-C.
 """
@@ -18,7 +19,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
     add_arguments(parser)
     parser.add_argument("--master", help="Spark master (default spark.master of the config: local[2])")
-    parser.add_argument("--no-detect", action="store_true", help="ingestion only, no detection")
+    parser.add_argument("--no-detect", action="store_true", help="ingestion only: no rule runs, no alert is written")
     parser.add_argument("-v", "--verbose", action="store_true", help="log every micro-batch")
 
 
