@@ -1,8 +1,9 @@
 """What each scenario run injects and which alert must catch it (pure data; `planewatch demo` scores against it).
 
 A run is one cluster (its directory name under the pipeline's input, so the alert's ``cluster``). An incident is
-marked by the first timeline event named ``event``; ``alert_type`` must then fire on that run's cluster, on broker
-``broker_id``: a fixed id, the name of the timeline event's field that holds it, or None for any broker of the run.
+marked by the timeline event named ``event`` (its ``occurrence``-th, by default the first); ``alert_type`` must then
+fire on that run's cluster, on broker ``broker_id``: a fixed id, the name of the timeline event's field that holds
+it, or None for any broker of the run.
 ``FORBIDDEN`` lists, per run, the alert types that would be false alarms there ("*": every type).
 """
 
@@ -24,6 +25,7 @@ class ExpectedIncident:
     event: str
     alert_type: str
     broker_id: int | str | None  # fixed id, timeline field holding it, or None = any broker of the run
+    occurrence: int = 1  # which occurrence of `event` marks the incident (a scenario may repeat a step)
 
 
 RUNS = (
@@ -50,9 +52,12 @@ EXPECTED: tuple[ExpectedIncident, ...] = (
     ExpectedIncident("produce-backlog-with-control-plane", "load-started", "REQUEST_HANDLER_SATURATED", None),
     # KIP-402: thousands of connections against broker 1 block its acceptor.
     ExpectedIncident("connection-storm", "storm-started", "ACCEPTOR_BLOCKED", "broker"),
-    # KAFKA-6974: after a restart the LeaderAndIsr that makes a broker follow waits for the fetchers'
-    # partitionMapLock on a surviving broker (any of them, depending on who fetches from the restarted one).
-    ExpectedIncident("fetcher-lock-locked", "broker-restarted", "LOCK_CONTENTION", None),
+    # KAFKA-6974: the second bounce (broker 2) moves leadership onto broker 3, restarted by the first bounce and
+    # still catching up: its fetchers hold partitionMapLock over responses full of slow checkpoint flushes, and the
+    # LeaderAndIsr that removes their partitions waits for it. The first bounce finds fetchers in steady state
+    # (small responses, waits under a second). Measured on 2026-11-27: the contended LeaderAndIsr started 1.8-1.9 s
+    # after the second restart in two runs, 8-10 s after the first.
+    ExpectedIncident("fetcher-lock-locked", "broker-restarted", "LOCK_CONTENTION", None, occurrence=2),
     # A LeaderAndIsr carrying broker 2's pre-restart epoch is fenced (STALE_BROKER_EPOCH, error 77).
     ExpectedIncident("broker-bounce", "stale-request-sent", "STALE_BROKER_EPOCH", "broker"),
 )

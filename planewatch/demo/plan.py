@@ -103,6 +103,8 @@ class Expectation(Protocol):
     def alert_type(self) -> str: ...
     @property
     def broker_id(self) -> int | str | None: ...
+    @property
+    def occurrence(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -175,20 +177,20 @@ class Detection:
 
 
 def incidents_of(run: str, events: Iterable[Mapping[str, Any]], expected: Iterable[Expectation]) -> list[Incident]:
-    """The incidents a run injected: each expectation of the run whose marker event is in its timeline."""
+    """The incidents a run injected: each expectation of the run whose marker event (its `occurrence`-th, in
+    timeline order) is in its timeline."""
     evs = list(events)
     out: list[Incident] = []
     for exp in expected:
         if exp.run != run:
             continue
-        for ev in evs:
-            if ev.get("event") != exp.event:
-                continue
-            bid = exp.broker_id
-            broker = ev.get(bid) if isinstance(bid, str) else bid
-            out.append(Incident(run, exp.event, int(ev["ts_ms"]), exp.alert_type,
-                                None if broker is None else int(broker)))
-            break  # the first occurrence marks the incident
+        marks = [ev for ev in evs if ev.get("event") == exp.event]
+        if len(marks) < exp.occurrence:
+            continue
+        ev = marks[exp.occurrence - 1]
+        bid = exp.broker_id
+        broker = ev.get(bid) if isinstance(bid, str) else bid
+        out.append(Incident(run, exp.event, int(ev["ts_ms"]), exp.alert_type, None if broker is None else int(broker)))
     return out
 
 

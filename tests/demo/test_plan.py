@@ -13,6 +13,7 @@ class Exp:
     event: str
     alert_type: str
     broker_id: int | str | None
+    occurrence: int = 1
 
 
 def _alert(i: int, type_: str, cluster: str, broker: int | None, seen: int, visible: int | None = None) -> SeenAlert:
@@ -22,7 +23,7 @@ def _alert(i: int, type_: str, cluster: str, broker: int | None, seen: int, visi
 EVENTS = [
     {"event": "scenario-started", "ts_ms": 1_000},
     {"event": "storm-started", "ts_ms": 2_000, "broker": 1},
-    {"event": "storm-started", "ts_ms": 9_000, "broker": 2},  # only the first occurrence marks the incident
+    {"event": "storm-started", "ts_ms": 9_000, "broker": 2},  # the first occurrence marks the incident by default
     {"event": "broker-killed", "ts_ms": 3_000, "broker": 3},
 ]
 
@@ -32,11 +33,14 @@ def test_incidents_take_the_broker_from_a_field_a_constant_or_any() -> None:
            Exp("storm", "broker-killed", "DELAYED_LEADER_AND_ISR", None),
            Exp("storm", "broker-killed", "STALE_BROKER_EPOCH", 2),
            Exp("storm", "never-happened", "LOCK_CONTENTION", 1),
-           Exp("other-run", "storm-started", "ACCEPTOR_BLOCKED", "broker")]
+           Exp("other-run", "storm-started", "ACCEPTOR_BLOCKED", "broker"),
+           Exp("storm", "storm-started", "NETWORK_PROCESSOR_SATURATED", "broker", occurrence=2),
+           Exp("storm", "broker-killed", "LOCK_CONTENTION", None, occurrence=2)]  # there is no second kill
     got = incidents_of("storm", EVENTS, exp)
     assert got == [Incident("storm", "storm-started", 2_000, "ACCEPTOR_BLOCKED", 1),
                    Incident("storm", "broker-killed", 3_000, "DELAYED_LEADER_AND_ISR", None),
-                   Incident("storm", "broker-killed", 3_000, "STALE_BROKER_EPOCH", 2)]
+                   Incident("storm", "broker-killed", 3_000, "STALE_BROKER_EPOCH", 2),
+                   Incident("storm", "storm-started", 9_000, "NETWORK_PROCESSOR_SATURATED", 2)]
 
 
 def test_match_needs_cluster_type_and_broker_and_takes_the_earliest_seen() -> None:
