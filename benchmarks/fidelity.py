@@ -220,10 +220,15 @@ class KafkaTarget(_ClusterTarget):
 
 
 def _started_count(server_log: Path, broker_id: int) -> int:
-    try:
-        return server_log.read_text(errors="replace").count(f"[KafkaServer id={broker_id}] started")
-    except OSError:
-        return 0
+    """How often the broker logged its start, in `server_log` and the files log4j rolled it into (Kafka's
+    DailyRollingFileAppender rolls server.log every hour: a count of server.log alone falls at the hour)."""
+    total = 0
+    for f in server_log.parent.glob(server_log.name + "*"):
+        try:
+            total += f.read_text(errors="replace").count(f"[KafkaServer id={broker_id}] started")
+        except OSError:  # rolled away between the listing and the read
+            continue
+    return total
 
 
 def _merge(into: dict[str, frozenset[str]], names: dict[str, frozenset[str]]) -> None:

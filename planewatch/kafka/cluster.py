@@ -376,13 +376,26 @@ def _reap(proc: _Proc, sig: int) -> None:
 
 
 def _logged_started(server_log: Path, offset: int) -> bool:
-    """Whether server.log says, past ``offset`` (a restarted broker appends to its old log), that Kafka started."""
+    """Whether server.log says, past ``offset`` (a restarted broker appends to its old log), that Kafka started.
+
+    log4j rolls server.log every hour: a server.log shorter than ``offset`` was rolled since, so this incarnation's
+    lines are the new server.log's and those past ``offset`` in the newest rolled file."""
+    parts = [(server_log, offset)]
     try:
-        with open(server_log, "rb") as fh:
-            fh.seek(offset)
-            return any(_STARTED.search(line.decode("utf-8", "replace")) for line in fh)
+        if server_log.stat().st_size < offset:
+            rolled = sorted(server_log.parent.glob(server_log.name + ".*"), key=lambda p: p.stat().st_mtime)
+            parts = [(server_log, 0), *[(r, offset) for r in rolled[-1:]]]
     except OSError:
         return False
+    for path, start in parts:
+        try:
+            with open(path, "rb") as fh:
+                fh.seek(start)
+                if any(_STARTED.search(line.decode("utf-8", "replace")) for line in fh):
+                    return True
+        except OSError:  # rolled away between the listing and the read
+            continue
+    return False
 
 
 def _reason(proc: _Proc) -> str:

@@ -1,0 +1,50 @@
+"""Telling that a (re)started Apache Kafka broker is up from its server.log, across log4j's hourly roll."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from benchmarks.fidelity import _started_count
+from planewatch.kafka.cluster import _logged_started
+
+OLD = "[2026-11-27 10:59:01,000] INFO [KafkaServer id=1] started (kafka.server.KafkaServer)\n"
+NOISE = "[2026-11-27 10:59:58,000] INFO [KafkaServer id=1] starting (kafka.server.KafkaServer)\n"
+NEW = "[2026-11-27 11:00:04,840] INFO [KafkaServer id=1] started (kafka.server.KafkaServer)\n"
+
+
+def _age(path: Path, seconds: int) -> None:
+    st = path.stat()
+    os.utime(path, (st.st_atime - seconds, st.st_mtime - seconds))
+
+
+def test_a_restart_across_the_hourly_roll_is_seen(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text(OLD + "x" * 500 + "\n")
+    offset = log.stat().st_size  # the restart begins: its lines come after this
+    assert not _logged_started(log, offset)
+    assert _started_count(log, 1) == 1
+    # log4j rolls at the hour: the old incarnation's lines and the restart's first ones move to server.log.<hour>
+    log.rename(tmp_path / "server.log.2026-11-27-10")
+    with open(tmp_path / "server.log.2026-11-27-10", "a") as fh:
+        fh.write(NOISE)
+    _age(tmp_path / "server.log.2026-11-27-10", 5)
+    log.write_text(NOISE)
+    assert not _logged_started(log, offset)
+    assert _started_count(log, 1) == 1
+    with open(log, "a") as fh:
+        fh.write(NEW)
+    assert _logged_started(log, offset)
+    assert _started_count(log, 1) == 2
+
+
+def test_a_start_line_rolled_away_past_the_offset_still_counts(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text(OLD)
+    offset = log.stat().st_size
+    with open(log, "a") as fh:
+        fh.write(NOISE + NEW)
+    log.rename(tmp_path / "server.log.2026-11-27-10")
+    log.write_text("")
+    assert _logged_started(log, offset)
+    assert not _logged_started(tmp_path / "missing.log", 0)
