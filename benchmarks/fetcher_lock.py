@@ -15,13 +15,14 @@ from pathlib import Path
 
 def main() -> None:
     from broker.scenarios.base import Timeline
-    from broker.scenarios.library import fetcher_lock
+    from broker.scenarios.library import FETCHER_CHECKPOINT_DELAY_MS, FETCHER_LOCK_PARTITIONS, fetcher_lock
 
     with tempfile.TemporaryDirectory(prefix="pw-fetcher-lock-") as tmp:
         out = io.StringIO()
         fetcher_lock(Path(tmp), Timeline("fetcher-lock", Path(tmp) / "timeline.jsonl", out))
         events = [json.loads(line) for line in out.getvalue().splitlines()]
-    print("fetcher-lock scenario (checkpoint flush delay 100 ms, 24 partitions x RF 3, two broker bounces per model)")
+    print(f"fetcher-lock scenario (checkpoint flush delay {FETCHER_CHECKPOINT_DELAY_MS} ms, {FETCHER_LOCK_PARTITIONS} "
+          "partitions x RF 3, two broker bounces per model)")
     for e in events:
         if e["event"] in ("leader-and-isr-times", "partition-map-lock-waits"):
             what = "LeaderAndIsr handling" if e["event"] == "leader-and-isr-times" else "partitionMapLock wait "

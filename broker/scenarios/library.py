@@ -53,6 +53,12 @@ STORM_CONNECT_TIMEOUT_S = 3.0
 # LeaderAndIsr waits stayed under 0.5 s on 2 busy cores; at 300 ms a quieter machine's
 # longest wait was 988 ms, under LOCK_CONTENTION's 1 s; at 500 ms it was 1174 ms.
 FETCHER_CHECKPOINT_DELAY_MS = 500
+# fetcher-lock: partitions of its topic. The LeaderAndIsr waits for what is left of the fetch response being processed,
+# and each partition of it whose batches start a new leader epoch flushes the checkpoint once: with 24 partitions
+# the waits after the second bounce were 0.9-3.1 s over five demo runs (one under LOCK_CONTENTION's 1 s, a missed
+# incident), with 48 partitions 1.5-1.7 s over three (2026-11-27). A slower flush did not help: at 1000 ms the wait
+# was 0.9 s (the request arrived near a response's end).
+FETCHER_LOCK_PARTITIONS = 48
 
 _LOCK_WAIT = re.compile(r"LeaderAndIsr waited (\d+) ms for partitionMapLock")
 _TS = r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]"
@@ -218,8 +224,8 @@ def fetcher_lock_run(d: Path, tl: Timeline, model: str) -> dict[str, Any]:
                        extra={"log.segment.bytes": "20000", "log.retention.bytes": "40000",
                               "log.retention.check.interval.ms": "1000"})
     with started_cluster(spec, tl) as cluster:
-        create_topic(cluster, "lock", 24, 3)
-        load = Load(cluster.bootstrap_servers(), "lock", 24, max_records=100_000, max_seconds=40,
+        create_topic(cluster, "lock", FETCHER_LOCK_PARTITIONS, 3)
+        load = Load(cluster.bootstrap_servers(), "lock", FETCHER_LOCK_PARTITIONS, max_records=100_000, max_seconds=40,
                     value_bytes=500, acks="1", rate=2000).start()
         tl.emit("load-started", run=model, topic="lock", checkpoint_delay_ms=FETCHER_CHECKPOINT_DELAY_MS)
         time.sleep(5)
