@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import random
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from pipelines.detection.lifecycle import Candidate, apply_lifecycle
 from schemas.alerts import METRIC_FORMS, OWNERS, DetectQuery
 from schemas.tables import ALERTS
 
@@ -30,8 +33,9 @@ log = logging.getLogger(__name__)
 # read-open-alerts / merge steps on the shared `alerts` table.
 _ALERTS_LOCK = threading.Lock()
 # A merge that lost a commit race with another process's writer is retried this many times (each retry re-reads the
-# open alerts; two writers own disjoint alert types, so a retry always applies).
+# open alerts; two writers own disjoint alert types, so a retry always applies), after a pause of up to this long.
 MAX_COMMIT_RETRIES = 5
+RETRY_JITTER_S = 0.2
 
 
 def owned(role: DetectQuery) -> Callable[[dict[str, Any]], bool]:
@@ -71,20 +75,18 @@ class AlertWriter:
         tbl = tbl.filter(pc.equal(tbl["status"], "open"))
         return [a for a in tbl.to_pylist() if self.owns(a) and (clusters is None or a["cluster"] in clusters)]
 
-    def write(self, candidates: list[dict[str, Any]], watermark: dt.datetime | None, batch_id: int,
-              clusters: set[str] | None = None) -> int:
+    def write(self, candidates: list[dict[str, Any]], watermark: dt.datetime | Mapping[str, dt.datetime] | None,
+              batch_id: int, clusters: set[str] | None = None) -> int:
         """Apply the lifecycle to the open alerts this writer owns (of `clusters` only, when given) and merge;
-        returns the number of alert rows written."""
+        returns the number of alert rows written. `watermark`: the event time that resolves alerts, one for all
+        clusters or one per cluster (a cluster without one resolves nothing)."""
         import pyarrow as pa
         from deltalake.exceptions import CommitFailedError
-
-        from pipelines.detection.lifecycle import Candidate, apply_lifecycle
 
         cands = [Candidate.from_row(c) for c in candidates]
         for attempt in range(MAX_COMMIT_RETRIES + 1):
             with _ALERTS_LOCK:  # a replayed batch is skipped by the merger's app transaction
-                rows = apply_lifecycle(self.open_alerts(clusters), cands, watermark,
-                                       dt.timedelta(seconds=self.cfg.resolve_after_s), dt.datetime.now(dt.UTC))
+                rows = self._lifecycle(self.open_alerts(clusters), cands, watermark)
                 try:
                     self.merger.write_arrow(pa.Table.from_pylist(rows, schema=ALERTS.to_arrow()), batch_id)
                     return len(rows)
@@ -93,4 +95,18 @@ class AlertWriter:
                         raise
                     log.warning("%s batch %d: alerts commit lost a race (%s); merging again", self.merger.app_id,
                                 batch_id, exc)
+            time.sleep(random.uniform(0, RETRY_JITTER_S))  # outside the lock: let the other writer finish
         raise AssertionError("unreachable")
+
+    def _lifecycle(self, open_alerts: list[dict[str, Any]], cands: list[Candidate],
+                   watermark: dt.datetime | Mapping[str, dt.datetime] | None) -> list[dict[str, Any]]:
+        resolve_after = dt.timedelta(seconds=self.cfg.resolve_after_s)
+        now = dt.datetime.now(dt.UTC)
+        if watermark is None or isinstance(watermark, dt.datetime):
+            return apply_lifecycle(open_alerts, cands, watermark, resolve_after, now)
+        rows: list[dict[str, Any]] = []
+        for cluster in sorted({a["cluster"] for a in open_alerts} | {c.cluster for c in cands}):
+            rows += apply_lifecycle([a for a in open_alerts if a["cluster"] == cluster],
+                                    [c for c in cands if c.cluster == cluster], watermark.get(cluster),
+                                    resolve_after, now)
+        return rows

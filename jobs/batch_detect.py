@@ -26,10 +26,12 @@ from typing import TYPE_CHECKING, Any
 
 from jobs.alert_writer import AlertWriter
 from schemas.alerts import DetectQuery
+from schemas.inputs import InputFamily
 from schemas.tables import METRIC_SAMPLES, REQUEST_EVENTS, STATE_CHANGE_EVENTS
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    import pyarrow.compute as pc
     from deltalake import DeltaTable
 
     from jobs.io.settings import Settings
@@ -40,31 +42,38 @@ __all__ = ["BatchDetect", "LogRules", "MetricRules", "SilverRows", "batch_detect
 
 log = logging.getLogger(__name__)
 
-# silver table name -> the batch's rows of it (loaded on demand: on the executor paths they are read back)
-SilverRows = Mapping[str, Callable[[], "pa.Table"]]
+# silver table name -> the batch's rows of it, loaded on demand (on the executor paths they are read back): the
+# columns asked for (None: all) of the rows an Arrow expression keeps (None: all)
+SilverLoad = Callable[[list[str] | None, "pc.Expression | None"], "pa.Table"]
+SilverRows = Mapping[str, SilverLoad]
 BatchDetect = Callable[[SilverRows, int], None]
+# What the event clock reads of every row of a batch.
+CLOCK_COLUMNS = ["cluster", "ts"]
 
 
 class EventClock:
-    """The event time an input reached: the highest `ts` seen, minus the watermark delay (None before any row)."""
+    """The event time each cluster's input reached: its highest `ts` seen, minus the watermark delay (a cluster
+    without rows yet has none). Per cluster: a back-filling cluster's alerts are not resolved by a live one's time."""
 
     def __init__(self, delay_s: float) -> None:
         self.delay = dt.timedelta(seconds=delay_s)
-        self.highest: dt.datetime | None = None
+        self.highest: dict[str, dt.datetime] = {}
 
     @property
-    def watermark(self) -> dt.datetime | None:
-        return None if self.highest is None else self.highest - self.delay
+    def watermarks(self) -> dict[str, dt.datetime]:
+        return {c: t - self.delay for c, t in self.highest.items()}
 
     def advance(self, tables: list[pa.Table]) -> None:
-        import pyarrow.compute as pc
-
         for t in tables:
-            if t.num_rows and "ts" in t.column_names:
-                top = pc.max(t["ts"]).as_py()
-                if top is not None:
-                    top = top if top.tzinfo else top.replace(tzinfo=dt.UTC)
-                    self.highest = top if self.highest is None or top > self.highest else self.highest
+            if not t.num_rows:
+                continue
+            per = t.select(CLOCK_COLUMNS).group_by("cluster").aggregate([("ts", "max")])
+            for cluster, top in zip(per["cluster"].to_pylist(), per["ts_max"].to_pylist(), strict=True):
+                if cluster is None or top is None:
+                    continue
+                top = top if top.tzinfo else top.replace(tzinfo=dt.UTC)
+                if cluster not in self.highest or top > self.highest[cluster]:
+                    self.highest[cluster] = top
 
 
 def _clusters(tables: list[pa.Table]) -> set[str]:
@@ -73,12 +82,21 @@ def _clusters(tables: list[pa.Table]) -> set[str]:
     return {c for t in tables if t.num_rows for c in pc.unique(t["cluster"]).to_pylist() if c is not None}
 
 
-def _rows(silver: SilverRows, table: Table) -> pa.Table:
-    """The batch's rows of silver `table` in its columns and types (none: the table's empty frame)."""
+def _rows(silver: SilverRows, table: Table, where: pc.Expression | None = None,
+          columns: list[str] | None = None) -> pa.Table:
+    """The batch's rows of silver `table` that `where` keeps, in its types (none: the table's empty frame)."""
+    names = columns or table.names
+    schema = table.to_arrow()
     load = silver.get(table.name)
     if load is None:
-        return table.to_arrow().empty_table()
-    return load().select(table.names).cast(table.to_arrow())
+        return _schema_of(schema, names).empty_table()
+    return load(names, where).select(names).cast(_schema_of(schema, names))
+
+
+def _schema_of(schema: pa.Schema, names: list[str]) -> pa.Schema:
+    import pyarrow as pa
+
+    return pa.schema([schema.field(n) for n in names])
 
 
 class LogRules:
@@ -93,17 +111,22 @@ class LogRules:
         self.clusters: set[str] = set()
 
     def __call__(self, silver: SilverRows, batch_id: int) -> None:
+        import pyarrow.compute as pc
+
         from pipelines.detection.detectors import log_candidates
+        from pipelines.detection.events import CONTROL_REQUESTS, STALE_EVENTS
 
         t0 = time.perf_counter()
-        sc = _rows(silver, STATE_CHANGE_EVENTS)
-        rq = _rows(silver, REQUEST_EVENTS)
-        watermark = self.clock.watermark  # as of the earlier batches, like a streaming watermark
-        self.clock.advance([sc, rq])
-        self.clusters |= _clusters([sc, rq])
+        keys = [_rows(silver, t, columns=CLOCK_COLUMNS) for t in (STATE_CHANGE_EVENTS, REQUEST_EVENTS)]
+        watermarks = self.clock.watermarks  # as of the earlier batches, like a streaming watermark
+        self.clock.advance(keys)
+        self.clusters |= _clusters(keys)
+        # the rows the rules read: stale-epoch lines, the request log's control requests
+        sc = _rows(silver, STATE_CHANGE_EVENTS, pc.field("event").isin([e.value for e in STALE_EVENTS]))
+        rq = _rows(silver, REQUEST_EVENTS, pc.field("api_name").isin(list(CONTROL_REQUESTS)))
         cands = log_candidates(sc, rq, self.cfg) if sc.num_rows + rq.num_rows else []
         t1 = time.perf_counter()
-        n = self.alerts.write(cands, watermark, batch_id, self.clusters)
+        n = self.alerts.write(cands, watermarks, batch_id, self.clusters)
         log.info("%s batch %d: log rules %d candidate(s), %d alert row(s); rules %.0f ms, alerts %.0f ms",
                  self.query, batch_id, len(cands), n, (t1 - t0) * 1e3, (time.perf_counter() - t1) * 1e3)
 
@@ -122,39 +145,47 @@ class MetricRules:
         self.clusters: set[str] = set()
 
     def _history(self, new: pa.Table) -> pa.Table:
-        """metric_samples rows of the new samples' clusters over the span of every window the new samples fall in
-        (a superset: files are chosen by their statistics; the batch's own rows are among them, committed)."""
-        import pyarrow.compute as pc
+        """metric_samples rows over the span of every window the new samples fall in, per cluster (a superset: files
+        are chosen by their statistics; the batch's own rows are among them, committed)."""
         from deltalake import DeltaTable
 
         length = dt.timedelta(seconds=self.cfg.metric_window_s)
-        lo = pc.min(new["ts"]).as_py() - length
-        hi = pc.max(new["ts"]).as_py() + length
-        days = sorted({lo.date() + dt.timedelta(days=i) for i in range((hi.date() - lo.date()).days + 1)})
-        clusters = sorted(_clusters([new]))
+        spans = new.select(CLOCK_COLUMNS).group_by("cluster").aggregate([("ts", "min"), ("ts", "max")])
+        files: list[list[tuple[str, str, Any]]] = []
+        for cluster, first, last in zip(*(spans[c].to_pylist() for c in ("cluster", "ts_min", "ts_max")), strict=True):
+            lo, hi = first - length, last + length
+            days = [lo.date() + dt.timedelta(days=i) for i in range((hi.date() - lo.date()).days + 1)]
+            files.append([("cluster", "=", cluster), ("date", "in", days), ("ts", ">=", lo), ("ts", "<=", hi)])
         # one handle, brought up to date by the new log entries only (opening the table anew reads its checkpoint,
         # whose size grows with the table's files)
         if self._table is None:
             self._table = DeltaTable(self.path)
         else:
             self._table.update_incremental()
-        files = [[("cluster", "in", clusters), ("date", "in", days), ("ts", ">=", lo), ("ts", "<=", hi)]]
         return self._table.to_pyarrow_dataset(file_pruning_predicate=files).to_table()
 
     def __call__(self, silver: SilverRows, batch_id: int) -> None:
         import polars as pl
+        import pyarrow.compute as pc
 
         from pipelines.detection.detectors import metric_candidates
-        from pipelines.detection.metric_detectors import detection_samples, metric_windows
+        from pipelines.detection.metric_detectors import DETECTION_SIGNALS, detection_samples, metric_windows
 
         t0 = time.perf_counter()
-        batch = _rows(silver, METRIC_SAMPLES)
-        watermark = self.clock.watermark
+        batch = _rows(silver, METRIC_SAMPLES, pc.field("signal").isin(list(DETECTION_SIGNALS)))
+        watermarks = self.clock.watermarks
         self.clusters |= _clusters([batch])
         frame = pl.from_arrow(batch)
         assert isinstance(frame, pl.DataFrame)
-        new = detection_samples(frame).drop("sig").to_arrow() if batch.num_rows else batch
-        self.clock.advance([new])
+        samples = detection_samples(frame).drop("sig")
+        self.clock.advance([samples.select(CLOCK_COLUMNS).to_arrow()])
+        # a sample older than its cluster's event time is late, as a streaming aggregation would drop it: its windows
+        # were judged already (an alert they raised may be resolved since; judging them again would reopen it)
+        late = pl.col("ts") < pl.col("cluster").replace_strict(watermarks, default=None, return_dtype=pl.Datetime(
+            "us", "UTC"))
+        kept = samples.filter(~late.fill_null(False))
+        dropped = samples.height - kept.height
+        new = kept.to_arrow()
         cands: list[dict[str, Any]] = []
         windows = 0
         if new.num_rows:
@@ -162,9 +193,10 @@ class MetricRules:
             windows = found.num_rows
             cands = metric_candidates(found, self.cfg)
         t1 = time.perf_counter()
-        n = self.alerts.write(cands, watermark, batch_id, self.clusters)
-        log.info("%s batch %d: metric rules over %d window(s), %d candidate(s), %d alert row(s); windows and rules "
-                 "%.0f ms, alerts %.0f ms", self.query, batch_id, windows, len(cands), n, (t1 - t0) * 1e3,
+        n = self.alerts.write(cands, watermarks, batch_id, self.clusters)
+        log.info("%s batch %d: metric rules over %d window(s), %d candidate(s), %d alert row(s)%s; windows and rules "
+                 "%.0f ms, alerts %.0f ms", self.query, batch_id, windows, len(cands), n,
+                 f", {dropped} late sample(s) not judged" if dropped else "", (t1 - t0) * 1e3,
                  (time.perf_counter() - t1) * 1e3)
 
 
@@ -173,4 +205,8 @@ def batch_detect(settings: Settings, family: str, query: str, run_id: str) -> Ba
     from pipelines.detection.config import DetectionConfig
 
     cfg = DetectionConfig.from_mapping(settings.detection)
-    return LogRules(settings, query, run_id, cfg) if family == "logs" else MetricRules(settings, query, run_id, cfg)
+    if family == InputFamily.LOGS:
+        return LogRules(settings, query, run_id, cfg)
+    if family == InputFamily.METRICS:
+        return MetricRules(settings, query, run_id, cfg)
+    raise ValueError(f"no in-batch rules for input family {family!r}")

@@ -46,11 +46,13 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     import pyarrow as pa
+    import pyarrow.compute as pc
     from pyspark.sql import Column, DataFrame
 
-    from jobs.batch_detect import BatchDetect
+    from jobs.batch_detect import BatchDetect, SilverLoad
     from jobs.io.file_tail import Piece
     from pipelines.quality.rules import Suite
+    from schemas.tables import Table
 
 __all__ = ["BatchReport", "IngestBatch"]
 
@@ -147,8 +149,8 @@ class TablesWritten:
     failed_rules: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     # silver table with rows -> its rows of the batch as pandas, at most the given number (a GE sample)
     samples: Mapping[str, Callable[[int], Any]] = field(default_factory=dict)
-    # silver table with rows -> all its rows of the batch as Arrow (in-batch detection: jobs.batch_detect)
-    rows: Mapping[str, Callable[[], pa.Table]] = field(default_factory=dict)
+    # silver table with rows -> a loader of its rows of the batch as Arrow (in-batch detection: jobs.batch_detect)
+    rows: Mapping[str, SilverLoad] = field(default_factory=dict)
     empty: bool = False  # the batch held no record: no table rows to judge or reconcile
 
 
@@ -162,13 +164,30 @@ def _spark_sample(frame: DataFrame, limit: int) -> Any:
     return frame.drop("labels").limit(limit).toPandas()
 
 
-def _spark_rows(frame: DataFrame, sink: DeltaSink) -> pa.Table:
-    """A silver frame's rows as Arrow in its table's columns (one more Spark job: the executor paths only)."""
+def _committed(paths: Sequence[str], table: Table, columns: list[str] | None, where: pc.Expression | None
+               ) -> pa.Table:
+    """The rows of a batch's committed files that `where` keeps, with `columns` (the files path)."""
+    from jobs.io.engine_files import committed_rows
+
+    return committed_rows(paths, table, columns=columns, where=where)
+
+
+def _arrow_rows(table: pa.Table, columns: list[str] | None, where: pc.Expression | None) -> pa.Table:
+    """The rows of an Arrow table that `where` keeps, with `columns` (None: all)."""
+    kept = table if where is None else table.filter(where)
+    return kept if columns is None else kept.select(columns)
+
+
+def _spark_rows(frame: DataFrame, sink: DeltaSink, columns: list[str] | None, where: pc.Expression | None
+                ) -> pa.Table:
+    """A silver frame's rows as Arrow in its table's types (one more Spark job, on the executor path through Spark's
+    writer only: delta-spark, a replayed batch), filtered by `where` once collected."""
     import pyarrow as pa
 
     from jobs.io.delta_sink import conform
 
-    return pa.table(conform(frame, sink.table).toArrow()).cast(sink.table.to_arrow())
+    full = pa.table(conform(frame, sink.table).toArrow()).cast(sink.table.to_arrow())
+    return _arrow_rows(full, columns, where)
 
 
 def _arrow_sample(table: pa.Table, limit: int) -> Any:
@@ -315,7 +334,6 @@ class IngestBatch:
         re-derives from the bronze rows it committed."""
         from jobs.io.engine_files import (
             FilesOutcome,
-            committed_rows,
             engine_files,
             engine_pieces,
             sample_rows,
@@ -342,7 +360,7 @@ class IngestBatch:
         report.unused = outcome.routes.get("unused", 0)
         samples = {s.table.name: functools.partial(sample_rows, results[s.table.name].paths, s.table)
                    for s in self.silver_sinks.values() if results[s.table.name].paths}
-        rows = {s.table.name: functools.partial(committed_rows, results[s.table.name].paths, s.table)
+        rows = {s.table.name: functools.partial(_committed, results[s.table.name].paths, s.table)
                 for s in self.silver_sinks.values() if results[s.table.name].paths}
         return TablesWritten(_failed_rules(outcome.rules, suites), samples, rows)
 
@@ -454,7 +472,7 @@ class IngestBatch:
         written = {s.table.name: good for s in self.silver_sinks.values()
                    if (good := routed.silver.get(s.table.name)) is not None and good.num_rows}
         samples = {name: functools.partial(_arrow_sample, good) for name, good in written.items()}
-        rows = {name: functools.partial(lambda t: t, good) for name, good in written.items()}
+        rows = {name: functools.partial(_arrow_rows, good) for name, good in written.items()}
         return TablesWritten(routed.failed_rules, samples, rows)
 
     def _dq_results(self, written: TablesWritten, suites: dict[str, Suite], report: BatchReport) -> list[DqResult]:

@@ -37,6 +37,7 @@ from schemas.tables import QUARANTINE, Table
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    import pyarrow.compute as pc
     from pyspark.sql import DataFrame, SparkSession
 
     from jobs.io.delta_sink import DeltaSink, SinkResult
@@ -277,28 +278,34 @@ def write_batch(run: Callable[[Mapping[str, str]], FilesOutcome], batch_id: int,
     return outcome, results
 
 
-def committed_rows(paths: Sequence[str], table: Table, limit: int | None = None) -> pa.Table:
-    """The rows of committed files of `table` (the first `limit`, when given) in the table's columns; the partition
-    columns come from each file's Hive-style directories."""
+def committed_rows(paths: Sequence[str], table: Table, limit: int | None = None, columns: list[str] | None = None,
+                   where: pc.Expression | None = None) -> pa.Table:
+    """The rows of committed files of `table` that `where` keeps (the first `limit`, when given), in the table's
+    types, with `columns` (None: all); the partition columns come from each file's Hive-style directories (`where`
+    reads data columns only)."""
     from urllib.parse import unquote
 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    schema = table.to_arrow()
+    names = table.names if columns is None else columns
+    schema = pa.schema([table.to_arrow().field(n) for n in names])
+    data = [n for n in names if n not in table.partition_by]
     parts: list[pa.Table] = []
     rows = 0
     for path in paths:
-        part = pq.read_table(path)
+        part = pq.read_table(path, columns=data, filters=where)
         if limit is not None:
             part = part.slice(0, limit - rows)
         dirs = dict(d.split("=", 1) for d in path.split(os.sep)[-1 - len(table.partition_by):-1])
         for name in table.partition_by:
+            if name not in names:
+                continue
             value = unquote(dirs[name])
             value_or_null = None if value == HIVE_NULL else value
             part = part.append_column(name, pa.array([value_or_null] * part.num_rows, pa.string())
                                       .cast(schema.field(name).type))
-        parts.append(part.select(table.names).cast(schema))
+        parts.append(part.select(names).cast(schema))
         rows += part.num_rows
         if limit is not None and rows >= limit:
             break

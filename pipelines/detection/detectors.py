@@ -20,21 +20,13 @@ import polars as pl
 from pipelines.detection import latency_detectors as lat
 from pipelines.detection import metric_detectors as met
 from pipelines.detection import request_metrics as rm
-from schemas.alerts import OWNERS, DetectQuery
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from pipelines.detection.config import DetectionConfig
 
-__all__ = ["LATENCY_TYPES", "LOG_TYPES", "METRIC_TYPES", "latency_candidates", "log_candidates", "metric_candidates"]
-
-# Which query of the detect job owns which alert types (each resolves only its own, by its own watermark).
-LATENCY_TYPES = tuple(t for t, o in OWNERS.items() if o.query == DetectQuery.LATENCY)
-LOG_TYPES = tuple(t for t, o in OWNERS.items() if o.query == DetectQuery.LOG)
-METRIC_TYPES = tuple(t for t, o in OWNERS.items() if o.query == DetectQuery.METRIC)
-# CONTROL_REQUEST_QUEUED_BEHIND_DATA and DELAYED_LEADER_AND_ISR also come from metric windows (metric query); the
-# forms are told apart by listener (schemas.alerts.METRIC_FORMS).
+__all__ = ["latency_candidates", "log_candidates", "metric_candidates"]
 
 
 def _frame(tbl: pa.Table) -> pl.DataFrame:

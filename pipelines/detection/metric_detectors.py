@@ -1,12 +1,13 @@
-"""Metric windows, 1-minute rollups (Spark, streaming), and the detectors of sustained metric conditions (polars, over
-the windows a micro-batch updated).
+"""Metric windows (polars), 1-minute rollups (Spark, streaming), and the detectors of sustained metric conditions
+(polars, over the windows a micro-batch's samples fall in).
 
 `metric_windows` aggregates metric_samples into SLIDING event-time windows (`DetectionConfig.metric_window_s` long,
 a new one every `metric_window_slide_s`) per (cluster, broker, signal, listener, attribute): min/max/avg/first/last,
 the number of samples and the samples themselves (`points`, time-ordered, exact duplicates dropped). Sliding, so a
 short condition is seen whole by some window wherever it falls (tumbling windows split a 10-20 s condition that
-straddles a boundary into two halves too small to count). On a stream it sets the watermark, so window state is
-dropped once the watermark passes the window's end. Each detector then reads window rows; "sustained" means: for
+straddles a boundary into two halves too small to count). Windows are aligned on the epoch, as Spark's `window()`
+aligns them. The ingest job judges the windows its batch's samples fall in, over every sample of them (the earlier
+ones read back from silver: jobs.batch_detect). Each detector then reads window rows; "sustained" means: for
 the queue rules, a run of at least `min_samples` CONSECUTIVE samples of the window all at or above the warning level
 (its lowest sample is the value; the window's other samples do not matter, so a burst shorter than the window
 counts); for the other rules at least `min_samples` samples in the window (for the capacity rules, the idle ratios,

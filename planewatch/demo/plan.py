@@ -184,6 +184,8 @@ def incidents_of(run: str, events: Iterable[Mapping[str, Any]], expected: Iterab
     for exp in expected:
         if exp.run != run:
             continue
+        if exp.occurrence < 1:
+            raise ValueError(f"{exp.run} {exp.event}: occurrence {exp.occurrence} (the first is 1)")
         marks = [ev for ev in evs if ev.get("event") == exp.event]
         if len(marks) < exp.occurrence:
             continue

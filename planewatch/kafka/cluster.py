@@ -96,6 +96,7 @@ class _Proc:
     out: IO[bytes]
     logs: Path
     log_offset: int = 0  # server.log's size when this incarnation started: its "started" line comes after
+    log_inode: int = 0  # which file server.log was then (log4j rolls it every hour; 0: none yet)
 
 
 class KafkaCluster:
@@ -181,10 +182,10 @@ class KafkaCluster:
     def _spawn(self, name: str, cmd: list[str], node_dir: Path, console: str = "kafkaServer.out") -> _Proc:
         out = open(node_dir / console, "ab")  # noqa: SIM115 - closed in _reap()
         server_log = node_dir / "logs" / "server.log"
-        offset = server_log.stat().st_size if server_log.exists() else 0
+        st = server_log.stat() if server_log.exists() else None
         popen = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                  preexec_fn=die_with_parent)
-        return _Proc(name, popen, out, node_dir / "logs", offset)
+        return _Proc(name, popen, out, node_dir / "logs", st.st_size if st else 0, st.st_ino if st else 0)
 
     def _format_storage(self, node_dir: Path, props: Path) -> None:
         """KRaft: ``kafka-storage format`` of one node's log dir with the cluster id."""
@@ -250,7 +251,8 @@ class KafkaCluster:
             time.sleep(0.2)
 
     def _await_started(self, proc: _Proc) -> None:
-        self._await(proc, lambda: _logged_started(proc.logs / "server.log", proc.log_offset), "the server")
+        self._await(proc, lambda: _logged_started(proc.logs / "server.log", proc.log_offset, proc.log_inode),
+                    "the server")
 
     def start(self) -> None:
         """ZooKeeper or the KRaft quorum, then every broker; write the agent's rules and cluster.json."""
@@ -375,16 +377,17 @@ def _reap(proc: _Proc, sig: int) -> None:
     proc.out.close()
 
 
-def _logged_started(server_log: Path, offset: int) -> bool:
+def _logged_started(server_log: Path, offset: int, inode: int = 0) -> bool:
     """Whether server.log says, past ``offset`` (a restarted broker appends to its old log), that Kafka started.
 
-    log4j rolls server.log every hour: a server.log shorter than ``offset`` was rolled since, so this incarnation's
-    lines are the new server.log's and those past ``offset`` in the newest rolled file."""
+    log4j rolls server.log every hour: when server.log is no longer the file ``inode`` names (0: none existed), this
+    incarnation's lines are the new server.log's and those past ``offset`` in the rolled file that still has
+    ``inode``."""
     parts = [(server_log, offset)]
     try:
-        if server_log.stat().st_size < offset:
-            rolled = sorted(server_log.parent.glob(server_log.name + ".*"), key=lambda p: p.stat().st_mtime)
-            parts = [(server_log, 0), *[(r, offset) for r in rolled[-1:]]]
+        if inode and server_log.stat().st_ino != inode:
+            rolled = [r for r in server_log.parent.glob(server_log.name + ".*") if r.stat().st_ino == inode]
+            parts = [(server_log, 0), *[(r, offset) for r in rolled]]
     except OSError:
         return False
     for path, start in parts:

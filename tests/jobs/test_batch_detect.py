@@ -5,6 +5,7 @@ ownership by cluster, and the metric windows completed from samples earlier batc
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from pathlib import Path
 
 import pyarrow as pa
@@ -12,6 +13,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from jobs.batch_detect import LogRules, MetricRules
+from jobs.ingest_batch import _arrow_rows
 from jobs.io.settings import Settings
 from pipelines.detection.config import DetectionConfig
 from schemas.tables import METRIC_SAMPLES, REQUEST_EVENTS, STATE_CHANGE_EVENTS, Table
@@ -40,6 +42,11 @@ def fetch(cluster: str, sec: float) -> dict:
             "listener": "PLAINTEXT", "request_queue_time_ms": 0.1, "total_time_ms": 1.0, "error_code": 0}
 
 
+def loader(rows: pa.Table):
+    """The driver path's loader of a batch's rows of one silver table."""
+    return functools.partial(_arrow_rows, rows)
+
+
 def alerts(lake: Path) -> list[dict]:
     return pa.table(DeltaTable(str(lake / "alerts")).to_pyarrow_table()).to_pylist()
 
@@ -52,30 +59,34 @@ def settings(tmp_path: Path) -> Settings:
 def test_log_rules_write_once_per_batch_and_resolve_by_event_time(settings: Settings, tmp_path: Path) -> None:
     rules = LogRules(settings, "ingest_logs_files", "r1", CFG)
     sc = table(STATE_CHANGE_EVENTS, [stale("c", 1), stale("c", 2)])
-    rules({STATE_CHANGE_EVENTS.name: lambda: sc}, 0)
+    rules({STATE_CHANGE_EVENTS.name: loader(sc)}, 0)
     [a] = alerts(tmp_path / "lake")
     assert (a["type"], a["broker_id"], a["severity"], a["value"], a["threshold"], a["status"]) == (
         "STALE_BROKER_EPOCH", 3, "warning", 2.0, 1.0, "open")
     version = DeltaTable(str(tmp_path / "lake" / "alerts")).version()
-    rules({STATE_CHANGE_EVENTS.name: lambda: sc}, 0)  # a replayed batch: no second write
+    rules({STATE_CHANGE_EVENTS.name: loader(sc)}, 0)  # a replayed batch: no second write
     assert DeltaTable(str(tmp_path / "lake" / "alerts")).version() == version
     # a batch of request-log rows only; its event time passes the alert's last sighting by more than the hysteresis
     # plus the watermark delay, which the next batch's resolution reads
     later = 2 + CFG.resolve_after_s + CFG.watermark_delay_s + 1
-    rules({REQUEST_EVENTS.name: lambda: table(REQUEST_EVENTS, [fetch("c", later)])}, 1)
+    rules({REQUEST_EVENTS.name: loader(table(REQUEST_EVENTS, [fetch("c", later)]))}, 1)
     assert [a["status"] for a in alerts(tmp_path / "lake")] == ["open"]
-    rules({REQUEST_EVENTS.name: lambda: table(REQUEST_EVENTS, [fetch("c", later + 1)])}, 2)
+    rules({REQUEST_EVENTS.name: loader(table(REQUEST_EVENTS, [fetch("c", later + 1)]))}, 2)
     [a] = alerts(tmp_path / "lake")
     assert a["status"] == "resolved"
     assert a["resolved_at"] == t(2 + CFG.resolve_after_s)
 
 
 def test_a_writer_resolves_only_the_clusters_its_query_reads(settings: Settings, tmp_path: Path) -> None:
-    LogRules(settings, "ingest_logs_files", "r1", CFG)(
-        {STATE_CHANGE_EVENTS.name: lambda: table(STATE_CHANGE_EVENTS, [stale("a", 1)])}, 0)
+    rules = LogRules(settings, "ingest_logs_files", "r1", CFG)
+    rules({STATE_CHANGE_EVENTS.name: loader(table(STATE_CHANGE_EVENTS, [stale("a", 1)]))}, 0)
     other = LogRules(settings, "ingest_logs_kafka", "r2", CFG)  # another source, another cluster, far later
     for batch, sec in enumerate((1000.0, 1001.0)):
-        other({REQUEST_EVENTS.name: lambda s=sec: table(REQUEST_EVENTS, [fetch("b", s)])}, batch)
+        other({REQUEST_EVENTS.name: loader(table(REQUEST_EVENTS, [fetch("b", sec)]))}, batch)
+    assert [(a["cluster"], a["status"]) for a in alerts(tmp_path / "lake")] == [("a", "open")]
+    # nor does another cluster of the same source: each cluster's own event time resolves its alerts
+    for batch, sec in enumerate((1000.0, 1001.0), start=1):
+        rules({REQUEST_EVENTS.name: loader(table(REQUEST_EVENTS, [fetch("b", sec)]))}, batch)
     assert [(a["cluster"], a["status"]) for a in alerts(tmp_path / "lake")] == [("a", "open")]
 
 
@@ -93,8 +104,32 @@ def test_metric_windows_take_earlier_batches_samples_from_silver(settings: Setti
     for batch, sec in enumerate((0.0, 2.0, 4.0, 6.0)):
         rows = table(METRIC_SAMPLES, [_queue(sec, cap)])
         write_deltalake(path, rows, partition_by=list(METRIC_SAMPLES.partition_by), mode="append")  # the commit
-        rules({METRIC_SAMPLES.name: lambda r=rows: r}, batch)
+        rules({METRIC_SAMPLES.name: loader(rows)}, batch)
     found = [a for a in alerts(tmp_path / "lake") if a["type"] == "REQUEST_QUEUE_SATURATED"]
     assert [(a["broker_id"], a["severity"], a["value"], a["listener"]) for a in found] == [
         (1, "critical", cap, "data-plane")]
     assert "4 samples" in found[0]["summary"] or '"samples": 4' in found[0]["evidence"]
+
+
+def test_a_late_sample_is_not_judged_again(settings: Settings, tmp_path: Path) -> None:
+    """Once the cluster's event time passed a resolved alert's windows, a sample arriving late for them (a file
+    shipped again, a lagging source) reopens nothing: its windows were judged already."""
+    rules = MetricRules(settings, "ingest_metrics_files", "r1", CFG)
+    path = str(tmp_path / "lake" / METRIC_SAMPLES.name)
+    quiet_from = 6 + CFG.resolve_after_s + CFG.watermark_delay_s + CFG.metric_window_s
+
+    def batch(batch_id: int, points: list[tuple[float, float]]) -> None:
+        rows = table(METRIC_SAMPLES, [_queue(sec, value) for sec, value in points])
+        write_deltalake(path, rows, partition_by=list(METRIC_SAMPLES.partition_by), mode="append")
+        rules({METRIC_SAMPLES.name: loader(rows)}, batch_id)
+
+    batch(0, [(0.0, 500.0), (2.0, 500.0), (4.0, 500.0)])
+    batch(1, [(quiet_from, 0.0)])
+    batch(2, [(quiet_from + 5, 0.0)])
+    before = sorted((a["alert_id"], a["type"], a["status"], a["last_seen_at"]) for a in alerts(tmp_path / "lake"))
+    # the saturated queue, and on a broker without a control plane its controller requests waiting behind data
+    assert [(t, status) for _, t, status, _ in before] == [("CONTROL_REQUEST_QUEUED_BEHIND_DATA", "resolved"),
+                                                         ("REQUEST_QUEUE_SATURATED", "resolved")]
+    batch(3, [(6.0, 500.0)])  # late: its windows lie far behind the cluster's event time
+    assert sorted((a["alert_id"], a["type"], a["status"], a["last_seen_at"])
+                  for a in alerts(tmp_path / "lake")) == before

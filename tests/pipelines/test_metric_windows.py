@@ -59,4 +59,5 @@ def test_touched_windows_are_every_series_of_the_broker_over_all_samples():
     assert sorted(queue) == [15, 20, 25, 30, 35, 40]
     whole = by_start(metric_windows(everything, CFG), "RequestQueueSize")
     assert all(queue[s] == whole[s] for s in queue)
-    assert queue[15]["samples"] == 13  # 16, 18 .. 38 and 41 and queue[15]["vmax"] == 99.0
+    assert queue[15]["samples"] == 13  # 16, 18 .. 38 and 41
+    assert queue[15]["vmax"] == 99.0

@@ -10,6 +10,7 @@ the input arrives across two runs of the job (a restart between them), and a run
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import shutil
 from pathlib import Path
 
@@ -27,19 +28,24 @@ STORM = Path(__file__).resolve().parent.parent / "fixtures" / "kafka" / "kafka-3
 BATCH_BYTES = 16_384
 
 
-def _settings(tmp: Path):
+# the three paths a batch can take (jobs.ingest_batch): each hands the rules the rows its own way
+SINKS = {"driver": {}, "executors": {"driver_batch_max_rows": 0}, "delta-spark": {"mode": "delta-spark"}}
+
+
+def _settings(tmp: Path, sink: dict | None = None):
     return parse_settings({"lake": str(tmp / "lake"), "checkpoints": str(tmp / "ck"), "trigger": {"once": True},
                            "sources": {"files": {"path": str(tmp / "input"), "max_bytes_per_batch": BATCH_BYTES}},
-                           "quality": {"sample_limit": 100}}, "test")
+                           "sink": sink or {}, "quality": {"sample_limit": 100}}, "test")
 
 
 def _rows(lake: Path, table: str) -> list[dict]:
     return pa.table(DeltaTable(str(lake / table)).to_pyarrow_table()).to_pylist()
 
 
-def _run(spark, tmp: Path) -> None:
+def _run(spark, tmp: Path, sink: dict | None = None) -> None:
     # the ingest job alone, as `spark-submit jobs/ingest_metrics.py` runs it: its batches run the metric rules
-    assert run_pipeline(spark, _settings(tmp), families=("metrics",), detection=True, detect_queries=False) == 0
+    assert run_pipeline(spark, _settings(tmp, sink), families=("metrics",), detection=True,
+                        detect_queries=False) == 0
 
 
 def _at_once(lake: Path) -> list[dict]:
@@ -77,10 +83,15 @@ def _same_as_at_once(lake: Path) -> list[dict]:
     return list(written.values())
 
 
-def test_batches_raise_the_alert_all_samples_give(spark, tmp_path: Path) -> None:
+@pytest.mark.parametrize("path", sorted(SINKS))
+def test_batches_raise_the_alert_all_samples_give(spark, tmp_path: Path, path: str, caplog) -> None:
     (tmp_path / "input" / "storm").mkdir(parents=True)
     shutil.copy(STORM / "broker-1.prom", tmp_path / "input" / "storm" / "broker-1.prom")
-    _run(spark, tmp_path)
+    with caplog.at_level(logging.INFO, logger="jobs.ingest_batch"):
+        _run(spark, tmp_path, SINKS[path])
+    taken = {"driver": "driver"}.get(path, "executors")
+    assert f"path='{taken}'" in caplog.text
+    assert f"path='{'executors' if taken == 'driver' else 'driver'}'" not in caplog.text
     lake = tmp_path / "lake"
     batches = {r["batch_id"] for r in _rows(lake, "metric_samples")}
     assert len(batches) >= 10  # the windows really are spread over batches
@@ -88,7 +99,7 @@ def test_batches_raise_the_alert_all_samples_give(spark, tmp_path: Path) -> None
     storm = [a for a in written if a["type"] == "ACCEPTOR_BLOCKED"]
     assert [(a["broker_id"], a["listener"], a["severity"]) for a in storm] == [(1, "PLAINTEXT", "critical")]
     version = DeltaTable(str(lake / "alerts")).version()
-    _run(spark, tmp_path)  # nothing new: no batch, no alert write
+    _run(spark, tmp_path, SINKS[path])  # nothing new: no batch, no alert write
     assert DeltaTable(str(lake / "alerts")).version() == version
 
 
