@@ -178,11 +178,8 @@ class KafkaTarget(_ClusterTarget):
     def restart_broker(self, broker_id: int) -> None:
         """Start the broker again until it stays up: a broker killed with -9 leaves ``/brokers/ids/N`` to its
         ZooKeeper session until the session times out, and a broker that finds the node taken exits (NodeExists)."""
-        server_log = self.directory / f"broker-{broker_id}" / "logs" / "server.log"
-        before = _started_count(server_log, broker_id)
-
         def up() -> bool:
-            if _started_count(server_log, broker_id) > before:
+            if self.cluster.broker_started(broker_id):
                 return True
             if self.cluster.brokers[broker_id].popen.poll() is not None:
                 self.cluster.kill_broker(broker_id)  # reaps the exited JVM, closes its output
@@ -217,18 +214,6 @@ class KafkaTarget(_ClusterTarget):
                 t if _reloads(t := _scrape(p)) > before[b] else None))
             _merge(names, fc.metric_names(text, exporter_counter_suffix=True))
         return names
-
-
-def _started_count(server_log: Path, broker_id: int) -> int:
-    """How often the broker logged its start, in `server_log` and the files log4j rolled it into (Kafka's
-    DailyRollingFileAppender rolls server.log every hour: a count of server.log alone falls at the hour)."""
-    total = 0
-    for f in server_log.parent.glob(server_log.name + "*"):
-        try:
-            total += f.read_text(errors="replace").count(f"[KafkaServer id={broker_id}] started")
-        except OSError:  # rolled away between the listing and the read
-            continue
-    return total
 
 
 def _merge(into: dict[str, frozenset[str]], names: dict[str, frozenset[str]]) -> None:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pipelines.detection.lifecycle import Candidate, apply_lifecycle
-from schemas.alerts import METRIC_FORMS, OWNERS, DetectQuery
+from schemas.alerts import METRIC_FORMS, OWNERS, AlertStatus, DetectQuery
 from schemas.tables import ALERTS
 
 if TYPE_CHECKING:
@@ -56,24 +56,23 @@ class AlertWriter:
     """Candidates of one micro-batch -> lifecycle -> MERGE into `alerts` (exactly once per batch id of `app`)."""
 
     def __init__(self, settings: Settings, role: DetectQuery, app: str, cfg: DetectionConfig) -> None:
+        from jobs.io.delta_read import LatestTable
         from jobs.io.delta_sink import DeltaMerger
 
         self.path = settings.table_path(ALERTS.name)
         self.cfg = cfg
         self.owns = owned(role)
         self.merger = DeltaMerger(self.path, ALERTS, app, ["alert_id"])
+        self.table = LatestTable(self.path)
 
     def open_alerts(self, clusters: set[str] | None = None) -> list[dict[str, Any]]:
         """The open alerts this writer owns (of `clusters` only, when given)."""
-        import pyarrow as pa
         import pyarrow.compute as pc
-        from deltalake import DeltaTable
 
-        if not DeltaTable.is_deltatable(self.path):
+        if not self.table.exists():
             return []
-        tbl = pa.table(DeltaTable(self.path).to_pyarrow_table())
-        tbl = tbl.filter(pc.equal(tbl["status"], "open"))
-        return [a for a in tbl.to_pylist() if self.owns(a) and (clusters is None or a["cluster"] in clusters)]
+        rows = self.table.read(where=pc.field("status") == AlertStatus.open.value).to_pylist()
+        return [a for a in rows if self.owns(a) and (clusters is None or a["cluster"] in clusters)]
 
     def write(self, candidates: list[dict[str, Any]], watermark: dt.datetime | Mapping[str, dt.datetime] | None,
               batch_id: int, clusters: set[str] | None = None) -> int:

@@ -32,7 +32,6 @@ from schemas.tables import METRIC_SAMPLES, REQUEST_EVENTS, STATE_CHANGE_EVENTS
 if TYPE_CHECKING:
     import pyarrow as pa
     import pyarrow.compute as pc
-    from deltalake import DeltaTable
 
     from jobs.io.settings import Settings
     from pipelines.detection.config import DetectionConfig
@@ -76,12 +75,6 @@ class EventClock:
                     self.highest[cluster] = top
 
 
-def _clusters(tables: list[pa.Table]) -> set[str]:
-    import pyarrow.compute as pc
-
-    return {c for t in tables if t.num_rows for c in pc.unique(t["cluster"]).to_pylist() if c is not None}
-
-
 def _rows(silver: SilverRows, table: Table, where: pc.Expression | None = None,
           columns: list[str] | None = None) -> pa.Table:
     """The batch's rows of silver `table` that `where` keeps, in its types (none: the table's empty frame)."""
@@ -90,7 +83,7 @@ def _rows(silver: SilverRows, table: Table, where: pc.Expression | None = None,
     load = silver.get(table.name)
     if load is None:
         return _schema_of(schema, names).empty_table()
-    return load(names, where).select(names).cast(_schema_of(schema, names))
+    return load(names, where).cast(_schema_of(schema, names))
 
 
 def _schema_of(schema: pa.Schema, names: list[str]) -> pa.Schema:
@@ -99,16 +92,28 @@ def _schema_of(schema: pa.Schema, names: list[str]) -> pa.Schema:
     return pa.schema([schema.field(n) for n in names])
 
 
-class LogRules:
-    """A log batch's state_change_events and request_events -> STALE_BROKER_EPOCH, CONTROL_REQUEST_QUEUED_BEHIND_DATA
-    (request-log form) -> alerts."""
+class _BatchRules:
+    """What both rule sets share: the alert writer of the query's role, and the event clock of its input."""
+
+    role: DetectQuery
 
     def __init__(self, settings: Settings, query: str, run_id: str, cfg: DetectionConfig) -> None:
         self.cfg = cfg
         self.query = query
-        self.alerts = AlertWriter(settings, DetectQuery.LOG, f"{query}-alerts-{run_id}", cfg)
+        self.alerts = AlertWriter(settings, self.role, f"{query}-alerts-{run_id}", cfg)
         self.clock = EventClock(cfg.watermark_delay_s)
-        self.clusters: set[str] = set()
+
+    def _write(self, cands: list[dict[str, Any]], watermarks: dict[str, dt.datetime], batch_id: int) -> int:
+        """Merge the batch's candidates; the writer updates and resolves the alerts of the clusters this query has
+        read since it started (those the clock knows)."""
+        return self.alerts.write(cands, watermarks, batch_id, set(self.clock.highest))
+
+
+class LogRules(_BatchRules):
+    """A log batch's state_change_events and request_events -> STALE_BROKER_EPOCH, CONTROL_REQUEST_QUEUED_BEHIND_DATA
+    (request-log form) -> alerts."""
+
+    role = DetectQuery.LOG
 
     def __call__(self, silver: SilverRows, batch_id: int) -> None:
         import pyarrow.compute as pc
@@ -117,38 +122,33 @@ class LogRules:
         from pipelines.detection.events import CONTROL_REQUESTS, STALE_EVENTS
 
         t0 = time.perf_counter()
-        keys = [_rows(silver, t, columns=CLOCK_COLUMNS) for t in (STATE_CHANGE_EVENTS, REQUEST_EVENTS)]
         watermarks = self.clock.watermarks  # as of the earlier batches, like a streaming watermark
-        self.clock.advance(keys)
-        self.clusters |= _clusters(keys)
+        self.clock.advance([_rows(silver, t, columns=CLOCK_COLUMNS) for t in (STATE_CHANGE_EVENTS, REQUEST_EVENTS)])
         # the rows the rules read: stale-epoch lines, the request log's control requests
         sc = _rows(silver, STATE_CHANGE_EVENTS, pc.field("event").isin([e.value for e in STALE_EVENTS]))
         rq = _rows(silver, REQUEST_EVENTS, pc.field("api_name").isin(list(CONTROL_REQUESTS)))
         cands = log_candidates(sc, rq, self.cfg) if sc.num_rows + rq.num_rows else []
         t1 = time.perf_counter()
-        n = self.alerts.write(cands, watermarks, batch_id, self.clusters)
+        n = self._write(cands, watermarks, batch_id)
         log.info("%s batch %d: log rules %d candidate(s), %d alert row(s); rules %.0f ms, alerts %.0f ms",
                  self.query, batch_id, len(cands), n, (t1 - t0) * 1e3, (time.perf_counter() - t1) * 1e3)
 
 
-class MetricRules:
+class MetricRules(_BatchRules):
     """A metric batch's samples -> the sliding windows they fall in (with the earlier samples of those windows, read
     back from metric_samples) -> every metric rule -> alerts."""
 
+    role = DetectQuery.METRIC
+
     def __init__(self, settings: Settings, query: str, run_id: str, cfg: DetectionConfig) -> None:
-        self.cfg = cfg
-        self.query = query
-        self.path = settings.table_path(METRIC_SAMPLES.name)
-        self._table: DeltaTable | None = None
-        self.alerts = AlertWriter(settings, DetectQuery.METRIC, f"{query}-alerts-{run_id}", cfg)
-        self.clock = EventClock(cfg.watermark_delay_s)
-        self.clusters: set[str] = set()
+        from jobs.io.delta_read import LatestTable
+
+        super().__init__(settings, query, run_id, cfg)
+        self.samples = LatestTable(settings.table_path(METRIC_SAMPLES.name))
 
     def _history(self, new: pa.Table) -> pa.Table:
         """metric_samples rows over the span of every window the new samples fall in, per cluster (a superset: files
         are chosen by their statistics; the batch's own rows are among them, committed)."""
-        from deltalake import DeltaTable
-
         length = dt.timedelta(seconds=self.cfg.metric_window_s)
         spans = new.select(CLOCK_COLUMNS).group_by("cluster").aggregate([("ts", "min"), ("ts", "max")])
         files: list[list[tuple[str, str, Any]]] = []
@@ -156,13 +156,7 @@ class MetricRules:
             lo, hi = first - length, last + length
             days = [lo.date() + dt.timedelta(days=i) for i in range((hi.date() - lo.date()).days + 1)]
             files.append([("cluster", "=", cluster), ("date", "in", days), ("ts", ">=", lo), ("ts", "<=", hi)])
-        # one handle, brought up to date by the new log entries only (opening the table anew reads its checkpoint,
-        # whose size grows with the table's files)
-        if self._table is None:
-            self._table = DeltaTable(self.path)
-        else:
-            self._table.update_incremental()
-        return self._table.to_pyarrow_dataset(file_pruning_predicate=files).to_table()
+        return self.samples.read(files)
 
     def __call__(self, silver: SilverRows, batch_id: int) -> None:
         import polars as pl
@@ -174,7 +168,6 @@ class MetricRules:
         t0 = time.perf_counter()
         batch = _rows(silver, METRIC_SAMPLES, pc.field("signal").isin(list(DETECTION_SIGNALS)))
         watermarks = self.clock.watermarks
-        self.clusters |= _clusters([batch])
         frame = pl.from_arrow(batch)
         assert isinstance(frame, pl.DataFrame)
         samples = detection_samples(frame).drop("sig")
@@ -193,7 +186,7 @@ class MetricRules:
             windows = found.num_rows
             cands = metric_candidates(found, self.cfg)
         t1 = time.perf_counter()
-        n = self.alerts.write(cands, watermarks, batch_id, self.clusters)
+        n = self._write(cands, watermarks, batch_id)
         log.info("%s batch %d: metric rules over %d window(s), %d candidate(s), %d alert row(s)%s; windows and rules "
                  "%.0f ms, alerts %.0f ms", self.query, batch_id, windows, len(cands), n,
                  f", {dropped} late sample(s) not judged" if dropped else "", (t1 - t0) * 1e3,

@@ -30,6 +30,7 @@ if __name__ == "__main__":  # spark-submit jobs/detect.py: the repository root m
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from jobs.alert_writer import AlertWriter
+from jobs.io.delta_read import LatestTable
 from jobs.io.settings import Settings
 from pipelines.detection.config import DetectionConfig
 from schemas.alerts import AlertType, DetectQuery
@@ -85,6 +86,7 @@ class PairingBatch:
             ["request_key"],
         )
         self.alerts = AlertWriter(settings, DetectQuery.LATENCY, f"detect_pairing-alerts-{run_id}", cfg)
+        self.state_changes = LatestTable(settings.table_path(STATE_CHANGE_EVENTS.name))
         self.holder: dict[str, Any] = {"name": "detect_pairing"}
 
     def _fetcher_lines(self, batch: pa.Table) -> pa.Table:
@@ -93,16 +95,12 @@ class PairingBatch:
         partitions' files are read, on the driver (no Spark job, no listing of the whole table)."""
         import pyarrow.compute as pc
 
-        from jobs.io.delta_read import read_delta_arrow
-
         ts = pc.coalesce(batch["handling_ts"], batch["finished_ts"], batch["sent_ts"])
         keys = {(c, d) for c, d in zip(batch["cluster"].to_pylist(), pc.cast(ts, "date32").to_pylist(), strict=True)
                 if c is not None and d is not None}
-        path = self.settings.table_path(STATE_CHANGE_EVENTS.name)
         if not keys:
             return STATE_CHANGE_EVENTS.to_arrow().empty_table()
-        dnf = [[("cluster", "=", c), ("date", "=", d.isoformat())] for c, d in sorted(keys)]
-        return read_delta_arrow(path, dnf)
+        return self.state_changes.read([[("cluster", "=", c), ("date", "=", d.isoformat())] for c, d in sorted(keys)])
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         import time

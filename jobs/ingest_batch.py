@@ -52,7 +52,6 @@ if TYPE_CHECKING:
     from jobs.batch_detect import BatchDetect, SilverLoad
     from jobs.io.file_tail import Piece
     from pipelines.quality.rules import Suite
-    from schemas.tables import Table
 
 __all__ = ["BatchReport", "IngestBatch"]
 
@@ -162,14 +161,6 @@ def _failed_rules(counts: Mapping[str, int], suites: Mapping[str, Suite]) -> dic
 
 def _spark_sample(frame: DataFrame, limit: int) -> Any:
     return frame.drop("labels").limit(limit).toPandas()
-
-
-def _committed(paths: Sequence[str], table: Table, columns: list[str] | None, where: pc.Expression | None
-               ) -> pa.Table:
-    """The rows of a batch's committed files that `where` keeps, with `columns` (the files path)."""
-    from jobs.io.engine_files import committed_rows
-
-    return committed_rows(paths, table, columns=columns, where=where)
 
 
 def _arrow_rows(table: pa.Table, columns: list[str] | None, where: pc.Expression | None) -> pa.Table:
@@ -334,6 +325,7 @@ class IngestBatch:
         re-derives from the bronze rows it committed."""
         from jobs.io.engine_files import (
             FilesOutcome,
+            committed_rows,
             engine_files,
             engine_pieces,
             sample_rows,
@@ -360,7 +352,7 @@ class IngestBatch:
         report.unused = outcome.routes.get("unused", 0)
         samples = {s.table.name: functools.partial(sample_rows, results[s.table.name].paths, s.table)
                    for s in self.silver_sinks.values() if results[s.table.name].paths}
-        rows = {s.table.name: functools.partial(_committed, results[s.table.name].paths, s.table)
+        rows = {s.table.name: functools.partial(committed_rows, results[s.table.name].paths, s.table)
                 for s in self.silver_sinks.values() if results[s.table.name].paths}
         return TablesWritten(_failed_rules(outcome.rules, suites), samples, rows)
 

@@ -28,13 +28,15 @@ from jobs.io import PipelineIOError
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    import pyarrow.compute as pc
+    from deltalake import DeltaTable
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadMaxFiles, SupportsTriggerAvailableNow
 
-__all__ = ["DEFAULT_MAX_FILES_PER_TRIGGER", "DeltaStreamSource", "added_files", "read_delta", "read_delta_arrow",
+__all__ = ["DEFAULT_MAX_FILES_PER_TRIGGER", "DeltaStreamSource", "LatestTable", "added_files", "read_delta",
            "read_files"]
 
 # The highest reader protocol whose snapshot is just its active Parquet files (2 adds column mapping, 3 reader
@@ -89,18 +91,37 @@ def read_delta(spark: SparkSession, path: str, version: int | None = None,
     return read_files(spark, dt.table_uri, schema, dt.metadata().partition_columns, files)
 
 
-def read_delta_arrow(path: str, partitions_in: list[list[tuple[str, str, Any]]]) -> pa.Table:
-    """The rows of these partitions of the table's latest snapshot (delta-rs tuple filters in disjunctive normal
-    form, as :func:`read_delta`'s `partitions_in`), read on the driver without Spark.
+class LatestTable:
+    """A Delta table read on the driver without Spark, at its latest version, through one handle that each read
+    brings up to date with the new log entries only (opening the table anew reads its checkpoint, whose size grows
+    with the table's files: per micro-batch that is the cost that grows)."""
 
-    Raises:
-        PipelineIOError: `path` is not a Delta table.
-    """
-    from deltalake import DeltaTable
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._table: DeltaTable | None = None
 
-    if not DeltaTable.is_deltatable(path):
-        raise PipelineIOError(f"not a Delta table: {path}")
-    return DeltaTable(path).to_pyarrow_dataset(file_pruning_predicate=partitions_in).to_table()
+    def exists(self) -> bool:
+        from deltalake import DeltaTable
+
+        return self._table is not None or DeltaTable.is_deltatable(self.path)
+
+    def read(self, files: list[list[tuple[str, str, Any]]] | None = None, where: pc.Expression | None = None
+             ) -> pa.Table:
+        """The rows `where` keeps (None: all) of the files `files` selects (delta-rs tuple filters in disjunctive
+        normal form, on partition values and on the files' column statistics; None: every file).
+
+        Raises:
+            PipelineIOError: `path` is not a Delta table.
+        """
+        from deltalake import DeltaTable
+
+        if self._table is None:
+            if not DeltaTable.is_deltatable(self.path):
+                raise PipelineIOError(f"not a Delta table: {self.path}")
+            self._table = DeltaTable(self.path)
+        else:
+            self._table.update_incremental()
+        return self._table.to_pyarrow_dataset(file_pruning_predicate=files).to_table(filter=where)
 
 
 def _read_native(spark: SparkSession, path: str, version: int | None,

@@ -278,8 +278,8 @@ def write_batch(run: Callable[[Mapping[str, str]], FilesOutcome], batch_id: int,
     return outcome, results
 
 
-def committed_rows(paths: Sequence[str], table: Table, limit: int | None = None, columns: list[str] | None = None,
-                   where: pc.Expression | None = None) -> pa.Table:
+def committed_rows(paths: Sequence[str], table: Table, columns: list[str] | None = None,
+                   where: pc.Expression | None = None, limit: int | None = None) -> pa.Table:
     """The rows of committed files of `table` that `where` keeps (the first `limit`, when given), in the table's
     types, with `columns` (None: all); the partition columns come from each file's Hive-style directories (`where`
     reads data columns only)."""
@@ -314,5 +314,5 @@ def committed_rows(paths: Sequence[str], table: Table, limit: int | None = None,
 
 def sample_rows(paths: Sequence[str], table: Table, limit: int) -> Any:
     """The first `limit` rows of committed files of `table` as pandas, without the labels map (a GE sample)."""
-    rows = committed_rows(paths, table, limit)
+    rows = committed_rows(paths, table, limit=limit)
     return rows.drop_columns([c for c in ("labels",) if c in rows.column_names]).to_pandas()

@@ -250,9 +250,12 @@ class KafkaCluster:
                 raise KafkaStartError(f"{proc.name}: {what} not ready within {START_TIMEOUT_S:.0f} s: {_reason(proc)}")
             time.sleep(0.2)
 
+    def broker_started(self, broker_id: int) -> bool:
+        """Whether the broker's current incarnation has logged that it started (a restart appends to server.log)."""
+        return _started(self.brokers[broker_id])
+
     def _await_started(self, proc: _Proc) -> None:
-        self._await(proc, lambda: _logged_started(proc.logs / "server.log", proc.log_offset, proc.log_inode),
-                    "the server")
+        self._await(proc, lambda: _started(proc), "the server")
 
     def start(self) -> None:
         """ZooKeeper or the KRaft quorum, then every broker; write the agent's rules and cluster.json."""
@@ -375,6 +378,11 @@ def _reap(proc: _Proc, sig: int) -> None:
             proc.popen.kill()
             proc.popen.wait(STOP_GRACE_S)
     proc.out.close()
+
+
+def _started(proc: _Proc) -> bool:
+    """Whether ``proc``'s incarnation has logged that Kafka started."""
+    return _logged_started(proc.logs / "server.log", proc.log_offset, proc.log_inode)
 
 
 def _logged_started(server_log: Path, offset: int, inode: int = 0) -> bool:
