@@ -169,16 +169,18 @@ def _arrow_rows(table: pa.Table, columns: list[str] | None, where: pc.Expression
     return kept if columns is None else kept.select(columns)
 
 
-def _spark_rows(frame: DataFrame, sink: DeltaSink, columns: list[str] | None, where: pc.Expression | None
-                ) -> pa.Table:
-    """A silver frame's rows as Arrow in its table's types (one more Spark job, on the executor path through Spark's
-    writer only: delta-spark, a replayed batch), filtered by `where` once collected."""
+def _spark_rows(frame: DataFrame, sink: DeltaSink) -> SilverLoad:
+    """A loader of a silver frame's rows (the executor path through Spark's writer only: delta-spark, a replayed
+    batch): the first call collects the frame in its table's types (one more Spark job), every call filters that."""
     import pyarrow as pa
 
     from jobs.io.delta_sink import conform
 
-    full = pa.table(conform(frame, sink.table).toArrow()).cast(sink.table.to_arrow())
-    return _arrow_rows(full, columns, where)
+    @functools.cache
+    def collected() -> pa.Table:
+        return pa.table(conform(frame, sink.table).toArrow()).cast(sink.table.to_arrow())
+
+    return lambda columns, where: _arrow_rows(collected(), columns, where)
 
 
 def _arrow_sample(table: pa.Table, limit: int) -> Any:
@@ -411,7 +413,7 @@ class IngestBatch:
         report.lap("quarantine")
         samples = {sink.table.name: functools.partial(_spark_sample, route_frame(wide, self.family, route))
                    for route, sink in self.silver_sinks.items() if report.silver[sink.table.name]}
-        rows = {sink.table.name: functools.partial(_spark_rows, route_frame(wide, self.family, route), sink)
+        rows = {sink.table.name: _spark_rows(route_frame(wide, self.family, route), sink)
                 for route, sink in self.silver_sinks.items() if report.silver[sink.table.name]}
         return TablesWritten(failed, samples, rows)
 
