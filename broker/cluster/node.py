@@ -35,7 +35,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -225,12 +225,10 @@ class IsrManager:
             return False
         logger.info(text)
         ps = self.state.partition(tp)
-        if ps is None or ps.leader_epoch != leader_epoch:
-            return True
-        new = replace(ps, isr=tuple(new_isr), partition_epoch=int(answer.get("partition_epoch", ps.partition_epoch)))
-        self.state.host_local_partitions([new])
+        partition_epoch = int(answer.get("partition_epoch", ps.partition_epoch if ps is not None else 0))
+        new = self.state.update_led_isr(tp, leader_epoch, tuple(new_isr), partition_epoch)
         log = self.dp.logs.get_log(tp)
-        if log is not None:
+        if new is not None and log is not None:
             self.dp.after_leader_append(tp, log, new)  # the HW may move now that the ISR is smaller
         return True
 

@@ -171,6 +171,22 @@ class BrokerState:
                 work[s.tp] = s
             self._partitions = work
 
+    def update_led_isr(self, tp: TopicPartition, leader_epoch: int, isr: tuple[int, ...],
+                       partition_epoch: int) -> PartitionState | None:
+        """Adopt the ISR the controller accepted for ``tp``, if this broker still leads it at ``leader_epoch``.
+
+        The check and the publish happen under the state-change lock, as Kafka's Partition does under its
+        leaderIsrUpdateLock: a LeaderAndIsr applied while the AlterIsr answer travelled (a finished reassignment
+        bumps the leader epoch) wins, and the stale ISR is dropped. Returns the new state, or None when dropped.
+        """
+        with self.replica_state_change_lock:
+            ps = self._partitions.get(tp)
+            if ps is None or ps.role is not Role.LEADER or ps.leader_epoch != leader_epoch:
+                return None
+            new = replace(ps, isr=isr, partition_epoch=partition_epoch)
+            self._partitions = {**self._partitions, tp: new}
+            return new
+
     # ----------------------------------------------------------------------------------------------------- locking
     @contextmanager
     def _state_change(self, api: str, correlation_id: int) -> Iterator[None]:

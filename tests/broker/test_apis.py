@@ -280,6 +280,59 @@ def test_per_partition_leader_epoch_staleness(broker: Broker) -> None:
             "partition bar-1 since its associated leader epoch 2 is smaller than the current leader epoch 3") in text
 
 
+class _PausingFetcher(NullFetcherManager):
+    """Pauses a LeaderAndIsr mid-apply (inside the state-change lock, before it publishes) until ``go`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pause = False
+        self.entered = threading.Event()
+        self.go = threading.Event()
+
+    def remove_fetcher_for_partitions(self, partitions: Any) -> None:
+        if self.pause:
+            self.entered.set()
+            assert self.go.wait(30), "the test never released the LeaderAndIsr"
+        super().remove_fetcher_for_partitions(partitions)
+
+
+def test_an_isr_answer_racing_a_newer_leader_and_isr_is_dropped(tmp_path: Path) -> None:
+    """The AlterIsr answer that completes a reassignment can reach the leader while it applies the controller's
+    LeaderAndIsr with the finished assignment (new leader epoch, the removed replica out of the ISR). The stale ISR
+    must not overwrite it (the high watermark would then wait for the removed replica forever): the leader-epoch
+    check and the publish happen under the state-change lock."""
+    fetcher = _PausingFetcher()
+    b = Broker(tmp_path, fetcher=fetcher)
+    tp = TopicPartition("bar", 0)
+    try:
+        b.call(ApiKey.LEADER_AND_ISR, 5, lai_body(5, [pstate(0, leader_epoch=3, isr=[1, 2], replicas=[1, 2, 3])]))
+        expanded = b.state.update_led_isr(tp, 3, (1, 2, 3), 1)
+        assert expanded is not None
+        assert b.state.partitions()[tp].isr == (1, 2, 3)
+
+        fetcher.pause = True
+        finished = pstate(0, leader_epoch=4, isr=[1, 3], replicas=[1, 3])
+        lai = threading.Thread(target=b.call, args=(ApiKey.LEADER_AND_ISR, 5, lai_body(5, [finished])))
+        lai.start()
+        assert fetcher.entered.wait(30)
+        assert b.state.partitions()[tp].leader_epoch == 3  # mid-apply: epoch 4 is not published yet
+        answers: list[object] = []
+        isr = threading.Thread(target=lambda: answers.append(b.state.update_led_isr(tp, 3, (1, 2, 3), 2)))
+        isr.start()
+        isr.join(0.2)
+        assert isr.is_alive(), "the ISR update must wait for the LeaderAndIsr in progress"
+        fetcher.go.set()
+        lai.join(30)
+        isr.join(30)
+        assert answers == [None]
+        now = b.state.partitions()[tp]
+        assert (now.leader_epoch, now.isr, now.replicas) == (4, (1, 3), (1, 3))
+        assert b.state.update_led_isr(TopicPartition("bar", 9), 4, (1,), 1) is None  # not hosted
+    finally:
+        fetcher.go.set()
+        b.close()
+
+
 def test_not_in_replica_list_is_unknown_topic_or_partition(broker: Broker) -> None:
     resp = broker.call(ApiKey.LEADER_AND_ISR, 3, lai_body(3, [pstate(0, leader=2, isr=[2, 3], replicas=[2, 3])]))
     assert lai_errors(3, resp) == [3]
