@@ -147,6 +147,7 @@ class LakeStore:
         self._handles_lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=MAX_CONCURRENT_QUERIES, thread_name_prefix="datafusion")
         self._slots = threading.BoundedSemaphore(MAX_CONCURRENT_QUERIES)
+        self._closed = False
         # Query results per (sql, table versions); answers derived from snapshots/results; /health's per-version
         # facts. Each computes once per key however many requests ask at the same time (api.memo).
         self._results = Memo(RESULT_CACHE_ENTRIES)
@@ -154,7 +155,8 @@ class LakeStore:
         self._infos = Memo(INFO_ENTRIES)
 
     def close(self) -> None:
-        """Stop the query pool (running queries are abandoned)."""
+        """Stop the query pool (running queries are abandoned) and the background refreshes and reloads."""
+        self._closed = True
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._loader.shutdown(wait=False, cancel_futures=True)
         self._refresher.shutdown(wait=False, cancel_futures=True)
@@ -190,8 +192,9 @@ class LakeStore:
                 with h.lock:
                     start = not h.refreshing
                     h.refreshing = True
-                if start:
-                    self._refresher.submit(self._refresh, name, h)
+                if start and not self._background(self._refresher, self._refresh, name, h):
+                    with h.lock:
+                        h.refreshing = False
             else:
                 self._refresh(name, h)
         return h
@@ -208,14 +211,10 @@ class LakeStore:
                 h.checked_at = self._clock()
             finally:
                 h.refreshing = False
-            # a loaded snapshot behind the new version is reloaded now, not at the next request: a poller (a pager,
-            # the dashboard) sees a new alert one request sooner
-            start = (self.background_reload and h.snapshot is not None and h.snapshot_version < h.version
-                     and not h.reloading)
-            if start:
-                h.reloading = True
-        if start:
-            self._loader.submit(self._reload_in_background, name, h, h.version)
+        # a loaded snapshot behind the new version is reloaded now, not at the next request: a poller (a pager, the
+        # dashboard) sees a new alert one request sooner
+        if self.background_reload and h.snapshot is not None:
+            self._start_reload(name, h)
 
     def version(self, name: str) -> int:
         """The current version of table `name` (raises TableUnavailable)."""
@@ -245,11 +244,7 @@ class LakeStore:
         if snap is not None and h.snapshot_version == h.version:
             return snap
         if snap is not None and self.background_reload:
-            with h.lock:
-                start = not h.reloading
-                h.reloading = True
-            if start:
-                self._loader.submit(self._reload_in_background, name, h, h.version)
+            self._start_reload(name, h)
             return snap
         with h.load_lock:
             if h.snapshot is None or h.snapshot_version != h.version:
@@ -276,15 +271,39 @@ class LakeStore:
         None) stay the same objects, i.e. while no table the answer depends on has moved."""
         return self._answers.get(("derived", key), inputs, compute)
 
+    def _background(self, pool: ThreadPoolExecutor, fn: Callable[..., None], *args: Any) -> bool:
+        """Run ``fn(*args)`` on ``pool``; False once the store is closed (nothing is scheduled then)."""
+        if self._closed:
+            return False
+        try:
+            pool.submit(fn, *args)
+        except RuntimeError:  # closed between the check and the submit
+            return False
+        return True
+
+    def _start_reload(self, name: str, h: _Handle) -> None:
+        """Reload the snapshot on the loader thread if it is behind the table's version and no reload runs."""
+        with h.lock:
+            start = h.snapshot_version < h.version and not h.reloading
+            h.reloading = h.reloading or start
+            version = h.version
+        if start and not self._background(self._loader, self._reload_in_background, name, h, version):
+            with h.lock:
+                h.reloading = False
+
     def _reload_in_background(self, name: str, h: _Handle, version: int) -> None:
+        failed = False
         try:
             with h.load_lock:
                 self._load(name, h, version)
         except TableUnavailable as e:
+            failed = True  # the next request or refresh tries again
             log.warning("background reload of %s v%s failed, serving v%s: %s", name, version, h.snapshot_version, e)
         finally:
             with h.lock:
                 h.reloading = False
+        if not failed:
+            self._start_reload(name, h)  # the version moved while this reload ran: load the newer one now
 
     def _load(self, name: str, h: _Handle, version: int) -> None:
         """Read version `version` of a snapshot table through its own DeltaTable (no state shared with readers)."""

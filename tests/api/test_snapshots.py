@@ -124,3 +124,48 @@ def test_a_version_refresh_reloads_the_snapshot_without_waiting_for_the_next_req
         assert h.snapshot.num_rows == 4
     finally:
         store.close()
+
+
+def test_a_reload_that_finishes_behind_the_table_is_followed_by_the_newer_one(tmp_path: Path) -> None:
+    """A commit that lands while a background reload reads the older version starts the next reload as soon as that
+    one ends, without waiting for another request."""
+    import time
+
+    lake = tmp_path / "lake"
+    write(lake, ALERTS, [alert(i) for i in range(3)])
+    store = LakeStore(lake, refresh_interval_s=0, background_reload=True)
+    try:
+        assert store.snapshot(ALERTS.name).num_rows == 3
+        h = store._handles[ALERTS.name]
+        with h.load_lock:  # hold the loader: the reload of version 1 waits here while version 2 is committed
+            write(lake, ALERTS, [alert(7)])
+            store.snapshot(ALERTS.name)  # refresh (version 1) and start its reload, which blocks on load_lock
+            deadline = time.monotonic() + 10
+            while not h.reloading and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert h.reloading
+            write(lake, ALERTS, [alert(8)])
+            h.version = 2  # what the next refresh reads; the reload in flight already took version 1
+        deadline = time.monotonic() + 10  # no request from here on: the loader alone must reach version 2
+        while h.snapshot_version < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert h.snapshot_version == 2
+        assert h.snapshot is not None
+        assert h.snapshot.num_rows == 5
+    finally:
+        store.close()
+
+
+def test_a_closed_store_schedules_nothing(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    write(lake, ALERTS, [alert(i) for i in range(3)])
+    store = LakeStore(lake, refresh_interval_s=0, background_reload=True)
+    assert store.snapshot(ALERTS.name).num_rows == 3
+    store.close()
+    write(lake, ALERTS, [alert(7)])
+    h = store._handles[ALERTS.name]
+    store._refresh(ALERTS.name, h)  # a refresh that was running when the store closed: no reload is scheduled
+    assert h.version == 1
+    assert not h.reloading
+    assert store.snapshot(ALERTS.name).num_rows == 3  # the last snapshot is still served
+    assert not h.refreshing
