@@ -27,7 +27,7 @@ test: $(STAMP) ## the whole test suite (unit, Spark, broker and client integrati
 test-fast: $(STAMP) ## unit tests only (no Spark, no processes)
 	$(VENV)/bin/python -m pytest -m "not spark and not streaming and not integration and not slow"
 
-lint: $(STAMP) ## ruff check, ruff format --check, mypy --strict
+lint: $(STAMP) ## ruff check, mypy --strict (the code is formatted by hand to 120 columns, not by ruff format)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy planewatch broker pipelines schemas api jobs
 
