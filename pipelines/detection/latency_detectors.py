@@ -302,22 +302,34 @@ def detect_control_request_queued_behind_data(requests: pl.DataFrame, cfg: Detec
 
 def detect_stale_broker_epoch(state_changes: pl.DataFrame, requests: pl.DataFrame, cfg: DetectionConfig) -> Rows:
     """STALE_BROKER_EPOCH: a broker rejected control requests for a stale broker epoch (KafkaApis log line, or a
-    request-log control response with error code 77). One candidate per broker and batch, value = rejections."""
+    request-log control response with error code 77). One candidate per broker and batch, value = rejections.
+
+    One rejection has up to two witnesses, the log line and its request-log entry, so they are not added: per
+    request type, the rejections are the larger of the two witnesses' counts (a request log without the broker epoch
+    still matches). A line shipped twice
+    (same time and text; same correlation id in the request log) counts once."""
     t = AlertType.STALE_BROKER_EPOCH
     logs = state_changes.filter(_is(STALE_EVENTS)).select(
-        "cluster", "broker_id", "ts", line=pl.col("message"), broker_epoch=pl.col("broker_epoch").cast(pl.Int64),
-        current_broker_epoch=pl.col("current_broker_epoch").cast(pl.Int64))
-    errs = requests.filter(pl.col("api_name").is_in(CONTROL_REQUESTS) & (pl.col("error_code") == 77)).select(
-        "cluster", "broker_id", "ts",
+        "cluster", "broker_id", "ts", api=pl.col("request"), line=pl.col("message"),
+        broker_epoch=pl.col("broker_epoch").cast(pl.Int64),
+        current_broker_epoch=pl.col("current_broker_epoch").cast(pl.Int64), witness=pl.lit("log"),
+    ).unique(["cluster", "broker_id", "ts", "line"], keep="first", maintain_order=True)
+    errs = requests.filter(pl.col("api_name").is_in(CONTROL_REQUESTS) & (pl.col("error_code") == 77)).unique(
+        ["cluster", "broker_id", "api_name", "correlation_id"], keep="first", maintain_order=True).select(
+        "cluster", "broker_id", "ts", api=pl.col("api_name"),
         line=pl.format("{} correlationId {} answered STALE_BROKER_EPOCH", "api_name", "correlation_id"),
-        broker_epoch=pl.col("broker_epoch").cast(pl.Int64), current_broker_epoch=pl.lit(None, dtype=pl.Int64))
+        broker_epoch=pl.col("broker_epoch").cast(pl.Int64), current_broker_epoch=pl.lit(None, dtype=pl.Int64),
+        witness=pl.lit("request log"))
     both = pl.concat([logs, errs], how="vertical_relaxed")
     if both.is_empty():
         return []
+    rejections = (both.group_by("cluster", "broker_id", "api", "witness").agg(n=pl.len())
+                  .group_by("cluster", "broker_id", "api").agg(n=pl.col("n").max())
+                  .group_by("cluster", "broker_id").agg(n=pl.col("n").sum()))
     agg = both.sort("ts").group_by("cluster", "broker_id").agg(
-        n=pl.len(), last_ts=pl.col("ts").max(), first_ts=pl.col("ts").min(),
+        last_ts=pl.col("ts").max(), first_ts=pl.col("ts").min(),
         lines=pl.col("line").head(STALE_LINES_QUOTED), request_epoch=pl.col("broker_epoch").max(),
-        current_epoch=pl.col("current_broker_epoch").max())
+        current_epoch=pl.col("current_broker_epoch").max()).join(rejections, on=["cluster", "broker_id"])
     rows = agg.with_columns(value=pl.col("n").cast(pl.Float64), ts=pl.col("last_ts"),
                             severity=severity(cfg, t, pl.col("n").cast(pl.Float64)),
                             threshold=level(cfg, t, "warning"), listener=pl.lit(None, dtype=pl.String))

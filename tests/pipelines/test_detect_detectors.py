@@ -123,6 +123,9 @@ CHANGES += [sc(c, 1.2, "3 successfully elected as the controller. Epoch incremen
 CHANGES += [
     sc("stale-fire", 3, "Received LeaderAndIsr request with broker epoch 25 smaller than the current broker epoch 31",
        event="stale_broker_epoch", request="LeaderAndIsr", broker_epoch=25, current_broker_epoch=31),
+    # one rejected LeaderAndIsr: its log line and its request-log entry, each shipped twice
+    *[sc("staledup-fire", 3, "Received LeaderAndIsr request with broker epoch 25 smaller than the current broker epoch "
+         "31", event="stale_broker_epoch", request="LeaderAndIsr", broker_epoch=25, current_broker_epoch=31)] * 2,
     sc("stale-quiet", 3, "Handling LeaderAndIsr request correlationId 17 from controller 1 for 960 partitions",
        event="leader_and_isr_handling", request="LeaderAndIsr", correlation_id=17, controller_id=1, partitions=960),
 ]
@@ -132,6 +135,7 @@ REQUESTS = [
     req("qbd-quiet", "Produce", "PLAINTEXT", 3000.0),
     req("stale-fire", "UpdateMetadata", "CONTROLLER", 0.1, error=77),
     req("stale-quiet", "UpdateMetadata", "CONTROLLER", 0.1, error=0),
+    *[req("staledup-fire", "LeaderAndIsr", "CONTROLLER", 0.1, error=77)] * 2,
 ]
 
 
@@ -219,6 +223,7 @@ CASES = [
     ("CONTROL_REQUEST_QUEUED_BEHIND_DATA", "qbd", 2),
     ("CONTROL_REQUEST_QUEUED_BEHIND_DATA", "qbdm", 2),
     ("STALE_BROKER_EPOCH", "stale", 2),
+    ("STALE_BROKER_EPOCH", "staledup", 2),
     ("CONTROL_PLANE_QUEUE_BACKLOG", "cpq", 2),
     ("REQUEST_QUEUE_SATURATED", "rqs", 2),
     ("REQUEST_QUEUE_SATURATED", "rqs-override", 2),
@@ -310,7 +315,8 @@ QUALITY = {
     ("LOCK_CONTENTION", "lockm"): {("warning", 1602.0, 1000.0)},
     ("CONTROL_REQUEST_QUEUED_BEHIND_DATA", "qbd"): {("critical", 2500.0, 100.0)},
     ("CONTROL_REQUEST_QUEUED_BEHIND_DATA", "qbdm"): {("warning", 490.0, 400.0)},  # 80 % of 500
-    ("STALE_BROKER_EPOCH", "stale"): {("warning", 2.0, 1.0)},  # the log line and the error-77 response
+    ("STALE_BROKER_EPOCH", "stale"): {("warning", 2.0, 1.0)},  # a LeaderAndIsr (its log line), an UpdateMetadata (77)
+    ("STALE_BROKER_EPOCH", "staledup"): {("warning", 1.0, 1.0)},  # one rejection, two witnesses, each shipped twice
     # 18, 19, 20 of 20 (level 10): every window's lowest sample of its run, 18/20 and 19/20 >= 90 %
     ("CONTROL_PLANE_QUEUE_BACKLOG", "cpq"): {("critical", 18.0, 10.0), ("critical", 19.0, 10.0)},
     ("REQUEST_QUEUE_SATURATED", "rqs"): {("critical", 480.0, 400.0)},  # 480/500 = 96 %
