@@ -79,17 +79,9 @@ def _rows(silver: SilverRows, table: Table, where: pc.Expression | None = None,
           columns: list[str] | None = None) -> pa.Table:
     """The batch's rows of silver `table` that `where` keeps, in its types (none: the table's empty frame)."""
     names = columns or table.names
-    schema = table.to_arrow()
+    schema = table.to_arrow(names)
     load = silver.get(table.name)
-    if load is None:
-        return _schema_of(schema, names).empty_table()
-    return load(names, where).cast(_schema_of(schema, names))
-
-
-def _schema_of(schema: pa.Schema, names: list[str]) -> pa.Schema:
-    import pyarrow as pa
-
-    return pa.schema([schema.field(n) for n in names])
+    return schema.empty_table() if load is None else load(names, where).cast(schema)
 
 
 class _BatchRules:

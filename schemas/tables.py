@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import pyarrow as pa
     from pyspark.sql.types import StructType
 
@@ -83,7 +85,8 @@ class Table:
 
         return T.StructType([T.StructField(c.name, conv(c.type), c.nullable) for c in self.columns])
 
-    def to_arrow(self) -> pa.Schema:
+    def to_arrow(self, columns: Sequence[str] | None = None) -> pa.Schema:
+        """The Arrow schema of the table, or of `columns` only, in that order."""
         import pyarrow as pa
 
         def conv(t: str) -> Any:
@@ -100,7 +103,9 @@ class Table:
                 return simple[t]
             return pa.map_(pa.string(), pa.string())
 
-        return pa.schema([pa.field(c.name, conv(c.type), c.nullable) for c in self.columns])
+        by_name = {c.name: c for c in self.columns}
+        chosen = self.columns if columns is None else [by_name[n] for n in columns]
+        return pa.schema([pa.field(c.name, conv(c.type), c.nullable) for c in chosen])
 
 
 def _c(name: str, type_: str, doc: str = "", nullable: bool = True) -> Column:

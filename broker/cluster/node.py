@@ -224,9 +224,8 @@ class IsrManager:
                 self.meters.failed.mark()
             return False
         logger.info(text)
-        ps = self.state.partition(tp)
-        partition_epoch = int(answer.get("partition_epoch", ps.partition_epoch if ps is not None else 0))
-        new = self.state.update_led_isr(tp, leader_epoch, tuple(new_isr), partition_epoch)
+        epoch = answer.get("partition_epoch")
+        new = self.state.update_led_isr(tp, leader_epoch, tuple(new_isr), None if epoch is None else int(epoch))
         log = self.dp.logs.get_log(tp)
         if new is not None and log is not None:
             self.dp.after_leader_append(tp, log, new)  # the HW may move now that the ISR is smaller

@@ -172,8 +172,9 @@ class BrokerState:
             self._partitions = work
 
     def update_led_isr(self, tp: TopicPartition, leader_epoch: int, isr: tuple[int, ...],
-                       partition_epoch: int) -> PartitionState | None:
-        """Adopt the ISR the controller accepted for ``tp``, if this broker still leads it at ``leader_epoch``.
+                       partition_epoch: int | None) -> PartitionState | None:
+        """Adopt the ISR (and ``partition_epoch``; None: keep the current one) the controller accepted for ``tp``, if
+        this broker still leads it at ``leader_epoch``.
 
         The check and the publish happen under the state-change lock, as Kafka's Partition does under its
         leaderIsrUpdateLock: a LeaderAndIsr applied while the AlterIsr answer travelled (a finished reassignment
@@ -183,7 +184,8 @@ class BrokerState:
             ps = self._partitions.get(tp)
             if ps is None or ps.role is not Role.LEADER or ps.leader_epoch != leader_epoch:
                 return None
-            new = replace(ps, isr=isr, partition_epoch=partition_epoch)
+            epoch = ps.partition_epoch if partition_epoch is None else partition_epoch
+            new = replace(ps, isr=isr, partition_epoch=epoch)
             self._partitions = {**self._partitions, tp: new}
             return new
 

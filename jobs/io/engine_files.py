@@ -289,7 +289,7 @@ def committed_rows(paths: Sequence[str], table: Table, columns: list[str] | None
     import pyarrow.parquet as pq
 
     names = table.names if columns is None else columns
-    schema = pa.schema([table.to_arrow().field(n) for n in names])
+    schema = table.to_arrow(names)
     data = [n for n in names if n not in table.partition_by]
     parts: list[pa.Table] = []
     rows = 0

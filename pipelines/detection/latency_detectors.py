@@ -306,8 +306,7 @@ def detect_stale_broker_epoch(state_changes: pl.DataFrame, requests: pl.DataFram
 
     One rejection has up to two witnesses, the log line and its request-log entry, so they are not added: per
     request type, the rejections are the larger of the two witnesses' counts (a request log without the broker epoch
-    still matches). A line shipped twice
-    (same time and text; same correlation id in the request log) counts once."""
+    still matches). A line shipped twice (same time and text; same correlation id in the request log) counts once."""
     t = AlertType.STALE_BROKER_EPOCH
     logs = state_changes.filter(_is(STALE_EVENTS)).select(
         "cluster", "broker_id", "ts", api=pl.col("request"), line=pl.col("message"),

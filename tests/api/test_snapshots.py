@@ -14,6 +14,7 @@ import api.store
 from api.snapshots import read_added_files
 from api.store import LakeStore
 from tests.api.lake import ALERTS, CONTROL_REQUEST_LATENCY, T0, alert, control_request, write
+from tests.polling import wait_until
 
 
 @pytest.fixture
@@ -106,8 +107,6 @@ def test_appended_files_with_arrow_view_types_are_merged(tmp_path: Path, spy: li
 def test_a_version_refresh_reloads_the_snapshot_without_waiting_for_the_next_request(tmp_path: Path) -> None:
     """Background mode: the request that finds the refresh interval passed starts the version check; when the
     version moved, the check itself starts the snapshot's reload, so the next request already gets the new rows."""
-    import time
-
     lake = tmp_path / "lake"
     write(lake, ALERTS, [alert(i) for i in range(3)])
     store = LakeStore(lake, refresh_interval_s=0, background_reload=True)
@@ -116,9 +115,7 @@ def test_a_version_refresh_reloads_the_snapshot_without_waiting_for_the_next_req
         write(lake, ALERTS, [alert(7)])
         assert store.snapshot(ALERTS.name).num_rows == 3  # served from memory; the refresh runs in the background
         h = store._handles[ALERTS.name]
-        deadline = time.monotonic() + 10  # a bound, not a wait: the loop polls and breaks at once when loaded
-        while h.snapshot_version < 1 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_until(lambda: h.snapshot_version >= 1, what="version 1 loaded")
         assert h.snapshot_version == 1
         assert h.snapshot is not None
         assert h.snapshot.num_rows == 4
@@ -129,8 +126,6 @@ def test_a_version_refresh_reloads_the_snapshot_without_waiting_for_the_next_req
 def test_a_reload_that_finishes_behind_the_table_is_followed_by_the_newer_one(tmp_path: Path) -> None:
     """A commit that lands while a background reload reads the older version starts the next reload as soon as that
     one ends, without waiting for another request."""
-    import time
-
     lake = tmp_path / "lake"
     write(lake, ALERTS, [alert(i) for i in range(3)])
     store = LakeStore(lake, refresh_interval_s=0, background_reload=True)
@@ -140,15 +135,12 @@ def test_a_reload_that_finishes_behind_the_table_is_followed_by_the_newer_one(tm
         with h.load_lock:  # hold the loader: the reload of version 1 waits here while version 2 is committed
             write(lake, ALERTS, [alert(7)])
             store.snapshot(ALERTS.name)  # refresh (version 1) and start its reload, which blocks on load_lock
-            deadline = time.monotonic() + 10
-            while not h.reloading and time.monotonic() < deadline:
-                time.sleep(0.01)
+            wait_until(lambda: h.reloading, what="the reload of version 1 started")
             assert h.reloading
             write(lake, ALERTS, [alert(8)])
             h.version = 2  # what the next refresh reads; the reload in flight already took version 1
-        deadline = time.monotonic() + 10  # no request from here on: the loader alone must reach version 2
-        while h.snapshot_version < 2 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        # no request from here on: the loader alone must reach version 2
+        wait_until(lambda: h.snapshot_version >= 2, what="version 2 loaded")
         assert h.snapshot_version == 2
         assert h.snapshot is not None
         assert h.snapshot.num_rows == 5

@@ -12,7 +12,7 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -175,15 +175,6 @@ def running_server(tmp_path: Path, apis: Any, props: dict[str, Any] | None = Non
             time.sleep(0.05)
         leftover = [t.name for t in set(threading.enumerate()) - before if t.is_alive()]
         assert not leftover, f"threads left running: {leftover}"
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.01)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def gauge(server: KafkaServer, mbean: str, attribute: str = "Value") -> float:

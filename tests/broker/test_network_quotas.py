@@ -10,7 +10,8 @@ import pytest
 from broker.config import ConfigException
 from broker.metrics.registry import Meter
 from broker.network.quotas import ConnectionQuotas, QuotaWaitInterrupted, TooManyConnections
-from tests.broker.network_helpers import API_VERSIONS, Client, ScriptedApis, meter, running_server, wait_until
+from tests.broker.network_helpers import API_VERSIONS, Client, ScriptedApis, meter, running_server
+from tests.polling import wait_until
 
 BLOCKED = "kafka.network:type=Acceptor,name=AcceptorBlockedPercent,listener=PLAINTEXT"
 
