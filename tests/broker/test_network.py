@@ -22,8 +22,8 @@ from tests.broker.network_helpers import (
     gauge,
     meter,
     running_server,
-    wait_until,
 )
+from tests.polling import wait_until
 
 
 def test_serves_api_versions_and_metadata_and_reports_listeners(tmp_path: Path) -> None:

@@ -25,8 +25,8 @@ from tests.broker.network_helpers import (
     make_config,
     raise_fd_limit,
     running_server,
-    wait_until,
 )
+from tests.polling import wait_until
 
 STORM_CONNECTIONS = 1500  # enough to overflow 3 x 20 queued slots many times; bounded for a 2-core CI box
 STORM_DEADLINE_S = 60.0
