@@ -8,10 +8,10 @@ export PYSPARK_PYTHON := $(CURDIR)/$(VENV)/bin/python
 export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(VENV)/bin/python
 export GX_ANALYTICS_ENABLED := False
 
-$(STAMP): pyproject.toml scripts/bootstrap.sh jvm/pom.xml planewatch/kafka/artifacts.py
+$(STAMP): pyproject.toml uv.lock scripts/bootstrap.sh jvm/pom.xml planewatch/kafka/artifacts.py
 	bash scripts/bootstrap.sh
 
-.PHONY: help venv demo test test-fast lint broker benchmarks cluster-up cluster-down
+.PHONY: help venv demo test test-fast test-newest lock lock-upgrade lint broker benchmarks cluster-up cluster-down
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -26,6 +26,18 @@ test: $(STAMP) ## the whole test suite (unit, Spark, broker and client integrati
 
 test-fast: $(STAMP) ## unit tests only (no Spark, no processes)
 	$(VENV)/bin/python -m pytest -m "not spark and not streaming and not integration and not slow"
+
+test-newest: $(STAMP) ## the whole suite on the newest versions pyproject's bounds allow (.venv-newest; the lock unchanged)
+	bash scripts/test_newest.sh
+
+lock: $(STAMP) ## re-resolve uv.lock after a pyproject change, keeping locked versions where they still fit
+	$(VENV)/bin/uv lock
+	bash scripts/bootstrap.sh
+
+lock-upgrade: $(STAMP) ## move uv.lock to the newest allowed versions, install them and run the whole suite
+	$(VENV)/bin/uv lock --upgrade
+	bash scripts/bootstrap.sh
+	$(VENV)/bin/python -m pytest
 
 lint: $(STAMP) ## ruff check, mypy --strict (the code is formatted by hand to 120 columns, not by ruff format)
 	$(VENV)/bin/ruff check .

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Create or update the project's virtual environment (.venv) on a fresh machine.
+# Create or update the project's virtual environment (.venv) on a fresh machine, exactly as uv.lock says.
 # Installs what the project needs outside PyPI with apt-get when missing:
 #   - Java 17 (Spark's JVM), from Debian's openjdk-17-jre-headless
 #   - kcat (Debian package kafkacat), an independent Kafka client the tests use
@@ -35,11 +35,24 @@ if [ -z "$PY" ]; then
 fi
 [ -n "$PY" ] || { echo "bootstrap: Python 3.11 is required" >&2; exit 1; }
 
+# The Python set is exactly uv.lock (runtime, test, lint and tools groups; Python 3.11; Linux), installed by uv at
+# the version the lock was written with (pyproject.toml's [tool.uv] required-version and its `tools` group).
+UV_VERSION=0.13.9
+export UV_PYTHON_DOWNLOADS=never  # the machine's Python 3.11, never one uv would download
 if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
 fi
-.venv/bin/python -m pip install -q --upgrade "pip>=25.1"
-.venv/bin/python -m pip install -q -e . --group dev
+if ! .venv/bin/uv --version 2>/dev/null | grep -qx "uv $UV_VERSION"; then
+    .venv/bin/python -m pip install -q --disable-pip-version-check "uv==$UV_VERSION"
+fi
+if ! .venv/bin/uv lock --check --python .venv/bin/python >/dev/null 2>.venv/lock-check.log; then
+    cat .venv/lock-check.log >&2
+    echo "bootstrap: uv.lock does not match pyproject.toml (a dependency was changed without re-locking)." >&2
+    echo "bootstrap: run 'make lock' to re-resolve within the bounds, or 'make lock-upgrade' to take the newest" >&2
+    echo "bootstrap: allowed versions; commit uv.lock with the change (docs/dependencies.md)." >&2
+    exit 1
+fi
+.venv/bin/uv sync --frozen --python .venv/bin/python
 .venv/bin/python -m planewatch.kafka.artifacts fetch || { echo "bootstrap: fetching the JVM artifacts failed (above)" >&2; exit 1; }
 touch .venv/.installed
 echo "bootstrap: .venv ready ($(.venv/bin/python --version), java: $(java -version 2>&1 | head -1))"
