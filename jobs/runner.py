@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
-__all__ = ["FAMILIES_ALL", "main", "run_pipeline"]
+__all__ = ["FAMILIES_ALL", "QUERY_RESTART", "main", "run_pipeline"]
 
 log = logging.getLogger(__name__)
 FAMILIES_ALL: tuple[str, ...] = tuple(f.value for f in InputFamily)
@@ -35,6 +35,9 @@ POLL_S = 1.0
 # loaded machine Spark's Python planner worker can miss its 10 s connect-back window; that must not end the run.
 MAX_RESTARTS = 3
 RESTART_BACKOFF_S = 2.0
+# The warning logged when an ingest query failed and is restarted (its family, the error, the restart's number):
+# `planewatch demo` reads it back from the pipeline's log to report the failure.
+QUERY_RESTART = "ingest %s failed (%s); restart %d from the checkpoint"
 # At a stop, how long the pipeline waits for detection's background start to finish before stopping its queries.
 DETECTION_START_JOIN_S = 120.0
 
@@ -85,7 +88,7 @@ def run_pipeline(
                     except RuntimeError as exc:
                         if attempt == MAX_RESTARTS:
                             raise
-                        log.warning("ingest %s failed (%s); restart %d from the checkpoint", family, exc, attempt + 1)
+                        log.warning(QUERY_RESTART, family, exc, attempt + 1)
                         _stop_all(started)
                         time.sleep(RESTART_BACKOFF_S * (attempt + 1))
             if detection and detect_queries:
@@ -124,7 +127,7 @@ def run_pipeline(
                 if restarts[family] >= MAX_RESTARTS:
                     raise RuntimeError(f"query {dead[0].name} stopped: {dead[0].exception()}")
                 restarts[family] += 1
-                log.warning("ingest %s stopped (%s); restart %d", family, dead[0].exception(), restarts[family])
+                log.warning(QUERY_RESTART, family, dead[0].exception(), restarts[family])
                 _stop_all(started)
                 time.sleep(RESTART_BACKOFF_S * restarts[family])
                 by_family[family] = start_ingest_queries(spark, settings, family, detection)

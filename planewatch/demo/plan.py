@@ -10,9 +10,12 @@ API), plus every alert that should not have fired.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from jobs.runner import QUERY_RESTART
 
 __all__ = [
     "ALL_RUNS",
@@ -23,9 +26,12 @@ __all__ = [
     "DemoRun",
     "Detection",
     "Incident",
+    "ProcessFailure",
     "SeenAlert",
     "incidents_of",
+    "last_error",
     "match",
+    "query_restarts",
     "render_table",
     "unexpected_alerts",
 ]
@@ -221,14 +227,51 @@ def unexpected_alerts(alerts: Iterable[SeenAlert], forbidden: Mapping[str, Seque
     return sorted(out, key=lambda a: (a.cluster, a.seen_ms))
 
 
+@dataclass(frozen=True)
+class ProcessFailure:
+    """Something of the demo's own machinery that failed while it ran: the API or the pipeline exiting, or one of
+    the pipeline's queries failing (restarted from its checkpoint, its batches meanwhile unprocessed)."""
+
+    process: str  # "api" | "pipeline"
+    what: str
+    error: str
+
+
+# The pipeline's restart warning (jobs.runner.QUERY_RESTART) as a pattern: family, error, restart number.
+_RESTART = re.compile(re.escape(QUERY_RESTART).replace("%s", "(.*?)").replace("%d", r"(\d+)") + "$")
+# A line of a Python traceback's last frame or a logged error: what a dead child's log is summarised by.
+_ERROR_LINE = re.compile(r"^(?:[\w.]+(?:Error|Exception|Exit|Interrupt)\b|.* (?:ERROR|CRITICAL) )")
+# A reported error is cut to this many characters: a Java exception's message can be pages long.
+ERROR_CHARS = 300
+
+
+def query_restarts(log_lines: Iterable[str]) -> list[ProcessFailure]:
+    """The pipeline's query failures in its log (one per restart), in log order."""
+    out = []
+    for line in log_lines:
+        m = _RESTART.search(line.rstrip("\n"))
+        if m:
+            family, error, n = m.groups()
+            out.append(ProcessFailure("pipeline", f"{family} query failed (restart {n})", error[:ERROR_CHARS]))
+    return out
+
+
+def last_error(log_lines: Sequence[str]) -> str:
+    """What a dead child's log says last about why: its last error line, else its last line ("" when empty)."""
+    lines = [line.rstrip() for line in log_lines if line.strip()]
+    errors = [line for line in lines if _ERROR_LINE.match(line)]
+    return (errors or lines or [""])[-1][:ERROR_CHARS]
+
+
 def _cell(v: object) -> str:
     return "-" if v is None else str(v)
 
 
 def render_table(detections: Sequence[Detection], false_alarms: Sequence[SeenAlert],
-                 engines: Mapping[str, str] | None = None) -> str:
+                 engines: Mapping[str, str] | None = None, failures: Sequence[ProcessFailure] = ()) -> str:
     """The incident-to-alert table printed at the end of the demo (plain text, fixed-width columns); ``engines``
-    names what ran each run's brokers (run -> engine; a run not named ran on the reference broker)."""
+    names what ran each run's brokers (run -> engine; a run not named ran on the reference broker). The footer
+    counts the catches and false alarms and names every failure of the demo's own processes."""
     header = ("run (cluster)", "engine", "incident", "expected alert", "broker", "caught by", "severity", "delay s",
               "from visible s")
     body: list[tuple[str, ...]] = []
@@ -248,4 +291,8 @@ def render_table(detections: Sequence[Detection], false_alarms: Sequence[SeenAle
                  f"{len(false_alarms)} alert(s) where none was expected")
     for a in false_alarms:
         lines.append(f"  unexpected: {a.cluster} {a.type} broker {_cell(a.broker_id)}: {_cell(a.summary)}")
+    if failures:
+        lines.append(f"the demo did not run cleanly: {len(failures)} failure(s) of its own processes")
+    for f in failures:
+        lines.append(f"  {f.process}: {f.what}: {f.error or '(no error in its log)'}")
     return "\n".join(lines)

@@ -109,3 +109,15 @@ def test_shortened_demo_catches_every_incident(tmp_path: Path) -> None:
             assert not [a for a in by_id.values() if a["cluster"] == "healthy"]
     finally:
         api.stop()
+
+
+def test_a_demo_whose_pipeline_dies_exits_1_and_says_why(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("bogus_key: 1\n")  # the pipeline refuses its configuration and exits at once
+    cmd = planewatch_cmd("demo", "--dir", str(tmp_path / "demo"), "--port", "0", "--runs", "healthy",
+                         "--config", str(bad), "--no-serve", "--duration", "120")
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=180, start_new_session=True,
+                          env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
+    assert done.returncode == 1, done.stdout[-3000:]
+    assert "pipeline: exited with code 2: " in done.stdout
+    assert "unknown keys ['bogus_key']" in done.stdout

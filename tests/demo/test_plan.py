@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planewatch.demo.plan import RUNS, Incident, SeenAlert, incidents_of, match, render_table, unexpected_alerts
+from planewatch.demo.plan import (
+    RUNS,
+    Incident,
+    ProcessFailure,
+    SeenAlert,
+    incidents_of,
+    last_error,
+    match,
+    query_restarts,
+    render_table,
+    unexpected_alerts,
+)
 
 
 @dataclass(frozen=True)
@@ -144,3 +155,24 @@ def test_the_visible_moment_is_the_alerts_started_at() -> None:
     assert (d.delay_s, d.visible_delay_s) == (13.0, 2.75)
     assert SeenAlert.from_api({**row, "started_at": None}, 1).visible_ms is None
     assert SeenAlert.from_api({**row, "started_at": "not a time"}, 1).visible_ms is None
+
+
+def test_query_restarts_are_read_from_the_pipelines_log() -> None:
+    lines = ["2026-11-27 10:00:00,000 INFO jobs.runner: started",
+             "2026-11-27 10:01:00,000 WARNING jobs.runner: ingest logs failed (ArrowNotImplementedError: Function "
+             "'equal' has no kernel matching input types (string, string_view)); restart 1 from the checkpoint"]
+    got = query_restarts(lines)
+    assert got == [ProcessFailure("pipeline", "logs query failed (restart 1)",
+                                  "ArrowNotImplementedError: Function 'equal' has no kernel matching input types "
+                                  "(string, string_view)")]
+
+
+def test_a_dead_childs_error_is_its_last_exception_line() -> None:
+    lines = ["starting", "Traceback (most recent call last):", '  File "x.py", line 1', "RuntimeError: boom", ""]
+    assert last_error(lines) == "RuntimeError: boom"
+
+
+def test_table_footer_names_each_failure_of_the_demos_processes() -> None:
+    text = render_table([], [], failures=[ProcessFailure("api", "exited with code 1", "OSError: port taken")])
+    assert text.splitlines()[-2:] == ["the demo did not run cleanly: 1 failure(s) of its own processes",
+                                      "  api: exited with code 1: OSError: port taken"]
