@@ -7,11 +7,15 @@ import json
 import os
 import socket
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from planewatch.kafka.cluster import KafkaCluster, KafkaClusterSpec, KafkaStartError
+
+# The console script of the environment running the tests (.venv, or .venv-newest under `make test-newest`).
+PLANEWATCH = Path(sys.executable).with_name("planewatch")
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -52,8 +56,7 @@ def test_a_bad_config_value_fails_with_kafkas_config_exception(tmp_path: Path) -
 
 
 def test_cli_refuses_a_version_that_was_never_fetched_and_zookeeper_mode_on_4x(tmp_path: Path) -> None:
-    pw = Path(os.environ.get("VIRTUAL_ENV", ".venv")) / "bin" / "planewatch"
-    pw = pw if pw.exists() else Path(".venv/bin/planewatch")
+    pw = PLANEWATCH
     env = {**os.environ, "PLANEWATCH_JVM_DIR": str(tmp_path / "empty")}
     done = subprocess.run([str(pw), "cluster", "--kafka", "3.9.1", "--dir", str(tmp_path / "c")], env=env,
                           capture_output=True, text=True, timeout=60, check=False)
@@ -86,7 +89,7 @@ def test_kill_9_of_the_launcher_leaves_no_kafka_or_zookeeper_behind(tmp_path: Pa
     import signal
     import time
 
-    pw = Path(".venv/bin/planewatch")
+    pw = PLANEWATCH
     d = tmp_path / "c"
     proc = subprocess.Popen([str(pw), "cluster", "--kafka", "3.9.1", "--brokers", "1", "--dir", str(d)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
