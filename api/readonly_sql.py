@@ -31,6 +31,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from schemas.lake_read import to_plain
+
 __all__ = [
     "READ_PLAN_NODES",
     "NotReadOnly",
@@ -128,7 +130,8 @@ def _plan(ctx: Any, sql: str) -> Any:
 def run_read_only(ctx: Any, sql: str, max_rows: int) -> tuple[pa.Table, bool]:
     """Plan `sql` in `ctx` (see `read_only_session`), refuse anything but a read, and run it.
 
-    Returns the first `max_rows` rows and whether the query produced more (reading stops there).
+    Returns the first `max_rows` rows, in plain types (DataFusion answers strings as string_view: schemas.lake_read),
+    and whether the query produced more (reading stops there).
 
     Raises:
         NotReadOnly: the statement is not a read (nothing ran).
@@ -147,7 +150,7 @@ def run_read_only(ctx: Any, sql: str, max_rows: int) -> tuple[pa.Table, bool]:
     except Exception as e:
         raise SqlError(_first_line(e)) from e
     table = pa.Table.from_batches(batches, batches[0].schema if batches else schema)
-    return table.slice(0, max_rows), rows > max_rows
+    return to_plain(table.slice(0, max_rows)), rows > max_rows
 
 
 def _batches(df: Any) -> Iterator[pa.RecordBatch]:

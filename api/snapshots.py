@@ -17,28 +17,10 @@ from urllib.parse import unquote, urlsplit
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from schemas.lake_read import read_file, to_contract
 from schemas.tables import ALERTS, CONTROL_REQUEST_LATENCY, TABLES
 
-__all__ = ["SNAPSHOTS", "SnapshotSpec", "conform", "local_root", "read_added_files"]
-
-
-def conform(t: pa.Table, schema: pa.Schema) -> pa.Table:
-    """Give a table every contract column (missing ones as nulls) so readers can rely on the names, and the
-    contract's types where a reader produced Arrow view types (delta-rs / DataFusion read strings as
-    string_view or binary_view, which Arrow's sort kernels do not take)."""
-    for f in schema:
-        if f.name not in t.column_names:
-            t = t.append_column(pa.field(f.name, f.type, True), pa.nulls(t.num_rows, f.type))
-            continue
-        typ = t.schema.field(f.name).type
-        if typ != f.type and _is_view(typ):
-            i = t.column_names.index(f.name)
-            t = t.set_column(i, pa.field(f.name, f.type, True), t.column(i).cast(f.type))
-    return t
-
-
-def _is_view(typ: pa.DataType) -> bool:
-    return bool(pa.types.is_string_view(typ) or pa.types.is_binary_view(typ))
+__all__ = ["SNAPSHOTS", "SnapshotSpec", "local_root", "read_added_files"]
 
 
 def _dedupe_alerts(t: pa.Table) -> pa.Table:
@@ -100,21 +82,20 @@ def local_root(table_uri: str) -> str | None:
 
 
 def read_added_files(root: str, actions: pa.Table, table: str) -> pa.Table:
-    """The rows of the files listed in `actions` (flattened add actions), partition columns restored."""
-    import pyarrow.parquet as pq
-
+    """The rows of the files listed in `actions` (flattened add actions), partition columns restored, in the
+    contract's types (schemas.lake_read: a MERGE's files hold view types)."""
     schema = TABLES[table].to_arrow()
     parts: list[pa.Table] = []
     part_cols = [c for c in actions.column_names if c.startswith("partition.")]
     for row in actions.select(["path", *part_cols]).to_pylist():
-        t = pq.read_table(f"{root}/{unquote(row['path'])}")
+        t = read_file(f"{root}/{unquote(row['path'])}", schema)
         for c in part_cols:
             name = c.removeprefix("partition.")
             if name not in t.column_names:
                 typ = schema.field(name).type if name in schema.names else pa.string()
                 value = pa.scalar(row[c]) if row[c] is not None else pa.scalar(None, typ)
                 t = t.append_column(name, pa.array([value.as_py()] * t.num_rows, value.type).cast(typ))
-        parts.append(conform(t, schema))
+        parts.append(to_contract(t, schema))
     if not parts:
-        return conform(schema.empty_table(), schema)
+        return schema.empty_table()
     return pa.concat_tables(parts, promote_options="permissive")

@@ -40,7 +40,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from api.memo import Memo
-from api.snapshots import SNAPSHOTS, conform, local_root, read_added_files
+from api.snapshots import SNAPSHOTS, local_root, read_added_files
+from schemas.lake_read import read_table, to_plain
 from schemas.tables import ALERTS, CONTROL_REQUEST_LATENCY, METRIC_ROLLUPS_1M, METRIC_SAMPLES, TABLES
 
 __all__ = [
@@ -329,9 +330,9 @@ class LakeStore:
                 if set(fresh.column_names) <= set(old.column_names):
                     prepared = spec.merge(old, fresh)
                 else:  # the table grew a column: read it whole
-                    prepared = spec.prepare(conform(dt.to_pyarrow_table(), TABLES[name].to_arrow()))
+                    prepared = spec.prepare(read_table(dt, TABLES[name].to_arrow()))
             else:
-                prepared = spec.prepare(conform(dt.to_pyarrow_table(), TABLES[name].to_arrow()))
+                prepared = spec.prepare(read_table(dt, TABLES[name].to_arrow()))
         except TableUnavailable:
             raise
         except Exception as e:  # a file vacuumed mid-read, a schema being changed
@@ -461,7 +462,7 @@ def _run_query(sql: str, handles: Mapping[str, _Handle]) -> pa.Table:
         rows += b.num_rows
         if rows >= MAX_QUERY_ROWS:
             break
-    return pa.Table.from_batches(batches, reader.schema).slice(0, MAX_QUERY_ROWS)
+    return to_plain(pa.Table.from_batches(batches, reader.schema).slice(0, MAX_QUERY_ROWS))
 
 
 def _reason(e: BaseException) -> str:

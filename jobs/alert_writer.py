@@ -63,7 +63,7 @@ class AlertWriter:
         self.cfg = cfg
         self.owns = owned(role)
         self.merger = DeltaMerger(self.path, ALERTS, app, ["alert_id"])
-        self.table = LatestTable(self.path)
+        self.table = LatestTable(self.path, ALERTS.to_arrow())
 
     def open_alerts(self, clusters: set[str] | None = None) -> list[dict[str, Any]]:
         """The open alerts this writer owns (of `clusters` only, when given)."""

@@ -136,7 +136,7 @@ class MetricRules(_BatchRules):
         from jobs.io.delta_read import LatestTable
 
         super().__init__(settings, query, run_id, cfg)
-        self.samples = LatestTable(settings.table_path(METRIC_SAMPLES.name))
+        self.samples = LatestTable(settings.table_path(METRIC_SAMPLES.name), METRIC_SAMPLES.to_arrow())
 
     def _history(self, new: pa.Table) -> pa.Table:
         """metric_samples rows over the span of every window the new samples fall in, per cluster (a superset: files

@@ -89,7 +89,7 @@ class PairingBatch:
             ["request_key"],
         )
         self.alerts = AlertWriter(settings, DetectQuery.LATENCY, f"detect_pairing-alerts-{run_id}", cfg)
-        self.state_changes = LatestTable(settings.table_path(STATE_CHANGE_EVENTS.name))
+        self.state_changes = LatestTable(settings.table_path(STATE_CHANGE_EVENTS.name), STATE_CHANGE_EVENTS.to_arrow())
         self.holder: dict[str, Any] = {"name": "detect_pairing"}
 
     def _fetcher_lines(self, batch: pa.Table) -> pa.Table:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from jobs.io import PipelineIOError
+from schemas.lake_read import FilePruning, file_batches, read_table, table_schema
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -44,6 +45,8 @@ __all__ = ["DEFAULT_MAX_FILES_PER_TRIGGER", "DeltaStreamSource", "LatestTable", 
 FILE_LIST_READER_VERSION = 1
 # One micro-batch reads at most this many Parquet files: bounds a catch-up batch after a long stop.
 DEFAULT_MAX_FILES_PER_TRIGGER = 1000
+# The stream reader hands Spark a file this many rows at a time: bounds a worker's memory for a big file.
+STREAM_BATCH_ROWS = 65536
 
 
 def _strip(uri: str) -> str:
@@ -70,7 +73,6 @@ def read_delta(spark: SparkSession, path: str, version: int | None = None,
     Raises:
         PipelineIOError: `path` is not a Delta table, or needs delta-spark and the session lacks it.
     """
-    import pyarrow as pa
     from deltalake import DeltaTable
 
     from jobs.io.jars import session_has_delta
@@ -85,8 +87,7 @@ def read_delta(spark: SparkSession, path: str, version: int | None = None,
                                   "(column mapping or deletion vectors): a session with delta-spark (jobs.io.jars)")
     if native:
         return _read_native(spark, path, version, partitions_in)
-    arrow_schema = pa.schema(dt.schema().to_arrow())
-    schema = _spark_schema(arrow_schema)
+    schema = _spark_schema(table_schema(dt))
     files = dt.file_uris(file_pruning_predicate=partitions_in) if partitions_in is not None else dt.file_uris()
     return read_files(spark, dt.table_uri, schema, dt.metadata().partition_columns, files)
 
@@ -94,10 +95,12 @@ def read_delta(spark: SparkSession, path: str, version: int | None = None,
 class LatestTable:
     """A Delta table read on the driver without Spark, at its latest version, through one handle that each read
     brings up to date with the new log entries only (opening the table anew reads its checkpoint, whose size grows
-    with the table's files: per micro-batch that is the cost that grows)."""
+    with the table's files: per micro-batch that is the cost that grows). Reads give the contract `schema`'s types
+    (schemas.lake_read), whichever types a writer chose for a file."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, schema: pa.Schema) -> None:
         self.path = path
+        self.schema = schema
         self._table: DeltaTable | None = None
 
     def exists(self) -> bool:
@@ -105,8 +108,7 @@ class LatestTable:
 
         return self._table is not None or DeltaTable.is_deltatable(self.path)
 
-    def read(self, files: list[list[tuple[str, str, Any]]] | None = None, where: pc.Expression | None = None
-             ) -> pa.Table:
+    def read(self, files: FilePruning | None = None, where: pc.Expression | None = None) -> pa.Table:
         """The rows `where` keeps (None: all) of the files `files` selects (delta-rs tuple filters in disjunctive
         normal form, on partition values and on the files' column statistics; None: every file).
 
@@ -121,7 +123,7 @@ class LatestTable:
             self._table = DeltaTable(self.path)
         else:
             self._table.update_incremental()
-        return self._table.to_pyarrow_dataset(file_pruning_predicate=files).to_table(filter=where)
+        return read_table(self._table, self.schema, files, where)
 
 
 def _read_native(spark: SparkSession, path: str, version: int | None,
@@ -235,17 +237,15 @@ class _DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         import pyarrow as pa
-        import pyarrow.parquet as pq
         from pyspark.sql.pandas.types import to_arrow_schema
 
         assert isinstance(partition, _FilePartition)
         target = to_arrow_schema(self.schema_, timezone="UTC")  # Delta timestamps are UTC instants
-        pf = pq.ParquetFile(partition.path)
-        for batch in pf.iter_batches(batch_size=65536):
+        for batch in file_batches(partition.path, target, STREAM_BATCH_ROWS):
             cols = []
             for field in target:
-                if field.name in batch.schema.names:
-                    cols.append(batch.column(field.name).cast(field.type))
+                if field.name in batch.column_names:
+                    cols.append(batch.column(field.name).combine_chunks())
                 else:
                     raw = partition.partition_values.get(field.name)
                     cols.append(pa.array([raw] * batch.num_rows, pa.string()).cast(field.type))
@@ -273,13 +273,12 @@ class DeltaStreamSource(DataSource):
         return str(path)
 
     def schema(self) -> StructType:
-        import pyarrow as pa
         from deltalake import DeltaTable
 
         path = self._path()
         if not DeltaTable.is_deltatable(path):
             raise PipelineIOError(f"planewatch_delta: not a Delta table: {path}")
-        return _spark_schema(pa.schema(DeltaTable(path).schema().to_arrow()))
+        return _spark_schema(table_schema(DeltaTable(path)))
 
     def streamReader(self, schema: StructType) -> _DeltaStreamReader:
         return _DeltaStreamReader(self._path(), schema, {str(k).lower(): str(v) for k, v in self.options.items()})

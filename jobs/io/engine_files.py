@@ -33,6 +33,7 @@ from jobs.io.bronze import arrow_to_raw
 from jobs.io.delta_sink import HIVE_NULL
 from jobs.io.file_tail import Piece, read_piece
 from pipelines.parsing.engine import RAW_TABLES, ROUTE_TABLES, run_engine
+from schemas.lake_read import read_file
 from schemas.tables import QUARANTINE, Table
 
 if TYPE_CHECKING:
@@ -286,7 +287,6 @@ def committed_rows(paths: Sequence[str], table: Table, columns: list[str] | None
     from urllib.parse import unquote
 
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     names = table.names if columns is None else columns
     schema = table.to_arrow(names)
@@ -294,7 +294,7 @@ def committed_rows(paths: Sequence[str], table: Table, columns: list[str] | None
     parts: list[pa.Table] = []
     rows = 0
     for path in paths:
-        part = pq.read_table(path, columns=data, filters=where)
+        part = read_file(path, schema, data, where)
         if limit is not None:
             part = part.slice(0, limit - rows)
         dirs = dict(d.split("=", 1) for d in path.split(os.sep)[-1 - len(table.partition_by):-1])
