@@ -6,6 +6,9 @@ import argparse
 import os
 from pathlib import Path
 
+# Exit code when the server did not start (the port is taken, the lifespan failed): uvicorn.run's own.
+STARTUP_FAILURE = 3
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Arguments of `planewatch api` (each also settable as PLANEWATCH_<NAME> in the environment)."""
@@ -23,10 +26,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Serve until interrupted."""
+    """Serve until interrupted (uvicorn configured by api.main.server_config)."""
     import uvicorn
 
-    from api.main import create_app
+    from api.main import create_app, server_config
     from api.settings import get_settings
 
     if args.lake is not None:
@@ -41,5 +44,9 @@ def run(args: argparse.Namespace) -> int:
         + (", token required" if settings.api_token else ""),
         flush=True,
     )
-    uvicorn.run(create_app(), host=args.host, port=args.port, log_level=args.log_level, access_log=False)
-    return 0
+    server = uvicorn.Server(server_config(create_app(), host=args.host, port=args.port, log_level=args.log_level))
+    try:
+        server.run()
+    except KeyboardInterrupt:
+        pass
+    return 0 if server.started else STARTUP_FAILURE
