@@ -19,8 +19,11 @@ most every ``refresh_interval_s`` (``update_incremental`` reads only the new log
   (api.memo), so a commit does not set every request in flight recomputing the same thing.
 
 Failure model: a missing table, a log being written, a file vacuumed under our feet -> `TableUnavailable`
-(the API answers 503 for that resource). A snapshot that fails to reload keeps serving the previous version.
-A query slower than ``query_timeout_s`` is abandoned -> `TableUnavailable` as well.
+(the API answers 503 for that resource). A snapshot table serves the last version it read: a reload that fails
+keeps serving the previous one, and a table not created yet in a lake directory that exists is empty (no alert
+was ever written: the pipeline creates its tables before their first rows), so its endpoints answer 503 only when
+no version was ever readable (a corrupt first commit, a lake directory that does not exist, a remote lake whose
+table is missing). A query slower than ``query_timeout_s`` is abandoned -> `TableUnavailable` as well.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ __all__ = [
     "LakeStore",
     "StoreError",
     "TableInfo",
+    "TableMissing",
     "TableUnavailable",
 ]
 
@@ -84,6 +88,10 @@ class TableUnavailable(StoreError):
         super().__init__(f"table {table} unavailable: {reason}")
         self.table = table
         self.reason = reason
+
+
+class TableMissing(TableUnavailable):
+    """The table has no commit yet (its directory or log is absent): nothing was ever written to it."""
 
 
 @dataclass
@@ -154,6 +162,9 @@ class LakeStore:
         self._results = Memo(RESULT_CACHE_ENTRIES)
         self._answers = Memo(MEMO_ENTRIES)
         self._infos = Memo(INFO_ENTRIES)
+        # Per snapshot table, the empty snapshot served while the table does not exist yet (one object per table,
+        # so answers memoised on it stay valid until the table appears).
+        self._empty: dict[str, pa.Table] = {}
 
     def close(self) -> None:
         """Stop the query pool (running queries are abandoned) and the background refreshes and reloads."""
@@ -171,6 +182,7 @@ class LakeStore:
     def _handle(self, name: str) -> _Handle:
         """The table's handle, its version refreshed if the refresh interval passed."""
         from deltalake import DeltaTable
+        from deltalake.exceptions import TableNotFoundError
 
         if name not in TABLES:
             raise TableUnavailable(name, "unknown table")
@@ -181,7 +193,9 @@ class LakeStore:
             try:
                 dt = DeltaTable(self.path(name))
                 h = _Handle(dt, dt.version(), now)
-            except Exception as e:  # TableNotFoundError, a log mid-write, a bad path: all mean "not now"
+            except TableNotFoundError as e:  # no directory, or no commit in its log yet
+                raise TableMissing(name, _reason(e)) from e
+            except Exception as e:  # a log mid-write, a bad path: "not now"
                 raise TableUnavailable(name, _reason(e)) from e
             with self._handles_lock:
                 h = self._handles.setdefault(name, h)
@@ -237,10 +251,17 @@ class LakeStore:
         The first load is synchronous. After that, when the version moves, the reload runs on the loader thread
         (with ``background_reload``) while requests keep getting the previous snapshot, so no request pays the
         reload (stale by at most one load time, ~0.1-0.5 s for 100k alerts); without it, the request reloads.
+        A table not created yet in an existing lake is empty (`_missing`).
         """
         if name not in SNAPSHOT_TABLES:
             raise TableUnavailable(name, "not a snapshot table")
-        h = self._handle(name)
+        try:
+            h = self._handle(name)
+        except TableMissing:
+            empty = self._missing(name)
+            if empty is None:
+                raise
+            return empty
         snap = h.snapshot
         if snap is not None and h.snapshot_version == h.version:
             return snap
@@ -253,10 +274,26 @@ class LakeStore:
                     self._load(name, h, h.version)
                 except TableUnavailable as e:
                     if h.snapshot is None:
-                        raise
+                        if name not in self._empty:
+                            raise
+                        # the table's first version did not read: serve what was served before it existed
+                        log.warning("first load of %s v%s failed, serving it empty: %s", name, h.version, e)
+                        return self._empty[name]
                     log.warning("reload of %s v%s failed, serving v%s: %s", name, h.version, h.snapshot_version, e)
             assert h.snapshot is not None
             return h.snapshot
+
+    def _missing(self, name: str) -> pa.Table | None:
+        """The empty snapshot of a table that has no commit yet, when the lake directory exists (the pipeline
+        creates each table before its first row, so no row was ever written); None when the lake directory does
+        not exist (a wrong ``--lake``) or the lake is remote (no directory to look at): that stays a 503."""
+        root = local_root(self.lake)
+        if root is None or not Path(root).is_dir():
+            return None
+        empty = self._empty.get(name)
+        if empty is None:
+            empty = self._empty.setdefault(name, SNAPSHOTS[name].prepare(TABLES[name].to_arrow().empty_table()))
+        return empty
 
     def memo(self, name: str, key: Hashable, compute: Callable[[pa.Table], T]) -> T:
         """`compute(snapshot)` remembered per (table, key) for as long as the table's snapshot stays the same.
