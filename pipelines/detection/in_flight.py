@@ -27,15 +27,13 @@ TRACE response line): :attr:`pairing.PairingState.completes`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from schemas.events import LatencyStatus
 
-if TYPE_CHECKING:
-    from pipelines.detection.pairing import PairingParams, PairingState
-
-__all__ = ["IN_FLIGHT_FLAG", "BrokerView", "mark", "next_milestone", "pending_rows"]
+__all__ = ["IN_FLIGHT_FLAG", "BrokerView", "InFlightParams", "KeyState", "mark", "next_milestone", "pending_rows"]
 
 # the control_request_latency status (schemas.events.LatencyStatus) as the plain string the state holds
 _IN_FLIGHT = LatencyStatus.IN_FLIGHT.value
@@ -70,6 +68,26 @@ class BrokerView:
         return e is not None and self.epoch is not None and int(e) < self.epoch
 
 
+class KeyState(Protocol):
+    """What this module reads of a key's state (:class:`pairing.PairingState` is one)."""
+
+    @property
+    def sends(self) -> list[dict[str, Any]]: ...
+    @property
+    def records(self) -> list[dict[str, Any]]: ...
+    @property
+    def completes(self) -> list[str]: ...
+    @property
+    def last_done(self) -> int | None: ...
+
+
+class InFlightParams(Protocol):
+    """What this module reads of the operator's parameters (:class:`pairing.PairingParams` is one)."""
+
+    @property
+    def in_flight_ms(self) -> Mapping[str, tuple[int, int]]: ...
+
+
 def _start(item: dict[str, Any]) -> int:
     """Start of an open item: a pending send's time, a record's send (else handling) time."""
     if "ts" in item:
@@ -80,7 +98,7 @@ def _start(item: dict[str, Any]) -> int:
     return int(item["resp_ts"] or 0)
 
 
-def _head(st: PairingState) -> dict[str, Any] | None:
+def _head(st: KeyState) -> dict[str, Any] | None:
     """The oldest open request of the key: the one the broker is (or should be) working on. Requests of a type whose
     completion the key's logs do not show are left out: their end is unknown, so they must not hide the request
     behind them for the whole timeout (a 2.6+ StopReplica is handled, never logged finished); nor is one a later
@@ -92,17 +110,17 @@ def _head(st: PairingState) -> dict[str, Any] | None:
     return min(items, key=_start) if items else None
 
 
-def _clock(st: PairingState, item: dict[str, Any]) -> int:
+def _clock(st: KeyState, item: dict[str, Any]) -> int:
     """When the head's own time started: its start, or the previous request's finish if later."""
     start = _start(item)
     return max(start, st.last_done) if st.last_done is not None else start
 
 
-def _levels(p: PairingParams, item: dict[str, Any]) -> tuple[int, ...]:
+def _levels(p: InFlightParams, item: dict[str, Any]) -> tuple[int, ...]:
     return tuple(p.in_flight_ms.get(item["request"], ()))
 
 
-def next_milestone(st: PairingState, p: PairingParams) -> int | None:
+def next_milestone(st: KeyState, p: InFlightParams) -> int | None:
     """Event time at which the head request passes its next level (None: nothing to report)."""
     head = _head(st)
     if head is None:
@@ -114,7 +132,7 @@ def next_milestone(st: PairingState, p: PairingParams) -> int | None:
     return _clock(st, head) + levels[reached] + 1
 
 
-def mark(st: PairingState, p: PairingParams, watermark: int, broker: BrokerView | None = None) -> None:
+def mark(st: KeyState, p: InFlightParams, watermark: int, broker: BrokerView | None = None) -> None:
     """Mark the head request dirty with `as_of`/`clock`/the flag when event time passed its next level: the
     watermark, capped by the broker's view when one is given (see the module doc)."""
     head = _head(st)
@@ -137,7 +155,7 @@ def mark(st: PairingState, p: PairingParams, watermark: int, broker: BrokerView 
         flags.append(IN_FLIGHT_FLAG)
 
 
-def pending_rows(st: PairingState, new_record: Any) -> list[dict[str, Any]]:
+def pending_rows(st: KeyState, new_record: Any) -> list[dict[str, Any]]:
     """In-flight rows of pending sends marked by :func:`mark` (records are emitted by pairing's own loop)."""
     out = []
     for s in st.sends:
