@@ -6,12 +6,8 @@ would answer with, where one applies, so the network layer never has to guess.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from .error_codes import ErrorCode
-
-if TYPE_CHECKING:
-    from .headers import RequestHeader
+from .request_header import RequestHeader
 
 __all__ = [
     "CorruptRecord",

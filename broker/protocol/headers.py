@@ -10,12 +10,12 @@ always v0 (KIP-511: a client must read it before it knows which versions the bro
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 
 from .api_keys import ApiKey
 from .codec import DECODE_ERRORS, Malformed
 from .errors import CorruptRequest
 from .messages import REGISTRY
+from .request_header import RequestHeader
 from .varint import read_uvarint
 
 __all__ = [
@@ -30,26 +30,6 @@ __all__ = [
 
 _HEAD = struct.Struct(">hhi")
 _I16 = struct.Struct(">h")
-
-
-@dataclass(frozen=True, slots=True)
-class RequestHeader:
-    """The decoded request header; ``str()`` is Kafka's ``RequestHeader.toString``."""
-
-    api_key: int
-    api_version: int
-    correlation_id: int
-    client_id: str | None
-
-    def __str__(self) -> str:
-        try:
-            api = ApiKey(self.api_key).name
-        except ValueError:
-            api = str(self.api_key)
-        return (
-            f"RequestHeader(apiKey={api}, apiVersion={self.api_version}, "
-            f"clientId={self.client_id}, correlationId={self.correlation_id})"
-        )
 
 
 def is_flexible(api_key: int, api_version: int) -> bool:
