@@ -14,7 +14,7 @@ the dropped replicas get StopReplica with delete. A cancellation goes back to th
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -36,7 +36,6 @@ from broker.protocol.error_codes import ErrorCode
 from broker.state.model import StopReplicaPartition
 
 if TYPE_CHECKING:
-    from broker.cluster.controller import BrokerRegistration
     from broker.log4j import KafkaLogger
     from broker.metrics.registry import Meter
 
@@ -51,7 +50,7 @@ class AdminEvents:
     """The admin events of the controller (mixed into :class:`~broker.cluster.controller.Controller`)."""
 
     if TYPE_CHECKING:  # what the controller provides
-        brokers: dict[int, BrokerRegistration]
+        brokers: Mapping[int, object]  # the live brokers by id (the registrations are the controller's)
         partitions: dict[tuple[str, int], PartitionInfo]
         reassignments: dict[tuple[str, int], Reassignment]
         controller_epoch: int
