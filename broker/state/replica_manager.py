@@ -35,8 +35,13 @@ from dataclasses import dataclass, replace
 from broker.log.errors import LogError
 from broker.log4j import Log4j, default_log4j
 from broker.protocol.error_codes import ErrorCode
-from broker.state import decisions
-from broker.state.decisions import Outcome
+from broker.state.decisions import (
+    Outcome,
+    is_broker_epoch_stale,
+    is_controller_epoch_stale,
+    plan_leader_and_isr,
+    plan_stop_replica,
+)
 from broker.state.metadata_cache import MetadataCache
 from broker.state.model import (
     UNKNOWN_BROKER_EPOCH,
@@ -144,7 +149,7 @@ class BrokerState:
 
     def is_broker_epoch_stale(self, request_epoch: int, max_broker_epoch: int | None = None) -> bool:
         """Kafka 2.6+ ``isBrokerEpochStale`` (+ the LinkedIn ``max_broker_epoch`` rule); see decisions."""
-        return decisions.is_broker_epoch_stale(request_epoch, self._broker_epoch, max_broker_epoch)
+        return is_broker_epoch_stale(request_epoch, self._broker_epoch, max_broker_epoch)
 
     # ----------------------------------------------------------------------------------------------------- reads
     def partitions(self) -> dict[TopicPartition, PartitionState]:
@@ -214,7 +219,7 @@ class BrokerState:
                 for state in request.partitions:
                     log.trace(f"Received LeaderAndIsr request {state.to_kafka_string()} correlation id "
                               f"{correlation_id} from controller {cid} epoch {request.controller_epoch}")
-            if decisions.is_controller_epoch_stale(request.controller_epoch, self.controller_epoch):
+            if is_controller_epoch_stale(request.controller_epoch, self.controller_epoch):
                 log.warn(f"Ignoring LeaderAndIsr request from controller {cid} with correlation id {correlation_id} "
                          f"since its controller epoch {request.controller_epoch} is old. Latest known controller "
                          f"epoch is {self.controller_epoch}")
@@ -236,7 +241,7 @@ class BrokerState:
     def _apply_leader_and_isr(self, correlation_id: int, request: LeaderAndIsrRequestModel) -> LeaderAndIsrResult:
         log = self.state_change_logger
         cid, cepoch = request.controller_id, self.controller_epoch
-        plan = decisions.plan_leader_and_isr(self._work, request.partitions, self.broker_id)
+        plan = plan_leader_and_isr(self._work, request.partitions, self.broker_id)
         errors: dict[TopicPartition, int] = {}
         to_lead: list[LeaderAndIsrPartition] = []
         to_follow: list[LeaderAndIsrPartition] = []
@@ -388,7 +393,7 @@ class BrokerState:
                 for s in request.partitions:
                     log.trace(f"Received StopReplica request {s.to_kafka_string()} correlation id {correlation_id} "
                               f"from controller {cid} epoch {cepoch} for partition {s.tp}")
-            if decisions.is_controller_epoch_stale(cepoch, self.controller_epoch):
+            if is_controller_epoch_stale(cepoch, self.controller_epoch):
                 log.warn(f"Ignoring StopReplica request from controller {cid} with correlation id {correlation_id} "
                          f"since its controller epoch {cepoch} is old. Latest known controller epoch is "
                          f"{self.controller_epoch}")
@@ -405,7 +410,7 @@ class BrokerState:
         cid, cepoch = request.controller_id, request.controller_epoch
         errors: dict[TopicPartition, int] = {}
         stopped: dict[TopicPartition, bool] = {}
-        for d in decisions.plan_stop_replica(self._work, request.partitions):
+        for d in plan_stop_replica(self._work, request.partitions):
             tp = d.state.tp
             if d.outcome is Outcome.STOP:
                 stopped[tp] = d.state.delete
@@ -436,7 +441,7 @@ class BrokerState:
             ControllerMovedError: the request's controller epoch is older than the latest known one.
         """
         with self._state_change("UpdateMetadata", correlation_id):
-            if decisions.is_controller_epoch_stale(request.controller_epoch, self.controller_epoch):
+            if is_controller_epoch_stale(request.controller_epoch, self.controller_epoch):
                 text = (f"Received update metadata request with correlation id {correlation_id} from an old "
                         f"controller {request.controller_id} with epoch {request.controller_epoch}. Latest known "
                         f"controller epoch is {self.controller_epoch}")
