@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from broker.apis.convert import (
     kafka_string_to_uuid,
@@ -27,6 +26,8 @@ from broker.apis.convert import (
     stop_replica_from_body,
     update_metadata_from_body,
 )
+from broker.apis.data_plane import DataPlane
+from broker.apis.handler import Handler, HandlerResult
 from broker.apis.metadata import api_versions_body, metadata_body, valid_client_software
 from broker.log4j import Log4j, default_log4j
 from broker.network.request import Request, Response
@@ -52,9 +53,6 @@ from broker.protocol.headers import read_request_header
 from broker.protocol.releases import advertised_ranges
 from broker.state import BrokerState, ControllerMovedError, Endpoint, LiveBroker, TopicPartition
 
-if TYPE_CHECKING:
-    from broker.apis.data_plane import DataPlane
-
 __all__ = ["Handler", "HandlerResult", "KafkaApis", "decode_ignoring_trailing_bytes"]
 
 _ZERO_UUID = uuid.UUID(int=0)
@@ -79,20 +77,6 @@ def decode_ignoring_trailing_bytes(frame: bytes) -> tuple[RequestHeader, dict[st
     except (CorruptRequest, *DECODE_ERRORS):
         return None
     return header, body
-
-
-@dataclass(frozen=True, slots=True)
-class HandlerResult:
-    """A handler's answer: the response body and every error code in it (Kafka's ``errorCounts``, with repeats)."""
-
-    body: dict[str, Any]
-    error_codes: tuple[int, ...]
-    metric_name: str | None = None  # RequestMetrics' request tag when not the API name ("FetchConsumer", ...)
-    no_response: bool = False  # acks=0 Produce: send nothing (close the connection when ``close``)
-    close: bool = False
-
-
-Handler = Callable[[Request, RequestHeader, dict[str, Any]], HandlerResult]
 
 
 class KafkaApis:

@@ -30,7 +30,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from broker.apis.kafka_apis import HandlerResult
+from broker.apis.handler import HandlerResult
 from broker.network.request import Request
 from broker.protocol import RequestHeader
 from broker.protocol.error_codes import ErrorCode
