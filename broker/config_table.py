@@ -24,8 +24,9 @@ from typing import Any
 from broker.configdef import INT_MAX, LONG_MAX, ConfigDef, ConfigException, Validator, at_least, one_of
 from broker.protocol.releases import DEFAULT_RELEASE, check_release
 
-__all__ = ["CLEANUP_POLICIES", "CONFIG_DEFS", "LISTENER_PREFIXED", "LOG_LEVELS", "SECURITY_PROTOCOLS",
-           "SUPPORTED_CLEANUP_POLICIES", "SUPPORTED_SECURITY_PROTOCOLS", "TIMESTAMP_TYPES", "cleanup_policy"]
+__all__ = ["CLEANUP_POLICIES", "CONFIG_DEFS", "FETCHER_MODELS", "LINE_VERSIONS", "LISTENER_PREFIXED", "LOG_LEVELS",
+           "SECURITY_PROTOCOLS", "SUPPORTED_CLEANUP_POLICIES", "SUPPORTED_SECURITY_PROTOCOLS", "TIMESTAMP_TYPES",
+           "cleanup_policy"]
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SUPPORTED_SECURITY_PROTOCOLS = ("PLAINTEXT",)
@@ -34,6 +35,10 @@ TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
 # Kafka's cleanup policies; the reference log deletes (retention) but never compacts.
 CLEANUP_POLICIES = ("compact", "delete")
 SUPPORTED_CLEANUP_POLICIES = ("delete",)
+# replica.fetcher.model: the replica fetcher's locking (broker.fetcher.thread).
+FETCHER_MODELS = ("locked", "async")
+# planewatch.log.line.version: the Kafka eras whose log lines broker.log writes (broker.log._lines).
+LINE_VERSIONS = ("1.0", "1.1", "2.6", "3.5")
 # Keys that may be prefixed with listener.name.<l>. (KIP-402 per-listener limits).
 LISTENER_PREFIXED = frozenset({"max.connections"})
 HOUR_MS = 3_600_000
@@ -45,20 +50,6 @@ MIN_SEGMENT_INDEX_BYTES = 8
 # Kafka's group.initial.rebalance.delay.ms and offsets.topic.num.partitions defaults (GroupSettings' too).
 GROUP_INITIAL_REBALANCE_DELAY_MS = 3_000
 OFFSETS_TOPIC_NUM_PARTITIONS = 50
-
-
-def _log_line_version(name: str, value: Any) -> None:
-    # broker.log imports the settings built on this table: its list of eras is looked up when a value is checked.
-    from broker.log._lines import LINE_VERSIONS
-
-    one_of(*LINE_VERSIONS)(name, value)
-
-
-def _fetcher_model(name: str, value: Any) -> None:
-    # broker.fetcher imports broker.log, which reads this table: its models are looked up when a value is checked.
-    from broker.fetcher.thread import FETCHER_MODELS
-
-    one_of(*FETCHER_MODELS)(name, value)
 
 
 def cleanup_policy(name: str, value: Any) -> None:
@@ -225,13 +216,13 @@ _PLANEWATCH = _section(
     _d("metric.reporter.topic", "string", None, "Also append the JSON metric samples to this topic."),
     _d("planewatch.controller.url", "string", None, "The cluster controller a cluster member registers with."),
     _d("replica.fetcher.model", "string", "locked",
-       "Replica fetcher locking: locked (Kafka 2.x, KAFKA-6974) or async.", _fetcher_model),
+       "Replica fetcher locking: locked (Kafka 2.x, KAFKA-6974) or async.", one_of(*FETCHER_MODELS)),
     _d("planewatch.leader.epoch.checkpoint.delay.ms", "long", 0,
        "Fault injection: extra sleep before each leader-epoch-checkpoint fsync (a slow disk, KAFKA-6974).",
        at_least(0)),
     _d("planewatch.log.line.version", "string", "2.6",
        "Which Kafka era's server.log identity and log-start-offset text the logs write (1.0, 1.1, 2.6, 3.5).",
-       _log_line_version),
+       one_of(*LINE_VERSIONS)),
 )
 
 CONFIG_DEFS: dict[str, ConfigDef] = _check_unique((*_BROKER, *_NETWORK, *_LOG, *_GROUP, *_REPLICATION, *_PLANEWATCH))

@@ -16,14 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Self
+from typing import Any, ClassVar, Protocol, Self
 
 from broker.config_table import CONFIG_DEFS, GROUP_INITIAL_REBALANCE_DELAY_MS, HOUR_MS, OFFSETS_TOPIC_NUM_PARTITIONS
 from broker.configdef import parse_typed
 from broker.protocol.releases import DEFAULT_RELEASE, release_of
-
-if TYPE_CHECKING:
-    from broker.config import KafkaConfig
 
 __all__ = [
     "VIEWS",
@@ -32,6 +29,7 @@ __all__ = [
     "GroupSettings",
     "LogSettings",
     "NetworkSettings",
+    "ParsedConfig",
     "PlanewatchSettings",
     "ReplicationSettings",
     "SettingsView",
@@ -40,6 +38,13 @@ __all__ = [
 
 MINUTE_MS = 60_000
 NO_BROKER_EPOCH = -1  # broker.epoch's "unknown": no request is stale
+
+
+class ParsedConfig(Protocol):
+    """A loaded configuration: every table key parsed and validated (:class:`broker.config.KafkaConfig` is one)."""
+
+    @property
+    def values(self) -> Mapping[str, Any]: ...
 
 
 def parse_keys(props: Mapping[str, str], keys: tuple[str, ...]) -> dict[str, Any]:
@@ -79,7 +84,7 @@ class SettingsView:
         return cls._build(_Declared(cls.__name__, cls.KEYS, values))
 
     @classmethod
-    def from_config(cls, config: KafkaConfig) -> Self:
+    def from_config(cls, config: ParsedConfig) -> Self:
         """From a loaded broker configuration."""
         return cls.from_values(config.values)
 

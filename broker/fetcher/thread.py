@@ -40,6 +40,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
+from broker.config_table import FETCHER_MODELS
 from broker.log import Log, LogManager, LogStartOffsetIncrementReason
 from broker.log4j import Log4j
 from broker.metrics.registry import Meter
@@ -51,7 +52,6 @@ from broker.state.model import BrokerEndPoint, InitialFetchState, TopicPartition
 
 __all__ = ["FETCHER_MODELS", "FetchSettings", "PartitionFetchState", "ReplicaFetcherThread"]
 
-FETCHER_MODELS = ("locked", "async")
 # Fetch v11: replica id, current leader epoch, log start offset; the last non-flexible version (no tagged fields).
 FETCH_VERSION = 11
 # OffsetForLeaderEpoch v3: replica id and current leader epoch; the last non-flexible version.

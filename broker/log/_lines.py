@@ -16,9 +16,10 @@ version    logger                 logIdent                                      
 
 from __future__ import annotations
 
+from broker.config_table import LINE_VERSIONS
+
 __all__ = ["DEFAULT_LINE_VERSION", "LINE_VERSIONS", "log_identity", "log_start_offset_line"]
 
-LINE_VERSIONS = ("1.0", "1.1", "2.6", "3.5")
 DEFAULT_LINE_VERSION = "2.6"
 
 
