@@ -6,13 +6,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from benchmarks import fidelity_compare as fc
 from benchmarks.fidelity_wire import ClosedByBroker, Connection, KafkaSchemas, record_batch
-
-if TYPE_CHECKING:
-    from benchmarks.fidelity import Target
 
 TOPIC = "fidelity-orders"
 MISSING_TOPIC = "fidelity-missing"
@@ -29,12 +26,18 @@ STALE_CONTROLLER_EPOCH = 0
 STALE_BROKER_EPOCH = 0
 
 
+class ProbeTarget(Protocol):
+    """What the probes need of a cluster under comparison (:class:`benchmarks.fidelity.Target` is one)."""
+
+    def port(self, broker_id: int, listener: str) -> int: ...
+
+
 @dataclass
 class ProbeContext:
     """Who the probes pretend to be and where they go."""
 
     schemas: KafkaSchemas
-    target: Target
+    target: ProbeTarget
     brokers: int
     controller_id: int
     controller_epoch: int
