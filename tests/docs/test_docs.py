@@ -95,14 +95,28 @@ def test_alert_section_states_the_code_defaults_and_detectors(alert_type: AlertT
         assert detector in section, f"{alert_type}: its detector {detector} is not named"
 
 
+def test_readme_is_the_front_door_only() -> None:
+    size = len(README.read_bytes())
+    assert size < README_MAX_BYTES, f"README.md is {size} bytes: move detail into docs/"
+
+
 @pytest.mark.parametrize("page", pages(), ids=lambda p: p.name)
 def test_links_resolve_inside_the_repository(page: Path) -> None:
     for target in _LINK.findall(page.read_text(encoding="utf-8")):
         if target.startswith(("http://", "https://", "#", "mailto:")):
             continue
-        path = (page.parent / target.split("#", 1)[0]).resolve()
+        file, _, anchor = target.partition("#")
+        path = (page.parent / file).resolve()
         assert REPO in path.parents or path == REPO, f"{page.name} links outside the repository: {target}"
         assert path.exists(), f"{page.name} links to a missing file: {target}"
+        if anchor and path.suffix == ".md":
+            assert anchor in anchors(path), f"{page.name} links to a missing heading: {target}"
+
+
+def anchors(page: Path) -> set[str]:
+    """The heading anchors GitHub gives a Markdown page: lower case, punctuation dropped, spaces as hyphens."""
+    headings = re.findall(r"^#{1,6} (.+?)\s*$", page.read_text(encoding="utf-8"), flags=re.MULTILINE)
+    return {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings}
 
 
 def _declared_flags() -> set[str]:
