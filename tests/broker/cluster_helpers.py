@@ -1,14 +1,13 @@
-"""Helpers of the multi-process cluster tests: start/stop a cluster, wait for conditions, raw control requests."""
+"""Helpers of the multi-process cluster tests: start/stop a cluster, its state, raw control requests."""
 
 from __future__ import annotations
 
 import socket
 import struct
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypedDict
 
 from broker.cluster.controller import Controller, ControllerSettings
 from broker.cluster.http import ControllerClient, ControllerHttpServer
@@ -17,8 +16,20 @@ from broker.log4j import Log4j
 from broker.metrics.registry import MetricsRegistry
 from broker.protocol import decode_response, encode_request
 
-T = TypeVar("T")
 _I32 = struct.Struct(">i")
+
+# How long a cluster test waits for a state of the cluster (a leader, an ISR), and how it polls for it
+# (tests.polling.wait_until): every 0.2 s, one status request to the controller; a controller or broker that does
+# not answer yet (restarting), or a partition it does not list yet, is "not yet".
+CLUSTER_S = 30.0
+
+
+class ClusterPoll(TypedDict):
+    interval: float
+    ignoring: tuple[type[Exception], ...]
+
+
+CLUSTER_POLL: ClusterPoll = {"interval": 0.2, "ignoring": (OSError, ConnectionError, KeyError)}
 
 
 @contextmanager
@@ -51,21 +62,6 @@ def running_controller(directory: Path) -> Iterator[tuple[Controller, Controller
 def status(cluster: Cluster) -> dict[str, Any]:
     """The controller's view."""
     return ControllerClient(cluster.controller_url, timeout_s=10).status()
-
-
-def wait_for(what: str, fn: Callable[[], T | None], timeout_s: float = 30.0, interval_s: float = 0.2) -> T:
-    """Poll ``fn`` until it returns something truthy; AssertionError naming ``what`` after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            value = fn()
-        except (OSError, ConnectionError, KeyError):
-            value = None
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(interval_s)
 
 
 def partition(cluster: Cluster, topic: str, p: int) -> dict[str, Any] | None:

@@ -30,14 +30,16 @@ from broker.metrics.registry import MetricsRegistry
 from broker.protocol import ApiKey
 from broker.protocol.error_codes import ErrorCode
 from tests.broker.cluster_helpers import (
+    CLUSTER_POLL,
+    CLUSTER_S,
     control_request,
     partition,
     running_cluster,
     running_controller,
     status,
-    wait_for,
 )
 from tests.broker.data_plane_helpers import free_port
+from tests.polling import wait_until
 
 CALL_TIMEOUT_S = 30.0
 RESOURCE_TOPIC = 2
@@ -199,7 +201,8 @@ def test_topic_configs_are_cluster_wide(tmp_path: Path) -> None:
         admin = AdminClient({"bootstrap.servers": broker1})
         created = {"retention.ms": "86400000", "segment.bytes": "2000"}
         admin.create_topics([NewTopic("tc", 1, 3, config=created)])["tc"].result(CALL_TIMEOUT_S)
-        wait_for("every broker describes tc's configs", lambda: _described_everywhere(cluster, "tc", created))
+        wait_until(lambda: _described_everywhere(cluster, "tc", created),
+                   CLUSTER_S, "every broker describes tc's configs", **CLUSTER_POLL)
         for configs, message in BAD_CONFIGS:
             with pytest.raises(KafkaException) as info:
                 admin.create_topics([NewTopic("bad", 1, 3, config=configs)])["bad"].result(CALL_TIMEOUT_S)
@@ -208,15 +211,16 @@ def test_topic_configs_are_cluster_wide(tmp_path: Path) -> None:
 
         _produce_old(cluster.bootstrap_servers(), "tc", 30)
         # every replica, followers included, rolls at the topic's segment.bytes (the broker default is 1 GiB)
-        wait_for("every replica holds the records in several segments",
-                 lambda: all(len(_base_offsets(cluster, b, "tc")) >= 3 for b in (1, 2, 3)))
+        wait_until(lambda: all(len(_base_offsets(cluster, b, "tc")) >= 3 for b in (1, 2, 3)),
+                   CLUSTER_S, "every replica holds the records in several segments", **CLUSTER_POLL)
         assert all(_base_offsets(cluster, b, "tc")[0] == 0 for b in (1, 2, 3))
 
         _alter(broker1, "tc", "retention.ms", "60000")
-        wait_for("every replica deletes the segments outside one minute",
-                 lambda: all(_base_offsets(cluster, b, "tc") == [30] for b in (1, 2, 3)), timeout_s=60)
+        wait_until(lambda: all(_base_offsets(cluster, b, "tc") == [30] for b in (1, 2, 3)),
+                   60, "every replica deletes the segments outside one minute", **CLUSTER_POLL)
         expected = {"retention.ms": "60000", "segment.bytes": "2000"}
-        wait_for("every broker describes the new retention", lambda: _described_everywhere(cluster, "tc", expected))
+        wait_until(lambda: _described_everywhere(cluster, "tc", expected),
+                   CLUSTER_S, "every broker describes the new retention", **CLUSTER_POLL)
 
         # a restarted broker keeps the configs, and learns what changed while it was down
         # a follower that is not the controller id either: the admin client's requests keep their broker
@@ -226,7 +230,8 @@ def test_topic_configs_are_cluster_wide(tmp_path: Path) -> None:
         _alter(f"127.0.0.1:{cluster.ports[leader]['PLAINTEXT']}", "tc", "max.message.bytes", "500000")
         cluster.start_broker(follower)
         expected["max.message.bytes"] = "500000"
-        wait_for("the restarted broker describes every config", lambda: _described_everywhere(cluster, "tc", expected))
+        wait_until(lambda: _described_everywhere(cluster, "tc", expected),
+                   CLUSTER_S, "the restarted broker describes every config", **CLUSTER_POLL)
         restarted: dict[str, Any] = _describe(cluster.ports[follower]["PLAINTEXT"], "tc")
         assert restarted["retention.ms"] == ("60000", ConfigSource.TOPIC_CONFIG)
     server_log = (cluster.broker_dir(1) / "logs" / "server.log").read_text()

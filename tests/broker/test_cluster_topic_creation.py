@@ -11,9 +11,10 @@ import pytest
 
 from broker.protocol import ApiKey
 from broker.protocol.error_codes import ErrorCode
-from tests.broker.cluster_helpers import partition, running_cluster, wait_for
+from tests.broker.cluster_helpers import CLUSTER_POLL, CLUSTER_S, partition, running_cluster
 from tests.broker.data_plane_helpers import Wire
 from tests.broker.test_data_plane import FETCH_V, PRODUCE_V, batch, fetch_body, part, produce_body
+from tests.polling import wait_until
 
 
 def _skipped_st0(line: str) -> bool:
@@ -46,9 +47,10 @@ def test_cluster_create_topics_checks_names_and_a_replica_that_cannot_be_created
         body = {"topics": [{"name": "st", "num_partitions": 2, "replication_factor": 2}], "timeout_ms": 10_000}
         assert w.call(ApiKey.CREATE_TOPICS, 5, body)["topics"][0]["error_code"] == ErrorCode.NONE
         state_change = cluster.broker_dir(2) / "logs" / "state-change.log"
-        wait_for("broker 2 to skip st-0", lambda: any(map(_skipped_st0, state_change.read_text().splitlines())))
-        wait_for("both replicas of st-1", lambda: (p := partition(cluster, "st", 1)) is not None
-                 and len(p["isr"]) == 2)
+        wait_until(lambda: any(map(_skipped_st0, state_change.read_text().splitlines())),
+                   CLUSTER_S, "broker 2 to skip st-0", **CLUSTER_POLL)
+        wait_until(lambda: (p := partition(cluster, "st", 1)) is not None and len(p["isr"]) == 2,
+                   CLUSTER_S, "both replicas of st-1", **CLUSTER_POLL)
         leader1 = partition(cluster, "st", 1)
         assert leader1 is not None
         lw = Wire(cluster.ports[leader1["leader"]]["PLAINTEXT"])
