@@ -38,8 +38,8 @@ from jobs.ingest_quality import IngestQuality
 from jobs.io.bronze import to_raw
 from jobs.io.delta_sink import DeltaSink, SinkResult, ensure_table
 from jobs.io.settings import Settings
-from pipelines.parsing.engine import RAW_TABLES, ROUTE_TABLES
 from schemas.dq import RECONCILIATION_SUITE, RECORDS_EXPECTATION, DqResult
+from schemas.routes import RAW_TABLES, ROUTE_TABLES
 from schemas.tables import DQ_RESULTS, QUARANTINE
 
 if TYPE_CHECKING:
@@ -333,15 +333,18 @@ class IngestBatch:
             sample_rows,
             write_batch,
         )
+        from pipelines.parsing.engine import run_engine
 
         report.path = "executors"
         sinks = [self.raw_sink, *self.silver_sinks.values(), self.quarantine_sink]
         batch_id, family = report.batch_id, self.family
 
+        process = functools.partial(run_engine, family=family, suites=suites or None)
+
         def job(pending: Mapping[str, str]) -> FilesOutcome:
             if pieces is None:
-                return engine_files(raw, family, suites or None, batch_id, pending)
-            return engine_pieces(raw.sparkSession, pieces, family, suites or None, batch_id, pending)
+                return engine_files(raw, family, process, pending)
+            return engine_pieces(raw.sparkSession, pieces, family, process, batch_id, pending)
 
         written = write_batch(job, batch_id, sinks)
         if written is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pipelines.parsing.engine import RAW_TABLES
+from schemas.routes import RAW_TABLES
 
 if TYPE_CHECKING:
     import pyarrow as pa

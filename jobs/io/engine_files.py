@@ -5,8 +5,8 @@ Theory of operation (delta-rs sink mode; the driver commits, as for every delta-
 1. The driver opens a pending directory per table (:meth:`jobs.io.delta_sink.DeltaSink.open_pending`: bronze, each
    silver table, quarantine) and starts one job: the batch's bronze rows through ``mapInArrow``.
 2. Each task (a Python worker) gathers its Arrow batches into chunks of at most :data:`ENGINE_ROWS` records /
-   :data:`ENGINE_BYTES` bytes, writes each chunk to bronze, runs :func:`pipelines.parsing.engine.run_engine` over it
-   and writes the silver and quarantine rows, all with pyarrow into Hive-style partition directories under the
+   :data:`ENGINE_BYTES` bytes, writes each chunk to bronze, runs the engine it was given over it (:data:`Process`:
+   the job binds pipelines.parsing.engine.run_engine; this module imports no pipelines code) and writes the silver and quarantine rows, all with pyarrow into Hive-style partition directories under the
    pending directories (one file per table and partition per task, a row group per chunk). Unused records are
    counted, not written: bronze holds them.
 3. The task yields only descriptors (:data:`OUTPUT_DDL`): each file it wrote with its rows, the rows per parser
@@ -27,13 +27,13 @@ import shutil
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from jobs.io.bronze import arrow_to_raw
 from jobs.io.delta_sink import HIVE_NULL
 from jobs.io.file_tail import Piece, read_piece
-from pipelines.parsing.engine import RAW_TABLES, ROUTE_TABLES, run_engine
 from schemas.lake_read import read_file
+from schemas.routes import RAW_TABLES, ROUTE_TABLES
 from schemas.tables import QUARANTINE, Table
 
 if TYPE_CHECKING:
@@ -42,10 +42,9 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from jobs.io.delta_sink import DeltaSink, SinkResult
-    from pipelines.quality.rules import Suite
 
-__all__ = ["ENGINE_BYTES", "ENGINE_ROWS", "OUTPUT_DDL", "FilesOutcome", "committed_rows", "engine_files",
-           "engine_pieces", "partition_dir", "read_pieces", "sample_rows", "shares", "write_batch"]
+__all__ = ["ENGINE_BYTES", "ENGINE_ROWS", "OUTPUT_DDL", "FilesOutcome", "Process", "Processed", "committed_rows",
+           "engine_files", "engine_pieces", "partition_dir", "read_pieces", "sample_rows", "shares", "write_batch"]
 
 # Records per engine run: the engine's fixed cost per call (a few dozen polars operations) is noise at this size,
 # and one chunk of the benchmark's ~200-byte lines is ~20 MB of text in memory.
@@ -58,6 +57,24 @@ POLARS_THREADS_PER_TASK = 1
 OUTPUT_DDL = "kind string, name string, path string, rows long"
 # The characters Spark escapes in a partition directory's value (ExternalCatalogUtils.charToEscape), as %XX.
 _ESCAPE = frozenset('"#%\'*/:=?\\\x7f{[]^') | frozenset(chr(c) for c in range(1, 32))
+
+
+class Processed(Protocol):
+    """What the engine made of a chunk of bronze rows (pipelines.parsing.engine.EngineResult has this shape)."""
+
+    @property
+    def silver(self) -> Mapping[str, pa.Table]: ...  # silver table name -> its valid rows
+    @property
+    def quarantine(self) -> pa.Table | None: ...
+    @property
+    def counts(self) -> Mapping[str, int]: ...  # route (schemas.routes) -> records
+    @property
+    def failed_rules(self) -> Mapping[str, Mapping[str, int]]: ...  # table -> {hard rule: rows that failed it}
+
+
+# The engine, given to this module by its caller (the job binds the family, the quality suites, the cluster's zone):
+# bronze rows of one chunk -> every table's rows. Pure; pickled by reference into the executors' Python workers.
+Process = Callable[["pa.Table"], Processed]
 
 
 def partition_dir(table: Table, values: tuple[Any, ...]) -> str:
@@ -131,8 +148,8 @@ class FilesOutcome:
     rules: dict[str, int] = field(default_factory=dict)  # `<table>|<expectation>` -> rows
 
 
-def _task(batches: Iterator[pa.RecordBatch], family: str, suites: Mapping[str, Suite] | None, batch_id: int,
-          pending: Mapping[str, str], cluster_tz: str) -> Iterator[pa.RecordBatch]:
+def _task(batches: Iterator[pa.RecordBatch], family: str, process: Process, pending: Mapping[str, str]
+          ) -> Iterator[pa.RecordBatch]:
     import pyarrow as pa
 
     # One polars thread per task: Spark already runs a task per core, more threads only add contention.
@@ -147,7 +164,7 @@ def _task(batches: Iterator[pa.RecordBatch], family: str, suites: Mapping[str, S
     def flush(chunk: list[pa.RecordBatch]) -> None:
         raw = pa.Table.from_batches(chunk)
         outputs[raw_table.name].write(raw)
-        result = run_engine(raw, family, cluster_tz=cluster_tz, suites=suites)
+        result = process(raw)
         for name, tbl in result.silver.items():
             outputs[name].write(tbl)
         if result.quarantine is not None:
@@ -198,14 +215,13 @@ def _outcome(rows: Sequence[Any]) -> FilesOutcome:
     return outcome
 
 
-def engine_files(bronze: DataFrame, family: str, suites: Mapping[str, Suite] | None, batch_id: int,
-                 pending: Mapping[str, str], cluster_tz: str = "UTC") -> FilesOutcome:
+def engine_files(bronze: DataFrame, family: str, process: Process, pending: Mapping[str, str]) -> FilesOutcome:
     """Run the job over a stream's rows: bronze rows (the raw table's columns, `batch_id` stamped) -> files under
     `pending` (table name -> its pending directory) and the outcome the tasks reported."""
     targets = dict(pending)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return _task(batches, family, suites, batch_id, targets, cluster_tz)
+        return _task(batches, family, process, targets)
 
     # One task per core, each reading its share of the source pieces in turn: a batch of many small files (a scrape
     # each) otherwise pays a task's fixed cost (scheduling, Python worker hand-over, open Parquet files, an engine
@@ -237,8 +253,8 @@ def read_pieces(pieces: Sequence[Piece], family: str, batch_id: int) -> Iterator
             yield arrow_to_raw(batch, family, batch_id)
 
 
-def engine_pieces(spark: SparkSession, pieces: Sequence[Piece], family: str, suites: Mapping[str, Suite] | None,
-                  batch_id: int, pending: Mapping[str, str], cluster_tz: str = "UTC") -> FilesOutcome:
+def engine_pieces(spark: SparkSession, pieces: Sequence[Piece], family: str, process: Process, batch_id: int,
+                  pending: Mapping[str, str]) -> FilesOutcome:
     """Run the job over a file batch's pieces (jobs.io.file_tail.split of the batch's offsets): each task reads its
     share of the pieces itself, so the records never pass through the JVM (one conversion of every line to Spark's
     rows and one back to Arrow saved); the job's input is one row per task."""
@@ -250,8 +266,7 @@ def engine_pieces(spark: SparkSession, pieces: Sequence[Piece], family: str, sui
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             for task in batch.column("id").to_pylist():
-                yield from _task(read_pieces(dealt[task], family, batch_id), family, suites, batch_id, targets,
-                                 cluster_tz)
+                yield from _task(read_pieces(dealt[task], family, batch_id), family, process, targets)
 
     return _outcome(spark.range(0, len(dealt), 1, len(dealt)).mapInArrow(run, OUTPUT_DDL).collect())
 

@@ -56,7 +56,7 @@ from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 from jobs.io import PipelineIOError
 from jobs.io.file_tail import OUTPUT_SCHEMA_DDL, SPLIT_BYTES, buffer_records, records_batch
 from jobs.io.scrape import DEFAULT_TIMEOUT_S, Scrape, ScrapeStore, Target, resolve_targets, scrape_all
-from pipelines.parsing.metric_spec import SOURCE_ERROR_FORMAT
+from schemas.routes import SOURCE_ERROR_FORMAT
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType

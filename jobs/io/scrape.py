@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jobs.io.paths import SNIFF_BYTES, sniff
-from pipelines.parsing.metric_spec import SOURCE_ERROR_FORMAT
+from schemas.routes import SOURCE_ERROR_FORMAT
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",

@@ -26,15 +26,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pipelines.parsing.stages import CUT_REASON, QUARANTINE_RECORD_CHARS, cut_by_reader
-from schemas.tables import (
-    METRIC_SAMPLES,
-    QUARANTINE,
-    RAW_LOGS,
-    RAW_METRICS,
-    REQUEST_EVENTS,
-    STATE_CHANGE_EVENTS,
-    Table,
-)
+from schemas.routes import RAW_TABLES, ROUTE_TABLES
+from schemas.tables import METRIC_SAMPLES, QUARANTINE, Table
 
 if TYPE_CHECKING:
     import polars as pl
@@ -44,12 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = ["RAW_TABLES", "ROUTE_TABLES", "EngineResult", "record_json", "route_records", "run_engine"]
 
-RAW_TABLES: dict[str, Table] = {"logs": RAW_LOGS, "metrics": RAW_METRICS}
-# Parser route -> silver table, per family; the first is the family's main table.
-ROUTE_TABLES: dict[str, dict[str, Table]] = {
-    "logs": {"state_change": STATE_CHANGE_EVENTS, "request": REQUEST_EVENTS},
-    "metrics": {"sample": METRIC_SAMPLES},
-}
+# RAW_TABLES and ROUTE_TABLES (the routes' vocabulary) live in schemas.routes; re-exported for the engine's callers.
 _PROV = ("source", "source_offset", "ingest_ts", "batch_id")
 
 

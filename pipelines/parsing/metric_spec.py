@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from schemas.routes import SOURCE_ERROR_FORMAT, SOURCE_STAGE
+
 __all__ = [
     "LABEL_RX",
     "LISTENER_LABELS",
@@ -31,12 +33,8 @@ REQUEST_LABELS = ("request",)
 PROCESSOR_LABELS = ("processor", "networkProcessor", "networkprocessor", "network_processor")
 ROLE_LABELS = (*LISTENER_LABELS, *REQUEST_LABELS, *PROCESSOR_LABELS, "quantile")
 
-# The `metric_format` of a raw record that stands for a failed read of its source (a scrape target that is down,
-# answers an HTTP error or no Prometheus text): its `line` starts with the reason, e.g. "scrape failed: connection
-# refused", optionally followed by a newline and the head of what came back. The engine quarantines such a record
-# whole, with that first line as the reason and stage SOURCE_STAGE (not "parse": no line of the source was parsed).
-SOURCE_ERROR_FORMAT = "source-error"
-SOURCE_STAGE = "source"
+# SOURCE_ERROR_FORMAT (the `metric_format` of a record standing for a failed read of its source) and SOURCE_STAGE
+# are the ingest vocabulary (schemas.routes): the scrape reader writes them too.
 
 REASONS = {
     "blank": "blank line",
