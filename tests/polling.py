@@ -11,8 +11,9 @@ done; ``what`` may be a function, called only on the timeout, for a message that
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -43,3 +44,9 @@ def wait_until(
         if time.monotonic() >= deadline:
             raise AssertionError(f"timed out after {timeout:g} s waiting for {what() if callable(what) else what}")
         time.sleep(interval)
+
+
+def threads_since(before: Collection[threading.Thread]) -> list[str]:
+    """The names of the threads alive now that were not in ``before``: what a stopped server left running, for
+    ``wait_until(lambda: not threads_since(before), ...)``."""
+    return sorted(t.name for t in set(threading.enumerate()) - set(before) if t.is_alive())

@@ -11,7 +11,6 @@ import struct
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from broker.apis.factory import build_kafka_apis
 from broker.config import KafkaConfig
 from broker.protocol import decode_response, encode_request
 from broker.server import KafkaServer
+from tests.polling import threads_since, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -46,11 +46,8 @@ def broker(tmp_path: Path, **props: Any) -> Iterator[KafkaServer]:
         yield server
     finally:
         server.shutdown()
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and [t for t in set(threading.enumerate()) - before if t.is_alive()]:
-            time.sleep(0.05)
-        leftover = [t.name for t in set(threading.enumerate()) - before if t.is_alive()]
-        assert not leftover, f"threads left running: {leftover}"
+        wait_until(lambda: not threads_since(before), 10,
+                   lambda: f"the server's threads to end (still alive: {threads_since(before)})", interval=0.05)
 
 
 def bootstrap(server: KafkaServer) -> str:
@@ -86,16 +83,18 @@ class BrokerProcess:
 
             self.proc = subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
                                          preexec_fn=limit_open_files)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
+        proc = self.proc
+
+        def accepting() -> bool:
             try:
                 socket.create_connection(("127.0.0.1", self.port), 0.5).close()
-                return
+                return True
             except OSError:
-                if self.proc.poll() is not None:
+                if proc.poll() is not None:
                     raise AssertionError(f"broker exited: {self.out.read_text()[-2000:]}") from None
-                time.sleep(0.1)
-        raise AssertionError("broker did not start")
+                return False
+
+        wait_until(accepting, 30, "the broker to start", interval=0.1)
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
         if self.proc is None:

@@ -21,6 +21,7 @@ from broker.metrics.registry import Gauge, Meter
 from broker.network.request import Request, Response
 from broker.protocol import SUPPORTED, ApiKey, decode_request, decode_response, encode_request, encode_response
 from broker.server import KafkaServer
+from tests.polling import threads_since, wait_until
 
 API_VERSIONS, METADATA, LEADER_AND_ISR = int(ApiKey.API_VERSIONS), int(ApiKey.METADATA), int(ApiKey.LEADER_AND_ISR)
 LAIR_BODY: dict[str, Any] = {"controller_id": 1, "controller_epoch": 1, "broker_epoch": -1, "topic_states": [],
@@ -170,11 +171,8 @@ def running_server(tmp_path: Path, apis: Any, props: dict[str, Any] | None = Non
         if apis_gate is not None:
             apis_gate.set()
         server.shutdown()
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and set(threading.enumerate()) - before:
-            time.sleep(0.05)
-        leftover = [t.name for t in set(threading.enumerate()) - before if t.is_alive()]
-        assert not leftover, f"threads left running: {leftover}"
+        wait_until(lambda: not threads_since(before), 10,
+                   lambda: f"the server's threads to end (still alive: {threads_since(before)})", interval=0.05)
 
 
 def gauge(server: KafkaServer, mbean: str, attribute: str = "Value") -> float:

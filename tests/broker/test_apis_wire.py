@@ -6,7 +6,6 @@ from __future__ import annotations
 import socket
 import struct
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from broker.apis.factory import build_kafka_apis
 from broker.config import load_config
 from broker.log4j import Log4j
 from broker.server import KafkaServer
+from tests.polling import threads_since, wait_until
 
 
 def i16(v: int) -> bytes:
@@ -123,9 +123,8 @@ def server(tmp_path: Path) -> Iterator[KafkaServer]:
         yield srv
     finally:
         srv.shutdown()
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and [t for t in set(threading.enumerate()) - before if t.is_alive()]:
-            time.sleep(0.05)
+        wait_until(lambda: not threads_since(before), 10,
+                   lambda: f"the server's threads to end (still alive: {threads_since(before)})", interval=0.05)
 
 
 def test_hand_encoded_control_requests(server: KafkaServer) -> None:

@@ -4,13 +4,14 @@ Kafka release clients infer from ApiVersions (issue 16, items 3-5)."""
 
 from __future__ import annotations
 
-import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.broker.data_plane_helpers import bootstrap, broker
+from tests.polling import wait_until
 
 ck = pytest.importorskip("confluent_kafka")
 kafka = pytest.importorskip("kafka")
@@ -42,12 +43,21 @@ def _static(bs: str, group: str, instance: str, revoked: list[str] | None = None
     return c
 
 
-def _poll_until(consumers: list[Any], done: Any, timeout_s: float = SETTLE_S) -> None:
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end and not done():
+def _polling(consumers: list[Any], done: Callable[[], bool]) -> Callable[[], bool]:
+    """``done`` as a condition for wait_until that polls the (confluent-kafka) ``consumers`` each time it does not
+    hold yet: their group protocol runs in poll."""
+    def check() -> bool:
+        if done():
+            return True
         for c in consumers:
             c.poll(0.1)
-    assert done(), [sorted(tp.partition for tp in c.assignment()) for c in consumers]
+        return False
+
+    return check
+
+
+def _assignments(*consumers: Any) -> str:
+    return f"the assignment (each consumer's partitions: {[_parts(c) for c in consumers]})"
 
 
 def _fenced_lines(request_log: Path) -> str:
@@ -69,13 +79,14 @@ def test_static_member_restarts_without_a_rebalance(tmp_path: Path) -> None:
         _produce(bs, "static")
         revoked: list[str] = []
         a, b = _static(bs, "g-static", "a", revoked), _static(bs, "g-static", "b", revoked)
-        _poll_until([a, b], lambda: len(_parts(a)) == len(_parts(b)) == 2)
+        wait_until(_polling([a, b], lambda: len(_parts(a)) == len(_parts(b)) == 2), SETTLE_S,
+                   lambda: _assignments(a, b))
         before_a, before_b = _parts(a), _parts(b)
         # whichever member joined first gave up half its partitions to the other: only what follows counts
         revoked.clear()
         a.close()  # a static member sends no LeaveGroup: its place is kept until its session runs out
         a2 = _static(bs, "g-static", "a", revoked)
-        _poll_until([a2, b], lambda: len(_parts(a2)) == 2)
+        wait_until(_polling([a2, b], lambda: len(_parts(a2)) == 2), SETTLE_S, lambda: _assignments(a2, b))
         assert (_parts(a2), _parts(b)) == (before_a, before_b)  # a's partitions came back to it
         for _ in range(20):  # b goes on polling: it is never asked to give anything up
             b.poll(0.05)
@@ -94,18 +105,17 @@ def test_a_second_consumer_with_the_same_instance_id_fences_the_first(tmp_path: 
         first = Consumer({"bootstrap.servers": bs, "group.id": "g-dup", "group.instance.id": "dup",
                           "session.timeout.ms": 30000, "heartbeat.interval.ms": 500, "error_cb": errors.append})
         first.subscribe(["static"])
-        _poll_until([first], lambda: len(_parts(first)) == PARTITIONS)
+        wait_until(_polling([first], lambda: len(_parts(first)) == PARTITIONS), SETTLE_S, lambda: _assignments(first))
         second = Consumer({"bootstrap.servers": bs, "group.id": "g-dup", "group.instance.id": "dup",
                            "session.timeout.ms": 30000, "heartbeat.interval.ms": 500})
         second.subscribe(["static"])
-        _poll_until([second], lambda: len(_parts(second)) == PARTITIONS)
+        wait_until(_polling([second], lambda: len(_parts(second)) == PARTITIONS), SETTLE_S,
+                   lambda: _assignments(second))
         # the old instance's next heartbeat is answered FENCED_INSTANCE_ID (82); librdkafka 2.x logs it and does
         # not surface it through poll() or error_cb, so the broker's request log tells it
         request_log = tmp_path / "logs" / "kafka-request.log"
-        end = time.monotonic() + SETTLE_S
-        while time.monotonic() < end and '"requestApiKeyName":"HEARTBEAT"' not in _fenced_lines(request_log):
-            first.poll(0.1)
-        assert '"requestApiKeyName":"HEARTBEAT"' in _fenced_lines(request_log), errors
+        wait_until(_polling([first], lambda: '"requestApiKeyName":"HEARTBEAT"' in _fenced_lines(request_log)),
+                   SETTLE_S, lambda: f"a HEARTBEAT answered FENCED_INSTANCE_ID (client errors: {errors})")
         assert _parts(second) == list(range(PARTITIONS))
         second.close()
         first.close()
@@ -131,22 +141,24 @@ def _commit_during_rebalance(bs: str, clients: list[Any]) -> None:
     clients += [member, admin]
     # kafka-python's leader assigns nothing when it joins before its first metadata answer names the topic, and an
     # empty assignment snapshot never makes it rejoin: learn the topic's partitions first, then subscribe
-    end = time.monotonic() + SETTLE_S
-    while time.monotonic() < end and not member.partitions_for_topic("reb"):
-        time.sleep(0.1)
+    wait_until(lambda: member.partitions_for_topic("reb"), SETTLE_S, "the partitions of reb", interval=0.1)
     member.subscribe(["reb"])
-    while time.monotonic() < end and not member.assignment():
+
+    def assigned() -> bool:  # kafka-python's group protocol runs in its poll too
+        if member.assignment():
+            return True
         member.poll(timeout_ms=100)
+        return False
+
+    wait_until(assigned, SETTLE_S, "an assignment of reb")
     assert len(member.assignment()) == PARTITIONS
     tp = KpTopicPartition("reb", 0)
     # a second member joins: the group prepares a rebalance until the first member rejoins (it does not poll)
     newcomer = Consumer({"bootstrap.servers": bs, "group.id": "g-reb"})
     clients.append(newcomer)
     newcomer.subscribe(["reb"])
-    end = time.monotonic() + SETTLE_S
-    while time.monotonic() < end and not _in_state(admin, "g-reb", "PREPARING_REBALANCE"):
-        newcomer.poll(0.1)
-    assert _in_state(admin, "g-reb", "PREPARING_REBALANCE")
+    wait_until(_polling([newcomer], lambda: _in_state(admin, "g-reb", "PREPARING_REBALANCE")), SETTLE_S,
+               "g-reb in PREPARING_REBALANCE")
     member.commit({tp: OffsetAndMetadata(7, "", -1)})  # accepted, as Kafka accepts it
     assert member.committed(tp) == 7
     # an assign() consumer of the same group commits with generation -1: the group has members
@@ -159,9 +171,7 @@ def _commit_during_rebalance(bs: str, clients: list[Any]) -> None:
     clients.remove(newcomer)
     member.close()
     newcomer.close()
-    end = time.monotonic() + SETTLE_S
-    while time.monotonic() < end and not _in_state(admin, "g-reb", "EMPTY"):
-        time.sleep(0.1)
+    wait_until(lambda: _in_state(admin, "g-reb", "EMPTY"), SETTLE_S, "g-reb EMPTY", interval=0.1)
     outsider.commit({tp: OffsetAndMetadata(9, "", -1)})  # an empty group takes it
     assert outsider.committed(tp) == 9
 
@@ -196,9 +206,8 @@ def test_illegal_topic_names_and_the_internal_offsets_topic(tmp_path: Path) -> N
         # a consumer group makes the coordinator create __consumer_offsets, listed as internal
         c = Consumer({"bootstrap.servers": bs, "group.id": "g-internal", "auto.offset.reset": "earliest"})
         c.subscribe(["fine-auto"])
-        end = time.monotonic() + SETTLE_S
-        while time.monotonic() < end and "__consumer_offsets" not in admin.list_topics(timeout=10).topics:
-            c.poll(0.1)
+        wait_until(_polling([c], lambda: "__consumer_offsets" in admin.list_topics(timeout=10).topics), SETTLE_S,
+                   "__consumer_offsets created")
         c.close()
         kp_admin = KafkaAdminClient(bootstrap_servers=bs)
         (offsets,) = kp_admin.describe_topics(["__consumer_offsets"])

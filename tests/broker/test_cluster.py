@@ -6,7 +6,6 @@ Each test starts a controller and brokers as separate processes (``broker.cluste
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,15 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from broker.cluster.http import ControllerClient
 from broker.controller.requests import leader_and_isr_body, stop_replica_bodies
 from broker.protocol import ApiKey
-from tests.broker.cluster_helpers import control_request, partition, running_cluster, status, wait_for
+from tests.broker.cluster_helpers import (
+    CLUSTER_POLL,
+    CLUSTER_S,
+    control_request,
+    partition,
+    running_cluster,
+    status,
+)
+from tests.polling import wait_until
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.integration, pytest.mark.slow]
 STALE_BROKER_EPOCH = 77
@@ -46,11 +53,12 @@ def _consume_all(bootstrap: str, topic: str, partitions: int, expected: int) -> 
     try:
         c.assign([TopicPartition(topic, q, 0) for q in range(partitions)])
         got: list[int] = []
-        deadline = time.monotonic() + 60
-        while len(got) < expected and time.monotonic() < deadline:
-            for m in c.consume(500, 0.5):
-                if m.error() is None:
-                    got.append(int(m.key()))
+
+        def consumed() -> bool:
+            got.extend(int(m.key()) for m in c.consume(500, 0.5) if m.error() is None)
+            return len(got) >= expected
+
+        wait_until(consumed, 60, lambda: f"{expected} records of {topic} (got {len(got)})")
         return got
     finally:
         c.close()
@@ -60,14 +68,14 @@ def test_leadership_change_every_record_seen_once(tmp_path: Path) -> None:
     with running_cluster(tmp_path / "c", brokers=3) as cluster:
         bs = cluster.bootstrap_servers()
         _create(bs, "lc", 2, 3)
-        first = wait_for("leader of lc-0", lambda: partition(cluster, "lc", 0))
+        first = wait_until(lambda: partition(cluster, "lc", 0), CLUSTER_S, "leader of lc-0", **CLUSTER_POLL)
         assert sorted(first["replicas"]) == [1, 2, 3]
         acked = _produce(bs, "lc", range(400), 2)
         assert len(acked) == 400
         old = first["leader"]
         cluster.kill_broker(old)
-        new = wait_for("new leader of lc-0", lambda: (p := partition(cluster, "lc", 0)) and p["leader"] not in (old, -1)
-                       and p)
+        new = wait_until(lambda: (p := partition(cluster, "lc", 0)) and p["leader"] not in (old, -1) and p,
+                         CLUSTER_S, "new leader of lc-0", **CLUSTER_POLL)
         assert new["leader_epoch"] > first["leader_epoch"]
         assert old not in new["isr"]
         acked += _produce(bs, "lc", range(400, 800), 2)
@@ -88,8 +96,8 @@ def test_bounced_broker_detected_and_stale_requests_fenced(tmp_path: Path) -> No
         old_max = max(b["epoch"] for b in before["brokers"].values())
         cluster.kill_broker(2)
         cluster.start_broker(2)  # back before the session expires: a bounce, seen by the new epoch
-        after = wait_for("broker 2 re-registered", lambda: (s := status(cluster))["brokers"]["2"]["epoch"]
-                         != old_epoch and s)
+        after = wait_until(lambda: (s := status(cluster))["brokers"]["2"]["epoch"] != old_epoch and s,
+                           CLUSTER_S, "broker 2 re-registered", **CLUSTER_POLL)
         new_epoch = after["brokers"]["2"]["epoch"]
         assert new_epoch > old_max  # monotonic like a czxid
         log = (Path(cluster.dir) / "controller" / "logs" / "controller.log").read_text()
@@ -132,12 +140,13 @@ def test_kip291_migration_combinations(tmp_path: Path, controller_side: bool, br
     with running_cluster(tmp_path / "c", brokers=1, controller_control_listener=controller_side,
                          brokers_advertise_control=broker_side) as cluster:
         _create(cluster.bootstrap_servers(), "k", 1, 1)
-        wait_for("leader of k-0", lambda: (p := partition(cluster, "k", 0)) and p["leader"] == 1)
+        wait_until(lambda: (p := partition(cluster, "k", 0)) and p["leader"] == 1,
+                   CLUSTER_S, "leader of k-0", **CLUSTER_POLL)
         log_path = Path(cluster.dir) / "controller" / "logs" / "controller.log"
         ports = cluster.ports[1]
         expected = ports["CONTROLLER"] if controller_side and broker_side else ports["PLAINTEXT"]
-        text = wait_for("controller connection line",
-                        lambda: (t := log_path.read_text()) and "connected to" in t and t)
+        text = wait_until(lambda: (t := log_path.read_text()) and "connected to" in t and t,
+                          CLUSTER_S, "controller connection line", **CLUSTER_POLL)
         assert f"connected to 127.0.0.1:{expected} (id: 1 rack: null)" in text
         other = ports["CONTROLLER"] if expected == ports["PLAINTEXT"] else ports["PLAINTEXT"]
         assert f"connected to 127.0.0.1:{other} " not in text
@@ -150,7 +159,8 @@ def test_per_broker_update_metadata_mode_replicates(tmp_path: Path) -> None:
     with running_cluster(tmp_path / "c", brokers=2, cached_update_metadata=False) as cluster:
         _create(cluster.bootstrap_servers(), "pb", 2, 2)
         assert len(_produce(cluster.bootstrap_servers(), "pb", range(100), 2)) == 100
-        wait_for("ISR of both", lambda: all(len(p["isr"]) == 2 for p in status(cluster)["partitions"]))
+        wait_until(lambda: all(len(p["isr"]) == 2 for p in status(cluster)["partitions"]),
+                   CLUSTER_S, "ISR of both", **CLUSTER_POLL)
         assert status(cluster)["cached_update_metadata"] is False
         assert sorted(_consume_all(cluster.bootstrap_servers(), "pb", 2, 100)) == list(range(100))
 
@@ -158,10 +168,12 @@ def test_per_broker_update_metadata_mode_replicates(tmp_path: Path) -> None:
 def test_full_cluster_restart_keeps_every_record_and_restores_the_isr(tmp_path: Path) -> None:
     with running_cluster(tmp_path / "c", brokers=3) as cluster:
         _create(cluster.bootstrap_servers(), "keep", 3, 3)
-        wait_for("leaders", lambda: all(p["leader"] >= 0 for p in status(cluster)["partitions"]))
+        wait_until(lambda: all(p["leader"] >= 0 for p in status(cluster)["partitions"]),
+                   CLUSTER_S, "leaders", **CLUSTER_POLL)
         assert len(_produce(cluster.bootstrap_servers(), "keep", range(600), 3)) == 600
     with running_cluster(tmp_path / "c", brokers=3) as cluster:  # same directory: persisted controller state, logs
-        wait_for("leaders after the restart", lambda: all(p["leader"] >= 0 for p in status(cluster)["partitions"]))
+        wait_until(lambda: all(p["leader"] >= 0 for p in status(cluster)["partitions"]),
+                   CLUSTER_S, "leaders after the restart", **CLUSTER_POLL)
         assert sorted(set(_consume_all(cluster.bootstrap_servers(), "keep", 3, 600))) == list(range(600))
-        wait_for("ISR restored", lambda: all(len(p["isr"]) == 3 for p in status(cluster)["partitions"]),
-                 timeout_s=60)
+        wait_until(lambda: all(len(p["isr"]) == 3 for p in status(cluster)["partitions"]),
+                   60, "ISR restored", **CLUSTER_POLL)

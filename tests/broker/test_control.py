@@ -23,6 +23,7 @@ from broker.protocol import ApiKey
 from broker.server import KafkaServer
 from broker.state.model import CachedPartition, LeaderAndIsrPartition, StopReplicaPartition
 from planewatch.cli import main as cli_main
+from tests.polling import threads_since, wait_until
 
 TS = r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\]"
 
@@ -70,11 +71,8 @@ class running:
 
     def __exit__(self, *exc: object) -> None:
         self.server.shutdown()
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and [t for t in set(threading.enumerate()) - self.before if t.is_alive()]:
-            time.sleep(0.05)
-        left = [t.name for t in set(threading.enumerate()) - self.before if t.is_alive()]
-        assert not left, f"threads left running: {left}"
+        wait_until(lambda: not threads_since(self.before), 10,
+                   lambda: f"the server's threads to end (still alive: {threads_since(self.before)})", interval=0.05)
 
 
 def read(server: KafkaServer, name: str) -> str:
@@ -380,10 +378,8 @@ def test_unanswered_requests_are_resent_and_shutdown_does_not_hang(tmp_path: Pat
     try:
         retrying.add_broker(BrokerNode(1, "127.0.0.1", hole.port))
         fut = ControlRequestSender(retrying).send_leader_and_isr(1, 5, lai(range(1)))
-        deadline = time.monotonic() + 10
-        while len(hole.accepted) < 2 and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert len(hole.accepted) >= 2  # request.timeout.ms passed: reconnect and resend, as Kafka does
+        # request.timeout.ms passed: reconnect and resend, as Kafka does
+        wait_until(lambda: len(hole.accepted) >= 2, 10, "a second connection (the resend)", interval=0.02)
         assert not fut.done()
         patient.add_broker(BrokerNode(1, "127.0.0.1", hole.port))
         stuck = ControlRequestSender(patient).send_leader_and_isr(1, 5, lai(range(1)))

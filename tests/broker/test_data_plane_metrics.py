@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from broker.protocol import ApiKey
 from broker.protocol.records import decode_records, parse_batches
 from tests.broker.data_plane_helpers import Wire, broker
 from tests.broker.test_data_plane import FETCH_V, PRODUCE_V, batch, create, fetch_body, part, produce_body
+from tests.polling import wait_until
 
 
 def _count(server: object, mbean: str) -> float:
@@ -39,20 +39,17 @@ def test_topic_and_request_metrics_request_log_and_metrics_topic(tmp_path: Path)
         assert _count(server, f"{bt},name=BytesInPerSec,topic=obs") > 0
         assert _count(server, f"{bt},name=BytesOutPerSec,topic=obs") == len(fetched)
         rm = "kafka.network:type=RequestMetrics,name=RequestsPerSec"
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and server.registry.get(f"{rm},request=FetchFollower,version={FETCH_V}") \
-                is None:
-            time.sleep(0.05)
+        wait_until(lambda: server.registry.get(f"{rm},request=FetchFollower,version={FETCH_V}") is not None, 5,
+                   "the FetchFollower request metric")
         assert _count(server, f"{rm},request=Produce,version={PRODUCE_V}") == 11
         assert _count(server, f"{rm},request=FetchConsumer,version={FETCH_V}") == 1
         assert _count(server, f"{rm},request=FetchFollower,version={FETCH_V}") == 1
         # the metrics topic receives the JSON samples through the local log
-        deadline = time.monotonic() + 10
         samples: list[dict[str, object]] = []
-        offset = 0
-        while time.monotonic() < deadline and not any(
-                s["mbean"] == f"{bt},name=MessagesInPerSec,topic=obs" for s in samples):
-            resp = part(w.call(ApiKey.FETCH, FETCH_V, fetch_body("__planewatch_metrics", offset, max_wait_ms=300)),
+        offset = [0]  # the next offset of the metrics topic to fetch
+
+        def sampled() -> bool:
+            resp = part(w.call(ApiKey.FETCH, FETCH_V, fetch_body("__planewatch_metrics", offset[0], max_wait_ms=300)),
                         parts="partitions")
             assert resp["error_code"] == 0
             data = resp["records"]
@@ -61,8 +58,10 @@ def test_topic_and_request_metrics_request_log_and_metrics_topic(tmp_path: Path)
                     assert r.key == b"1"
                     assert r.value is not None
                     samples.append(json.loads(r.value))
-                    offset = r.offset + 1
-        assert any(s["mbean"] == f"{bt},name=MessagesInPerSec,topic=obs" for s in samples)
+                    offset[0] = r.offset + 1
+            return any(s["mbean"] == f"{bt},name=MessagesInPerSec,topic=obs" for s in samples)
+
+        wait_until(sampled, 10, "a MessagesInPerSec sample of obs in the metrics topic")
         assert all(s["broker_id"] == 1 for s in samples)
         w.close()
     request_log = (tmp_path / "logs" / "kafka-request.log").read_text()

@@ -13,7 +13,6 @@ import contextlib
 import os
 import signal
 import socket
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ import pytest
 
 from broker.protocol import ApiKey
 from broker.protocol.error_codes import ErrorCode
+from tests.polling import wait_until
 
 from .data_plane_helpers import BrokerProcess, Wire, broker, free_port
 from .test_data_plane import FETCH_V, PRODUCE_V, batch, fetch_body, part, produce_body
@@ -59,14 +59,6 @@ def _fd_count(pid: int) -> int:
 def _pid(proc: BrokerProcess) -> int:
     assert proc.proc is not None
     return proc.proc.pid
-
-
-def _wait(predicate: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 @contextlib.contextmanager
@@ -123,7 +115,7 @@ def _flood(port: int, pid: int, limit: int) -> list[socket.socket]:
             extra += 1
             if extra > 8:
                 break
-    _wait(lambda: _fd_count(pid) >= limit, 10, "the broker to use up its descriptors")
+    wait_until(lambda: _fd_count(pid) >= limit, 10, "the broker to use up its descriptors", interval=0.05)
     return held
 
 
@@ -158,7 +150,7 @@ def test_running_out_of_descriptors_answers_an_error_leaves_no_topic_and_the_bro
             finally:
                 w.close()
 
-        _wait(serves, 30, "the broker to answer a new connection")
+        wait_until(serves, 30, "the broker to answer a new connection", interval=0.05)
         _restart(proc)
         w = Wire(proc.port)
         assert _create(w, "big", 10)["error_code"] == ErrorCode.NONE  # not TOPIC_ALREADY_EXISTS: nothing was left

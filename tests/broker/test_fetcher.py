@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,7 @@ from broker.log import LogManager
 from broker.log4j import Log4j
 from broker.state.model import BrokerEndPoint, InitialFetchState, TopicPartition
 from tests.broker.data_plane_helpers import bootstrap, broker
+from tests.polling import wait_until
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.integration]
 PARTITIONS = 4
@@ -54,10 +54,8 @@ def test_fetcher_lock_models(tmp_path: Path, model: str) -> None:
             tps = [TopicPartition("f", p) for p in range(PARTITIONS)]
             thread.add_partitions({tp: InitialFetchState(endpoint, 0, 0) for tp in tps})
             thread.start()
-            deadline = time.monotonic() + 30
-            while not any(_leo(logs, p) for p in range(PARTITIONS)):
-                assert time.monotonic() < deadline, "the follower never fetched"
-                time.sleep(0.005)
+            wait_until(lambda: any(_leo(logs, p) for p in range(PARTITIONS)), 30, "the follower's first fetch",
+                       interval=0.005)
             # The fetcher is now inside the processing of its first response (one slow flush per partition).
             thread.remove_partitions([tps[-1]])  # what LeaderAndIsr's handler thread does
             done = sum(1 for p in range(PARTITIONS) if _leo(logs, p))
@@ -66,10 +64,8 @@ def test_fetcher_lock_models(tmp_path: Path, model: str) -> None:
             else:
                 assert done < PARTITIONS  # the handler did not wait: processing is still going on
             assert not thread.hosts(tps[-1]) or model == "async"
-            deadline = time.monotonic() + 30
-            while any(_leo(logs, p) < 10 for p in range(PARTITIONS - 1)) or thread.hosts(tps[-1]):
-                assert time.monotonic() < deadline, "replication or the removal did not complete"
-                time.sleep(0.02)
+            wait_until(lambda: all(_leo(logs, p) >= 10 for p in range(PARTITIONS - 1)) and not thread.hosts(tps[-1]),
+                       30, "the replication and the removal to complete", interval=0.02)
         finally:
             thread.shutdown()
             logs.shutdown()
@@ -127,10 +123,8 @@ def test_leader_and_isr_handling_waits_for_the_fetcher_only_when_locked(tmp_path
                 state.become_leader_or_follower(corr, LeaderAndIsrRequestModel(1, 1, -1, states))
 
             lai(1, 1, 1, range(PARTITIONS))  # become follower of broker 1: the fetcher starts
-            deadline = time.monotonic() + 30
-            while not any(_leo(logs, p) for p in range(PARTITIONS)):
-                assert time.monotonic() < deadline, "the follower never fetched"
-                time.sleep(0.005)
+            wait_until(lambda: any(_leo(logs, p) for p in range(PARTITIONS)), 30, "the follower's first fetch",
+                       interval=0.005)
             lai(2, 2, 2, range(PARTITIONS - 1, PARTITIONS))  # become leader of the last one: remove its fetcher
             done = sum(1 for p in range(PARTITIONS) if _leo(logs, p))
             assert done == PARTITIONS if model == "locked" else done < PARTITIONS
@@ -190,10 +184,9 @@ def test_a_new_follower_truncates_to_the_leaders_epoch_end_not_to_its_local_high
         try:
             thread.add_partitions({tp: InitialFetchState(endpoint, epoch, 0)})
             thread.start()
-            deadline = time.monotonic() + 30
-            while follower.high_watermark < leader_end or follower.log_end_offset != leader_end:
-                assert time.monotonic() < deadline, (follower.high_watermark, follower.log_end_offset)
-                time.sleep(0.01)
+            wait_until(lambda: follower.high_watermark >= leader_end and follower.log_end_offset == leader_end, 30,
+                       lambda: f"the follower to catch up with {leader_end} (high watermark, log end: "
+                               f"{follower.high_watermark}, {follower.log_end_offset})")
         finally:
             thread.shutdown()
             logs.shutdown()

@@ -17,6 +17,7 @@ from broker.log import (
 )
 from broker.log.checkpoint import read_offsets_checkpoint
 from tests.broker.test_log_support import TP, base_offsets, batch, new_log4j, open_log, server_log
+from tests.polling import wait_until
 
 SEGMENT = LogConfig(segment_bytes=1_000, index_interval_bytes=200, retention_ms=-1)  # record times are in 1970
 
@@ -216,11 +217,7 @@ def test_log_manager_background_thread_runs_retention(tmp_path: Path) -> None:
     log.update_high_watermark(log.log_end_offset)
     manager.start()
     try:
-        import time
-
-        deadline = time.monotonic() + 10
-        while log.log_start_offset == 0 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: log.log_start_offset > 0, 10, "the retention thread to delete a segment", interval=0.05)
     finally:
         manager.shutdown()
     assert log.log_start_offset == log.segments[0].base_offset > 0

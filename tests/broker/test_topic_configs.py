@@ -34,17 +34,9 @@ from tests.broker.test_data_plane import (
     part,
     produce_body,
 )
+from tests.polling import wait_until
 
 WAIT_S = 20.0  # a retention check every 200 ms; a loaded 2-core machine
-
-
-def _poll(what: str, check: Any, timeout_s: float = WAIT_S) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 # ------------------------------------------------------------------------------------------------------ pure core
@@ -114,7 +106,7 @@ def test_confluent_alters_retention_and_the_log_honours_it_across_a_restart(tmp_
         assert described["segment.bytes"].source == ConfigSource.TOPIC_CONFIG
         assert not described["retention.ms"].is_read_only
         _alter(admin, "ret", retention__ms="60000")
-        _poll("the retention check to delete the old segments", lambda: log.log_start_offset == 30)
+        wait_until(lambda: log.log_start_offset == 30, WAIT_S, "the retention check to delete the old segments")
         c = Consumer({"bootstrap.servers": bootstrap(server), "group.id": "g"})
         assert c.get_watermark_offsets(CkTopicPartition("ret", 0), timeout=10) == (30, 30)
         c.close()
