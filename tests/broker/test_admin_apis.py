@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.broker.data_plane_helpers import bootstrap, broker
+from tests.polling import wait_until
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 kafka = pytest.importorskip("kafka")
@@ -68,11 +69,14 @@ def _consume_from_start(bs: str, topic: str, partition: int, want: int) -> list[
     try:
         c.assign([CTopicPartition(topic, partition, confluent_kafka.OFFSET_BEGINNING)])
         got: list[tuple[int, bytes]] = []
-        deadline = time.monotonic() + CALL_TIMEOUT_S
-        while len(got) < want and time.monotonic() < deadline:
+
+        def consumed() -> bool:
             msg = c.poll(0.5)
             if msg is not None and msg.error() is None:
                 got.append((msg.offset(), msg.value()))
+            return len(got) >= want
+
+        wait_until(consumed, CALL_TIMEOUT_S, lambda: f"{want} records of {topic}-{partition} (got {len(got)})")
         return got
     finally:
         c.close()

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.broker.data_plane_helpers import bootstrap, broker
+from tests.polling import wait_until
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
@@ -51,12 +51,16 @@ def _check(got: dict[int, list[tuple[int, bytes, bytes]]]) -> None:
 
 def _consume(c: Consumer, total: int) -> dict[int, list[tuple[int, bytes, bytes]]]:
     got: dict[int, list[tuple[int, bytes, bytes]]] = {}
-    n, end = 0, time.monotonic() + 60
-    while n < total and time.monotonic() < end:
+    n = [0]
+
+    def consumed() -> bool:
         for m in c.consume(1000, 0.5):
             assert m.error() is None, m.error()
             got.setdefault(int(m.partition() or 0), []).append((int(m.offset() or 0), m.key() or b"", m.value() or b""))
-            n += 1
+            n[0] += 1
+        return n[0] >= total
+
+    wait_until(consumed, 60, lambda: f"{total} records (got {n[0]})")
     return got
 
 
@@ -164,18 +168,27 @@ def test_two_members_split_the_partitions_and_one_takes_over_after_a_leave(tmp_p
         for c in members:
             c.subscribe(["split"])
         seen: list[int] = []
-        end = time.monotonic() + 30
-        while time.monotonic() < end and not (all(len(c.assignment()) == 2 for c in members) and len(seen) >= 400):
+
+        def split() -> bool:
+            if all(len(c.assignment()) == 2 for c in members) and len(seen) >= 400:
+                return True
             for c in members:
-                seen += [int(m.value() or b"-1") for m in c.consume(100, 0.1) if m.error() is None]
+                seen.extend(int(m.value() or b"-1") for m in c.consume(100, 0.1) if m.error() is None)
+            return False
+
+        wait_until(split, 30, lambda: f"two partitions each and 400 records (assignments "
+                                      f"{[sorted(tp.partition for tp in c.assignment()) for c in members]}, "
+                                      f"{len(seen)} records)")
         parts = [sorted(tp.partition for tp in c.assignment()) for c in members]
         assert sorted(parts[0] + parts[1]) == list(range(PARTITIONS))
         assert len(parts[0]) == len(parts[1]) == 2
         assert sorted(set(seen)) == list(range(400))
         members[0].close()  # LeaveGroup: the other member rejoins and gets everything
-        end = time.monotonic() + 30
-        while time.monotonic() < end and len(members[1].assignment()) != PARTITIONS:
+        def rejoined() -> bool:
             members[1].poll(0.1)
+            return len(members[1].assignment()) == PARTITIONS
+
+        wait_until(rejoined, 30, "every partition assigned to the member left")
         assert sorted(tp.partition for tp in members[1].assignment()) == list(range(PARTITIONS))
         members[1].close()
 

@@ -5,12 +5,12 @@ GROUP_ID_NOT_FOUND; confluent-kafka and kafka-python delete, aiokafka sees the g
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.broker.data_plane_helpers import Wire, bootstrap, broker
+from tests.polling import wait_until
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 kafka = pytest.importorskip("kafka")
@@ -43,13 +43,16 @@ def _topic_with_messages(bs: str, topic: str) -> None:
 
 
 def _consume_all(consumer: Consumer) -> int:
-    seen = 0
-    deadline = time.monotonic() + CALL_TIMEOUT_S
-    while seen < MESSAGES and time.monotonic() < deadline:
+    seen = [0]
+
+    def consumed() -> bool:
         msg = consumer.poll(0.2)
         if msg is not None and msg.error() is None:
-            seen += 1
-    return seen
+            seen[0] += 1
+        return seen[0] >= MESSAGES
+
+    wait_until(consumed, CALL_TIMEOUT_S, lambda: f"{MESSAGES} records (got {seen[0]})")
+    return seen[0]
 
 
 def _delete_error(admin: AdminClient, group: str) -> int:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.broker.data_plane_helpers import bootstrap, broker
+from tests.polling import wait_until
 
 kafka = pytest.importorskip("kafka")
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition  # noqa: E402
@@ -42,12 +42,13 @@ def test_produce_and_consume_10k_keyed(tmp_path: Path, compression: str) -> None
         tps = [TopicPartition("kp", q) for q in range(PARTITIONS)]
         consumer.assign(tps)
         got: dict[int, list[tuple[int, bytes, bytes]]] = {}
-        n, end = 0, time.monotonic() + 90
-        while n < N and time.monotonic() < end:
+
+        def consumed() -> bool:
             for tp, records in consumer.poll(timeout_ms=500, max_records=2000).items():
-                for r in records:
-                    got.setdefault(tp.partition, []).append((r.offset, r.key, r.value))
-                    n += 1
+                got.setdefault(tp.partition, []).extend((r.offset, r.key, r.value) for r in records)
+            return sum(map(len, got.values())) >= N
+
+        wait_until(consumed, 90, lambda: f"{N} records (got {sum(map(len, got.values()))})")
         assert consumer.end_offsets(tps) == {tp: N // PARTITIONS + (1 if tp.partition < N % PARTITIONS else 0)
                                              for tp in tps}
         consumer.commit({tps[0]: __import__("kafka").OffsetAndMetadata(5, "", -1)})
@@ -68,28 +69,32 @@ def test_subscribe_with_group_commits_and_resumes(tmp_path: Path) -> None:
             producer.send("kps", key=b"k", value=str(i).encode(), partition=i % 2)
         producer.flush(30)
         producer.close()
-        deadline = time.monotonic() + 10
         check = KafkaConsumer(bootstrap_servers=bs)
-        while time.monotonic() < deadline and sum(check.end_offsets(
-                [TopicPartition("kps", 0), TopicPartition("kps", 1)]).values()) < 500:
-            time.sleep(0.1)
+        wait_until(lambda: sum(check.end_offsets([TopicPartition("kps", 0), TopicPartition("kps", 1)]).values()) >= 500,
+                   10, "the 500 records of kps (acks=0) in the log", interval=0.1)
         check.close()
         consumer = KafkaConsumer("kps", bootstrap_servers=bs, group_id="kps-g", auto_offset_reset="earliest",
                                  enable_auto_commit=False)
         seen: list[int] = []
-        end = time.monotonic() + 40
-        while len(seen) < 400 and time.monotonic() < end:
+
+        def first_400() -> bool:
             for records in consumer.poll(timeout_ms=300, max_records=400 - len(seen)).values():
-                seen += [int(r.value) for r in records]
+                seen.extend(int(r.value) for r in records)
+            return len(seen) >= 400
+
+        wait_until(first_400, 40, lambda: f"400 records (got {len(seen)})")
         consumer.commit()
         assert sorted(consumer.assignment()) == [TopicPartition("kps", 0), TopicPartition("kps", 1)]
         consumer.close()
         resumed = KafkaConsumer("kps", bootstrap_servers=bs, group_id="kps-g", auto_offset_reset="earliest",
                                 enable_auto_commit=False)
         rest: list[int] = []
-        end = time.monotonic() + 40
-        while len(seen) + len(rest) < 500 and time.monotonic() < end:
+
+        def the_rest() -> bool:
             for records in resumed.poll(timeout_ms=300).values():
-                rest += [int(r.value) for r in records]
+                rest.extend(int(r.value) for r in records)
+            return len(seen) + len(rest) >= 500
+
+        wait_until(the_rest, 40, lambda: f"the other {500 - len(seen)} records (got {len(rest)})")
         resumed.close()
         assert sorted(seen + rest) == list(range(500))  # resumed from the committed offsets: nothing twice

@@ -14,7 +14,9 @@ import pytest
 from broker.log import LogManager, TopicPartition
 from broker.protocol import ApiKey
 from broker.protocol.records import build_batch, decode_records, parse_batches
+from broker.server import KafkaServer
 from tests.broker.data_plane_helpers import Wire, broker
+from tests.polling import wait_until
 
 PRODUCE_V, FETCH_V, LIST_V = 8, 11, 5
 
@@ -40,6 +42,13 @@ def part(resp: dict[str, Any], key: str = "responses", parts: str = "partition_r
 
 def batch(n: int, start: int = 0) -> bytes:
     return build_batch([(f"k{i}".encode(), f"v{i}".encode()) for i in range(start, start + n)])
+
+
+def parked(server: KafkaServer) -> int:
+    """The operations parked in the broker's purgatory now (long polls, acks=all produces: Kafka's PurgatorySize)."""
+    data_plane = getattr(server.apis, "data_plane", None)
+    assert data_plane is not None
+    return int(data_plane.purgatory.waiting)
 
 
 def create(w: Wire, topic: str, partitions: int = 1) -> None:
@@ -118,7 +127,7 @@ def test_long_poll_waits_for_min_bytes_and_is_woken_by_an_append(tmp_path: Path)
 
         th = threading.Thread(target=poll)
         th.start()
-        time.sleep(0.3)
+        wait_until(lambda: parked(server) == 1, what="the long poll parked")
         sent = time.monotonic()
         assert part(w2.call(ApiKey.PRODUCE, PRODUCE_V, produce_body("lp", batch(4))))["error_code"] == 0
         th.join(10)
@@ -176,7 +185,7 @@ def test_acks_all_waits_for_the_isr_and_times_out_then_completes_on_follower_fet
         th = threading.Thread(target=lambda: result.update(r=w.call(
             ApiKey.PRODUCE, PRODUCE_V, produce_body("isr", batch(1), acks=-1, timeout_ms=10_000))))
         th.start()
-        time.sleep(0.2)
+        wait_until(lambda: parked(server) == 1, what="the acks=all produce parked")
         assert th.is_alive()  # parked in the purgatory
         w3 = Wire(server.bound_port("PLAINTEXT"))
         w3.call(ApiKey.FETCH, FETCH_V, fetch_body("isr", 3, replica_id=2))
@@ -222,9 +231,7 @@ def test_leader_and_isr_to_follower_mid_stream_no_silent_loss(tmp_path: Path) ->
 
         th = threading.Thread(target=produce)
         th.start()
-        deadline = time.monotonic() + 20
-        while len(acked) < 2000 and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_until(lambda: len(acked) >= 2000, 20, "2000 acknowledged records", interval=0.02)
         assert ctl.call(ApiKey.UPDATE_METADATA, 6, _update_metadata("move", 2, 1, [2, 1]))["error_code"] == 0
         assert ctl.call(ApiKey.LEADER_AND_ISR, 4, _leader_and_isr("move", 2, 1, [2, 1]))["error_code"] == 0
         # the very next produce is refused
@@ -267,7 +274,7 @@ def test_long_polls_never_park_more_than_half_the_handler_threads(tmp_path: Path
         threads = [threading.Thread(target=poll, args=(k,)) for k in (0, 1)]
         for th in threads:
             th.start()
-        time.sleep(0.3)
+        wait_until(lambda: parked(server) == 1, what="a long poll parked")
         # the other handler stays free for produce while one long poll is parked
         p0 = time.monotonic()
         assert part(conns[2].call(ApiKey.PRODUCE, PRODUCE_V, produce_body("cap", batch(1), acks=1)))["error_code"] == 0
@@ -298,7 +305,7 @@ def test_parked_acks_all_answers_not_leader_when_leadership_moves(tmp_path: Path
 
         th = threading.Thread(target=produce)
         th.start()
-        time.sleep(0.3)
+        wait_until(lambda: parked(server) == 1, what="the acks=all produce parked")
         assert th.is_alive()  # parked: replica 2 has not fetched
         moved = time.monotonic()
         assert ctl.call(ApiKey.LEADER_AND_ISR, 4, _leader_and_isr("park", 2, 2, [2, 1]))["error_code"] == 0

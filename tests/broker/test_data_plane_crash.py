@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from tests.broker.data_plane_helpers import BrokerProcess, free_port
+from tests.polling import wait_until
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 PARTITIONS = 3
@@ -51,9 +52,7 @@ def test_kill_9_mid_stream_loses_nothing_acknowledged(tmp_path: Path) -> None:
 
         th = threading.Thread(target=stream)
         th.start()
-        deadline = time.monotonic() + 30
-        while len(acked) < 5000 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_until(lambda: len(acked) >= 5000, 30, "5000 acknowledged records")
         proc.kill()  # SIGKILL while the stream is running: produce requests in flight
         time.sleep(0.5)
         stop.set()
@@ -68,13 +67,16 @@ def test_kill_9_mid_stream_loses_nothing_acknowledged(tmp_path: Path) -> None:
         c = confluent_kafka.Consumer({"bootstrap.servers": bs, "group.id": "crash", "enable.auto.commit": False})
         c.assign([confluent_kafka.TopicPartition("crash", q, 0) for q in range(PARTITIONS)])
         got: dict[tuple[int, int], bytes] = {}
-        end = time.monotonic() + 40
         highs = {q: c.get_watermark_offsets(confluent_kafka.TopicPartition("crash", q), timeout=10)[1]
                  for q in range(PARTITIONS)}
-        while len(got) < sum(highs.values()) and time.monotonic() < end:
+
+        def consumed() -> bool:
             for m in c.consume(1000, 0.5):
                 assert m.error() is None, m.error()
                 got[(m.partition(), m.offset())] = m.value()
+            return len(got) >= int(sum(highs.values()))
+
+        wait_until(consumed, 40, lambda: f"the {sum(highs.values())} records in the log (got {len(got)})")
         c.close()
         missing = [k for k, v in snapshot.items() if got.get(k) != v]
         assert not missing, f"{len(missing)} acknowledged messages lost, e.g. {missing[:3]}"

@@ -19,6 +19,7 @@ from broker.purgatory import Purgatory
 from broker.state import TopicPartition
 from tests.broker.data_plane_helpers import Wire, broker
 from tests.broker.test_data_plane import FETCH_V, PRODUCE_V, fetch_body, part, produce_body
+from tests.polling import wait_until
 
 TP = TopicPartition("t", 0)
 
@@ -33,7 +34,7 @@ def test_purgatory_completes_times_out_wakes_and_caps_optional_waits() -> None:
     results: list[bool] = []
     th = threading.Thread(target=lambda: results.append(pg.await_completion(flag.is_set, 10_000)))
     th.start()
-    time.sleep(0.1)
+    wait_until(lambda: pg.waiting == 1, what="the wait parked")
     assert pg.waiting == 1
     t1 = time.monotonic()
     assert not pg.await_completion(lambda: False, 5_000, optional=True)  # cap reached: answered at once
@@ -44,7 +45,7 @@ def test_purgatory_completes_times_out_wakes_and_caps_optional_waits() -> None:
     assert results == [True]
     th2 = threading.Thread(target=lambda: results.append(pg.await_completion(lambda: False, 10_000)))
     th2.start()
-    time.sleep(0.1)
+    wait_until(lambda: pg.waiting == 1, what="the second wait parked")
     pg.close()
     th2.join(5)
     assert results == [True, False]
