@@ -27,6 +27,7 @@ from planewatch.commands import sql
 from schemas.alerts import DetectQuery
 from schemas.tables import ALERTS, METRIC_SAMPLES, STATE_CHANGE_EVENTS, Table
 from tests.api.lake import T0, alert, samples
+from tests.lake import pipeline_settings
 
 CFG = DetectionConfig()
 ROWS = 6  # rows of each table; the histories' steps take slices of them
@@ -145,13 +146,13 @@ def history(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
-    return Settings(lake=str(tmp_path / "lake"), checkpoints=str(tmp_path / "ck"))
+    return pipeline_settings(tmp_path, once=False)
 
 
 @pytest.fixture
 def plain(tmp_path: Path) -> Settings:
     """The same rows, appended once in the contract's types: what every reader must answer."""
-    return Settings(lake=str(tmp_path / "plain"), checkpoints=str(tmp_path / "plain-ck"))
+    return pipeline_settings(tmp_path / "plain", once=False)
 
 
 def test_the_histories_leave_the_files_deltalake_writes(tmp_path: Path, history: str) -> None:

@@ -19,6 +19,7 @@ from api.alertmanager import plan_push
 from api.push import push_url
 from tests.api.conftest import AUTH, ClientFactory
 from tests.api.lake import ALERTS, T0, alert, write
+from tests.polling import wait_until
 
 RECEIVE_TIMEOUT_S = 15.0
 
@@ -99,12 +100,6 @@ def receiver() -> Iterator[tuple[str, list[tuple[str, Any]], list[bool]]]:
     t.join(timeout=5)
 
 
-def _wait(cond: Any) -> None:
-    deadline = time.monotonic() + RECEIVE_TIMEOUT_S
-    while time.monotonic() < deadline and not cond():
-        time.sleep(0.05)
-
-
 def test_background_push_of_new_and_resolved_alerts(
     make_client: ClientFactory, tmp_path: Path, receiver: tuple[str, list[tuple[str, Any]], list[bool]]
 ) -> None:
@@ -113,7 +108,7 @@ def test_background_push_of_new_and_resolved_alerts(
     write(lake, ALERTS, [alert(1), alert(2)])
     fail.append(True)  # the first delivery fails: it must be retried, not lost
     make_client(lake, alertmanager_url=url, push_interval_s=0.1, resend_interval_s=3600)
-    _wait(lambda: len(posts) >= 1)
+    wait_until(lambda: len(posts) >= 1, RECEIVE_TIMEOUT_S, "the first push")
     path, first = posts[0]
     assert path == "/api/v2/alerts"
     assert sorted(a["annotations"]["alert_id"] for a in first) == ["a00001", "a00002"]
@@ -124,7 +119,7 @@ def test_background_push_of_new_and_resolved_alerts(
         alert(3),
     ]
     write(lake, ALERTS, rows)
-    _wait(lambda: len(posts) >= 2)
+    wait_until(lambda: len(posts) >= 2, RECEIVE_TIMEOUT_S, "the second push")
     _, second = posts[1]
     by = {a["annotations"]["alert_id"]: a for a in second}
     assert set(by) == {"a00001", "a00003"}

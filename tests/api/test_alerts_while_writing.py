@@ -22,6 +22,7 @@ from schemas.tables import ALERTS
 from tests.api.conftest import AUTH, ClientFactory
 from tests.api.lake import alert, write
 from tests.api.serve import serve
+from tests.lake import lake_table
 from tests.polling import wait_until
 
 # One commit a second (the pipeline's alert writers commit once per micro-batch, a few seconds apart), polled at
@@ -91,7 +92,7 @@ def test_alerts_are_never_503_while_the_pipeline_writes(tmp_path: Path) -> None:
             thread.join(JOIN_TIMEOUT_S)
         assert not thread.is_alive(), "the writer did not stop"
         assert not errors, errors
-        final = len(DeltaTable(str(table)).to_pyarrow_table(columns=["alert_id"])["alert_id"].unique())
+        final = len(lake_table(lake, ALERTS.name, ["alert_id"])["alert_id"].unique())
         wait_until(
             lambda: client.get("/alerts?limit=1000").json()["count"] == final,
             CATCH_UP_TIMEOUT_S,

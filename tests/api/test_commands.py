@@ -8,9 +8,9 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,6 +19,7 @@ from api.panels import SQL_DIR, Panel
 from planewatch.cli import main
 from tests.api.conftest import AUTH, ClientFactory
 from tests.api.lake import ALERTS, METRIC_ROLLUPS_1M, T0, alert, rollup, write
+from tests.polling import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -106,6 +107,16 @@ def _get(url: str, token: str | None = None) -> tuple[int, bytes]:
         return e.code, e.read()
 
 
+def _accepting(proc: subprocess.Popen[bytes], port: int, output: Callable[[], object]) -> bool:
+    """Whether ``port`` accepts a connection; AssertionError with ``output()`` once ``proc`` has exited."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+        return True
+    except OSError:
+        assert proc.poll() is None, output()
+        return False
+
+
 @pytest.mark.integration
 def test_planewatch_api_process(small_lake: Path) -> None:
     port = _free_port()
@@ -119,14 +130,8 @@ def test_planewatch_api_process(small_lake: Path) -> None:
     )
     try:
         base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                assert proc.poll() is None, proc.stdout.read() if proc.stdout else b""
-                time.sleep(0.2)
+        wait_until(lambda: _accepting(proc, port, lambda: proc.stdout.read() if proc.stdout else b""),
+                   START_TIMEOUT_S, "the API to listen", interval=0.2)
         assert _get(base + "/health")[0] == 200
         assert _get(base + "/alerts")[0] == 401
         status, body = _get(base + "/alerts?status=open", "proc-secret")
@@ -171,14 +176,8 @@ def test_cluster_against_a_reference_broker(make_client: ClientFactory, small_la
         start_new_session=True,
     )
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", data), timeout=0.5).close()
-                break
-            except OSError:
-                assert proc.poll() is None
-                time.sleep(0.2)
+        wait_until(lambda: _accepting(proc, data, lambda: "the broker exited"), START_TIMEOUT_S, "the broker to listen",
+                   interval=0.2)
         cdir = tmp_path / "cluster"
         cdir.mkdir()
         (cdir / "cluster.json").write_text(

@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import json
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from api.memo import Memo
 from tests.api.conftest import AUTH
 from tests.api.lake import ALERTS, CONTROL_REQUEST_LATENCY, METRIC_SAMPLES, T0, alert, control_request, samples, write
 from tests.api.serve import get_retrying_once, serve
+from tests.polling import wait_until
 
 # Requests in flight at once (the load), and the bounds of each phase of the test.
 IN_FLIGHT = 200
@@ -191,10 +191,7 @@ def test_memo_computes_once_for_concurrent_callers() -> None:
     threads = [threading.Thread(target=lambda: results.append(memo.get("k", (table,), compute))) for _ in range(20)]
     for t in threads:
         t.start()
-    deadline = time.monotonic() + 10
-    while not calls:  # the leader is computing; the others find its flight
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
+    wait_until(lambda: calls, 10, "the leader computing")  # the others find its flight
     release.set()
     for t in threads:
         t.join(timeout=10)

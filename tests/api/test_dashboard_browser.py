@@ -33,6 +33,7 @@ from tests.api.lake import (
     samples,
     write,
 )
+from tests.polling import wait_until
 
 pytestmark = [
     pytest.mark.integration,
@@ -101,10 +102,7 @@ def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     srv = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
     t = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
     t.start()
-    deadline = time.monotonic() + 20
-    while not srv.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert srv.started
+    wait_until(lambda: srv.started, 20, "the API to start")
     yield f"http://127.0.0.1:{port}"
     srv.should_exit = True
     t.join(timeout=10)
@@ -119,9 +117,8 @@ def test_dashboard_in_headless_chromium(server: str, tmp_path: Path, request: py
             for domain in ("Runtime", "Log", "Page"):
                 page.call(f"{domain}.enable")
             page.call("Page.navigate", url=f"{server}/#token={TOKEN}")
-            deadline = time.monotonic() + PAGE_TIMEOUT_S
-            while time.monotonic() < deadline and not page.evaluate("document.body && document.body.dataset.loaded"):
-                time.sleep(0.2)
+            wait_until(lambda: page.evaluate("document.body && document.body.dataset.loaded"), PAGE_TIMEOUT_S,
+                       lambda: f"the page to load (console errors: {page.errors()})", interval=0.2)
             assert page.evaluate("document.body.dataset.loaded") == "1", page.errors()
             text = page.evaluate("document.body.innerText")
             assert MARKER in text
@@ -171,18 +168,15 @@ def test_dashboard_asks_for_the_token(server: str, tmp_path: Path) -> None:
             for domain in ("Runtime", "Log", "Page"):
                 page.call(f"{domain}.enable")
             page.call("Page.navigate", url=f"{server}/")
-            deadline = time.monotonic() + PAGE_TIMEOUT_S
             shown = "getComputedStyle(document.getElementById('login')).display"
-            while time.monotonic() < deadline and page.evaluate(shown) != "flex":
-                time.sleep(0.2)
-            assert page.evaluate(shown) == "flex"
+            wait_until(lambda: page.evaluate(shown) == "flex", PAGE_TIMEOUT_S, "the login form shown", interval=0.2)
             assert not page.evaluate("document.body.dataset.loaded")
             page.evaluate(
                 f"document.getElementById('token').value = {TOKEN!r};"
                 "document.getElementById('loginForm').requestSubmit()"
             )
-            while time.monotonic() < deadline and not page.evaluate("document.body.dataset.loaded"):
-                time.sleep(0.2)
+            wait_until(lambda: page.evaluate("document.body.dataset.loaded"), PAGE_TIMEOUT_S, "the page to load",
+                       interval=0.2)
             assert page.evaluate("document.body.dataset.loaded") == "1"
             assert MARKER in page.evaluate("document.body.innerText")
             assert page.evaluate(shown) == "none"
@@ -206,9 +200,8 @@ def test_docs_render_offline(server: str, tmp_path: Path) -> None:
                 page.call(f"{domain}.enable")
             page.call("Page.navigate", url=f"{server}/docs")
             count = "document.querySelectorAll('.opblock').length"
-            deadline = time.monotonic() + PAGE_TIMEOUT_S
-            while time.monotonic() < deadline and not page.evaluate(count):
-                time.sleep(0.2)
+            wait_until(lambda: page.evaluate(count), PAGE_TIMEOUT_S,
+                       lambda: f"the operations shown: {page.evaluate('document.body.innerText')[:500]}", interval=0.2)
             text = page.evaluate("document.body.innerText")
             assert page.evaluate(count) >= 10, text[:500]
             assert "/alerts/{alert_id}" in text

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from tests.api.lake import (
     samples,
     write,
 )
+from tests.polling import wait_until
 
 OPEN_PATHS = {"/health", "/livez", "/", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"}
 PATH_VALUES = {"alert_id": "a00001", "broker_id": "1", "panel": "open_alerts"}
@@ -376,13 +376,12 @@ def test_background_reload_serves_the_previous_snapshot_then_the_new_one(
     assert c.get("/alerts", headers=AUTH).json()["count"] == 30
     write(lake, ALERTS, [alert(500)])
     counts = set()
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        n = c.get("/alerts", headers=AUTH).json()["count"]
-        counts.add(n)
-        if n == 31:
-            break
-        time.sleep(0.02)
+
+    def reloaded() -> bool:
+        counts.add(c.get("/alerts", headers=AUTH).json()["count"])
+        return 31 in counts
+
+    wait_until(reloaded, 10, lambda: f"the new alert served (counts seen: {sorted(counts)})", interval=0.02)
     assert 31 in counts
     assert counts <= {30, 31}
 

@@ -14,6 +14,7 @@ import pytest
 
 from benchmarks.anchors.score import AnchorAlert, noisy_rules, rows_of
 from benchmarks.anchors.stacks import ANCHORS_DIR, STACKS, Target, file_sd, scrape_targets
+from tests.polling import wait_until
 
 # The anchor rule that fires on the synthetic endpoint: Strimzi's, `for: 10s`.
 STRIMZI = next(s for s in STACKS if s.name == "strimzi")
@@ -122,14 +123,12 @@ def test_an_anchor_rule_fires_on_a_synthetic_endpoint(endpoint: str) -> None:
         try:
             exposed_ms = int(time.time() * 1000)
             servers.set_targets("synthetic", [Target(endpoint, 1, "broker")])
-            deadline = time.monotonic() + FIRE_TIMEOUT_S
-            fired: list[AnchorAlert] = []
-            while not fired and time.monotonic() < deadline:
-                fired = [a for a in watcher.alerts() if a.rule == "UnderReplicatedPartitions"]
-                time.sleep(POLL_S)
+            fired: list[AnchorAlert] = wait_until(
+                lambda: [a for a in watcher.alerts() if a.rule == "UnderReplicatedPartitions"], FIRE_TIMEOUT_S,
+                lambda: f"the UnderReplicatedPartitions alert (watcher: {watcher.last_error})", interval=POLL_S)
         finally:
             watcher.stop()
-    assert fired, f"no alert within {FIRE_TIMEOUT_S:.0f} s (watcher: {watcher.last_error})"
+    assert fired
     alert = fired[0]
     assert (alert.stack, alert.run) == ("strimzi", "synthetic")
     assert alert.starts_ms - exposed_ms >= 10_000  # `for: 10s` held before it fired

@@ -16,6 +16,7 @@ from broker.protocol import ApiKey, encode_request
 from broker.protocol.api import encode_response
 from broker.protocol.headers import RequestHeader
 from broker.state.model import BrokerEndPoint
+from tests.polling import wait_until
 
 _I32 = struct.Struct(">i")
 API_VERSIONS = int(ApiKey.API_VERSIONS)
@@ -171,7 +172,8 @@ def test_connect_failures_and_unencodable_bodies_raise_the_one_error_type() -> N
 
 @pytest.mark.parametrize("stop", ["abort", "close"])
 def test_abort_and_close_wake_a_receive_blocked_in_another_thread(stop: str) -> None:
-    with peer(lambda _request: None) as (port, _):
+    requests: list[bytes] = []
+    with peer(lambda request: requests.append(request)) as (port, _):  # None: never answered
         c = client(port, timeout_s=60)
         c.connect()
         errors: list[BaseException] = []
@@ -184,7 +186,7 @@ def test_abort_and_close_wake_a_receive_blocked_in_another_thread(stop: str) -> 
 
         t = threading.Thread(target=call)
         t.start()
-        time.sleep(0.2)
+        wait_until(lambda: requests, what="the request at the peer (the call now waits for its answer)")
         started = time.monotonic()
         getattr(c, stop)()
         t.join(5)

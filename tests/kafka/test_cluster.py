@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from planewatch.kafka.cluster import KafkaCluster, KafkaClusterSpec, KafkaStartError
+from tests.polling import wait_until
 
 # The console script of the environment running the tests (.venv, or .venv-newest under `make test-newest`).
 PLANEWATCH = Path(sys.executable).with_name("planewatch")
@@ -87,7 +88,6 @@ def test_kraft_cluster_starts_writes_the_contract_and_stops_clean(tmp_path: Path
 
 def test_kill_9_of_the_launcher_leaves_no_kafka_or_zookeeper_behind(tmp_path: Path) -> None:
     import signal
-    import time
 
     pw = PLANEWATCH
     d = tmp_path / "c"
@@ -95,20 +95,18 @@ def test_kill_9_of_the_launcher_leaves_no_kafka_or_zookeeper_behind(tmp_path: Pa
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     pids: list[int] = []
     try:
-        deadline = time.monotonic() + 120
-        while not (d / "cluster.json").exists():
+        def started() -> bool:
             assert proc.poll() is None, "the launcher exited before the cluster started"
-            assert time.monotonic() < deadline, "no cluster.json within 120 s"
-            time.sleep(0.2)
+            return (d / "cluster.json").exists()
+
+        wait_until(started, 120, "cluster.json", interval=0.2)
         info = json.loads((d / "cluster.json").read_text())
         pids = [b["pid"] for b in info["brokers"]] + [info["zookeeper"]["pid"]]
         assert all(_alive(p) for p in pids)
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
-        deadline = time.monotonic() + 30
-        while [p for p in pids if _alive(p)] and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert not [p for p in pids if _alive(p)], "a Kafka or ZooKeeper JVM outlived its launcher"
+        wait_until(lambda: not any(map(_alive, pids)), 30, "the Kafka and ZooKeeper JVMs to stop with their launcher",
+                   interval=0.2)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
