@@ -178,13 +178,14 @@ def _wait_detections(incidents: Sequence[Incident], watcher: AlertWatcher, progr
 
 
 def _report(d: Path, detections: Sequence[Detection], false_alarms: Sequence[Any], engines: dict[str, str],
-            failures: Sequence[ProcessFailure]) -> None:
+            failures: Sequence[ProcessFailure], watcher: AlertWatcher) -> None:
     rows = [{**asdict(x.incident), "engine": engines.get(x.incident.run, "reference"),
              "alert": None if x.alert is None else asdict(x.alert), "delay_s": x.delay_s,
              "visible_delay_s": x.visible_delay_s} for x in detections]
     (d / "report.json").write_text(json.dumps(
         {"incidents": rows, "unexpected": [asdict(a) for a in false_alarms],
-         "failures": [asdict(f) for f in failures]}, indent=2))
+         "failures": [asdict(f) for f in failures],
+         "alert_polls": {"polls": watcher.polls, "failed": dict(watcher.failures)}}, indent=2))
 
 
 def _read_lines(path: Path) -> list[str]:
@@ -279,8 +280,11 @@ def run_demo(opts: DemoOptions, out: IO[str] = sys.stdout,
         false_alarms = unexpected_alerts(watcher.alerts(), forbidden, [r.name for r in runs])
         engines = {r.name: r.engine for r in runs}
         failures = _failures(children, d / "logs")
-        _report(d, detections, false_alarms, engines, failures)
+        _report(d, detections, false_alarms, engines, failures, watcher)
         print("\n" + render_table(detections, false_alarms, engines, failures) + "\n", file=out, flush=True)
+        failed = sum(watcher.failures.values())
+        progress.say(f"GET /alerts: {watcher.polls} polls, {failed} failed"
+                     + "".join(f"; {n} x {err}" for err, n in watcher.failures.most_common()))
         progress.say(f"report: {d / 'report.json'}; dashboard: {url}/#token={token}")
         if opts.serve and time.monotonic() < deadline and not failures:
             progress.say("the API and pipeline keep running for the dashboard; Ctrl-C stops everything")

@@ -8,6 +8,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections import Counter
 from typing import Any
 
 from planewatch.demo.plan import SeenAlert
@@ -34,6 +35,8 @@ class AlertWatcher:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="demo-alert-watcher", daemon=True)
         self.last_error: str | None = None
+        self.polls = 0  # full reads of GET /alerts attempted
+        self.failures: Counter[str] = Counter()  # failed reads by error ("HTTP 503", "URLError: ...")
 
     def start(self) -> AlertWatcher:
         self._thread.start()
@@ -71,11 +74,14 @@ class AlertWatcher:
 
     def _run(self) -> None:
         while not self._stop.is_set():
+            self.polls += 1
             try:
                 self.poll_once()
                 self.last_error = None
-            except urllib.error.HTTPError as e:  # 503 until the alerts table exists
+            except urllib.error.HTTPError as e:
                 self.last_error = f"HTTP {e.code}"
             except (urllib.error.URLError, OSError, ValueError) as e:
                 self.last_error = f"{type(e).__name__}: {e}"
+            if self.last_error is not None:
+                self.failures[self.last_error] += 1
             self._stop.wait(POLL_S)

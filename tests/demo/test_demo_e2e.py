@@ -73,6 +73,9 @@ def test_shortened_demo_catches_every_incident(tmp_path: Path) -> None:
     missed = [r for r in report["incidents"] if r["alert"] is None]
     assert not missed, out[-6000:]
     assert report["unexpected"] == [], out[-6000:]
+    assert report["failures"] == [], out[-6000:]
+    assert report["alert_polls"]["polls"] > 0
+    assert report["alert_polls"]["failed"] == {}, "GET /alerts answered every poll while the pipeline wrote"
     assert proc.returncode == 0, out[-6000:]
     assert {r["run"] for r in report["incidents"]} >= set(RUNS) - {"healthy"}
     assert "injected incidents caught" in out
