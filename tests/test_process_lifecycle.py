@@ -21,6 +21,7 @@ import pytest
 
 from broker.lifecycle import PARENT_ENV, child_env, deferred_stop_signals, watch_parent
 from planewatch.demo.processes import free_port, planewatch_cmd
+from tests.polling import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -54,14 +55,13 @@ def _await_tree(proc: subprocess.Popen[bytes], complete: Callable[[list[str]], b
                 log: Path) -> list[psutil.Process]:
     """The command's process tree once ``complete`` holds for its command lines."""
     root = psutil.Process(proc.pid)
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+
+    def tree() -> list[psutil.Process] | None:
         assert proc.poll() is None, f"exited with {proc.returncode}: {log.read_text(errors='replace')[-3000:]}"
-        tree = _tree(root)
-        if complete(_cmdlines(tree)):
-            return tree
-        time.sleep(POLL_S)
-    raise AssertionError(f"tree incomplete after {timeout_s:.0f} s: {_cmdlines(_tree(root))}")
+        procs = _tree(root)
+        return procs if complete(_cmdlines(procs)) else None
+
+    return wait_until(tree, timeout_s, lambda: f"the complete tree (now {_cmdlines(_tree(root))})", interval=POLL_S)
 
 
 def _alive(p: psutil.Process) -> bool:
@@ -72,12 +72,9 @@ def _alive(p: psutil.Process) -> bool:
 
 
 def _assert_all_stop(tree: list[psutil.Process], timeout_s: float = GONE_TIMEOUT_S) -> None:
-    deadline = time.monotonic() + timeout_s
-    left = [p for p in tree if _alive(p)]
-    while left and time.monotonic() < deadline:
-        time.sleep(POLL_S)
-        left = [p for p in left if _alive(p)]
-    assert not left, f"still running {timeout_s:.0f} s after the signal: {_cmdlines(left)}"
+    wait_until(lambda: not any(map(_alive, tree)), timeout_s,
+               lambda: f"every process to stop (still running: {_cmdlines([p for p in tree if _alive(p)])})",
+               interval=POLL_S)
 
 
 @contextmanager
