@@ -1,28 +1,34 @@
-"""One micro-batch of an ingest query (`IngestBatch`, the query's foreachBatch function).
+"""One micro-batch of an ingest query (`IngestBatch`, the query's foreachBatch function): ONE path.
 
 A batch of source records (jobs.io.sources.RAW_RECORD_DDL):
 
-1. is written to bronze (`raw_logs` / `raw_metrics`), every record with its source and offset;
-2. runs through the one parse-and-validate engine (pipelines.parsing.engine): each record is routed to a silver
-   table, to `quarantine` (parser rejects, stage `parse`/`source`; rows failing a hard quality rule, stage
-   `validate`) or to recognised-but-unused (kept in bronze only, counted);
-3. each silver table and `quarantine` is written;
-4. its dq_results rows are written (jobs.ingest_quality, schemas.dq): per hard rule, Great Expectations on a sample,
-   the reconciliation raw = silver + quarantine + unused, and a file query's byte reconciliation and skipped input
-   entries (jobs.io.file_accounting).
+1. is read ONCE, by its source's one reader (files, scrapes, Kafka: the stream Spark hands the batch, made bronze by
+   jobs.io.bronze.to_raw); a replayed batch whose bronze rows were committed by the crashed attempt is read from
+   those committed files instead (so its silver rows carry the same `ingest_ts` as its bronze rows);
+2. is handed to one pure `process()` (the engine, pipelines.parsing.engine.run_engine, with the family and the
+   quality suites bound): each record is routed to a silver table, to `quarantine` (parser rejects, stage
+   `parse`/`source`; rows failing a hard quality rule, stage `validate`) or to recognised-but-unused (kept in bronze
+   only, counted); the route and stage vocabulary is schemas.routes;
+3. is staged as Parquet files per table (bronze, each silver table, quarantine) and committed per table
+   (jobs.io.engine_files.write_batch, jobs.io.delta_sink.DeltaSink.commit_pending);
+4. its rules run on the committed silver rows (jobs.batch_detect), then its dq_results rows are written
+   (jobs.ingest_quality, schemas.dq): per hard rule, Great Expectations on a sample, the reconciliation
+   raw = silver + quarantine + unused, and a file query's byte reconciliation and skipped input entries
+   (jobs.io.file_accounting).
 
-Steps 1-3 take one of three paths, by the batch's size and the sink mode; each writes the same rows:
-
-* driver (delta-rs, at most `sink.driver_batch_max_rows` records): one Spark job collects the batch, the driver runs
-  the engine and commits every table without another Spark job;
-* executors writing the files (delta-rs, a larger batch): ONE Spark job in which the executors run the engine and
-  write every table's Parquet files themselves, then the driver commits them (jobs.io.engine_files);
-* executors through Spark's writer (delta-spark, and a replayed batch): bronze first, then the engine over the bronze
-  rows read back (`mapInArrow`), one Spark write per table.
+Where `process()` runs is a parameter of that one path, not another path (`IngestBatch.where`, by default chosen
+per batch before it is read): `driver` collects the batch (one Spark job, or none for a replay read from bronze)
+and stages it here; `executors` stages it in one Spark job, a task per core. `auto` takes the driver for a file or
+scrape batch whose offsets (the query's offset log: metadata, not the input) say it holds at most about
+`sink.driver_batch_max_rows` records (DRIVER_RECORD_BYTES each), the executors otherwise (a Kafka batch: its size
+is not read to find out). Both write the same rows.
 
 Every table is written through the exactly-once sink (jobs.io.delta_sink) under its own app id
 (`<query>.<run id>:<table>`, the run id kept in the query's checkpoint: jobs.io.checkpoints) and the batch id as
-version: a replayed batch writes nothing twice.
+version: a replayed batch writes nothing twice (a table that committed it is staged nothing).
+
+`sink.mode: delta-spark` still writes through Spark's writer (`IngestBatch._executor_batch`: bronze, then the engine
+over the bronze rows read back, one Spark write per table).
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +45,7 @@ from jobs.io.bronze import to_raw
 from jobs.io.delta_sink import DeltaSink, SinkResult, ensure_table
 from jobs.io.settings import Settings
 from schemas.dq import RECONCILIATION_SUITE, RECORDS_EXPECTATION, DqResult
-from schemas.routes import RAW_TABLES, ROUTE_TABLES
+from schemas.routes import RAW_TABLES, REJECTED, ROUTE_TABLES, UNUSED, VALIDATE
 from schemas.tables import DQ_RESULTS, QUARANTINE
 
 if TYPE_CHECKING:
@@ -50,17 +56,18 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
     from jobs.batch_detect import BatchDetect, SilverLoad
-    from jobs.io.file_tail import Piece
     from pipelines.quality.rules import Suite
 
 __all__ = ["BatchReport", "IngestBatch"]
 
 log = logging.getLogger(__name__)
 
-# A micro-batch above this many bytes goes to the executors without being read for the driver path first: a
-# larger one holds more records than the path takes (one source piece, jobs.io.file_tail.SPLIT_BYTES, holds ~40,000
-# Kafka log lines, twice the default row limit), and reading it here would be wasted.
-DRIVER_PATH_MAX_BYTES = 8 * 1024 * 1024
+# Bytes of file input counted as one record when `auto` sizes a file batch from its offsets (not from its records:
+# the batch is not read to decide where it is processed): about a Kafka log line (the benchmark's lines average
+# 200 bytes), so the default sink.driver_batch_max_rows (20,000) takes file batches up to ~4 MB to the driver.
+DRIVER_RECORD_BYTES = 200
+# Where process() may run: auto (per batch: IngestBatch.where_for), or always one of the two.
+WHERE = ("auto", "driver", "executors")
 
 
 class Counts:
@@ -111,9 +118,9 @@ class BatchReport:
     quarantine: int = 0
     unused: int = 0
     seconds: float = 0.0
-    path: str = ""  # driver (a small batch, IngestBatch._driver_batch) | executors
-    # seconds per stage (read or collect, raw, parse or engine+files, <table>, quarantine, ge:<table>, dq): where a slow
-    # batch spends its time
+    path: str = ""  # where process() ran: driver | executors (IngestBatch.where_for)
+    # seconds per stage (read, engine+files; delta-spark: raw, <table>, quarantine; ge:<table>, detect, dq): where a
+    # slow batch spends its time
     stages: dict[str, float] = field(default_factory=dict)
     started: float = field(default_factory=time.perf_counter, init=False, repr=False)
     _mark: float = field(init=False, repr=False)  # when the last stage ended
@@ -170,8 +177,8 @@ def _arrow_rows(table: pa.Table, columns: list[str] | None, where: pc.Expression
 
 
 def _spark_rows(frame: DataFrame, sink: DeltaSink) -> SilverLoad:
-    """A loader of a silver frame's rows (the executor path through Spark's writer only: delta-spark, a replayed
-    batch): the first call collects the frame in its table's types (one more Spark job), every call filters that."""
+    """A loader of a silver frame's rows (the path through Spark's writer: delta-spark): the first call collects the
+    frame in its table's types (one more Spark job), every call filters that."""
     import pyarrow as pa
 
     from jobs.io.delta_sink import conform
@@ -191,14 +198,18 @@ class IngestBatch:
     """The foreachBatch function of one ingest query (callable(df, batch_id))."""
 
     def __init__(self, settings: Settings, family: str, query: str, run_id: str, checkpoint: str | None = None,
-                 scrape_checkpoint: str | None = None, detect: BatchDetect | None = None) -> None:
+                 scrape_checkpoint: str | None = None, detect: BatchDetect | None = None, where: str = "auto"
+                 ) -> None:
+        if where not in WHERE:
+            raise ValueError(f"where must be one of {WHERE}, got {where!r}")
         self.settings = settings
+        self.where = where  # where process() runs (WHERE)
         # the rules run on the batch's committed silver rows (jobs.batch_detect), before its dq rows are written
         self.detect = detect
-        # the query's checkpoint, when its source is planewatch_files: the offset log tells each batch's bytes
+        # the query's checkpoint, when its source is planewatch_files: the offset log tells each batch's bytes (its
+        # size, for where_for; its byte reconciliation, jobs.io.file_accounting)
         self.files_checkpoint = checkpoint
-        # the query's checkpoint, when its source is planewatch_prometheus: the offset log and the spool hold each
-        # batch's scrapes
+        # the query's checkpoint, when its source is planewatch_prometheus: the offset log tells each batch's bytes
         self.scrape_checkpoint = scrape_checkpoint
         self.family = family
         self.query = query
@@ -223,7 +234,8 @@ class IngestBatch:
 
     @property
     def driver_max_rows(self) -> int:
-        """Batches of at most this many records take the driver path (0: never; delta-spark: never)."""
+        """`auto` processes a file batch of at most about this many records on the driver (0: never; delta-spark:
+        never)."""
         return self.settings.driver_batch_max_rows if self.settings.sink_mode == "delta-rs" else 0
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
@@ -231,7 +243,7 @@ class IngestBatch:
         cached: list[DataFrame] = []
         try:
             suites = self.quality.suites()
-            # write bronze, run the engine, write each table (one of the three paths)
+            # read the batch once, run the engine, stage and commit each table (the one path)
             written = self._write_tables(to_raw(df, self.family, batch_id), suites, report, cached)
             if self.detect is not None and not written.empty:
                 self.detect(written.rows, batch_id)
@@ -250,121 +262,92 @@ class IngestBatch:
 
     def _write_tables(self, raw: DataFrame, suites: dict[str, Suite], report: BatchReport, cached: list[DataFrame]
                       ) -> TablesWritten:
-        """Bronze, the engine and every other table of the batch, on the path its size and the sink mode choose."""
-        pieces = self._file_pieces(report.batch_id)
-        if self._driver_path_possible(pieces):
-            # a file batch, or a scrape batch whose answers the spool holds, is read here, without Spark; another
-            # source's by ONE Spark job. At most driver_max_rows records come back whole; a larger batch (a Spark
-            # source's stops at one record more) goes to the executors
-            head = self._read_here(pieces, report.batch_id) if pieces is not None else \
-                self._scrapes_here(report.batch_id)
-            if head is not None:
-                report.lap("read")
-            else:
-                head = raw.limit(self.driver_max_rows + 1).toArrow()
-                report.lap("collect")
-            if head.num_rows <= self.driver_max_rows:
-                return self._driver_batch(head, suites, report)
+        """Bronze, the engine and every other table of the batch: the one path (delta-rs), with `process()` where
+        :meth:`where_for` says; delta-spark through Spark's writer."""
         if self.settings.sink_mode == "delta-rs":
-            written = self._files_batch(raw, pieces, suites, report)
-            if written is not None:
-                return written
+            return self._one_path(raw, suites, report)
         return self._executor_batch(raw, suites, report, cached)
 
-    def _driver_path_possible(self, pieces: list[Piece] | None) -> bool:
-        """Whether the batch may be small enough for the driver path: a file batch (its `pieces`) of more than
-        DRIVER_PATH_MAX_BYTES is not; another source's is counted by reading it."""
-        if not self.driver_max_rows:
-            return False
-        return pieces is None or sum(p.end - p.start for p in pieces) <= DRIVER_PATH_MAX_BYTES
+    def where_for(self, batch_id: int) -> str:
+        """Where `process()` runs for batch `batch_id` (driver | executors), decided before the batch is read."""
+        if self.where != "auto":
+            return self.where
+        size = self._logged_bytes(batch_id) if self.driver_max_rows else None
+        return "driver" if size is not None and size <= self.driver_max_rows * DRIVER_RECORD_BYTES else "executors"
 
-    def _file_pieces(self, batch_id: int) -> list[Piece] | None:
-        """The pieces of a file batch as its offset log planned them (None for another source, or an offset the log
-        does not hold)."""
-        if self.files_checkpoint is None:
-            return None
-        from jobs.io.sources import logged_file_pieces
+    def _logged_bytes(self, batch_id: int) -> int | None:
+        """The bytes of input batch `batch_id` reads, from its offsets in the query's offset log (a file or scrape
+        batch; None for another source, or offsets the log does not hold)."""
+        from jobs.io.checkpoints import logged_offset
 
-        return logged_file_pieces(self.files_checkpoint, batch_id, self.family)
+        if self.files_checkpoint is not None:
+            from jobs.io.sources import file_batch_bytes
 
-    def _scrapes_here(self, batch_id: int) -> pa.Table | None:
-        """A scrape batch's bronze rows read by this process (None: not a scrape batch, or its answers are not all in
-        the spool any more), at most one record more than the driver path takes."""
-        from jobs.io.bronze import arrow_to_raw
-        from jobs.io.prometheus_source import logged_scrape_records
+            end = logged_offset(self.files_checkpoint, batch_id)
+            return None if end is None else file_batch_bytes(end)
+        if self.scrape_checkpoint is not None:
+            from jobs.io.prometheus_source import scrape_batch_bytes
 
-        if self.scrape_checkpoint is None:
-            return None
-        records = logged_scrape_records(self.scrape_checkpoint, batch_id)
-        if records is None:
-            return None
-        return self._head(arrow_to_raw(b, self.family, batch_id) for b in records)
+            end = logged_offset(self.scrape_checkpoint, batch_id)
+            start = logged_offset(self.scrape_checkpoint, batch_id - 1) if batch_id else {"targets": {}}
+            return None if end is None or start is None else scrape_batch_bytes(start, end)
+        return None
 
-    def _read_here(self, pieces: list[Piece], batch_id: int) -> pa.Table:
-        """A file batch's bronze rows read by this process, at most one record more than the driver path takes."""
-        from jobs.io.engine_files import read_pieces
-
-        return self._head(read_pieces(pieces, self.family, batch_id))
-
-    def _head(self, batches: Iterator[pa.RecordBatch]) -> pa.Table:
-        """Bronze batches read until they hold more records than the driver path takes (then it is not taken)."""
-        import pyarrow as pa
-
-        taken: list[pa.RecordBatch] = []
-        rows = 0
-        for batch in batches:
-            taken.append(batch)
-            rows += batch.num_rows
-            if rows > self.driver_max_rows:
-                break
-        return pa.Table.from_batches(taken, self.raw_table.to_arrow())
-
-    def _files_batch(self, raw: DataFrame, pieces: list[Piece] | None, suites: dict[str, Suite], report: BatchReport
-                     ) -> TablesWritten | None:
-        """The executor path of a new batch (delta-rs): ONE job in which the executors run the engine and write every
-        table's Parquet files themselves (jobs.io.engine_files; a file batch's tasks read its pieces themselves),
-        then the driver commits them. None (nothing written) for a replayed batch, which :meth:`_executor_batch`
-        re-derives from the bronze rows it committed."""
+    def _one_path(self, raw: DataFrame, suites: dict[str, Suite], report: BatchReport) -> TablesWritten:
+        """The batch read once, through `process()`, staged as files per table and committed per table."""
+        from jobs.io.delta_read import read_files
         from jobs.io.engine_files import (
             FilesOutcome,
             committed_rows,
-            engine_files,
-            engine_pieces,
+            local_file,
             sample_rows,
+            stage_on_driver,
+            stage_on_executors,
             write_batch,
         )
         from pipelines.parsing.engine import run_engine
 
-        report.path = "executors"
-        sinks = [self.raw_sink, *self.silver_sinks.values(), self.quarantine_sink]
         batch_id, family = report.batch_id, self.family
-
+        where = report.path = self.where_for(batch_id)
         process = functools.partial(run_engine, family=family, suites=suites or None)
+        # a replay whose bronze rows the crashed attempt committed reads them, not the source again
+        bronze_files = [local_file(u) for u in self.raw_sink.batch_files(batch_id)] \
+            if self.raw_sink.last_committed_at_least(batch_id) else None
 
         def job(pending: Mapping[str, str]) -> FilesOutcome:
-            if pieces is None:
-                return engine_files(raw, family, process, pending)
-            return engine_pieces(raw.sparkSession, pieces, family, process, batch_id, pending)
+            if where == "executors":
+                source = raw if bronze_files is None else read_files(
+                    raw.sparkSession, self.raw_sink.path, self.raw_table.to_spark(), self.raw_table.partition_by,
+                    bronze_files)
+                return stage_on_executors(source, family, process, pending)
+            rows = raw.toArrow() if bronze_files is None else committed_rows(bronze_files, self.raw_table)
+            report.lap("read")
+            return stage_on_driver(rows, family, process, pending)
 
-        written = write_batch(job, batch_id, sinks)
-        if written is None:
-            return None
-        outcome, results = written
+        sinks = [self.raw_sink, *self.silver_sinks.values(), self.quarantine_sink]
+        outcome, results = write_batch(job, batch_id, sinks)
         report.lap("engine+files")
-        report.raw = results[self.raw_table.name].rows
-        report.silver = {s.table.name: results[s.table.name].rows for s in self.silver_sinks.values()}
-        report.quarantine = results[QUARANTINE.name].rows
-        report.unused = outcome.routes.get("unused", 0)
-        samples = {s.table.name: functools.partial(sample_rows, results[s.table.name].paths, s.table)
-                   for s in self.silver_sinks.values() if results[s.table.name].paths}
-        rows = {s.table.name: functools.partial(committed_rows, results[s.table.name].paths, s.table)
-                for s in self.silver_sinks.values() if results[s.table.name].paths}
-        return TablesWritten(_failed_rules(outcome.rules, suites), samples, rows)
+        routes, failed = outcome.routes, _failed_rules(outcome.rules, suites)
+        report.raw = sum(n for route, n in routes.items() if route != VALIDATE)
+        if report.raw == 0:
+            return TablesWritten(empty=True)
+        report.silver = {s.table.name: routes.get(route, 0) - sum(failed.get(s.table.name, {}).values())
+                         for route, s in self.silver_sinks.items()}
+        report.quarantine = routes.get(REJECTED, 0) + routes.get(VALIDATE, 0)
+        report.unused = routes.get(UNUSED, 0)
+        paths = {s.table.name: list(results[s.table.name].paths) if not results[s.table.name].skipped
+                 else [local_file(u) for u in s.batch_files(batch_id)]
+                 for s in self.silver_sinks.values() if report.silver[s.table.name]}
+        samples = {s.table.name: functools.partial(sample_rows, paths[s.table.name], s.table)
+                   for s in self.silver_sinks.values() if paths.get(s.table.name)}
+        rows = {s.table.name: functools.partial(committed_rows, paths[s.table.name], s.table)
+                for s in self.silver_sinks.values() if paths.get(s.table.name)}
+        return TablesWritten(failed, samples, rows)
 
     def _executor_batch(self, raw: DataFrame, suites: dict[str, Suite], report: BatchReport,
                         cached: list[DataFrame]) -> TablesWritten:
-        """The executor path through Spark's writer (delta-spark, and a replayed batch): no Spark cache, and in the
-        common case one parse of each line.
+        """The path through Spark's writer (delta-spark only): no Spark cache, and in the common case one parse of
+        each line.
 
         1. The executors write the batch to bronze; the silver jobs then read the batch back from those Parquet
            files (a columnar scan), not from the source (a Python reader) nor from a Spark cache (building one cost
@@ -435,42 +418,6 @@ class IngestBatch:
         frame = raw.persist()
         cached.append(frame)
         return frame
-
-    def _driver_batch(self, raw: pa.Table, suites: dict[str, Suite], report: BatchReport) -> TablesWritten:
-        """The driver path: a small batch collected once, run through the engine here, committed without Spark jobs.
-
-        A micro-batch of a few lines costs the executor path a Spark job per output table (seconds of fixed cost on
-        a busy 2-core machine, most of a quiet cluster's detection delay); the engine is the same on both paths."""
-        import pyarrow as pa
-
-        from pipelines.parsing.engine import run_engine
-
-        batch_id = report.batch_id
-        report.path = "driver"
-        report.raw = raw.num_rows
-        self.raw_sink.write_arrow(raw, batch_id)
-        report.lap("raw")
-        if report.raw == 0:
-            return TablesWritten(empty=True)
-        routed = run_engine(raw, self.family, suites=suites or None, batch_id=batch_id)
-        report.lap("parse")
-        for sink in self.silver_sinks.values():
-            good = routed.silver.get(sink.table.name)
-            if good is None:
-                continue
-            sink.write_arrow(good, batch_id)
-            report.silver[sink.table.name] = good.num_rows
-            report.lap(sink.table.name)
-        quarantine = routed.quarantine if routed.quarantine is not None else pa.table({})
-        self.quarantine_sink.write_arrow(quarantine, batch_id)
-        report.quarantine = quarantine.num_rows
-        report.unused = routed.unused.num_rows if routed.unused is not None else 0
-        report.lap("quarantine")
-        written = {s.table.name: good for s in self.silver_sinks.values()
-                   if (good := routed.silver.get(s.table.name)) is not None and good.num_rows}
-        samples = {name: functools.partial(_arrow_sample, good) for name, good in written.items()}
-        rows = {name: functools.partial(_arrow_rows, good) for name, good in written.items()}
-        return TablesWritten(routed.failed_rules, samples, rows)
 
     def _dq_results(self, written: TablesWritten, suites: dict[str, Suite], report: BatchReport) -> list[DqResult]:
         """The batch's dq_results rows: per hard rule, Great Expectations on samples (after every table is

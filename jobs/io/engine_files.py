@@ -1,23 +1,21 @@
-"""The ingest engine on the executors writing every table's Parquet files itself: ONE Spark job per micro-batch.
+"""Staging one ingest micro-batch: its bronze rows through the engine into every table's Parquet files.
 
 Theory of operation (delta-rs sink mode; the driver commits, as for every delta-rs write):
 
-1. The driver opens a pending directory per table (:meth:`jobs.io.delta_sink.DeltaSink.open_pending`: bronze, each
-   silver table, quarantine) and starts one job: the batch's bronze rows through ``mapInArrow``.
-2. Each task (a Python worker) gathers its Arrow batches into chunks of at most :data:`ENGINE_ROWS` records /
-   :data:`ENGINE_BYTES` bytes, writes each chunk to bronze, runs the engine it was given over it (:data:`Process`:
-   the job binds pipelines.parsing.engine.run_engine; this module imports no pipelines code) and writes the silver and quarantine rows, all with pyarrow into Hive-style partition directories under the
-   pending directories (one file per table and partition per task, a row group per chunk). Unused records are
-   counted, not written: bronze holds them.
-3. The task yields only descriptors (:data:`OUTPUT_DDL`): each file it wrote with its rows, the rows per parser
-   route and per failed hard rule. The driver collects them (a few rows per task) and commits each table's files
-   with :meth:`~jobs.io.delta_sink.DeltaSink.commit_pending`, which takes only the files the collected (successful)
+1. The driver opens a pending directory per table that has not committed the batch yet
+   (:meth:`jobs.io.delta_sink.DeltaSink.open_pending`: bronze, each silver table, quarantine).
+2. The batch's bronze rows are staged where the job says, by the same code (:func:`_task`):
+   :func:`stage_on_executors` runs it in ONE Spark job (``mapInArrow``, a task per core) over the rows Spark handed
+   the batch; :func:`stage_on_driver` runs it here over rows the driver holds (no Spark job). Either way the rows are
+   gathered into chunks of at most :data:`ENGINE_ROWS` records / :data:`ENGINE_BYTES` bytes; each chunk is written
+   to bronze, run through the engine the job gave (:data:`Process`: the job binds
+   pipelines.parsing.engine.run_engine; this module imports no pipelines code), and its silver and quarantine rows
+   written, all with pyarrow into Hive-style partition directories under the pending directories (one file per
+   table and partition per task, a row group per chunk). Unused records are counted, not written: bronze holds them.
+3. The staging yields only descriptors (:data:`OUTPUT_DDL`): each file it wrote with its rows, the rows per parser
+   route and per failed hard rule. :func:`write_batch` sums them and commits each table's files with
+   :meth:`~jobs.io.delta_sink.DeltaSink.commit_pending`, which takes only the files the collected (successful)
    task attempts reported: a failed attempt's files are never committed.
-
-Against the path through Spark's writer this saves the bronze read-back and one conversion of every row between the
-JVM and Python per table. A file batch (:func:`engine_pieces`) goes further: the job's input is one row per task and
-each task reads its share of the batch's file pieces itself, so no record passes through the JVM at all; a stream's
-rows (:func:`engine_files`: Kafka, live scrapes) reach the Python workers once.
 """
 
 from __future__ import annotations
@@ -29,9 +27,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from jobs.io.bronze import arrow_to_raw
 from jobs.io.delta_sink import HIVE_NULL
-from jobs.io.file_tail import Piece, read_piece
 from schemas.lake_read import read_file
 from schemas.routes import RAW_TABLES, ROUTE_TABLES
 from schemas.tables import QUARANTINE, Table
@@ -39,12 +35,12 @@ from schemas.tables import QUARANTINE, Table
 if TYPE_CHECKING:
     import pyarrow as pa
     import pyarrow.compute as pc
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame
 
     from jobs.io.delta_sink import DeltaSink, SinkResult
 
 __all__ = ["ENGINE_BYTES", "ENGINE_ROWS", "OUTPUT_DDL", "FilesOutcome", "Process", "Processed", "committed_rows",
-           "engine_files", "engine_pieces", "partition_dir", "read_pieces", "sample_rows", "shares", "write_batch"]
+           "local_file", "partition_dir", "sample_rows", "stage_on_driver", "stage_on_executors", "write_batch"]
 
 # Records per engine run: the engine's fixed cost per call (a few dozen polars operations) is noise at this size,
 # and one chunk of the benchmark's ~200-byte lines is ~20 MB of text in memory.
@@ -150,25 +146,29 @@ class FilesOutcome:
 
 def _task(batches: Iterator[pa.RecordBatch], family: str, process: Process, pending: Mapping[str, str]
           ) -> Iterator[pa.RecordBatch]:
+    """The staging of one task (or of the driver): bronze batches -> each table's files under its pending directory
+    (only the tables in `pending`: a table that already committed the batch gets none), and the descriptors."""
     import pyarrow as pa
 
-    # One polars thread per task: Spark already runs a task per core, more threads only add contention.
-    os.environ.setdefault("POLARS_MAX_THREADS", str(POLARS_THREADS_PER_TASK))
     raw_table = RAW_TABLES[family]
-    outputs = {name: _TableFiles(t, pending[name])
-               for name, t in [(raw_table.name, raw_table), *[(t.name, t) for t in ROUTE_TABLES[family].values()],
-                               (QUARANTINE.name, QUARANTINE)]}
+    tables = [raw_table, *ROUTE_TABLES[family].values(), QUARANTINE]
+    outputs = {t.name: _TableFiles(t, pending[t.name]) for t in tables if t.name in pending}
     routes: dict[str, int] = {}
     rules: dict[str, int] = {}
 
+    def write(name: str, tbl: pa.Table) -> None:
+        files = outputs.get(name)
+        if files is not None:
+            files.write(tbl)
+
     def flush(chunk: list[pa.RecordBatch]) -> None:
         raw = pa.Table.from_batches(chunk)
-        outputs[raw_table.name].write(raw)
+        write(raw_table.name, raw)
         result = process(raw)
         for name, tbl in result.silver.items():
-            outputs[name].write(tbl)
+            write(name, tbl)
         if result.quarantine is not None:
-            outputs[QUARANTINE.name].write(result.quarantine)
+            write(QUARANTINE.name, result.quarantine)
         for route, n in result.counts.items():
             routes[route] = routes.get(route, 0) + n
         for table, failed in result.failed_rules.items():
@@ -215,81 +215,56 @@ def _outcome(rows: Sequence[Any]) -> FilesOutcome:
     return outcome
 
 
-def engine_files(bronze: DataFrame, family: str, process: Process, pending: Mapping[str, str]) -> FilesOutcome:
-    """Run the job over a stream's rows: bronze rows (the raw table's columns, `batch_id` stamped) -> files under
-    `pending` (table name -> its pending directory) and the outcome the tasks reported."""
+def stage_on_executors(bronze: DataFrame, family: str, process: Process, pending: Mapping[str, str]
+                       ) -> FilesOutcome:
+    """The batch's bronze rows staged by the executors: ONE job (``mapInArrow``), a task per core, each running
+    `process` over its rows and writing its files under `pending` (table name -> its pending directory); the
+    outcome the tasks reported."""
     targets = dict(pending)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        # One polars thread per task: Spark already runs a task per core, more threads only add contention.
+        os.environ.setdefault("POLARS_MAX_THREADS", str(POLARS_THREADS_PER_TASK))
         return _task(batches, family, process, targets)
 
-    # One task per core, each reading its share of the source pieces in turn: a batch of many small files (a scrape
-    # each) otherwise pays a task's fixed cost (scheduling, Python worker hand-over, open Parquet files, an engine
-    # run) per file, and writes as many small files per table.
+    # One task per core: a batch of many small source partitions (a scrape each) otherwise pays a task's fixed cost
+    # (scheduling, Python worker hand-over, open Parquet files, an engine run) per partition, and writes as many
+    # small files per table.
     tasks = bronze.sparkSession.sparkContext.defaultParallelism
     return _outcome(bronze.coalesce(tasks).mapInArrow(run, OUTPUT_DDL).collect())
 
 
-def shares(pieces: Sequence[Piece], tasks: int) -> list[list[Piece]]:
-    """The pieces dealt to at most `tasks` tasks, largest first to the least loaded (balanced bytes); each share in
-    file order. Deterministic for a given piece list."""
-    loads = [0] * max(1, min(tasks, len(pieces)))
-    dealt: list[list[Piece]] = [[] for _ in loads]
-    for piece in sorted(pieces, key=lambda p: (p.start - p.end, p.path, p.start)):
-        i = loads.index(min(loads))
-        dealt[i].append(piece)
-        loads[i] += piece.end - piece.start
-    return [sorted(share, key=lambda p: (p.path, p.start)) for share in dealt if share]
+def stage_on_driver(bronze: pa.Table, family: str, process: Process, pending: Mapping[str, str]) -> FilesOutcome:
+    """The same staging done by this process over the batch's bronze rows it holds: what one task of
+    :func:`stage_on_executors` does, without a Spark job."""
+    import pyarrow as pa
 
-
-def read_pieces(pieces: Sequence[Piece], family: str, batch_id: int) -> Iterator[pa.RecordBatch]:
-    """The bronze rows of the pieces, read here: the file source's records (jobs.io.file_tail.read_piece) as bronze
-    (jobs.io.bronze.arrow_to_raw)."""
-    import datetime as dt
-
-    now = dt.datetime.now(dt.UTC)
-    for piece in pieces:
-        for batch in read_piece(piece, now):
-            yield arrow_to_raw(batch, family, batch_id)
-
-
-def engine_pieces(spark: SparkSession, pieces: Sequence[Piece], family: str, process: Process, batch_id: int,
-                  pending: Mapping[str, str]) -> FilesOutcome:
-    """Run the job over a file batch's pieces (jobs.io.file_tail.split of the batch's offsets): each task reads its
-    share of the pieces itself, so the records never pass through the JVM (one conversion of every line to Spark's
-    rows and one back to Arrow saved); the job's input is one row per task."""
-    targets = dict(pending)
-    dealt = shares(pieces, spark.sparkContext.defaultParallelism)
-    if not dealt:
-        return FilesOutcome()
-
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            for task in batch.column("id").to_pylist():
-                yield from _task(read_pieces(dealt[task], family, batch_id), family, process, targets)
-
-    return _outcome(spark.range(0, len(dealt), 1, len(dealt)).mapInArrow(run, OUTPUT_DDL).collect())
+    out = list(_task(iter(bronze.to_batches(max_chunksize=ENGINE_ROWS)), family, process, dict(pending)))
+    return _outcome(pa.Table.from_batches(out).to_pylist() if out else [])
 
 
 def write_batch(run: Callable[[Mapping[str, str]], FilesOutcome], batch_id: int, sinks: Sequence[DeltaSink]
-                ) -> tuple[FilesOutcome, dict[str, SinkResult]] | None:
-    """One micro-batch through the engine into every table of `sinks` (bronze first, then silver, then quarantine:
-    the order they are committed in), or None, writing nothing, when any of them already committed the batch (a
-    replay: the caller's path for replays re-derives the tables from the bronze rows the batch committed).
+                ) -> tuple[FilesOutcome, dict[str, SinkResult]]:
+    """One micro-batch staged (`run`, given the pending directory of each table that has not committed the batch)
+    and committed per table, in the order of `sinks` (bronze, silver, quarantine). A table that already committed
+    the batch (a replay after a crash between commits) is staged nothing and its result is `skipped`; `run` still
+    runs, for the batch's counts."""
+    from jobs.io.delta_sink import SinkResult
 
-    `run` is the job (:func:`engine_files` or :func:`engine_pieces` with its other arguments bound), given each
-    table's pending directory."""
     pending: dict[str, str] = {}
     for sink in sinks:
         directory = sink.open_pending(batch_id)
-        if directory is None:
-            for opened in pending.values():
-                shutil.rmtree(opened, ignore_errors=True)
-            return None
-        pending[sink.table.name] = directory
-    outcome = run(pending)
+        if directory is not None:
+            pending[sink.table.name] = directory
+    try:
+        outcome = run(pending)
+    except BaseException:
+        for opened in pending.values():
+            shutil.rmtree(opened, ignore_errors=True)
+        raise
     results = {sink.table.name: sink.commit_pending(pending[sink.table.name], batch_id,
                                                     outcome.files.get(sink.table.name, []))
+               if sink.table.name in pending else SinkResult(sink.table.name, batch_id, True)
                for sink in sinks}
     return outcome, results
 
@@ -331,3 +306,10 @@ def sample_rows(paths: Sequence[str], table: Table, limit: int) -> Any:
     """The first `limit` rows of committed files of `table` as pandas, without the labels map (a GE sample)."""
     rows = committed_rows(paths, table, limit=limit)
     return rows.drop_columns([c for c in ("labels",) if c in rows.column_names]).to_pandas()
+
+
+def local_file(uri: str) -> str:
+    """A committed file's local path, from a path or a file URI (DeltaTable.file_uris spells them either way)."""
+    from urllib.parse import unquote
+
+    return unquote(uri[len("file://"):]) if uri.startswith("file://") else uri

@@ -69,6 +69,7 @@ __all__ = [
     "entry_scrapes",
     "logged_scrape_records",
     "planned_scrapes",
+    "scrape_batch_bytes",
 ]
 
 log = logging.getLogger(__name__)
@@ -153,6 +154,21 @@ def planned_scrapes(store: ScrapeStore, start: dict[str, Any], end: dict[str, An
                 got = Scrape(ts, SOURCE_ERROR_FORMAT, text.encode("utf-8"))
             out.append(PlannedScrape(url, str(e["cluster"]), e.get("broker_id"), base, got))
     return out
+
+
+def scrape_batch_bytes(start: dict[str, Any], end: dict[str, Any]) -> int | None:
+    """Bytes of answers (and failure records) a `planewatch_prometheus` micro-batch reads, from its offsets alone;
+    None if they are not such offsets."""
+    targets, before = end.get("targets"), start.get("targets")
+    if not isinstance(targets, dict) or not isinstance(before, dict):
+        return None
+    total = 0
+    for url, e in targets.items():
+        s = before.get(url)
+        if s is not None and int(s["ts"]) == int(e["ts"]):
+            continue  # not scraped in this batch
+        total += max(0, int(e["offset"]) - int(e["from"]))
+    return total
 
 
 def logged_scrape_records(checkpoint: str, batch_id: int) -> Iterator[Any] | None:

@@ -1,9 +1,10 @@
-"""The driver path of small ingest micro-batches (the engine run in the driver) writes exactly what the executor
-path (the engine through mapInArrow) writes.
+"""The one ingest path with process() (the engine) on the driver writes exactly what it writes with process() on the
+executors (through mapInArrow).
 
-Both paths run through IngestBatch on the same source-shaped DataFrame: every log format of FACTS.md (the parser
-cases), every metric naming, garbage, and rows that parse but fail a hard quality rule. Each table is compared row
-for row; the reconciliation holds on both; a replayed batch writes nothing twice on the driver path either.
+Both run through IngestBatch on the same source-shaped DataFrame: every log format of FACTS.md (the parser cases),
+every metric naming, garbage, and rows that parse but fail a hard quality rule. Each table is compared row for row;
+the reconciliation holds on both; a replayed batch writes nothing twice, wherever process() runs, and counts what
+the first attempt counted.
 """
 
 from __future__ import annotations
@@ -89,15 +90,19 @@ def _same(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> None:
 def test_driver_path_writes_what_the_executor_path_writes(spark: Any, tmp_path: Path, family: str) -> None:
     df = spark.createDataFrame(_source_rows(family), SOURCE_DDL)
     runs = {}
-    # over-limit: a batch above driver_batch_max_rows falls through to the executors after the one collect job
-    for name, driver_max, path in (("executors", 0, "executors"), ("driver", 100_000, "driver"),
-                                   ("over-limit", 10, "executors")):
+    # over-limit: `auto` does not read a batch of unknown size to count it: the executors, driver_batch_max_rows or not
+    for name, driver_max, where, path in (("executors", 0, "auto", "executors"),
+                                          ("driver", 100_000, "driver", "driver"),
+                                          ("over-limit", 10, "auto", "executors")):
         settings = _settings(tmp_path, name, driver_max)
-        handler = IngestBatch(settings, family, f"ingest_{family}_files", "run1")
+        handler = IngestBatch(settings, family, f"ingest_{family}_files", "run1", where=where)
         handler.ensure_tables()
         handler(df, 0)
         handler(df, 0)  # a replayed batch (crash before the checkpoint commit) writes nothing twice
         assert [r.path for r in handler.reports] == [path, path]
+        first, replay = handler.reports
+        assert (replay.raw, replay.silver, replay.quarantine, replay.unused) == (
+            first.raw, first.silver, first.quarantine, first.unused)
         runs[name] = (tmp_path / name / "lake", handler.reports[0])
     (lake_e, rep_e), (lake_d, rep_d) = runs["executors"], runs["driver"]
     for t in ("quarantine", "raw_logs" if family == "logs" else "raw_metrics"):
@@ -175,3 +180,44 @@ def test_record_json_is_to_json_shaped() -> None:
     ts = dt.datetime(2021, 3, 2, 8, 0, 1, 10500, tzinfo=dt.UTC)
     assert record_json({"a": 1, "b": None, "ts": ts, "d": ts.date(), "m": [("k", "v")], "x": float("nan")}) == (
         '{"a":1,"ts":"2021-03-02T08:00:01.010Z","d":"2021-03-02","m":{"k":"v"},"x":"NaN"}')
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("where", ["driver", "executors"])
+def test_a_replay_after_a_crash_between_commits_reads_the_committed_bronze(spark: Any, tmp_path: Path, where: str,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The crashed attempt committed bronze, not silver: the replay takes the same path over the bronze rows it
+    committed (not the source again, which would stamp another ingest_ts), and commits only what is missing."""
+    from jobs.io.delta_sink import DeltaSink
+
+    rows = _source_rows("logs")
+    settings = _settings(tmp_path, where, 100_000)
+    crashed = IngestBatch(settings, "logs", "ingest_logs_files", "run1", where=where)
+    crashed.ensure_tables()
+    commit = DeltaSink.commit_pending
+
+    def fail_silver(sink: DeltaSink, *args: Any, **kwargs: Any) -> Any:
+        if sink.table.name != "raw_logs":
+            raise RuntimeError("killed between commits")
+        return commit(sink, *args, **kwargs)
+
+    monkeypatch.setattr(DeltaSink, "commit_pending", fail_silver)
+    with pytest.raises(RuntimeError, match="killed between commits"):
+        crashed(spark.createDataFrame(rows, SOURCE_DDL), 0)
+    monkeypatch.setattr(DeltaSink, "commit_pending", commit)
+    lake = tmp_path / where / "lake"
+    assert len(_table(lake, "raw_logs")) == len(rows)
+    assert _table(lake, "state_change_events") == []
+
+    later = dt.datetime(2024, 1, 1, 5, 0, tzinfo=dt.UTC)  # the source re-read now would stamp this
+    replay = IngestBatch(settings, "logs", "ingest_logs_files", "run1", where=where)
+    replay(spark.createDataFrame([(*r[:7], later, r[8]) for r in rows], SOURCE_DDL), 0)
+    (report,) = replay.reports
+    assert report.path == where
+    assert report.balanced
+    assert report.raw == len(rows)
+    assert len(_table(lake, "raw_logs")) == len(rows)
+    silver = _table(lake, "state_change_events")
+    assert silver
+    assert {r["ingest_ts"] for r in silver} == {INGEST_TS}
+    assert {r["ingest_ts"] for r in _table(lake, "quarantine")} == {INGEST_TS}

@@ -105,7 +105,8 @@ def test_scrapes_into_bronze_silver_quarantine_reconcile_and_restart(spark, tmp_
         settings = _settings(tmp_path, cluster_dir)
         with caplog.at_level(logging.INFO, logger="jobs.ingest_batch"):
             assert run_pipeline(spark, settings, families=("metrics",), detection=False) == 0
-        # the job read the batch's answers from the spool itself (stage `read`), not through a Spark job
+        # a scrape batch small by its logged offsets is processed on the driver: the stream Spark handed it, read
+        # once (stage `read`)
         (report,) = [r.getMessage() for r in caplog.records if "ingest_metrics_prometheus batch 0:" in r.getMessage()]
         assert "path='driver', stages={'read': " in report
         lake = tmp_path / "lake"
