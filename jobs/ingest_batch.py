@@ -2,9 +2,13 @@
 
 A batch of source records (jobs.io.sources.RAW_RECORD_DDL):
 
-1. is read ONCE, by its source's one reader (files, scrapes, Kafka: the stream Spark hands the batch, made bronze by
-   jobs.io.bronze.to_raw); a replayed batch whose bronze rows were committed by the crashed attempt is read from
-   those committed files instead (so its silver rows carry the same `ingest_ts` as its bronze rows);
+1. is read ONCE, by its source kind's one reader, where `process()` runs: a file batch's pieces (the ranges its
+   logged offsets name) by the file source's reader (jobs.io.file_tail.read_piece, what its stream's `read` runs):
+   on the driver, or by each executor task its share, no record passing through the JVM; a scrape batch's answers
+   by the scrape reader (jobs.io.prometheus_source.read_scrape: from the spool on the driver, through the stream on
+   the executors); anything else (Kafka) through the stream Spark hands the batch. A replayed batch whose bronze rows
+   the crashed attempt committed is read from those committed files instead (so its silver rows carry its bronze
+   rows' `ingest_ts`). Where `process()` runs is decided before anything is read;
 2. is handed to one pure `process()` (the engine, pipelines.parsing.engine.run_engine, with the family and the
    quality suites bound): each record is routed to a silver table, to `quarantine` (parser rejects, stage
    `parse`/`source`; rows failing a hard quality rule, stage `validate`) or to recognised-but-unused (kept in bronze
@@ -17,18 +21,18 @@ A batch of source records (jobs.io.sources.RAW_RECORD_DDL):
    (jobs.io.file_accounting).
 
 Where `process()` runs is a parameter of that one path, not another path (`IngestBatch.where`, by default chosen
-per batch before it is read): `driver` collects the batch (one Spark job, or none for a replay read from bronze)
-and stages it here; `executors` stages it in one Spark job, a task per core. `auto` takes the driver for a file or
-scrape batch whose offsets (the query's offset log: metadata, not the input) say it holds at most about
+per batch before it is read): `driver` reads the batch here (no Spark job, but for a stream's batch: one, to
+collect it) and stages it; `executors` stages it in one Spark job, a task per core. `auto` takes the driver for a
+file or scrape batch whose offsets (the query's offset log: metadata, not the input) say it holds at most about
 `sink.driver_batch_max_rows` records (DRIVER_RECORD_BYTES each), the executors otherwise (a Kafka batch: its size
-is not read to find out). Both write the same rows.
+is not read to find out). Both write the same rows. (Reading a file or scrape batch through its stream instead, a
+Spark job for the driver and a pass of every record through the JVM for the executors, measured up to 40% slower.)
 
-Every table is written through the exactly-once sink (jobs.io.delta_sink) under its own app id
+Every table is committed through the exactly-once sink (jobs.io.delta_sink) under its own app id
 (`<query>.<run id>:<table>`, the run id kept in the query's checkpoint: jobs.io.checkpoints) and the batch id as
-version: a replayed batch writes nothing twice (a table that committed it is staged nothing).
-
-`sink.mode: delta-spark` still writes through Spark's writer (`IngestBatch._executor_batch`: bronze, then the engine
-over the bronze rows read back, one Spark write per table).
+version: a replayed batch writes nothing twice (a table that committed it is staged nothing). The sink mode only
+chooses the committer of the staged files: delta-rs (the driver moves them into the table and commits their add
+actions) or delta-spark (Spark reads them and delta-spark's writer appends them under txnAppId/txnVersion).
 """
 
 from __future__ import annotations
@@ -42,20 +46,18 @@ from typing import TYPE_CHECKING, Any
 
 from jobs.ingest_quality import IngestQuality
 from jobs.io.bronze import to_raw
-from jobs.io.delta_sink import DeltaSink, SinkResult, ensure_table
+from jobs.io.delta_sink import DeltaSink, ensure_table
 from jobs.io.settings import Settings
 from schemas.dq import RECONCILIATION_SUITE, RECORDS_EXPECTATION, DqResult
 from schemas.routes import RAW_TABLES, REJECTED, ROUTE_TABLES, UNUSED, VALIDATE
 from schemas.tables import DQ_RESULTS, QUARANTINE
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
     import pyarrow as pa
-    import pyarrow.compute as pc
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import DataFrame
 
     from jobs.batch_detect import BatchDetect, SilverLoad
+    from jobs.io.file_tail import Piece
     from pipelines.quality.rules import Suite
 
 __all__ = ["BatchReport", "IngestBatch"]
@@ -70,44 +72,6 @@ DRIVER_RECORD_BYTES = 200
 WHERE = ("auto", "driver", "executors")
 
 
-class Counts:
-    """Rows per value of a column, counted while a job runs (`DataFrame.observe`): no pass of its own.
-
-    The observed node is also a barrier the optimizer pushes no filter through: a route filter pushed below the
-    parser's projections would inline their expressions into the filter (the whole parse evaluated twice per line,
-    and plans so large that a union of three of them ran the driver out of memory).
-    """
-
-    def __init__(self, name: str) -> None:
-        self.name = name  # unique per query and batch: concurrent queries share the session
-        self._observation: Any = None
-        self._keys: tuple[str, ...] = ()
-
-    def on(self, df: DataFrame, col: Column, keys: Sequence[str]) -> DataFrame:
-        """`df`, counting its rows per value of `col` among `keys` in the first action run on it."""
-        from pyspark.sql import Observation
-        from pyspark.sql import functions as F
-
-        self._keys = tuple(keys)
-        self._observation = Observation(self.name)
-        return df.observe(self._observation, *[F.count_if(col == F.lit(k)).alias(f"k{i}") for i, k in
-                                               enumerate(self._keys)])
-
-    def get(self) -> dict[str, int]:
-        """The counts (blocks until the first action on the observed frame finished: call after it)."""
-        if self._observation is None:
-            return {}
-        got = self._observation.get
-        return {k: int(got.get(f"k{i}") or 0) for i, k in enumerate(self._keys)}
-
-
-def _rows_of(result: SinkResult, frame: DataFrame) -> int:
-    """Rows written, from the Parquet footers the sink read; a skipped (replayed) batch is counted by Spark."""
-    if not result.rows_known:
-        return int(frame.count())
-    return result.rows
-
-
 @dataclass
 class BatchReport:
     """Counts of one micro-batch (logged, and the reconciliation row)."""
@@ -119,8 +83,7 @@ class BatchReport:
     unused: int = 0
     seconds: float = 0.0
     path: str = ""  # where process() ran: driver | executors (IngestBatch.where_for)
-    # seconds per stage (read, engine+files; delta-spark: raw, <table>, quarantine; ge:<table>, detect, dq): where a
-    # slow batch spends its time
+    # seconds per stage (read, engine+files, ge:<table>, detect, dq): where a slow batch spends its time
     stages: dict[str, float] = field(default_factory=dict)
     started: float = field(default_factory=time.perf_counter, init=False, repr=False)
     _mark: float = field(init=False, repr=False)  # when the last stage ended
@@ -166,34 +129,6 @@ def _failed_rules(counts: Mapping[str, int], suites: Mapping[str, Suite]) -> dic
             for table, suite in suites.items()}
 
 
-def _spark_sample(frame: DataFrame, limit: int) -> Any:
-    return frame.drop("labels").limit(limit).toPandas()
-
-
-def _arrow_rows(table: pa.Table, columns: list[str] | None, where: pc.Expression | None) -> pa.Table:
-    """The rows of an Arrow table that `where` keeps, with `columns` (None: all)."""
-    kept = table if where is None else table.filter(where)
-    return kept if columns is None else kept.select(columns)
-
-
-def _spark_rows(frame: DataFrame, sink: DeltaSink) -> SilverLoad:
-    """A loader of a silver frame's rows (the path through Spark's writer: delta-spark): the first call collects the
-    frame in its table's types (one more Spark job), every call filters that."""
-    import pyarrow as pa
-
-    from jobs.io.delta_sink import conform
-
-    @functools.cache
-    def collected() -> pa.Table:
-        return pa.table(conform(frame, sink.table).toArrow()).cast(sink.table.to_arrow())
-
-    return lambda columns, where: _arrow_rows(collected(), columns, where)
-
-
-def _arrow_sample(table: pa.Table, limit: int) -> Any:
-    return table.drop_columns([c for c in ("labels",) if c in table.column_names]).slice(0, limit).to_pandas()
-
-
 class IngestBatch:
     """The foreachBatch function of one ingest query (callable(df, batch_id))."""
 
@@ -234,17 +169,15 @@ class IngestBatch:
 
     @property
     def driver_max_rows(self) -> int:
-        """`auto` processes a file batch of at most about this many records on the driver (0: never; delta-spark:
-        never)."""
-        return self.settings.driver_batch_max_rows if self.settings.sink_mode == "delta-rs" else 0
+        """`auto` processes a file batch of at most about this many records on the driver (0: never)."""
+        return self.settings.driver_batch_max_rows
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         report = BatchReport(batch_id)
-        cached: list[DataFrame] = []
         try:
             suites = self.quality.suites()
             # read the batch once, run the engine, stage and commit each table (the one path)
-            written = self._write_tables(to_raw(df, self.family, batch_id), suites, report, cached)
+            written = self._one_path(to_raw(df, self.family, batch_id), suites, report)
             if self.detect is not None and not written.empty:
                 self.detect(written.rows, batch_id)
                 report.lap("detect")
@@ -254,19 +187,9 @@ class IngestBatch:
             log.exception("batch %d failed", batch_id)
             raise
         finally:
-            for frame in cached:
-                frame.unpersist()
             report.seconds = time.perf_counter() - report.started
             self.reports.append(report)
             log.info("%s batch %d: %s", self.query, batch_id, report)
-
-    def _write_tables(self, raw: DataFrame, suites: dict[str, Suite], report: BatchReport, cached: list[DataFrame]
-                      ) -> TablesWritten:
-        """Bronze, the engine and every other table of the batch: the one path (delta-rs), with `process()` where
-        :meth:`where_for` says; delta-spark through Spark's writer."""
-        if self.settings.sink_mode == "delta-rs":
-            return self._one_path(raw, suites, report)
-        return self._executor_batch(raw, suites, report, cached)
 
     def where_for(self, batch_id: int) -> str:
         """Where `process()` runs for batch `batch_id` (driver | executors), decided before the batch is read."""
@@ -293,6 +216,38 @@ class IngestBatch:
             return None if end is None or start is None else scrape_batch_bytes(start, end)
         return None
 
+    def _file_pieces(self, batch_id: int) -> list[Piece] | None:
+        """The pieces of a file batch as its offsets name them (None: another source, or offsets the log does not
+        hold)."""
+        if self.files_checkpoint is None:
+            return None
+        from jobs.io.sources import logged_file_pieces
+
+        return logged_file_pieces(self.files_checkpoint, batch_id, self.family)
+
+    def _read_here(self, raw: DataFrame, bronze_files: list[str] | None, pieces: list[Piece] | None, batch_id: int
+                   ) -> pa.Table:
+        """The batch's bronze rows, read by the driver with its source kind's one reader: a replay's committed bronze
+        files; a file batch's pieces (read_piece); a scrape batch's spooled answers (read_scrape); else the stream
+        Spark handed the batch (one Spark job)."""
+        import pyarrow as pa
+
+        from jobs.io.engine_files import committed_rows, read_pieces
+
+        if bronze_files is not None:
+            return committed_rows(bronze_files, self.raw_table)
+        schema = self.raw_table.to_arrow()
+        if pieces is not None:
+            return pa.Table.from_batches(list(read_pieces(pieces, self.family, batch_id)), schema)
+        if self.scrape_checkpoint is not None:
+            from jobs.io.bronze import arrow_to_raw
+            from jobs.io.prometheus_source import logged_scrape_records
+
+            records = logged_scrape_records(self.scrape_checkpoint, batch_id)
+            if records is not None:  # else the spool no longer holds them all: the stream reads them
+                return pa.Table.from_batches([arrow_to_raw(b, self.family, batch_id) for b in records], schema)
+        return pa.table(raw.toArrow())
+
     def _one_path(self, raw: DataFrame, suites: dict[str, Suite], report: BatchReport) -> TablesWritten:
         """The batch read once, through `process()`, staged as files per table and committed per table."""
         from jobs.io.delta_read import read_files
@@ -303,6 +258,7 @@ class IngestBatch:
             sample_rows,
             stage_on_driver,
             stage_on_executors,
+            stage_pieces_on_executors,
             write_batch,
         )
         from pipelines.parsing.engine import run_engine
@@ -314,13 +270,17 @@ class IngestBatch:
         bronze_files = [local_file(u) for u in self.raw_sink.batch_files(batch_id)] \
             if self.raw_sink.last_committed_at_least(batch_id) else None
 
+        pieces = self._file_pieces(batch_id) if bronze_files is None else None
+
         def job(pending: Mapping[str, str]) -> FilesOutcome:
             if where == "executors":
+                if pieces is not None:
+                    return stage_pieces_on_executors(raw.sparkSession, pieces, family, process, batch_id, pending)
                 source = raw if bronze_files is None else read_files(
                     raw.sparkSession, self.raw_sink.path, self.raw_table.to_spark(), self.raw_table.partition_by,
                     bronze_files)
                 return stage_on_executors(source, family, process, pending)
-            rows = raw.toArrow() if bronze_files is None else committed_rows(bronze_files, self.raw_table)
+            rows = self._read_here(raw, bronze_files, pieces, batch_id)
             report.lap("read")
             return stage_on_driver(rows, family, process, pending)
 
@@ -328,12 +288,20 @@ class IngestBatch:
         outcome, results = write_batch(job, batch_id, sinks)
         report.lap("engine+files")
         routes, failed = outcome.routes, _failed_rules(outcome.rules, suites)
-        report.raw = sum(n for route, n in routes.items() if route != VALIDATE)
+
+        def rows_of(table: str, counted: int) -> int:
+            # what the table committed (the footers of its files; delta-spark: its commit's metrics), so the
+            # reconciliation checks the tables; a table the crashed attempt committed: the engine's count
+            result = results[table]
+            return result.rows if result.rows_known else counted
+
+        report.raw = rows_of(self.raw_table.name, sum(n for route, n in routes.items() if route != VALIDATE))
         if report.raw == 0:
             return TablesWritten(empty=True)
-        report.silver = {s.table.name: routes.get(route, 0) - sum(failed.get(s.table.name, {}).values())
-                         for route, s in self.silver_sinks.items()}
-        report.quarantine = routes.get(REJECTED, 0) + routes.get(VALIDATE, 0)
+        for route, sink in self.silver_sinks.items():
+            name = sink.table.name
+            report.silver[name] = rows_of(name, routes.get(route, 0) - sum(failed.get(name, {}).values()))
+        report.quarantine = rows_of(QUARANTINE.name, routes.get(REJECTED, 0) + routes.get(VALIDATE, 0))
         report.unused = routes.get(UNUSED, 0)
         paths = {s.table.name: list(results[s.table.name].paths) if not results[s.table.name].skipped
                  else [local_file(u) for u in s.batch_files(batch_id)]
@@ -343,81 +311,6 @@ class IngestBatch:
         rows = {s.table.name: functools.partial(committed_rows, paths[s.table.name], s.table)
                 for s in self.silver_sinks.values() if paths.get(s.table.name)}
         return TablesWritten(failed, samples, rows)
-
-    def _executor_batch(self, raw: DataFrame, suites: dict[str, Suite], report: BatchReport,
-                        cached: list[DataFrame]) -> TablesWritten:
-        """The path through Spark's writer (delta-spark only): no Spark cache, and in the common case one parse of
-        each line.
-
-        1. The executors write the batch to bronze; the silver jobs then read the batch back from those Parquet
-           files (a columnar scan), not from the source (a Python reader) nor from a Spark cache (building one cost
-           more than the parse).
-        2. One job parses every line and writes the family's main table (state-change events, metric samples),
-           counting on the way (`DataFrame.observe`) the rows of every route and of every failed hard rule.
-        3. Only when those counts say so, a later job writes the other silver table (parsing only the lines that can
-           belong to it) and one the quarantine (parsing again: bad input is rare, and costs one more pass).
-        """
-        from pyspark.sql import functions as F
-
-        batch_id = report.batch_id
-        report.path = "executors"
-        result = self.raw_sink.write(raw, batch_id)
-        bronze = self._bronze(raw, result, cached)
-        report.raw = result.rows if result.rows_known else int(bronze.count())
-        report.lap("raw")
-        if report.raw == 0:
-            return TablesWritten(empty=True)
-        from pipelines.parsing.engine_spark import engine_frame, route_frame, routes
-
-        wide = engine_frame(bronze, self.family, suites or None, batch_id)
-        observed = Counts(f"routes:{self.query}:{batch_id}")
-        rule_keys = [f"{t}|{e.name}" for t, suite in suites.items() for e in suite.hard]
-        rules = Counts(f"rules:{self.query}:{batch_id}")
-        wide = observed.on(wide, F.col("_route"), routes(self.family))
-        if rule_keys:  # quality off: no rule to count (an observation needs at least one metric)
-            wide = rules.on(wide, F.col("_rule"), rule_keys)
-        counts: dict[str, int] = {}
-        for i, (route, sink) in enumerate(self.silver_sinks.items()):
-            if i and not counts.get(route):
-                report.silver[sink.table.name] = 0
-            else:
-                # the first table's job runs the engine over every line and counts every route on the way; a later
-                # table's job (only when it has rows) runs it again
-                frame = route_frame(wide, self.family, route)
-                written = sink.write(frame, batch_id)
-                if written.skipped:  # a replayed batch wrote nothing: run the plan once for its counts
-                    frame.write.format("noop").mode("overwrite").save()
-                if i == 0:
-                    counts = observed.get()
-                report.silver[sink.table.name] = counts.get(route, 0)
-            report.lap(sink.table.name)
-        failed = _failed_rules(rules.get() if rule_keys else {}, suites)
-        report.unused = counts.get("unused", 0)
-        if counts.get("rejected", 0) + counts.get("invalid", 0):
-            quarantine = route_frame(wide, self.family, "quarantine")
-            report.quarantine = _rows_of(self.quarantine_sink.write(quarantine, batch_id), quarantine)
-        report.lap("quarantine")
-        samples = {sink.table.name: functools.partial(_spark_sample, route_frame(wide, self.family, route))
-                   for route, sink in self.silver_sinks.items() if report.silver[sink.table.name]}
-        rows = {sink.table.name: _spark_rows(route_frame(wide, self.family, route), sink)
-                for route, sink in self.silver_sinks.items() if report.silver[sink.table.name]}
-        return TablesWritten(failed, samples, rows)
-
-    def _bronze(self, raw: DataFrame, result: SinkResult, cached: list[DataFrame]) -> DataFrame:
-        """The batch's bronze rows for the silver jobs: read back from the files the batch committed (delta-rs, and
-        delta-spark on a local table), else the source rows, cached: a re-read of the source would stamp a new
-        ingest_ts."""
-        from jobs.io.delta_read import read_files
-
-        if result.mode == "delta-rs" or result.paths:
-            # a replayed batch committed its files in an earlier run: found by name in the table's snapshot
-            files = self.raw_sink.batch_files(result.batch_id) if result.skipped else list(result.paths)
-            if files or not result.skipped:
-                return read_files(raw.sparkSession, self.raw_sink.path, self.raw_table.to_spark(),
-                                  self.raw_table.partition_by, files)
-        frame = raw.persist()
-        cached.append(frame)
-        return frame
 
     def _dq_results(self, written: TablesWritten, suites: dict[str, Suite], report: BatchReport) -> list[DqResult]:
         """The batch's dq_results rows: per hard rule, Great Expectations on samples (after every table is

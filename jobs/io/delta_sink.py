@@ -17,13 +17,17 @@ Theory of operation (append, `mode="delta-rs"`, the default; no delta-spark jar 
    a committed batch is only leftover scaffolding and is removed too. So a table never holds a file twice, and
    never keeps a file no commit references (besides what `vacuum` would remove anyway).
 
-`mode="delta-spark"` (the session needs delta-spark: jobs.io.jars) writes with delta-spark's own writer: the executors
-write the files into the table and the driver's Delta commit carries `SetTransaction(app_id, batch_id)` through the
-`txnAppId`/`txnVersion` writer options, so delta-spark itself skips a replayed batch; the sink asks the table first
-(delta-rs `transaction_version`) and runs no Spark job for a replay at all. A crash between the files and the commit
-leaves files no commit references (`vacuum` removes them); readers never see them. Each commit also carries
-`userMetadata` `{"planewatch.app_id", "planewatch.batch_id"}`, by which the sink finds its own commit in the history
-and takes the rows and files it wrote from the commit's operation metrics (no second pass over the batch).
+`mode="delta-spark"` (the session needs delta-spark: jobs.io.jars) commits with delta-spark's own writer: `write`
+writes a frame, and staged files (`open_pending` / `commit_pending`, the ingest job's one path: the same staging as
+delta-rs, only the committer differs) are read by Spark and appended by it. The executors write the files into the
+table and the driver's Delta commit carries `SetTransaction(app_id, batch_id)` through the `txnAppId`/`txnVersion`
+writer options, so delta-spark itself skips a replayed batch; the sink asks the table first (delta-rs
+`transaction_version`) and runs no Spark job for a replay at all. A remote table's batches are staged on this
+machine (STAGING_ENV, else the temp directory: enough for local executors; a cluster needs a shared directory). A
+crash between the files and the commit leaves files no commit references (`vacuum` removes them); readers never see
+them. Each commit also carries `userMetadata` `{"planewatch.app_id", "planewatch.batch_id"}`, by which the sink finds
+its own commit in the history and takes the rows and files it wrote from the commit's operation metrics (no second
+pass over the batch), and a replay finds the files its batch added.
 Tables are created empty by `ensure_table` (delta-rs, reader 1 / writer 2) in both modes, so both write the same
 schema and partitioning and every reader finds a table before its first row.
 
@@ -79,6 +83,9 @@ COMMIT_RETRY_SLEEP_S = 0.2
 # appending to the same table, e.g. quarantine, commit in between; a handful per batch at most).
 HISTORY_SCAN = 50
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+# delta-spark on a remote table stages a batch's files under <$PLANEWATCH_STAGING_DIR or the temp dir>/STAGING_DIR.
+STAGING_ENV = "PLANEWATCH_STAGING_DIR"
+STAGING_DIR = "planewatch-staging"
 _BATCH_DIR = re.compile(r"^(?P<slug>.+)-b(?P<batch>\d{20})-(?P<attempt>[0-9a-f]{8})$")
 
 
@@ -224,10 +231,20 @@ class DeltaSink:
         return v
 
     def batch_files(self, batch_id: int) -> list[str]:
-        """The file URIs batch `batch_id` of this app added to the table (delta-rs mode; by the files' name prefix,
-        which the sink gives every file it commits), in the current snapshot."""
+        """The file URIs batch `batch_id` of this app added to the table, in the current snapshot (delta-rs: by the
+        files' name prefix, which the sink gives every file it commits; delta-spark: the files its commit added,
+        found by the commit's userMetadata; local tables only)."""
         from deltalake import DeltaTable
 
+        if self.mode == "delta-spark":
+            if "://" in self.path:
+                return []
+            from jobs.io.delta_read import added_files
+
+            version, _files, _rows = self._own_commit(self._marker(batch_id))
+            if version is None:
+                return []
+            return [p for p, _ in added_files(os.path.abspath(self.path), version - 1, version)]
         local = _local_path(self.path)
         if not DeltaTable.is_deltatable(local):
             return []
@@ -299,7 +316,7 @@ class DeltaSink:
         if not checked and self.last_committed_at_least(batch_id):
             log.info("%s: batch %d already committed, skipped", self.table.name, batch_id)
             return SinkResult(self.table.name, batch_id, True, mode="delta-spark")
-        marker = json.dumps({"planewatch.app_id": self.app_id, "planewatch.batch_id": str(batch_id)}, sort_keys=True)
+        marker = self._marker(batch_id)
         writer = conform(df, self.table).write.format("delta").mode("append")
         writer = writer.option("txnAppId", self.app_id).option("txnVersion", batch_id).option("userMetadata", marker)
         if self.table.partition_by:
@@ -313,6 +330,10 @@ class DeltaSink:
             paths = tuple(p for p, _ in added_files(os.path.abspath(self.path), version - 1, version))
         dt_ms = (time.perf_counter() - t0) * 1e3
         return SinkResult(self.table.name, batch_id, False, files, rows, version, dt_ms, "delta-spark", paths)
+
+    def _marker(self, batch_id: int) -> str:
+        """The userMetadata of this app's delta-spark commit of batch `batch_id`."""
+        return json.dumps({"planewatch.app_id": self.app_id, "planewatch.batch_id": str(batch_id)}, sort_keys=True)
 
     def _own_commit(self, marker: str) -> tuple[int | None, int, int]:
         """(version, files, rows) of the commit carrying `marker`; (None, 0, 0) when the batch committed nothing
@@ -340,24 +361,35 @@ class DeltaSink:
         writer.parquet(pending)
         return self.commit_pending(pending, batch_id, t0=t0)
 
+    def _staging_root(self) -> str:
+        """The directory whose `_pending/` holds this table's staged batches: the table's own (delta-rs moves the
+        files from there into the table); for delta-spark on a remote table, a local directory of this machine
+        (STAGING_DIR: the driver and local executors share it; a cluster needs it on a shared file system)."""
+        if self.mode == "delta-spark" and "://" in self.path:
+            import tempfile
+
+            return os.path.join(os.environ.get(STAGING_ENV) or tempfile.gettempdir(), STAGING_DIR,
+                                app_slug(self.path))
+        return _local_path(self.path)
+
     def open_pending(self, batch_id: int) -> str | None:
-        """A new pending directory for batch `batch_id` of this app (delta-rs mode), or None for a replay.
+        """A new pending directory for batch `batch_id` of this app, or None for a replay.
 
         Files written under it (Hive-style partition directories of the table's `partition_by`) are committed by
         :meth:`commit_pending`; leftovers of this app's earlier, uncommitted attempts are removed first."""
         from deltalake import DeltaTable
 
-        local = _local_path(self.path)
+        root = self._staging_root()
         if not self._ensured:
-            ensure_table(local, self.table)
+            ensure_table(self.path if self.mode == "delta-spark" else root, self.table)
             self._ensured = True
-        last = DeltaTable(local).transaction_version(self.app_id)
-        cleanup_pending(local, self.app_id, last)
+        last = DeltaTable(self.path if self.mode == "delta-spark" else root).transaction_version(self.app_id)
+        cleanup_pending(root, self.app_id, last)
         if last is not None and batch_id <= last:
             log.info("%s: batch %d already committed (txn %d), skipped", self.table.name, batch_id, last)
             return None
         pending_name = f"{app_slug(self.app_id)}-b{batch_id:020d}-{uuid.uuid4().hex[:8]}"
-        pending = os.path.join(local, PENDING_DIR, pending_name)
+        pending = os.path.join(root, PENDING_DIR, pending_name)
         os.makedirs(pending, exist_ok=True)
         return pending
 
@@ -375,6 +407,8 @@ class DeltaSink:
         from deltalake import CommitProperties, Schema, Transaction
 
         t0 = time.perf_counter() if t0 is None else t0
+        if self.mode == "delta-spark":
+            return self._commit_pending_delta_spark(pending, batch_id, files)
         local = _local_path(self.path)
         slug = app_slug(self.app_id)
         adds, moves, rows = self._collect_adds(pending, slug, batch_id, None if files is None else set(files))
@@ -398,6 +432,27 @@ class DeltaSink:
         dt_ms = (time.perf_counter() - t0) * 1e3
         paths = tuple(os.path.join(local, dst) for _, dst in moves)
         return SinkResult(self.table.name, batch_id, False, len(adds), rows, version, dt_ms, paths=paths)
+
+    def _commit_pending_delta_spark(self, pending: str, batch_id: int, files: Sequence[str] | None) -> SinkResult:
+        """delta-spark as the committer of staged files: Spark reads them (the partition values from their
+        directories) and delta-spark's writer appends them under txnAppId/txnVersion (:meth:`_write_delta_spark`)."""
+        from pyspark.sql import SparkSession
+
+        from jobs.io.delta_read import read_files
+
+        chosen = sorted(files) if files is not None else sorted(
+            os.path.join(d, f) for d, _dirs, names in os.walk(pending) for f in names
+            if f.endswith(".parquet") and not f.startswith((".", "_")))
+        try:
+            if not chosen:  # nothing staged: no commit, as delta-rs
+                return SinkResult(self.table.name, batch_id, False, mode="delta-spark")
+            spark = SparkSession.getActiveSession()
+            if spark is None:
+                raise PipelineIOError(f"{self.table.name}: sink.mode delta-spark commits through Spark: no session")
+            frame = read_files(spark, pending, self.table.to_spark(), self.table.partition_by, chosen)
+            return self._write_delta_spark(frame, batch_id, checked=True)
+        finally:
+            shutil.rmtree(pending, ignore_errors=True)
 
     def _commit(self, local: str, adds: list[Any], schema: Any, props: Any, batch_id: int) -> int:
         from deltalake import DeltaTable

@@ -6,7 +6,8 @@ Theory of operation (delta-rs sink mode; the driver commits, as for every delta-
    (:meth:`jobs.io.delta_sink.DeltaSink.open_pending`: bronze, each silver table, quarantine).
 2. The batch's bronze rows are staged where the job says, by the same code (:func:`_task`):
    :func:`stage_on_executors` runs it in ONE Spark job (``mapInArrow``, a task per core) over the rows Spark handed
-   the batch; :func:`stage_on_driver` runs it here over rows the driver holds (no Spark job). Either way the rows are
+   the batch (:func:`stage_pieces_on_executors`: a file batch, each task reading its share of the batch's pieces);
+   :func:`stage_on_driver` runs it here over rows the driver read (no Spark job). Either way the rows are
    gathered into chunks of at most :data:`ENGINE_ROWS` records / :data:`ENGINE_BYTES` bytes; each chunk is written
    to bronze, run through the engine the job gave (:data:`Process`: the job binds
    pipelines.parsing.engine.run_engine; this module imports no pipelines code), and its silver and quarantine rows
@@ -27,7 +28,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from jobs.io.bronze import arrow_to_raw
 from jobs.io.delta_sink import HIVE_NULL
+from jobs.io.file_tail import Piece, read_piece
 from schemas.lake_read import read_file
 from schemas.routes import RAW_TABLES, ROUTE_TABLES
 from schemas.tables import QUARANTINE, Table
@@ -35,12 +38,13 @@ from schemas.tables import QUARANTINE, Table
 if TYPE_CHECKING:
     import pyarrow as pa
     import pyarrow.compute as pc
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
     from jobs.io.delta_sink import DeltaSink, SinkResult
 
 __all__ = ["ENGINE_BYTES", "ENGINE_ROWS", "OUTPUT_DDL", "FilesOutcome", "Process", "Processed", "committed_rows",
-           "local_file", "partition_dir", "sample_rows", "stage_on_driver", "stage_on_executors", "write_batch"]
+           "local_file", "partition_dir", "read_pieces", "sample_rows", "shares", "stage_on_driver",
+           "stage_on_executors", "stage_pieces_on_executors", "write_batch"]
 
 # Records per engine run: the engine's fixed cost per call (a few dozen polars operations) is noise at this size,
 # and one chunk of the benchmark's ~200-byte lines is ~20 MB of text in memory.
@@ -241,6 +245,48 @@ def stage_on_driver(bronze: pa.Table, family: str, process: Process, pending: Ma
 
     out = list(_task(iter(bronze.to_batches(max_chunksize=ENGINE_ROWS)), family, process, dict(pending)))
     return _outcome(pa.Table.from_batches(out).to_pylist() if out else [])
+
+
+def shares(pieces: Sequence[Piece], tasks: int) -> list[list[Piece]]:
+    """The pieces dealt to at most `tasks` tasks, largest first to the least loaded (balanced bytes); each share in
+    file order. Deterministic for a given piece list."""
+    loads = [0] * max(1, min(tasks, len(pieces)))
+    dealt: list[list[Piece]] = [[] for _ in loads]
+    for piece in sorted(pieces, key=lambda p: (p.start - p.end, p.path, p.start)):
+        i = loads.index(min(loads))
+        dealt[i].append(piece)
+        loads[i] += piece.end - piece.start
+    return [sorted(share, key=lambda p: (p.path, p.start)) for share in dealt if share]
+
+
+def read_pieces(pieces: Sequence[Piece], family: str, batch_id: int) -> Iterator[pa.RecordBatch]:
+    """The bronze rows of a file batch's pieces, read where this runs: the file source's reader
+    (jobs.io.file_tail.read_piece, what its stream's `read` runs) as bronze (jobs.io.bronze.arrow_to_raw)."""
+    import datetime as dt
+
+    now = dt.datetime.now(dt.UTC)
+    for piece in pieces:
+        for batch in read_piece(piece, now):
+            yield arrow_to_raw(batch, family, batch_id)
+
+
+def stage_pieces_on_executors(spark: SparkSession, pieces: Sequence[Piece], family: str, process: Process,
+                              batch_id: int, pending: Mapping[str, str]) -> FilesOutcome:
+    """:func:`stage_on_executors` for a file batch: each task reads its share of the batch's pieces itself
+    (:func:`read_pieces`), so no record passes through the JVM (one conversion of every line to Spark's rows and
+    one back to Arrow saved); the job's input is one row per task."""
+    targets = dict(pending)
+    dealt = shares(pieces, spark.sparkContext.defaultParallelism)
+    if not dealt:
+        return FilesOutcome()
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        os.environ.setdefault("POLARS_MAX_THREADS", str(POLARS_THREADS_PER_TASK))
+        for batch in batches:
+            for task in batch.column("id").to_pylist():
+                yield from _task(read_pieces(dealt[task], family, batch_id), family, process, targets)
+
+    return _outcome(spark.range(0, len(dealt), 1, len(dealt)).mapInArrow(run, OUTPUT_DDL).collect())
 
 
 def write_batch(run: Callable[[Mapping[str, str]], FilesOutcome], batch_id: int, sinks: Sequence[DeltaSink]

@@ -70,9 +70,12 @@ def test_kill_9_mid_batch_then_restart_equals_clean_run_delta_spark(clean_runs, 
     lake, ck = tmp_path / "lake", tmp_path / "ck"
 
     def quarantine_files_written() -> bool:
-        # delta-spark writes a batch's files into the table before its commit: the first quarantine file means
-        # the batch's raw_logs and silver rows are committed and its quarantine and dq rows are not (yet)
-        return any((lake / "quarantine").rglob("*.parquet"))
+        # delta-spark writes a batch's files into the table before its commit: the first quarantine file there
+        # (not among the files staged under _pending for every table at once) means the batch's raw_logs and silver
+        # rows are committed and its quarantine and dq rows are not (yet)
+        from jobs.io.delta_sink import PENDING_DIR
+
+        return any(PENDING_DIR not in p.parts for p in (lake / "quarantine").rglob("*.parquet"))
 
     assert _run_and_kill(cfg, lake, ck, quarantine_files_written) is None
     killed = _snapshot(lake)
