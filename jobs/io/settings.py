@@ -123,8 +123,8 @@ class Settings:
     spark_master: str = "local[2]"
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     sink_mode: str = "delta-rs"
-    # micro-batches of at most this many records are parsed and committed by the driver (jobs.ingest_driver);
-    # 0: always the executors
+    # a file or scrape micro-batch of at most about this many records (sized by its logged offsets, before it is
+    # read) runs process() on the driver, others on the executors (jobs.ingest_batch, one path); 0: always the executors
     driver_batch_max_rows: int = 20_000
     files: FileSourceSettings = field(default_factory=FileSourceSettings)
     kafka: KafkaSourceSettings = field(default_factory=KafkaSourceSettings)
