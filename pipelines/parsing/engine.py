@@ -25,14 +25,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import polars as pl
+import pyarrow as pa
+
+from pipelines.parsing.engine_logs import parse_logs
+from pipelines.parsing.engine_metrics import parse_metrics
 from pipelines.parsing.stages import CUT_REASON, QUARANTINE_RECORD_CHARS, cut_by_reader
+from pipelines.quality.arrow_rules import REASON, split_valid_arrow
 from schemas.routes import RAW_TABLES, ROUTE_TABLES
 from schemas.tables import METRIC_SAMPLES, QUARANTINE, Table
 
 if TYPE_CHECKING:
-    import polars as pl
-    import pyarrow as pa
-
     from pipelines.quality.rules import Suite
 
 __all__ = ["RAW_TABLES", "ROUTE_TABLES", "EngineResult", "record_json", "route_records", "run_engine"]
@@ -55,18 +58,9 @@ class EngineResult:
 
 
 def _routed(raw: pa.Table, family: str, cluster_tz: str) -> pl.DataFrame:
-    import polars as pl
-
     frame = pl.from_arrow(raw.select(RAW_TABLES[family].names))
     assert isinstance(frame, pl.DataFrame)
-    if family == "logs":
-        from pipelines.parsing.engine_logs import parse_logs
-
-        routed = parse_logs(frame, cluster_tz)
-    else:
-        from pipelines.parsing.engine_metrics import parse_metrics
-
-        routed = parse_metrics(frame)
+    routed = parse_logs(frame, cluster_tz) if family == "logs" else parse_metrics(frame)
     cut = cut_by_reader(pl.col("line"), pl.col("line_bytes"))
     stage = [] if family == "logs" else [pl.when(cut).then(pl.lit("parse")).otherwise(pl.col("_stage")).alias("_stage")]
     return routed.with_columns(
@@ -82,8 +76,6 @@ def _utc_date(ts: pl.Expr) -> pl.Expr:
 
 def _select(routed: pl.DataFrame, family: str, route: str) -> pl.DataFrame:
     """The rows of `route` in their table's columns (unused: the bronze columns + `reason`)."""
-    import polars as pl
-
     rows = routed.filter(pl.col("_route") == route)
     raw_names = RAW_TABLES[family].names
     if route == "unused":
@@ -118,8 +110,6 @@ def _select(routed: pl.DataFrame, family: str, route: str) -> pl.DataFrame:
 
 def _to_arrow(frame: pl.DataFrame, schema: pa.Schema) -> pa.Table:
     """A polars frame as an Arrow table of exactly `schema` (label lists become Arrow maps)."""
-    import pyarrow as pa
-
     tbl = frame.to_arrow()
     arrays = []
     for f in schema:
@@ -159,8 +149,6 @@ def record_json(row: Mapping[str, Any]) -> str:
 
 def _validation_quarantine(bad: pa.Table, table: Table, reasons: list[str]) -> pa.Table:
     """Silver rows that failed a hard rule, as quarantine rows (stage validate; rare, so built row by row)."""
-    import pyarrow as pa
-
     out = []
     for row, reason in zip(bad.to_pylist(), reasons, strict=True):
         record = record_json({c: row.get(c) for c in table.names if c in row})
@@ -184,9 +172,6 @@ def run_engine(raw: pa.Table, family: str, *, cluster_tz: str = "UTC", suites: M
         suites: the hard rules per silver table name (None: quality off, every parsed row is valid).
         batch_id: stamped on every output row (None: the rows keep the bronze `batch_id`).
     """
-    import pyarrow as pa
-
-    from pipelines.quality.arrow_rules import REASON, split_valid_arrow
 
     if batch_id is not None:
         raw = raw.set_column(raw.schema.get_field_index("batch_id"), "batch_id",
@@ -217,9 +202,6 @@ def run_engine(raw: pa.Table, family: str, *, cluster_tz: str = "UTC", suites: M
 def route_records(raw: pa.Table, family: str, cluster_tz: str = "UTC") -> list[tuple[str, dict[str, Any]]]:
     """Each record's (route, row of that route's table) in input order, without validation: what the parser alone
     makes of every record (``planewatch parse``, the parser tests). Unused rows carry `reason`."""
-    import polars as pl
-    import pyarrow as pa
-
     routed = _routed(raw, family, cluster_tz).with_row_index("_i")
     order: list[tuple[int, str, dict[str, Any]]] = []
     routes = (*ROUTE_TABLES[family], "rejected", "unused")

@@ -26,15 +26,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import polars as pl
 
 from pipelines.parsing import patterns as P
 from pipelines.parsing.rust_regex import to_rust
 from pipelines.parsing.stages import API_BY_KEY, API_ID, REQUEST_PREFIX
 from schemas.tables import REQUEST_EVENTS, STATE_CHANGE_EVENTS
-
-if TYPE_CHECKING:
-    import polars as pl
 
 __all__ = ["ROUTES", "parse_logs", "ts_expr"]
 
@@ -112,15 +111,11 @@ def _stages() -> _Stages:
 
 
 def _nonempty(e: pl.Expr) -> pl.Expr:
-    import polars as pl
-
     return pl.when(e != "").then(e)
 
 
 def _captured(struct: str, pat: _Pattern, column: str) -> pl.Expr | None:
     """The first non-empty capture feeding `column` (then the pattern's constant for it), or None if neither."""
-    import polars as pl
-
     parts = [_nonempty(pl.col(struct).struct.field(g)) for g in pat.columns.get(column, ())]
     if column in pat.consts:
         parts.append(pl.when(pl.col(struct).struct.field(_OK).is_not_null()).then(pl.lit(pat.consts[column])))
@@ -130,8 +125,6 @@ def _captured(struct: str, pat: _Pattern, column: str) -> pl.Expr | None:
 
 
 def _coalesce(parts: list[pl.Expr]) -> pl.Expr:
-    import polars as pl
-
     if not parts:
         return pl.lit(None, pl.String)
     return parts[0] if len(parts) == 1 else pl.coalesce(parts)
@@ -139,8 +132,6 @@ def _coalesce(parts: list[pl.Expr]) -> pl.Expr:
 
 def typed(e: pl.Expr, type_: str) -> pl.Expr:
     """A captured text as the table's type: ints out of range and non-numbers become null."""
-    import polars as pl
-
     if type_ == "int":
         return e.str.strip_chars().cast(pl.Int32, strict=False)
     if type_ == "long":
@@ -154,8 +145,6 @@ def ts_expr(text: pl.Expr, tz: str) -> pl.Expr:
     """log4j timestamp text -> UTC instant (microseconds), read in zone `tz`; null when not a real time.
 
     `/`, `T` and `,` are normalised to `-`, ` ` and `.`; the text must then be ``yyyy-MM-dd HH:mm:ss[.SSS]``."""
-    import polars as pl
-
     norm = text.str.replace_many(["/", "T", ","], ["-", " ", "."])
     shape = norm.str.contains(to_rust(P.TS_STRICT))
     long = norm.str.to_datetime("%Y-%m-%d %H:%M:%S%.3f", strict=False, time_unit="us")
@@ -168,16 +157,12 @@ def ts_expr(text: pl.Expr, tz: str) -> pl.Expr:
 
 def api_name_expr(text: pl.Expr) -> pl.Expr:
     """LEADER_AND_ISR / "update metadata" / LeaderAndIsr -> LeaderAndIsr; unknown spellings are kept."""
-    import polars as pl
-
     key = text.str.to_lowercase().str.replace_all("_", "", literal=True).str.replace_all(" ", "", literal=True)
     return pl.coalesce(key.replace_strict(API_BY_KEY, default=None, return_dtype=pl.String), text)
 
 
 def _layout_step(text: pl.Expr, prefix: str) -> list[pl.Expr]:
     """The layout structs of `text`: Apache alone on `[` lines, the prefixed layouts on the others."""
-    import polars as pl
-
     st = _stages()
     bracket = text.str.starts_with("[")
     return [
@@ -187,8 +172,6 @@ def _layout_step(text: pl.Expr, prefix: str) -> list[pl.Expr]:
 
 
 def _layout_ok(prefix: str) -> pl.Expr:
-    import polars as pl
-
     return (pl.col(f"{prefix}a").struct.field(_OK).is_not_null()
             | pl.col(f"{prefix}p").struct.field(_OK).is_not_null())
 
@@ -214,8 +197,6 @@ def _apache_fast(lf: pl.LazyFrame) -> pl.LazyFrame:
     text between them is the optional ident followed by the body: IDENT anchored at the start of that text, taken
     when it fits, exactly as the regex prefers it. Lengths are in characters (polars' slices count characters).
     Each step is its own projection: an expression used twice is computed once."""
-    import polars as pl
-
     first = pl.col("_first")
     head = pl.when(first.str.starts_with("[")).then(first).str.extract_groups(_fast_rx("head"))
     lf = lf.with_columns(head.alias("_h")).with_columns(
@@ -251,8 +232,6 @@ def _fast_rx(part: str) -> str:
 
 def _declared_layouts(lf: pl.LazyFrame) -> pl.LazyFrame:
     """The layout fields by the declared regexes (the records the fast path did not match)."""
-    import polars as pl
-
     st = _stages()
     line = pl.col("line").fill_null("")
     lf = lf.with_columns(*_layout_step(pl.col("_first"), "_l1"))
@@ -274,8 +253,6 @@ def _declared_layouts(lf: pl.LazyFrame) -> pl.LazyFrame:
 
 def _layouts(df: pl.DataFrame) -> pl.DataFrame:
     """Bronze rows + `_i` (input order), `_first`, `_tail`, `_has_nl` and the layout columns."""
-    import polars as pl
-
     line = pl.col("line").fill_null("")
     split = line.str.splitn("\n", 2)
     lf = df.lazy().with_row_index("_i").with_columns(
@@ -297,8 +274,6 @@ def _layouts(df: pl.DataFrame) -> pl.DataFrame:
 def parse_logs(df: pl.DataFrame, cluster_tz: str = "UTC") -> pl.DataFrame:
     """Bronze rows (RAW_LOGS columns) -> the same rows plus `_route`, `_reason`, `_target`, `ts`, `level`,
     `logger`, `message`, the state-change columns (`sc_<name>`) and the request columns (`rq_<name>`)."""
-    import polars as pl
-
     st = _stages()
     body = pl.col("_body")
     is_req = pl.col("_layout_ok") & body.str.starts_with(REQUEST_PREFIX).fill_null(False)
@@ -330,8 +305,6 @@ _REQUESTS = -1
 
 def _classify(body: pl.Expr) -> pl.Expr:
     """The index of the first message whose literal prefix (and contained literal) the body has; null if none."""
-    import polars as pl
-
     out: Any = None
     for i, m in enumerate(P.MESSAGES):
         conds = []
@@ -347,8 +320,6 @@ def _classify(body: pl.Expr) -> pl.Expr:
 
 def _request_columns(body: pl.Expr) -> list[pl.Expr]:
     """The request-log entry of a `Completed request:` body: the text form's captures, or the JSON object."""
-    import polars as pl
-
     st = _stages()
     rest = body.str.slice(len(REQUEST_PREFIX)).str.strip_chars_start(" ")
     is_json = pl.col("_is_req") & rest.str.starts_with("{")
@@ -366,8 +337,6 @@ def _request_columns(body: pl.Expr) -> list[pl.Expr]:
 
 def _request_fields() -> dict[str, pl.Expr]:
     """The request_events columns of request-log rows (their `_rt` struct and `_rj_*` JSON fields computed)."""
-    import polars as pl
-
     st = _stages()
     rt_ok = pl.col("_rt").struct.field(_OK).is_not_null()
     rq: dict[str, pl.Expr] = {}
@@ -385,8 +354,6 @@ def _request_fields() -> dict[str, pl.Expr]:
 
 def _no_request_fields() -> dict[str, pl.Expr]:
     """The request columns of rows that are no request-log entry: what :func:`_request_fields` gives them."""
-    import polars as pl
-
     dtypes = {"int": pl.Int32, "long": pl.Int64, "double": pl.Float64}
     rq: dict[str, pl.Expr] = {name: pl.lit(None, dtypes.get(_RQ_TYPES.get(name, "string"), pl.String))
                               for name in P.REQUEST_TEXT_FIELDS if name != "api"}
@@ -399,8 +366,6 @@ def _no_request_fields() -> dict[str, pl.Expr]:
 def _finish(lf: pl.LazyFrame, present: list[int], requests: bool) -> pl.LazyFrame:
     """The typed columns, route and reason of one group of rows: rows of the message patterns `present` (their
     structs `_m<i>` computed), or request-log entries (`requests`), or rows of neither (both empty)."""
-    import polars as pl
-
     st = _stages()
     msg_ok = pl.any_horizontal([pl.col(f"_m{i}").struct.field(_OK).is_not_null() for i in present]) \
         if present else pl.lit(False)

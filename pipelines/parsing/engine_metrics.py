@@ -20,16 +20,15 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import polars as pl
 
 from pipelines.parsing import metric_names as N
 from pipelines.parsing import metric_spec as S
 from pipelines.parsing.engine_logs import typed
 from pipelines.parsing.rust_regex import to_rust
 from pipelines.parsing.stages import MAX_EPOCH_MS, cut_by_reader
-
-if TYPE_CHECKING:
-    import polars as pl
 
 __all__ = ["ROUTES", "camel", "parse_metrics", "percentile", "resolve_mbean", "resolve_prometheus"]
 
@@ -162,8 +161,6 @@ def _series(fmt: str | None, raw_name: str | None, attribute: str | None, extra:
 def parse_metrics(df: pl.DataFrame) -> pl.DataFrame:
     """Bronze rows (RAW_METRICS columns) -> the same rows plus `_route`, `_reason`, `_stage` and the sample columns
     (`m_<name>`)."""
-    import polars as pl
-
     R = S.REASONS
     s = pl.col("line").fill_null("").str.strip_chars(S.TRIM)
     mf = pl.col("metric_format")
@@ -267,8 +264,6 @@ def parse_metrics(df: pl.DataFrame) -> pl.DataFrame:
 
 def _join_series(lf: pl.LazyFrame) -> pl.LazyFrame:
     """Join every row to its series' resolution (computed once per distinct series of the batch)."""
-    import polars as pl
-
     keys = ["_fmt", "_raw_name", "_attribute", "_extra"]
     distinct = lf.select(keys).unique().collect()
     label_type = pl.List(pl.Struct({"key": pl.String, "value": pl.String}))

@@ -13,13 +13,15 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructField, StructType
+
 from pipelines.parsing.engine import ROUTE_TABLES, run_engine
 from schemas.tables import QUARANTINE
 
 if TYPE_CHECKING:
-    import pyarrow as pa
     from pyspark.sql import DataFrame
-    from pyspark.sql.types import StructType
 
     from pipelines.quality.rules import Suite
 
@@ -39,8 +41,6 @@ def _struct_name(family: str, route: str) -> str:
 
 def wide_schema(family: str) -> StructType:
     """`_route`, `_rule`, then one nullable struct column per output table of `family`."""
-    from pyspark.sql.types import StringType, StructField, StructType
-
     fields = [StructField("_route", StringType()), StructField("_rule", StringType())]
     for table in (*ROUTE_TABLES[family].values(), QUARANTINE):
         fields.append(StructField(table.name, table.to_spark()))
@@ -48,8 +48,6 @@ def wide_schema(family: str) -> StructType:
 
 
 def _arrow_wide(family: str) -> pa.Schema:
-    import pyarrow as pa
-
     fields = [pa.field("_route", pa.string()), pa.field("_rule", pa.string())]
     for table in (*ROUTE_TABLES[family].values(), QUARANTINE):
         fields.append(pa.field(table.name, pa.struct(list(table.to_arrow()))))
@@ -58,8 +56,6 @@ def _arrow_wide(family: str) -> pa.Schema:
 
 def _wide_batch(result: Any, family: str, schema: pa.Schema) -> pa.RecordBatch:
     """One engine result as rows of the wide schema."""
-    import pyarrow as pa
-
     parts: list[tuple[str, list[str | None], str, pa.Table]] = []
     for route, table in ROUTE_TABLES[family].items():
         tbl = result.silver[table.name]
@@ -106,8 +102,6 @@ def engine_frame(bronze: DataFrame, family: str, suites: Mapping[str, Suite] | N
     arrow_schema = _arrow_wide(family)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        import pyarrow as pa
-
         for batch in batches:
             if batch.num_rows == 0:
                 continue
@@ -120,8 +114,6 @@ def engine_frame(bronze: DataFrame, family: str, suites: Mapping[str, Suite] | N
 
 def route_frame(wide: DataFrame, family: str, route: str) -> DataFrame:
     """The rows of `route` (a silver route, or ``quarantine``: rejected and invalid) in their table's columns."""
-    from pyspark.sql import functions as F
-
     if route == "quarantine":
         return wide.where(F.col("_route").isin("rejected", "invalid")).select(f"{QUARANTINE.name}.*")
     return wide.where(F.col("_route") == F.lit(route)).select(f"{_struct_name(family, route)}.*")

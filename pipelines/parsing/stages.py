@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import polars as pl
 
 from pipelines.parsing import patterns as P
 from schemas.tables import QUARANTINE_RECORD_CHARS
-
-if TYPE_CHECKING:
-    import polars as pl
 
 __all__ = ["API_BY_KEY", "API_ID", "CUT_REASON", "LINE_END_BYTES", "MAX_EPOCH_MS", "QUARANTINE_RECORD_CHARS",
            "REQUEST_PREFIX", "cut_by_reader"]
@@ -31,8 +28,6 @@ def cut_by_reader(line: pl.Expr, line_bytes: pl.Expr) -> pl.Expr:
     takes fewer bytes than it replaces), each physical line's end dropped (LINE_END_BYTES per line). A record with
     more bytes than that accounts for was cut (a cut of the last LINE_END_BYTES or fewer goes unnoticed: a cap cuts
     a record far longer than that)."""
-    import polars as pl
-
     lines = line.str.count_matches("\n", literal=True) + 1
     return (line_bytes.cast(pl.Int64) > line.str.len_bytes() + LINE_END_BYTES * lines).fill_null(False)
 

@@ -8,20 +8,18 @@ as false; the reason is the first failing expectation in suite order.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
 
 from pipelines.quality.rules import REASON, Expectation, QualityError, Suite, numeric_nan_possible
-
-if TYPE_CHECKING:
-    import pyarrow as pa
 
 __all__ = ["REASON", "split_valid_arrow"]
 
 
 def _violation(e: Expectation) -> Any:
     """A polars boolean expression, true where the row FAILS `e` (never null)."""
-    import polars as pl
-
     c = pl.col(e.column)
     k = e.kwargs
     if e.type == "expect_column_values_to_not_be_null":
@@ -47,9 +45,6 @@ def _violation(e: Expectation) -> Any:
 
 def split_valid_arrow(tbl: pa.Table, suite: Suite) -> tuple[pa.Table, pa.Table]:
     """(valid rows, failing rows with a `_dq_reason` column) of an Arrow table by the suite's hard expectations."""
-    import polars as pl
-    import pyarrow as pa
-
     hard = [e for e in suite.hard if e.column in tbl.column_names]
     if not hard or tbl.num_rows == 0:
         return tbl, tbl.slice(0, 0).append_column(REASON, pa.nulls(0, pa.string()))
