@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pyspark.sql import functions as F
+
 from schemas.events import ControlRequest, Event
 
 if TYPE_CHECKING:
@@ -60,15 +62,11 @@ PAIRING_INPUT_DDL = (
 
 
 def _is(events: tuple[Event, ...]) -> Column:
-    from pyspark.sql import functions as F
-
     return F.coalesce(F.col("event"), F.lit("")).isin(*[e.value for e in events])
 
 
 def classify() -> Column:
     """The pairing kind of a state_change_events row, or NULL for rows pairing does not use."""
-    from pyspark.sql import functions as F
-
     return (
         F.when(_is(SEND_EVENTS) | _is(PARTITION_SEND_EVENTS), F.lit("send"))
         .when(_is(FINISHED_EVENTS), F.lit("finished"))
@@ -85,8 +83,6 @@ def classify() -> Column:
 
 def _broker_list(col: str) -> Column:
     """`target_brokers` ('0,1') -> array<int>."""
-    from pyspark.sql import functions as F
-
     parts = F.filter(F.split(F.coalesce(F.col(col), F.lit("")), ","), lambda s: F.trim(s) != F.lit(""))
     return F.transform(parts, lambda s: F.trim(s).try_cast("int"))
 
@@ -98,8 +94,6 @@ def pairing_input(state_changes: DataFrame) -> DataFrame:
     UpdateMetadata sent to a broker set); broker lines by the broker whose log holds them; a broker change by each
     deleted broker. A per-partition Sending line carries its partition as `detail`.
     """
-    from pyspark.sql import functions as F
-
     kind = classify()
     single = F.col("target_broker_id")
     targets = (
@@ -139,8 +133,6 @@ def served_input(requests: DataFrame) -> DataFrame:
     """request_events -> pairing events (PAIRING_INPUT_DDL) of kind `served`: each control request the broker's
     request log shows answered (kafka-request.log `Completed request`, text or JSON), keyed by the broker whose log
     holds it and the controller that sent it, `elapsed_ms` its totalTime. The second witness of a request's end."""
-    from pyspark.sql import functions as F
-
     out = requests.select(
         "cluster",
         F.col("controller_id").cast("int").alias("controller_id"),
@@ -175,8 +167,6 @@ def heartbeats(df: DataFrame, lag_s: float = 0.0) -> DataFrame:
     alive (the in-flight reports' bound). Controller -1, the row's own broker (-1 for a row of none). `lag_s`
     moves them back in time: a source whose rows arrive ahead of the log lines vouches only for that long ago as
     event time goes; `elapsed_ms` carries the lag, so the row's own time still says when its broker was alive."""
-    from pyspark.sql import functions as F
-
     ts = F.col("ts") if not lag_s else (F.col("ts") - F.expr(f"INTERVAL {int(lag_s * 1000)} MILLISECONDS"))
     return df.where(F.col("ts").isNotNull()).select(
         "cluster",

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
+from pyspark.sql import functions as F
 
 from pipelines.detection.config import CONTROL_PLANE_QUEUE_CAPACITY
 from pipelines.detection.request_metrics import REQUEST_METRIC_SIGNALS, request_metric_wanted, series_key
@@ -215,8 +216,6 @@ def _polars(tbl: pa.Table) -> pl.DataFrame:
 
 def metric_rollups(samples: DataFrame, watermark_delay_s: float = 60.0) -> DataFrame:
     """metric_samples -> metric_rollups_1m rows: 1-minute min/max/avg/last/samples per series."""
-    from pyspark.sql import functions as F
-
     src = samples.where(F.col("ts").isNotNull() & F.col("value").isNotNull())
     if samples.isStreaming:
         src = src.withWatermark("ts", f"{int(watermark_delay_s * 1000)} milliseconds")

@@ -20,13 +20,15 @@ import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+import pandas as pd
+from pyspark.sql import functions as F
+
 from pipelines.detection.in_flight import BrokerView
 from pipelines.detection.pairing import Event, PairingParams, PairingState, latency_row, request_key, step
 from schemas.alerts import AlertType
 from schemas.events import ControlRequest
 
 if TYPE_CHECKING:
-    import pandas as pd
     from pyspark.sql import DataFrame
     from pyspark.sql.streaming.state import GroupState
 
@@ -58,8 +60,6 @@ _OUT_COLS = [c.split(" ")[0] for c in LATENCY_OUTPUT_DDL.split(", ")]
 
 
 def _int(v: Any) -> int | None:
-    import pandas as pd
-
     return None if v is None or pd.isna(v) else int(v)
 
 
@@ -115,8 +115,6 @@ def _rows(cluster: str, controller_id: int, broker_id: int, changed: list[dict[s
 
 def _frame(rows: list[dict[str, Any]]) -> Any:
     """LATENCY_OUTPUT_DDL dicts -> one pandas frame with Arrow-friendly dtypes."""
-    import pandas as pd
-
     out = pd.DataFrame(rows, columns=_OUT_COLS)
     for c in ("broker_id", "controller_id", "controller_epoch", "partitions"):
         out[c] = out[c].astype("Int32")
@@ -234,8 +232,6 @@ def pair_requests(events: DataFrame, cfg: DetectionConfig) -> DataFrame:
 
     Streaming input gets `withWatermark("ts", cfg.watermark_delay_s)`; the operator emits in append mode.
     """
-    from pyspark.sql import functions as F
-
     params = pairing_params(cfg)
     src = events
     if events.isStreaming:
