@@ -266,13 +266,12 @@ class IngestBatch:
         batch_id, family = report.batch_id, self.family
         where = report.path = self.where_for(batch_id)
         process = functools.partial(run_engine, family=family, suites=suites or None)
-        # a replay whose bronze rows the crashed attempt committed reads them, not the source again
-        bronze_files = [local_file(u) for u in self.raw_sink.batch_files(batch_id)] \
-            if self.raw_sink.last_committed_at_least(batch_id) else None
-
-        pieces = self._file_pieces(batch_id) if bronze_files is None else None
-
         def job(pending: Mapping[str, str]) -> FilesOutcome:
+            # a replay whose bronze rows the crashed attempt committed (no pending directory: nothing to stage) reads
+            # them, not the source again
+            bronze_files = None if self.raw_table.name in pending else [
+                local_file(u) for u in self.raw_sink.batch_files(batch_id)]
+            pieces = self._file_pieces(batch_id) if bronze_files is None else None
             if where == "executors":
                 if pieces is not None:
                     return stage_pieces_on_executors(raw.sparkSession, pieces, family, process, batch_id, pending)

@@ -220,6 +220,7 @@ class DeltaSink:
         self.app_id = app_id
         self.mode = mode
         self._ensured = False
+        self._opened: Any = None  # the DeltaTable open_pending loaded (delta-rs: reused by the commit)
 
     def last_committed(self) -> int | None:
         """The last batch id this app committed to the table, or None."""
@@ -383,7 +384,9 @@ class DeltaSink:
         if not self._ensured:
             ensure_table(self.path if self.mode == "delta-spark" else root, self.table)
             self._ensured = True
-        last = DeltaTable(self.path if self.mode == "delta-spark" else root).transaction_version(self.app_id)
+        table = DeltaTable(self.path if self.mode == "delta-spark" else root)
+        self._opened = table  # the commit of this batch brings it up to date instead of loading the log again
+        last = table.transaction_version(self.app_id)
         cleanup_pending(root, self.app_id, last)
         if last is not None and batch_id <= last:
             log.info("%s: batch %d already committed (txn %d), skipped", self.table.name, batch_id, last)
@@ -459,7 +462,10 @@ class DeltaSink:
 
         last_exc: Exception | None = None
         for attempt in range(COMMIT_RETRIES):
-            dt = DeltaTable(local)
+            opened, self._opened = self._opened, None
+            if opened is not None:
+                opened.update_incremental()
+            dt = opened if opened is not None else DeltaTable(local)
             last = dt.transaction_version(self.app_id)
             if last is not None and batch_id <= last:
                 raise PipelineIOError(

@@ -29,7 +29,9 @@ BATCH_BYTES = 16_384
 
 
 # the three paths a batch can take (jobs.ingest_batch): each hands the rules the rows its own way
-SINKS = {"driver": {}, "executors": {"driver_batch_max_rows": 0}, "delta-spark": {"mode": "delta-spark"}}
+# process() on the driver, on the executors; delta-spark's committer (behind the same path: staged on the executors)
+SINKS = {"driver": {}, "executors": {"driver_batch_max_rows": 0},
+         "delta-spark": {"mode": "delta-spark", "driver_batch_max_rows": 0}}
 
 
 def _settings(tmp: Path, sink: dict | None = None):
