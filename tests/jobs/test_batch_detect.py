@@ -9,11 +9,11 @@ import functools
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from jobs.batch_detect import LogRules, MetricRules
-from jobs.ingest_batch import _arrow_rows
 from jobs.io.settings import Settings
 from pipelines.detection.config import DetectionConfig
 from schemas.tables import METRIC_SAMPLES, REQUEST_EVENTS, STATE_CHANGE_EVENTS, Table
@@ -42,9 +42,14 @@ def fetch(cluster: str, sec: float) -> dict:
             "listener": "PLAINTEXT", "request_queue_time_ms": 0.1, "total_time_ms": 1.0, "error_code": 0}
 
 
+def _rows(table: pa.Table, columns: list[str] | None, where: pc.Expression | None) -> pa.Table:
+    kept = table if where is None else table.filter(where)
+    return kept if columns is None else kept.select(columns)
+
+
 def loader(rows: pa.Table):
-    """The driver path's loader of a batch's rows of one silver table."""
-    return functools.partial(_arrow_rows, rows)
+    """A batch's loader of one silver table's rows (jobs.batch_detect.SilverLoad) over rows held in memory."""
+    return functools.partial(_rows, rows)
 
 
 def alerts(lake: Path) -> list[dict]:
