@@ -22,12 +22,17 @@ from typing import IO
 
 from broker.lifecycle import child_env
 
-__all__ = ["Child", "free_port", "planewatch_cmd", "wait_http_ok", "wait_lake_ready", "wait_queries_started"]
+__all__ = ["Child", "StartFailed", "free_port", "planewatch_cmd", "wait_http_ok", "wait_lake_ready",
+           "wait_queries_started"]
 
 # Graceful stop budget per child kind before SIGKILL of its process group.
 STOP_TIMEOUT_S = {"scenario": 45.0, "pipeline": 60.0, "api": 10.0}
 # Poll interval when waiting for an HTTP endpoint.
 HTTP_POLL_S = 0.25
+
+
+class StartFailed(RuntimeError):
+    """A child died or did not answer while the demo waited for it to come up."""
 
 
 def planewatch_cmd(*args: str) -> list[str]:
@@ -98,13 +103,13 @@ class Child:
 
 def wait_lake_ready(url: str, timeout_s: float, child: Child) -> bool:
     """Poll the API's GET /health until every table it serves exists (the pipeline's queries have created them,
-    which they do as they start); False when the time runs out first. RuntimeError when the pipeline dies."""
+    which they do as they start); False when the time runs out first. StartFailed when the pipeline dies."""
     import json
 
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if not child.alive():
-            raise RuntimeError(f"{child.kind} exited with code {child.proc.returncode} before the lake was ready")
+            raise StartFailed(f"{child.kind} exited with code {child.proc.returncode} before the lake was ready")
         try:
             with urllib.request.urlopen(f"{url}/health", timeout=5) as r:
                 tables = json.loads(r.read())["tables"]
@@ -118,11 +123,11 @@ def wait_lake_ready(url: str, timeout_s: float, child: Child) -> bool:
 
 def wait_queries_started(checkpoints: Path, queries: Sequence[str], timeout_s: float, child: Child) -> bool:
     """Poll until every one of `queries` has started (Spark writes its checkpoint's `metadata` file then); False when
-    the time runs out first. RuntimeError when the pipeline dies."""
+    the time runs out first. StartFailed when the pipeline dies."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if not child.alive():
-            raise RuntimeError(f"{child.kind} exited with code {child.proc.returncode} before its queries started")
+            raise StartFailed(f"{child.kind} exited with code {child.proc.returncode} before its queries started")
         if all((checkpoints / q / "metadata").is_file() for q in queries):
             return True
         time.sleep(HTTP_POLL_S)
@@ -130,11 +135,11 @@ def wait_queries_started(checkpoints: Path, queries: Sequence[str], timeout_s: f
 
 
 def wait_http_ok(url: str, timeout_s: float, child: Child | None = None) -> None:
-    """Poll ``url`` until it answers 200; RuntimeError when the child dies or the time runs out."""
+    """Poll ``url`` until it answers 200; StartFailed when the child dies or the time runs out."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if child is not None and not child.alive():
-            raise RuntimeError(f"{child.kind} exited with code {child.proc.returncode} before {url} answered")
+            raise StartFailed(f"{child.kind} exited with code {child.proc.returncode} before {url} answered")
         try:
             with urllib.request.urlopen(url, timeout=2) as r:
                 if r.status == 200:
@@ -142,4 +147,4 @@ def wait_http_ok(url: str, timeout_s: float, child: Child | None = None) -> None
         except (urllib.error.URLError, OSError):
             pass
         time.sleep(HTTP_POLL_S)
-    raise RuntimeError(f"{url} did not answer within {timeout_s:.0f} s")
+    raise StartFailed(f"{url} did not answer within {timeout_s:.0f} s")

@@ -42,6 +42,7 @@ from planewatch.demo.plan import (
 )
 from planewatch.demo.processes import (
     Child,
+    StartFailed,
     free_port,
     planewatch_cmd,
     wait_http_ok,
@@ -295,7 +296,7 @@ def run_demo(opts: DemoOptions, out: IO[str] = sys.stdout,
         progress.current = ""
         progress.say("interrupted: stopping")
         return 130
-    except RuntimeError as e:  # the API or the pipeline did not come up (processes.wait_*)
+    except StartFailed as e:  # the API or the pipeline did not come up (processes.wait_*)
         progress.current = ""
         progress.say(f"the demo could not start: {e}")
         for f in _failures(children, d / "logs"):
