@@ -16,14 +16,13 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from deltalake import DeltaTable
 
 from jobs.ingest_batch import IngestBatch
-from jobs.io.settings import parse_settings
 from pipelines.parsing.engine import record_json, run_engine
 from pipelines.quality import load_suite
 from pipelines.quality.arrow_rules import REASON, split_valid_arrow
 from schemas.tables import METRIC_SAMPLES, RAW_LOGS, STATE_CHANGE_EVENTS
+from tests.lake import lake_rows, pipeline_settings
 from tests.pipelines.parse_cases import ALL_LOG_CASES
 from tests.pipelines.parse_metric_cases import METRIC_CASES
 
@@ -67,13 +66,8 @@ def _source_rows(family: str) -> list[tuple[Any, ...]]:
     return rows
 
 
-def _settings(tmp: Path, name: str, driver_max: int) -> Any:
-    return parse_settings({"lake": str(tmp / name / "lake"), "checkpoints": str(tmp / name / "ck"),
-                           "sink": {"driver_batch_max_rows": driver_max}, "quality": {"sample_limit": 50}}, "test")
-
-
 def _table(lake: Path, name: str) -> list[dict[str, Any]]:
-    rows = pa.table(DeltaTable(str(lake / name)).to_pyarrow_table()).to_pylist()
+    rows = lake_rows(lake, name)
     return sorted(rows, key=lambda r: (r.get("source") or "", r.get("source_offset") or -1, r.get("reason") or ""))
 
 
@@ -94,7 +88,8 @@ def test_driver_path_writes_what_the_executor_path_writes(spark: Any, tmp_path: 
     for name, driver_max, where, path in (("executors", 0, "auto", "executors"),
                                           ("driver", 100_000, "driver", "driver"),
                                           ("over-limit", 10, "auto", "executors")):
-        settings = _settings(tmp_path, name, driver_max)
+        settings = pipeline_settings(tmp_path / name, once=False, sink={"driver_batch_max_rows": driver_max},
+                                     quality={"sample_limit": 50})
         handler = IngestBatch(settings, family, f"ingest_{family}_files", "run1", where=where)
         handler.ensure_tables()
         handler(df, 0)
@@ -191,7 +186,8 @@ def test_a_replay_after_a_crash_between_commits_reads_the_committed_bronze(spark
     from jobs.io.delta_sink import DeltaSink
 
     rows = _source_rows("logs")
-    settings = _settings(tmp_path, where, 100_000)
+    settings = pipeline_settings(tmp_path / where, once=False, sink={"driver_batch_max_rows": 100_000},
+                                 quality={"sample_limit": 50})
     crashed = IngestBatch(settings, "logs", "ingest_logs_files", "run1", where=where)
     crashed.ensure_tables()
     commit = DeltaSink.commit_pending
