@@ -13,6 +13,7 @@ from deltalake import DeltaTable
 from jobs.io.delta_read import read_delta
 from jobs.io.delta_sink import PENDING_DIR, DeltaMerger, DeltaSink, app_slug, cleanup_pending
 from schemas.tables import ALERTS, RAW_LOGS
+from tests.lake import lake_rows, lake_table
 
 pytestmark = pytest.mark.spark
 
@@ -52,7 +53,7 @@ def test_append_is_idempotent_and_reads_back(spark, tmp_path: Path) -> None:
     table = DeltaTable(path)
     assert table.transaction_version("q1:raw_logs") == 1
     assert table.version() == r1.version
-    got = pa.table(table.to_pyarrow_table())
+    got = lake_table(tmp_path, "raw_logs")
     assert got.num_rows == 80
     assert sorted(got.column("source_offset").to_pylist()) == list(range(80))
     assert set(got.column("cluster").to_pylist()) == {"c1", "c:2 x"}
@@ -89,7 +90,7 @@ def test_orphans_of_an_uncommitted_batch_are_removed(spark, tmp_path: Path) -> N
     assert all(os.path.exists(u.removeprefix("file://")) for u in before)
     # The retried batch 1 then commits normally.
     assert sink.write(_df(spark, _raw_rows(5, start=10)), 1).rows == 5
-    assert DeltaTable(path).to_pyarrow_table().num_rows == 15
+    assert lake_table(tmp_path, "raw_logs").num_rows == 15
 
 
 def test_empty_batch_commits_nothing(spark, tmp_path: Path) -> None:
@@ -130,7 +131,7 @@ def test_merge_updates_in_place_exactly_once(tmp_path: Path) -> None:
     batch1 = pa.Table.from_pylist([_alert("a", "open", 5.0), _alert("a", "resolved", 7.0)], schema)
     assert merger.write_arrow(batch1, 1).rows == 1  # the last row per key wins
     assert merger.write_arrow(batch1, 1).skipped
-    rows = {r["alert_id"]: r for r in DeltaTable(path).to_pyarrow_table().to_pylist()}
+    rows = {r["alert_id"]: r for r in lake_rows(tmp_path, "alerts")}
     assert set(rows) == {"a", "b"}
     assert (rows["a"]["status"], rows["a"]["value"], rows["b"]["value"]) == ("resolved", 7.0, 2.0)
     assert DeltaTable(path).transaction_version("detect:alerts") == 1

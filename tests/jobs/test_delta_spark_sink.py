@@ -13,6 +13,7 @@ from jobs.io.delta_read import read_delta
 from jobs.io.delta_sink import DeltaSink
 from jobs.io.jars import session_has_delta
 from schemas.tables import DQ_RESULTS, RAW_LOGS
+from tests.lake import lake_rows, lake_table
 
 pytestmark = pytest.mark.spark
 
@@ -34,9 +35,8 @@ def _df(spark, start: int, n: int):
     return spark.createDataFrame(rows, RAW_LOGS.ddl())
 
 
-def _rows(path: str) -> list[tuple]:
-    table = pa.table(DeltaTable(path).to_pyarrow_table())
-    return sorted(tuple(str(v) for v in r.values()) for r in table.to_pylist())
+def _rows(lake: Path, name: str) -> list[tuple]:
+    return sorted(tuple(str(v) for v in r.values()) for r in lake_rows(lake, name))
 
 
 def test_appends_exactly_once_and_equals_the_delta_rs_sink(spark, tmp_path: Path) -> None:
@@ -56,7 +56,7 @@ def test_appends_exactly_once_and_equals_the_delta_rs_sink(spark, tmp_path: Path
     table = DeltaTable(spark_path)
     assert table.transaction_version("q:raw_logs") == 1
     assert table.version() == got.version
-    assert _rows(spark_path) == _rows(rs_path)
+    assert _rows(tmp_path, "spark") == _rows(tmp_path, "rs")
     # Natively read back (format delta), equal to what delta-rs reads; partition pruning by `=` filters.
     native = read_delta(spark, spark_path, native=True)
     assert sorted(map(tuple, native.collect())) == sorted(map(tuple, read_delta(spark, rs_path).collect()))
@@ -77,7 +77,7 @@ def test_delta_spark_ignores_a_replay_by_itself(spark, tmp_path: Path) -> None:
         _df(spark, 0, 10).write.format("delta").mode("append").option("txnAppId", "q:raw").option("txnVersion", 4)
         .partitionBy(*RAW_LOGS.partition_by).save(path)
     )  # fmt: skip
-    assert DeltaTable(path).to_pyarrow_table().num_rows == 10
+    assert lake_table(tmp_path, "t").num_rows == 10
 
 
 def test_write_arrow_goes_through_delta_spark(spark, tmp_path: Path) -> None:
@@ -91,7 +91,7 @@ def test_write_arrow_goes_through_delta_spark(spark, tmp_path: Path) -> None:
     assert sink.write_arrow(data, 0).skipped
     history = DeltaTable(path).history(1)[0]
     assert "Delta-Lake" in str(history.get("engineInfo"))  # written by delta-spark, not delta-rs
-    assert DeltaTable(path).to_pyarrow_table().num_rows == 1
+    assert lake_table(tmp_path, "dq").num_rows == 1
 
 
 def test_a_table_with_deletion_vectors_is_read_natively(spark, tmp_path: Path) -> None:
