@@ -7,15 +7,13 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
-from deltalake import DeltaTable
 
-from jobs.io.settings import parse_settings
 from jobs.runner import run_pipeline
+from tests.lake import lake_rows, lake_table, pipeline_settings
+from tests.polling import wait_until
 
 pytestmark = [pytest.mark.spark, pytest.mark.streaming, pytest.mark.integration, pytest.mark.slow]
 
@@ -42,16 +40,18 @@ def broker(tmp_path: Path):
         [sys.executable, "-m", "planewatch.cli", "broker", "--config", str(props)],
         cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
+
+    def listening() -> bool:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.5).close()
+            return True
+        except OSError:
+            if proc.poll() is not None:
+                raise RuntimeError("reference broker did not start") from None
+            return False
+
     try:
-        deadline = time.monotonic() + BROKER_START_S
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.5).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError("reference broker did not start") from None
-                time.sleep(0.2)
+        wait_until(listening, BROKER_START_S, "the reference broker to listen", interval=0.2)
         yield f"127.0.0.1:{port}"
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
@@ -80,16 +80,15 @@ def test_kafka_topic_to_tables_bounded_batches_and_restart(spark, tmp_path: Path
     lines = [line for line in FIXTURE_LOG.read_text().splitlines() if line.strip()]
     _produce(broker, "kafka-logs", lines)
     lake = tmp_path / "lake"
-    settings = parse_settings(
-        {"lake": str(lake), "checkpoints": str(tmp_path / "ck"), "trigger": {"once": True}, "cluster": "kc",
-         "sources": {"files": {"enabled": False},
-                     "kafka": {"enabled": True, "bootstrap_servers": broker, "logs_topics": ["kafka-logs"],
-                               "max_records_per_batch": 2}},
-         "quality": {"enabled": False}},
-        "test",
+    settings = pipeline_settings(
+        tmp_path, cluster="kc",
+        sources={"files": {"enabled": False},
+                 "kafka": {"enabled": True, "bootstrap_servers": broker, "logs_topics": ["kafka-logs"],
+                           "max_records_per_batch": 2}},
+        quality={"enabled": False},
     )  # fmt: skip
     assert run_pipeline(spark, settings, families=("logs",), detection=False) == 0
-    raw = pa.table(DeltaTable(str(lake / "raw_logs")).to_pyarrow_table()).to_pylist()
+    raw = lake_rows(lake, "raw_logs")
     assert sorted(r["line"] for r in raw) == sorted(lines)
     assert {r["source"] for r in raw} <= {"kafka:kafka-logs/0", "kafka:kafka-logs/1"}
     assert {r["cluster"] for r in raw} == {"kc"}
@@ -99,11 +98,11 @@ def test_kafka_topic_to_tables_bounded_batches_and_restart(spark, tmp_path: Path
     for r in raw:
         per_partition.setdefault(r["source"], []).append(r["source_offset"])
     assert all(sorted(v) == list(range(len(v))) for v in per_partition.values())
-    sc = pa.table(DeltaTable(str(lake / "state_change_events")).to_pyarrow_table())
+    sc = lake_table(lake, "state_change_events")
     assert 17 in sc.column("correlation_id").to_pylist()
 
     # Restart: only records produced since are read (offsets come from the checkpoint).
     _produce(broker, "kafka-logs", ["this line is not a Kafka log line at all (2)"])
     assert run_pipeline(spark, settings, families=("logs",), detection=False) == 0
-    raw2 = pa.table(DeltaTable(str(lake / "raw_logs")).to_pyarrow_table())
+    raw2 = lake_table(lake, "raw_logs")
     assert raw2.num_rows == len(lines) + 1
