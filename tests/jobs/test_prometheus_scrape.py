@@ -18,6 +18,7 @@ from jobs.io.scrape import ERROR_SAMPLE_BYTES, Target, resolve_targets, scrape
 from jobs.io.settings import SettingsError, load_settings, parse_settings
 from tests.jobs.scrape_helpers import GARBAGE, answering, free_port, not_http, reference_endpoint, silent
 from tests.pipelines.parse_helpers import parse_metric
+from tests.polling import wait_until
 
 RAW_COLUMNS = ("cluster", "broker_id", "kind", "line", "line_bytes", "source_offset", "truncated")
 
@@ -331,9 +332,7 @@ def test_scrape_ahead_samples_on_the_intervals_clock_while_no_batch_is_planned(t
         try:
             start = reader.initialOffset()
             first = reader.latestOffset(start, None)  # starts the scraper
-            deadline = time.monotonic() + 20.0
-            while time.monotonic() < deadline and len(reader.store.pending()) < 4:
-                time.sleep(0.05)
+            wait_until(lambda: len(reader.store.pending()) >= 4, 20.0, "4 scrapes in the spool", interval=0.05)
             end = reader.latestOffset(first, None)
         finally:
             reader.stop()
