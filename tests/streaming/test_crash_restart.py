@@ -6,16 +6,14 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
-from deltalake import DeltaTable
 
-from jobs.io.settings import parse_settings
 from jobs.runner import run_pipeline
+from tests.lake import lake_rows, pipeline_settings
+from tests.polling import wait_until
 
 pytestmark = [pytest.mark.spark, pytest.mark.streaming, pytest.mark.slow, pytest.mark.integration]
 
@@ -54,7 +52,7 @@ def _config(tmp: Path, inp: Path) -> Path:
 def _snapshot(lake: Path) -> dict[str, list[tuple]]:
     out = {}
     for t in TABLES:
-        rows = pa.table(DeltaTable(str(lake / t)).to_pyarrow_table()).to_pylist()
+        rows = lake_rows(lake, t)
         keep = [{k: v for k, v in r.items() if k not in ("ingest_ts", "date")} for r in rows]
         out[t] = sorted(tuple(sorted((k, str(v)) for k, v in r.items())) for r in keep)
     return out
@@ -79,16 +77,17 @@ def _run_and_kill(cfg: Path, lake: Path, ck: Path, kill_when_table: str | Callab
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)  # fmt: skip
-    deadline = time.monotonic() + RUN_TIMEOUT_S
+
+    def ended_or_due() -> str | None:
+        if proc.poll() is not None:
+            return "ended"
+        return "kill" if kill_now is not None and kill_now() else None
+
     try:
-        while proc.poll() is None and time.monotonic() < deadline:
-            if kill_now is not None and kill_now():
-                os.killpg(proc.pid, signal.SIGKILL)  # the Python driver and its Spark JVM, mid-batch
-                proc.wait(30)
-                return None
-            time.sleep(0.02)
-        if proc.poll() is None:
-            raise AssertionError("pipeline run did not finish in time")
+        if wait_until(ended_or_due, RUN_TIMEOUT_S, "the pipeline run to finish", interval=0.02) == "kill":
+            os.killpg(proc.pid, signal.SIGKILL)  # the Python driver and its Spark JVM, mid-batch
+            proc.wait(30)
+            return None
         return proc.returncode
     finally:
         if proc.poll() is None:
@@ -101,13 +100,9 @@ def test_kill_9_mid_batch_then_restart_equals_clean_run(spark, tmp_path: Path) -
     _write_input(inp)
     cfg = _config(tmp_path, inp)
     # The clean run, in this process.
-    clean_lake = tmp_path / "clean"
-    settings = parse_settings(
-        {"lake": str(clean_lake), "checkpoints": str(tmp_path / "ck-clean"), "trigger": {"once": True},
-         "sources": {"files": {"path": str(inp), "max_bytes_per_batch": BATCH_BYTES}},
-         "quality": {"enabled": False}, "sink": {"driver_batch_max_rows": 0}},
-        "test",
-    )  # fmt: skip
+    clean_lake = tmp_path / "clean" / "lake"
+    settings = pipeline_settings(tmp_path / "clean", files=inp, max_bytes_per_batch=BATCH_BYTES,
+                                 quality={"enabled": False}, sink={"driver_batch_max_rows": 0})
     assert run_pipeline(spark, settings, families=("logs",), detection=False) == 0
     clean = _snapshot(clean_lake)
     assert len(clean["raw_logs"]) == 132
