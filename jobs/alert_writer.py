@@ -1,10 +1,10 @@
 """Candidates of one micro-batch -> alert lifecycle -> MERGE into the shared `alerts` table, exactly once per batch.
 
 Three writers share `alerts`: the ingest job's log batches and metric batches (jobs.batch_detect) and the detect
-job's pairing query. Each owns a set of alert types (:data:`schemas.alerts.OWNERS`, by :class:`DetectQuery`) and
-updates or resolves only those, by the event time of the input it reads. In one process a lock serialises their
-read-open-alerts / merge steps; writers in separate processes (spark-submit jobs) meet as concurrent Delta commits,
-and the one that loses re-reads the open alerts and merges again.
+job's pairing query. Each alert type has one writer (:data:`schemas.alerts.OWNERS`, by :class:`DetectQuery`),
+which alone opens, updates and resolves alerts of that type, by the event time of the input it reads. In one
+process a lock serialises their read-open-alerts / merge steps; writers in separate processes (spark-submit jobs)
+meet as concurrent Delta commits, and the one that loses re-reads the open alerts and merges again.
 """
 
 from __future__ import annotations
@@ -14,18 +14,18 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pipelines.detection.lifecycle import Candidate, apply_lifecycle
-from schemas.alerts import METRIC_FORMS, OWNERS, AlertStatus, DetectQuery
+from schemas.alerts import AlertStatus, DetectQuery, owned_types
 from schemas.tables import ALERTS
 
 if TYPE_CHECKING:
     from jobs.io.settings import Settings
     from pipelines.detection.config import DetectionConfig
 
-__all__ = ["AlertWriter", "owned"]
+__all__ = ["AlertWriter"]
 
 log = logging.getLogger(__name__)
 
@@ -33,23 +33,9 @@ log = logging.getLogger(__name__)
 # read-open-alerts / merge steps on the shared `alerts` table.
 _ALERTS_LOCK = threading.Lock()
 # A merge that lost a commit race with another process's writer is retried this many times (each retry re-reads the
-# open alerts; two writers own disjoint alert types, so a retry always applies), after a pause of up to this long.
+# open alerts; writers own disjoint alert types, so a retry always applies), after a pause of up to this long.
 MAX_COMMIT_RETRIES = 5
 RETRY_JITTER_S = 0.2
-
-
-def owned(role: DetectQuery) -> Callable[[dict[str, Any]], bool]:
-    """Which open alerts a writer of `role` may update or resolve (a type of METRIC_FORMS has its metric form too:
-    the alerts carrying that form's listener are the metric writer's)."""
-    types = {t for t, o in OWNERS.items() if o.query == role}
-
-    def metric_form(a: dict[str, Any]) -> bool:
-        form = METRIC_FORMS.get(a["type"])
-        return form is not None and a["listener"] == form
-
-    if role == DetectQuery.METRIC:
-        return lambda a: a["type"] in types or metric_form(a)
-    return lambda a: a["type"] in types and not metric_form(a)
 
 
 class AlertWriter:
@@ -61,7 +47,7 @@ class AlertWriter:
 
         self.path = settings.table_path(ALERTS.name)
         self.cfg = cfg
-        self.owns = owned(role)
+        self.types = owned_types(role)
         self.merger = DeltaMerger(self.path, ALERTS, app, ["alert_id"])
         self.table = LatestTable(self.path, ALERTS.to_arrow())
 
@@ -71,8 +57,9 @@ class AlertWriter:
 
         if not self.table.exists():
             return []
-        rows = self.table.read(where=pc.field("status") == AlertStatus.open.value).to_pylist()
-        return [a for a in rows if self.owns(a) and (clusters is None or a["cluster"] in clusters)]
+        where = (pc.field("status") == AlertStatus.open.value) & pc.field("type").isin(sorted(self.types))
+        rows = self.table.read(where=where).to_pylist()
+        return [a for a in rows if clusters is None or a["cluster"] in clusters]
 
     def write(self, candidates: list[dict[str, Any]], watermark: dt.datetime | Mapping[str, dt.datetime] | None,
               batch_id: int, clusters: set[str] | None = None) -> int:

@@ -1,8 +1,11 @@
 """The alert vocabulary: alert types and which detector owns each, severities and statuses of the `alerts` table.
 
-An alert type is written by the detectors named in :data:`OWNERS` (functions of :mod:`pipelines.detection`) and
-resolved by one alert writer (:class:`DetectQuery`, by the event time of the input it reads). Thresholds
-per type live in :mod:`pipelines.detection.config`; the REST API and the dashboard show the same strings.
+Every alert type has exactly one writer: :data:`OWNERS` names the query (:class:`DetectQuery`) that opens, updates
+and resolves its alerts, by the event time of the input it reads, and the detector functions of
+:mod:`pipelines.detection` that raise it. A signal seen by two inputs is two alert types (the request log's
+CONTROL_REQUEST_QUEUED_BEHIND_DATA and the metrics' CONTROL_REQUEST_QUEUE_DELAY), so no writer touches another's
+alerts and no column value encodes who owns a row. Thresholds per type live in :mod:`pipelines.detection.config`;
+the REST API and the dashboard show the same strings.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-__all__ = ["METRIC_FORMS", "OWNERS", "AlertOwner", "AlertStatus", "AlertType", "DetectQuery", "Severity"]
+__all__ = ["OWNERS", "AlertOwner", "AlertStatus", "AlertType", "DetectQuery", "Severity", "owned_types"]
 
 
 class AlertType(StrEnum):
@@ -20,9 +23,13 @@ class AlertType(StrEnum):
     DELAYED_LEADER_AND_ISR = "DELAYED_LEADER_AND_ISR"
     #: a LeaderAndIsr was sent (or started) and not finished within the timeout
     LEADER_AND_ISR_NOT_COMPLETED = "LEADER_AND_ISR_NOT_COMPLETED"
-    #: a control request waited in a shared data-plane queue (request-log queue time; or RequestQueueSize saturated
-    #: on a broker without a control plane)
+    #: a control request waited in a shared data-plane queue (the request log's requestQueueTimeMs of that request)
     CONTROL_REQUEST_QUEUED_BEHIND_DATA = "CONTROL_REQUEST_QUEUED_BEHIND_DATA"
+    #: on a broker without a control plane, the metrics show control requests waiting in the shared request queue
+    #: (RequestMetrics RequestQueueTimeMs of LeaderAndIsr/UpdateMetadata/StopReplica, or RequestQueueSize saturated)
+    CONTROL_REQUEST_QUEUE_DELAY = "CONTROL_REQUEST_QUEUE_DELAY"
+    #: Kafka's RequestMetrics TotalTimeMs of LeaderAndIsr (broker-side: receive to response) high
+    LEADER_AND_ISR_TOTAL_TIME_HIGH = "LEADER_AND_ISR_TOTAL_TIME_HIGH"
     #: ControlPlaneRequestQueueSize stayed high against its capacity of 20
     CONTROL_PLANE_QUEUE_BACKLOG = "CONTROL_PLANE_QUEUE_BACKLOG"
     #: RequestQueueSize stayed near `queued.max.requests`
@@ -84,23 +91,20 @@ class AlertOwner:
 
 _LAT, _MET, _RM = "latency_detectors.", "metric_detectors.", "request_metrics."
 OWNERS: dict[AlertType, AlertOwner] = {
-    # Two forms: the log one (pairing) resolves with the latency query; the RequestMetrics one (listener
-    # METRIC_FORMS[type]) with the metric query.
-    AlertType.DELAYED_LEADER_AND_ISR: AlertOwner(
-        DetectQuery.LATENCY,
-        (_LAT + "detect_delayed_leader_and_isr", _RM + "detect_request_metrics_delayed_leader_and_isr")),
+    AlertType.DELAYED_LEADER_AND_ISR: AlertOwner(DetectQuery.LATENCY, (_LAT + "detect_delayed_leader_and_isr",)),
     AlertType.LEADER_AND_ISR_NOT_COMPLETED: AlertOwner(
         DetectQuery.LATENCY, (_LAT + "detect_leader_and_isr_not_completed",)),
     AlertType.DELAYED_UPDATE_METADATA: AlertOwner(DetectQuery.LATENCY, (_LAT + "detect_delayed_update_metadata",)),
     AlertType.DELAYED_STOP_REPLICA: AlertOwner(DetectQuery.LATENCY, (_LAT + "detect_delayed_stop_replica",)),
     AlertType.LOCK_CONTENTION: AlertOwner(DetectQuery.LATENCY, (_LAT + "detect_lock_contention",)),
     AlertType.STALE_BROKER_EPOCH: AlertOwner(DetectQuery.LOG, (_LAT + "detect_stale_broker_epoch",)),
-    # Two forms: the request-log one (the request's listener) resolves with the log query; the metric ones
-    # (listener METRIC_FORMS[type]) with the metric query.
     AlertType.CONTROL_REQUEST_QUEUED_BEHIND_DATA: AlertOwner(
-        DetectQuery.LOG,
-        (_LAT + "detect_control_request_queued_behind_data", _MET + "detect_queue_saturated_without_control_plane",
-         _RM + "detect_request_metrics_queued_behind_data")),
+        DetectQuery.LOG, (_LAT + "detect_control_request_queued_behind_data",)),
+    AlertType.CONTROL_REQUEST_QUEUE_DELAY: AlertOwner(
+        DetectQuery.METRIC,
+        (_MET + "detect_queue_saturated_without_control_plane", _RM + "detect_control_request_queue_time")),
+    AlertType.LEADER_AND_ISR_TOTAL_TIME_HIGH: AlertOwner(
+        DetectQuery.METRIC, (_RM + "detect_leader_and_isr_total_time_high",)),
     AlertType.CONTROL_PLANE_QUEUE_BACKLOG: AlertOwner(
         DetectQuery.METRIC, (_MET + "detect_control_plane_queue_backlog",)),
     AlertType.REQUEST_QUEUE_SATURATED: AlertOwner(DetectQuery.METRIC, (_MET + "detect_request_queue_saturated",)),
@@ -114,9 +118,7 @@ OWNERS: dict[AlertType, AlertOwner] = {
         DetectQuery.METRIC, (_MET + "detect_controller_event_queue_delay",)),
 }
 
-# Alert types that one query owns and the metric query also raises from metrics: the listener that marks the metric
-# form (its alerts are the metric query's to update and resolve; the owner query's have another listener).
-METRIC_FORMS: dict[AlertType, str] = {
-    AlertType.CONTROL_REQUEST_QUEUED_BEHIND_DATA: "data-plane",
-    AlertType.DELAYED_LEADER_AND_ISR: "request-metrics",
-}
+
+def owned_types(query: DetectQuery) -> frozenset[str]:
+    """The alert types `query` writes: it opens, updates and resolves these and no other."""
+    return frozenset(t.value for t, owner in OWNERS.items() if owner.query == query)

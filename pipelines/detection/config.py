@@ -64,6 +64,8 @@ DEFAULT_THRESHOLDS: dict[str, Threshold] = {
     AlertType.DELAYED_LEADER_AND_ISR: Threshold(5_000, 30_000),
     AlertType.LEADER_AND_ISR_NOT_COMPLETED: Threshold(1, 1),
     AlertType.CONTROL_REQUEST_QUEUED_BEHIND_DATA: Threshold(100, 1_000),
+    AlertType.CONTROL_REQUEST_QUEUE_DELAY: Threshold(100, 1_000),
+    AlertType.LEADER_AND_ISR_TOTAL_TIME_HIGH: Threshold(5_000, 30_000),
     AlertType.CONTROL_PLANE_QUEUE_BACKLOG: Threshold(0.5, 0.9),
     AlertType.REQUEST_QUEUE_SATURATED: Threshold(0.8, 0.95),
     AlertType.ACCEPTOR_BLOCKED: Threshold(0.05, 0.25),

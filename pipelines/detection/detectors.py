@@ -7,8 +7,8 @@ state_change_events + request_events: STALE_BROKER_EPOCH, CONTROL_REQUEST_QUEUED
                                                                     -> log_candidates
 metric windows: CONTROL_PLANE_QUEUE_BACKLOG, REQUEST_QUEUE_SATURATED, ACCEPTOR_BLOCKED,
     NETWORK_PROCESSOR_SATURATED, REQUEST_HANDLER_SATURATED, METADATA_APPLY_LAG, CONTROLLER_EVENT_QUEUE_DELAY,
-    CONTROL_REQUEST_QUEUED_BEHIND_DATA and DELAYED_LEADER_AND_ISR (metric forms: RequestQueueSize without a
-    control plane, Kafka's RequestMetrics of the control requests)  -> metric_candidates
+    CONTROL_REQUEST_QUEUE_DELAY (RequestQueueSize or RequestMetrics without a control plane),
+    LEADER_AND_ISR_TOTAL_TIME_HIGH (RequestMetrics)                 -> metric_candidates
 """
 
 from __future__ import annotations
@@ -74,6 +74,6 @@ def metric_candidates(windows: pa.Table, cfg: DetectionConfig) -> list[dict[str,
         met.detect_metadata_apply_lag,
         met.detect_controller_event_queue_delay,
         met.detect_queue_saturated_without_control_plane,
-        rm.detect_request_metrics_delayed_leader_and_isr,
-        rm.detect_request_metrics_queued_behind_data,
+        rm.detect_leader_and_isr_total_time_high,
+        rm.detect_control_request_queue_time,
     ) for c in rule(frame, cfg)]

@@ -406,9 +406,9 @@ def detect_controller_event_queue_delay(windows: pl.DataFrame, cfg: DetectionCon
 
 def detect_queue_saturated_without_control_plane(windows: pl.DataFrame, cfg: DetectionConfig
                                                  ) -> list[dict[str, Any]]:
-    """CONTROL_REQUEST_QUEUED_BEHIND_DATA (metric form): RequestQueueSize saturated on a broker that reports no
+    """CONTROL_REQUEST_QUEUE_DELAY: RequestQueueSize saturated on a broker that reports no
     ControlPlaneRequestQueueSize in the same window, so controller requests share that full queue."""
-    t = AlertType.CONTROL_REQUEST_QUEUED_BEHIND_DATA
+    t = AlertType.CONTROL_REQUEST_QUEUE_DELAY
     queue_rows = windows.filter(pl.col("sig") == _REQUEST_QUEUE)
     if queue_rows.is_empty():
         return []

@@ -1,5 +1,5 @@
 """Kafka's own RequestMetrics of the control requests as detection signals: a cluster that ships metrics and no
-state-change or request logs still gets DELAYED_LEADER_AND_ISR and CONTROL_REQUEST_QUEUED_BEHIND_DATA.
+state-change or request logs still learns that LeaderAndIsr is slow or that control requests queue behind data.
 
 `kafka.network:type=RequestMetrics,name=<N>,request=<Api>` (FACTS.md section 2) holds Yammer histograms per
 request type: the quantiles (jmx_exporter: ``kafka_network_requestmetrics_totaltimems{request=..,quantile="0.99"}``,
@@ -14,12 +14,13 @@ A Yammer histogram's reservoir is exponentially decaying (about five minutes): a
 slow request that raised it. So a window judges a quantile only when the window saw a request complete (its Count
 increased) or the quantile itself rise; its value is the window's highest 99th percentile (else highest quantile).
 
-* DELAYED_LEADER_AND_ISR (metric form, listener :data:`schemas.alerts.METRIC_FORMS`' marker): TotalTimeMs of
-  `request=LeaderAndIsr` at or above the rule's levels (ms, like the log form's send-to-finish time).
-* CONTROL_REQUEST_QUEUED_BEHIND_DATA (metric form, listener ``data-plane``): RequestQueueTimeMs of LeaderAndIsr,
-  UpdateMetadata or StopReplica at or above the rule's levels (ms, like the request-log form) on a broker that
-  reports no control-plane series in the window (without KIP-291 control requests share the data-plane queue;
-  with it, a control request's queue time is CONTROL_PLANE_QUEUE_BACKLOG's business).
+* LEADER_AND_ISR_TOTAL_TIME_HIGH (no listener: the histogram is plane-agnostic): TotalTimeMs of
+  `request=LeaderAndIsr` at or above the rule's levels (ms, the broker's receive-to-response time; the log's
+  DELAYED_LEADER_AND_ISR measures from the controller's send).
+* CONTROL_REQUEST_QUEUE_DELAY (listener ``data-plane``): RequestQueueTimeMs of LeaderAndIsr, UpdateMetadata or
+  StopReplica at or above the rule's levels (ms, like the request log's CONTROL_REQUEST_QUEUED_BEHIND_DATA) on a
+  broker that reports no control-plane series in the window (without KIP-291 control requests share the data-plane
+  queue; with it, a control request's queue time is CONTROL_PLANE_QUEUE_BACKLOG's business).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from pipelines.detection.rule_common import (
     window_text,
     without_control_plane,
 )
-from schemas.alerts import METRIC_FORMS, AlertType
+from schemas.alerts import AlertType
 from schemas.events import ControlRequest
 from schemas.signals import Signal
 
@@ -48,8 +49,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "REQUEST_METRIC_SIGNALS",
-    "detect_request_metrics_delayed_leader_and_isr",
-    "detect_request_metrics_queued_behind_data",
+    "detect_control_request_queue_time",
+    "detect_leader_and_isr_total_time_high",
     "request_metric_wanted",
     "series_key",
 ]
@@ -100,19 +101,19 @@ def _first_per_value(rows: pl.DataFrame) -> pl.DataFrame:
                                             maintain_order=True)
 
 
-def _finish(rows: pl.DataFrame, cfg: DetectionConfig, alert_type: AlertType) -> pl.DataFrame:
+def _finish(rows: pl.DataFrame, cfg: DetectionConfig, alert_type: AlertType, listener: str | None) -> pl.DataFrame:
     return rows.with_columns(severity=severity(cfg, alert_type, pl.col("value")),
                              threshold=level(cfg, alert_type, "warning"),
-                             listener=pl.lit(METRIC_FORMS[alert_type]), ts=pl.col("last_ts"))
+                             listener=pl.lit(listener, dtype=pl.String), ts=pl.col("last_ts"))
 
 
 _EVIDENCE = ("signal", "request", "window_start", "window_end", "value", "rise", "served", "last_ts")
 
 
-def detect_request_metrics_delayed_leader_and_isr(windows: pl.DataFrame, cfg: DetectionConfig
+def detect_leader_and_isr_total_time_high(windows: pl.DataFrame, cfg: DetectionConfig
                                                   ) -> list[dict[str, Any]]:
-    """DELAYED_LEADER_AND_ISR from RequestMetrics: LeaderAndIsr's TotalTimeMs quantile at or above the levels."""
-    t = AlertType.DELAYED_LEADER_AND_ISR
+    """LEADER_AND_ISR_TOTAL_TIME_HIGH: LeaderAndIsr's RequestMetrics TotalTimeMs quantile at or above the levels."""
+    t = AlertType.LEADER_AND_ISR_TOTAL_TIME_HIGH
     rows = _first_per_value(_judged(windows, Signal.TotalTimeMs.value, (ControlRequest.LEADER_AND_ISR.value,)))
 
     def describe(r: Mapping[str, Any]) -> tuple[str, str]:
@@ -121,13 +122,13 @@ def detect_request_metrics_delayed_leader_and_isr(windows: pl.DataFrame, cfg: De
                    "leaders and followers")
         return summary, evidence(r, _EVIDENCE, signal=Signal.TotalTimeMs.value)
 
-    return candidate_rows(_finish(rows, cfg, t), t, describe)
+    return candidate_rows(_finish(rows, cfg, t, None), t, describe)
 
 
-def detect_request_metrics_queued_behind_data(windows: pl.DataFrame, cfg: DetectionConfig) -> list[dict[str, Any]]:
-    """CONTROL_REQUEST_QUEUED_BEHIND_DATA from RequestMetrics: a control request's RequestQueueTimeMs quantile at or
-    above the levels on a broker without control-plane series in the window."""
-    t = AlertType.CONTROL_REQUEST_QUEUED_BEHIND_DATA
+def detect_control_request_queue_time(windows: pl.DataFrame, cfg: DetectionConfig) -> list[dict[str, Any]]:
+    """CONTROL_REQUEST_QUEUE_DELAY from RequestMetrics: a control request's RequestQueueTimeMs quantile at or above
+    the levels on a broker without control-plane series in the window."""
+    t = AlertType.CONTROL_REQUEST_QUEUE_DELAY
     rows = _first_per_value(without_control_plane(_judged(windows, Signal.RequestQueueTimeMs.value, _CONTROL),
                                                   windows))
 
@@ -137,4 +138,4 @@ def detect_request_metrics_queued_behind_data(windows: pl.DataFrame, cfg: Detect
                    "has no control plane: configure control.plane.listener.name (KIP-291)")
         return summary, evidence(r, _EVIDENCE, signal=Signal.RequestQueueTimeMs.value)
 
-    return candidate_rows(_finish(rows, cfg, t), t, describe)
+    return candidate_rows(_finish(rows, cfg, t, "data-plane"), t, describe)

@@ -9,7 +9,8 @@ from schemas.alerts import AlertType
 __all__ = ["EXPECTED", "FORBIDDEN"]
 
 # The alert types only a control-request incident raises: a run whose control requests are spared forbids them.
-_CONTROL_REQUEST_ALERTS = (AlertType.CONTROL_REQUEST_QUEUED_BEHIND_DATA, AlertType.DELAYED_LEADER_AND_ISR,
+_CONTROL_REQUEST_ALERTS = (AlertType.CONTROL_REQUEST_QUEUED_BEHIND_DATA, AlertType.CONTROL_REQUEST_QUEUE_DELAY,
+                           AlertType.DELAYED_LEADER_AND_ISR, AlertType.LEADER_AND_ISR_TOTAL_TIME_HIGH,
                            AlertType.DELAYED_UPDATE_METADATA, AlertType.LEADER_AND_ISR_NOT_COMPLETED,
                            AlertType.CONTROL_PLANE_QUEUE_BACKLOG, AlertType.LOCK_CONTENTION,
                            AlertType.STALE_BROKER_EPOCH)
@@ -34,7 +35,7 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "kraft-metadata-lag": _CONTROL_REQUEST_ALERTS,
     "kafka-connection-storm": _CONTROL_REQUEST_ALERTS,
     "kafka-broker-bounce": (AlertType.LEADER_AND_ISR_NOT_COMPLETED, AlertType.LOCK_CONTENTION,
-                            AlertType.CONTROL_REQUEST_QUEUED_BEHIND_DATA),
+                            AlertType.CONTROL_REQUEST_QUEUED_BEHIND_DATA, AlertType.CONTROL_REQUEST_QUEUE_DELAY),
     # a failover is the cluster's own business: no control-request alert. The capacity rules may fire: three Kafka
     # JVMs re-electing under load beside Spark on 2 cores leave the network threads under 30 % idle (seen: 19-23 %)
     "kafka-controller-failover": _CONTROL_REQUEST_ALERTS,

@@ -130,8 +130,8 @@ QUALITY = {
     ("rh-reset-fire", "REQUEST_HANDLER_SATURATED"): {("critical", 0.1, 0.3, "data-plane")},
     ("rh4-gap-fire", "REQUEST_HANDLER_SATURATED"): {("warning", 0.2, 0.3, "data-plane")},
     ("acc-gap-fire", "ACCEPTOR_BLOCKED"): {("warning", 0.1, 0.05, "PLAINTEXT")},
-    ("rm-fire", "DELAYED_LEADER_AND_ISR"): {("warning", 13973.0, 5000.0, "request-metrics")},
-    ("rm-fire", "CONTROL_REQUEST_QUEUED_BEHIND_DATA"): {("critical", 2500.0, 100.0, "data-plane")},
+    ("rm-fire", "LEADER_AND_ISR_TOTAL_TIME_HIGH"): {("warning", 13973.0, 5000.0, None)},
+    ("rm-fire", "CONTROL_REQUEST_QUEUE_DELAY"): {("critical", 2500.0, 100.0, "data-plane")},
 }
 
 
@@ -148,19 +148,3 @@ def test_quiet_on_healthy_counters_and_stale_reservoirs(found, cluster):
 def test_nothing_else_fires_on_the_firing_series(found):
     fired = {(c["cluster"], c["type"]) for c in found if c["cluster"] in {**SYNTHETIC, **METRICS_ONLY}}
     assert fired == set(QUALITY)
-
-
-def test_the_metric_forms_belong_to_the_metric_writer():
-    """The alert writers split the alerts of a type with a metric form by listener (schemas.alerts)."""
-    from jobs.alert_writer import owned
-    from schemas.alerts import DetectQuery
-
-    metric_form = {"type": "DELAYED_LEADER_AND_ISR", "listener": "request-metrics"}
-    log_form = {"type": "DELAYED_LEADER_AND_ISR", "listener": None}
-    qbd_metric = {"type": "CONTROL_REQUEST_QUEUED_BEHIND_DATA", "listener": "data-plane"}
-    qbd_log = {"type": "CONTROL_REQUEST_QUEUED_BEHIND_DATA", "listener": "PLAINTEXT"}
-    pairing, logs, metrics = owned(DetectQuery.LATENCY), owned(DetectQuery.LOG), owned(DetectQuery.METRIC)
-    assert [pairing(a) for a in (metric_form, log_form, qbd_metric, qbd_log)] == [False, True, False, False]
-    assert [logs(a) for a in (metric_form, log_form, qbd_metric, qbd_log)] == [False, False, False, True]
-    assert [metrics(a) for a in (metric_form, log_form, qbd_metric, qbd_log)] == [True, False, True, False]
-

@@ -66,6 +66,13 @@ def ms(cluster, signal, values, attribute="Value", listener=None, broker=2, step
             for i, v in enumerate(values)]
 
 
+def leader_and_isr(cluster, signal, quantiles, counts, broker=2):
+    """RequestMetrics samples of `request=LeaderAndIsr`: the 99th percentile and the Count of `signal`."""
+    return [row(METRIC_SAMPLES, cluster=cluster, broker_id=broker, ts=t(i * 10.0), signal=signal, attribute=attr,
+                request="LeaderAndIsr", value=float(v), source="f", source_offset=i)
+            for attr, values in (("99thPercentile", quantiles), ("Count", counts)) for i, v in enumerate(values)]
+
+
 FETCH = "[UnifiedLog partition=t-{i}, dir=/d] Incremented log start offset to {i} due to leader offset increment"
 
 
@@ -195,6 +202,9 @@ def found(spark):
         *ms("malspike-fire", "MetadataApplyLagMs", [2133, 13723, 271], broker=3),
         *ms("ceq-fire", "EventQueueTimeMs", [1500, 2000], "99thPercentile", broker=1),
         *ms("ceq-quiet", "EventQueueTimeMs", [3, 5], "99thPercentile", broker=1),
+        # RequestMetrics of LeaderAndIsr: a request completes (Count 3 -> 4) and the 99th percentile rises to 14 s
+        *leader_and_isr("lait-fire", "TotalTimeMs", [40, 13973], [3, 4]),
+        *leader_and_isr("lait-quiet", "TotalTimeMs", [40, 45], [3, 4]),
     ]
     lat_df = spark.createDataFrame(latency, CONTROL_REQUEST_LATENCY.to_spark())
     sc_df = spark.createDataFrame(changes, STATE_CHANGE_EVENTS.to_spark())
@@ -221,7 +231,8 @@ CASES = [
     ("LOCK_CONTENTION", "lockf", 2),
     ("LOCK_CONTENTION", "lockm", 2),
     ("CONTROL_REQUEST_QUEUED_BEHIND_DATA", "qbd", 2),
-    ("CONTROL_REQUEST_QUEUED_BEHIND_DATA", "qbdm", 2),
+    ("CONTROL_REQUEST_QUEUE_DELAY", "qbdm", 2),
+    ("LEADER_AND_ISR_TOTAL_TIME_HIGH", "lait", 2),
     ("STALE_BROKER_EPOCH", "stale", 2),
     ("STALE_BROKER_EPOCH", "staledup", 2),
     ("CONTROL_PLANE_QUEUE_BACKLOG", "cpq", 2),
@@ -298,8 +309,6 @@ def test_meter_semantics(found):
     assert cp["listener"] == "control-plane"
 
 
-
-
 # What each firing must produce: {(severity, value, threshold)} over its candidates (sliding windows holding different
 # samples are different observations). Values in the rule's unit: ms, fractions 0..1, requests, rejections.
 QUALITY = {
@@ -314,7 +323,8 @@ QUALITY = {
     ("LOCK_CONTENTION", "lockf"): {("warning", 3900.0, 1000.0)},  # fetcher-driven: the handling time
     ("LOCK_CONTENTION", "lockm"): {("warning", 1602.0, 1000.0)},
     ("CONTROL_REQUEST_QUEUED_BEHIND_DATA", "qbd"): {("critical", 2500.0, 100.0)},
-    ("CONTROL_REQUEST_QUEUED_BEHIND_DATA", "qbdm"): {("warning", 490.0, 400.0)},  # 80 % of 500
+    ("CONTROL_REQUEST_QUEUE_DELAY", "qbdm"): {("warning", 490.0, 400.0)},  # 80 % of 500
+    ("LEADER_AND_ISR_TOTAL_TIME_HIGH", "lait"): {("warning", 13973.0, 5000.0)},  # its 99th percentile
     ("STALE_BROKER_EPOCH", "stale"): {("warning", 2.0, 1.0)},  # a LeaderAndIsr (its log line), an UpdateMetadata (77)
     ("STALE_BROKER_EPOCH", "staledup"): {("warning", 1.0, 1.0)},  # one rejection, two witnesses, each shipped twice
     # 18, 19, 20 of 20 (level 10): every window's lowest sample of its run, 18/20 and 19/20 >= 90 %

@@ -11,7 +11,7 @@ import pytest
 
 from pipelines.detection.config import DEFAULT_THRESHOLDS
 from pipelines.parsing.patterns import EVENTS
-from schemas.alerts import OWNERS, AlertStatus, AlertType, Severity
+from schemas.alerts import OWNERS, AlertStatus, AlertType, DetectQuery, Severity, owned_types
 from schemas.events import ControlRequest, Event, LatencyStatus
 from schemas.inputs import LogKind, MetricFormat
 from schemas.signals import SOURCES, Signal
@@ -102,6 +102,19 @@ def test_every_alert_type_has_an_owner_that_exists_and_thresholds():
         for name in owner.detectors:
             module, func = name.rsplit(".", 1)
             assert callable(getattr(importlib.import_module(f"pipelines.detection.{module}"), func)), name
+
+
+# The detector modules that read each writer's input.
+_DETECTOR_MODULES = {DetectQuery.LATENCY: {"latency_detectors"}, DetectQuery.LOG: {"latency_detectors"},
+                     DetectQuery.METRIC: {"metric_detectors", "request_metrics"}}
+
+
+def test_each_alert_type_has_one_writer_whose_input_its_detectors_read():
+    per_writer = [owned_types(q) for q in DetectQuery]
+    assert sorted(t for types in per_writer for t in types) == sorted(t.value for t in AlertType)
+    for alert_type, owner in OWNERS.items():
+        modules = {name.rsplit(".", 1)[0] for name in owner.detectors}
+        assert modules <= _DETECTOR_MODULES[owner.query], (alert_type, modules)
 
 
 @pytest.mark.parametrize("path", SQL_FILES, ids=lambda p: p.name)
