@@ -2,12 +2,12 @@
 silver, so their alerts are one micro-batch away from the line or sample that showed the condition (a separate
 detect query reading silver added a second trigger and batch, 3-6 s under load on 2 cores).
 
-* :class:`LogRules` (log batches): STALE_BROKER_EPOCH and CONTROL_REQUEST_QUEUED_BEHIND_DATA's request-log form, from
-  the batch's state_change_events and request_events rows.
-* :class:`MetricRules` (metric batches): every metric rule (pipelines.detection.detectors.metric_candidates) over the
-  sliding windows the batch's samples fall in. A window also holds earlier batches' samples: they are read back from
-  metric_samples (the window's span of the batch's clusters, files pruned by their `ts` statistics), so the windows
-  need no state of their own and survive a restart.
+* :class:`LogRules` (log batches): STALE_BROKER_EPOCH and CONTROL_REQUEST_QUEUED_BEHIND_DATA
+  (pipelines.detection.latency_detectors.log_candidates), from the batch's state_change_events and request_events rows.
+* :class:`MetricRules` (metric batches): every metric rule (pipelines.detection.metric_detectors.metric_candidates) over
+  the sliding windows the batch's samples fall in. A window also holds earlier batches' samples: they are read back
+  from metric_samples (the window's span of the batch's clusters, files pruned by their `ts` statistics), so the
+  windows need no state of their own and survive a restart.
 
 Each runs after the batch's silver tables are committed and writes through an :class:`jobs.alert_writer.AlertWriter`
 under the ingest query's own app id, so a replayed batch merges nothing twice. Alerts resolve by the event time the
@@ -110,8 +110,8 @@ class LogRules(_BatchRules):
     def __call__(self, silver: SilverRows, batch_id: int) -> None:
         import pyarrow.compute as pc
 
-        from pipelines.detection.detectors import log_candidates
         from pipelines.detection.events import CONTROL_REQUESTS, STALE_EVENTS
+        from pipelines.detection.latency_detectors import log_candidates
 
         t0 = time.perf_counter()
         watermarks = self.clock.watermarks  # as of the earlier batches, like a streaming watermark
@@ -154,8 +154,12 @@ class MetricRules(_BatchRules):
         import polars as pl
         import pyarrow.compute as pc
 
-        from pipelines.detection.detectors import metric_candidates
-        from pipelines.detection.metric_detectors import DETECTION_SIGNALS, detection_samples, metric_windows
+        from pipelines.detection.metric_detectors import (
+            DETECTION_SIGNALS,
+            detection_samples,
+            metric_candidates,
+            metric_windows,
+        )
 
         t0 = time.perf_counter()
         batch = _rows(silver, METRIC_SAMPLES, pc.field("signal").isin(list(DETECTION_SIGNALS)))

@@ -112,7 +112,7 @@ class PairingBatch:
         import pyarrow.compute as pc
         from pyspark.sql import functions as F
 
-        from pipelines.detection.detectors import latency_candidates
+        from pipelines.detection.latency_detectors import latency_candidates
 
         watermark = _watermark(self.holder)
         t0 = time.perf_counter()

@@ -2,7 +2,8 @@
 
 Each is a pure function over polars frames of one micro-batch's rows (the latency rows pairing emitted, the
 state_change_events and request_events rows it read) returning candidate-alert rows (the fields of
-lifecycle.Candidate).
+lifecycle.Candidate). :func:`latency_candidates` runs the latency rules (the detect job's pairing query),
+:func:`log_candidates` the log rules (the ingest job's log batches).
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ import polars as pl
 
 from pipelines.detection.events import CONTROL_REQUESTS, FETCHER_EVENTS, LOCK_WAIT_EVENTS, STALE_EVENTS
 from pipelines.detection.in_flight import IN_FLIGHT_FLAG
-from pipelines.detection.rule_common import candidate_rows, evidence, half_up, level, setting, severity
+from pipelines.detection.rule_common import candidate_rows, evidence, frame, half_up, level, setting, severity
 from schemas.alerts import AlertType
 from schemas.events import ControlRequest, Event, LatencyStatus
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from pipelines.detection.config import DetectionConfig
 
 __all__ = [
@@ -30,6 +33,8 @@ __all__ = [
     "detect_leader_and_isr_not_completed",
     "detect_lock_contention",
     "detect_stale_broker_epoch",
+    "latency_candidates",
+    "log_candidates",
 ]
 
 Rows = list[dict[str, Any]]
@@ -342,3 +347,24 @@ def detect_stale_broker_epoch(state_changes: pl.DataFrame, requests: pl.DataFram
 
     return candidate_rows(rows, t, describe)
 
+
+def latency_candidates(latency: pa.Table, state_changes: pa.Table, cfg: DetectionConfig) -> Rows:
+    """The latency rules' candidates from control_request_latency rows (state_changes: fetcher and lock lines for
+    LOCK_CONTENTION, controller elections that excuse the open requests of the controller they replaced)."""
+    lat_rows, sc = frame(latency), frame(state_changes)
+    if lat_rows.is_empty():
+        return []
+    return [
+        *detect_delayed_leader_and_isr(lat_rows, cfg, sc),
+        *detect_leader_and_isr_not_completed(lat_rows, cfg, sc),
+        *detect_delayed_update_metadata(lat_rows, cfg, sc),
+        *detect_delayed_stop_replica(lat_rows, cfg, sc),
+        *detect_lock_contention(lat_rows, sc, cfg),
+    ]
+
+
+def log_candidates(state_changes: pa.Table, requests: pa.Table, cfg: DetectionConfig) -> Rows:
+    """The log rules' candidates from a log batch's rows: stale broker epochs and control requests queued on a
+    data-plane listener."""
+    sc, rq = frame(state_changes), frame(requests)
+    return [*detect_stale_broker_epoch(sc, rq, cfg), *detect_control_request_queued_behind_data(rq, cfg)]

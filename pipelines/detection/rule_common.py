@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from pipelines.detection.config import DetectionConfig
 
 __all__ = [
@@ -25,6 +27,7 @@ __all__ = [
     "candidate_rows",
     "evidence",
     "fmt1",
+    "frame",
     "half_up",
     "level",
     "setting",
@@ -63,6 +66,13 @@ def severity(cfg: DetectionConfig, alert_type: str, value: pl.Expr) -> pl.Expr:
     if cfg.threshold(alert_type).below:
         return pl.when(value <= crit).then(pl.lit("critical")).when(value < warn).then(pl.lit("warning"))
     return pl.when(value >= crit).then(pl.lit("critical")).when(value >= warn).then(pl.lit("warning"))
+
+
+def frame(tbl: pa.Table) -> pl.DataFrame:
+    """An Arrow table of one micro-batch's rows as the polars frame the rules read."""
+    out = pl.from_arrow(tbl)
+    assert isinstance(out, pl.DataFrame)
+    return out
 
 
 def attribute_key() -> pl.Expr:

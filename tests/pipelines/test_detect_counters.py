@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.detection.config import DetectionConfig
-from pipelines.detection.detectors import metric_candidates
-from pipelines.detection.metric_detectors import metric_windows
+from pipelines.detection.metric_detectors import metric_candidates, metric_windows
 from schemas.tables import METRIC_SAMPLES, RAW_METRICS
 
 pytestmark = pytest.mark.spark

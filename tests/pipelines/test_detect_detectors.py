@@ -11,8 +11,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from pipelines.detection.config import DetectionConfig
-from pipelines.detection.detectors import latency_candidates, log_candidates, metric_candidates
-from pipelines.detection.metric_detectors import metric_windows
+from pipelines.detection.latency_detectors import latency_candidates, log_candidates
+from pipelines.detection.metric_detectors import metric_candidates, metric_windows
 from schemas.tables import CONTROL_REQUEST_LATENCY, METRIC_SAMPLES, REQUEST_EVENTS, STATE_CHANGE_EVENTS
 
 pytestmark = pytest.mark.spark

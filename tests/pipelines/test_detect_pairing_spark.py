@@ -128,7 +128,7 @@ BACKFILL_REQUESTS = 2_880  # one every 30 s for a day, per broker
 
 
 def test_a_days_backfill_in_one_batch_gives_every_request_its_row_and_its_alert(spark):
-    from pipelines.detection.detectors import latency_candidates
+    from pipelines.detection.latency_detectors import latency_candidates
     from pipelines.detection.pairing import MAX_PENDING_SENDS
 
     df = spark.createDataFrame(silver("bf", backfill_day((2,), 4, slow=(2, 1_000))), STATE_CHANGE_EVENTS.to_spark())

@@ -53,9 +53,8 @@ def _run(spark, tmp: Path, sink: dict | None = None) -> None:
 def _at_once(lake: Path) -> list[dict]:
     """The alert rows the rules and the lifecycle give over every metric_samples row at once."""
     from pipelines.detection.config import DetectionConfig
-    from pipelines.detection.detectors import metric_candidates
     from pipelines.detection.lifecycle import Candidate, apply_lifecycle
-    from pipelines.detection.metric_detectors import metric_windows
+    from pipelines.detection.metric_detectors import metric_candidates, metric_windows
 
     cfg = DetectionConfig()
     samples = pa.table(DeltaTable(str(lake / "metric_samples")).to_pyarrow_table())
