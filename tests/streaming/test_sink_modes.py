@@ -5,13 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
-from deltalake import DeltaTable
 
 from jobs.io.jars import session_has_delta
-from jobs.io.settings import parse_settings
 from jobs.runner import run_pipeline
+from tests.lake import lake_rows, pipeline_settings
 from tests.streaming.test_crash_restart import BATCH_BYTES, _run_and_kill, _write_input
 
 pytestmark = [pytest.mark.spark, pytest.mark.streaming, pytest.mark.slow, pytest.mark.integration]
@@ -24,18 +22,9 @@ RUN_COLUMNS = {"ingest_ts", "date", "batch_id", "run_ts", "duration_ms"}
 def _snapshot(lake: Path) -> dict[str, list[tuple]]:
     out = {}
     for t in TABLES:
-        rows = pa.table(DeltaTable(str(lake / t)).to_pyarrow_table()).to_pylist()
+        rows = lake_rows(lake, t)
         out[t] = sorted(tuple(sorted((k, str(v)) for k, v in r.items() if k not in RUN_COLUMNS)) for r in rows)
     return out
-
-
-def _settings(tmp: Path, inp: Path, name: str, mode: str, **sink: int):
-    return parse_settings(
-        {"lake": str(tmp / name / "lake"), "checkpoints": str(tmp / name / "ck"), "trigger": {"once": True},
-         "sources": {"files": {"path": str(inp), "max_bytes_per_batch": BATCH_BYTES}},
-         "quality": {"enabled": False}, "sink": {"mode": mode, **sink}},
-        "test",
-    )  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +37,9 @@ def clean_runs(spark, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, d
     _write_input(inp)
     snaps = {}
     for mode in ("delta-rs", "delta-spark"):
-        assert run_pipeline(spark, _settings(tmp, inp, mode, mode), families=("logs",), detection=False) == 0
+        settings = pipeline_settings(tmp / mode, files=inp, max_bytes_per_batch=BATCH_BYTES,
+                                     quality={"enabled": False}, sink={"mode": mode})
+        assert run_pipeline(spark, settings, families=("logs",), detection=False) == 0
         snaps[mode] = _snapshot(tmp / mode / "lake")
     return inp, snaps
 
