@@ -14,11 +14,11 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
-from deltalake import DeltaTable
 
 from schemas.dq import BYTES_EXPECTATION, SKIPPED_EXPECTATION, SKIPPED_SUITE
+from tests.lake import lake_rows, pipeline_settings
+from tests.polling import wait_until
 
 pytestmark = [pytest.mark.spark, pytest.mark.streaming, pytest.mark.slow, pytest.mark.integration]
 
@@ -97,10 +97,6 @@ def _tree(root: Path, outside: Path) -> tuple[dict[str, dict[str, str]], dict[st
     return expected, {"logs": [log, root / "prod" / "broker-2" / "state-change.log"], "metrics": [scrape]}
 
 
-def _rows(lake: Path, table: str) -> list[dict]:
-    return pa.table(DeltaTable(str(lake / table)).to_pyarrow_table()).to_pylist()
-
-
 def _command(cfg: Path, lake: Path, ck: Path) -> list[str]:
     cmd = [sys.executable, "-m", "planewatch.cli", "pipeline", "--once", "--no-detect", "--config", str(cfg),
            "--lake", str(lake), "--checkpoints", str(ck)]
@@ -127,17 +123,16 @@ def test_hostile_tree_pipeline_completes_reports_and_reconciles(tmp_path: Path) 
     with out.open("wb") as fh:
         proc = subprocess.Popen(_command(cfg, lake, ck), cwd=REPO, env=env, start_new_session=True, stdout=fh,
                                 stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + RUN_TIMEOUT_S
     try:
-        while proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(POLL_S)
+        wait_until(lambda: proc.poll() is not None, RUN_TIMEOUT_S,
+                   lambda: f"the pipeline to finish (still running)\n{out.read_text()[-4000:]}", interval=POLL_S)
         assert proc.poll() == 0, f"pipeline: {proc.poll()} (None: still running)\n{out.read_text()[-4000:]}"
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(30)
 
-    dq = _rows(lake, "dq_results")
+    dq = lake_rows(lake, "dq_results")
     for table, family in (("raw_logs", "logs"), ("raw_metrics", "metrics")):
         rows = [r for r in dq if r["table_name"] == table]
         # every skipped entry reported once, with its path and reason; the count row says how many
@@ -151,7 +146,7 @@ def test_hostile_tree_pipeline_completes_reports_and_reconciles(tmp_path: Path) 
         [count] = [r for r in rows if r["expectation"] == SKIPPED_EXPECTATION]
         assert (count["success"], count["unexpected_count"]) == (False, len(expected[table]))
         # records: raw = silver + quarantine + unused in every batch, and the batches cover every line
-        raw = _rows(lake, table)
+        raw = lake_rows(lake, table)
         lines = sum(1 for f in regular[family] for line in f.read_text().split("\n") if line.strip())
         assert len(raw) == lines
         records = [r for r in rows if r["suite"] == "reconciliation" and r["expectation"] != BYTES_EXPECTATION]
@@ -165,27 +160,24 @@ def test_hostile_tree_pipeline_completes_reports_and_reconciles(tmp_path: Path) 
         assert by_bytes[-1]["element_count"] == sum(f.stat().st_size for f in regular[family])
 
     # the last lines, written without a newline, reached silver
-    events = _rows(lake, "state_change_events")
+    events = lake_rows(lake, "state_change_events")
     assert any(r["correlation_id"] == 99 and r["broker_id"] == 1 for r in events)
     assert any(r["broker_id"] == 2 for r in events)  # the linked directory's log
-    samples = _rows(lake, "metric_samples")
+    samples = lake_rows(lake, "metric_samples")
     assert [r["value"] for r in samples if r["raw_name"] == LAST_SAMPLE.split()[0]] == [0.25]
 
 
 def test_a_tree_without_regular_files_still_reports_its_entries(spark, tmp_path: Path) -> None:
     """A batch that reads no record (nothing but a broken link) still writes its dq rows."""
-    from jobs.io.settings import parse_settings
     from jobs.runner import run_pipeline
 
     root = tmp_path / "input" / "broker-1"
     root.mkdir(parents=True)
     (root / "server.log").symlink_to(tmp_path / "rotated-away")
-    settings = parse_settings({"lake": str(tmp_path / "lake"), "checkpoints": str(tmp_path / "ck"),
-                               "trigger": {"once": True}, "sources": {"files": {"path": str(tmp_path / "input")}},
-                               "quality": {"enabled": False}}, "test")  # fmt: skip
+    settings = pipeline_settings(tmp_path, files=tmp_path / "input", quality={"enabled": False})
     assert run_pipeline(spark, settings, families=("logs",), detection=False) == 0
-    assert _rows(tmp_path / "lake", "raw_logs") == []
-    dq = {(r["suite"], r["expectation"]): r for r in _rows(tmp_path / "lake", "dq_results")}
+    assert lake_rows(tmp_path / "lake", "raw_logs") == []
+    dq = {(r["suite"], r["expectation"]): r for r in lake_rows(tmp_path / "lake", "dq_results")}
     reason = f"dangling symlink (target {tmp_path / 'rotated-away'} does not exist)"
     assert dq[(SKIPPED_SUITE, f"skipped {root / 'server.log'}: {reason}")]["success"] is False
     assert dq[(SKIPPED_SUITE, SKIPPED_EXPECTATION)]["unexpected_count"] == 1
