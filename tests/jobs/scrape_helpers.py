@@ -11,7 +11,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,6 +19,7 @@ from pathlib import Path
 
 from broker.metrics.prometheus import PrometheusServer
 from broker.metrics.registry import MetricName, MetricsRegistry
+from tests.polling import wait_until
 
 # A `planewatch broker` process must serve /metrics within this long (Python start-up on a loaded 2-core machine).
 BROKER_START_S = 60.0
@@ -141,18 +141,20 @@ def broker_process(tmp: Path) -> Iterator[str]:
         cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
     url = f"http://127.0.0.1:{prom}/metrics"
+
+    def serving() -> bool:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as resp:
+                if b"requestqueuesize" in resp.read():
+                    return True
+        except OSError:
+            pass
+        if proc.poll() is not None:
+            raise RuntimeError("planewatch broker did not serve /metrics")
+        return False
+
     try:
-        deadline = time.monotonic() + BROKER_START_S
-        while True:
-            try:
-                with urllib.request.urlopen(url, timeout=2) as resp:
-                    if b"requestqueuesize" in resp.read():
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise RuntimeError("planewatch broker did not serve /metrics")
-            time.sleep(0.2)
+        wait_until(serving, BROKER_START_S, "planewatch broker to serve /metrics", interval=0.2)
         yield url
     finally:
         os.killpg(proc.pid, signal.SIGTERM)

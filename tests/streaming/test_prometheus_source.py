@@ -10,21 +10,20 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
 from jobs.io.checkpoints import APP_ID_FILE, SCRAPE_SPOOL_DIR
 from jobs.io.prometheus_source import entry_scrapes
 from jobs.io.scrape import ScrapeStore
-from jobs.io.settings import Settings, parse_settings
 from jobs.runner import run_pipeline
 from tests.jobs.scrape_helpers import answering, broker_process, free_port
+from tests.lake import lake_rows, pipeline_settings
+from tests.polling import wait_until
 
 pytestmark = [pytest.mark.spark, pytest.mark.streaming, pytest.mark.integration, pytest.mark.slow]
 
@@ -32,10 +31,6 @@ REPO = Path(__file__).resolve().parents[2]
 QUERY = "ingest_metrics_prometheus"
 # The continuous pipeline that is killed must reach a bronze write within this long (JVM start-up included).
 RUN_TIMEOUT_S = 300
-
-
-def _table(lake: Path, name: str) -> list[dict[str, Any]]:
-    return pa.table(DeltaTable(str(lake / name)).to_pyarrow_table()).to_pylist()
 
 
 def _cluster_json(root: Path, urls: dict[int, str]) -> Path:
@@ -47,14 +42,10 @@ def _cluster_json(root: Path, urls: dict[int, str]) -> Path:
     return d
 
 
-def _settings(tmp: Path, cluster_dir: Path, **more: Any) -> Settings:
-    raw: dict[str, Any] = {
-        "lake": str(tmp / "lake"), "checkpoints": str(tmp / "ck"), "trigger": {"once": True},
-        "sources": {"files": {"enabled": False},
-                    "prometheus": {"enabled": True, "cluster_json": [str(cluster_dir)], "timeout_s": 5}},
-        **more,
-    }
-    return parse_settings(raw, "test")
+def _sources(cluster_dir: Path) -> dict[str, Any]:
+    """The settings' sources: the Prometheus source over the cluster.json in `cluster_dir`, no files."""
+    return {"files": {"enabled": False},
+            "prometheus": {"enabled": True, "cluster_json": [str(cluster_dir)], "timeout_s": 5}}
 
 
 def _logged_offsets(ck: Path) -> dict[int, dict[str, Any]]:
@@ -69,7 +60,7 @@ def _logged_offsets(ck: Path) -> dict[int, dict[str, Any]]:
 def _assert_each_logged_scrape_once(lake: Path, ck: Path) -> None:
     """Every scrape a logged batch names is in raw_metrics exactly once: its rows carry that batch id, the logged
     scrape time and stream positions inside the logged range; nothing else is there."""
-    raw = _table(lake, "raw_metrics")
+    raw = lake_rows(lake, "raw_metrics")
     keys = Counter((r["source"], r["source_offset"]) for r in raw)
     assert max(keys.values()) == 1
     logged = _logged_offsets(ck)
@@ -102,7 +93,7 @@ def test_scrapes_into_bronze_silver_quarantine_reconcile_and_restart(spark, tmp_
     down = f"http://127.0.0.1:{free_port()}/metrics"
     with broker_process(tmp_path / "broker") as good, answering() as garbage:
         cluster_dir = _cluster_json(tmp_path / "clusters", {1: good, 2: garbage, 3: down})
-        settings = _settings(tmp_path, cluster_dir)
+        settings = pipeline_settings(tmp_path, sources=_sources(cluster_dir))
         with caplog.at_level(logging.INFO, logger="jobs.ingest_batch"):
             assert run_pipeline(spark, settings, families=("metrics",), detection=False) == 0
         # a scrape batch small by its logged offsets is processed on the driver: the stream Spark handed it, read
@@ -110,7 +101,7 @@ def test_scrapes_into_bronze_silver_quarantine_reconcile_and_restart(spark, tmp_
         (report,) = [r.getMessage() for r in caplog.records if "ingest_metrics_prometheus batch 0:" in r.getMessage()]
         assert "path='driver', stages={'read': " in report
         lake = tmp_path / "lake"
-        raw = _table(lake, "raw_metrics")
+        raw = lake_rows(lake, "raw_metrics")
         assert {r["source"] for r in raw} == {good, garbage, down}
         assert {r["cluster"] for r in raw} == {"prod"}  # the directory holding cluster.json
         scraped = [r for r in raw if r["source"] == good]
@@ -126,14 +117,14 @@ def test_scrapes_into_bronze_silver_quarantine_reconcile_and_restart(spark, tmp_
             (3, "source-error", "scrape failed: connection refused"),
         ]
 
-        samples = _table(lake, "metric_samples")
+        samples = lake_rows(lake, "metric_samples")
         queue = [s for s in samples if s["signal"] == "RequestQueueSize"]
         assert [(s["cluster"], s["broker_id"], s["source"], s["ts"]) for s in queue] == [
             ("prod", 1, good, scraped[0]["ingest_ts"])]
         assert {"AcceptorBlockedPercent", "RequestHandlerAvgIdlePercent", "NetworkProcessorAvgIdlePercent"} <= {
             s["signal"] for s in samples}
 
-        quarantine = _table(lake, "quarantine")
+        quarantine = lake_rows(lake, "quarantine")
         # (besides the failed scrapes, a sample could fail a hard rule; the broker has no control plane, so its
         # ControlPlaneNetworkProcessorAvgIdlePercent is NaN: a recognised sample without a value, unused)
         sourced = [q for q in quarantine if q["stage"] == "source"]
@@ -144,21 +135,21 @@ def test_scrapes_into_bronze_silver_quarantine_reconcile_and_restart(spark, tmp_
 
         unused = sum(1 for r in scraped if r["line"].startswith("#") or r["line"].split()[-1] == "NaN")
         assert len(raw) == len(samples) + len(quarantine) + unused
-        recon = [d for d in _table(lake, "dq_results") if d["suite"] == "reconciliation"]
+        recon = [d for d in lake_rows(lake, "dq_results") if d["suite"] == "reconciliation"]
         assert [(d["table_name"], d["batch_id"], d["success"], d["element_count"], d["unexpected_count"])
                 for d in recon] == [("raw_metrics", 0, True, len(raw), 0)]
 
         # restart from the checkpoint: one new scrape per target, the committed one is neither lost nor doubled
         assert run_pipeline(spark, settings, families=("metrics",), detection=False) == 0
-        raw2 = _table(lake, "raw_metrics")
+        raw2 = lake_rows(lake, "raw_metrics")
         assert sorted(map(str, (r for r in raw2 if r["batch_id"] == 0))) == sorted(map(str, raw))
         assert {r["batch_id"] for r in raw2} == {0, 1}
         for url in (good, garbage, down):
             assert len({r["ingest_ts"] for r in raw2 if r["source"] == url}) == 2
         second = [r for r in raw2 if r["source"] == good and r["batch_id"] == 1]
         assert min(r["source_offset"] for r in second) > max(r["source_offset"] for r in scraped)
-        assert len([q for q in _table(lake, "quarantine") if q["stage"] == "source"]) == 4
-        assert sorted((d["batch_id"], d["success"]) for d in _table(lake, "dq_results")
+        assert len([q for q in lake_rows(lake, "quarantine") if q["stage"] == "source"]) == 4
+        assert sorted((d["batch_id"], d["success"]) for d in lake_rows(lake, "dq_results")
                       if d["suite"] == "reconciliation") == [(0, True), (1, True)]
         _assert_each_logged_scrape_once(lake, tmp_path / "ck")
         # the spool keeps the last batch's answers only (Spark commits a batch to its source when it plans the next)
@@ -188,13 +179,16 @@ def test_kill_9_between_offsets_and_commit_replays_the_logged_scrapes(spark, tmp
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
         proc = subprocess.Popen(cmd, cwd=REPO, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)  # fmt: skip
-        try:
-            deadline = time.monotonic() + RUN_TIMEOUT_S
+
+        def writing_bronze() -> bool:
             # a bronze write in progress: its batch's offsets are logged, its commit is not
-            while not _pending(lake):
-                assert proc.poll() is None, "the pipeline exited"
-                assert time.monotonic() < deadline, "no bronze write in time"
-                time.sleep(0.01)
+            if _pending(lake):
+                return True
+            assert proc.poll() is None, "the pipeline exited"
+            return False
+
+        try:
+            wait_until(writing_bronze, RUN_TIMEOUT_S, "a bronze write in progress")
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(30)
         finally:
@@ -214,11 +208,12 @@ def test_kill_9_between_offsets_and_commit_replays_the_logged_scrapes(spark, tmp
         bronze = DeltaTable(str(lake / "raw_metrics")).transaction_version(f"{QUERY}.{run_id}:raw")
         assert bronze is None or bronze < last  # so the replay writes the killed batch to bronze, from the spool
 
-        settings = _settings(tmp_path, cluster_dir, quality={"enabled": False}, sink={"driver_batch_max_rows": 0})
+        settings = pipeline_settings(tmp_path, sources=_sources(cluster_dir), quality={"enabled": False},
+                                     sink={"driver_batch_max_rows": 0})
         assert run_pipeline(spark, settings, families=("metrics",), detection=False) == 0
         assert max(_logged_offsets(ck)) == last + 1  # the replayed batch, then one new scrape (--once)
         _assert_each_logged_scrape_once(lake, ck)
-        quarantine = [q for q in _table(lake, "quarantine") if q["stage"] == "source"]
+        quarantine = [q for q in lake_rows(lake, "quarantine") if q["stage"] == "source"]
         assert not [q for q in quarantine if q["reason"].startswith("scrape lost")]
         per_batch = Counter(q["batch_id"] for q in quarantine)
         # one row per scrape of the garbage and the down target, every batch (a batch planned while the scraper ran
