@@ -4,15 +4,14 @@ and silver rows as planewatch_kafka on the same topic, bounded batches, restart 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-import pyarrow as pa
 import pytest
-from deltalake import DeltaTable
 
 from jobs.io.jars import session_has_kafka
 from jobs.io.kafka_stream import checkpoint_reader
-from jobs.io.settings import parse_settings
 from jobs.runner import run_pipeline
+from tests.lake import lake_rows, pipeline_settings
 from tests.streaming.test_kafka_source import FIXTURE_LOG, _produce, broker  # noqa: F401 - the broker fixture
 
 pytestmark = [pytest.mark.spark, pytest.mark.streaming, pytest.mark.integration, pytest.mark.slow]
@@ -22,19 +21,14 @@ RUN_COLUMNS = {"ingest_ts", "batch_id", "date"}
 ODD_RECORDS = [b"\xff\xfe not utf-8 \x00", b"", b"[2021-03-02 08:00:00,000] INFO a line with no logger"]
 
 
-def _settings(tmp: Path, bootstrap: str, reader: str, max_records: int):
-    return parse_settings(
-        {"lake": str(tmp / reader / "lake"), "checkpoints": str(tmp / reader / "ck"), "trigger": {"once": True},
-         "sources": {"files": {"enabled": False},
-                     "kafka": {"enabled": True, "bootstrap_servers": bootstrap, "logs_topics": ["kafka-logs"],
-                               "max_records_per_batch": max_records, "reader": reader}},
-         "quality": {"enabled": False}, "sink": {"driver_batch_max_rows": 0}},
-        "test",
-    )  # fmt: skip
+def _kafka_sources(bootstrap: str, **kafka: Any) -> dict[str, Any]:
+    """The settings' sources: the Kafka source on the topic kafka-logs (``kafka``: more of its options), no files."""
+    return {"files": {"enabled": False},
+            "kafka": {"enabled": True, "bootstrap_servers": bootstrap, "logs_topics": ["kafka-logs"], **kafka}}
 
 
 def _rows(lake: Path, table: str) -> list[tuple]:
-    rows = pa.table(DeltaTable(str(lake / table)).to_pyarrow_table()).to_pylist()
+    rows = lake_rows(lake, table)
     return sorted(tuple(sorted((k, str(v)) for k, v in r.items() if k not in RUN_COLUMNS)) for r in rows)
 
 
@@ -54,9 +48,11 @@ def test_spark_kafka_source_gives_the_python_sources_rows(spark, tmp_path: Path,
         p.produce("kafka-logs", value, key=b"3")
     assert p.flush(30) == 0
 
-    spark_settings = _settings(tmp_path, broker, "spark", 7)
-    assert run_pipeline(spark, spark_settings, families=("logs",), detection=False) == 0
-    assert run_pipeline(spark, _settings(tmp_path, broker, "python", 7), families=("logs",), detection=False) == 0
+    for reader in ("spark", "python"):
+        settings = pipeline_settings(tmp_path / reader,
+                                     sources=_kafka_sources(broker, max_records_per_batch=7, reader=reader),
+                                     quality={"enabled": False}, sink={"driver_batch_max_rows": 0})
+        assert run_pipeline(spark, settings, families=("logs",), detection=False) == 0
     spark_lake, python_lake = tmp_path / "spark" / "lake", tmp_path / "python" / "lake"
     assert checkpoint_reader(str(tmp_path / "spark" / "ck" / "ingest_logs_kafka")) == "spark"
     assert checkpoint_reader(str(tmp_path / "python" / "ck" / "ingest_logs_kafka")) == "python"
@@ -66,19 +62,12 @@ def test_spark_kafka_source_gives_the_python_sources_rows(spark, tmp_path: Path,
     assert raw == _rows(python_lake, "raw_logs")
     for table in ("state_change_events", "request_events", "quarantine"):
         assert _rows(spark_lake, table) == _rows(python_lake, table), table
-    batches = {r["batch_id"] for r in pa.table(DeltaTable(str(spark_lake / "raw_logs")).to_pyarrow_table()).to_pylist()}
+    batches = {r["batch_id"] for r in lake_rows(spark_lake, "raw_logs")}
     assert len(batches) >= 2  # 8 records, at most 7 per batch (maxOffsetsPerTrigger)
 
     # Restart with reader auto: the checkpoint began with Spark's reader and stays with it; only new records.
     _produce(broker, "kafka-logs", ["this line is not a Kafka log line at all (2)"])
-    auto = _settings(tmp_path, broker, "spark", 7)
-    auto = parse_settings(
-        {"lake": auto.lake, "checkpoints": auto.checkpoints, "trigger": {"once": True},
-         "sources": {"files": {"enabled": False},
-                     "kafka": {"enabled": True, "bootstrap_servers": broker, "logs_topics": ["kafka-logs"],
-                               "reader": "auto"}},
-         "quality": {"enabled": False}},
-        "test",
-    )  # fmt: skip
+    auto = pipeline_settings(tmp_path / "spark", sources=_kafka_sources(broker, reader="auto"),
+                             quality={"enabled": False})
     assert run_pipeline(spark, auto, families=("logs",), detection=False) == 0
     assert len(_rows(spark_lake, "raw_logs")) == len(lines) + len(ODD_RECORDS) + 1
