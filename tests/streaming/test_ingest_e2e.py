@@ -5,22 +5,16 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
-from deltalake import DeltaTable
 
-from jobs.io.settings import parse_settings
 from jobs.runner import run_pipeline
 from schemas.dq import BYTES_EXPECTATION
+from tests.lake import lake_rows, pipeline_settings
 
 pytestmark = [pytest.mark.spark, pytest.mark.streaming, pytest.mark.slow]
 
 FIXTURE = Path("/work/shared/checks/fixture")
 REPO_FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "ingest"
-
-
-def _rows(lake: Path, table: str) -> list[dict]:
-    return pa.table(DeltaTable(str(lake / table)).to_pyarrow_table()).to_pylist()
 
 
 def _records(root: Path, pattern: str) -> int:
@@ -33,27 +27,14 @@ def _records(root: Path, pattern: str) -> int:
     )
 
 
-def _settings(tmp: Path, inp: Path):
-    return parse_settings(
-        {
-            "lake": str(tmp / "lake"),
-            "checkpoints": str(tmp / "ck"),
-            "trigger": {"once": True},
-            "sources": {"files": {"path": str(inp), "max_bytes_per_batch": 4096}},
-            "quality": {"sample_limit": 100},
-        },
-        "test",
-    )
-
-
 def test_files_to_tables_reconcile_restart_and_replay(spark, tmp_path: Path) -> None:
     inp = tmp_path / "input"
     shutil.copytree(REPO_FIXTURE, inp)
     lake = tmp_path / "lake"
-    settings = _settings(tmp_path, inp)
+    settings = pipeline_settings(tmp_path, files=inp, max_bytes_per_batch=4096, quality={"sample_limit": 100})
     assert run_pipeline(spark, settings, families=("logs",), detection=False) == 0
 
-    raw = _rows(lake, "raw_logs")
+    raw = lake_rows(lake, "raw_logs")
     expected = _records(inp, "*/broker-*/*.log*")
     assert len(raw) == expected
     keys = [(r["source"], r["source_offset"]) for r in raw]
@@ -63,8 +44,8 @@ def test_files_to_tables_reconcile_restart_and_replay(spark, tmp_path: Path) -> 
     # The 4 KiB budget made several micro-batches.
     assert len({r["batch_id"] for r in raw}) >= 2
 
-    silver = _rows(lake, "state_change_events") + _rows(lake, "request_events")
-    quarantine = _rows(lake, "quarantine")
+    silver = lake_rows(lake, "state_change_events") + lake_rows(lake, "request_events")
+    quarantine = lake_rows(lake, "quarantine")
     silver_keys = {(r["source"], r["source_offset"]) for r in silver}
     q_keys = {(r["source"], r["source_offset"]) for r in quarantine}
     assert not silver_keys & q_keys
@@ -73,7 +54,7 @@ def test_files_to_tables_reconcile_restart_and_replay(spark, tmp_path: Path) -> 
     # correlationId 17's Finished line made it to silver with its elapsed time.
     assert any(r["correlation_id"] == 17 and r["elapsed_ms"] == 13973 for r in silver)
     # Reconciliation per batch: raw == silver + quarantine + unused, and the batches cover every raw row.
-    dq = _rows(lake, "dq_results")
+    dq = lake_rows(lake, "dq_results")
     rec = [r for r in dq if r["suite"] == "reconciliation" and r["expectation"] != BYTES_EXPECTATION]
     assert rec
     assert all(r["success"] for r in rec)
@@ -90,7 +71,7 @@ def test_files_to_tables_reconcile_restart_and_replay(spark, tmp_path: Path) -> 
     last = max(int(p.name) for p in commits.iterdir() if p.name.isdigit())
     (commits / str(last)).unlink()
     (commits / f".{last}.crc").unlink(missing_ok=True)
-    before = {t: len(_rows(lake, t)) for t in ("raw_logs", "state_change_events", "request_events", "quarantine")}
+    before = {t: len(lake_rows(lake, t)) for t in ("raw_logs", "state_change_events", "request_events", "quarantine")}
     log = inp / "demo-cluster" / "broker-2" / "state-change.log"
     extra = (
         "[2021-03-02 08:01:00,000] INFO [Broker id=2] Handling LeaderAndIsr request correlationId 40 from "
@@ -99,11 +80,11 @@ def test_files_to_tables_reconcile_restart_and_replay(spark, tmp_path: Path) -> 
     with log.open("a") as fh:
         fh.write(extra)
     assert run_pipeline(spark, settings, families=("logs",), detection=False) == 0
-    after = {t: len(_rows(lake, t)) for t in before}
+    after = {t: len(lake_rows(lake, t)) for t in before}
     assert after == {
         **before,
         "raw_logs": before["raw_logs"] + 1,
         "state_change_events": before["state_change_events"] + 1,
     }
-    raw2 = _rows(lake, "raw_logs")
+    raw2 = lake_rows(lake, "raw_logs")
     assert len({(r["source"], r["source_offset"]) for r in raw2}) == len(raw2)

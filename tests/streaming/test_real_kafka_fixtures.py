@@ -14,12 +14,10 @@ import re
 import shutil
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
-from deltalake import DeltaTable
 
-from jobs.io.settings import parse_settings
 from jobs.runner import run_pipeline
+from tests.lake import lake_rows, pipeline_settings
 
 pytestmark = [pytest.mark.spark, pytest.mark.streaming, pytest.mark.slow]
 
@@ -36,7 +34,7 @@ EXPECTED = {
 
 def _rows(lake: Path, table: str) -> list[dict]:
     try:
-        return pa.table(DeltaTable(str(lake / table)).to_pyarrow_table()).to_pylist()
+        return lake_rows(lake, table)
     except Exception:
         return []
 
@@ -49,9 +47,7 @@ def _records(files: list[Path]) -> int:
 def test_apache_kafkas_own_lines_parse_pair_and_alert(spark, tmp_path: Path) -> None:
     for run in EXPECTED:
         shutil.copytree(FIXTURES / run / "cluster", tmp_path / "input" / run)
-    settings = parse_settings({"lake": str(tmp_path / "lake"), "checkpoints": str(tmp_path / "ck"),
-                               "trigger": {"once": True}, "sources": {"files": {"path": str(tmp_path / "input")}},
-                               "quality": {"sample_limit": 100}}, "test")
+    settings = pipeline_settings(tmp_path, files=tmp_path / "input", quality={"sample_limit": 100})
     assert run_pipeline(spark, settings, families=("logs",), detection=True) == 0
     lake = tmp_path / "lake"
     raw = _rows(lake, "raw_logs")
