@@ -9,9 +9,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from fastapi import APIRouter, HTTPException, Path, Query, Response
 
-from api.deps import StoreDep, TokenGuard, bad_param
+from api.deps import DEFAULT_LIMIT, MAX_BROKER_ID, MAX_LIMIT, NAME_PATTERN, StoreDep, TokenGuard, bad_param, utc
 from api.models import AlertPublic, AlertsPublic
-from api.params import DEFAULT_LIMIT, MAX_BROKER_ID, MAX_LIMIT, NAME_PATTERN, utc
 from api.public_paths import scrub_text, scrub_value
 from api.queries import AlertFilter, CursorError, decode_cursor, filter_alerts, parse_evidence, rows
 from schemas.alerts import AlertStatus, Severity

@@ -11,9 +11,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from fastapi import APIRouter, Path, Query, Response
 
-from api.deps import StoreDep, TokenGuard, bad_param
+from api.deps import MAX_BROKER_ID, NAME_PATTERN, StoreDep, TokenGuard, bad_param, utc
 from api.models import BrokerMetric, BrokerPublic, BrokersPublic, MetricPoint, MetricSeries, MetricsPublic
-from api.params import MAX_BROKER_ID, NAME_PATTERN, utc
 from api.queries import MAX_POINTS, MAX_SERIES, latest_metrics_sql, metric_series_sql, plan_buckets, rows
 from api.store import LakeStore, TableUnavailable
 from schemas.tables import ALERTS, CONTROL_REQUEST_LATENCY, METRIC_ROLLUPS_1M, METRIC_SAMPLES

@@ -8,9 +8,8 @@ from typing import Annotated
 import pyarrow as pa
 from fastapi import APIRouter, Query, Response
 
-from api.deps import StoreDep, TokenGuard, bad_param
+from api.deps import DEFAULT_LIMIT, MAX_BROKER_ID, MAX_LIMIT, NAME_PATTERN, StoreDep, TokenGuard, bad_param, utc
 from api.models import ControlRequestPublic, ControlRequestsPublic
-from api.params import DEFAULT_LIMIT, MAX_BROKER_ID, MAX_LIMIT, NAME_PATTERN, utc
 from api.queries import filter_control_requests, rows
 from schemas.events import ControlRequest, LatencyStatus
 from schemas.tables import CONTROL_REQUEST_LATENCY

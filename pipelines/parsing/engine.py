@@ -7,7 +7,7 @@ executors inside ``mapInArrow`` on the pieces of a large one; ``planewatch parse
    every record (vectorized polars expressions driven by :mod:`pipelines.parsing.patterns` and
    :mod:`pipelines.parsing.metric_names`);
 2. the silver rows of each table are checked against the hard rules of the table's suite
-   (:mod:`pipelines.quality.arrow_rules`); a failing row leaves silver for quarantine (stage ``validate``);
+   (:func:`pipelines.quality.rules.split_valid_arrow`); a failing row leaves silver for quarantine (stage ``validate``);
 3. every input record lands in exactly one of: a silver table, quarantine (stage ``parse``/``source``/``validate``
    with a reason), or unused (a recognised record that carries nothing planewatch uses, kept in bronze only).
    A record its reader cut at its length cap is quarantined (stage ``parse``, reason
@@ -31,7 +31,7 @@ import pyarrow as pa
 from pipelines.parsing.engine_logs import parse_logs
 from pipelines.parsing.engine_metrics import parse_metrics
 from pipelines.parsing.stages import CUT_REASON, QUARANTINE_RECORD_CHARS, cut_by_reader
-from pipelines.quality.arrow_rules import REASON, split_valid_arrow
+from pipelines.quality.rules import REASON, split_valid_arrow
 from schemas.routes import RAW_TABLES, ROUTE_TABLES
 from schemas.tables import METRIC_SAMPLES, QUARANTINE, Table
 

@@ -32,7 +32,7 @@ import polars as pl
 
 from pipelines.parsing import patterns as P
 from pipelines.parsing.rust_regex import to_rust
-from pipelines.parsing.stages import API_BY_KEY, API_ID, REQUEST_PREFIX
+from pipelines.parsing.stages import API_BY_KEY, API_ID, REQUEST_PREFIX, typed
 from schemas.tables import REQUEST_EVENTS, STATE_CHANGE_EVENTS
 
 __all__ = ["ROUTES", "parse_logs", "ts_expr"]
@@ -128,17 +128,6 @@ def _coalesce(parts: list[pl.Expr]) -> pl.Expr:
     if not parts:
         return pl.lit(None, pl.String)
     return parts[0] if len(parts) == 1 else pl.coalesce(parts)
-
-
-def typed(e: pl.Expr, type_: str) -> pl.Expr:
-    """A captured text as the table's type: ints out of range and non-numbers become null."""
-    if type_ == "int":
-        return e.str.strip_chars().cast(pl.Int32, strict=False)
-    if type_ == "long":
-        return e.str.strip_chars().cast(pl.Int64, strict=False)
-    if type_ == "double":
-        return pl.when(e.str.contains(to_rust(P.NUMERIC))).then(e.cast(pl.Float64, strict=False))
-    return e
 
 
 def ts_expr(text: pl.Expr, tz: str) -> pl.Expr:

@@ -26,9 +26,8 @@ import polars as pl
 
 from pipelines.parsing import metric_names as N
 from pipelines.parsing import metric_spec as S
-from pipelines.parsing.engine_logs import typed
 from pipelines.parsing.rust_regex import to_rust
-from pipelines.parsing.stages import MAX_EPOCH_MS, cut_by_reader
+from pipelines.parsing.stages import MAX_EPOCH_MS, cut_by_reader, typed
 
 __all__ = ["ROUTES", "camel", "parse_metrics", "percentile", "resolve_mbean", "resolve_prometheus"]
 

@@ -1,14 +1,16 @@
-"""Small constants and lookups the log and metric parsers share (API names, record and timestamp limits)."""
+"""Small constants, lookups and expressions the log and metric parsers share (API names, record and timestamp
+limits, captured text as a column type)."""
 
 from __future__ import annotations
 
 import polars as pl
 
 from pipelines.parsing import patterns as P
+from pipelines.parsing.rust_regex import to_rust
 from schemas.tables import QUARANTINE_RECORD_CHARS
 
 __all__ = ["API_BY_KEY", "API_ID", "CUT_REASON", "LINE_END_BYTES", "MAX_EPOCH_MS", "QUARANTINE_RECORD_CHARS",
-           "REQUEST_PREFIX", "cut_by_reader"]
+           "REQUEST_PREFIX", "cut_by_reader", "typed"]
 
 REQUEST_PREFIX = "Completed request:"
 # Epoch milliseconds accepted as a metric timestamp: years 1970..9999 (the range a Delta timestamp holds).
@@ -35,3 +37,14 @@ def cut_by_reader(line: pl.Expr, line_bytes: pl.Expr) -> pl.Expr:
 # ApiKeys spellings normalised: key = lower-case without `_`/space (LEADER_AND_ISR, "update metadata", LeaderAndIsr).
 API_BY_KEY: dict[str, str] = {name.lower(): name for name in P.API_KEYS.values()}
 API_ID: dict[str, int] = {name: k for k, name in P.API_KEYS.items()}
+
+
+def typed(e: pl.Expr, type_: str) -> pl.Expr:
+    """A captured text as the table's type: ints out of range and non-numbers become null."""
+    if type_ == "int":
+        return e.str.strip_chars().cast(pl.Int32, strict=False)
+    if type_ == "long":
+        return e.str.strip_chars().cast(pl.Int64, strict=False)
+    if type_ == "double":
+        return pl.when(e.str.contains(to_rust(P.NUMERIC))).then(e.cast(pl.Float64, strict=False))
+    return e

@@ -2,7 +2,7 @@
 
 Two uses of the same suite (SPARK-RECIPES section 7: GE on Spark costs ~2 s per batch, on pandas ~0.16 s):
 
-* `arrow_rules.split_valid_arrow(table, suite)`: the hard row-level expectations as polars expressions, over EVERY
+* `rules.split_valid_arrow(table, suite)`: the hard row-level expectations as polars expressions, over EVERY
   silver row of the batch, inside the parse engine; a failing row leaves silver for `quarantine` (stage
   `validate`, reason = the first expectation it failed).
 * `gx.validate_sample(pdf, suite)`: Great Expectations itself (offline, ephemeral context, pandas path) on a bounded
@@ -11,7 +11,6 @@ Two uses of the same suite (SPARK-RECIPES section 7: GE on Spark costs ~2 s per 
 
 from __future__ import annotations
 
-from pipelines.quality.arrow_rules import split_valid_arrow
-from pipelines.quality.rules import Expectation, Suite, load_suite
+from pipelines.quality.rules import Expectation, Suite, load_suite, split_valid_arrow
 
 __all__ = ["Expectation", "Suite", "load_suite", "split_valid_arrow"]

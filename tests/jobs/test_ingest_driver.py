@@ -20,7 +20,7 @@ import pytest
 from jobs.ingest_batch import IngestBatch
 from pipelines.parsing.engine import record_json, run_engine
 from pipelines.quality import load_suite
-from pipelines.quality.arrow_rules import REASON, split_valid_arrow
+from pipelines.quality.rules import REASON, split_valid_arrow
 from schemas.tables import METRIC_SAMPLES, RAW_LOGS, STATE_CHANGE_EVENTS
 from tests.lake import lake_rows, pipeline_settings
 from tests.pipelines.parse_cases import ALL_LOG_CASES
