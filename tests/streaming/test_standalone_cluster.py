@@ -8,11 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
-from deltalake import DeltaTable
 
 from jobs.local_cluster import start_cluster, stop_cluster
+from tests.lake import lake_table
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
@@ -46,8 +45,8 @@ def test_spark_submit_on_a_standalone_cluster(tmp_path: Path) -> None:
         assert any((tmp_path / "cluster" / "work").glob("app-*/*/stderr"))
     finally:
         stop_cluster(str(tmp_path / "cluster"))
-    raw = pa.table(DeltaTable(str(tmp_path / "lake" / "raw_logs")).to_pyarrow_table())
+    raw = lake_table(tmp_path / "lake", "raw_logs")
     lines = sum(1 for f in inp.rglob("*.log") for line in f.read_text().splitlines() if line.strip())
     assert raw.num_rows == lines
-    sc = pa.table(DeltaTable(str(tmp_path / "lake" / "state_change_events")).to_pyarrow_table())
+    sc = lake_table(tmp_path / "lake", "state_change_events")
     assert 17 in sc.column("correlation_id").to_pylist()
