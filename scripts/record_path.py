@@ -26,8 +26,10 @@ body run by an import is listed apart, not counted). The count of a record kind 
 
 1. START: the ingest query's foreachBatch function is entered for the micro-batch that holds the record
    (jobs.ingest_batch.IngestBatch.__call__, called by Spark through py4j; what it does first is decide where the
-   batch runs and read its offsets, then the file source's reader reads the input). END: that call returns (bronze,
-   silver, quarantine committed; the in-batch rules merged the alert into `alerts`; dq_results written).
+   batch runs and read its offsets, then the file source's reader reads the input). END: the alert is committed
+   (the first AlertWriter.write of the batch that writes a row returns: bronze and silver are committed and the
+   alert is in `alerts`). What the batch does after that (dq_results, file accounting) is not on the record's way
+   to GET /alerts; it is reported apart (the whole batch's count and the files only it crosses).
 2. START: the request GET /alerts (bearer token) enters the app through the TestClient. END: the response is back
    (the alert is checked to be in it). The service reads each request's tables fresh (refresh_interval_ms=0,
    background_reload=false, as the API tests do): with the defaults a request right after the commit is served the
@@ -37,13 +39,18 @@ Out of scope: the JVM, Spark's Python processes (the file source's planner, late
 worker Spark starts; with the driver path no executor task runs project code), this script's own frames, the
 session and app start-up, the query start (tables created, checkpoint, quality suites prepared).
 
-Output per record kind: the number of distinct project files (and, of them, how many are called at or after the
-file source's reader, jobs/io/file_tail.py, is first entered: the count from the read of the input on); the files in
-order of first entry (with the function first entered, the number of calls and of distinct functions, the project
-files each calls into); the files crossed through at most 2 functions (hop candidates); and the revisits: a file A
-entered again by a call (not a return) from a file B first entered after A, printed ``A -> B -> A`` with B's calling
-function and A's called function (``A.f still on the stack``: B was reached from A and calls back into it;
-otherwise the path returns to a stage it had left). A resumed generator is marked ``resume``.
+The target is stated in STAGE files: the project files crossed, less the vocabulary every stage speaks (schemas/:
+the tables, routes and alert types), and a stage file is VISITED AGAIN when a call enters it while none of its
+frames is on the stack (the path had left it and comes back); a callback into a caller still on the stack is a
+nested call, not a second visit.
+
+Output per record kind: the stage count, the stage files visited again, the vocabulary files; then the number of
+distinct project files (and, of them, how many are called at or after the file source's reader, jobs/io/file_tail.py,
+is first entered); the files in order of first entry (with the function first entered, the number of calls and of
+distinct functions, the project files each calls into); every revisit, a file A entered again by a call (not a
+return) from a file B first entered after A, printed ``A -> B -> A`` with B's calling function and A's called
+function (``A.f still on the stack``: B was reached from A and calls back into it); the files crossed through at
+most 2 functions (hop candidates). A resumed generator is marked ``resume``.
 
     .venv/bin/python scripts/record_path.py [--json]
 """
@@ -72,6 +79,7 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = ("jobs", "pipelines", "schemas", "api", "planewatch")
 CLUSTER = "c1"
+VOCABULARY = "schemas/"  # the tables', routes' and alert types' definitions: read by every stage, not a stage
 READER = "jobs/io/file_tail.py"  # the file source's reader (read_piece): where the input is read
 TOKEN = "record-path-token"
 T0 = dt.datetime(2026, 3, 2, 8, 0, 0, tzinfo=dt.UTC)
@@ -211,6 +219,25 @@ class Run:
 
     armed = False
     done: list[tuple[Any, dict[str, Any] | None]] = []
+    # the traced batch's files when its alert was committed (the end of the record's way into `alerts`)
+    at_alert: dict[str, Any] | None = None
+
+
+def _patch_alert_commit() -> None:
+    """End the batch window where the alert is committed: the first AlertWriter.write of the traced batch that
+    writes a row. What the batch does after (dq_results, file accounting) is not on the record's way to GET
+    /alerts; the trace goes on to the batch's end for the whole-batch numbers."""
+    from jobs.alert_writer import AlertWriter
+
+    original = AlertWriter.write
+
+    def write(self: AlertWriter, *args: Any, **kwargs: Any) -> int:
+        written = original(self, *args, **kwargs)
+        if TRACER.active and written and Run.at_alert is None:
+            Run.at_alert = TRACER.snapshot()
+        return written
+
+    AlertWriter.write = write  # type: ignore[method-assign]
 
 
 def _traced_batch_class() -> type[IngestBatch]:
@@ -224,6 +251,7 @@ def _traced_batch_class() -> type[IngestBatch]:
         def __call__(self, df: Any, batch_id: int) -> None:
             armed = Run.armed
             if armed:
+                Run.at_alert = None
                 TRACER.reset()
                 TRACER.phase = "batch"
                 sys.setprofile(TRACER.profile)  # py4j's callback thread may predate threading.setprofile
@@ -299,6 +327,10 @@ def _trace_record(spark: Any, settings: Any, client: Any, family: str, warm_up: 
     assert trace is not None
     if report.path != "driver":
         raise RuntimeError(f"the batch ran on {report.path}, not the driver")
+    if Run.at_alert is None:
+        raise RuntimeError(f"the traced batch committed no {alert_type} alert")
+    whole_batch = trace
+    trace = Run.at_alert
     TRACER.reset()
     TRACER.phase = "api"
     # carry the batch's entries on: the API window continues the same path
@@ -326,8 +358,28 @@ def _trace_record(spark: Any, settings: Any, client: Any, family: str, warm_up: 
         "batch_id": report.batch_id, "batch_records": report.raw, "warm_up_records": warm.raw, "where": report.path,
         "silver": report.silver, "alert": alert_type, "batch_files": sum(1 for e in out["order"]
                                                                          if e["phase"] == "batch"),
+        "whole_batch_files": whole_batch["files"],
+        "after_alert": [e["file"] for e in whole_batch["order"] if e["file"] not in trace_files(trace)],
     })
+    out.update(path_counts(out))
     return out
+
+
+def trace_files(trace: dict[str, Any]) -> set[str]:
+    return {e["file"] for e in trace["order"]}
+
+
+def path_counts(r: dict[str, Any]) -> dict[str, Any]:
+    """The counts the target is stated in: STAGE files (the project files the record crosses, less the vocabulary
+    every stage speaks: schemas/, where the tables, routes and alert types are defined) and the stage files the path
+    COMES BACK to (a call into a stage file none of whose frames is on the stack: the path had left it; a callback
+    into a caller still on the stack is a nested call, not a second visit)."""
+    vocabulary = [e["file"] for e in r["order"] if e["file"].startswith(VOCABULARY)]
+    stages = [e["file"] for e in r["order"] if not e["file"].startswith(VOCABULARY)]
+    back = sorted({v["earlier"] for v in r["revisits"]
+                   if v["earlier_on_stack"] is None and not v["earlier"].startswith(VOCABULARY)},
+                  key=stages.index)
+    return {"stage_files": len(stages), "vocabulary_files": vocabulary, "stage_revisits": back}
 
 
 def measure(tmp: Path) -> dict[str, Any]:
@@ -348,6 +400,7 @@ def measure(tmp: Path) -> dict[str, Any]:
         "sources": {"files": {"path": str(inp)}},
     }, "record_path")
     jobs.ingest.IngestBatch = _traced_batch_class()  # type: ignore[attr-defined]
+    _patch_alert_commit()
     spark = build_session(settings, "record-path")
     spark.sparkContext.setLogLevel("ERROR")
     app = create_app()
@@ -389,10 +442,13 @@ def _thin(r: dict[str, Any]) -> list[str]:
 def __say(results: dict[str, Any]) -> None:
     names = {"metric": "metric sample", "log": "log line"}
     for kind, r in results.items():
-        _say(f"== {names[kind]}: {r['files']} project files ({r['batch_files']} in the micro-batch, "
+        _say(f"== {names[kind]}: {r['stage_files']} stage files, {len(r['stage_revisits'])} visited again "
+              f"({', '.join(r['stage_revisits']) or 'none'}); vocabulary: {', '.join(r['vocabulary_files'])}")
+        _say(f"   {r['files']} project files ({r['batch_files']} in the micro-batch up to the alert's commit, "
               f"{r['files'] - r['batch_files']} more in GET /alerts; {r['files_from_reader']} called from the reader's "
               f"first read on); batch {r['batch_id']} of {r['batch_records']} record(s) on the {r['where']}, alert "
-              f"{r['alert']}")
+              f"{r['alert']}; the whole batch crosses {r['whole_batch_files']} (after the alert's commit: "
+              f"{', '.join(r['after_alert']) or 'none'})")
         for e in r["order"]:
             into = f"; into {', '.join(e['into'])}" if e["into"] else ""
             _say(f"  {e['order']:2d}. [{e['phase']:5s}] {e['file']:40s} {e['function']}  "

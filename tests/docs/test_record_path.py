@@ -58,3 +58,18 @@ def test_order_and_revisits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
         ("jobs/a.py", "pipelines/b.py", "work", "helper", "start"),  # a callback: a.start is below b.work
         ("pipelines/b.py", "schemas/c.py", "finish", "again", None)]  # back to a stage already left
     assert out["revisited_files"] == ["jobs/a.py", "pipelines/b.py"]
+
+
+def test_path_counts_leave_out_the_vocabulary_and_nested_callbacks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stage files are the project files less schemas/; a stage file is visited again only when the path had left
+    it (none of its frames on the stack), not when a callee calls back into it."""
+    monkeypatch.setattr(sys, "modules", dict(sys.modules))
+    record_path = _load(SCRIPT, "record_path_counts")
+    order = [{"file": f} for f in ("jobs/a.py", "schemas/t.py", "jobs/b.py", "pipelines/c.py")]
+    revisits = [
+        {"earlier": "jobs/a.py", "earlier_on_stack": "start"},  # a callback: a is still on the stack
+        {"earlier": "jobs/b.py", "earlier_on_stack": None},  # the path left b and comes back
+        {"earlier": "schemas/t.py", "earlier_on_stack": None},  # the vocabulary, read by every stage
+    ]
+    counts = record_path.path_counts({"order": order, "revisits": revisits})
+    assert counts == {"stage_files": 3, "vocabulary_files": ["schemas/t.py"], "stage_revisits": ["jobs/b.py"]}
