@@ -22,6 +22,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyspark
+
 __all__ = ["LocalCluster", "spark_home", "start_cluster", "stop_cluster"]
 
 # The master and worker JVMs take 5-30 s to come up on a loaded 2-core machine.
@@ -30,8 +32,6 @@ START_TIMEOUT_S = 180.0
 
 def spark_home() -> str:
     """SPARK_HOME of the installed pyspark package."""
-    import pyspark
-
     return os.environ.get("SPARK_HOME") or os.path.dirname(pyspark.__file__)
 
 

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import functions as F
+
 from schemas.routes import RAW_TABLES
 
 if TYPE_CHECKING:
-    import pyarrow as pa
     from pyspark.sql import DataFrame
 
 __all__ = ["arrow_to_raw", "kind_column", "to_raw"]
@@ -27,8 +30,6 @@ def kind_column(family: str) -> str:
 
 def to_raw(df: DataFrame, family: str, batch_id: int) -> DataFrame:
     """Source records as a Spark frame -> the bronze table's columns."""
-    from pyspark.sql import functions as F
-
     made = {
         kind_column(family): F.col("kind"),
         "batch_id": F.lit(batch_id).cast("long"),
@@ -39,9 +40,6 @@ def to_raw(df: DataFrame, family: str, batch_id: int) -> DataFrame:
 
 def arrow_to_raw(batch: pa.RecordBatch, family: str, batch_id: int) -> pa.RecordBatch:
     """Source records as a pyarrow batch -> a batch of the bronze table's schema."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     schema = RAW_TABLES[family].to_arrow()
     made = {
         kind_column(family): batch.column("kind"),

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+
+import pyarrow as pa
 
 from jobs.io.paths import broker_id_from_path, sniff
 from schemas.inputs import InputFamily, LogKind, MetricFormat
-
-if TYPE_CHECKING:
-    import pyarrow as pa
 
 __all__ = ["RAW_NAMES", "SNIFF_BYTES", "kafka_arrow_to_raw", "raw_kafka_batch", "record_fields"]
 
@@ -56,8 +54,6 @@ def raw_kafka_batch(
     now: dt.datetime,
 ) -> pa.RecordBatch:
     """The raw-record batch of some Kafka records (parallel sequences; `sources` as `kafka:<topic>/<partition>`)."""
-    import pyarrow as pa
-
     cols: tuple[list[object], ...] = ([], [], [], [], [])
     for value, key in zip(values, keys, strict=True):
         for col, v in zip(cols, record_fields(value, key, family, default_cluster, cluster), strict=True):

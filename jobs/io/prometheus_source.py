@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -54,6 +55,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
 from jobs.io import PipelineIOError
+from jobs.io.checkpoints import SCRAPE_SPOOL_DIR, logged_offset
 from jobs.io.file_tail import OUTPUT_SCHEMA_DDL, SPLIT_BYTES, buffer_records, records_batch
 from jobs.io.scrape import DEFAULT_TIMEOUT_S, Scrape, ScrapeStore, Target, resolve_targets, scrape_all
 from schemas.routes import SOURCE_ERROR_FORMAT
@@ -176,10 +178,6 @@ def logged_scrape_records(checkpoint: str, batch_id: int) -> Iterator[Any] | Non
     query checkpointed at `checkpoint`, read in this process from Spark's offset log and the query's spool
     (jobs.io.checkpoints SCRAPE_SPOOL_DIR), which holds a batch's answers until the next batch is planned; None when
     the log or the spool cannot say (the caller then reads the batch through Spark)."""
-    import os
-
-    from jobs.io.checkpoints import SCRAPE_SPOOL_DIR, logged_offset
-
     end = logged_offset(checkpoint, batch_id)
     start = logged_offset(checkpoint, batch_id - 1) if batch_id > 0 else {"targets": {}}
     if end is None or start is None or "targets" not in end or "targets" not in start:

@@ -18,13 +18,11 @@ import sys
 import tempfile
 import zipfile
 from pathlib import Path
-from typing import TYPE_CHECKING
+
+from pyspark.sql import SparkSession
 
 from jobs.io.jars import JarsMissing, jar_conf, require_spark_jars, session_has_delta, session_has_kafka, spark_jars
 from jobs.io.settings import Settings
-
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
 
 __all__ = ["JIT_HUGE_METHODS", "LOCAL_CONF", "PACKAGES", "build_session", "check_jars", "jars_needed", "package_zip"]
 
@@ -108,8 +106,6 @@ def check_jars(spark: SparkSession, settings: Settings) -> None:
 
 def build_session(settings: Settings, app_name: str) -> SparkSession:
     """The job's SparkSession (getOrCreate: reuses an active one, e.g. in tests or `planewatch pipeline`)."""
-    from pyspark.sql import SparkSession
-
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")

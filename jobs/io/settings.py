@@ -14,6 +14,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from jobs.io import PipelineIOError
 from jobs.io.file_tail import DEFAULT_TAIL_QUIET_S
 
@@ -336,8 +338,6 @@ def _prometheus(r: _Reader) -> PrometheusSourceSettings:
 
 def load_settings(path: str | os.PathLike[str] | None = None, args: argparse.Namespace | None = None) -> Settings:
     """Load and validate the YAML file (default conf/pipeline.yaml), then apply the command-line overrides."""
-    import yaml
-
     cfg = Path(path) if path else DEFAULT_CONFIG
     try:
         raw = yaml.safe_load(cfg.read_text()) if cfg.exists() or path else {}
