@@ -21,21 +21,25 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Sequence
+from functools import reduce
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
+import pyarrow as pa
+from deltalake import DeltaTable
+from pyspark.sql import functions as F
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.streaming.datasource import ReadMaxFiles, SupportsTriggerAvailableNow
+
 from jobs.io import PipelineIOError
+from jobs.io.jars import session_has_delta
 from schemas.lake_read import FilePruning, file_batches, read_table, table_schema
 
 if TYPE_CHECKING:
-    import pyarrow as pa
     import pyarrow.compute as pc
-    from deltalake import DeltaTable
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
-
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import ReadMaxFiles, SupportsTriggerAvailableNow
 
 __all__ = ["DEFAULT_MAX_FILES_PER_TRIGGER", "DeltaStreamSource", "LatestTable", "added_files", "read_delta",
            "read_files"]
@@ -54,8 +58,6 @@ def _strip(uri: str) -> str:
 
 
 def _spark_schema(arrow_schema: Any) -> StructType:
-    from pyspark.sql.pandas.types import from_arrow_schema
-
     schema: StructType = from_arrow_schema(arrow_schema)
     return schema
 
@@ -73,10 +75,6 @@ def read_delta(spark: SparkSession, path: str, version: int | None = None,
     Raises:
         PipelineIOError: `path` is not a Delta table, or needs delta-spark and the session lacks it.
     """
-    from deltalake import DeltaTable
-
-    from jobs.io.jars import session_has_delta
-
     if not DeltaTable.is_deltatable(path):
         raise PipelineIOError(f"not a Delta table: {path}")
     dt = DeltaTable(path, version=version)
@@ -104,8 +102,6 @@ class LatestTable:
         self._table: DeltaTable | None = None
 
     def exists(self) -> bool:
-        from deltalake import DeltaTable
-
         return self._table is not None or DeltaTable.is_deltatable(self.path)
 
     def read(self, files: FilePruning | None = None, where: pc.Expression | None = None) -> pa.Table:
@@ -115,8 +111,6 @@ class LatestTable:
         Raises:
             PipelineIOError: `path` is not a Delta table.
         """
-        from deltalake import DeltaTable
-
         if self._table is None:
             if not DeltaTable.is_deltatable(self.path):
                 raise PipelineIOError(f"not a Delta table: {self.path}")
@@ -128,10 +122,6 @@ class LatestTable:
 
 def _read_native(spark: SparkSession, path: str, version: int | None,
                  partitions_in: list[list[tuple[str, str, Any]]] | None) -> DataFrame:
-    from functools import reduce
-
-    from pyspark.sql import functions as F
-
     reader = spark.read.format("delta")
     if version is not None:
         reader = reader.option("versionAsOf", version)
@@ -197,8 +187,6 @@ class _DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.target: int | None = None
 
     def _latest_version(self) -> int:
-        from deltalake import DeltaTable
-
         if not DeltaTable.is_deltatable(self.path):
             return -1
         return int(DeltaTable(self.path).version())
@@ -236,9 +224,6 @@ class _DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return [_FilePartition(p, v) for p, v in added_files(self.path, int(start["version"]), int(end["version"]))]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        import pyarrow as pa
-        from pyspark.sql.pandas.types import to_arrow_schema
-
         assert isinstance(partition, _FilePartition)
         target = to_arrow_schema(self.schema_, timezone="UTC")  # Delta timestamps are UTC instants
         for batch in file_batches(partition.path, target, STREAM_BATCH_ROWS):
@@ -273,8 +258,6 @@ class DeltaStreamSource(DataSource):
         return str(path)
 
     def schema(self) -> StructType:
-        from deltalake import DeltaTable
-
         path = self._path()
         if not DeltaTable.is_deltatable(path):
             raise PipelineIOError(f"planewatch_delta: not a Delta table: {path}")

@@ -44,6 +44,7 @@ import logging
 import os
 import re
 import shutil
+import tempfile
 import time
 import uuid
 from collections.abc import Sequence
@@ -52,10 +53,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+from deltalake import CommitProperties, DeltaTable, Schema, Transaction, write_deltalake
+from deltalake.transaction import AddAction, create_table_with_add_actions
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
 from jobs.io import PipelineIOError
+from jobs.io.delta_read import added_files, read_files
+from jobs.io.parquet_stats import footer_stats
 
 if TYPE_CHECKING:
-    import pyarrow as pa
     from pyspark.sql import DataFrame
 
     from schemas.tables import Table
@@ -129,9 +138,6 @@ def _local_path(uri: str) -> str:
 
 def ensure_table(path: str, table: Table) -> None:
     """Create the Delta table (empty, with its schema and partitioning) unless it exists."""
-    from deltalake import DeltaTable, Schema
-    from deltalake.transaction import create_table_with_add_actions
-
     if DeltaTable.is_deltatable(path):
         return
     os.makedirs(path, exist_ok=True)
@@ -151,8 +157,6 @@ def ensure_table(path: str, table: Table) -> None:
 
 def conform(df: DataFrame, table: Table) -> DataFrame:
     """Select the table's columns in order, cast to its types; a missing column is a clear error."""
-    from pyspark.sql import functions as F
-
     missing = [c for c in table.names if c not in df.columns]
     if missing:
         raise PipelineIOError(f"batch for {table.name} lacks columns {missing}")
@@ -224,8 +228,6 @@ class DeltaSink:
 
     def last_committed(self) -> int | None:
         """The last batch id this app committed to the table, or None."""
-        from deltalake import DeltaTable
-
         if not DeltaTable.is_deltatable(self.path):
             return None
         v: int | None = DeltaTable(self.path).transaction_version(self.app_id)
@@ -235,13 +237,9 @@ class DeltaSink:
         """The file URIs batch `batch_id` of this app added to the table, in the current snapshot (delta-rs: by the
         files' name prefix, which the sink gives every file it commits; delta-spark: the files its commit added,
         found by the commit's userMetadata; local tables only)."""
-        from deltalake import DeltaTable
-
         if self.mode == "delta-spark":
             if "://" in self.path:
                 return []
-            from jobs.io.delta_read import added_files
-
             version, _files, _rows = self._own_commit(self._marker(batch_id))
             if version is None:
                 return []
@@ -260,8 +258,6 @@ class DeltaSink:
 
     def write_arrow(self, data: pa.Table, batch_id: int) -> SinkResult:
         """Driver-side append of a small Arrow table (dq_results, tiny batches), same exactly-once guard."""
-        from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
-
         t0 = time.perf_counter()
         if self.mode == "delta-spark":
             return self._write_arrow_delta_spark(data, batch_id)
@@ -292,8 +288,6 @@ class DeltaSink:
         )
 
     def _write_arrow_delta_spark(self, data: pa.Table, batch_id: int) -> SinkResult:
-        from pyspark.sql import SparkSession
-
         if self.last_committed_at_least(batch_id):
             return SinkResult(self.table.name, batch_id, True, mode="delta-spark")
         if data.num_rows == 0:
@@ -326,8 +320,6 @@ class DeltaSink:
         version, files, rows = self._own_commit(marker)
         paths: tuple[str, ...] = ()
         if version is not None and "://" not in self.path:
-            from jobs.io.delta_read import added_files
-
             paths = tuple(p for p, _ in added_files(os.path.abspath(self.path), version - 1, version))
         dt_ms = (time.perf_counter() - t0) * 1e3
         return SinkResult(self.table.name, batch_id, False, files, rows, version, dt_ms, "delta-spark", paths)
@@ -339,8 +331,6 @@ class DeltaSink:
     def _own_commit(self, marker: str) -> tuple[int | None, int, int]:
         """(version, files, rows) of the commit carrying `marker`; (None, 0, 0) when the batch committed nothing
         (an empty batch: delta-spark still commits, so this is only a commit beyond HISTORY_SCAN)."""
-        from deltalake import DeltaTable
-
         for entry in DeltaTable(self.path).history(HISTORY_SCAN):
             if entry.get("userMetadata") == marker:
                 metrics = entry.get("operationMetrics") or {}
@@ -367,8 +357,6 @@ class DeltaSink:
         files from there into the table); for delta-spark on a remote table, a local directory of this machine
         (STAGING_DIR: the driver and local executors share it; a cluster needs it on a shared file system)."""
         if self.mode == "delta-spark" and "://" in self.path:
-            import tempfile
-
             return os.path.join(os.environ.get(STAGING_ENV) or tempfile.gettempdir(), STAGING_DIR,
                                 app_slug(self.path))
         return _local_path(self.path)
@@ -378,8 +366,6 @@ class DeltaSink:
 
         Files written under it (Hive-style partition directories of the table's `partition_by`) are committed by
         :meth:`commit_pending`; leftovers of this app's earlier, uncommitted attempts are removed first."""
-        from deltalake import DeltaTable
-
         root = self._staging_root()
         if not self._ensured:
             ensure_table(self.path if self.mode == "delta-spark" else root, self.table)
@@ -407,8 +393,6 @@ class DeltaSink:
                 succeeded; a failed attempt's files are left out and removed with the directory); None: all of them.
             t0: when the write began (for the result's duration).
         """
-        from deltalake import CommitProperties, Schema, Transaction
-
         t0 = time.perf_counter() if t0 is None else t0
         if self.mode == "delta-spark":
             return self._commit_pending_delta_spark(pending, batch_id, files)
@@ -439,10 +423,6 @@ class DeltaSink:
     def _commit_pending_delta_spark(self, pending: str, batch_id: int, files: Sequence[str] | None) -> SinkResult:
         """delta-spark as the committer of staged files: Spark reads them (the partition values from their
         directories) and delta-spark's writer appends them under txnAppId/txnVersion (:meth:`_write_delta_spark`)."""
-        from pyspark.sql import SparkSession
-
-        from jobs.io.delta_read import read_files
-
         chosen = sorted(files) if files is not None else sorted(
             os.path.join(d, f) for d, _dirs, names in os.walk(pending) for f in names
             if f.endswith(".parquet") and not f.startswith((".", "_")))
@@ -458,8 +438,6 @@ class DeltaSink:
             shutil.rmtree(pending, ignore_errors=True)
 
     def _commit(self, local: str, adds: list[Any], schema: Any, props: Any, batch_id: int) -> int:
-        from deltalake import DeltaTable
-
         last_exc: Exception | None = None
         for attempt in range(COMMIT_RETRIES):
             opened, self._opened = self._opened, None
@@ -491,11 +469,6 @@ class DeltaSink:
 
     def _collect_adds(self, pending: str, slug: str, batch_id: int, only: set[str] | None = None
                       ) -> tuple[list[Any], list[tuple[str, str]], int]:
-        import pyarrow.parquet as pq
-        from deltalake.transaction import AddAction
-
-        from jobs.io.parquet_stats import footer_stats
-
         adds: list[Any] = []
         moves: list[tuple[str, str]] = []
         rows = 0
@@ -560,14 +533,10 @@ class DeltaMerger:
 
     def write(self, df: DataFrame, batch_id: int) -> SinkResult:
         """Merge the batch's rows into the table, exactly once per batch id."""
-        import pyarrow as pa
-
         return self.write_arrow(pa.table(conform(df, self.table).toArrow()), batch_id)
 
     def write_arrow(self, source: pa.Table, batch_id: int) -> SinkResult:
         """Merge an Arrow table (already in the table's columns) as batch `batch_id`."""
-        from deltalake import CommitProperties, DeltaTable, Transaction
-
         t0 = time.perf_counter()
         local = _local_path(self.path)
         if not self._ensured:

@@ -21,26 +21,30 @@ Theory of operation (delta-rs sink mode; the driver commits, as for every delta-
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import shutil
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import unquote
+
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from jobs.io.bronze import arrow_to_raw
-from jobs.io.delta_sink import HIVE_NULL
+from jobs.io.delta_sink import HIVE_NULL, SinkResult
 from jobs.io.file_tail import Piece, read_piece
 from schemas.lake_read import read_file
 from schemas.routes import RAW_TABLES, ROUTE_TABLES
 from schemas.tables import QUARANTINE, Table
 
 if TYPE_CHECKING:
-    import pyarrow as pa
     import pyarrow.compute as pc
     from pyspark.sql import DataFrame, SparkSession
 
-    from jobs.io.delta_sink import DeltaSink, SinkResult
+    from jobs.io.delta_sink import DeltaSink
 
 __all__ = ["ENGINE_BYTES", "ENGINE_ROWS", "OUTPUT_DDL", "FilesOutcome", "Process", "Processed", "committed_rows",
            "local_file", "partition_dir", "read_pieces", "sample_rows", "shares", "stage_on_driver",
@@ -91,8 +95,6 @@ class _TableFiles:
     """One open Parquet file per partition of one table, in one task."""
 
     def __init__(self, table: Table, pending: str) -> None:
-        import pyarrow as pa
-
         self.table = table
         self.pending = pending
         self.schema = table.to_arrow()
@@ -102,9 +104,6 @@ class _TableFiles:
         self.paths: dict[tuple[Any, ...], str] = {}
 
     def write(self, tbl: pa.Table) -> None:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
         if tbl.num_rows == 0:
             return
         tbl = tbl.select(self.table.names).cast(self.schema)
@@ -152,8 +151,6 @@ def _task(batches: Iterator[pa.RecordBatch], family: str, process: Process, pend
           ) -> Iterator[pa.RecordBatch]:
     """The staging of one task (or of the driver): bronze batches -> each table's files under its pending directory
     (only the tables in `pending`: a table that already committed the batch gets none), and the descriptors."""
-    import pyarrow as pa
-
     raw_table = RAW_TABLES[family]
     tables = [raw_table, *ROUTE_TABLES[family].values(), QUARANTINE]
     outputs = {t.name: _TableFiles(t, pending[t.name]) for t in tables if t.name in pending}
@@ -241,8 +238,6 @@ def stage_on_executors(bronze: DataFrame, family: str, process: Process, pending
 def stage_on_driver(bronze: pa.Table, family: str, process: Process, pending: Mapping[str, str]) -> FilesOutcome:
     """The same staging done by this process over the batch's bronze rows it holds: what one task of
     :func:`stage_on_executors` does, without a Spark job."""
-    import pyarrow as pa
-
     out = list(_task(iter(bronze.to_batches(max_chunksize=ENGINE_ROWS)), family, process, dict(pending)))
     return _outcome(pa.Table.from_batches(out).to_pylist() if out else [])
 
@@ -262,8 +257,6 @@ def shares(pieces: Sequence[Piece], tasks: int) -> list[list[Piece]]:
 def read_pieces(pieces: Sequence[Piece], family: str, batch_id: int) -> Iterator[pa.RecordBatch]:
     """The bronze rows of a file batch's pieces, read where this runs: the file source's reader
     (jobs.io.file_tail.read_piece, what its stream's `read` runs) as bronze (jobs.io.bronze.arrow_to_raw)."""
-    import datetime as dt
-
     now = dt.datetime.now(dt.UTC)
     for piece in pieces:
         for batch in read_piece(piece, now):
@@ -295,8 +288,6 @@ def write_batch(run: Callable[[Mapping[str, str]], FilesOutcome], batch_id: int,
     and committed per table, in the order of `sinks` (bronze, silver, quarantine). A table that already committed
     the batch (a replay after a crash between commits) is staged nothing and its result is `skipped`; `run` still
     runs, for the batch's counts."""
-    from jobs.io.delta_sink import SinkResult
-
     pending: dict[str, str] = {}
     for sink in sinks:
         directory = sink.open_pending(batch_id)
@@ -320,10 +311,6 @@ def committed_rows(paths: Sequence[str], table: Table, columns: list[str] | None
     """The rows of committed files of `table` that `where` keeps (the first `limit`, when given), in the table's
     types, with `columns` (None: all); the partition columns come from each file's Hive-style directories (`where`
     reads data columns only)."""
-    from urllib.parse import unquote
-
-    import pyarrow as pa
-
     names = table.names if columns is None else columns
     schema = table.to_arrow(names)
     data = [n for n in names if n not in table.partition_by]
@@ -356,6 +343,4 @@ def sample_rows(paths: Sequence[str], table: Table, limit: int) -> Any:
 
 def local_file(uri: str) -> str:
     """A committed file's local path, from a path or a file URI (DeltaTable.file_uris spells them either way)."""
-    from urllib.parse import unquote
-
     return unquote(uri[len("file://"):]) if uri.startswith("file://") else uri
