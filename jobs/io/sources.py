@@ -22,13 +22,17 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadMaxRows, SupportsTriggerAvailableNow
 
 from jobs.io import PipelineIOError
+from jobs.io.checkpoints import logged_offset
+from jobs.io.delta_read import DeltaStreamSource
 from jobs.io.file_tail import DEFAULT_TAIL_QUIET_S, OUTPUT_SCHEMA_DDL, Piece, pack, plan, read_piece, split
 from jobs.io.kafka_records import raw_kafka_batch
 from jobs.io.paths import FAMILIES
+from jobs.io.prometheus_source import PrometheusStreamSource
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -83,8 +87,6 @@ def file_batch_bytes(end: dict[str, Any]) -> int | None:
 def logged_file_pieces(checkpoint: str, batch_id: int, family: str) -> list[Piece] | None:
     """The pieces of batch `batch_id` of the `planewatch_files` query checkpointed at `checkpoint`, as its stream
     reader plans them (`partitions`), from Spark's offset log; None if the log holds no such offset."""
-    from jobs.io.checkpoints import logged_offset
-
     end = logged_offset(checkpoint, batch_id)
     if end is None or file_batch_bytes(end) is None:
         return None
@@ -221,8 +223,6 @@ class _KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.available_now: dict[str, int] | None = None
 
     def _watermarks(self) -> dict[str, tuple[int, int]]:
-        from confluent_kafka import Consumer, KafkaException, TopicPartition
-
         consumer = Consumer(_kafka_conf(self.options, "planner"))
         try:
             out: dict[str, tuple[int, int]] = {}
@@ -292,10 +292,6 @@ class _KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ranges
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        import time
-
-        from confluent_kafka import Consumer, KafkaError, TopicPartition
-
         assert isinstance(partition, _KafkaRange)
         p = partition
         consumer = Consumer(_kafka_conf(self.options, f"reader-{p.topic}-{p.partition}"))
@@ -359,9 +355,6 @@ class KafkaStreamSource(DataSource):
 
 def register_sources(spark: SparkSession) -> None:
     """Register planewatch_files, planewatch_kafka, planewatch_prometheus and planewatch_delta with the session."""
-    from jobs.io.delta_read import DeltaStreamSource
-    from jobs.io.prometheus_source import PrometheusStreamSource
-
     for source in (FileStreamSource, KafkaStreamSource, PrometheusStreamSource, DeltaStreamSource):
         spark.dataSource.register(source)
 
