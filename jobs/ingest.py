@@ -12,13 +12,17 @@ A query's checkpoint (jobs.io.checkpoints) holds its run id: every table is writ
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from typing import TYPE_CHECKING
 
+from jobs.batch_detect import batch_detect
 from jobs.ingest_batch import IngestBatch
 from jobs.io.checkpoints import SCRAPE_SPOOL_DIR, app_run_id
-from jobs.io.settings import Settings
+from jobs.io.kafka_stream import kafka_stream
+from jobs.io.settings import Settings, interval_seconds
+from jobs.io.sources import register_sources
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -34,8 +38,6 @@ def start_ingest_queries(spark: SparkSession, settings: Settings, family: str, d
     """Start the ingest queries of `family` (logs | metrics) for every enabled source; returns them running.
 
     detect: run the family's rules in each micro-batch (jobs.batch_detect), writing `alerts`."""
-    from jobs.batch_detect import batch_detect
-
     queries: list[StreamingQuery] = []
     for name, stream in _streams(spark, settings, family):
         checkpoint = settings.checkpoint_path(name)
@@ -59,8 +61,6 @@ def start_ingest_queries(spark: SparkSession, settings: Settings, family: str, d
 
 def _streams(spark: SparkSession, settings: Settings, family: str) -> list[tuple[str, DataFrame]]:
     """(query name, source stream) of every enabled source of `family`."""
-    from jobs.io.sources import register_sources
-
     register_sources(spark)
     streams: list[tuple[str, DataFrame]] = []
     if settings.files.enabled:
@@ -76,16 +76,10 @@ def _streams(spark: SparkSession, settings: Settings, family: str) -> list[tuple
         streams.append((f"ingest_{family}_files", reader.load(os.path.abspath(settings.files.path))))
     topics = settings.kafka.logs_topics if family == "logs" else settings.kafka.metrics_topics
     if settings.kafka.enabled and topics:
-        from jobs.io.kafka_stream import kafka_stream
-
         name = f"ingest_{family}_kafka"
         streams.append((name, kafka_stream(spark, settings, family, topics, settings.checkpoint_path(name))))
     prom = settings.prometheus
     if prom.enabled and family == "metrics":
-        import json
-
-        from jobs.io.settings import interval_seconds
-
         name = f"ingest_{family}_prometheus"
         root = os.path.abspath(settings.files.path) if settings.files.enabled else None
         targets = [{"url": t.url, "cluster": t.cluster, "broker_id": t.broker_id} for t in prom.targets]

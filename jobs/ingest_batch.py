@@ -37,6 +37,7 @@ actions) or delta-spark (Spark reads them and delta-spark's writer appends them 
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import logging
 import time
@@ -44,16 +45,34 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+
 from jobs.ingest_quality import IngestQuality
-from jobs.io.bronze import to_raw
+from jobs.io.bronze import arrow_to_raw, to_raw
+from jobs.io.checkpoints import logged_offset
+from jobs.io.delta_read import read_files
 from jobs.io.delta_sink import DeltaSink, ensure_table
+from jobs.io.engine_files import (
+    FilesOutcome,
+    committed_rows,
+    local_file,
+    read_pieces,
+    sample_rows,
+    stage_on_driver,
+    stage_on_executors,
+    stage_pieces_on_executors,
+    write_batch,
+)
+from jobs.io.file_accounting import file_batch_rows
+from jobs.io.prometheus_source import logged_scrape_records, scrape_batch_bytes
 from jobs.io.settings import Settings
+from jobs.io.sources import file_batch_bytes, logged_file_pieces
+from pipelines.parsing.engine import run_engine
 from schemas.dq import RECONCILIATION_SUITE, RECORDS_EXPECTATION, DqResult
 from schemas.routes import RAW_TABLES, REJECTED, ROUTE_TABLES, UNUSED, VALIDATE
 from schemas.tables import DQ_RESULTS, QUARANTINE
 
 if TYPE_CHECKING:
-    import pyarrow as pa
     from pyspark.sql import DataFrame
 
     from jobs.batch_detect import BatchDetect, SilverLoad
@@ -103,8 +122,6 @@ class BatchReport:
 
     def reconciliation(self, raw_table: str) -> DqResult:
         """The batch's record reconciliation: raw == silver + quarantine + unused."""
-        import datetime as dt
-
         accounted = sum(self.silver.values()) + self.quarantine + self.unused
         return DqResult(raw_table, self.batch_id, RECONCILIATION_SUITE, RECORDS_EXPECTATION, self.balanced,
                         abs(self.raw - accounted), self.raw, dt.datetime.now(dt.UTC))
@@ -201,16 +218,10 @@ class IngestBatch:
     def _logged_bytes(self, batch_id: int) -> int | None:
         """The bytes of input batch `batch_id` reads, from its offsets in the query's offset log (a file or scrape
         batch; None for another source, or offsets the log does not hold)."""
-        from jobs.io.checkpoints import logged_offset
-
         if self.files_checkpoint is not None:
-            from jobs.io.sources import file_batch_bytes
-
             end = logged_offset(self.files_checkpoint, batch_id)
             return None if end is None else file_batch_bytes(end)
         if self.scrape_checkpoint is not None:
-            from jobs.io.prometheus_source import scrape_batch_bytes
-
             end = logged_offset(self.scrape_checkpoint, batch_id)
             start = logged_offset(self.scrape_checkpoint, batch_id - 1) if batch_id else {"targets": {}}
             return None if end is None or start is None else scrape_batch_bytes(start, end)
@@ -221,8 +232,6 @@ class IngestBatch:
         hold)."""
         if self.files_checkpoint is None:
             return None
-        from jobs.io.sources import logged_file_pieces
-
         return logged_file_pieces(self.files_checkpoint, batch_id, self.family)
 
     def _read_here(self, raw: DataFrame, bronze_files: list[str] | None, pieces: list[Piece] | None, batch_id: int
@@ -230,19 +239,12 @@ class IngestBatch:
         """The batch's bronze rows, read by the driver with its source kind's one reader: a replay's committed bronze
         files; a file batch's pieces (read_piece); a scrape batch's spooled answers (read_scrape); else the stream
         Spark handed the batch (one Spark job)."""
-        import pyarrow as pa
-
-        from jobs.io.engine_files import committed_rows, read_pieces
-
         if bronze_files is not None:
             return committed_rows(bronze_files, self.raw_table)
         schema = self.raw_table.to_arrow()
         if pieces is not None:
             return pa.Table.from_batches(list(read_pieces(pieces, self.family, batch_id)), schema)
         if self.scrape_checkpoint is not None:
-            from jobs.io.bronze import arrow_to_raw
-            from jobs.io.prometheus_source import logged_scrape_records
-
             records = logged_scrape_records(self.scrape_checkpoint, batch_id)
             if records is not None:  # else the spool no longer holds them all: the stream reads them
                 return pa.Table.from_batches([arrow_to_raw(b, self.family, batch_id) for b in records], schema)
@@ -250,19 +252,6 @@ class IngestBatch:
 
     def _one_path(self, raw: DataFrame, suites: dict[str, Suite], report: BatchReport) -> TablesWritten:
         """The batch read once, through `process()`, staged as files per table and committed per table."""
-        from jobs.io.delta_read import read_files
-        from jobs.io.engine_files import (
-            FilesOutcome,
-            committed_rows,
-            local_file,
-            sample_rows,
-            stage_on_driver,
-            stage_on_executors,
-            stage_pieces_on_executors,
-            write_batch,
-        )
-        from pipelines.parsing.engine import run_engine
-
         batch_id, family = report.batch_id, self.family
         where = report.path = self.where_for(batch_id)
         process = functools.partial(run_engine, family=family, suites=suites or None)
@@ -334,14 +323,10 @@ class IngestBatch:
         skipped as not regular files (each reported once); none for other sources."""
         if self.files_checkpoint is None:
             return []
-        from jobs.io.file_accounting import file_batch_rows
-
         return file_batch_rows(self.files_checkpoint, batch_id, self.raw_table.name)
 
     def _write_dq(self, results: list[DqResult], report: BatchReport) -> None:
         """Write the batch's dq rows (a batch without records and without file rows writes none)."""
-        import pyarrow as pa
-
         if not results:
             return
         rows = pa.Table.from_pylist([r.to_row() for r in results], DQ_RESULTS.to_arrow())

@@ -15,6 +15,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from pipelines.quality import load_suite
+from pipelines.quality.gx import prepare_in_background, validate_sample
 from schemas.dq import GE_ERROR_CHARS, GE_ERROR_PREFIX, DqResult, rows_suite
 
 if TYPE_CHECKING:
@@ -36,8 +38,6 @@ class IngestQuality:
 
     def suites(self) -> dict[str, Suite]:
         """The suite of each silver table that has one, read from its file now (empty with quality off)."""
-        from pipelines.quality import load_suite
-
         if not self.settings.enabled:
             return {}
         out: dict[str, Suite] = {}
@@ -51,8 +51,6 @@ class IngestQuality:
     def prepare(self) -> None:
         """Build the Great Expectations context in the background while the first batch runs (~3 s)."""
         if self.settings.enabled:
-            from pipelines.quality.gx import prepare_in_background
-
             prepare_in_background(list(self.suites().values()))
 
     @staticmethod
@@ -80,8 +78,6 @@ class IngestQuality:
                        ) -> list[DqResult]:
         """Great Expectations on `sample(quality.sample_limit)` (a pandas frame of at most that many of the table's
         rows of the batch): one row per expectation, or one error row."""
-        from pipelines.quality.gx import validate_sample
-
         try:
             return validate_sample(sample(self.settings.sample_limit), suite, table, batch_id)
         except Exception as exc:  # GE trouble must not stop ingestion; it shows in the results table
