@@ -17,6 +17,7 @@ from jobs.batch_detect import LogRules, MetricRules
 from jobs.io.settings import Settings
 from pipelines.detection.config import DetectionConfig
 from schemas.tables import METRIC_SAMPLES, REQUEST_EVENTS, STATE_CHANGE_EVENTS, Table
+from tests.lake import lake_rows, pipeline_settings
 
 T0 = dt.datetime(2026, 3, 2, 8, 0, 0, tzinfo=dt.UTC)
 CFG = DetectionConfig()
@@ -53,12 +54,12 @@ def loader(rows: pa.Table):
 
 
 def alerts(lake: Path) -> list[dict]:
-    return pa.table(DeltaTable(str(lake / "alerts")).to_pyarrow_table()).to_pylist()
+    return lake_rows(lake, "alerts")
 
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
-    return Settings(lake=str(tmp_path / "lake"), checkpoints=str(tmp_path / "ck"))
+    return pipeline_settings(tmp_path, once=False)
 
 
 def test_log_rules_write_once_per_batch_and_resolve_by_event_time(settings: Settings, tmp_path: Path) -> None:

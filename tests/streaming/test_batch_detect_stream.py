@@ -14,12 +14,14 @@ import logging
 import shutil
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from jobs.io.settings import parse_settings
 from jobs.runner import run_pipeline
+from pipelines.detection.config import DetectionConfig
+from pipelines.detection.lifecycle import Candidate, apply_lifecycle
+from pipelines.detection.metric_detectors import metric_candidates, metric_windows
+from tests.lake import lake_rows, lake_table, pipeline_settings
 
 pytestmark = [pytest.mark.spark, pytest.mark.streaming, pytest.mark.slow]
 
@@ -35,13 +37,8 @@ SINKS = {"driver": {}, "executors": {"driver_batch_max_rows": 0},
 
 
 def _settings(tmp: Path, sink: dict | None = None):
-    return parse_settings({"lake": str(tmp / "lake"), "checkpoints": str(tmp / "ck"), "trigger": {"once": True},
-                           "sources": {"files": {"path": str(tmp / "input"), "max_bytes_per_batch": BATCH_BYTES}},
-                           "sink": sink or {}, "quality": {"sample_limit": 100}}, "test")
-
-
-def _rows(lake: Path, table: str) -> list[dict]:
-    return pa.table(DeltaTable(str(lake / table)).to_pyarrow_table()).to_pylist()
+    return pipeline_settings(tmp, files=tmp / "input", max_bytes_per_batch=BATCH_BYTES, sink=sink or {},
+                             quality={"sample_limit": 100})
 
 
 def _run(spark, tmp: Path, sink: dict | None = None) -> None:
@@ -52,12 +49,8 @@ def _run(spark, tmp: Path, sink: dict | None = None) -> None:
 
 def _at_once(lake: Path) -> list[dict]:
     """The alert rows the rules and the lifecycle give over every metric_samples row at once."""
-    from pipelines.detection.config import DetectionConfig
-    from pipelines.detection.lifecycle import Candidate, apply_lifecycle
-    from pipelines.detection.metric_detectors import metric_candidates, metric_windows
-
     cfg = DetectionConfig()
-    samples = pa.table(DeltaTable(str(lake / "metric_samples")).to_pyarrow_table())
+    samples = lake_table(lake, "metric_samples")
     cands = [Candidate.from_row(c) for c in metric_candidates(metric_windows(samples, cfg), cfg)]
     return apply_lifecycle([], cands, None, dt.timedelta(seconds=cfg.resolve_after_s), dt.datetime.now(dt.UTC))
 
@@ -70,7 +63,7 @@ def _same_as_at_once(lake: Path) -> list[dict]:
     start). A window judged while it was still being filled may have shown a worse value (a 30 s window holding only
     the storm's worst scrape step is 100 % blocked), so an alert's severity, value and last sighting may be worse or
     later, never better or earlier."""
-    written = {a["alert_id"]: a for a in _rows(lake, "alerts")}
+    written = {a["alert_id"]: a for a in lake_rows(lake, "alerts")}
     at_once = {a["alert_id"]: a for a in _at_once(lake)}
     assert sorted((a["type"], a["broker_id"], a["listener"], a["started_at"]) for a in written.values()) == sorted(
         (str(a["type"]), a["broker_id"], a["listener"], a["started_at"]) for a in at_once.values())
@@ -94,7 +87,7 @@ def test_batches_raise_the_alert_all_samples_give(spark, tmp_path: Path, path: s
     assert f"path='{taken}'" in caplog.text
     assert f"path='{'executors' if taken == 'driver' else 'driver'}'" not in caplog.text
     lake = tmp_path / "lake"
-    batches = {r["batch_id"] for r in _rows(lake, "metric_samples")}
+    batches = {r["batch_id"] for r in lake_rows(lake, "metric_samples")}
     assert len(batches) >= 10  # the windows really are spread over batches
     written = _same_as_at_once(lake)
     storm = [a for a in written if a["type"] == "ACCEPTOR_BLOCKED"]

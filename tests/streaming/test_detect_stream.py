@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from schemas.tables import METRIC_SAMPLES, REQUEST_EVENTS, STATE_CHANGE_EVENTS
+from tests.lake import lake_rows, pipeline_settings
 
 pytestmark = [pytest.mark.spark, pytest.mark.streaming, pytest.mark.slow]
 
@@ -61,9 +62,7 @@ def log_rows(cluster: str, broker: int, lines: list[str]) -> list[dict]:
 
 
 def settings_for(tmp: Path, **detection):
-    from jobs.io.settings import Settings
-
-    return Settings(lake=str(tmp / "lake"), checkpoints=str(tmp / "ck"), once=True, detection=detection)
+    return pipeline_settings(tmp, detection=detection)
 
 
 def run_detect(spark, settings) -> None:
@@ -81,9 +80,7 @@ def run_detect(spark, settings) -> None:
 
 
 def table(lake: Path, name: str) -> list[dict]:
-    from deltalake import DeltaTable
-
-    return DeltaTable(str(lake / name)).to_pyarrow_table().to_pylist()
+    return lake_rows(lake, name)
 
 
 def test_fixture_replay_pairs_and_alerts_exactly_once(spark, tmp_path):
