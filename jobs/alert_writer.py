@@ -17,6 +17,12 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+from deltalake.exceptions import CommitFailedError
+
+from jobs.io.delta_read import LatestTable
+from jobs.io.delta_sink import DeltaMerger
 from pipelines.detection.lifecycle import Candidate, apply_lifecycle
 from schemas.alerts import AlertStatus, DetectQuery, owned_types
 from schemas.tables import ALERTS
@@ -42,9 +48,6 @@ class AlertWriter:
     """Candidates of one micro-batch -> lifecycle -> MERGE into `alerts` (exactly once per batch id of `app`)."""
 
     def __init__(self, settings: Settings, role: DetectQuery, app: str, cfg: DetectionConfig) -> None:
-        from jobs.io.delta_read import LatestTable
-        from jobs.io.delta_sink import DeltaMerger
-
         self.path = settings.table_path(ALERTS.name)
         self.cfg = cfg
         self.types = owned_types(role)
@@ -53,7 +56,6 @@ class AlertWriter:
 
     def open_alerts(self, clusters: set[str] | None = None) -> list[dict[str, Any]]:
         """The open alerts this writer owns (of `clusters` only, when given)."""
-        import pyarrow.compute as pc
 
         if not self.table.exists():
             return []
@@ -66,8 +68,6 @@ class AlertWriter:
         """Apply the lifecycle to the open alerts this writer owns (of `clusters` only, when given) and merge;
         returns the number of alert rows written. `watermark`: the event time that resolves alerts, one for all
         clusters or one per cluster (a cluster without one resolves nothing)."""
-        import pyarrow as pa
-        from deltalake.exceptions import CommitFailedError
 
         cands = [Candidate.from_row(c) for c in candidates]
         for attempt in range(MAX_COMMIT_RETRIES + 1):

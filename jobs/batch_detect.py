@@ -24,7 +24,15 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+import polars as pl
+import pyarrow.compute as pc
+
 from jobs.alert_writer import AlertWriter
+from jobs.io.delta_read import LatestTable
+from pipelines.detection.config import DetectionConfig
+from pipelines.detection.events import CONTROL_REQUESTS, STALE_EVENTS
+from pipelines.detection.latency_detectors import log_candidates
+from pipelines.detection.metric_detectors import DETECTION_SIGNALS, detection_samples, metric_candidates, metric_windows
 from schemas.alerts import DetectQuery
 from schemas.inputs import InputFamily
 from schemas.tables import METRIC_SAMPLES, REQUEST_EVENTS, STATE_CHANGE_EVENTS
@@ -108,11 +116,6 @@ class LogRules(_BatchRules):
     role = DetectQuery.LOG
 
     def __call__(self, silver: SilverRows, batch_id: int) -> None:
-        import pyarrow.compute as pc
-
-        from pipelines.detection.events import CONTROL_REQUESTS, STALE_EVENTS
-        from pipelines.detection.latency_detectors import log_candidates
-
         t0 = time.perf_counter()
         watermarks = self.clock.watermarks  # as of the earlier batches, like a streaming watermark
         self.clock.advance([_rows(silver, t, columns=CLOCK_COLUMNS) for t in (STATE_CHANGE_EVENTS, REQUEST_EVENTS)])
@@ -133,8 +136,6 @@ class MetricRules(_BatchRules):
     role = DetectQuery.METRIC
 
     def __init__(self, settings: Settings, query: str, run_id: str, cfg: DetectionConfig) -> None:
-        from jobs.io.delta_read import LatestTable
-
         super().__init__(settings, query, run_id, cfg)
         self.samples = LatestTable(settings.table_path(METRIC_SAMPLES.name), METRIC_SAMPLES.to_arrow())
 
@@ -151,16 +152,6 @@ class MetricRules(_BatchRules):
         return self.samples.read(files)
 
     def __call__(self, silver: SilverRows, batch_id: int) -> None:
-        import polars as pl
-        import pyarrow.compute as pc
-
-        from pipelines.detection.metric_detectors import (
-            DETECTION_SIGNALS,
-            detection_samples,
-            metric_candidates,
-            metric_windows,
-        )
-
         t0 = time.perf_counter()
         batch = _rows(silver, METRIC_SAMPLES, pc.field("signal").isin(list(DETECTION_SIGNALS)))
         watermarks = self.clock.watermarks
@@ -191,7 +182,6 @@ class MetricRules(_BatchRules):
 
 def batch_detect(settings: Settings, family: str, query: str, run_id: str) -> BatchDetect:
     """The in-batch detection of an ingest query of `family` (logs | metrics)."""
-    from pipelines.detection.config import DetectionConfig
 
     cfg = DetectionConfig.from_mapping(settings.detection)
     if family == InputFamily.LOGS:

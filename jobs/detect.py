@@ -4,7 +4,6 @@
 
 `start_detection_queries(spark, settings)` is what `planewatch pipeline` (jobs/runner.py) calls; it starts two
 streaming queries, each reading silver through the `planewatch_delta` source (offset = table version):
-
   detect_pairing  state_change_events + request_events' control requests (the request log's witness of their end;
                   every row of both, and metric_samples, as heartbeats) -> pairing operator -> MERGE latency rows
                   on request_key; latency detectors -> alert lifecycle -> MERGE alerts on alert_id
@@ -23,16 +22,28 @@ import datetime as dt
 import logging
 import os
 import sys
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import functions as F
 
 if __name__ == "__main__":  # spark-submit jobs/detect.py: the repository root must be importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from jobs.alert_writer import AlertWriter
-from jobs.io.delta_read import LatestTable
-from jobs.io.settings import Settings
+from jobs.io.checkpoints import app_run_id
+from jobs.io.delta_read import DeltaStreamSource, LatestTable
+from jobs.io.delta_sink import DeltaMerger, ensure_table
+from jobs.io.session import build_session
+from jobs.io.settings import Settings, add_arguments, load_settings
 from pipelines.detection.config import DetectionConfig
+from pipelines.detection.events import METRIC_HEARTBEAT_LAG_S, heartbeats, pairing_input, served_input
+from pipelines.detection.latency_detectors import latency_candidates
+from pipelines.detection.metric_detectors import metric_rollups
+from pipelines.detection.operator import pair_requests
 from schemas.alerts import AlertType, DetectQuery
 from schemas.events import LatencyStatus
 from schemas.tables import (
@@ -45,7 +56,6 @@ from schemas.tables import (
 )
 
 if TYPE_CHECKING:
-    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
@@ -79,8 +89,6 @@ class PairingBatch:
     """foreachBatch of detect_pairing: latency rows -> MERGE; latency detectors -> alerts."""
 
     def __init__(self, spark: SparkSession, settings: Settings, run_id: str, cfg: DetectionConfig) -> None:
-        from jobs.io.delta_sink import DeltaMerger
-
         self.spark, self.settings, self.cfg = spark, settings, cfg
         self.latency = DeltaMerger(
             settings.table_path(CONTROL_REQUEST_LATENCY.name),
@@ -96,7 +104,6 @@ class PairingBatch:
         """state_change_events of the batch's clusters and days (LOCK_CONTENTION's fetcher bursts and lock waits,
         LEADER_AND_ISR_NOT_COMPLETED's controller elections): the keys come from the collected rows and only those
         partitions' files are read, on the driver (no Spark job, no listing of the whole table)."""
-        import pyarrow.compute as pc
 
         ts = pc.coalesce(batch["handling_ts"], batch["finished_ts"], batch["sent_ts"])
         keys = {(c, d) for c, d in zip(batch["cluster"].to_pylist(), pc.cast(ts, "date32").to_pylist(), strict=True)
@@ -106,14 +113,6 @@ class PairingBatch:
         return self.state_changes.read([[("cluster", "=", c), ("date", "=", d.isoformat())] for c, d in sorted(keys)])
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
-        import time
-
-        import pyarrow as pa
-        import pyarrow.compute as pc
-        from pyspark.sql import functions as F
-
-        from pipelines.detection.latency_detectors import latency_candidates
-
         watermark = _watermark(self.holder)
         t0 = time.perf_counter()
         # ONE action runs the stateful operator; everything after works on the collected rows (a batch holds the
@@ -156,8 +155,6 @@ class RollupsBatch:
     KEYS = ("cluster", "broker_id", "signal", "listener", "request", "attribute", "minute")
 
     def __init__(self, settings: Settings, run_id: str) -> None:
-        from jobs.io.delta_sink import DeltaMerger
-
         self.merger = DeltaMerger(
             settings.table_path(METRIC_ROLLUPS_1M.name), METRIC_ROLLUPS_1M, f"detect_rollups-{run_id}", list(self.KEYS)
         )
@@ -174,12 +171,6 @@ def _stream(spark: SparkSession, settings: Settings, table: Any) -> DataFrame:
 
 def start_detection_queries(spark: SparkSession, settings: Settings) -> list[StreamingQuery]:
     """Start the detection queries (see the module doc); --once: availableNow. Returns them running."""
-    from jobs.io.checkpoints import app_run_id
-    from jobs.io.delta_read import DeltaStreamSource
-    from jobs.io.delta_sink import ensure_table
-    from pipelines.detection.events import METRIC_HEARTBEAT_LAG_S, heartbeats, pairing_input, served_input
-    from pipelines.detection.metric_detectors import metric_rollups
-    from pipelines.detection.operator import pair_requests
 
     cfg = DetectionConfig.from_mapping(settings.detection)
     spark.dataSource.register(DeltaStreamSource)
@@ -222,7 +213,6 @@ def _settle(q: StreamingQuery, once: bool) -> None:
     """Start the queries one after the other: each query plans its Python sources and pandas workers when it
     starts, and starting four at once on a small, busy machine made Python workers miss Spark's connect-back
     timeout. --once: wait for the query to finish; continuous: wait for its first progress (bounded)."""
-    import time
 
     if once:
         q.awaitTermination()
@@ -234,8 +224,6 @@ def _settle(q: StreamingQuery, once: bool) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """spark-submit entry point: detection only (ingestion runs in jobs/ingest_*.py)."""
-    from jobs.io.session import build_session
-    from jobs.io.settings import add_arguments, load_settings
 
     parser = argparse.ArgumentParser(
         prog="detect", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
