@@ -33,12 +33,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from jobs.io.entries import NotRegularFile, entry_problem, open_regular
 from jobs.io.paths import FileInfo, classify_name, describe, ignored_name, is_finished
 from jobs.io.record_split import Records, split_records
+from jobs.io.settings import DEFAULT_TAIL_QUIET_S
 
 __all__ = [
-    "DEFAULT_TAIL_QUIET_S",
     "MAX_LINE_BYTES",
     "OUTPUT_SCHEMA_DDL",
     "Piece",
@@ -59,11 +62,6 @@ log = logging.getLogger(__name__)
 MAX_LINE_BYTES = 256 * 1024
 # A line without a newline for this long is taken as a record anyway (a writer that never ends its line).
 MAX_PARTIAL_LINE_BYTES = 16 * 1024 * 1024
-# A growing file's last line without a newline is read once the file has not changed for this many seconds
-# (sources.files.tail_quiet_s). Kafka's log4j appenders write each event whole and flush it (immediateFlush), so a
-# partial line that stays for seconds belongs to a writer that stopped; the margin covers block-buffered writers
-# and slow file systems. A line completed after it was read this way continues as a record of its own.
-DEFAULT_TAIL_QUIET_S = 30.0
 # A finished file's (a scrape answer, a rotated log) last line without a newline is read once the file has not
 # changed for this many seconds: writing one scrape answer in place (curl -o, a copy) takes milliseconds, and a
 # file caught mid-write must not lose the rest of its last line.
@@ -416,10 +414,6 @@ def records_batch(texts: Any, offsets: Any, sizes: Any, *, cluster: str, broker_
     """Records of one source (texts: a string array or list; offsets and sizes: int sequences or numpy arrays) as a
     pyarrow RecordBatch of OUTPUT_SCHEMA_DDL's columns; a record longer than MAX_LINE_BYTES keeps its first
     MAX_LINE_BYTES characters (`truncated` set, `line_bytes` the original size)."""
-    # lazy: every `planewatch` command's parser imports this module (via jobs.io.settings): +0.2 s, +47 MB measured
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     lines = texts if isinstance(texts, pa.Array) else pa.array(texts, pa.string())
     truncated = pc.greater(pc.utf8_length(lines), MAX_LINE_BYTES)
     if pc.any(truncated).as_py():

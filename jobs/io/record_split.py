@@ -18,15 +18,10 @@ per line against ~2 us for a Python loop over the lines.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    import numpy as np
-    import pyarrow as pa
-
-# numpy and pyarrow are imported in the functions: every `planewatch` command imports this module while it builds its
-# parser (planewatch.commands.pipeline -> jobs.io.settings -> jobs.io.file_tail), and they would add ~0.2 s and
-# ~47 MB to each CLI process, the API's included (measured); only a read of records needs them.
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 __all__ = ["CONTINUATION", "Records", "split_records"]
 
@@ -66,9 +61,6 @@ def split_records(buf: bytes, base: int, *, join: bool, end: int | None = None, 
     (None: anywhere in the buffer). ``skip_leading``: leading continuation lines belong to an earlier piece's record.
     """
     # lazy: +0.2 s, +47 MB in every planewatch CLI process (note at the imports)
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
 
     if buf and not buf.endswith(b"\n"):
         buf += b"\n"
@@ -125,7 +117,6 @@ def split_records(buf: bytes, base: int, *, join: bool, end: int | None = None, 
 def _blank(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, buf: bytes) -> np.ndarray:
     """Whether each line holds only ASCII whitespace. A line whose first byte is not whitespace is not blank (most
     lines); the others are checked one by one (blank lines and indented continuation lines, few)."""
-    import numpy as np  # lazy: +0.2 s, +47 MB in every planewatch CLI process (note at the imports)
 
     blank = np.zeros(len(starts), dtype=bool)
     if not len(starts):
@@ -140,7 +131,6 @@ def _blank(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, buf: bytes) -
 
 def _decode(text: pa.Array) -> pa.StringArray:
     """UTF-8 text as a string array; bytes that are not UTF-8 become U+FFFD, as Python's ``errors="replace"``."""
-    import pyarrow as pa  # lazy: +0.2 s, +47 MB in every planewatch CLI process (note at the imports)
 
     try:
         return text.cast(pa.large_string()).cast(pa.string())

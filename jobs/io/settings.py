@@ -17,7 +17,6 @@ from typing import Any
 import yaml
 
 from jobs.io import PipelineIOError
-from jobs.io.file_tail import DEFAULT_TAIL_QUIET_S
 
 __all__ = [
     "DEFAULT_CONFIG",
@@ -53,6 +52,12 @@ class SettingsError(PipelineIOError):
     """The pipeline configuration is invalid; the message names the key."""
 
 
+# A growing file's last line without a newline is read once the file has not changed for this many seconds
+# (sources.files.tail_quiet_s). Kafka's log4j appenders write each event whole and flush it (immediateFlush), so a
+# partial line that stays for seconds belongs to a writer that stopped; the margin covers block-buffered writers
+# and slow file systems. A line completed after it was read this way continues as a record of its own.
+DEFAULT_TAIL_QUIET_S = 30.0
+
 @dataclass(frozen=True)
 class FileSourceSettings:
     """`sources.files`: a directory tree of log and metric files (growing and rotated files included)."""
@@ -61,7 +66,7 @@ class FileSourceSettings:
     path: str = "var/input"
     max_bytes_per_batch: int = 64 * 1024 * 1024
     # a growing file's last line without a newline is read once the file has not changed for this many seconds
-    # (jobs.io.file_tail.DEFAULT_TAIL_QUIET_S gives the reason of the default)
+    # (DEFAULT_TAIL_QUIET_S gives the reason of the default)
     tail_quiet_s: float = DEFAULT_TAIL_QUIET_S
 
 

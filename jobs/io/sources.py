@@ -29,10 +29,11 @@ from pyspark.sql.streaming.datasource import ReadMaxRows, SupportsTriggerAvailab
 from jobs.io import PipelineIOError
 from jobs.io.checkpoints import logged_offset
 from jobs.io.delta_read import DeltaStreamSource
-from jobs.io.file_tail import DEFAULT_TAIL_QUIET_S, OUTPUT_SCHEMA_DDL, Piece, pack, plan, read_piece, split
+from jobs.io.file_tail import OUTPUT_SCHEMA_DDL, Piece, pack, plan, read_piece, split
 from jobs.io.kafka_records import raw_kafka_batch
 from jobs.io.paths import FAMILIES
 from jobs.io.prometheus_source import PrometheusStreamSource
+from jobs.io.settings import DEFAULT_TAIL_QUIET_S
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
