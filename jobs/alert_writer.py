@@ -21,10 +21,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake.exceptions import CommitFailedError
 
-from jobs.io.delta_read import LatestTable
 from jobs.io.delta_sink import DeltaMerger
 from pipelines.detection.lifecycle import Candidate, apply_lifecycle
 from schemas.alerts import AlertStatus, DetectQuery, owned_types
+from schemas.lake_read import LatestTable
 from schemas.tables import ALERTS
 
 if TYPE_CHECKING:

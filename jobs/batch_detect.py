@@ -28,13 +28,13 @@ import polars as pl
 import pyarrow.compute as pc
 
 from jobs.alert_writer import AlertWriter
-from jobs.io.delta_read import LatestTable
 from pipelines.detection.config import DetectionConfig
 from pipelines.detection.events import CONTROL_REQUESTS, STALE_EVENTS
 from pipelines.detection.latency_detectors import log_candidates
 from pipelines.detection.metric_detectors import DETECTION_SIGNALS, detection_samples, metric_candidates, metric_windows
 from schemas.alerts import DetectQuery
 from schemas.inputs import InputFamily
+from schemas.lake_read import LatestTable
 from schemas.tables import METRIC_SAMPLES, REQUEST_EVENTS, STATE_CHANGE_EVENTS
 
 if TYPE_CHECKING:

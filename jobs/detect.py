@@ -35,7 +35,7 @@ if __name__ == "__main__":  # spark-submit jobs/detect.py: the repository root m
 
 from jobs.alert_writer import AlertWriter
 from jobs.io.checkpoints import app_run_id
-from jobs.io.delta_read import DeltaStreamSource, LatestTable
+from jobs.io.delta_read import DeltaStreamSource
 from jobs.io.delta_sink import DeltaMerger, ensure_table
 from jobs.io.session import build_session
 from jobs.io.settings import Settings, add_arguments, load_settings
@@ -46,6 +46,7 @@ from pipelines.detection.metric_detectors import metric_rollups
 from pipelines.detection.operator import pair_requests
 from schemas.alerts import AlertType, DetectQuery
 from schemas.events import LatencyStatus
+from schemas.lake_read import LatestTable
 from schemas.tables import (
     ALERTS,
     CONTROL_REQUEST_LATENCY,

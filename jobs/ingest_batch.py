@@ -54,7 +54,6 @@ from jobs.io.delta_read import read_files
 from jobs.io.delta_sink import DeltaSink, ensure_table
 from jobs.io.engine_files import (
     FilesOutcome,
-    committed_rows,
     local_file,
     read_pieces,
     sample_rows,
@@ -64,11 +63,12 @@ from jobs.io.engine_files import (
     write_batch,
 )
 from jobs.io.file_accounting import file_batch_rows
+from jobs.io.file_tail import file_batch_bytes, logged_file_pieces
 from jobs.io.prometheus_source import logged_scrape_records, scrape_batch_bytes
 from jobs.io.settings import Settings
-from jobs.io.sources import file_batch_bytes, logged_file_pieces
 from pipelines.parsing.engine import run_engine
 from schemas.dq import RECONCILIATION_SUITE, RECORDS_EXPECTATION, DqResult
+from schemas.lake_read import committed_rows
 from schemas.routes import RAW_TABLES, REJECTED, ROUTE_TABLES, UNUSED, VALIDATE
 from schemas.tables import DQ_RESULTS, QUARANTINE
 
@@ -194,7 +194,7 @@ class IngestBatch:
         try:
             suites = self.quality.suites()
             # read the batch once, run the engine, stage and commit each table (the one path)
-            written = self._one_path(to_raw(df, self.family, batch_id), suites, report)
+            written = self._one_path(df, suites, report)
             if self.detect is not None and not written.empty:
                 self.detect(written.rows, batch_id)
                 report.lap("detect")
@@ -234,7 +234,7 @@ class IngestBatch:
             return None
         return logged_file_pieces(self.files_checkpoint, batch_id, self.family)
 
-    def _read_here(self, raw: DataFrame, bronze_files: list[str] | None, pieces: list[Piece] | None, batch_id: int
+    def _read_here(self, df: DataFrame, bronze_files: list[str] | None, pieces: list[Piece] | None, batch_id: int
                    ) -> pa.Table:
         """The batch's bronze rows, read by the driver with its source kind's one reader: a replay's committed bronze
         files; a file batch's pieces (read_piece); a scrape batch's spooled answers (read_scrape); else the stream
@@ -248,10 +248,11 @@ class IngestBatch:
             records = logged_scrape_records(self.scrape_checkpoint, batch_id)
             if records is not None:  # else the spool no longer holds them all: the stream reads them
                 return pa.Table.from_batches([arrow_to_raw(b, self.family, batch_id) for b in records], schema)
-        return pa.table(raw.toArrow())
+        return pa.table(to_raw(df, self.family, batch_id).toArrow())
 
-    def _one_path(self, raw: DataFrame, suites: dict[str, Suite], report: BatchReport) -> TablesWritten:
-        """The batch read once, through `process()`, staged as files per table and committed per table."""
+    def _one_path(self, df: DataFrame, suites: dict[str, Suite], report: BatchReport) -> TablesWritten:
+        """The batch read once (`df`: the source's records Spark handed it), through `process()`, staged as files per
+        table and committed per table."""
         batch_id, family = report.batch_id, self.family
         where = report.path = self.where_for(batch_id)
         process = functools.partial(run_engine, family=family, suites=suites or None)
@@ -263,12 +264,12 @@ class IngestBatch:
             pieces = self._file_pieces(batch_id) if bronze_files is None else None
             if where == "executors":
                 if pieces is not None:
-                    return stage_pieces_on_executors(raw.sparkSession, pieces, family, process, batch_id, pending)
-                source = raw if bronze_files is None else read_files(
-                    raw.sparkSession, self.raw_sink.path, self.raw_table.to_spark(), self.raw_table.partition_by,
+                    return stage_pieces_on_executors(df.sparkSession, pieces, family, process, batch_id, pending)
+                source = to_raw(df, family, batch_id) if bronze_files is None else read_files(
+                    df.sparkSession, self.raw_sink.path, self.raw_table.to_spark(), self.raw_table.partition_by,
                     bronze_files)
                 return stage_on_executors(source, family, process, pending)
-            rows = self._read_here(raw, bronze_files, pieces, batch_id)
+            rows = self._read_here(df, bronze_files, pieces, batch_id)
             report.lap("read")
             return stage_on_driver(rows, family, process, pending)
 

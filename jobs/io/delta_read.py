@@ -34,14 +34,13 @@ from pyspark.sql.streaming.datasource import ReadMaxFiles, SupportsTriggerAvaila
 
 from jobs.io import PipelineIOError
 from jobs.io.jars import session_has_delta
-from schemas.lake_read import FilePruning, file_batches, read_table, table_schema
+from schemas.lake_read import file_batches, table_schema
 
 if TYPE_CHECKING:
-    import pyarrow.compute as pc
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
-__all__ = ["DEFAULT_MAX_FILES_PER_TRIGGER", "DeltaStreamSource", "LatestTable", "added_files", "read_delta",
+__all__ = ["DEFAULT_MAX_FILES_PER_TRIGGER", "DeltaStreamSource", "added_files", "read_delta",
            "read_files"]
 
 # The highest reader protocol whose snapshot is just its active Parquet files (2 adds column mapping, 3 reader
@@ -88,36 +87,6 @@ def read_delta(spark: SparkSession, path: str, version: int | None = None,
     schema = _spark_schema(table_schema(dt))
     files = dt.file_uris(file_pruning_predicate=partitions_in) if partitions_in is not None else dt.file_uris()
     return read_files(spark, dt.table_uri, schema, dt.metadata().partition_columns, files)
-
-
-class LatestTable:
-    """A Delta table read on the driver without Spark, at its latest version, through one handle that each read
-    brings up to date with the new log entries only (opening the table anew reads its checkpoint, whose size grows
-    with the table's files: per micro-batch that is the cost that grows). Reads give the contract `schema`'s types
-    (schemas.lake_read), whichever types a writer chose for a file."""
-
-    def __init__(self, path: str, schema: pa.Schema) -> None:
-        self.path = path
-        self.schema = schema
-        self._table: DeltaTable | None = None
-
-    def exists(self) -> bool:
-        return self._table is not None or DeltaTable.is_deltatable(self.path)
-
-    def read(self, files: FilePruning | None = None, where: pc.Expression | None = None) -> pa.Table:
-        """The rows `where` keeps (None: all) of the files `files` selects (delta-rs tuple filters in disjunctive
-        normal form, on partition values and on the files' column statistics; None: every file).
-
-        Raises:
-            PipelineIOError: `path` is not a Delta table.
-        """
-        if self._table is None:
-            if not DeltaTable.is_deltatable(self.path):
-                raise PipelineIOError(f"not a Delta table: {self.path}")
-            self._table = DeltaTable(self.path)
-        else:
-            self._table.update_incremental()
-        return read_table(self._table, self.schema, files, where)
 
 
 def _read_native(spark: SparkSession, path: str, version: int | None,

@@ -63,6 +63,7 @@ from pyspark.sql import functions as F
 from jobs.io import PipelineIOError
 from jobs.io.delta_read import added_files, read_files
 from jobs.io.parquet_stats import footer_stats
+from schemas.lake_read import HIVE_NULL
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -91,7 +92,6 @@ COMMIT_RETRY_SLEEP_S = 0.2
 # delta-spark mode: the sink looks for its own commit among this many newest commits of the table (other queries
 # appending to the same table, e.g. quarantine, commit in between; a handful per batch at most).
 HISTORY_SCAN = 50
-HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 # delta-spark on a remote table stages a batch's files under <$PLANEWATCH_STAGING_DIR or the temp dir>/STAGING_DIR.
 STAGING_ENV = "PLANEWATCH_STAGING_DIR"
 STAGING_DIR = "planewatch-staging"

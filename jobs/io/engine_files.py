@@ -34,21 +34,20 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from jobs.io.bronze import arrow_to_raw
-from jobs.io.delta_sink import HIVE_NULL, SinkResult
+from jobs.io.delta_sink import SinkResult
 from jobs.io.file_tail import Piece, read_piece
-from schemas.lake_read import read_file
+from schemas.lake_read import HIVE_NULL, committed_rows
 from schemas.routes import RAW_TABLES, ROUTE_TABLES
 from schemas.tables import QUARANTINE, Table
 
 if TYPE_CHECKING:
-    import pyarrow.compute as pc
     from pyspark.sql import DataFrame, SparkSession
 
     from jobs.io.delta_sink import DeltaSink
 
-__all__ = ["ENGINE_BYTES", "ENGINE_ROWS", "OUTPUT_DDL", "FilesOutcome", "Process", "Processed", "committed_rows",
-           "local_file", "partition_dir", "read_pieces", "sample_rows", "shares", "stage_on_driver",
-           "stage_on_executors", "stage_pieces_on_executors", "write_batch"]
+__all__ = ["ENGINE_BYTES", "ENGINE_ROWS", "OUTPUT_DDL", "FilesOutcome", "Process", "Processed", "local_file",
+           "partition_dir", "read_pieces", "sample_rows", "shares", "stage_on_driver", "stage_on_executors",
+           "stage_pieces_on_executors", "write_batch"]
 
 # Records per engine run: the engine's fixed cost per call (a few dozen polars operations) is noise at this size,
 # and one chunk of the benchmark's ~200-byte lines is ~20 MB of text in memory.
@@ -304,35 +303,6 @@ def write_batch(run: Callable[[Mapping[str, str]], FilesOutcome], batch_id: int,
                if sink.table.name in pending else SinkResult(sink.table.name, batch_id, True)
                for sink in sinks}
     return outcome, results
-
-
-def committed_rows(paths: Sequence[str], table: Table, columns: list[str] | None = None,
-                   where: pc.Expression | None = None, limit: int | None = None) -> pa.Table:
-    """The rows of committed files of `table` that `where` keeps (the first `limit`, when given), in the table's
-    types, with `columns` (None: all); the partition columns come from each file's Hive-style directories (`where`
-    reads data columns only)."""
-    names = table.names if columns is None else columns
-    schema = table.to_arrow(names)
-    data = [n for n in names if n not in table.partition_by]
-    parts: list[pa.Table] = []
-    rows = 0
-    for path in paths:
-        part = read_file(path, schema, data, where)
-        if limit is not None:
-            part = part.slice(0, limit - rows)
-        dirs = dict(d.split("=", 1) for d in path.split(os.sep)[-1 - len(table.partition_by):-1])
-        for name in table.partition_by:
-            if name not in names:
-                continue
-            value = unquote(dirs[name])
-            value_or_null = None if value == HIVE_NULL else value
-            part = part.append_column(name, pa.array([value_or_null] * part.num_rows, pa.string())
-                                      .cast(schema.field(name).type))
-        parts.append(part.select(names).cast(schema))
-        rows += part.num_rows
-        if limit is not None and rows >= limit:
-            break
-    return pa.concat_tables(parts) if parts else schema.empty_table()
 
 
 def sample_rows(paths: Sequence[str], table: Table, limit: int) -> Any:

@@ -15,7 +15,9 @@ Theory of operation:
   file has settled, and a growing file's once it has not changed for `tail_quiet_s`. A line with no newline for
   `MAX_PARTIAL_LINE_BYTES` is taken anyway (capped) so a file can never stall the stream. Each file's entry keeps
   its size and mtime, so the bytes not read yet are accounted for (jobs.io.file_accounting).
-* `split()` cuts each file's byte range into pieces of `SPLIT_BYTES` so several executors share a big file.
+* `split()` cuts each file's byte range into pieces of `SPLIT_BYTES` so several executors share a big file;
+  `logged_file_pieces()` gives a batch's pieces from the offset Spark logged for it (jobs.io.checkpoints), and
+  `file_batch_bytes()` its size, before the batch is read.
   `read_piece()` (executor) reads the lines that START in its piece (the Hadoop line-split rule), joins
   continuation lines (stack traces) into their record, caps huge lines and yields pyarrow RecordBatches.
 * A file that disappears is dropped from the offsets; a piece whose file is gone (and not found under a rotated
@@ -36,6 +38,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from jobs.io.checkpoints import logged_offset
 from jobs.io.entries import NotRegularFile, entry_problem, open_regular
 from jobs.io.paths import FileInfo, classify_name, describe, ignored_name, is_finished
 from jobs.io.record_split import Records, split_records
@@ -47,7 +50,9 @@ __all__ = [
     "Piece",
     "Planned",
     "buffer_records",
+    "file_batch_bytes",
     "list_files",
+    "logged_file_pieces",
     "pack",
     "plan",
     "read_piece",
@@ -440,3 +445,26 @@ def records_batch(texts: Any, offsets: Any, sizes: Any, *, cluster: str, broker_
                           ("line", pa.string()), ("line_bytes", pa.int64()), ("source", pa.string()),
                           ("source_offset", pa.int64()), ("ingest_ts", timestamp), ("truncated", pa.bool_())]),
     )
+
+
+def file_batch_bytes(end: dict[str, Any]) -> int | None:
+    """Bytes of file data a `planewatch_files` micro-batch reads, from its end offset alone (each file's entry
+    carries the range start `from`); None if `end` is not such an offset."""
+    files = end.get("files")
+    if not isinstance(files, dict):
+        return None
+    total = 0
+    for entry in files.values():
+        if not isinstance(entry, dict) or "offset" not in entry or "from" not in entry:
+            return None
+        total += max(0, int(entry["offset"]) - int(entry["from"]))
+    return total
+
+
+def logged_file_pieces(checkpoint: str, batch_id: int, family: str) -> list[Piece] | None:
+    """The pieces of batch `batch_id` of the `planewatch_files` query checkpointed at `checkpoint`, as its stream
+    reader plans them (`partitions`), from Spark's offset log; None if the log holds no such offset."""
+    end = logged_offset(checkpoint, batch_id)
+    if end is None or file_batch_bytes(end) is None:
+        return None
+    return split(family, {}, end["files"])

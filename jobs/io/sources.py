@@ -27,7 +27,6 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadMaxRows, SupportsTriggerAvailableNow
 
 from jobs.io import PipelineIOError
-from jobs.io.checkpoints import logged_offset
 from jobs.io.delta_read import DeltaStreamSource
 from jobs.io.file_tail import OUTPUT_SCHEMA_DDL, Piece, pack, plan, read_piece, split
 from jobs.io.kafka_records import raw_kafka_batch
@@ -45,8 +44,6 @@ __all__ = [
     "RAW_RECORD_DDL",
     "FileStreamSource",
     "KafkaStreamSource",
-    "file_batch_bytes",
-    "logged_file_pieces",
     "register_sources",
 ]
 
@@ -69,29 +66,6 @@ def _family(options: dict[str, str]) -> str:
     if family not in FAMILIES:
         raise PipelineIOError(f"option family must be one of {FAMILIES}, got {family!r}")
     return family
-
-
-def file_batch_bytes(end: dict[str, Any]) -> int | None:
-    """Bytes of file data a `planewatch_files` micro-batch reads, from its end offset alone (each file's entry
-    carries the range start `from`); None if `end` is not such an offset."""
-    files = end.get("files")
-    if not isinstance(files, dict):
-        return None
-    total = 0
-    for entry in files.values():
-        if not isinstance(entry, dict) or "offset" not in entry or "from" not in entry:
-            return None
-        total += max(0, int(entry["offset"]) - int(entry["from"]))
-    return total
-
-
-def logged_file_pieces(checkpoint: str, batch_id: int, family: str) -> list[Piece] | None:
-    """The pieces of batch `batch_id` of the `planewatch_files` query checkpointed at `checkpoint`, as its stream
-    reader plans them (`partitions`), from Spark's offset log; None if the log holds no such offset."""
-    end = logged_offset(checkpoint, batch_id)
-    if end is None or file_batch_bytes(end) is None:
-        return None
-    return split(family, {}, end["files"])
 
 
 class _PiecePartition(InputPartition):

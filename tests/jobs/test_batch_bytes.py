@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from jobs.io.sources import file_batch_bytes, logged_file_pieces
+from jobs.io.file_tail import file_batch_bytes, logged_file_pieces
 
 
 def _entry(frm: int, off: int) -> dict[str, object]:
