@@ -14,7 +14,7 @@ A batch of source records (jobs.io.sources.RAW_RECORD_DDL):
    `parse`/`source`; rows failing a hard quality rule, stage `validate`) or to recognised-but-unused (kept in bronze
    only, counted); the route and stage vocabulary is schemas.routes;
 3. is staged as Parquet files per table (bronze, each silver table, quarantine) and committed per table
-   (jobs.io.engine_files.write_batch, jobs.io.delta_sink.DeltaSink.commit_pending);
+   (jobs.io.staging.write_batch, jobs.io.delta_sink.DeltaSink.commit_pending);
 4. its rules run on the committed silver rows (jobs.batch_detect), then its dq_results rows are written
    (jobs.ingest_quality, schemas.dq): per hard rule, Great Expectations on a sample, the reconciliation
    raw = silver + quarantine + unused, and a file query's byte reconciliation and skipped input entries
@@ -52,7 +52,11 @@ from jobs.io.bronze import arrow_to_raw, to_raw
 from jobs.io.checkpoints import logged_offset
 from jobs.io.delta_read import read_files
 from jobs.io.delta_sink import DeltaSink, ensure_table
-from jobs.io.engine_files import (
+from jobs.io.file_accounting import file_batch_rows
+from jobs.io.file_tail import file_batch_bytes, logged_file_pieces
+from jobs.io.prometheus_source import logged_scrape_records, scrape_batch_bytes
+from jobs.io.settings import Settings
+from jobs.io.staging import (
     FilesOutcome,
     local_file,
     read_pieces,
@@ -62,10 +66,6 @@ from jobs.io.engine_files import (
     stage_pieces_on_executors,
     write_batch,
 )
-from jobs.io.file_accounting import file_batch_rows
-from jobs.io.file_tail import file_batch_bytes, logged_file_pieces
-from jobs.io.prometheus_source import logged_scrape_records, scrape_batch_bytes
-from jobs.io.settings import Settings
 from pipelines.parsing.engine import run_engine
 from schemas.dq import RECONCILIATION_SUITE, RECORDS_EXPECTATION, DqResult
 from schemas.lake_read import committed_rows

@@ -7,7 +7,7 @@ Theory of operation (append, `mode="delta-rs"`, the default; no delta-spark jar 
 2. The executors write the batch with Spark's own Parquet writer into `<table>/_pending/<app>-b<batch>-<attempt>/`
    (partitioned Hive-style by the table's `partition_by`; no `key=value` in the pending directory's own name, or
    Spark's reader would take it for a partition). Nothing is collected to the driver. The ingest job's executors
-   may instead write the files themselves with pyarrow (:mod:`jobs.io.engine_files`: `open_pending`, then
+   may instead write the files themselves with pyarrow (:mod:`jobs.io.staging`: `open_pending`, then
    `commit_pending` with the files the successful task attempts reported).
 3. The driver lists the files, reads numRecords/min/max/nullCount from each Parquet footer, writes a manifest of
    the final file names into the pending directory, moves each file into its partition directory under the table,
