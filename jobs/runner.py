@@ -4,7 +4,8 @@ micro-batches, jobs.batch_detect), then the detect job's queries (jobs/detect.py
 Used by the spark-submit shells (jobs/ingest_logs.py, jobs/ingest_metrics.py: ingestion and its in-batch rules) and
 `planewatch pipeline` (everything). `--once`: every query runs with availableNow (what is there when it starts), the
 runner waits for all of them, and the detect job's queries run after ingestion so they see every silver row.
-Continuous: all queries run until one fails or the process is interrupted (SIGINT/SIGTERM stop them cleanly).
+Continuous: all queries run until one fails or the process is interrupted (SIGINT/SIGTERM stop them cleanly), and
+the lake's table maintenance (jobs.maintenance: retention, compaction, log cleanup, vacuum) runs beside them.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ from typing import TYPE_CHECKING, Any
 from jobs.io.settings import Settings, add_arguments, load_settings
 from schemas.inputs import InputFamily
 
-# jobs.ingest, jobs.detect and jobs.io.session are imported in the functions that use them: every `planewatch` command
-# imports this module while it builds its parser (planewatch.demo.plan takes QUERY_RESTART), the API's process too,
-# and they bring in pyspark, pyarrow, deltalake and polars: +0.5 s and +110 MB per CLI process (measured).
+# jobs.ingest, jobs.detect, jobs.maintenance and jobs.io.session are imported in the functions that use them: every
+# `planewatch` command imports this module while it builds its parser (planewatch.demo.plan takes QUERY_RESTART),
+# the API's process too, and they bring in pyspark, pyarrow, deltalake and polars: +0.5 s and +110 MB per CLI
+# process (measured).
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -34,6 +36,8 @@ log = logging.getLogger(__name__)
 FAMILIES_ALL: tuple[str, ...] = tuple(f.value for f in InputFamily)
 # How often the continuous runner checks its queries for failure.
 POLL_S = 1.0
+# At a stop, how long the pipeline waits for a maintenance step under way (one delta-rs operation on one table).
+MAINTENANCE_STOP_JOIN_S = 60.0
 # A failed ingest query is restarted from its checkpoint this many times (safe: the sink is exactly-once). On a
 # loaded machine Spark's Python planner worker can miss its 10 s connect-back window; that must not end the run.
 MAX_RESTARTS = 3
@@ -68,10 +72,12 @@ def run_pipeline(
     detection: False = ingestion only (no rule runs, no alert is written); detect_queries: also start the detect
     job's queries (pairing, rollups) in this session."""
     from jobs.ingest import start_ingest_queries  # lazy: pyspark in every CLI process (note at the imports)
+    from jobs.maintenance import Maintainer  # lazy: pyarrow and deltalake in every CLI process (note at the imports)
 
     queries: list[StreamingQuery] = []
     detect: list[StreamingQuery] = []  # the continuous run's detection queries (started in the background)
     starter: threading.Thread | None = None
+    maintainer: Maintainer | None = None
     stop = threading.Event()
 
     def _stop(signum: int, _frame: Any) -> None:
@@ -118,6 +124,8 @@ def run_pipeline(
         if detection and detect_queries:
             starter = threading.Thread(target=_start, name="detection-start", daemon=True)
             starter.start()
+        if settings.maintenance.enabled:
+            maintainer = Maintainer(settings).start()
         restarts = dict.fromkeys(by_family, 0)
         while not stop.is_set():
             if start_failed:
@@ -140,6 +148,8 @@ def run_pipeline(
             time.sleep(POLL_S)
         return 0
     finally:
+        if maintainer is not None:
+            maintainer.stop(MAINTENANCE_STOP_JOIN_S)
         if starter is not None and starter.is_alive():
             starter.join(DETECTION_START_JOIN_S)
         _stop_all(queries + detect)

@@ -56,6 +56,7 @@ from urllib.parse import unquote
 import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable, Schema, Transaction, write_deltalake
+from deltalake.exceptions import CommitFailedError
 from deltalake.transaction import AddAction, create_table_with_add_actions
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -542,25 +543,36 @@ class DeltaMerger:
         if not self._ensured:
             ensure_table(local, self.table)
             self._ensured = True
-        dt = DeltaTable(local)
-        last = dt.transaction_version(self.app_id)
-        if last is not None and batch_id <= last:
-            return SinkResult(self.table.name, batch_id, True)
-        if source.num_rows == 0:
-            return SinkResult(self.table.name, batch_id, False)
-        source = _dedupe_last(source.select(self.table.names).cast(self.table.to_arrow()), self.keys)
+        if source.num_rows:
+            source = _dedupe_last(source.select(self.table.names).cast(self.table.to_arrow()), self.keys)
         # parenthesised: DataFusion binds IS NOT DISTINCT FROM looser than AND (multi-key merges failed to plan)
         predicate = " AND ".join(f"(t.`{k}` IS NOT DISTINCT FROM s.`{k}`)" for k in self.keys)
         props = CommitProperties(
             app_transactions=[Transaction(app_id=self.app_id, version=batch_id)],
             custom_metadata={"planewatch.app_id": self.app_id, "planewatch.batch_id": str(batch_id)},
         )
-        (
-            dt.merge(source, predicate, source_alias="s", target_alias="t", commit_properties=props)
-            .when_matched_update_all()
-            .when_not_matched_insert_all()
-            .execute()
-        )
-        return SinkResult(
-            self.table.name, batch_id, False, 0, source.num_rows, dt.version(), (time.perf_counter() - t0) * 1e3
-        )
+        for attempt in range(COMMIT_RETRIES):
+            dt = DeltaTable(local)
+            last = dt.transaction_version(self.app_id)
+            if last is not None and batch_id <= last:
+                return SinkResult(self.table.name, batch_id, True)
+            if source.num_rows == 0:
+                return SinkResult(self.table.name, batch_id, False)
+            try:
+                (
+                    dt.merge(source, predicate, source_alias="s", target_alias="t", commit_properties=props)
+                    .when_matched_update_all()
+                    .when_not_matched_insert_all()
+                    .execute()
+                )
+            except CommitFailedError as exc:  # another writer or the maintenance committed first: merge again
+                if attempt == COMMIT_RETRIES - 1:
+                    raise
+                log.info("%s batch %d: merge into %s lost a commit race (%s); merging again", self.app_id,
+                         batch_id, self.table.name, exc)
+                time.sleep(COMMIT_RETRY_SLEEP_S * (attempt + 1))
+                continue
+            return SinkResult(
+                self.table.name, batch_id, False, 0, source.num_rows, dt.version(), (time.perf_counter() - t0) * 1e3
+            )
+        raise AssertionError("unreachable")

@@ -117,6 +117,37 @@ class QualitySettings:
     ge_interval_s: int = 60
 
 
+# Retention per table in days (maintenance.retention_days): bronze holds every record for replays and audits of
+# the parsers, a week; silver and quarantine a month of history for the rules and investigations; the latency
+# table and the rollups a quarter for baselines; alerts a year (its resolved ones, by resolved_at).
+DEFAULT_RETENTION_DAYS: Mapping[str, int] = {
+    "raw_logs": 7, "raw_metrics": 7, "quarantine": 30, "state_change_events": 30, "request_events": 30,
+    "metric_samples": 30, "dq_results": 30, "control_request_latency": 90, "metric_rollups_1m": 90, "alerts": 365,
+}
+
+
+@dataclass(frozen=True)
+class MaintenanceSettings:
+    """`maintenance`: the lake's table maintenance run by the pipeline (jobs.maintenance)."""
+
+    enabled: bool = True
+    # a pass over every table this often: a table gathers ~200 small files per partition in 10 minutes at a 2-5 s
+    # trigger, which one compaction turns into one file in well under a second
+    interval_s: float = 600.0
+    # a partition is compacted once it holds this many files under the target size (fewer cost readers little)
+    compact_min_files: int = 16
+    # compacted files are written up to this size; a file at the target is never rewritten, which bounds what a
+    # pass rewrites in a growing partition to one target's worth
+    target_file_mb: int = 32
+    # removed data files are deleted from disk this long after their removal: far longer than a replay reads a
+    # crashed batch's files (the next trigger) or an API read uses a snapshot's (seconds)
+    vacuum_retention_h: float = 6.0
+    # the Delta log's commit files behind its newest checkpoint are deleted after this long (time travel further back
+    # is not needed: the API reads the latest version, a replay the last batch)
+    log_retention_h: float = 24.0
+    retention_days: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_RETENTION_DAYS))
+
+
 @dataclass(frozen=True)
 class Settings:
     """The whole pipeline configuration."""
@@ -138,6 +169,7 @@ class Settings:
     prometheus: PrometheusSourceSettings = field(default_factory=PrometheusSourceSettings)
     quality: QualitySettings = field(default_factory=QualitySettings)
     detection: Mapping[str, Any] = field(default_factory=dict)
+    maintenance: MaintenanceSettings = field(default_factory=MaintenanceSettings)
     source_file: str = ""
 
     def table_path(self, name: str) -> str:
@@ -231,7 +263,7 @@ class _Reader:
 
 
 _TOP = {"cluster", "default_cluster", "lake", "checkpoints", "trigger", "spark", "sink", "sources", "quality",
-        "detection"}  # fmt: skip
+        "detection", "maintenance"}  # fmt: skip
 
 
 def parse_settings(raw: Mapping[str, Any] | None, source: str = "<settings>") -> Settings:
@@ -297,7 +329,24 @@ def parse_settings(raw: Mapping[str, Any] | None, source: str = "<settings>") ->
             ge_interval_s=quality.nonneg_int("ge_interval_s", 60),
         ),
         detection=dict(detection),
+        maintenance=_maintenance(top),
         source_file=source,
+    )
+
+
+def _maintenance(top: _Reader) -> MaintenanceSettings:
+    m = top.section("maintenance", {"enabled", "interval_s", "compact_min_files", "target_file_mb",
+                                    "vacuum_retention_h", "log_retention_h", "retention_days"})
+    days = m.section("retention_days", set(DEFAULT_RETENTION_DAYS))
+    d = MaintenanceSettings()
+    return MaintenanceSettings(
+        enabled=m.bool_("enabled", d.enabled),
+        interval_s=m.pos_number("interval_s", d.interval_s) or d.interval_s,
+        compact_min_files=m.pos_int("compact_min_files", d.compact_min_files),
+        target_file_mb=m.pos_int("target_file_mb", d.target_file_mb),
+        vacuum_retention_h=m.pos_number("vacuum_retention_h", d.vacuum_retention_h) or d.vacuum_retention_h,
+        log_retention_h=m.pos_number("log_retention_h", d.log_retention_h) or d.log_retention_h,
+        retention_days={t: days.nonneg_int(t, n) for t, n in DEFAULT_RETENTION_DAYS.items()},
     )
 
 
