@@ -69,6 +69,7 @@ def _streams(spark: SparkSession, settings: Settings, family: str) -> list[tuple
             .option("family", family)
             .option("maxBytesPerTrigger", settings.files.max_bytes_per_batch)
             .option("tailQuietS", settings.files.tail_quiet_s)
+            .option("cleanFinished", settings.files.clean_finished)
             .option("defaultCluster", settings.default_cluster)
         )
         if settings.cluster:

@@ -50,6 +50,7 @@ __all__ = [
     "Piece",
     "Planned",
     "buffer_records",
+    "delete_read_finished",
     "file_batch_bytes",
     "list_files",
     "logged_file_pieces",
@@ -468,3 +469,26 @@ def logged_file_pieces(checkpoint: str, batch_id: int, family: str) -> list[Piec
     if end is None or file_batch_bytes(end) is None:
         return None
     return split(family, {}, end["files"])
+
+
+def delete_read_finished(family: str, end: dict[str, dict[str, Any]]) -> list[str]:
+    """Delete the input files a committed batch (offsets `end`) read to their end that will never grow again (a
+    scrape answer, a rotated log: paths.is_finished), when they are still that file (same inode and size); returns
+    the paths deleted. A file that cannot be deleted is left (logged): it is read no further either way."""
+    deleted: list[str] = []
+    for key, e in end.items():
+        path = str(e["path"])
+        info = FileInfo(family, str(e["kind"]), str(e["cluster"]), e["broker_id"])
+        if e.get("deferred") or int(e["offset"]) != int(e["size"]) or not is_finished(os.path.basename(path), info):
+            continue
+        try:
+            st = os.stat(path, follow_symlinks=False)
+            if f"{st.st_dev}:{st.st_ino}" != key or st.st_size != int(e["size"]):
+                continue  # another file took the name, or it changed: not what the batch read
+            os.remove(path)
+            deleted.append(path)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            log.warning("could not delete the read input file %s: %s", path, exc)
+    return deleted

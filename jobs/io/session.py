@@ -63,6 +63,10 @@ BASE_CONF = {
     "spark.ui.retainedJobs": "100",
     "spark.ui.retainedStages": "100",
     "spark.sql.streaming.numRecentProgressUpdates": "20",
+    # A query's checkpoint keeps the offsets and commits of this many batches (Spark's default 100). The batches read
+    # back their own offsets and their predecessor's (jobs.io.checkpoints.logged_offset), so a handful would do; a
+    # file source's offset lists every file of the tree, so each kept batch costs its size again.
+    "spark.sql.streaming.minBatchesToRetain": "20",
 }
 LOCAL_CONF = {
     "spark.driver.bindAddress": "127.0.0.1",

@@ -58,6 +58,12 @@ class SettingsError(PipelineIOError):
 # and slow file systems. A line completed after it was read this way continues as a record of its own.
 DEFAULT_TAIL_QUIET_S = 30.0
 
+# What the file source does with a finished input file (a scrape answer, a rotated log) once a committed batch read it
+# to its end: keep it, or delete it (delete: the tree and the source's offsets then hold only what is unread,
+# as Spark's file source's cleanSource).
+CLEAN_FINISHED = ("keep", "delete")
+
+
 @dataclass(frozen=True)
 class FileSourceSettings:
     """`sources.files`: a directory tree of log and metric files (growing and rotated files included)."""
@@ -68,6 +74,8 @@ class FileSourceSettings:
     # a growing file's last line without a newline is read once the file has not changed for this many seconds
     # (DEFAULT_TAIL_QUIET_S gives the reason of the default)
     tail_quiet_s: float = DEFAULT_TAIL_QUIET_S
+    # keep | delete (CLEAN_FINISHED gives the reason)
+    clean_finished: str = "keep"
 
 
 @dataclass(frozen=True)
@@ -279,7 +287,7 @@ def parse_settings(raw: Mapping[str, Any] | None, source: str = "<settings>") ->
     spark = top.section("spark", {"master", "conf"})
     sink = top.section("sink", {"mode", "driver_batch_max_rows"})
     sources = top.section("sources", {"files", "kafka", "prometheus"})
-    files = sources.section("files", {"enabled", "path", "max_bytes_per_batch", "tail_quiet_s"})
+    files = sources.section("files", {"enabled", "path", "max_bytes_per_batch", "tail_quiet_s", "clean_finished"})
     kafka = sources.section(
         "kafka",
         {"enabled", "bootstrap_servers", "logs_topics", "metrics_topics", "starting_offsets", "max_records_per_batch",
@@ -320,6 +328,7 @@ def parse_settings(raw: Mapping[str, Any] | None, source: str = "<settings>") ->
             path=files.str_("path", "var/input") or "var/input",
             max_bytes_per_batch=files.pos_int("max_bytes_per_batch", 64 * 1024 * 1024),
             tail_quiet_s=files.pos_number("tail_quiet_s", DEFAULT_TAIL_QUIET_S) or DEFAULT_TAIL_QUIET_S,
+            clean_finished=files.choice("clean_finished", "keep", CLEAN_FINISHED),
         ),
         kafka=k,
         prometheus=prom,

@@ -28,11 +28,11 @@ from pyspark.sql.streaming.datasource import ReadMaxRows, SupportsTriggerAvailab
 
 from jobs.io import PipelineIOError
 from jobs.io.delta_read import DeltaStreamSource
-from jobs.io.file_tail import OUTPUT_SCHEMA_DDL, Piece, pack, plan, read_piece, split
+from jobs.io.file_tail import OUTPUT_SCHEMA_DDL, Piece, delete_read_finished, pack, plan, read_piece, split
 from jobs.io.kafka_records import raw_kafka_batch
 from jobs.io.paths import FAMILIES
 from jobs.io.prometheus_source import PrometheusStreamSource
-from jobs.io.settings import DEFAULT_TAIL_QUIET_S
+from jobs.io.settings import CLEAN_FINISHED, DEFAULT_TAIL_QUIET_S
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -87,6 +87,9 @@ class _FileStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.tail_quiet_s = float(options.get("tailquiets", DEFAULT_TAIL_QUIET_S))
         if self.tail_quiet_s <= 0:
             raise PipelineIOError(f"tailQuietS must be positive, got {self.tail_quiet_s}")
+        self.clean_finished = options.get("cleanfinished", "keep")
+        if self.clean_finished not in CLEAN_FINISHED:
+            raise PipelineIOError(f"cleanFinished: one of {list(CLEAN_FINISHED)}, got {self.clean_finished!r}")
         self.available_now: dict[str, dict[str, Any]] | None = None
 
     def initialOffset(self) -> dict[str, Any]:
@@ -133,7 +136,12 @@ class _FileStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             yield from read_piece(piece)
 
     def commit(self, end: dict[str, Any]) -> None:
-        del end
+        """Spark committed every batch up to `end`: with cleanFinished=delete, the finished files it read to their
+        end are deleted, so neither the input tree nor the offsets grow with the files ever seen."""
+        if self.clean_finished == "delete":
+            deleted = delete_read_finished(self.family, end.get("files", {}))
+            if deleted:
+                log.info("planewatch_files: deleted %d input file(s) read to their end", len(deleted))
 
 
 class FileStreamSource(DataSource):
@@ -141,7 +149,9 @@ class FileStreamSource(DataSource):
 
     Options: `family` (logs | metrics), `cluster` (else a first-level directory, else `defaultCluster`),
     `maxBytesPerTrigger` (default 64 MiB), `tailQuietS` (seconds a growing file's unterminated last line must stay
-    unchanged to be read; default 30). Regular files only: other entries are skipped and listed in the offset.
+    unchanged to be read; default 30), `cleanFinished` (keep | delete: delete a scrape answer or a rotated log once a
+    committed batch read it to its end, as Spark's file source's `cleanSource`). Regular files only: other entries
+    are skipped and listed in the offset.
     """
 
     @classmethod
