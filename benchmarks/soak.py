@@ -13,16 +13,21 @@ What it does (everything under one run directory: ``--dir``, kept, or a temp dir
    --samples-per-s in total; scrape files older than --scrape-retention-s are pruned like a landing zone's), every
    log renamed hourly to ``<name>.YYYY-MM-DD-HH`` (log4j's DailyRollingFileAppender), and one incident every
    --incident-every-s (the first at half of it): a LeaderAndIsr of 8 s on one broker (DELAYED_LEADER_AND_ISR,
-   benchmarks.detection_latency.incident_lines: Sending + Handling first, the Finished line 0.3 s later);
+   benchmarks.detection_latency.incident_lines: Sending + Handling first, stamped 8 s back, so the controller's
+   log holds one line out of time order per incident; the Finished line 0.3 s later, stamped now);
 3. every --sample-s appends one JSON line to ``samples.jsonl``: per Delta table its live files, version, _delta_log
    files and bytes on disk (removed files included); per checkpoint its bytes, files and newest offset file's size;
-   RSS, threads, open files and CPU (cores) of the pipeline's and the API's whole process trees; the micro-batch
-   durations the pipeline logged since the last sample (jobs.ingest_batch's BatchReport, detect_pairing's stages);
-   GET /alerts latency p50/p99 over 20 requests; the input tree's files and bytes;
+   RSS, PSS, threads, open files and CPU (cores) of the pipeline's and the API's whole process trees (JVM and Python
+   workers); the micro-batch durations the pipeline logged since the last sample (jobs.ingest_batch's BatchReport,
+   detect_pairing's stages); GET /alerts latency p50/p99 over 20 requests; GET /health's data age of the silver
+   tables (does ingestion keep up); the input tree's files and bytes;
 4. each incident's detection delay: from the Finished line's flush to its alert (that broker, started at the
    incident) in GET /alerts, polled every 0.5 s;
 5. at the end (or Ctrl-C) prints per measure the first period's mean (the first 10% of samples, at least 3), the
-   last period's, their ratio and the least-squares slope per hour, and which measures grow; then the incidents.
+   last period's, their ratio, the least-squares slope per hour over the run and over its second half, and which
+   measures grow (last/first over 1.25 and both slopes positive: one that levelled off, as Spark's checkpoint does
+   once it keeps its 100 batches, is flat; versions, table bytes and Delta log files grow with the data by design
+   and are listed apart); then each incident's delay. Samples in ``samples.jsonl``, the summary in ``summary.json``.
    Exit 0 when the run completed with both processes up, 1 when one of them died or did not start.
 """
 
@@ -512,12 +517,16 @@ class TreeMeter:
         yield from self.root.children(recursive=True)
 
     def read(self) -> dict[str, float]:
-        rss = threads = fds = 0
+        rss = pss = threads = fds = 0
         cpu: dict[tuple[int, float], float] = {}
         for p in self._procs():
             try:
                 with p.oneshot():
                     rss += p.memory_info().rss
+                    try:  # proportional: pages shared by the forked Python workers counted once
+                        pss += p.memory_full_info().pss
+                    except (psutil.AccessDenied, AttributeError):
+                        pass
                     threads += p.num_threads()
                     fds += p.num_fds()
                     t = p.cpu_times()
@@ -529,8 +538,8 @@ class TreeMeter:
         cores = used / (now - self.at) if now > self.at else 0.0
         self.cpu, self.at = cpu, now
         n = self.name
-        return {f"{n}.rss_mb": rss / 2**20, f"{n}.threads": threads, f"{n}.open_files": fds, f"{n}.cpu_cores": cores,
-                f"{n}.processes": len(cpu)}
+        return {f"{n}.rss_mb": rss / 2**20, f"{n}.pss_mb": pss / 2**20, f"{n}.threads": threads,
+                f"{n}.open_files": fds, f"{n}.cpu_cores": cores, f"{n}.processes": len(cpu)}
 
 
 # jobs.ingest_batch: "<query> batch <id>: BatchReport(..., seconds=<s>, ...)"; jobs.detect: "detect_pairing batch
@@ -602,6 +611,23 @@ class Api:
         if self.conn is not None:
             self.conn.close()
             self.conn = None
+
+
+# Tables whose freshness (GET /health: seconds since the newest row's event time) says whether ingestion keeps up.
+FRESHNESS_TABLES = ("state_change_events", "metric_samples")
+
+
+def freshness(api: Api) -> dict[str, float]:
+    """GET /health: data age (s) of FRESHNESS_TABLES, and 1 when the API says the pipeline keeps up."""
+    try:
+        h = api.get("/health")
+    except (OSError, ValueError, http.client.HTTPException):
+        return {}
+    out: dict[str, float] = {"health.keeping_up": float(bool(h.get("keeping_up")))}
+    for t in h.get("tables", []):
+        if t.get("name") in FRESHNESS_TABLES and isinstance(t.get("data_age_s"), int | float):
+            out[f"health.{t['name']}.data_age_s"] = t["data_age_s"]
+    return out
 
 
 def percentile(xs: Sequence[float], q: float) -> float:
@@ -709,6 +735,7 @@ class Trend:
     last: float | None
     ratio: float | None
     slope_per_h: float | None
+    slope_last_half_per_h: float | None  # ~0 for a measure that grew, then levelled off (a retention kicked in)
     samples: int
     grows: bool
     expected: bool  # grows with the data by design (EXPECTED_GROWTH)
@@ -744,9 +771,11 @@ def trends(samples: Sequence[dict[str, Any]]) -> list[Trend]:
         last = statistics.fmean(y for _, y in pts[-k:])
         ratio = last / first if first else None
         slope = slope_per_hour([t for t, _ in pts], [y for _, y in pts])
-        grows = len(pts) >= 2 * PERIOD_MIN_SAMPLES and slope is not None and slope > 0 and (
+        half = pts[len(pts) // 2:]
+        late = slope_per_hour([t for t, _ in half], [y for _, y in half])
+        grows = len(pts) >= 2 * PERIOD_MIN_SAMPLES and bool(slope and slope > 0) and bool(late and late > 0) and (
             (ratio is not None and ratio > GROWTH_RATIO) or (first == 0 and last > 0))
-        out.append(Trend(name, first, last, ratio, slope, len(pts), grows, bool(EXPECTED_GROWTH.search(name))))
+        out.append(Trend(name, first, last, ratio, slope, late, len(pts), grows, bool(EXPECTED_GROWTH.search(name))))
     return out
 
 
@@ -761,11 +790,13 @@ def _num(x: float | None) -> str:
 def render(rows: Sequence[Trend], detections: Sequence[Detection], minutes: float) -> str:
     """The table an operator reads: every measure, then the incidents, then the verdict."""
     w = max([len(r.measure) for r in rows] + [7])
-    lines = [f"{'measure':<{w}}  {'first':>10}  {'last':>10}  {'ratio':>6}  {'slope/h':>10}  n   trend"]
+    lines = [f"{'measure':<{w}}  {'first':>10}  {'last':>10}  {'ratio':>6}  {'slope/h':>10}  {'late/h':>10}  n   "
+             "trend"]
     for r in rows:
         trend = ("grows (data)" if r.expected else "GROWS") if r.grows else "flat"
         lines.append(f"{r.measure:<{w}}  {_num(r.first):>10}  {_num(r.last):>10}  "
                      f"{'-' if r.ratio is None else f'{r.ratio:.2f}':>6}  {_num(r.slope_per_h):>10}  "
+                     f"{_num(r.slope_last_half_per_h):>10}  "
                      f"{r.samples:<3} {trend}")
     lines.append("")
     lines.append("incident  broker  Finished written (UTC)   detection delay")
@@ -857,6 +888,7 @@ def sample(run: Run, meters: Sequence[TreeMeter], api: Api, tail: LogTail, gen: 
         m[f"batch.{q}.count"] = len(secs)
     m["pipeline.log_warnings"] = sum(1 for x in new if _PROBLEM.search(x))
     m |= api_latency(api)
+    m |= freshness(api)
     m["input.bytes"], m["input.files"] = dir_bytes(run.input)
     m["generator.lines"], m["generator.samples"] = gen.lines, gen.samples
     return m
@@ -950,8 +982,10 @@ def soak(opts: Options) -> int:
             child.stop()
         signal.signal(signal.SIGTERM, old_term)
     minutes = (time.monotonic() - load_start) / 60 if samples else 0.0
-    rows = trends(samples)
     detections = watcher.all() if watcher is not None else []
+    rows = sorted(trends(samples) + trends([  # the delays as one more measure: do they drift?
+        {"t": x.incident.finished_mono - load_start, "measures": {"incident.delay_s": x.delay_s}}
+        for x in detections if x.delay_s is not None]), key=lambda r: r.measure)
     summary = summary_json(rows, detections, minutes, failures)
     (d / "summary.json").write_text(json.dumps(summary, indent=2))
     if opts.json:

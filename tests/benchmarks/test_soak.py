@@ -131,7 +131,8 @@ def test_period_and_slope() -> None:
     assert slope_per_hour([0, 1800, 3600], [10, 11, 12]) == pytest.approx(2.0)
     assert slope_per_hour([0], [1]) is None
     samples = [{"t": 60.0 * i, "measures": {"flat.rss_mb": 100.0 + (i % 2), "files.count": 10.0 + 5 * i,
-                                            "table.x.version": float(i)}} for i in range(30)]
+                                            "table.x.version": float(i), "ck.files": float(min(i, 10) * 10)}}
+               for i in range(30)]
     rows = {r.measure: r for r in trends(samples)}
     flat, grow, version = rows["flat.rss_mb"], rows["files.count"], rows["table.x.version"]
     assert flat.first == pytest.approx(100.33, abs=0.01)
@@ -143,6 +144,8 @@ def test_period_and_slope() -> None:
     assert grow.ratio == 10.0
     assert grow.slope_per_h == pytest.approx(300.0)
     assert version.grows
+    assert not rows["ck.files"].grows  # grew, then levelled off: its second half is flat
+    assert rows["ck.files"].slope_last_half_per_h == 0
     assert version.expected
 
 
