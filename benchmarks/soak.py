@@ -19,8 +19,8 @@ What it does (everything under one run directory: ``--dir``, kept, or a temp dir
    files and bytes on disk (removed files included); per checkpoint its bytes, files and newest offset file's size;
    RSS, PSS, threads, open files and CPU (cores) of the pipeline's and the API's whole process trees (JVM and Python
    workers); the micro-batch durations the pipeline logged since the last sample (jobs.ingest_batch's BatchReport,
-   detect_pairing's stages); GET /alerts latency p50/p99 over 20 requests; GET /health's data age of the silver
-   tables (does ingestion keep up); the input tree's files and bytes;
+   detect_pairing's stages); GET /alerts latency p50/p99 over 20 requests; GET /health's data age of
+   control_request_latency and metric_samples (does the pipeline keep up); the input tree's files and bytes;
 4. each incident's detection delay: from the Finished line's flush to its alert (that broker, started at the
    incident) in GET /alerts, polled every 0.5 s;
 5. at the end (or Ctrl-C) prints per measure the first period's mean (the first 10% of samples, at least 3), the
@@ -613,8 +613,9 @@ class Api:
             self.conn = None
 
 
-# Tables whose freshness (GET /health: seconds since the newest row's event time) says whether ingestion keeps up.
-FRESHNESS_TABLES = ("state_change_events", "metric_samples")
+# Tables whose freshness (GET /health: seconds since the newest row's event time) says whether the pipeline keeps
+# up: paired control requests (logs through pairing) and metric samples (scrapes through ingestion).
+FRESHNESS_TABLES = ("control_request_latency", "metric_samples")
 
 
 def freshness(api: Api) -> dict[str, float]:
