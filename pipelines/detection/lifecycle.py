@@ -8,6 +8,9 @@ Rules (ARCHITECTURE.md section 3):
     `last_seen_at`, `value` (the worst seen), `severity` (the worst seen), `summary` and `evidence` (the latest);
   * a candidate with no open alert opens one, `started_at` = the candidate's event time and
     `alert_id` = hash(type, cluster, broker_id, listener, started_at): stable across replays;
+  * an alert opened more than FOUND_LATE of processing time after its condition's event time says so in its
+    evidence (`found_late_s`, kept while the alert lives): its input arrived late, or the pipeline was down and
+    caught up (an incident of the gap is raised, marked, not lost);
   * hysteresis: an open alert resolves once its condition has been clear for `resolve_after` of event time, i.e.
     when the watermark (or the next candidate of the same key) is past `last_seen_at + resolve_after`;
     `resolved_at` = `last_seen_at + resolve_after`. A flapping signal therefore keeps one alert open.
@@ -22,11 +25,16 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-__all__ = ["SEVERITY_RANK", "Candidate", "alert_id", "apply_lifecycle"]
+__all__ = ["FOUND_LATE", "SEVERITY_RANK", "Candidate", "alert_id", "apply_lifecycle"]
 
 SEVERITY_RANK = {"warning": 1, "critical": 2}
 # Evidence is for a human and the API: cap it so one alert row stays small.
 MAX_EVIDENCE_CHARS = 16_384
+# An alert opened this long after its condition's event time was found late. Live detection takes seconds (a
+# trigger, the watermark delay of 10 s, pairing's 120 s timeout for a request that never completes, whose candidate
+# carries the timeout's time): five minutes leaves all of that out and catches a pipeline that was down or a source
+# that delivered late.
+FOUND_LATE = timedelta(minutes=5)
 
 
 @dataclass(frozen=True)
@@ -64,13 +72,22 @@ def _worse(a: str | None, b: str | None) -> str:
     return max(a or "warning", b or "warning", key=lambda s: SEVERITY_RANK.get(s, 0))
 
 
-def _evidence(c: Candidate, fired: int) -> str:
+def _evidence(c: Candidate, fired: int, found_late_s: float | None = None) -> str:
     try:
         data: Any = json.loads(c.evidence) if c.evidence else {}
     except ValueError:
         data = {"raw": c.evidence}
-    doc = json.dumps({"firings": fired, "latest": data}, default=str, sort_keys=True)
+    late = {} if found_late_s is None else {"found_late_s": round(found_late_s, 1)}
+    doc = json.dumps({"firings": fired, **late, "latest": data}, default=str, sort_keys=True)
     return doc if len(doc) <= MAX_EVIDENCE_CHARS else doc[: MAX_EVIDENCE_CHARS - 20] + '..."(truncated)'
+
+
+def _found_late_s(alert: Mapping[str, Any]) -> float | None:
+    try:
+        value = json.loads(alert.get("evidence") or "{}").get("found_late_s")
+    except (ValueError, AttributeError, TypeError):
+        return None
+    return float(value) if isinstance(value, int | float) else None
 
 
 def _fired(alert: Mapping[str, Any]) -> int:
@@ -115,7 +132,9 @@ def apply_lifecycle(
                 "alert_id": alert_id(c.type, c.cluster, c.broker_id, c.listener, c.ts),
                 "type": c.type, "severity": c.severity, "status": "open", "cluster": c.cluster,
                 "broker_id": c.broker_id, "listener": c.listener, "started_at": c.ts, "last_seen_at": c.ts,
-                "resolved_at": None, "summary": c.summary, "evidence": _evidence(c, 1), "value": c.value,
+                "resolved_at": None, "summary": c.summary,
+                "evidence": _evidence(c, 1, (now - c.ts).total_seconds() if now - c.ts > FOUND_LATE else None),
+                "value": c.value,
                 "threshold": c.threshold, "updated_at": now,
             }
             current[c.key] = a
@@ -125,7 +144,7 @@ def apply_lifecycle(
             a["severity"] = _worse(a["severity"], c.severity)
             if c.ts >= a["last_seen_at"]:
                 a["last_seen_at"] = c.ts
-                a["summary"], a["evidence"] = c.summary, _evidence(c, _fired(a) + 1)
+                a["summary"], a["evidence"] = c.summary, _evidence(c, _fired(a) + 1, _found_late_s(a))
             else:
                 a["evidence"] = json.dumps({**json.loads(a["evidence"]), "firings": _fired(a) + 1}, sort_keys=True)
             if worse_value:

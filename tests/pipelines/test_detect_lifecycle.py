@@ -66,3 +66,15 @@ def test_keys_are_separate_per_broker_and_type():
                           HYST, NOW)
     assert len(out) == 3
     assert len({a["alert_id"] for a in out}) == 3
+
+
+def test_an_alert_opened_late_says_so_while_it_lives():
+    """A pipeline that was down raises the gap's incident when it catches up, marked found late; one raised live is
+    not marked."""
+    caught_up = T0 + timedelta(hours=1)
+    opened = apply_lifecycle([], [cand(0)], None, HYST, caught_up)
+    assert json.loads(opened[0]["evidence"])["found_late_s"] == 3600.0
+    updated = apply_lifecycle(opened, [cand(30, 20)], None, HYST, caught_up + timedelta(seconds=30))
+    assert json.loads(updated[0]["evidence"])["found_late_s"] == 3600.0
+    live = apply_lifecycle([], [cand(0)], None, HYST, T0 + timedelta(seconds=12))
+    assert "found_late_s" not in json.loads(live[0]["evidence"])
