@@ -18,9 +18,10 @@ What it does (everything under one run directory: ``--dir``, kept, or a temp dir
 3. every --sample-s appends one JSON line to ``samples.jsonl``: per Delta table its live files, version, _delta_log
    files and bytes on disk (removed files included); per checkpoint its bytes, files and newest offset file's size;
    RSS, PSS, threads, open files and CPU (cores) of the pipeline's and the API's whole process trees (JVM and Python
-   workers); the micro-batch durations the pipeline logged since the last sample (jobs.ingest_batch's BatchReport,
-   detect_pairing's stages); GET /alerts latency p50/p99 over 20 requests; GET /health's data age of
-   control_request_latency and metric_samples (does the pipeline keep up); the input tree's files and bytes;
+   workers), and the JVM's own RSS and threads; the micro-batch durations the pipeline logged since the last sample
+   (jobs.ingest_batch's BatchReport, detect_pairing's stages); GET /alerts latency p50/p99 over 20 requests;
+   GET /health's data age of control_request_latency and metric_samples (does the pipeline keep up); the input
+   tree's files and bytes;
 4. each incident's detection delay: from the Finished line's flush to its alert (that broker, started at the
    incident) in GET /alerts, polled every 0.5 s;
 5. at the end (or Ctrl-C) prints per measure the first period's mean (the first 10% of samples, at least 3), the
@@ -518,10 +519,14 @@ class TreeMeter:
 
     def read(self) -> dict[str, float]:
         rss = pss = threads = fds = 0
+        jvm: dict[str, float] = {}  # the JVM alone (Spark's driver): where a thread or heap growth lives
         cpu: dict[tuple[int, float], float] = {}
         for p in self._procs():
             try:
                 with p.oneshot():
+                    if p.name() == "java":
+                        jvm = {f"{self.name}.jvm.rss_mb": p.memory_info().rss / 2**20,
+                               f"{self.name}.jvm.threads": p.num_threads()}
                     rss += p.memory_info().rss
                     try:  # proportional: pages shared by the forked Python workers counted once
                         pss += p.memory_full_info().pss
@@ -539,7 +544,7 @@ class TreeMeter:
         self.cpu, self.at = cpu, now
         n = self.name
         return {f"{n}.rss_mb": rss / 2**20, f"{n}.pss_mb": pss / 2**20, f"{n}.threads": threads,
-                f"{n}.open_files": fds, f"{n}.cpu_cores": cores, f"{n}.processes": len(cpu)}
+                f"{n}.open_files": fds, f"{n}.cpu_cores": cores, f"{n}.processes": len(cpu), **jvm}
 
 
 # jobs.ingest_batch: "<query> batch <id>: BatchReport(..., seconds=<s>, ...)"; jobs.detect: "detect_pairing batch
