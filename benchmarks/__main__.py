@@ -3,6 +3,7 @@
 A benchmark is a module of this package with an ``if __name__ == "__main__":`` block; helpers (e.g.
 ``broker_support``) have none and are skipped. Each runs as ``python -m benchmarks.<name>`` so it gets a fresh
 interpreter (benchmarks raise limits, start brokers and Spark); a failing one is reported and the rest still run.
+The benchmarks of ON_REQUEST run only when named.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+# Benchmarks that run for hours (the soak runs planewatch for two by default): only `python -m benchmarks soak`.
+ON_REQUEST = ("soak",)
 
 
 def discover() -> list[str]:
@@ -23,7 +26,7 @@ def discover() -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    names = argv or discover()
+    names = argv or [n for n in discover() if n not in ON_REQUEST]
     unknown = sorted(set(names) - set(discover()))
     if unknown:
         print(f"unknown benchmark(s): {', '.join(unknown)}; available: {', '.join(discover())}", file=sys.stderr)
