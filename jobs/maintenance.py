@@ -9,9 +9,10 @@ per file, and a directory of a million files pays at every listing. A pass over 
    are deleted. The predicate names partition columns only, so delta-rs removes whole files and rewrites none.
    `alerts` and `dq_results` have no date partition: their rows older than the retention (a resolved alert's
    `resolved_at`, a result's `run_ts`) are deleted by predicate, which rewrites the files holding them.
-2. **Compaction**: a (cluster, date) partition holding at least `compact_min_files` files smaller than the target is
-   compacted by delta-rs (`optimize.compact`, one task) into files of up to `target_file_mb`. A file at the target
-   is never rewritten again, so a growing partition costs at most one target's worth of rewriting per pass.
+2. **Compaction**: a (cluster, date) partition (of a table without partitions: the table) holding at least
+   `compact_min_files` files smaller than the target is compacted by delta-rs (`optimize.compact`, one task) into
+   files of up to `target_file_mb`. A file at the target is never rewritten again, so a growing partition costs at
+   most one target's worth of rewriting per pass.
 3. **Log cleanup**: the log's commit files (and older checkpoints) behind the newest checkpoint and older than
    `log_retention_h` are deleted (delta-rs writes a checkpoint every 100 commits; a reader starts from the newest
    one). This is what delta-rs' `cleanup_metadata` does, with planewatch's retention instead of the table's
@@ -153,19 +154,19 @@ def maintain_table(path: str, table: Table, cfg: MaintenanceSettings, now: dt.da
             if metrics:
                 report.deleted_rows = int(metrics.get("num_deleted_rows") or 0)
                 report.deleted_partitions = int(metrics.get("num_removed_files") or 0)
-    if table.partition_by:
-        target = cfg.target_file_mb * 1024 * 1024
+    target = cfg.target_file_mb * 1024 * 1024
+    dt_.update_incremental()
+    adds = pa.table(dt_.get_add_actions(flatten=True))
+    for partition in compactable_partitions(adds, table.partition_by, cfg.compact_min_files, target):
+        # a table without partitions (alerts, dq_results) is one partition: compacted whole
+        filters = [(c, "=", v) for c, v in partition.items() if v is not None] or None
+        metrics = _retried("compaction", report, lambda f=filters: dt_.optimize.compact(  # type: ignore[misc]
+            partition_filters=f, target_size=target, max_concurrent_tasks=1))
+        if metrics:
+            report.compacted_partitions += 1
+            report.files_removed += int(metrics.get("numFilesRemoved") or 0)
+            report.files_added += int(metrics.get("numFilesAdded") or 0)
         dt_.update_incremental()
-        adds = pa.table(dt_.get_add_actions(flatten=True))
-        for partition in compactable_partitions(adds, table.partition_by, cfg.compact_min_files, target):
-            filters = [(c, "=", v) for c, v in partition.items() if v is not None]
-            metrics = _retried("compaction", report, lambda f=filters: dt_.optimize.compact(  # type: ignore[misc]
-                partition_filters=f, target_size=target, max_concurrent_tasks=1))
-            if metrics:
-                report.compacted_partitions += 1
-                report.files_removed += int(metrics.get("numFilesRemoved") or 0)
-                report.files_added += int(metrics.get("numFilesAdded") or 0)
-            dt_.update_incremental()
     report.log_files_deleted = cleanup_log(path, cfg.log_retention_h, now)
     dt_.update_incremental()
     vacuumed = _retried("vacuum", report, lambda: dt_.vacuum(

@@ -45,6 +45,7 @@ def _data_files(path: str) -> set[Path]:
 
 
 def test_the_partitions_to_compact_are_those_with_enough_small_files() -> None:
+    assert compactable_partitions(pa.table({"size_bytes": [10, 10, 10]}), (), 3, 50) == [{}]
     adds = pa.table({"size_bytes": [10, 10, 10, 100, 10, 10],
                      "partition.cluster": ["a", "a", "a", "a", "b", "b"],
                      "partition.date": ["d1", "d1", "d1", "d1", "d1", "d1"]})
@@ -81,6 +82,15 @@ def test_a_pass_deletes_old_partitions_compacts_the_rest_and_vacuums(tmp_path: P
     assert (report.compacted_partitions, report.files_removed, report.files_added) == (1, 10, 1)
     assert report.deleted_rows == 5
     assert report.vacuumed_files >= 11
+
+
+def test_a_table_without_partitions_is_compacted_whole(tmp_path: Path) -> None:
+    path = str(tmp_path / "alerts")
+    for i in range(5):
+        write_deltalake(path, pa.Table.from_pylist([alert(i)], schema=ALERTS.to_arrow()), mode="append")
+    report = maintain_table(path, ALERTS, CFG, NOW)
+    assert (report.compacted_partitions, report.files_removed, report.files_added) == (1, 5, 1)
+    assert sorted(r["alert_id"] for r in lake_rows(tmp_path, "alerts")) == [f"a{i:05d}" for i in range(5)]
 
 
 def test_a_partition_with_few_small_files_is_left_alone(tmp_path: Path) -> None:
