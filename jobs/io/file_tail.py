@@ -43,6 +43,7 @@ from jobs.io.entries import NotRegularFile, entry_problem, open_regular
 from jobs.io.paths import FileInfo, classify_name, describe, ignored_name, is_finished
 from jobs.io.record_split import Records, split_records
 from jobs.io.settings import DEFAULT_TAIL_QUIET_S
+from schemas.inputs import InputFamily
 
 __all__ = [
     "MAX_LINE_BYTES",
@@ -115,6 +116,18 @@ def _fingerprint(fh: Any, n: int = FINGERPRINT_BYTES) -> str:
 def _same_file(fh: Any, prev_fp: str) -> bool:
     n = int(prev_fp.split(":", 1)[0]) if prev_fp else 0
     return n == 0 or _fingerprint(fh, n) == prev_fp
+
+
+def _another_answer(path: str, info: FileInfo, mtime: float, prev: dict[str, Any]) -> bool:
+    """Whether a scrape answer at an inode the offsets know is another answer that reuses the inode of one read and
+    deleted before: its name or its time differs from the one read to its end. Scrape answers begin with the same
+    `# HELP` lines, so the fingerprint alone takes a new answer for the old one, and its tail would be read as
+    records (seen in the soak: a landing zone pruning old answers while new ones arrive). An answer is written once,
+    so one read to its end that changed is another."""
+    if info.family != InputFamily.METRICS or not is_finished(os.path.basename(path), info):
+        return False
+    read_whole = int(prev["offset"]) == int(prev.get("size", -1))
+    return path != prev.get("path") or (read_whole and mtime != prev.get("mtime"))
 
 
 def _last_newline(fh: Any, lo: int, hi: int) -> int:
@@ -282,7 +295,8 @@ def plan(
             # Same inode, same first bytes, not shrunk: the file we were reading (maybe renamed by rotation).
             # The fingerprint is kept while it grows to FINGERPRINT_BYTES, so a reset shows in `fp` too.
             fp = _fingerprint(fh)
-            if prev is not None and _same_file(fh, prev.get("fp", "")) and st.st_size >= int(prev["offset"]):
+            if (prev is not None and _same_file(fh, prev.get("fp", "")) and st.st_size >= int(prev["offset"])
+                    and not _another_answer(path, info, st.st_mtime, prev)):
                 offset = int(prev["offset"])
             end = offset
             deferred = st.st_size > offset and budget <= 0
