@@ -11,15 +11,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from benchmarks.soak import (
-    CLUSTER,
-    KafkaOutput,
-    Load,
-    batch_seconds,
-    period_size,
-    slope_per_hour,
-    trends,
-)
+from benchmarks.soak import batch_seconds, period_size, slope_per_hour, trends
+from benchmarks.soak_load import CLUSTER, KafkaOutput, Load
 from jobs.io.paths import describe, is_finished
 from pipelines.parsing.engine import route_records
 from schemas.tables import RAW_LOGS, RAW_METRICS
