@@ -154,6 +154,9 @@ class ControlRequestPublic(BaseModel):
 class ControlRequestsPublic(BaseModel):
     data: list[ControlRequestPublic]
     count: int
+    # the oldest request time the page and the count cover: the API's window of recent requests (the last hour),
+    # or `since` when it reaches further back (the lake is queried then); null: no request at all
+    covers_since: datetime | None = None
 
 
 class PartitionLeader(BaseModel):

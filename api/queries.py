@@ -27,6 +27,7 @@ __all__ = [
     "MAX_POINTS",
     "AlertFilter",
     "CursorError",
+    "control_requests_sql",
     "decode_cursor",
     "encode_cursor",
     "filter_alerts",
@@ -215,6 +216,38 @@ def filter_control_requests(
         return t.slice(0, limit), t.num_rows
     idx = pc.indices_nonzero(mask)
     return t.take(idx.slice(0, limit)), len(idx)
+
+
+def control_requests_sql(
+    table: str,
+    *,
+    cluster: str | None,
+    broker_id: int | None,
+    request: str | None,
+    status: str | None,
+    min_latency_ms: float | None,
+    since: datetime,
+    until: datetime | None,
+    limit: int,
+) -> tuple[str, str]:
+    """DataFusion SQL of `filter_control_requests` over the lake (a `since` older than the snapshot's window):
+    the page (same order as the snapshot) and the count. `date` (a partition column) bounds the files read."""
+    when = "coalesce(sent_ts, handling_ts)"
+    where = [f"date >= {_lit_date(since.astimezone(UTC).date())}", f"{when} >= {_lit_ts(since)}"]
+    if until is not None:
+        where += [f"date <= {_lit_date(until.astimezone(UTC).date())}", f"{when} < {_lit_ts(until)}"]
+    for col, val in (("cluster", cluster), ("request", request), ("status", status)):
+        if val is not None:
+            where.append(f'"{col}" = {_lit_name(val)}')
+    if broker_id is not None:
+        where.append(f"broker_id = {int(broker_id)}")
+    if min_latency_ms is not None:
+        where.append(f"end_to_end_ms >= {float(min_latency_ms)!r}")
+    cond = " AND ".join(where)
+    return (
+        f"SELECT * FROM {table} WHERE {cond} ORDER BY sent_ts DESC NULLS LAST, broker_id ASC LIMIT {int(limit)}",
+        f"SELECT count(*) AS n FROM {table} WHERE {cond}",
+    )
 
 
 # -- metrics SQL -----------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from urllib.parse import unquote, urlsplit
 
 import pyarrow as pa
@@ -20,7 +21,24 @@ import pyarrow.compute as pc
 from schemas.lake_read import read_file, to_contract
 from schemas.tables import ALERTS, CONTROL_REQUEST_LATENCY, TABLES
 
-__all__ = ["SNAPSHOTS", "SnapshotSpec", "local_root", "read_added_files"]
+__all__ = [
+    "CONTROL_REQUESTS_MAX_ROWS",
+    "CONTROL_REQUESTS_WINDOW",
+    "SNAPSHOTS",
+    "SnapshotSpec",
+    "held_since",
+    "local_root",
+    "read_added_files",
+    "window_start",
+]
+
+# control_request_latency grows with the cluster's chatter (the soak's 30 brokers: ~216,000 requests an hour, 5
+# million a day), so the API holds only its newest hour in memory, and never more than this many rows (~250 bytes
+# each: ~125 MB); GET /control-requests reaching further back is answered by a DataFusion query over the lake.
+CONTROL_REQUESTS_WINDOW = timedelta(hours=1)
+CONTROL_REQUESTS_MAX_ROWS = 500_000
+# The time a control request is placed at: the controller's send, else the broker's Handling (no controller log).
+REQUEST_TIME_COLUMNS = ("sent_ts", "handling_ts")
 
 
 def _dedupe_alerts(t: pa.Table) -> pa.Table:
@@ -59,17 +77,71 @@ def merge_control_requests(old: pa.Table, new: pa.Table) -> pa.Table:
     return prepare_control_requests(pa.concat_tables([old, new.select(old.column_names).cast(old.schema)]))
 
 
+def _request_time(t: pa.Table) -> pa.ChunkedArray:
+    return pc.coalesce(*(t[c] for c in REQUEST_TIME_COLUMNS))
+
+
+def window_start(newest: datetime | None) -> datetime | None:
+    """The oldest request time the control-request snapshot keeps, given the newest one (None: empty)."""
+    if newest is None:
+        return None
+    return (newest if newest.tzinfo else newest.replace(tzinfo=UTC)) - CONTROL_REQUESTS_WINDOW
+
+
+def trim_control_requests(t: pa.Table) -> pa.Table:
+    """The prepared snapshot cut to its window: requests of the last CONTROL_REQUESTS_WINDOW before the newest
+    one, at most CONTROL_REQUESTS_MAX_ROWS of them (the newest)."""
+    if t.num_rows == 0:
+        return t
+    when = _request_time(t)
+    start = window_start(pc.max(when).as_py())
+    if start is not None:
+        t = t.filter(pc.fill_null(pc.greater_equal(when, pa.scalar(start, when.type)), False))
+    return t.slice(0, CONTROL_REQUESTS_MAX_ROWS).combine_chunks() if t.num_rows > CONTROL_REQUESTS_MAX_ROWS else t
+
+
+def held_since(t: pa.Table) -> datetime | None:
+    """The oldest request time a trimmed control-request snapshot answers for exactly (None: it is empty)."""
+    if t.num_rows == 0:
+        return None
+    when = _request_time(t)
+    if t.num_rows >= CONTROL_REQUESTS_MAX_ROWS:  # cut by rows: it holds from its oldest row on
+        oldest: datetime | None = pc.min(when).as_py()
+        return oldest if oldest is None or oldest.tzinfo else oldest.replace(tzinfo=UTC)
+    return window_start(pc.max(when).as_py())
+
+
+def in_window_files(actions: pa.Table) -> pa.Table:
+    """The add actions (flattened) whose files may hold a request inside the window, by their statistics: a
+    file without statistics is kept."""
+    cols = [f"max.{c}" for c in REQUEST_TIME_COLUMNS if f"max.{c}" in actions.column_names]
+    if not cols or actions.num_rows == 0:
+        return actions
+    newest = [pc.max(actions[c]).as_py() for c in cols]
+    start = window_start(max((n for n in newest if n is not None), default=None))
+    if start is None:
+        return actions
+    keep = pc.and_(*(pc.is_null(actions[c]) for c in cols)) if len(cols) > 1 else pc.is_null(actions[cols[0]])
+    for c in cols:
+        keep = pc.or_(keep, pc.fill_null(pc.greater_equal(actions[c], pa.scalar(start, actions[c].type)), False))
+    return actions.filter(keep)
+
+
 @dataclass(frozen=True)
 class SnapshotSpec:
     """How one snapshot table is prepared from a full read, and merged with appended rows."""
 
     prepare: Callable[[pa.Table], pa.Table]
     merge: Callable[[pa.Table, pa.Table], pa.Table]
+    # the prepared snapshot cut to what stays in memory, and the files a full load reads (None: whole table)
+    trim: Callable[[pa.Table], pa.Table] | None = None
+    files: Callable[[pa.Table], pa.Table] | None = None
 
 
 SNAPSHOTS: dict[str, SnapshotSpec] = {
     ALERTS.name: SnapshotSpec(prepare_alerts, merge_alerts),
-    CONTROL_REQUEST_LATENCY.name: SnapshotSpec(prepare_control_requests, merge_control_requests),
+    CONTROL_REQUEST_LATENCY.name: SnapshotSpec(prepare_control_requests, merge_control_requests,
+                                               trim_control_requests, in_window_files),
 }
 
 

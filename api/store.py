@@ -352,24 +352,30 @@ class LakeStore:
         try:
             dt = DeltaTable(self.path(name), version=version)
             actions = pa.table(dt.get_add_actions(flatten=True))
-            rows = sum(int(n) for n in actions["num_records"].to_pylist() if n is not None)
+            spec = SNAPSHOTS[name]
+            read = spec.files(actions) if spec.files is not None else actions
+            rows = sum(int(n) for n in read["num_records"].to_pylist() if n is not None)
             if rows > SNAPSHOT_MAX_ROWS:
                 raise TableUnavailable(name, f"{rows} rows is above the snapshot cap of {SNAPSHOT_MAX_ROWS}")
             paths = frozenset(actions["path"].to_pylist())
-            spec = SNAPSHOTS[name]
             root = local_root(dt.table_uri)
             old = h.snapshot
-            if old is not None and root is not None and h.snapshot_paths <= paths and not dt.protocol().reader_features:
+            plain = root is not None and not dt.protocol().reader_features
+            if old is not None and plain and h.snapshot_paths <= paths:
                 added = actions.filter(
                     pc.invert(pc.is_in(actions["path"], value_set=pa.array(list(h.snapshot_paths), pa.string())))
                 )
-                fresh = read_added_files(root, added, name)
+                fresh = read_added_files(str(root), added, name)
                 if set(fresh.column_names) <= set(old.column_names):
                     prepared = spec.merge(old, fresh)
                 else:  # the table grew a column: read it whole
                     prepared = spec.prepare(read_table(dt, TABLES[name].to_arrow()))
+            elif plain and spec.files is not None:  # a windowed snapshot reads only the files of its window
+                prepared = spec.prepare(read_added_files(str(root), spec.files(actions), name))
             else:
                 prepared = spec.prepare(read_table(dt, TABLES[name].to_arrow()))
+            if spec.trim is not None:
+                prepared = spec.trim(prepared)
         except TableUnavailable:
             raise
         except Exception as e:  # a file vacuumed mid-read, a schema being changed

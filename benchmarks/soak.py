@@ -482,6 +482,7 @@ class Options:
     dir: Path | None
     keep: bool
     json: bool
+    pipeline_args: tuple[str, ...] = ()
 
 
 @dataclass
@@ -568,7 +569,8 @@ def soak(opts: Options) -> int:
                                                 str(port), "--log-level", "warning"), run.logs / "api.log", env)
         run.children.append(api_child)
         pipe = Child("pipeline", planewatch_cmd("pipeline", "--input", str(run.input), "--lake", str(run.lake),
-                                                "--checkpoints", str(run.checkpoints)), run.logs / "pipeline.log", env)
+                                                "--checkpoints", str(run.checkpoints), *opts.pipeline_args),
+                     run.logs / "pipeline.log", env)
         run.children.append(pipe)
         # the cluster's directories exist from the start (as a broker's log.dirs), the files come with the load
         (run.input / CLUSTER).mkdir(exist_ok=True)
@@ -663,6 +665,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--rotate-s", type=float, default=3600.0, help="log rotation period (default hourly)")
     p.add_argument("--scrape-retention-s", type=float, default=SCRAPE_RETENTION_S,
                    help="delete scrape files older than this (0: keep all)")
+    p.add_argument("--config", type=Path, default=None, help="the pipeline's config (default conf/pipeline.yaml)")
+    p.add_argument("--trigger", default=None, help="the pipeline's trigger interval, e.g. '2 seconds' (default: "
+                   "the config's)")
     p.add_argument("--dir", type=Path, default=None, help="run directory (kept); default a temp dir")
     p.add_argument("--keep", action="store_true", help="keep the temp run directory")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -672,7 +677,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.error("--brokers, --minutes, --sample-s and --rotate-s must be positive, the rates not negative")
     load = Load(a.brokers, a.lines_per_s, a.samples_per_s, a.incident_every_s, a.rotate_s,
                 scrape_retention_s=a.scrape_retention_s)
-    return soak(Options(a.minutes, load, a.sample_s, a.dir, a.keep, a.json))
+    extra = (*(("--config", str(a.config)) if a.config else ()), *(("--trigger", a.trigger) if a.trigger else ()))
+    return soak(Options(a.minutes, load, a.sample_s, a.dir, a.keep, a.json, extra))
 
 
 if __name__ == "__main__":

@@ -86,6 +86,19 @@ def _watermark(holder: dict[str, Any]) -> dt.datetime | None:
     return None if when.year < 2000 else when
 
 
+# Spark's phases of a micro-batch (StreamingQueryProgress.durationMs) that the pairing log line reports.
+SPARK_PHASES = ("latestOffset", "getBatch", "queryPlanning", "addBatch", "walCommit", "commitOffsets",
+                "triggerExecution")
+
+
+def _spark_phases(holder: dict[str, Any]) -> str:
+    """The previous micro-batch's phases in ms ("" before the first): where a batch's fixed cost goes."""
+    q = holder.get("query")
+    prog = q.lastProgress if q is not None else None
+    took = (prog or {}).get("durationMs") or {}
+    return " ".join(f"{k}={took[k]}" for k in SPARK_PHASES if k in took)
+
+
 class PairingBatch:
     """foreachBatch of detect_pairing: latency rows -> MERGE; latency detectors -> alerts."""
 
@@ -146,8 +159,10 @@ class PairingBatch:
             log.warning("detect_pairing batch %d: %d open request(s) evicted by pairing's state bound (status %s)",
                         batch_id, evicted, LatencyStatus.EVICTED.value)
         log.info("detect_pairing batch %d: %d request row(s), %d candidate(s), %d alert row(s); pairing %.0f ms, "
-                 "latency merge %.0f ms, detectors %.0f ms, alerts %.0f ms", batch_id, tbl.num_rows, len(cands), n,
-                 (t1 - t0) * 1e3, (t2 - t1) * 1e3, (t3 - t2) * 1e3, (time.perf_counter() - t3) * 1e3)
+                 "latency merge %.0f ms, detectors %.0f ms, alerts %.0f ms; previous batch (ms): %s",
+                 batch_id, tbl.num_rows, len(cands), n,
+                 (t1 - t0) * 1e3, (t2 - t1) * 1e3, (t3 - t2) * 1e3, (time.perf_counter() - t3) * 1e3,
+                 _spark_phases(self.holder))
 
 
 class RollupsBatch:
@@ -181,16 +196,18 @@ def start_detection_queries(spark: SparkSession, settings: Settings) -> list[Str
     sc = _stream(spark, settings, STATE_CHANGE_EVENTS)
     ms = _stream(spark, settings, METRIC_SAMPLES)
     rq = _stream(spark, settings, REQUEST_EVENTS)
-    plans: list[tuple[str, DataFrame, Any, str]] = []
+    plans: list[tuple[str, DataFrame, Any, str, str]] = []
     ids = {q: app_run_id(settings.checkpoint_path(q)) for q in QUERIES}
     pairing = pair_requests(pairing_input(sc).unionByName(served_input(rq))
                             .unionByName(heartbeats(ms, METRIC_HEARTBEAT_LAG_S))
                             .unionByName(heartbeats(sc)).unionByName(heartbeats(rq)), cfg)
-    plans.append(("detect_pairing", pairing, PairingBatch(spark, settings, ids["detect_pairing"], cfg), "append"))
-    plans.append(("detect_rollups", metric_rollups(ms), RollupsBatch(settings, ids["detect_rollups"]), "update"))
+    plans.append(("detect_pairing", pairing, PairingBatch(spark, settings, ids["detect_pairing"], cfg), "append",
+                  settings.trigger_interval))
+    plans.append(("detect_rollups", metric_rollups(ms), RollupsBatch(settings, ids["detect_rollups"]), "update",
+                  settings.metrics_trigger_interval))
 
     queries: list[StreamingQuery] = []
-    for name, frame, handler, mode in plans:
+    for name, frame, handler, mode, interval in plans:
         writer = (
             frame.writeStream.queryName(name)
             .outputMode(mode)
@@ -200,7 +217,7 @@ def start_detection_queries(spark: SparkSession, settings: Settings) -> list[Str
         writer = (
             writer.trigger(availableNow=True)
             if settings.once
-            else writer.trigger(processingTime=settings.trigger_interval)
+            else writer.trigger(processingTime=interval)
         )
         q = writer.start()
         handler.holder["query"] = q

@@ -10,7 +10,8 @@ from fastapi import APIRouter, Query, Response
 
 from api.deps import DEFAULT_LIMIT, MAX_BROKER_ID, MAX_LIMIT, NAME_PATTERN, StoreDep, TokenGuard, bad_param, utc
 from api.models import ControlRequestPublic, ControlRequestsPublic
-from api.queries import filter_control_requests, rows
+from api.queries import control_requests_sql, filter_control_requests, rows
+from api.snapshots import held_since
 from schemas.events import ControlRequest, LatencyStatus
 from schemas.tables import CONTROL_REQUEST_LATENCY
 
@@ -32,7 +33,8 @@ def list_control_requests(
     until: datetime | None = None,
     limit: Annotated[int, Query(ge=1, description=f"rows, capped at {MAX_LIMIT}")] = DEFAULT_LIMIT,
 ) -> Response:
-    """The newest control requests (by controller send time) matching the filters; `count` counts all matches."""
+    """The newest control requests (by controller send time) matching the filters; `count` counts all matches
+    since `covers_since`: the last hour's requests are held in memory; a `since` further back queries the lake."""
     since, until = utc(since, "since"), utc(until, "until")
     if since is not None and until is not None and until <= since:
         bad_param("until", "until must be after since", str(until))
@@ -47,10 +49,22 @@ def list_control_requests(
         "limit": min(limit, MAX_LIMIT),
     }
 
+    snap = store.snapshot(CONTROL_REQUEST_LATENCY.name)
+    held = held_since(snap)
+    if since is not None and held is not None and since < held:  # older than the window held in memory
+        page_sql, count_sql = control_requests_sql(CONTROL_REQUEST_LATENCY.name, **filters)  # type: ignore[arg-type]
+        page = store.query(page_sql, [CONTROL_REQUEST_LATENCY.name])
+        count = store.query(count_sql, [CONTROL_REQUEST_LATENCY.name])
+        n = int(count.column(0)[0].as_py() or 0) if count.num_rows else 0
+        data = [ControlRequestPublic.model_validate(r) for r in rows(page)]
+        body = ControlRequestsPublic(data=data, count=n, covers_since=since)
+        return Response(content=body.model_dump_json().encode(), media_type="application/json")
+
     def answer(snap: pa.Table) -> bytes:
         page, count = filter_control_requests(snap, **filters)  # type: ignore[arg-type]
         data = [ControlRequestPublic.model_validate(r) for r in rows(page)]
-        return ControlRequestsPublic(data=data, count=count).model_dump_json().encode()
+        covers = held_since(snap)
+        return ControlRequestsPublic(data=data, count=count, covers_since=covers).model_dump_json().encode()
 
     key = ("list", *sorted(filters.items()))
     content = store.memo(CONTROL_REQUEST_LATENCY.name, key, answer)

@@ -35,6 +35,13 @@ __all__ = [
 ]
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "conf" / "pipeline.yaml"
+# The log and pairing queries' micro-batch interval: a Finished line's alert is readable about two of them and
+# their batches later (the soak at 30 brokers, every query at 2 s: median 5.1 s, 1.15 cores; at 10 s: 16-17 s).
+DEFAULT_TRIGGER = "2 seconds"
+# The metric and rollup queries' interval: exporters are scraped every 15-60 s and the metric rules need a 30 s
+# window, so a 2 s trigger would run five batches of a few samples each per scrape (a metric batch costs ~1 s of
+# CPU at 30 brokers: 0.5 core at 2 s, 0.1 at 10 s).
+DEFAULT_METRICS_TRIGGER = "10 seconds"
 _INTERVAL = re.compile(r"^\d+(\.\d+)?\s*(millisecond|second|minute|hour)s?$")
 _CLUSTER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
 _URL = re.compile(r"^https?://[^/\s]+(/\S*)?$")
@@ -139,9 +146,10 @@ class MaintenanceSettings:
     """`maintenance`: the lake's table maintenance run by the pipeline (jobs.maintenance)."""
 
     enabled: bool = True
-    # a pass over every table this often: a table gathers ~200 small files per partition in 10 minutes at a 2-5 s
-    # trigger, which one compaction turns into one file in well under a second
-    interval_s: float = 600.0
+    # a pass over every table this often: a table gathers ~150 small files per partition in 5 minutes at a 2 s
+    # trigger, which one compaction turns into one file in well under a second; every batch pays for them until then
+    # (the pairing's latency MERGE went 59 -> 283 ms a batch over the first 9 uncompacted minutes of a soak)
+    interval_s: float = 300.0
     # a partition is compacted once it holds this many files under the target size (fewer cost readers little)
     compact_min_files: int = 16
     # compacted files are written up to this size; a file at the target is never rewritten, which bounds what a
@@ -164,7 +172,10 @@ class Settings:
     default_cluster: str = "default"
     lake: str = "var/lake"
     checkpoints: str = "var/checkpoints"
-    trigger_interval: str = "10 seconds"
+    # the log queries and the pairing query: the latency path, from a Finished line to its alert
+    trigger_interval: str = DEFAULT_TRIGGER
+    # the metric queries and the rollups: a scrape lands every 15-60 s, so a shorter trigger only adds batches
+    metrics_trigger_interval: str = DEFAULT_METRICS_TRIGGER
     once: bool = False
     spark_master: str = "local[2]"
     spark_conf: Mapping[str, str] = field(default_factory=dict)
@@ -179,6 +190,10 @@ class Settings:
     detection: Mapping[str, Any] = field(default_factory=dict)
     maintenance: MaintenanceSettings = field(default_factory=MaintenanceSettings)
     source_file: str = ""
+
+    def trigger_for(self, family: str) -> str:
+        """The micro-batch interval of the queries of an input family (logs | metrics)."""
+        return self.metrics_trigger_interval if family == "metrics" else self.trigger_interval
 
     def table_path(self, name: str) -> str:
         """Where table `name` lives in the lake."""
@@ -283,7 +298,7 @@ def parse_settings(raw: Mapping[str, Any] | None, source: str = "<settings>") ->
     if unknown:
         raise SettingsError(f"{source}: unknown keys {unknown} (known: {sorted(_TOP)})")
     top = _Reader(raw, "", source)
-    trigger = top.section("trigger", {"interval", "once"})
+    trigger = top.section("trigger", {"interval", "metrics_interval", "once"})
     spark = top.section("spark", {"master", "conf"})
     sink = top.section("sink", {"mode", "driver_batch_max_rows"})
     sources = top.section("sources", {"files", "kafka", "prometheus"})
@@ -317,7 +332,9 @@ def parse_settings(raw: Mapping[str, Any] | None, source: str = "<settings>") ->
         default_cluster=top.str_("default_cluster", "default", _CLUSTER) or "default",
         lake=top.str_("lake", "var/lake") or "var/lake",
         checkpoints=top.str_("checkpoints", "var/checkpoints") or "var/checkpoints",
-        trigger_interval=trigger.str_("interval", "10 seconds", _INTERVAL) or "10 seconds",
+        trigger_interval=trigger.str_("interval", DEFAULT_TRIGGER, _INTERVAL) or DEFAULT_TRIGGER,
+        metrics_trigger_interval=trigger.str_("metrics_interval", DEFAULT_METRICS_TRIGGER, _INTERVAL)
+        or DEFAULT_METRICS_TRIGGER,
         once=trigger.bool_("once", False),
         spark_master=spark.str_("master", "local[2]") or "local[2]",
         spark_conf={str(a): str(b) for a, b in conf.items()},
@@ -433,7 +450,7 @@ def apply_overrides(settings: Settings, args: argparse.Namespace) -> Settings:
     if getattr(args, "trigger", None):
         if not _INTERVAL.match(args.trigger):
             raise SettingsError(f"--trigger {args.trigger!r}: expected e.g. '10 seconds' or '500 milliseconds'")
-        s = replace(s, trigger_interval=args.trigger)
+        s = replace(s, trigger_interval=args.trigger, metrics_trigger_interval=args.trigger)
     if getattr(args, "master", None):
         s = replace(s, spark_master=args.master)
     if getattr(args, "sink_mode", None):
@@ -457,7 +474,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--checkpoints", metavar="DIR", help="where the streaming checkpoints live")
     parser.add_argument("--cluster", metavar="NAME", help="cluster name for every input (else per first-level dir)")
     parser.add_argument("--once", action="store_true", help="process what is there now, then stop")
-    parser.add_argument("--trigger", metavar="INTERVAL", help="micro-batch interval, e.g. '10 seconds'")
+    parser.add_argument("--trigger", metavar="INTERVAL",
+                        help="micro-batch interval of every query (trigger.interval and trigger.metrics_interval), "
+                             "e.g. '2 seconds'")
     parser.add_argument("--sink-mode", choices=SINK_MODES, help="Delta writer (sink.mode)")
     parser.add_argument("--scrape", metavar="CLUSTER_JSON", action="append",
                         help="scrape the Prometheus endpoints a planewatch cluster.json (or its directory) lists, "

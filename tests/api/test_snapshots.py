@@ -70,9 +70,10 @@ def test_partitioned_control_requests_keep_their_partition_columns(tmp_path: Pat
     store = LakeStore(lake, refresh_interval_s=0, background_reload=False)
     try:
         store.snapshot(CONTROL_REQUEST_LATENCY.name)
+        assert spy == [1]  # a windowed snapshot's first load reads the files of its window through the same reader
         write(lake, CONTROL_REQUEST_LATENCY, [control_request(20, 1, 5.0, cluster="c2")])
         snap = store.snapshot(CONTROL_REQUEST_LATENCY.name)
-        assert spy == [1]
+        assert spy == [1, 1]
         assert snap.equals(_full(lake, CONTROL_REQUEST_LATENCY.name))
         top = snap.slice(0, 1).to_pylist()[0]
         assert (top["cluster"], top["correlation_id"], str(top["date"])) == ("c2", 20, "2026-11-20")
