@@ -30,6 +30,13 @@ class LogKind(StrEnum):
     SERVER = "server"
     #: controller.log (`kafka.controller`): the ZooKeeper controller's decisions
     CONTROLLER = "controller"
+    #: log-cleaner.log (`kafka.log.LogCleaner`): compaction's progress; read, nothing in it is used
+    LOG_CLEANER = "log-cleaner"
+    #: kafka-authorizer.log (`kafka.authorizer.logger`): ACL decisions; read, nothing in it is used
+    AUTHORIZER = "authorizer"
+    #: the JVM's GC log that kafka-run-class.sh writes beside server.log (`kafkaServer-gc.log`, `zookeeper-gc.log`,
+    #: rotated `.0`-`.9`): not log4j; every line is recognised and unused
+    GC = "gc"
     #: a log file neither its name nor its first lines place
     UNKNOWN = "unknown"
 
@@ -45,10 +52,15 @@ class MetricFormat(StrEnum):
 
 # Kafka's file names (log4j.properties, with DailyRollingFileAppender's `.yyyy-MM-dd-HH` suffix when rotated).
 LOG_FILE_NAMES: tuple[tuple[LogKind, str], ...] = (
-    (LogKind.STATE_CHANGE, r"^state-change[^/]*\.log(\.[^/]*)?$"),
+    # Kafka 4.0.0's log4j2.yaml rotates it as `stage-change.log.<date>` (a typo, fixed in 4.0.1)
+    (LogKind.STATE_CHANGE, r"^sta(te|ge)-change[^/]*\.log(\.[^/]*)?$"),
     (LogKind.REQUEST, r"^kafka-request\.log(\.[^/]*)?$"),
     (LogKind.SERVER, r"^server\.log(\.[^/]*)?$"),
     (LogKind.CONTROLLER, r"^controller\.log(\.[^/]*)?$"),
+    (LogKind.LOG_CLEANER, r"^log-cleaner\.log(\.[^/]*)?$"),
+    (LogKind.AUTHORIZER, r"^kafka-authorizer\.log(\.[^/]*)?$"),
+    # -Xlog:gc*:file=$LOG_DIR/<daemon>-gc.log (Java 9+, rotated .0-.9) or -Xloggc (Java 8, `.0.current`)
+    (LogKind.GC, r"^([^/]*[-_])?gc\.log(\.[^/]*)?$"),
 )
 # A file of another name is placed by the logger its first lines name, as one of the two logs pairing reads; any
 # other log4j file is `unknown` (its lines are still classified one by one by the parsers).

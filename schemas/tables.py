@@ -126,7 +126,8 @@ RAW_LOGS = Table(
     (
         _c("cluster", "string", nullable=False),
         _c("broker_id", "int", "from a broker-<id> directory/file name, or null"),
-        _c("log_kind", "string", "state-change | request | server | controller | unknown (by file name or content)"),
+        _c("log_kind", "string", "state-change | request | server | controller | log-cleaner | authorizer | gc | "
+           "unknown (by file name or content)"),
         _c("line", "string", "the line as read (decoded UTF-8 with replacement; continuation lines joined)"),
         _c("line_bytes", "long", "length of the original line in bytes"),
         *_PROVENANCE,

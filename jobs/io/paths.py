@@ -39,6 +39,10 @@ _SKIP_SUFFIX = (".gz", ".zip", ".zst", ".bz2", ".xz", ".crc", ".checkpoint", ".l
 _BROKER_RE = re.compile(r"(?:^|[^A-Za-z0-9])broker[-_]?(\d+)(?:[^0-9]|$)", re.IGNORECASE)
 _PROM_LINE = re.compile(rb"^(# (HELP|TYPE) |[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^}]*\})? [-+0-9.eEnaNIif]+)")
 _LOG4J_START = re.compile(rb"^(\S+ (stdout|stderr) [FP] |[\w.-]+\s+\| )?(\[\d{4}-\d\d-\d\d|\d{4}-\d\d-\d\d[ T])")
+# The JVM's GC log under another name: unified logging (Java 9+, `-Xlog:gc*`: `[<decorations>][gc,heap] ...`, its
+# tags starting with gc) or Java 8's -Xloggc (a VM banner, or `<ISO time>: <uptime>: [GC ...`).
+_GC_START = re.compile(rb"^(\[[^\]\n]*\])*\[gc[, \]]|^(OpenJDK|Java HotSpot\(TM\)) 64-Bit Server VM|"
+                       rb"^\d{4}-\d\d-\d\dT[\d:.]+[+-]\d{4}: \d+\.\d+: \[")
 # A log file renamed by log4j's rolling appender (`state-change.log.2024-05-10-09`, `server.log.1`): never written
 # again.
 _ROTATED_LOG = re.compile(r"\.log\.[^/]+$")
@@ -79,6 +83,8 @@ def sniff(head: bytes) -> tuple[str, str] | None:
     if not head or b"\x00" in head:
         return None
     first = head.lstrip().split(b"\n", 1)[0]
+    if _GC_START.match(first):  # before Prometheus: "OpenJDK 64-Bit ..." reads as a sample
+        return InputFamily.LOGS, LogKind.GC
     if first.startswith(b"{"):
         return InputFamily.METRICS, MetricFormat.JSON
     if _PROM_LINE.match(first):

@@ -33,11 +33,15 @@ import polars as pl
 from pipelines.parsing import patterns as P
 from pipelines.parsing.rust_regex import to_rust
 from pipelines.parsing.stages import API_BY_KEY, API_ID, REQUEST_PREFIX, typed
+from schemas.inputs import LogKind
 from schemas.tables import REQUEST_EVENTS, STATE_CHANGE_EVENTS
 
 __all__ = ["ROUTES", "parse_logs", "ts_expr"]
 
 ROUTES = ("state_change", "request", "rejected", "unused")
+# The reason of every line of a JVM GC log (LogKind.GC): written by Kafka's scripts on purpose, so recognised and
+# counted as unused, never quarantined.
+GC_LOG_UNUSED = "JVM GC log: recognised, not used"
 # Marks a match: an empty group at the start of a pattern is "" when the pattern matched and null when it did not.
 _OK = "_ok"
 _SC_TYPES = {c.name: c.type for c in STATE_CHANGE_EVENTS.columns}
@@ -398,15 +402,18 @@ def _finish(lf: pl.LazyFrame, present: list[int], requests: bool) -> pl.LazyFram
     req_valid = rq["api_name"].is_not_null() & rq["correlation_id"].is_not_null()
     ok = pl.col("_layout_ok")
     ts_ok = pl.col("ts").is_not_null()
+    gc = pl.col("log_kind") == LogKind.GC.value
     route = (
-        pl.when(~ok | ~ts_ok).then(pl.lit("rejected"))
+        pl.when(gc).then(pl.lit("unused"))
+        .when(~ok | ~ts_ok).then(pl.lit("rejected"))
         .when(pl.col("_is_req") & req_valid).then(pl.lit("request"))
         .when(pl.col("_is_req")).then(pl.lit("rejected"))
         .when(msg_ok).then(pl.lit("state_change"))
         .otherwise(pl.lit("unused"))
     )
     reason = (
-        pl.when(~ok).then(pl.lit("no recognisable log4j layout"))
+        pl.when(gc).then(pl.lit(GC_LOG_UNUSED))
+        .when(~ok).then(pl.lit("no recognisable log4j layout"))
         .when(~ts_ok).then(pl.lit("unparseable timestamp: ") + pl.col("_ts"))
         .when(pl.col("_is_req") & req_valid).then(pl.lit(None, pl.String))
         .when(pl.col("_is_req")).then(pl.lit("malformed request-log entry"))
