@@ -31,7 +31,13 @@ from jobs.alert_writer import AlertWriter
 from pipelines.detection.config import DetectionConfig
 from pipelines.detection.events import CONTROL_REQUESTS, STALE_EVENTS
 from pipelines.detection.latency_detectors import log_candidates
-from pipelines.detection.metric_detectors import DETECTION_SIGNALS, detection_samples, metric_candidates, metric_windows
+from pipelines.detection.metric_detectors import (
+    DETECTION_SIGNALS,
+    detection_samples,
+    max_window_s,
+    metric_candidates,
+    metric_windows,
+)
 from schemas.alerts import DetectQuery
 from schemas.inputs import InputFamily
 from schemas.lake_read import LatestTable
@@ -142,7 +148,7 @@ class MetricRules(_BatchRules):
     def _history(self, new: pa.Table) -> pa.Table:
         """metric_samples rows over the span of every window the new samples fall in, per cluster (a superset: files
         are chosen by their statistics; the batch's own rows are among them, committed)."""
-        length = dt.timedelta(seconds=self.cfg.metric_window_s)
+        length = dt.timedelta(seconds=max_window_s(self.cfg))  # a sparse series' windows are longer
         spans = new.select(CLOCK_COLUMNS).group_by("cluster").aggregate([("ts", "min"), ("ts", "max")])
         files: list[list[tuple[str, str, Any]]] = []
         for cluster, first, last in zip(*(spans[c].to_pylist() for c in ("cluster", "ts_min", "ts_max")), strict=True):

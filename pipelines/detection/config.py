@@ -115,6 +115,11 @@ class DetectionConfig:
     metric_window_slide_s: float = 5.0
     # A window needs this many samples before a metric rule can fire (one scrape is not "sustained").
     min_samples: int = 2
+    # A series sampled more sparsely than metric_window_s allows (a scrape every 30 or 60 s: operators' common
+    # intervals) gets windows long enough for min_samples of its samples (pipelines.detection.metric_detectors:
+    # series_window_lengths), for intervals up to this long; a series sampled more sparsely still is judged as if
+    # sampled at this interval (its windows then hold one sample and no rule fires on it).
+    max_scrape_interval_s: float = 60.0
     # The capacity rules (NETWORK_PROCESSOR_SATURATED, REQUEST_HANDLER_SATURATED) also need the samples to span
     # this much event time: idle ratios seen low in two samples a few seconds apart (a busy broker's burst, or a
     # young broker whose ratios cover only the seconds since it started) are not saturation.

@@ -2,7 +2,8 @@
 (polars, over the windows a micro-batch's samples fall in).
 
 `metric_windows` aggregates metric_samples into SLIDING event-time windows (`DetectionConfig.metric_window_s` long,
-a new one every `metric_window_slide_s`) per (cluster, broker, signal, listener, attribute): min/max/avg/first/last,
+or longer for a series scraped too sparsely to put min_samples samples in that: :func:`series_window_lengths`; a
+new one every `metric_window_slide_s`) per (cluster, broker, signal, listener, attribute): min/max/avg/first/last,
 the number of samples and the samples themselves (`points`, time-ordered, exact duplicates dropped). Sliding, so a
 short condition is seen whole by some window wherever it falls (tumbling windows split a 10-20 s condition that
 straddles a boundary into two halves too small to count). Windows are aligned on the epoch, as Spark's `window()`
@@ -31,6 +32,7 @@ a young meter's OneMinuteRate is 0 until its first 5-second tick).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -152,6 +154,9 @@ _KRAFT_CONTROLLER_SIGNALS = (_S.ControllerRequestHandlerAvgIdlePercent.value,)
 
 
 WINDOW_KEYS = ("cluster", "broker_id", "sig", "listener", "attribute")
+# A series' window leaves room for one of its scrapes to come this share of an interval late (scrapers start each
+# scrape on a schedule, but the exporter's answer, and so the sample's time, can lag it).
+SCRAPE_JITTER = 0.25
 
 
 def detection_samples(samples: pl.DataFrame) -> pl.DataFrame:
@@ -168,25 +173,68 @@ def detection_samples(samples: pl.DataFrame) -> pl.DataFrame:
     return src.filter(~unmeasured)
 
 
+def window_length_us(cfg: DetectionConfig, interval_us: pl.Expr | None = None) -> pl.Expr:
+    """A series' window length (µs, a multiple of the slide): metric_window_s, or long enough for min_samples of
+    its samples when it is sampled every `interval_us` (at most max_scrape_interval_s): (min_samples - 1)
+    intervals, SCRAPE_JITTER of one more for a late scrape, and one slide (windows start on the slide's grid)."""
+    slide = round(cfg.metric_window_slide_s * 1e6)
+    base = pl.lit(round(cfg.metric_window_s * 1e6), dtype=pl.Int64)
+    if interval_us is None:
+        return base
+    ivl = pl.when(interval_us.is_not_null()).then(  # min_horizontal would skip a null
+        pl.min_horizontal(interval_us, setting(cfg, "max_scrape_interval_s") * 1e6))
+    need = (setting(cfg, "min_samples") - 1 + SCRAPE_JITTER) * ivl + slide
+    grid = (need / slide).ceil().cast(pl.Int64) * slide
+    return pl.max_horizontal(base, grid.fill_null(base))
+
+
+def max_window_s(cfg: DetectionConfig) -> float:
+    """The longest window any series of any cluster gets (what a batch's history must reach back)."""
+    longest = 0.0
+    for c in (cfg, *(cfg.for_cluster(name) for name in sorted(cfg.overrides))):
+        need = (c.min_samples - 1 + SCRAPE_JITTER) * c.max_scrape_interval_s + c.metric_window_slide_s
+        longest = max(longest, c.metric_window_s, math.ceil(need / c.metric_window_slide_s) * c.metric_window_slide_s)
+    return longest
+
+
+def series_window_lengths(src: pl.DataFrame, cfg: DetectionConfig) -> pl.DataFrame:
+    """Per series (WINDOW_KEYS) its sampling interval (`_ivl`, µs: the median step between its distinct sample
+    times) and window length (`_len`, :func:`window_length_us`); a series of one sample gets metric_window_s."""
+    us = pl.col("ts").dt.epoch("us")
+    step = pl.col("_us").diff().over(WINDOW_KEYS)
+    ivl = (src.select(*WINDOW_KEYS, _us=us).unique().sort(*WINDOW_KEYS, "_us", nulls_last=True)
+           .with_columns(_step=step).filter(pl.col("_step") > 0)
+           .group_by(WINDOW_KEYS).agg(_ivl=pl.col("_step").median()))
+    keys = src.select(WINDOW_KEYS).unique()
+    return (keys.join(ivl, on=WINDOW_KEYS, how="left", nulls_equal=True)
+            .with_columns(_len=window_length_us(cfg, pl.col("_ivl"))))
+
+
 def metric_windows(samples: pa.Table, cfg: DetectionConfig, touched: pa.Table | None = None) -> pa.Table:
     """metric_samples rows -> one row per (cluster, broker, series `sig`, listener, attribute, sliding event-time
     window): signal, vmin/vmax/vavg, vfirst/vlast (by time), first_ts/last_ts, source_min/source_max (one file = one
-    broker incarnation: the reference broker and the JSON reporters start a new file at start), `points` (the
-    window's distinct (ts, value) pairs in time order: a sample shipped twice, by two sources or a replayed file, is
-    one sample), `samples` (their number), window_start/window_end.
+    broker incarnation: the reference broker and the JSON reporters start a new file at start; a scrape answer's
+    file counts as its directory, the scraped target, as a URL does), `points` (the window's distinct (ts, value)
+    pairs in time order: a sample shipped twice, by two sources or a replayed file, is one sample), `samples` (their
+    number), window_start/window_end.
+
+    Window length per series (:func:`series_window_lengths`): metric_window_s, or longer for a series sampled too
+    sparsely to put min_samples samples in it (a 30 or 60 s scrape), so every rule reads the same number of samples
+    at every scrape interval; the windows slide by metric_window_slide_s.
 
     touched: when given, only the windows of a broker that hold at least one of these samples (a micro-batch's new
     samples), for every series of that broker; each is computed over all of `samples`."""
-    length = round(cfg.metric_window_s * 1e6)
     slide = round(cfg.metric_window_slide_s * 1e6)
-    n = -(-length // slide)
+    n = -(-round(max_window_s(cfg) * 1e6) // slide)
+    lengths = series_window_lengths(detection_samples(_polars(samples)), cfg).select(*WINDOW_KEYS, "_len")
 
     def windowed(frame: pl.DataFrame) -> pl.DataFrame:
-        src = detection_samples(frame)
+        src = detection_samples(frame).join(lengths, on=WINDOW_KEYS, how="left", nulls_equal=True)
+        src = src.with_columns(pl.col("_len").fill_null(window_length_us(cfg)))
         us = pl.col("ts").dt.epoch("us")
         last = us - us % slide
         return (src.with_columns(_ws=pl.concat_list([last - k * slide for k in range(n)]))
-                .explode("_ws").filter(pl.col("_ws") + length > us))
+                .explode("_ws").filter(pl.col("_ws") + pl.col("_len") > us))
 
     rows = windowed(_polars(samples))
     if touched is not None:
@@ -197,17 +245,26 @@ def metric_windows(samples: pa.Table, cfg: DetectionConfig, touched: pa.Table | 
     v = pl.col("value")
     start = pl.from_epoch(pl.col("_ws"), time_unit="us").dt.replace_time_zone("UTC")
     return (
-        rows.sort(*WINDOW_KEYS, "_ws", "ts", "value", nulls_last=True)
+        rows.with_columns(source=_incarnation())
+        .sort(*WINDOW_KEYS, "_ws", "ts", "value", nulls_last=True)
         .group_by(*WINDOW_KEYS, "_ws", maintain_order=True)
         .agg(signal=pl.col("signal").first(), vmin=v.min(), vmax=v.max(), vavg=v.mean(), vfirst=v.first(),
              vlast=v.last(), first_ts=pl.col("ts").min(), last_ts=pl.col("ts").max(),
              source_min=pl.col("source").min(), source_max=pl.col("source").max(),
-             points=pl.struct("ts", "value").unique(maintain_order=True))
+             points=pl.struct("ts", "value").unique(maintain_order=True), _len=pl.col("_len").first())
         .with_columns(samples=pl.col("points").list.len().cast(pl.Int64), window_start=start,
-                      window_end=start + pl.duration(microseconds=length))
-        .drop("_ws")
+                      window_end=start + pl.duration(microseconds=pl.col("_len")))
+        .drop("_ws", "_len")
         .to_arrow()
     )
+
+
+def _incarnation() -> pl.Expr:
+    """What a sample's `source` says about the broker incarnation it comes from: a file per incarnation (the JSON
+    reporters' files) as it is; a scrape answer's file (`*.prom`, `*.txt`: one file per scrape) as its directory,
+    the target scraped, like a live scrape's URL (restarts then show as counter resets)."""
+    src = pl.col("source")
+    return pl.when(src.str.contains(r"(?i)\.(prom|txt)$")).then(src.str.replace(r"/[^/]*$", "")).otherwise(src)
 
 
 def _polars(tbl: pa.Table) -> pl.DataFrame:

@@ -117,6 +117,21 @@ def test_metric_windows_take_earlier_batches_samples_from_silver(settings: Setti
     assert "4 samples" in found[0]["summary"] or '"samples": 4' in found[0]["evidence"]
 
 
+def test_one_scrape_a_minute_one_batch_each_fires_by_the_second_saturated_scrape(settings: Settings,
+                                                                                  tmp_path: Path) -> None:
+    """At a 60 s scrape interval each batch holds one sample of the series: its window reaches back to the previous
+    scrape (read from silver), so two saturated scrapes in a row are a sustained run."""
+    rules = MetricRules(settings, "ingest_metrics_files", "r1", CFG)
+    path = str(tmp_path / "lake" / METRIC_SAMPLES.name)
+    for batch, (sec, value) in enumerate(((0.0, 3.0), (60.0, 3.0), (120.0, 3.0), (180.0, 480.0), (240.0, 490.0))):
+        rows = table(METRIC_SAMPLES, [_queue(sec, value)])
+        write_deltalake(path, rows, partition_by=list(METRIC_SAMPLES.partition_by), mode="append")
+        rules({METRIC_SAMPLES.name: loader(rows)}, batch)
+        found = [a for a in alerts(tmp_path / "lake") if a["type"] == "REQUEST_QUEUE_SATURATED"]
+        assert bool(found) == (sec == 240.0), f"after the scrape at {sec:g} s: {found}"
+    assert [(a["broker_id"], a["value"]) for a in found] == [(1, 480.0)]
+
+
 def test_a_late_sample_is_not_judged_again(settings: Settings, tmp_path: Path) -> None:
     """Once the cluster's event time passed a resolved alert's windows, a sample arriving late for them (a file
     shipped again, a lagging source) reopens nothing: its windows were judged already."""
