@@ -216,7 +216,9 @@ def metric_windows(samples: pa.Table, cfg: DetectionConfig, touched: pa.Table | 
     broker incarnation: the reference broker and the JSON reporters start a new file at start; a scrape answer's
     file counts as its directory, the scraped target, as a URL does), `points` (the window's distinct (ts, value)
     pairs in time order: a sample shipped twice, by two sources or a replayed file, is one sample), `samples` (their
-    number), window_start/window_end.
+    number), window_start/window_end, `vprev` (the series' sample before the window's first, null when `samples`
+    holds none) and `vstep` (the largest one-step change ending in the window, from that sample on: a rise that
+    straddles the window's start counts).
 
     Window length per series (:func:`series_window_lengths`): metric_window_s, or longer for a series sampled too
     sparsely to put min_samples samples in it (a 30 or 60 s scrape), so every rule reads the same number of samples
@@ -230,7 +232,8 @@ def metric_windows(samples: pa.Table, cfg: DetectionConfig, touched: pa.Table | 
 
     def windowed(frame: pl.DataFrame) -> pl.DataFrame:
         src = detection_samples(frame).join(lengths, on=WINDOW_KEYS, how="left", nulls_equal=True)
-        src = src.with_columns(pl.col("_len").fill_null(window_length_us(cfg)))
+        src = src.sort(*WINDOW_KEYS, "ts", "value", nulls_last=True).with_columns(
+            pl.col("_len").fill_null(window_length_us(cfg)), _prev=pl.col("value").shift(1).over(WINDOW_KEYS))
         us = pl.col("ts").dt.epoch("us")
         last = us - us % slide
         return (src.with_columns(_ws=pl.concat_list([last - k * slide for k in range(n)]))
@@ -251,7 +254,8 @@ def metric_windows(samples: pa.Table, cfg: DetectionConfig, touched: pa.Table | 
         .agg(signal=pl.col("signal").first(), vmin=v.min(), vmax=v.max(), vavg=v.mean(), vfirst=v.first(),
              vlast=v.last(), first_ts=pl.col("ts").min(), last_ts=pl.col("ts").max(),
              source_min=pl.col("source").min(), source_max=pl.col("source").max(),
-             points=pl.struct("ts", "value").unique(maintain_order=True), _len=pl.col("_len").first())
+             points=pl.struct("ts", "value").unique(maintain_order=True), _len=pl.col("_len").first(),
+             vprev=pl.col("_prev").first(), vstep=(v - pl.col("_prev")).max())
         .with_columns(samples=pl.col("points").list.len().cast(pl.Int64), window_start=start,
                       window_end=start + pl.duration(microseconds=pl.col("_len")))
         .drop("_ws", "_len")

@@ -11,8 +11,10 @@ type: their `sig` is ``<signal>/<request>`` (:func:`series_key`; silver's `signa
 only the control requests' series are kept (:func:`request_metric_wanted`).
 
 A Yammer histogram's reservoir is exponentially decaying (about five minutes): a quantile stays high long after the
-slow request that raised it. So a window judges a quantile only when the window saw a request complete (its Count
-increased) or the quantile itself rise; its value is the window's highest 99th percentile (else highest quantile).
+slow request that raised it (a LeaderAndIsr of 8,263 ms re-reported minutes later in a window whose own requests
+took 1,425, 752 and 7 ms, on Apache Kafka 3.9.1). So a quantile counts for a window only when it rose in it (a new
+slow request entered the reservoir). Where the Mean is exported too (JSON reporters, exporters that keep it), the
+window's own mean is exact from the cumulative Count and Mean; the window's value is the larger of the two.
 
 * LEADER_AND_ISR_TOTAL_TIME_HIGH (no listener: the histogram is plane-agnostic): TotalTimeMs of
   `request=LeaderAndIsr` at or above the rule's levels (ms, the broker's receive-to-response time; the log's
@@ -77,22 +79,34 @@ def request_metric_wanted() -> pl.Expr:
 
 
 def _judged(windows: pl.DataFrame, signal: str, requests: tuple[str, ...]) -> pl.DataFrame:
-    """One row per (cluster, broker, request series, window) whose window saw a request complete or its quantile
-    rise: `value` (highest 99th percentile, else highest quantile), `request`, `last_ts`, `served` (requests
-    completed in the window, from the Count)."""
+    """One row per (cluster, broker, request series, window) with a value of the window's own requests: `value`,
+    the larger of the highest 99th percentile (else highest quantile) when the quantile ROSE in the window (a new
+    slow request entered the reservoir) and the window's mean (`window_mean`: the requests completed in the window,
+    from the cumulative Count and Mean: (Mean1*Count1 - Mean0*Count0) / (Count1 - Count0)); `request`, `last_ts`,
+    `served` (requests completed in the window, from the Count). A quantile that did not rise is the reservoir's
+    memory of older requests and is never attributed to the window."""
     attr = attribute_key()
     quantile = attr.str.ends_with("percentile")
-    rows = windows.filter(pl.col("sig").is_in([f"{signal}{_SEP}{r}" for r in requests]))
+    # a window's requests: those completed after the series' sample before it (or its first, when it has none)
+    rows = windows.filter(pl.col("sig").is_in([f"{signal}{_SEP}{r}" for r in requests])).with_columns(
+        _base=pl.coalesce("vprev", "vfirst"))
     per = rows.group_by("cluster", "broker_id", "sig", "window_start", "window_end").agg(
         pl.coalesce(pl.col("vmax").filter(attr == "99thpercentile").max(),
-                    pl.col("vmax").filter(quantile).max()).alias("value"),
-        (pl.col("vmax") - pl.col("vfirst")).filter(quantile).max().alias("rise"),
-        (pl.col("vlast") - pl.col("vfirst")).filter(attr == "count").max().alias("served"),
+                    pl.col("vmax").filter(quantile).max()).alias("quantile"),
+        pl.col("vstep").filter(quantile).max().alias("rise"),
+        *[pl.col(v).filter(attr == a).first().alias(f"_{a}{i}")
+          for a in ("count", "mean") for i, v in ((0, "_base"), (1, "vlast"))],
         pl.col("last_ts").max(),
     )
-    return per.filter(pl.col("value").is_not_null()
-                      & ((pl.col("rise").fill_null(0.0) > 0) | (pl.col("served").fill_null(0.0) > 0))
-                      ).with_columns(request=pl.col("sig").str.split(_SEP).list.last())
+    served = pl.col("_count1") - pl.col("_count0")
+    window_mean = pl.when((served > 0) & pl.col("_mean0").is_not_null() & pl.col("_mean1").is_not_null()).then(
+        (pl.col("_mean1") * pl.col("_count1") - pl.col("_mean0") * pl.col("_count0")) / served)
+    rose = pl.when(pl.col("rise").fill_null(0.0) > 0).then(pl.col("quantile"))
+    return (per.with_columns(window_mean=window_mean, served=served)
+            .with_columns(value=pl.max_horizontal(rose, pl.col("window_mean")))
+            .filter(pl.col("value").is_not_null())
+            .drop("_count0", "_count1", "_mean0", "_mean1")
+            .with_columns(request=pl.col("sig").str.split(_SEP).list.last()))
 
 
 def _first_per_value(rows: pl.DataFrame) -> pl.DataFrame:
@@ -107,7 +121,8 @@ def _finish(rows: pl.DataFrame, cfg: DetectionConfig, alert_type: AlertType, lis
                              listener=pl.lit(listener, dtype=pl.String), ts=pl.col("last_ts"))
 
 
-_EVIDENCE = ("signal", "request", "window_start", "window_end", "value", "rise", "served", "last_ts")
+_EVIDENCE = ("signal", "request", "window_start", "window_end", "value", "quantile", "rise", "window_mean", "served",
+             "last_ts")
 
 
 def detect_leader_and_isr_total_time_high(windows: pl.DataFrame, cfg: DetectionConfig
