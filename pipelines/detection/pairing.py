@@ -92,13 +92,16 @@ _LOGGED_END_KINDS = ("finished", "applied", "part_done")
 _KIND_ORDER = {"send": 0, "handling": 1, "lock_wait": 2, "finished": 3, "applied": 3, "part_done": 3, "response": 4,
                "served": 4, "gone": 5, "heartbeat": 6}
 
-# One request is in flight per (controller, broker): more than a handful pending means the broker's log is not
-# shipped or the broker is gone; 64 keeps the state small (10,000 brokers x 64 sends) while tolerating bursts.
-# Beyond it a pending send is evicted: emitted with status `evicted` and counted, never dropped silently.
-MAX_PENDING_SENDS = 64
+# One request is in flight per (controller, broker), but the controller logs `Sending` when it QUEUES a request, and
+# a partition reassignment or a controlled shutdown queues one per partition moved: a 30-partition reassignment on
+# Apache Kafka 3.9.1 queued ~90 to one broker (the former bound of 64 evicted 14 of them). 2,048 holds a move of
+# that many partitions onto one broker; a pending send costs ~0.3 KB of state (a full key ~0.6 MB), and sends the
+# broker never answers (its log not shipped) leave at the timeout anyway. Beyond it a pending send is evicted:
+# emitted with status `evicted` and counted, never dropped silently; the broker's own lines still time the request.
+MAX_PENDING_SENDS = 2048
 # Broker-side requests still open or awaiting a late Sending line; the same reasoning bounds them. Resolved ones
 # leave first when it is reached (emitted), so only an open request is ever evicted.
-MAX_OPEN_RECORDS = 64
+MAX_OPEN_RECORDS = 2048
 # Recent event content keys kept for duplicate suppression (evicted by the watermark first).
 MAX_SEEN = 512
 # Per-partition TRACE Sending lines of one request are logged in one burst by ControllerBrokerRequestBatch;

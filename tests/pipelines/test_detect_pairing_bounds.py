@@ -77,11 +77,12 @@ def test_a_days_backfill_in_one_batch_keeps_every_request_with_its_latency():
 def test_sends_without_broker_lines_are_evicted_flagged_and_the_head_keeps_its_send():
     # the controller's log of a day arrives before the broker's (or the broker is stuck with the controller still
     # queueing): the sends pile up beyond the bound
-    sends = [Event("send", DAY_START + i * EVERY_MS, "LeaderAndIsr", None, 9, 4) for i in range(500)]
+    n = MAX_PENDING_SENDS + 100
+    sends = [Event("send", DAY_START + i * EVERY_MS, "LeaderAndIsr", None, 9, 4) for i in range(n)]
     st = PairingState()
     out = rows(step(st, sends, 0, P))
-    assert [r["status"] for r in out] == ["evicted"] * (500 - MAX_PENDING_SENDS)
-    assert st.evicted == 500 - MAX_PENDING_SENDS
+    assert [r["status"] for r in out] == ["evicted"] * (n - MAX_PENDING_SENDS)
+    assert st.evicted == n - MAX_PENDING_SENDS
     pending = [s["ts"] for s in st.sends]
     assert sorted([r["sent_ts"] for r in out] + pending) == [e.ts for e in sends]  # each send exactly once
     assert DAY_START in pending  # the oldest, the one the broker works on, is never the one evicted
@@ -106,3 +107,23 @@ def test_an_open_record_beyond_the_bound_is_evicted_flagged_and_counted():
 def test_state_written_with_the_old_eviction_count_name_loads():
     blob = json.dumps({"sends": [], "records": [], "seen": {}, "dropped": 3})
     assert PairingState.from_json(blob).evicted == 3
+
+
+def test_a_reassignment_queueing_a_thousand_requests_to_one_broker_keeps_every_timing():
+    """The controller logs a Sending line when it queues a request: a reassignment of 1,000 partitions queues 1,000
+    LeaderAndIsr to the broker at once, which handles them one at a time (50 ms each). Every request keeps its send,
+    and its queue time at the controller grows along the queue; nothing is evicted."""
+    n, took = 1_000, 50
+    events = [Event("send", DAY_START + i, "LeaderAndIsr", None, 9, 4) for i in range(n)]
+    for i in range(n):
+        start = DAY_START + 1_000 + i * took
+        events += [Event("handling", start, "LeaderAndIsr", i, 9, 4),
+                   Event("finished", start + took - 1, "LeaderAndIsr", i, 9, 4, elapsed_ms=took - 1)]
+    st = PairingState()
+    out = {r["correlation_id"]: r for r in rows(step(st, events, 0, P))}
+    assert st.evicted == 0
+    assert len(out) == n
+    assert {r["status"] for r in out.values()} == {"completed"}
+    assert [out[i]["sent_ts"] for i in range(n)] == [DAY_START + i for i in range(n)]
+    last = out[n - 1]
+    assert last["end_to_end_ms"] == float(1_000 + n * took - 1 - (n - 1))  # queued behind 999 others
