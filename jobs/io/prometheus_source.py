@@ -15,12 +15,14 @@ Theory of operation:
   the scrape time, which is also the time of every sample without its own timestamp. The records of an answer are
   split exactly as the file source splits a `.prom` file (`file_tail.buffer_records`), so the parser sees the same
   raw records either way.
-* **Scraping** (`scrape_due`) re-reads the targets (cluster.json files included) and scrapes, in parallel, every
-  target whose last scrape is at least `interval` old; each answer goes to the `ScrapeStore` (memory and, with
-  `spoolDir`, one file per scrape) and then to the queue of answers no batch has taken yet. With option
-  `scrapeAhead` a thread of the reader does it on the interval's clock, whatever the batches do: a slow micro-batch
-  (a loaded machine) then delays when the samples are processed, never when they are taken, so a condition that
-  lasts less than a batch is still sampled while it lasts. Without it, `latestOffset` does it once per trigger.
+* **Scraping** (`scrape_due`) re-reads the targets (cluster.json files included) and starts a scrape of every
+  target whose last scrape is at least `interval` old, each on its own with its own timeout (jobs.io.scrape_pacing:
+  a slow exporter gets a longer one, only an unanswering one is backed off); each answer goes to the `ScrapeStore`
+  (memory and, with `spoolDir`, one file per scrape) and then to the queue of answers no batch has taken yet. With
+  option `scrapeAhead` a thread of the reader does it on the interval's clock, whatever the batches do: a slow
+  micro-batch (a loaded machine) then delays when the samples are processed, never when they are taken, so a
+  condition that lasts less than a batch is still sampled while it lasts. Without it, `latestOffset` does it once
+  per trigger.
 * **latestOffset** (driver, once per trigger) takes every queued answer into the next batch's offsets, one entry per
   target; an entry holding several scrapes of its target lists them (`scrapes`: [ts, from] each). The answers are in
   the store *before* the new offsets are returned, then Spark logs the offsets and runs the batch. With availableNow
@@ -42,12 +44,14 @@ Theory of operation:
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -57,7 +61,17 @@ from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 from jobs.io import PipelineIOError
 from jobs.io.checkpoints import SCRAPE_SPOOL_DIR, logged_offset
 from jobs.io.file_tail import OUTPUT_SCHEMA_DDL, SPLIT_BYTES, buffer_records, records_batch
-from jobs.io.scrape import DEFAULT_TIMEOUT_S, Scrape, ScrapeStore, Target, resolve_targets, scrape_all
+from jobs.io.scrape import (
+    DEFAULT_TIMEOUT_S,
+    MAX_BODY_BYTES,
+    SCRAPE_THREADS,
+    Scrape,
+    ScrapeStore,
+    Target,
+    resolve_targets,
+    scrape,
+)
+from jobs.io.scrape_pacing import ScrapePacing
 from schemas.routes import SOURCE_ERROR_FORMAT
 
 if TYPE_CHECKING:
@@ -85,10 +99,6 @@ INTERVAL_SLACK = 0.1
 # An unlisted target (broker stopped, cluster.json rewritten on a restart) keeps its stream position this long so
 # that its stream continues when it is back; then it leaves the offsets, which stay small under port churn.
 TARGET_RETENTION_S = 3600.0
-# A target that timed out (a paused or wedged JVM answers nothing) is asked again only after this long: every
-# trigger that asks it waits the whole scrape timeout, and the other targets' samples with it (a 15 s pause of a
-# KRaft controller left the brokers' samples 18 s apart, and their metadata lag unseen).
-UNRESPONSIVE_BACKOFF_S = 30.0
 # The answers of one batch are packed into input partitions of about this many bytes (the file source's piece size):
 # a few small answers make one task, a big backfill of many targets several.
 PARTITION_BYTES = SPLIT_BYTES
@@ -216,7 +226,10 @@ class PrometheusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     """The stream reader of `planewatch_prometheus` (see the module docstring); `clock` returns epoch seconds."""
 
     def __init__(self, options: dict[str, str], clock: Callable[[], float] = time.time) -> None:
-        self._lock = threading.Lock()  # guards the queue, the per-target clocks and the store against the scraper
+        # guards the queue, the per-target clocks and the store against the scraper; reentrant: a scrape that ends
+        # before its callback is added runs the callback at once, under the lock its starter holds
+        self._lock = threading.RLock()
+        self._settled = threading.Condition(self._lock)  # notified as each scrape's answer is queued
         self._queue: list[tuple[Target, Scrape]] = []  # answers spooled and not yet taken into a batch
         self._last_ts: dict[str, int] = {}  # url -> time (ms) of its latest scrape
         self._scraper: threading.Thread | None = None
@@ -244,18 +257,22 @@ class PrometheusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         self.available_now = False
         self._once_end: dict[str, Any] | None = None
         self._reported: dict[str, str] = {}  # url or cluster.json -> the last problem logged (logged on change)
-        self._backoff_until: dict[str, float] = {}  # url -> clock time before which a timed-out target is not asked
+        self.pacing = ScrapePacing(self.timeout_s, self.interval_s)  # per-target timeouts and back-offs
+        self._inflight: dict[str, Future[Scrape]] = {}  # url -> its scrape under way
+        self._pool = ThreadPoolExecutor(max_workers=SCRAPE_THREADS, thread_name_prefix="scrape")
 
     # The reader is pickled with its read function for the executors, which only read partitions: the scraper's
     # thread, lock and queue stay with the driver's reader.
-    _DRIVER_ONLY = ("_lock", "_queue", "_scraper", "_stopping")
+    _DRIVER_ONLY = ("_lock", "_settled", "_queue", "_scraper", "_stopping", "_pool", "_inflight")
 
     def __getstate__(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k not in self._DRIVER_ONLY}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self._lock, self._queue, self._scraper, self._stopping = threading.Lock(), [], None, threading.Event()
+        self._lock, self._queue, self._scraper, self._stopping = threading.RLock(), [], None, threading.Event()
+        self._settled = threading.Condition(self._lock)
+        self._inflight, self._pool = {}, ThreadPoolExecutor(max_workers=SCRAPE_THREADS, thread_name_prefix="scrape")
 
     def initialOffset(self) -> dict[str, Any]:
         return {"targets": {}}
@@ -281,30 +298,52 @@ class PrometheusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         self._reported[url] = state
 
     def scrape_due(self) -> list[Target]:
-        """Scrape every listed target that is due (its latest scrape at least the interval old, or any with
-        availableNow; a target that timed out only after its back-off) and queue the answers; returns the targets
-        listed now."""
+        """Start a scrape of every listed target that is due (its latest scrape at least the interval old, or any
+        with availableNow), not still being scraped and not backed off (jobs.io.scrape_pacing), each with its own
+        timeout; each answer is queued as it lands (`_landed`), so a slow target delays no other. Without the
+        scraper thread (or with availableNow) waits for this round's answers. Returns the targets listed now."""
         now = self.clock()
         targets = self._targets()
         due_after_s = 0.0 if self.available_now else self.interval_s * (1.0 - INTERVAL_SLACK)
+        started = False
         with self._lock:
+            self.pacing.forget({t.url for t in targets} | set(self._inflight))
             due = [t for t in targets
-                   if (t.url not in self._last_ts or now - self._last_ts[t.url] / 1000 >= due_after_s)
-                   and (self.available_now or now >= self._backoff_until.get(t.url, 0.0))]
-        got = scrape_all([t.url for t in due], self.timeout_s, lambda: int(self.clock() * 1000))
-        with self._lock:
+                   if t.url not in self._inflight
+                   and (t.url not in self._last_ts or now - self._last_ts[t.url] / 1000 >= due_after_s)
+                   and (self.available_now or self.pacing.may_ask(t.url, now))]
             for t in due:
-                outcome = got[t.url]
-                prev = self._last_ts.get(t.url)
-                if prev is not None and outcome.ts_ms <= prev:  # a clock step back: keep times increasing
-                    outcome = replace(outcome, ts_ms=prev + 1)
-                self._report(t.url, outcome)
-                if outcome.kind == SOURCE_ERROR_FORMAT and outcome.data.startswith(b"scrape failed: timed out"):
-                    self._backoff_until[t.url] = now + UNRESPONSIVE_BACKOFF_S
-                self.store.put(t.url, outcome)
-                self._last_ts[t.url] = outcome.ts_ms
-                self._queue.append((t, outcome))
+                timeout_s = self.pacing.timeout_for(t.url)
+                fut = self._pool.submit(scrape, t.url, timeout_s, MAX_BODY_BYTES, int(self.clock() * 1000))
+                self._inflight[t.url] = fut
+                fut.add_done_callback(functools.partial(self._landed, t, timeout_s, time.monotonic()))
+                started = True
+        if started and (not self.scrape_ahead or self.available_now):
+            urls = [t.url for t in due]
+            with self._settled:  # until every answer of the round is queued (by its callback, after the future ends)
+                self._settled.wait_for(lambda: not any(u in self._inflight for u in urls))
         return targets
+
+    def _landed(self, t: Target, timeout_s: float, began: float, fut: Future[Scrape]) -> None:
+        """A scrape ended: pace the target by it, spool and queue its answer."""
+        outcome = fut.result()  # scrape() never raises
+        took_s = time.monotonic() - began
+        with self._lock:
+            self._inflight.pop(t.url, None)
+            if outcome.timed_out:
+                self.pacing.timed_out(t.url, timeout_s, self.clock())
+                log.warning("prometheus target %s: timed out after %.1f s (%d timeout(s) so far; next timeout %.1f s)",
+                            t.url, timeout_s, self.pacing.timeouts(t.url), self.pacing.timeout_for(t.url))
+            elif outcome.answered:
+                self.pacing.answered(t.url, took_s)
+            prev = self._last_ts.get(t.url)
+            if prev is not None and outcome.ts_ms <= prev:  # a clock step back: keep times increasing
+                outcome = replace(outcome, ts_ms=prev + 1)
+            self._report(t.url, outcome)
+            self.store.put(t.url, outcome)
+            self._last_ts[t.url] = outcome.ts_ms
+            self._queue.append((t, outcome))
+            self._settled.notify_all()
 
     def _scrape_ahead(self) -> None:
         """The scraper thread: `scrape_due` at least once a second (each target only when due) until stopped."""
@@ -364,7 +403,8 @@ class PrometheusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         """The query stopped: the scraper thread ends."""
         self._stopping.set()
         if self._scraper is not None:
-            self._scraper.join(timeout=self.timeout_s + 1.0)
+            self._scraper.join(timeout=self.pacing.cap_s + 1.0)
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
     def planned(self, start: dict[str, Any], end: dict[str, Any]) -> list[PlannedScrape]:
         """The scrapes the range (start, end] names, with their answers (a lost answer as a `source-error`)."""

@@ -28,8 +28,7 @@ import socket
 import ssl
 import time
 import urllib.parse
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,7 +47,6 @@ __all__ = [
     "failed",
     "resolve_targets",
     "scrape",
-    "scrape_all",
 ]
 
 log = logging.getLogger(__name__)
@@ -101,13 +99,29 @@ class Scrape:
         return self.kind == PROMETHEUS_FORMAT
 
     @property
+    def timed_out(self) -> bool:
+        """The target did not answer within the scrape's timeout."""
+        return not self.ok and self.data.startswith(_FAILED + _TIMED_OUT)
+
+    @property
+    def answered(self) -> bool:
+        """Something answered over HTTP (Prometheus text, an error status, an empty or foreign answer)."""
+        return self.ok or self.data.startswith(tuple(_FAILED + a for a in _ANSWERED))
+
+    @property
     def ts(self) -> dt.datetime:
         return dt.datetime.fromtimestamp(self.ts_ms / 1000, dt.UTC)
 
 
+_FAILED = b"scrape failed: "
+_TIMED_OUT = b"timed out"
+# The failure reasons of a target that answered (jobs.io.scrape_pacing times its answers).
+_ANSWERED = (b"HTTP ", b"empty answer", b"answer is not Prometheus text", b"answer larger than")
+
+
 def failed(ts_ms: int, reason: str, answer: bytes = b"") -> Scrape:
     """A failed scrape: one `source-error` record, "scrape failed: <reason>" (and the head of the answer, if any)."""
-    text = f"scrape failed: {reason}"
+    text = f"{_FAILED.decode()}{reason}"
     if answer:
         text += "\n" + answer[:ERROR_SAMPLE_BYTES].decode("utf-8", errors="replace")
     return Scrape(ts_ms, SOURCE_ERROR_FORMAT, text.encode("utf-8"))
@@ -268,17 +282,6 @@ def scrape(url: str, timeout_s: float = DEFAULT_TIMEOUT_S, max_bytes: int = MAX_
     if sniff(body[:SNIFF_BYTES]) != ("metrics", PROMETHEUS_FORMAT):
         return failed(ts, f"answer is not Prometheus text (HTTP {status}, Content-Type {ctype or 'none'})", body)
     return Scrape(ts, PROMETHEUS_FORMAT, body)
-
-
-def scrape_all(urls: Iterable[str], timeout_s: float, now_ms: Callable[[], int],
-               max_bytes: int = MAX_BODY_BYTES) -> dict[str, Scrape]:
-    """Scrape every URL in parallel (SCRAPE_THREADS at a time); url -> outcome."""
-    todo = list(dict.fromkeys(urls))
-    if not todo:
-        return {}
-    with ThreadPoolExecutor(max_workers=min(SCRAPE_THREADS, len(todo)), thread_name_prefix="scrape") as pool:
-        futures = {u: pool.submit(scrape, u, timeout_s, max_bytes, now_ms()) for u in todo}
-        return {u: f.result() for u, f in futures.items()}
 
 
 # ----------------------------------------------------------------------------------------------------------- store

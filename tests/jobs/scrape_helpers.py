@@ -64,11 +64,16 @@ def reference_endpoint() -> Iterator[Endpoint]:
 
 
 @contextmanager
-def answering(status: int = 200, body: bytes = GARBAGE, content_type: str = "text/html") -> Iterator[str]:
-    """An HTTP server on 127.0.0.1 answering every GET with `status`, `content_type` and `body`; yields its URL."""
+def answering(status: int = 200, body: bytes = GARBAGE, content_type: str = "text/html",
+              delay_s: float = 0.0) -> Iterator[str]:
+    """An HTTP server on 127.0.0.1 answering every GET with `status`, `content_type` and `body`, `delay_s` after
+    the request (an exporter that takes that long to collect its answer); yields its URL."""
+    collecting = threading.Event()  # never set: the delay is the exporter's work, not a wait for a condition
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
+            if delay_s:
+                collecting.wait(delay_s)
             self.send_response(status)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))

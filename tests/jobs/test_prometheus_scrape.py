@@ -302,23 +302,77 @@ def test_a_cluster_json_under_the_file_tree_is_named_like_its_logs_and_a_stopped
     assert resolve_targets([], [{"path": str(cj), "root": str(tmp_path / "clusters")}], None, "d") == ([], [])
 
 
-def test_a_target_that_timed_out_is_asked_again_only_after_the_backoff(tmp_path: Path) -> None:
-    from jobs.io.prometheus_source import UNRESPONSIVE_BACKOFF_S
-
+def test_a_wedged_target_is_backed_off_only_once_it_timed_out_at_the_cap(tmp_path: Path) -> None:
     with reference_endpoint() as ep, silent() as wedged:
         cj = _cluster_json(tmp_path / "prod" / "cluster.json", [{"id": 1, "prometheus": ep.url},
                                                                  {"id": 100, "prometheus": wedged}])
         clock = [1_700_000_000.0]
-        reader = _reader(None, clock, clusterjson=json.dumps([{"path": str(cj)}]), timeout="0.5")
+        # interval 1 s: a scrape's timeout is at most 0.9 s
+        reader = _reader(None, clock, clusterjson=json.dumps([{"path": str(cj)}]), timeout="0.3", interval="1")
         end1 = reader.latestOffset(reader.initialOffset(), None)
         assert set(end1["targets"]) == {ep.url, wedged}
-        clock[0] += 10.0  # the broker is due again; the wedged JVM is not, it held the last trigger for its timeout
+        assert reader.pacing.timeout_for(wedged) == 0.6  # timed out at 0.3 s: twice that next, no back-off
+        clock[0] += 1.0
         end2 = reader.latestOffset(end1, None)
-        assert end2["targets"][ep.url]["ts"] > end1["targets"][ep.url]["ts"]
-        assert end2["targets"][wedged] == end1["targets"][wedged]
-        clock[0] += UNRESPONSIVE_BACKOFF_S
-        end3 = reader.latestOffset(end2, None)
-        assert end3["targets"][wedged]["ts"] > end2["targets"][wedged]["ts"]
+        assert end2["targets"][wedged]["ts"] > end1["targets"][wedged]["ts"]  # asked again at once
+        clock[0] += 1.0
+        end3 = reader.latestOffset(end2, None)  # at the cap, 0.9 s, and timed out again: backed off one interval
+        assert reader.pacing.timeouts(wedged) == 3
+        assert end3["targets"][ep.url]["ts"] > end2["targets"][ep.url]["ts"]  # the broker kept its interval
+        clock[0] += 0.5
+        end4 = reader.latestOffset(end3, None)
+        assert end4["targets"][wedged] == end3["targets"][wedged]  # backed off
+        clock[0] += 1.0
+        end5 = reader.latestOffset(end4, None)
+        assert end5["targets"][wedged]["ts"] > end4["targets"][wedged]["ts"]  # asked again after one interval
+        reader.stop()
+
+
+def test_a_slow_exporter_loses_one_scrape_and_is_then_given_the_time_it_needs(tmp_path: Path) -> None:
+    """A busy broker's exporter takes 0.5 s to answer, past the configured 0.3 s: its first scrape times out, the
+    next gets twice the time and lands, and from then on its timeout follows its answers (never backed off, never
+    timed out again)."""
+    with answering(body=b"# TYPE kafka_x gauge\nkafka_x 1.0\n", content_type="text/plain", delay_s=0.5) as slow:
+        clock = [1_700_000_000.0]
+        reader = _reader(None, clock, targets=json.dumps([{"url": slow, "cluster": "c", "broker_id": 1}]),
+                         timeout="0.3", interval="2")
+        end, ok = reader.initialOffset(), []
+        for _ in range(5):
+            start, end = end, reader.latestOffset(end, None)
+            ok.append(not any(r["line"].startswith("scrape failed") for r in _read(reader, start, end)))
+            clock[0] += 2.0
+        # one scrape lost (two on a loaded machine, where 0.5 s of delay can take more than the doubled 0.6 s)
+        first = ok.index(True)
+        assert 1 <= first <= 2 and all(ok[first:]), ok
+        assert reader.pacing.timeouts(slow) == first
+        assert 0.5 <= reader.pacing.timeout_for(slow) <= 1.8  # 3 x its answers, under the 2 s interval
+        reader.stop()
+
+
+def test_a_hanging_target_delays_no_other_target_s_scrapes(tmp_path: Path) -> None:
+    """With the scraper thread, each target is scraped on its own: while one scrape hangs for its timeout, the
+    other target keeps being scraped on its interval."""
+    with reference_endpoint() as ep, silent() as wedged:
+        targets = [{"url": ep.url, "cluster": "c", "broker_id": 1}, {"url": wedged, "cluster": "c", "broker_id": 2}]
+        reader = PrometheusStreamReader({"interval": "0.2", "timeout": "3", "scrapeahead": "true",
+                                         "targets": json.dumps(targets)})
+        try:
+            end = reader.latestOffset(reader.initialOffset(), None)  # starts the thread
+            seen: list[int] = []
+
+            def three_more() -> bool:
+                nonlocal end
+                end = reader.latestOffset(end, None)
+                entry = end["targets"].get(ep.url)
+                if entry:
+                    seen.extend(ts for ts, _ in (entry.get("scrapes") or [[entry["ts"], 0]]))
+                return len(set(seen)) >= 3
+
+            wait_until(three_more, 2.5, lambda: f"the broker's scrapes while the other hangs: {sorted(set(seen))}",
+                       interval=0.1)
+            assert wedged in reader._inflight  # still hanging, within its 3 s timeout
+        finally:
+            reader.stop()
 
 
 def test_scrape_ahead_samples_on_the_intervals_clock_while_no_batch_is_planned(tmp_path: Path) -> None:
