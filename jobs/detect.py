@@ -204,7 +204,7 @@ def start_detection_queries(spark: SparkSession, settings: Settings) -> list[Str
     plans.append(("detect_pairing", pairing, PairingBatch(spark, settings, ids["detect_pairing"], cfg), "append",
                   settings.trigger_interval))
     plans.append(("detect_rollups", metric_rollups(ms), RollupsBatch(settings, ids["detect_rollups"]), "update",
-                  settings.metrics_trigger_interval))
+                  settings.trigger_for("metrics")))
 
     queries: list[StreamingQuery] = []
     for name, frame, handler, mode, interval in plans:

@@ -88,7 +88,7 @@ def _streams(spark: SparkSession, settings: Settings, family: str) -> list[tuple
             spark.readStream.format("planewatch_prometheus")
             .option("targets", json.dumps(targets))
             .option("clusterJson", json.dumps([{"path": os.path.abspath(p), "root": root} for p in prom.cluster_json]))
-            .option("interval", prom.interval_s or interval_seconds(settings.metrics_trigger_interval))
+            .option("interval", prom.interval_s or interval_seconds(settings.trigger_for("metrics")))
             .option("timeout", prom.timeout_s)
             .option("defaultCluster", settings.default_cluster)
             .option("spoolDir", os.path.join(os.path.abspath(settings.checkpoint_path(name)), SCRAPE_SPOOL_DIR))

@@ -38,10 +38,6 @@ DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "conf" / "pipeline.yaml"
 # The log and pairing queries' micro-batch interval: a Finished line's alert is readable about two of them and
 # their batches later (the soak at 30 brokers, every query at 2 s: median 5.1 s, 1.15 cores; at 10 s: 16-17 s).
 DEFAULT_TRIGGER = "2 seconds"
-# The metric and rollup queries' interval: exporters are scraped every 15-60 s and the metric rules need a 30 s
-# window, so a 2 s trigger would run five batches of a few samples each per scrape (a metric batch costs ~1 s of
-# CPU at 30 brokers: 0.5 core at 2 s, 0.1 at 10 s).
-DEFAULT_METRICS_TRIGGER = "10 seconds"
 _INTERVAL = re.compile(r"^\d+(\.\d+)?\s*(millisecond|second|minute|hour)s?$")
 _CLUSTER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
 _URL = re.compile(r"^https?://[^/\s]+(/\S*)?$")
@@ -174,8 +170,9 @@ class Settings:
     checkpoints: str = "var/checkpoints"
     # the log queries and the pairing query: the latency path, from a Finished line to its alert
     trigger_interval: str = DEFAULT_TRIGGER
-    # the metric queries and the rollups: a scrape lands every 15-60 s, so a shorter trigger only adds batches
-    metrics_trigger_interval: str = DEFAULT_METRICS_TRIGGER
+    # the metric queries and the rollups (None: trigger_interval); conf/pipeline.yaml ships 10 s: a scrape lands
+    # every 15-60 s, so a shorter trigger only adds batches
+    metrics_trigger_interval: str | None = None
     once: bool = False
     spark_master: str = "local[2]"
     spark_conf: Mapping[str, str] = field(default_factory=dict)
@@ -193,7 +190,9 @@ class Settings:
 
     def trigger_for(self, family: str) -> str:
         """The micro-batch interval of the queries of an input family (logs | metrics)."""
-        return self.metrics_trigger_interval if family == "metrics" else self.trigger_interval
+        if family == "metrics" and self.metrics_trigger_interval:
+            return self.metrics_trigger_interval
+        return self.trigger_interval
 
     def table_path(self, name: str) -> str:
         """Where table `name` lives in the lake."""
@@ -333,8 +332,7 @@ def parse_settings(raw: Mapping[str, Any] | None, source: str = "<settings>") ->
         lake=top.str_("lake", "var/lake") or "var/lake",
         checkpoints=top.str_("checkpoints", "var/checkpoints") or "var/checkpoints",
         trigger_interval=trigger.str_("interval", DEFAULT_TRIGGER, _INTERVAL) or DEFAULT_TRIGGER,
-        metrics_trigger_interval=trigger.str_("metrics_interval", DEFAULT_METRICS_TRIGGER, _INTERVAL)
-        or DEFAULT_METRICS_TRIGGER,
+        metrics_trigger_interval=trigger.str_("metrics_interval", None, _INTERVAL),
         once=trigger.bool_("once", False),
         spark_master=spark.str_("master", "local[2]") or "local[2]",
         spark_conf={str(a): str(b) for a, b in conf.items()},

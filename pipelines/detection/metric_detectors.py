@@ -176,14 +176,15 @@ def detection_samples(samples: pl.DataFrame) -> pl.DataFrame:
 def window_length_us(cfg: DetectionConfig, interval_us: pl.Expr | None = None) -> pl.Expr:
     """A series' window length (µs, a multiple of the slide): metric_window_s, or long enough for min_samples of
     its samples when it is sampled every `interval_us` (at most max_scrape_interval_s): (min_samples - 1)
-    intervals, SCRAPE_JITTER of one more for a late scrape, and one slide (windows start on the slide's grid)."""
+    intervals, SCRAPE_JITTER of one more for a late scrape, and one slide (windows start on the slide's grid), or
+    one interval when that is shorter (a series denser than the slide keeps metric_window_s)."""
     slide = round(cfg.metric_window_slide_s * 1e6)
     base = pl.lit(round(cfg.metric_window_s * 1e6), dtype=pl.Int64)
     if interval_us is None:
         return base
     ivl = pl.when(interval_us.is_not_null()).then(  # min_horizontal would skip a null
         pl.min_horizontal(interval_us, setting(cfg, "max_scrape_interval_s") * 1e6))
-    need = (setting(cfg, "min_samples") - 1 + SCRAPE_JITTER) * ivl + slide
+    need = (setting(cfg, "min_samples") - 1 + SCRAPE_JITTER) * ivl + pl.min_horizontal(ivl, pl.lit(float(slide)))
     grid = (need / slide).ceil().cast(pl.Int64) * slide
     return pl.max_horizontal(base, grid.fill_null(base))
 
@@ -192,7 +193,8 @@ def max_window_s(cfg: DetectionConfig) -> float:
     """The longest window any series of any cluster gets (what a batch's history must reach back)."""
     longest = 0.0
     for c in (cfg, *(cfg.for_cluster(name) for name in sorted(cfg.overrides))):
-        need = (c.min_samples - 1 + SCRAPE_JITTER) * c.max_scrape_interval_s + c.metric_window_slide_s
+        need = ((c.min_samples - 1 + SCRAPE_JITTER) * c.max_scrape_interval_s
+                + min(c.max_scrape_interval_s, c.metric_window_slide_s))
         longest = max(longest, c.metric_window_s, math.ceil(need / c.metric_window_slide_s) * c.metric_window_slide_s)
     return longest
 

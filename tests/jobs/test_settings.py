@@ -17,7 +17,7 @@ def test_the_shipped_config_loads() -> None:
     assert s.files.max_bytes_per_batch == 64 * 1024 * 1024
     assert s.files.tail_quiet_s == 30.0
     assert parse_settings({"sources": {"files": {"tail_quiet_s": 2.5}}}).files.tail_quiet_s == 2.5
-    assert (s.trigger_interval, s.metrics_trigger_interval) == ("2 seconds", "10 seconds")
+    assert (s.trigger_for("logs"), s.trigger_for("metrics")) == ("2 seconds", "10 seconds")
     assert isinstance(s.detection, dict)
 
 
@@ -58,8 +58,10 @@ def test_flags_override_the_file(tmp_path: Path) -> None:
         "/b", "prod", True, "500 milliseconds", "500 milliseconds", str(tmp_path)
     )  # fmt: skip
     assert (s.trigger_for("logs"), s.trigger_for("metrics")) == ("500 milliseconds", "500 milliseconds")
-    split = load_settings(args.config)
-    assert (split.trigger_for("logs"), split.trigger_for("metrics")) == ("5 seconds", "10 seconds")
+    one = load_settings(args.config)  # no metrics_interval: the metric queries follow trigger.interval
+    assert (one.trigger_for("logs"), one.trigger_for("metrics")) == ("5 seconds", "5 seconds")
+    split = parse_settings({"trigger": {"interval": "1 second", "metrics_interval": "15 seconds"}})
+    assert (split.trigger_for("logs"), split.trigger_for("metrics")) == ("1 second", "15 seconds")
     with pytest.raises(SettingsError, match="--input"):
         load_settings(args.config, parser.parse_args(["--input", str(tmp_path / "missing")]))
     bad = tmp_path / "bad.yaml"
