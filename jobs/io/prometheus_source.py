@@ -297,11 +297,11 @@ class PrometheusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             log.warning("prometheus target %s: %s", url, "up again" if got.ok else state)
         self._reported[url] = state
 
-    def scrape_due(self) -> list[Target]:
+    def scrape_due(self, wait: bool = True) -> list[Target]:
         """Start a scrape of every listed target that is due (its latest scrape at least the interval old, or any
         with availableNow), not still being scraped and not backed off (jobs.io.scrape_pacing), each with its own
-        timeout; each answer is queued as it lands (`_landed`), so a slow target delays no other. Without the
-        scraper thread (or with availableNow) waits for this round's answers. Returns the targets listed now."""
+        timeout; each answer is queued as it lands (`_landed`), so a slow target delays no other. `wait`: return
+        once this round's answers are queued (the scraper thread does not wait). Returns the targets listed now."""
         now = self.clock()
         targets = self._targets()
         due_after_s = 0.0 if self.available_now else self.interval_s * (1.0 - INTERVAL_SLACK)
@@ -318,7 +318,7 @@ class PrometheusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                 self._inflight[t.url] = fut
                 fut.add_done_callback(functools.partial(self._landed, t, timeout_s, time.monotonic()))
                 started = True
-        if started and (not self.scrape_ahead or self.available_now):
+        if started and wait:
             urls = [t.url for t in due]
             with self._settled:  # until every answer of the round is queued (by its callback, after the future ends)
                 self._settled.wait_for(lambda: not any(u in self._inflight for u in urls))
@@ -349,7 +349,7 @@ class PrometheusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         """The scraper thread: `scrape_due` at least once a second (each target only when due) until stopped."""
         while not self._stopping.is_set():
             try:
-                self.scrape_due()
+                self.scrape_due(wait=False)
             except Exception:  # a scrape must never end the stream: the next tick tries again
                 log.exception("prometheus scraper: a round of scrapes failed")
             self._stopping.wait(min(1.0, self.interval_s * INTERVAL_SLACK))
