@@ -28,7 +28,8 @@ class LatencyStatus(StrEnum):
 
     #: sent, handled and finished
     COMPLETED = "completed"
-    #: sent (or started) and not finished yet, within the timeout
+    #: sent (or started) and not finished yet, within the timeout, and running past its alert's warning level (a
+    #: younger request gets its row when it ends)
     IN_FLIGHT = "in_flight"
     #: sent (or started) and not finished within the timeout
     NEVER_COMPLETED = "never_completed"
