@@ -254,29 +254,6 @@ def _tail_settled(path: str, info: FileInfo, mtime: float, now: float, tail_quie
     return age >= (FINISHED_SETTLE_S if is_finished(os.path.basename(path), info) else tail_quiet_s)
 
 
-def _budget_shares(paths: list[str], start: dict[str, dict[str, Any]], max_bytes: int) -> dict[str, int]:
-    """Each file's share of a batch's byte budget when their unread bytes exceed it (a backlog: a pipeline that was
-    stopped, a first run over existing logs): in proportion to each file's unread bytes, so every file advances by
-    the same fraction of its backlog and the batch covers about the same stretch of time in each (taken in listing
-    order, the controller's log, which holds every broker's Sending lines, ran an hour ahead of most brokers' logs
-    and pairing had to hold, and evict, tens of thousands of sends). Unread bytes are estimated from `stat` and the
-    start offsets (the plan below still checks each file's identity); {} when everything fits."""
-    pending: dict[str, int] = {}
-    for path in paths:
-        try:
-            st = os.stat(path)
-        except OSError:
-            continue
-        prev = start.get(f"{st.st_dev}:{st.st_ino}")
-        done = int(prev["offset"]) if prev is not None and st.st_size >= int(prev["offset"]) else 0
-        if st.st_size > done:
-            pending[path] = st.st_size - done
-    total = sum(pending.values())
-    if total <= max_bytes:
-        return {}
-    return {path: max(1, max_bytes * n // total) for path, n in pending.items()}
-
-
 def plan(
     root: str,
     family: str,
@@ -302,7 +279,6 @@ def plan(
     out: dict[str, dict[str, Any]] = {}
     budget = max_bytes
     files, skipped = list_files(root, family, cluster, default_cluster)
-    shares = _budget_shares([path for path, _ in files], start, max_bytes)
     for path, info in files:
         try:
             fh = open_regular(path)
@@ -326,7 +302,7 @@ def plan(
             deferred = st.st_size > offset and budget <= 0
             if st.st_size > offset and budget > 0:
                 size = st.st_size
-                hi = min(size, offset + min(budget, shares.get(path, budget)))
+                hi = min(size, offset + budget)
                 end = _last_newline(fh, offset, hi)
                 if end < 0 and hi < size:  # one line longer than the budget: take it whole
                     end = _next_newline(fh, hi, min(size, offset + MAX_PARTIAL_LINE_BYTES))

@@ -209,33 +209,3 @@ def test_a_tail_longer_than_the_batch_budget_is_taken_whole_once_quiet(tmp_path:
     assert lines == []
     _, lines = _planned_rows(tmp_path, off, t0 + 60, max_bytes=10)
     assert lines == ["x" * 100]
-
-
-def test_a_backlog_advances_every_file_by_the_same_share_of_it(tmp_path: Path) -> None:
-    """An hour of backlog in a controller's log (every broker's Sending lines: three times the bytes) and a broker's
-    log: each batch takes the same fraction of each file's unread bytes, so both advance through the same stretch
-    of time, instead of the first listed file whole and the other one batch later."""
-    def lines(n: int, tag: str) -> str:
-        return "".join(f"[2021-03-02 08:{i // 60:02d}:{i % 60:02d},000] INFO {tag} {i} (state.change.logger)\n"
-                       for i in range(n))
-
-    (tmp_path / "broker-1").mkdir()
-    (tmp_path / "broker-2").mkdir()
-    (tmp_path / "broker-1" / "state-change.log").write_text(lines(3000, "controller line"))
-    (tmp_path / "broker-2" / "state-change.log").write_text(lines(1000, "broker line"))
-    total = sum(p.stat().st_size for p in tmp_path.glob("broker-*/state-change.log"))
-    off: dict = {}
-    seen: dict[str, list[int]] = {"controller": [], "broker": []}
-    for _ in range(4):
-        off, rows = _read(tmp_path, off, max_bytes=total // 4)
-        for r in rows:
-            who, _, n = r["line"].split(" INFO ")[1].partition(" line ")
-            seen[who].append(int(n.split()[0]))
-        # the batch ends at about the same line number (the same minute) in both files
-        assert abs(max(seen["controller"]) / 3000 - max(seen["broker"]) / 1000) < 0.05
-    off, rows = _read(tmp_path, off, max_bytes=total)
-    for r in rows:
-        who, _, n = r["line"].split(" INFO ")[1].partition(" line ")
-        seen[who].append(int(n.split()[0]))
-    assert sorted(seen["controller"]) == list(range(3000))  # each line once
-    assert sorted(seen["broker"]) == list(range(1000))
