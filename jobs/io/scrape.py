@@ -106,7 +106,7 @@ class Scrape:
     @property
     def answered(self) -> bool:
         """Something answered over HTTP (Prometheus text, an error status, an empty or foreign answer)."""
-        return self.ok or self.data.startswith(tuple(_FAILED + a for a in _ANSWERED))
+        return self.ok or self.data.startswith(_ANSWERED_PREFIXES)
 
     @property
     def ts(self) -> dt.datetime:
@@ -117,6 +117,7 @@ _FAILED = b"scrape failed: "
 _TIMED_OUT = b"timed out"
 # The failure reasons of a target that answered (jobs.io.scrape_pacing times its answers).
 _ANSWERED = (b"HTTP ", b"empty answer", b"answer is not Prometheus text", b"answer larger than")
+_ANSWERED_PREFIXES = tuple(_FAILED + a for a in _ANSWERED)
 
 
 def failed(ts_ms: int, reason: str, answer: bytes = b"") -> Scrape:
