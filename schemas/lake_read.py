@@ -13,7 +13,11 @@ So the readers of jobs/, pipelines/ and api/ read through here, and get plain ty
 * `LatestTable`: a Delta table read at its latest version through one handle brought up to date per read.
 * `read_table`: the rows of a Delta table's snapshot (or of some of its files), cast, then filtered. Filtering
   after the cast measured as fast as a filtered scan (100,000 alerts in 40 files: 62 ms against 65 ms): pyarrow
-  evaluates a dataset filter on decoded batches either way.
+  evaluates a dataset filter on decoded batches either way. What a filtered scan does save is the row groups its
+  statistics exclude, so a time range (`time_range`, on a timestamp column: the same type in every file, whoever
+  wrote it) is given to the scan as well: a compacted partition of a day is one file, and a reader of the last
+  minutes of it reads the row groups of those minutes (metric_samples, 400,000 rows of a day's first hours: the
+  last six minutes in 120 ms whole, 28,800 rows kept).
 * `read_file` and `file_batches`: one data file named by the Delta log; `committed_rows`: some committed files of a
   table, partition columns restored from their Hive-style directories.
 * `to_contract`, `contract_types`, `to_plain`: tables from elsewhere (a SQL answer has no contract: plain types).
@@ -24,6 +28,7 @@ large and view lists, at any depth (map keys and values, struct fields, list ite
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -49,6 +54,7 @@ __all__ = [
     "read_file",
     "read_table",
     "table_schema",
+    "time_range",
     "to_contract",
     "to_plain",
 ]
@@ -119,12 +125,24 @@ def table_schema(dt: DeltaTable) -> pa.Schema:
     return plain_schema(pa.schema(dt.schema().to_arrow()))
 
 
-def read_table(dt: DeltaTable, schema: pa.Schema, files: FilePruning | None = None,
-               where: pc.Expression | None = None) -> pa.Table:
-    """The rows `where` keeps (None: all) of the files of `dt`'s snapshot that `files` selects (None: all), as
+def time_range(column: str, spans: Sequence[tuple[dt.datetime, dt.datetime]]) -> pc.Expression | None:
+    """The rows whose timestamp `column` lies in one of `spans` (closed, tz-aware bounds); None: no span. For a
+    scan's `time_filter`: a timestamp has the same type in every file, so the scan can compare in it."""
+    expr: pc.Expression | None = None
+    for lo, hi in spans:
+        one = ((pc.field(column) >= pa.scalar(lo, pa.timestamp("us", "UTC")))
+               & (pc.field(column) <= pa.scalar(hi, pa.timestamp("us", "UTC"))))
+        expr = one if expr is None else expr | one
+    return expr
+
+
+def read_table(dt_: DeltaTable, schema: pa.Schema, files: FilePruning | None = None,
+               where: pc.Expression | None = None, time_filter: pc.Expression | None = None) -> pa.Table:
+    """The rows `where` keeps (None: all) of the files of `dt_`'s snapshot that `files` selects (None: all), as
     `to_contract` with `schema` gives them; `where` is applied after the cast, so whatever a file holds it
-    compares contract types."""
-    scanned = dt.to_pyarrow_dataset(file_pruning_predicate=files).to_table()
+    compares contract types. `time_filter` (`time_range`) is applied by the scan itself, so row groups whose
+    statistics lie outside it are not decoded."""
+    scanned = dt_.to_pyarrow_dataset(file_pruning_predicate=files).to_table(filter=time_filter)
     table = to_contract(scanned, schema)
     return table if where is None else table.filter(where)
 
@@ -196,9 +214,11 @@ class LatestTable:
     def exists(self) -> bool:
         return self._table is not None or DeltaTable.is_deltatable(self.path)
 
-    def read(self, files: FilePruning | None = None, where: pc.Expression | None = None) -> pa.Table:
-        """The rows `where` keeps (None: all) of the files `files` selects (delta-rs tuple filters in disjunctive
-        normal form, on partition values and on the files' column statistics; None: every file).
+    def read(self, files: FilePruning | None = None, where: pc.Expression | None = None,
+             time_filter: pc.Expression | None = None) -> pa.Table:
+        """The rows `where` and `time_filter` keep (None: all) of the files `files` selects (delta-rs tuple filters
+        in disjunctive normal form, on partition values and on the files' column statistics; None: every file);
+        `time_filter` is applied by the scan (`read_table`).
 
         Raises:
             FileNotFoundError: `path` is not a Delta table.
@@ -209,4 +229,4 @@ class LatestTable:
             self._table = DeltaTable(self.path)
         else:
             self._table.update_incremental()
-        return read_table(self._table, self.schema, files, where)
+        return read_table(self._table, self.schema, files, where, time_filter)

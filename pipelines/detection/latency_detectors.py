@@ -348,6 +348,20 @@ def detect_stale_broker_epoch(state_changes: pl.DataFrame, requests: pl.DataFram
     return candidate_rows(rows, t, describe)
 
 
+def state_change_spans(latency: pa.Table, cfg: DetectionConfig) -> list[tuple[str, datetime, datetime]]:
+    """Per cluster, the stretch of state_change_events that `latency_candidates` reads for these rows: from the
+    earliest request's start to the latest of its finish and its start plus the never-completed timeout (the lines
+    logged while a request was handled, the elections before its deadline)."""
+    rows = frame(latency)
+    if rows.is_empty():
+        return []
+    start = pl.coalesce("sent_ts", "handling_ts", "finished_ts")
+    end = pl.max_horizontal(pl.col("finished_ts"), _after(start, setting(cfg, "never_completed_timeout_s") * 1000))
+    spans = (rows.filter(pl.col("cluster").is_not_null() & start.is_not_null())
+             .group_by("cluster").agg(lo=start.min(), hi=end.max()).sort("cluster"))
+    return [(r["cluster"], r["lo"], r["hi"]) for r in spans.iter_rows(named=True)]
+
+
 def latency_candidates(latency: pa.Table, state_changes: pa.Table, cfg: DetectionConfig) -> Rows:
     """The latency rules' candidates from control_request_latency rows (state_changes: fetcher and lock lines for
     LOCK_CONTENTION, controller elections that excuse the open requests of the controller they replaced)."""

@@ -10,8 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+import pyarrow.parquet as pq
+import pytest
+from deltalake import CommitProperties, DeltaTable, Transaction, WriterProperties, write_deltalake
 
+from jobs import maintenance
 from jobs.io.settings import MaintenanceSettings
 from jobs.maintenance import Maintainer, cleanup_log, compactable_partitions, expired_predicate, maintain_table
 from schemas.tables import ALERTS, METRIC_SAMPLES, Table
@@ -82,6 +85,20 @@ def test_a_pass_deletes_old_partitions_compacts_the_rest_and_vacuums(tmp_path: P
     assert (report.compacted_partitions, report.files_removed, report.files_added) == (1, 10, 1)
     assert report.deleted_rows == 5
     assert report.vacuumed_files >= 11
+    (compacted,) = live
+    assert pq.ParquetFile(compacted).metadata.row_group(0).column(0).compression == "ZSTD"
+
+
+def test_a_compacted_file_is_written_in_row_groups_a_time_range_can_skip(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(maintenance, "COMPACTED_WRITER", WriterProperties(max_row_group_size=4, compression="ZSTD"))
+    path = str(tmp_path / "metric_samples")
+    for i in range(5):
+        _append(path, _samples(TODAY, 3, 3 * i))
+    maintain_table(path, METRIC_SAMPLES, CFG, NOW)
+    (compacted,) = [u.removeprefix("file://") for u in DeltaTable(path).file_uris()]
+    meta = pq.ParquetFile(compacted).metadata
+    assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [4, 4, 4, 3]
 
 
 def test_a_table_without_partitions_is_compacted_whole(tmp_path: Path) -> None:

@@ -6,12 +6,15 @@ DataFrames and the candidates are collected ONCE for the module (the suite must 
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime, timedelta
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from pipelines.detection.config import DetectionConfig
-from pipelines.detection.latency_detectors import latency_candidates, log_candidates
+from pipelines.detection.latency_detectors import latency_candidates, log_candidates, state_change_spans
 from pipelines.detection.metric_detectors import metric_candidates, metric_windows
 from schemas.tables import CONTROL_REQUEST_LATENCY, METRIC_SAMPLES, REQUEST_EVENTS, STATE_CHANGE_EVENTS
 
@@ -354,3 +357,23 @@ def test_detector_fires_with_its_severity_value_and_threshold(found, type_, case
 
 def test_every_firing_case_has_its_quality_asserted():
     assert {(ty, c) for ty, c, _ in CASES} == set(QUALITY)
+
+
+def test_the_state_change_spans_hold_every_line_the_latency_rules_read():
+    """The pairing reads only `state_change_spans` of state_change_events (a day is millions of lines): over the
+    lines inside them the latency rules find exactly what they find over all of them."""
+    latency = pa.Table.from_pylist([dict(zip(CONTROL_REQUEST_LATENCY.names, r, strict=True)) for r in LATENCY],
+                                   schema=CONTROL_REQUEST_LATENCY.to_arrow())
+    changes = pa.Table.from_pylist([dict(zip(STATE_CHANGE_EVENTS.names, r, strict=True)) for r in CHANGES],
+                                   schema=STATE_CHANGE_EVENTS.to_arrow())
+    spans = state_change_spans(latency, CFG)
+    stamp = pa.timestamp("us", "UTC")
+    inside = functools.reduce(pc.or_, [
+        pc.and_(pc.equal(changes["cluster"], c), pc.and_(pc.greater_equal(changes["ts"], pa.scalar(lo, stamp)),
+                                                         pc.less_equal(changes["ts"], pa.scalar(hi, stamp))))
+        for c, lo, hi in spans])
+    kept = changes.filter(inside)
+    assert 0 < kept.num_rows < changes.num_rows  # the election 500 s after nc-fire's send lies outside
+    assert latency_candidates(latency, kept, CFG) == latency_candidates(latency, changes, CFG)
+    nc = next(s for s in spans if s[0] == "nc-fire")
+    assert (nc[1], nc[2]) == (t(1), t(1) + timedelta(seconds=CFG.never_completed_timeout_s))

@@ -1,16 +1,19 @@
-"""schemas.lake_read: plain types at any depth, the contract's types and columns, and a filtered read of one file
-that compares contract types whatever the file holds (the readers over whole lakes: tests/test_view_typed_lake.py)."""
+"""schemas.lake_read: plain types at any depth, the contract's types and columns, a filtered read of one file that
+compares contract types whatever the file holds, and a time range given to a table's scan (the readers over whole
+lakes: tests/test_view_typed_lake.py)."""
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from deltalake import DeltaTable, write_deltalake
 
-from schemas.lake_read import contract_types, plain_type, read_file, to_contract, to_plain
+from schemas.lake_read import LatestTable, contract_types, plain_type, read_file, time_range, to_contract, to_plain
 
 CONTRACT = pa.schema([("id", pa.string()), ("status", pa.string()), ("n", pa.int64())])
 
@@ -56,3 +59,24 @@ def test_read_file_filters_in_contract_types(tmp_path: Path, stored: pa.Table) -
     pq.write_table(stored, path)
     got = read_file(path, CONTRACT, ["id"], pc.field("status") == "open")
     assert got.equals(pa.table({"id": ["a", "c"]}))
+
+
+TIMED = pa.schema([("id", pa.string()), ("ts", pa.timestamp("us", "UTC"))])
+
+
+def test_a_time_filter_keeps_its_spans_rows_over_plain_and_view_typed_files(tmp_path: Path) -> None:
+    t0 = dt.datetime(2026, 11, 28, 8, tzinfo=dt.UTC)
+    rows = pa.table({"id": [f"r{i}" for i in range(8)], "ts": [t0 + dt.timedelta(minutes=i) for i in range(8)]},
+                    schema=TIMED)
+    path = str(tmp_path / "t")
+    write_deltalake(path, rows.slice(0, 4), mode="append")
+    write_deltalake(path, rows.slice(4), mode="append")
+    # a MERGE rewrites a file in view types (deltalake 1.6): the scan's time filter must still compare
+    (DeltaTable(path).merge(rows.slice(4, 1), "t.id = s.id", source_alias="s", target_alias="t")
+     .when_matched_update_all().execute())
+    spans = [(t0 + dt.timedelta(minutes=1), t0 + dt.timedelta(minutes=2)),
+             (t0 + dt.timedelta(minutes=5), t0 + dt.timedelta(minutes=9))]
+    got = LatestTable(path, TIMED).read(time_filter=time_range("ts", spans), where=pc.field("id") != "r7")
+    assert sorted(got["id"].to_pylist()) == ["r1", "r2", "r5", "r6"]
+    assert got.schema.equals(TIMED)
+    assert time_range("ts", []) is None
