@@ -5,8 +5,9 @@
 `start_detection_queries(spark, settings)` is what `planewatch pipeline` (jobs/runner.py) calls; it starts two
 streaming queries, each reading silver through the `planewatch_delta` source (offset = table version):
   detect_pairing  state_change_events + request_events' control requests (the request log's witness of their end;
-                  every row of both, and metric_samples, as heartbeats) -> pairing operator -> MERGE latency rows
-                  on request_key; latency detectors -> alert lifecycle -> MERGE alerts on alert_id
+                  every row of both, and metric_samples, as heartbeats) -> pairing operator -> latency rows: a
+                  request's first row appended, a later one MERGEd on request_key; latency detectors -> alert
+                  lifecycle -> MERGE alerts on alert_id
   detect_rollups  metric_samples -> 1-minute windows (update mode) -> MERGE metric_rollups_1m
 
 The rules that need no pairing (stale epochs, request-log queue times, every metric rule) run inside the ingest
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from deltalake import DeltaTable
 from pyspark.sql import functions as F
 
 if __name__ == "__main__":  # spark-submit jobs/detect.py: the repository root must be importable
@@ -113,6 +115,20 @@ class PairingBatch:
         self.alerts = AlertWriter(settings, DetectQuery.LATENCY, f"detect_pairing-alerts-{run_id}", cfg)
         self.state_changes = LatestTable(settings.table_path(STATE_CHANGE_EVENTS.name), STATE_CHANGE_EVENTS.to_arrow())
         self.holder: dict[str, Any] = {"name": "detect_pairing"}
+        # a request's first row is appended only when it started after everything the table held when this query
+        # started: an earlier one may be there already (the query's checkpoint was reset, or its last run crashed
+        # between the commit and the checkpoint), and a MERGE finds it
+        self.appends_after = newest_request(settings.table_path(CONTROL_REQUEST_LATENCY.name))
+
+    def _appendable(self, tbl: pa.Table) -> pa.ChunkedArray:
+        """The rows of `tbl` to append rather than merge: first rows (no earlier row of theirs was emitted) of
+        requests that started after `appends_after`."""
+        first = pc.fill_null(tbl["first_row"], False)
+        if self.appends_after is None:
+            return first
+        start = pc.coalesce(tbl["sent_ts"], tbl["handling_ts"], tbl["finished_ts"])
+        after = pc.fill_null(pc.greater(start, pa.scalar(self.appends_after, pa.timestamp("us", "UTC"))), False)
+        return pc.and_(first, after)
 
     def _fetcher_lines(self, batch: pa.Table) -> pa.Table:
         """state_change_events of the stretch the batch's requests need (`state_change_spans`: LOCK_CONTENTION's
@@ -140,7 +156,12 @@ class PairingBatch:
             F.to_date(F.coalesce("sent_ts", "handling_ts", "finished_ts")).alias("date"),
         ).toArrow())
         t1 = time.perf_counter()
-        self.latency.write_arrow(tbl, batch_id)
+        if tbl.num_rows:
+            append = self._appendable(tbl)
+            self.latency.insert_arrow(tbl.filter(append), batch_id)
+            self.latency.write_arrow(tbl.filter(pc.invert(append)), batch_id)
+        else:
+            self.latency.write_arrow(tbl, batch_id)
         t2 = time.perf_counter()
         cands: list[dict[str, Any]] = []
         if tbl.num_rows:
@@ -181,6 +202,25 @@ class RollupsBatch:
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         self.merger.write(df, batch_id)
+
+
+def newest_request(path: str) -> dt.datetime | None:
+    """The latest time any request row of control_request_latency at `path` carries (its files' statistics); None
+    for an empty table or none; `datetime.max` when a file has no statistics (nothing is known to be new)."""
+    if not DeltaTable.is_deltatable(path):
+        return None
+    adds = pa.table(DeltaTable(path).get_add_actions(flatten=True))
+    if adds.num_rows == 0:
+        return None
+    tops: list[dt.datetime] = []
+    for column in ("max.sent_ts", "max.handling_ts", "max.finished_ts"):
+        if column not in adds.column_names:
+            return dt.datetime.max.replace(tzinfo=dt.UTC)
+        top = pc.max(adds[column]).as_py()
+        if top is not None:
+            tops.append(top if top.tzinfo else top.replace(tzinfo=dt.UTC))
+    no_stats = "num_records" not in adds.column_names or pc.any(pc.is_null(adds["num_records"])).as_py()
+    return dt.datetime.max.replace(tzinfo=dt.UTC) if no_stats else max(tops, default=None)
 
 
 def _stream(spark: SparkSession, settings: Settings, table: Any) -> DataFrame:

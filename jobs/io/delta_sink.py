@@ -532,6 +532,42 @@ class DeltaMerger:
         self.keys = tuple(keys)
         self._ensured = False
 
+    def insert_arrow(self, source: pa.Table, batch_id: int) -> SinkResult:
+        """Append rows the caller knows are new (no row of their keys is in the table) as batch `batch_id`, exactly
+        once, under the app id `<app_id>+insert` (the batch's MERGE, if it has one, commits under `app_id`). An
+        append reads no file of the table; a MERGE reads every file its keys may be in."""
+        t0 = time.perf_counter()
+        local = _local_path(self.path)
+        if not self._ensured:
+            ensure_table(local, self.table)
+            self._ensured = True
+        app_id = f"{self.app_id}+insert"
+        props = CommitProperties(
+            app_transactions=[Transaction(app_id=app_id, version=batch_id)],
+            custom_metadata={"planewatch.app_id": app_id, "planewatch.batch_id": str(batch_id)},
+        )
+        for attempt in range(COMMIT_RETRIES):
+            dt = DeltaTable(local)
+            last = dt.transaction_version(app_id)
+            if last is not None and batch_id <= last:
+                return SinkResult(self.table.name, batch_id, True)
+            if source.num_rows == 0:
+                return SinkResult(self.table.name, batch_id, False)
+            try:
+                write_deltalake(dt, source.select(self.table.names).cast(self.table.to_arrow()), mode="append",
+                                partition_by=list(self.table.partition_by) or None, commit_properties=props)
+            except CommitFailedError as exc:  # a metadata change committed first: append again
+                if attempt == COMMIT_RETRIES - 1:
+                    raise
+                log.info("%s batch %d: append to %s lost a commit race (%s); appending again", app_id, batch_id,
+                         self.table.name, exc)
+                time.sleep(COMMIT_RETRY_SLEEP_S * (attempt + 1))
+                continue
+            dt.update_incremental()
+            return SinkResult(self.table.name, batch_id, False, 1, source.num_rows, dt.version(),
+                              (time.perf_counter() - t0) * 1e3)
+        raise AssertionError("unreachable")
+
     def write(self, df: DataFrame, batch_id: int) -> SinkResult:
         """Merge the batch's rows into the table, exactly once per batch id."""
         return self.write_arrow(pa.table(conform(df, self.table).toArrow()), batch_id)

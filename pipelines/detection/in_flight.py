@@ -156,13 +156,15 @@ def mark(st: KeyState, p: InFlightParams, watermark: int, broker: BrokerView | N
 
 
 def pending_rows(st: KeyState, new_record: Any) -> list[dict[str, Any]]:
-    """In-flight rows of pending sends marked by :func:`mark` (records are emitted by pairing's own loop)."""
+    """In-flight rows of pending sends marked by :func:`mark` (records are emitted by pairing's own loop); `first`
+    when the send had no row before (pairing's module doc)."""
     out = []
     for s in st.sends:
         if s.get("dirty"):
             s["dirty"] = False
             r = new_record(s)
             r.update(sent_ts=s["ts"], status=_IN_FLIGHT, flags=list(s["flags"]), alerted=s["alerted"],
-                     as_of=s["as_of"], clock=s["clock"])
+                     as_of=s["as_of"], clock=s["clock"], first=not s.get("emitted", True))
+            s["emitted"] = True
             out.append(r)
     return out

@@ -75,4 +75,5 @@ def latency_row(r: dict[str, Any], max_skew_ms: int) -> dict[str, Any]:
         "pairing": r["pairing"],
         "flags": ",".join(sorted(set(flags))) or None,
         "anchor": r["anchor"],
+        "first_row": bool(r.get("first", False)),
     }

@@ -54,7 +54,7 @@ LATENCY_OUTPUT_DDL = (
     "cluster STRING, broker_id INT, controller_id INT, controller_epoch INT, correlation_id LONG, request STRING, "
     "sent_ms LONG, handling_ms LONG, finished_ms LONG, end_to_end_ms DOUBLE, queue_ms DOUBLE, processing_ms DOUBLE, "
     "lock_wait_ms DOUBLE, partitions INT, status STRING, pairing STRING, flags STRING, request_key STRING, "
-    "controller_queue_ms DOUBLE"
+    "controller_queue_ms DOUBLE, first_row BOOLEAN"
 )
 _OUT_COLS = [c.split(" ")[0] for c in LATENCY_OUTPUT_DDL.split(", ")]
 
@@ -109,6 +109,7 @@ def _rows(cluster: str, controller_id: int, broker_id: int, changed: list[dict[s
             "lock_wait_ms": row["lock_wait_ms"], "partitions": row["partitions"], "status": row["status"],
             "pairing": row["pairing"], "flags": row["flags"], "controller_queue_ms": row["controller_queue_ms"],
             "request_key": request_key(cluster, controller_id, broker_id, row["request"], row["anchor"]),
+            "first_row": row["first_row"],
         })
     return rows
 
@@ -228,7 +229,8 @@ def pairing_params(cfg: DetectionConfig) -> PairingParams:
 
 
 def pair_requests(events: DataFrame, cfg: DetectionConfig) -> DataFrame:
-    """Pairing events -> control_request_latency rows (timestamps converted, `updated_at`/`date` not yet set).
+    """Pairing events -> control_request_latency rows (timestamps converted, `updated_at`/`date` not yet set), and
+    `first_row`: no earlier row of the request was emitted (pairing's module doc), so it can be appended.
 
     Streaming input gets `withWatermark("ts", cfg.watermark_delay_s)`; the operator emits in append mode.
     """
@@ -249,5 +251,5 @@ def pair_requests(events: DataFrame, cfg: DetectionConfig) -> DataFrame:
         F.timestamp_millis("handling_ms").alias("handling_ts"),
         F.timestamp_millis("finished_ms").alias("finished_ts"),
         "end_to_end_ms", "queue_ms", "processing_ms", "lock_wait_ms", "partitions", "status", "pairing", "flags",
-        "request_key", "controller_queue_ms",
+        "request_key", "controller_queue_ms", "first_row",
     )

@@ -34,6 +34,10 @@ keep the watermark moving on a quiet cluster). A request that started and did no
 emitted yet: each row a request gets before its final one is an UPDATE of the latency table's MERGE, which rewrites
 the file holding the earlier row.
 Rows carry a stable `request_key`, so a later update (a late `Sending` line, the finish) replaces the earlier row.
+A row is `first` when no earlier row of its request was emitted (its record or pending send says so: `emitted`,
+carried from a send to the record that takes it under the same anchor), so the job appends it instead of merging
+it: a MERGE reads every file of the day its keys may be in, an append none. State written before this flag existed
+counts as emitted.
 A request still running is also emitted `in_flight` when event time passes its start plus its alert's warning and
 critical levels (:mod:`pipelines.detection.in_flight`), so a stuck request is reported while it is stuck.
 
@@ -216,6 +220,7 @@ def _new_record(ev: Event, anchor: str) -> dict[str, Any]:
         "flags": [],
         "status": _IN_FLIGHT,
         "dirty": True,
+        "emitted": False,
     }
 
 
@@ -226,6 +231,11 @@ class _Key:
         self.st: PairingState = st
         self.p: PairingParams = p
         self.out: list[dict[str, Any]] = []
+
+    def _emit(self, r: dict[str, Any]) -> None:
+        """Emit record `r` (a copy): `first` when no earlier row of its request was emitted (see the module doc)."""
+        self.out.append({**r, "first": not r.get("emitted", True)})
+        r["emitted"], r["dirty"] = True, False
 
     # --- matching ------------------------------------------------------------------------------------------
     def _take_send(self, request: str | None, corr: int | None, epoch: int | None, at: int,
@@ -270,6 +280,8 @@ class _Key:
         if r["partitions"] is None:
             r["partitions"] = s["partitions"]
         r["pairing"] = "correlation_id" if s["corr"] is not None else "order"
+        if s.get("anchor") == r["anchor"]:  # the same request: a row the send got (in flight) is the record's too
+            r["emitted"] = bool(r.get("emitted", True)) or bool(s.get("emitted", True))
         if s.get("alerted"):  # reported while pending: the record carries the report on
             r["alerted"] = max(int(r.get("alerted", 0)), int(s["alerted"]))
             r["flags"] = sorted({*r["flags"], in_flight.IN_FLIGHT_FLAG})
@@ -334,7 +346,8 @@ class _Key:
                 return
         self.st.sends.append({"ts": ev.ts, "request": ev.request, "corr": ev.correlation_id,
                               "epoch": ev.controller_epoch, "partitions": ev.partitions,
-                              "anchor": anchor, "burst": ev.detail is not None, "silent": silent})
+                              "anchor": anchor, "burst": ev.detail is not None, "silent": silent,
+                              "emitted": False})
         self._bound_sends()
 
     def _broker_record(self, ev: Event) -> dict[str, Any]:
@@ -377,8 +390,7 @@ class _Key:
                 victim["status"], victim["dirty"] = _EVICTED, True
                 self.st.evicted += 1
             if victim["dirty"]:
-                victim["dirty"] = False
-                self.out.append(dict(victim))
+                self._emit(victim)
 
     def handling(self, ev: Event) -> None:
         """The broker started a request. It handles one control request at a time, so an older request on this key
@@ -495,8 +507,7 @@ class _Key:
                 r["status"], r["dirty"] = _NEVER, True
                 r["flags"].append("broker_gone")
             if r["dirty"]:
-                self.out.append(dict(r))
-                r["dirty"] = False
+                self._emit(r)
         # the broker's next incarnation starts its correlation ids again on a new connection (same controller
         # epoch): nothing from before may match its lines
         self.st.records = keep
@@ -504,9 +515,9 @@ class _Key:
 
     def _answered_silently(self, s: dict[str, Any]) -> None:
         r = {**_new_record(Event("send", s["ts"], s["request"], s["corr"], s["epoch"], s["partitions"]), s["anchor"]),
-             "sent_ts": s["ts"], "status": _COMPLETED}
+             "sent_ts": s["ts"], "status": _COMPLETED, "emitted": s.get("emitted", True)}
         r["flags"].append("no_broker_line")
-        self.out.append(r)
+        self._emit(r)
 
     def _expire_send(self, s: dict[str, Any], flag: str | None) -> None:
         self._resolve_send(s, _NEVER, flag)
@@ -514,11 +525,11 @@ class _Key:
     def _resolve_send(self, s: dict[str, Any], status: str, flag: str | None) -> None:
         """Emit a pending send (already removed from the state) as a request row of `status`."""
         r = {**_new_record(Event("send", s["ts"], s["request"], s["corr"], s["epoch"], s["partitions"]), s["anchor"]),
-             "sent_ts": s["ts"], "status": status}
+             "sent_ts": s["ts"], "status": status, "emitted": s.get("emitted", True)}
         if flag:
             r["flags"].append(flag)
         r["flags"] += s.get("flags", [])
-        self.out.append(r)
+        self._emit(r)
 
     def expire(self, watermark: int) -> None:
         for s in [s for s in self.st.sends if s["ts"] + self.p.timeout_ms < watermark]:
@@ -547,8 +558,7 @@ class _Key:
             # its previous row, every batch (the soak: a compacted day's file rewritten every 2 s, 69 -> 966 ms)
             young = r["status"] == _IN_FLIGHT and in_flight.IN_FLIGHT_FLAG not in r["flags"]
             if r["dirty"] and not young:
-                self.out.append(dict(r))
-                r["dirty"] = False
+                self._emit(r)
             if not done:
                 keep.append(r)
         self.st.records = keep

@@ -135,3 +135,23 @@ def test_merge_updates_in_place_exactly_once(tmp_path: Path) -> None:
     assert set(rows) == {"a", "b"}
     assert (rows["a"]["status"], rows["a"]["value"], rows["b"]["value"]) == ("resolved", 7.0, 2.0)
     assert DeltaTable(path).transaction_version("detect:alerts") == 1
+
+
+def test_a_batch_inserts_its_new_rows_and_merges_the_others_each_exactly_once(tmp_path: Path) -> None:
+    """A batch's rows known to be new are appended (no file read), the rest merged; a replay of the batch (crashed
+    after one commit or both) writes neither again."""
+    path = str(tmp_path / "alerts")
+    merger = DeltaMerger(path, ALERTS, "detect:alerts", keys=["alert_id"])
+    schema = ALERTS.to_arrow()
+    merger.insert_arrow(pa.Table.from_pylist([_alert("a", "open", 1.0), _alert("b", "open", 2.0)], schema), 0)
+    new = pa.Table.from_pylist([_alert("c", "open", 3.0)], schema)
+    update = pa.Table.from_pylist([_alert("a", "resolved", 7.0)], schema)
+    assert merger.insert_arrow(new, 1).rows == 1
+    assert merger.insert_arrow(new, 1).skipped  # crashed after the append: the replay appends nothing
+    assert merger.write_arrow(update, 1).rows == 1
+    assert merger.insert_arrow(new, 1).skipped
+    assert merger.write_arrow(update, 1).skipped
+    rows = {r["alert_id"]: r for r in lake_rows(tmp_path, "alerts")}
+    assert len(lake_rows(tmp_path, "alerts")) == 3
+    assert (rows["a"]["status"], rows["b"]["value"], rows["c"]["value"]) == ("resolved", 2.0, 3.0)
+    assert DeltaTable(path).transaction_version("detect:alerts+insert") == 1

@@ -12,9 +12,11 @@ planewatch_delta streaming source, pairs, detects and MERGEs. Two scenarios:
 from __future__ import annotations
 
 import datetime as dt
+import shutil
 from pathlib import Path
 
 import pytest
+from deltalake import DeltaTable
 
 from schemas.tables import METRIC_SAMPLES, REQUEST_EVENTS, STATE_CHANGE_EVENTS
 from tests.lake import lake_rows, pipeline_settings
@@ -83,6 +85,11 @@ def table(lake: Path, name: str) -> list[dict]:
     return lake_rows(lake, name)
 
 
+def _operations(path: Path) -> list[str]:
+    """The operation of each commit of the Delta table at `path`, oldest first."""
+    return [row["operation"] for row in reversed(DeltaTable(str(path)).history())]
+
+
 def test_fixture_replay_pairs_and_alerts_exactly_once(spark, tmp_path):
     lake = tmp_path / "lake"
     rows = []
@@ -148,6 +155,17 @@ def test_fixture_replay_pairs_and_alerts_exactly_once(spark, tmp_path):
     assert lat[(1, "LeaderAndIsr", 16)]["end_to_end_ms"] == 36.0
     assert lat[(2, "UpdateMetadata", 18)]["controller_queue_ms"] == 13927.0
     assert len(lat) == 4
+    # each request's one row was appended (its first row, into an empty table), not merged
+    assert sorted(r["request_key"] for r in table(lake, "control_request_latency")) == sorted(
+        r["request_key"] for r in lat.values())
+    assert _operations(lake / "control_request_latency") == ["CREATE TABLE", "WRITE"]
+    # the pairing's checkpoint reset: the query pairs everything again, and the requests already in the table are
+    # merged (they started before what the table held), so each request keeps one row
+    shutil.rmtree(settings.checkpoint_path("detect_pairing"))
+    run_detect(spark, settings)
+    again = table(lake, "control_request_latency")
+    assert sorted(r["request_key"] for r in again) == sorted(r["request_key"] for r in lat.values())
+    assert _operations(lake / "control_request_latency")[-1] == "MERGE"
 
     alerts = table(lake, "alerts")
     assert [(a["type"], a["broker_id"], a["status"]) for a in alerts] == [("DELAYED_LEADER_AND_ISR", 2, "open")]
