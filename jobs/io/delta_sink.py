@@ -531,6 +531,16 @@ class DeltaMerger:
         self.app_id = app_id
         self.keys = tuple(keys)
         self._ensured = False
+        self._table: DeltaTable | None = None
+
+    def _latest(self, local: str) -> DeltaTable:
+        """The table at its latest version, through one handle brought up to date with the new commits only
+        (opening it anew reads its checkpoint, which grows with the table's files, at every batch)."""
+        if self._table is None:
+            self._table = DeltaTable(local)
+        else:
+            self._table.update_incremental()
+        return self._table
 
     def insert_arrow(self, source: pa.Table, batch_id: int) -> SinkResult:
         """Append rows the caller knows are new (no row of their keys is in the table) as batch `batch_id`, exactly
@@ -546,13 +556,13 @@ class DeltaMerger:
             app_transactions=[Transaction(app_id=app_id, version=batch_id)],
             custom_metadata={"planewatch.app_id": app_id, "planewatch.batch_id": str(batch_id)},
         )
+        if source.num_rows == 0:  # nothing to write, replay or not: the table is not even opened
+            return SinkResult(self.table.name, batch_id, False)
         for attempt in range(COMMIT_RETRIES):
-            dt = DeltaTable(local)
+            dt = self._latest(local)
             last = dt.transaction_version(app_id)
             if last is not None and batch_id <= last:
                 return SinkResult(self.table.name, batch_id, True)
-            if source.num_rows == 0:
-                return SinkResult(self.table.name, batch_id, False)
             try:
                 write_deltalake(dt, source.select(self.table.names).cast(self.table.to_arrow()), mode="append",
                                 partition_by=list(self.table.partition_by) or None, commit_properties=props)
@@ -587,13 +597,13 @@ class DeltaMerger:
             app_transactions=[Transaction(app_id=self.app_id, version=batch_id)],
             custom_metadata={"planewatch.app_id": self.app_id, "planewatch.batch_id": str(batch_id)},
         )
+        if source.num_rows == 0:  # nothing to write, replay or not: the table is not even opened
+            return SinkResult(self.table.name, batch_id, False)
         for attempt in range(COMMIT_RETRIES):
-            dt = DeltaTable(local)
+            dt = self._latest(local)
             last = dt.transaction_version(self.app_id)
             if last is not None and batch_id <= last:
                 return SinkResult(self.table.name, batch_id, True)
-            if source.num_rows == 0:
-                return SinkResult(self.table.name, batch_id, False)
             try:
                 (
                     dt.merge(source, predicate, source_alias="s", target_alias="t", commit_properties=props)

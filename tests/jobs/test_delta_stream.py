@@ -5,9 +5,11 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
+from deltalake import DeltaTable, write_deltalake
 
-from jobs.io.delta_read import DeltaStreamSource
+from jobs.io.delta_read import DeltaStreamSource, latest_version
 from jobs.io.delta_sink import DeltaSink
 from schemas.tables import RAW_LOGS
 
@@ -62,3 +64,19 @@ def test_stream_reads_each_commit_once_with_partition_values(spark, tmp_path: Pa
     got.clear()
     run()
     assert sorted(r["source_offset"] for r in got) == list(range(30, 35))
+
+
+def test_the_latest_version_is_the_highest_commit_in_the_log(tmp_path: Path) -> None:
+    """What the stream source asks at every trigger, by listing the log: the same as delta-rs's version, also after
+    a checkpoint and a cleanup of the commits behind it, and -1 for no table."""
+    path = str(tmp_path / "t")
+    assert latest_version(path) == -1
+    for i in range(4):
+        write_deltalake(path, pa.table({"n": [i]}), mode="append")
+    assert latest_version(path) == DeltaTable(path).version() == 3
+    DeltaTable(path).create_checkpoint()
+    for old in (tmp_path / "t" / "_delta_log").glob("0000000000000000000[0-2].json"):
+        old.unlink()
+    write_deltalake(path, pa.table({"n": [9]}), mode="append")
+    assert latest_version(path) == DeltaTable(path).version() == 4
+    assert latest_version(f"file://{path}") == 4
