@@ -72,6 +72,11 @@ QUERIES = ("detect_pairing", "detect_rollups")
 # ingest queries' own triggers; so the hop from a log line's silver row to its alert waits ~0.25 s on average
 # instead of half the trigger interval (1 s at the default 2 s).
 PAIRING_POLL_S = 0.5
+# Spark runs a batch without data after each batch that moved the watermark (spark.sql.streaming.
+# noDataMicroBatches.enabled): at a 0.5 s look that was every other pairing batch (soak: 64 a minute for 30 log
+# batches, ~350 ms each, doing nothing else). Live, the next data batch applies the watermark instead (the logs'
+# trigger, or the metrics' heartbeats on a quiet cluster); --once keeps them: its last watermark fires only in one.
+NO_DATA_BATCHES = "spark.sql.streaming.noDataMicroBatches.enabled"
 # Continuous mode waits at most this long for a query's first batch before starting the next one.
 STARTUP_WAIT_S = 120.0
 
@@ -268,12 +273,29 @@ def start_detection_queries(spark: SparkSession, settings: Settings) -> list[Str
             if settings.once
             else writer.trigger(processingTime=interval)
         )
-        q = writer.start()
+        q = _start(spark, writer, {NO_DATA_BATCHES: "false"} if name == "detect_pairing" and not settings.once
+                   else {})
         handler.holder["query"] = q
         queries.append(q)
         log.info("started %s (checkpoint %s)", name, settings.checkpoint_path(name))
         _settle(q, settings.once)
     return queries
+
+
+def _start(spark: SparkSession, writer: Any, conf: dict[str, str]) -> StreamingQuery:
+    """Start a query with `conf` set for it alone: a query takes a copy of the session's conf when it starts."""
+    before: dict[str, str | None] = {k: spark.conf.get(k, None) for k in conf}
+    for k, v in conf.items():
+        spark.conf.set(k, v)
+    try:
+        query: StreamingQuery = writer.start()
+    finally:
+        for k, old in before.items():
+            if old is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, old)
+    return query
 
 
 def _settle(q: StreamingQuery, once: bool) -> None:

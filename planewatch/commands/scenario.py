@@ -1,6 +1,7 @@
 """`planewatch scenario NAME [--dir DIR]`: run one incident of the seeds on a fresh reference cluster.
 
     planewatch scenario healthy|produce-backlog|connection-storm|fetcher-lock|broker-bounce|controller-failover
+    planewatch scenario metadata-lag|broker-fenced --kafka 4.4.0
 
 Each scenario starts its own cluster under ``DIR`` (default ``var/scenario/NAME``), is bounded in time, stops the
 cluster at the end, and prints what it did and when as JSON lines (also appended to ``DIR/scenario-NAME.jsonl``,
@@ -10,8 +11,8 @@ produce-backlog-with-control-plane, produce-backlog-without-control-plane, fetch
 
 ``--kafka VERSION`` runs the scenario on Apache Kafka itself (``planewatch.kafka.scenarios``): healthy, the two
 produce-backlog halves, connection-storm, broker-bounce and controller-failover in ZooKeeper mode (below 4.0),
-metadata-lag on KRaft (4.x, or ``--kraft``). fetcher-lock (KAFKA-6974's async fetcher) and the cacheable
-UpdateMetadata exist on the reference broker only.
+metadata-lag and broker-fenced on KRaft (4.x, or ``--kraft``). fetcher-lock (KAFKA-6974's async fetcher) and the
+cacheable UpdateMetadata exist on the reference broker only.
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ if TYPE_CHECKING:
     from broker.scenarios.base import Timeline
 
 NAMES = ("healthy", "produce-backlog", "connection-storm", "fetcher-lock", "broker-bounce", "controller-failover",
-         "metadata-lag")
+         "metadata-lag", "broker-fenced")
+# The scenarios of KRaft's own mechanisms: Apache Kafka only (planewatch.kafka.scenarios.KRAFT_ONLY).
+KRAFT_NAMES = ("metadata-lag", "broker-fenced")
 HALVES = ("produce-backlog-with-control-plane", "produce-backlog-without-control-plane", "fetcher-lock-locked",
           "fetcher-lock-async")
 
@@ -64,8 +67,8 @@ def run(args: argparse.Namespace) -> int:
     tl = Timeline(args.name, timeline)
     if args.kafka:
         return _run_kafka(args, d, tl)
-    if args.name == "metadata-lag":
-        print("planewatch scenario metadata-lag: a KRaft scenario; run it with --kafka 4.x", file=sys.stderr)
+    if args.name in KRAFT_NAMES:
+        print(f"planewatch scenario {args.name}: a KRaft scenario; run it with --kafka 4.x", file=sys.stderr)
         return 2
     tl.emit("scenario-started", dir=str(d))
     return _play(args.name, tl, lambda: runs()[args.name](d, tl), (RuntimeError, TimeoutError))

@@ -65,6 +65,8 @@ JMX_INCLUDE: tuple[str, ...] = (
     "kafka.server:type=ReplicaManager,*",
     "kafka.server:type=ReplicaFetcherManager,*",
     "kafka.server:type=broker-metadata-metrics,*",
+    "kafka.server:type=raft-metrics,*",
+    "kafka.server:type=MetadataLoader,*",
     "kafka.controller:type=KafkaController,*",
     "kafka.controller:type=ControllerEventManager,*",
     "kafka.controller:type=ControllerChannelManager,*",
@@ -82,11 +84,11 @@ class JmxRule:
     labels: tuple[tuple[str, str], ...] = ()
 
 
-# Rules after the kafka-2_0_0 set for what it drops and planewatch reads: KRaft brokers' metadata-loader metrics (one
-# Kafka-metrics attribute per metric, e.g. last-applied-record-lag-ms -> kafka_server_broker_metadata_metrics_
-# last_applied_record_lag_ms, the name Strimzi-style rules give it).
+# Rules after the kafka-2_0_0 set for what it drops and planewatch reads: KRaft brokers' metadata-loader metrics and
+# every KRaft node's raft-metrics (one Kafka-metrics attribute per metric, e.g. last-applied-record-lag-ms ->
+# kafka_server_broker_metadata_metrics_last_applied_record_lag_ms, the name Strimzi-style rules give it).
 EXTRA_RULES: tuple[JmxRule, ...] = (
-    JmxRule(r"kafka.server<type=(broker-metadata-metrics)><>([a-z-]+)", "kafka_server_$1_$2", "GAUGE"),
+    JmxRule(r"kafka.server<type=(broker-metadata-metrics|raft-metrics)><>([a-z-]+)", "kafka_server_$1_$2", "GAUGE"),
 )
 
 

@@ -16,6 +16,9 @@
                                            broker wins the election, the cluster goes on (nothing to alert)
 ``metadata-lag`` (KRaft)                   the controller quorum is paused (SIGSTOP) under load: brokers stop
                                            applying metadata (last-applied-record-lag-ms grows) until it resumes
+``broker-fenced`` (KRaft)                  a broker is paused (SIGSTOP: a long GC pause, a frozen VM) under load
+                                           past its session timeout: the active controller fences it and moves
+                                           leadership away, then unfences it when its heartbeats resume
 =========================================  ====================================================================
 
 KAFKA-6974's asynchronous fetcher and the cacheable UpdateMetadata were never shipped by Apache Kafka; their
@@ -64,6 +67,12 @@ STORM_CHURN_S = 0.25
 SCRAPE_SETTLE_S = 8.0
 # metadata-lag: how long the KRaft controller stays paused (METADATA_APPLY_LAG warns at 5 s; scrapes every 5 s).
 CONTROLLER_PAUSE_S = 20.0
+# broker-fenced: how long the broker stays paused. Past broker.session.timeout.ms (Kafka's default 9 s) without a
+# heartbeat (sent every broker.heartbeat.interval.ms, 2 s) the active controller fences it; 20 s leaves a scrape of
+# the controller at 15 s intervals a sample while it is fenced.
+BROKER_PAUSE_S = 20.0
+# after the resume: the broker catches up, is unfenced and rejoins the ISR (Kafka's defaults)
+UNFENCE_TIMEOUT_S = 90.0
 _EPOCH = re.compile(r"Registered broker (\d+) at path \S+ with addresses: .*czxid \(broker epoch\): (\d+)")
 _CONTROLLER_EPOCH = re.compile(r"\[Controller id=(\d+) epoch=(\d+)\]")
 
@@ -367,6 +376,36 @@ def metadata_lag(d: Path, tl: Timeline, version: str, kraft: bool | None = None)
         verify_load(tl, cluster.bootstrap_servers(), "lag", 6, load)
 
 
+def broker_fenced(d: Path, tl: Timeline, version: str, kraft: bool | None = None) -> None:
+    """KRaft: a broker paused under load past its session timeout is fenced by the controller, then unfenced."""
+    spec = KafkaClusterSpec(d / "cluster", version, kraft=kraft)
+    if not spec.is_kraft:
+        raise ValueError("broker-fenced needs a KRaft cluster (Kafka 4.x, or --kraft)")
+    with started(spec, tl) as cluster:
+        create_topic(cluster, "fence", 6, 3)
+        load = Load(cluster.bootstrap_servers(), "fence", 6, max_records=300_000, max_seconds=60, rate=1000).start()
+        tl.emit("load-started", topic="fence")
+        time.sleep(8)
+        victim = max(cluster.brokers)
+        proc = cluster.brokers[victim].popen
+        proc.send_signal(signal.SIGSTOP)
+        tl.emit("broker-paused", broker=victim, seconds=BROKER_PAUSE_S)
+        try:
+            time.sleep(BROKER_PAUSE_S)
+        finally:
+            proc.send_signal(signal.SIGCONT)
+        tl.emit("broker-resumed", broker=victim)
+        admin = _admin(cluster)
+        wait_until("ISR restored", lambda: all(
+            victim in p.isrs for p in admin.list_topics("fence", timeout=10).topics["fence"].partitions.values()),
+            timeout_s=UNFENCE_TIMEOUT_S)
+        tl.emit("isr-restored", broker=victim)
+        load.stop()
+        tl.emit("load-stopped", acked=len(load.acked))
+        verify_load(tl, cluster.bootstrap_servers(), "fence", 6, load)
+        time.sleep(SCRAPE_SETTLE_S)
+
+
 Scenario = Callable[[Path, Timeline, str, bool | None], None]
 SCENARIOS: dict[str, Scenario] = {
     "healthy": healthy,
@@ -376,11 +415,12 @@ SCENARIOS: dict[str, Scenario] = {
     "broker-bounce": broker_bounce,
     "controller-failover": controller_failover,
     "metadata-lag": metadata_lag,
+    "broker-fenced": broker_fenced,
 }
 # ZooKeeper-mode mechanisms (KIP-291 control plane, broker epochs fenced by the broker, a broker as controller).
 ZOOKEEPER_ONLY = frozenset({"produce-backlog-with-control-plane", "produce-backlog-without-control-plane",
                             "broker-bounce", "controller-failover"})
-KRAFT_ONLY = frozenset({"metadata-lag"})
+KRAFT_ONLY = frozenset({"metadata-lag", "broker-fenced"})
 
 
 def scenario_names(version: str, kraft: bool | None = None) -> list[str]:
