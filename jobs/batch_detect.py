@@ -2,8 +2,9 @@
 silver, so their alerts are one micro-batch away from the line or sample that showed the condition (a separate
 detect query reading silver added a second trigger and batch, 3-6 s under load on 2 cores).
 
-* :class:`LogRules` (log batches): STALE_BROKER_EPOCH and CONTROL_REQUEST_QUEUED_BEHIND_DATA
-  (pipelines.detection.latency_detectors.log_candidates), from the batch's state_change_events and request_events rows.
+* :class:`LogRules` (log batches): STALE_BROKER_EPOCH, CONTROL_REQUEST_QUEUED_BEHIND_DATA and the KRaft
+  controller's BROKER_FENCED and BROKER_HEARTBEAT_TIMEOUT (pipelines.detection.latency_detectors.log_candidates), from
+  the batch's state_change_events and request_events rows.
 * :class:`MetricRules` (metric batches): every metric rule (pipelines.detection.metric_detectors.metric_candidates) over
   the sliding windows the batch's samples fall in. A window also holds earlier batches' samples: they are read back
   from metric_samples (the window's span of the batch's clusters, files pruned by their `ts` statistics), so the
@@ -30,6 +31,7 @@ import pyarrow.compute as pc
 from jobs.alert_writer import AlertWriter
 from pipelines.detection.config import DetectionConfig
 from pipelines.detection.events import CONTROL_REQUESTS, STALE_EVENTS
+from pipelines.detection.kraft_detectors import KRAFT_EVENTS
 from pipelines.detection.latency_detectors import log_candidates
 from pipelines.detection.metric_detectors import (
     DETECTION_SIGNALS,
@@ -117,7 +119,7 @@ class _BatchRules:
 
 class LogRules(_BatchRules):
     """A log batch's state_change_events and request_events -> STALE_BROKER_EPOCH, CONTROL_REQUEST_QUEUED_BEHIND_DATA
-    (request-log form) -> alerts."""
+    (request-log form), BROKER_FENCED, BROKER_HEARTBEAT_TIMEOUT -> alerts."""
 
     role = DetectQuery.LOG
 
@@ -126,7 +128,8 @@ class LogRules(_BatchRules):
         watermarks = self.clock.watermarks  # as of the earlier batches, like a streaming watermark
         self.clock.advance([_rows(silver, t, columns=CLOCK_COLUMNS) for t in (STATE_CHANGE_EVENTS, REQUEST_EVENTS)])
         # the rows the rules read: stale-epoch lines, the request log's control requests
-        sc = _rows(silver, STATE_CHANGE_EVENTS, pc.field("event").isin([e.value for e in STALE_EVENTS]))
+        sc = _rows(silver, STATE_CHANGE_EVENTS, pc.field("event").isin([e.value for e in (*STALE_EVENTS,
+                                                                                          *KRAFT_EVENTS)]))
         rq = _rows(silver, REQUEST_EVENTS, pc.field("api_name").isin(list(CONTROL_REQUESTS)))
         cands = log_candidates(sc, rq, self.cfg) if sc.num_rows + rq.num_rows else []
         t1 = time.perf_counter()

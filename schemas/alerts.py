@@ -52,6 +52,10 @@ class AlertType(StrEnum):
     METADATA_APPLY_LAG = "METADATA_APPLY_LAG"
     #: controller events wait in the ControllerEventManager queue (EventQueueTimeMs high)
     CONTROLLER_EVENT_QUEUE_DELAY = "CONTROLLER_EVENT_QUEUE_DELAY"
+    #: KRaft: the active controller fenced a broker because its session timed out (no heartbeat in time)
+    BROKER_FENCED = "BROKER_FENCED"
+    #: KRaft: the active controller timed out a broker's heartbeats in its overloaded event queue (KAFKA-15019)
+    BROKER_HEARTBEAT_TIMEOUT = "BROKER_HEARTBEAT_TIMEOUT"
 
 
 class Severity(StrEnum):
@@ -89,7 +93,7 @@ class AlertOwner:
     detectors: tuple[str, ...]
 
 
-_LAT, _MET, _RM = "latency_detectors.", "metric_detectors.", "request_metrics."
+_LAT, _MET, _RM, _KR = "latency_detectors.", "metric_detectors.", "request_metrics.", "kraft_detectors."
 OWNERS: dict[AlertType, AlertOwner] = {
     AlertType.DELAYED_LEADER_AND_ISR: AlertOwner(DetectQuery.LATENCY, (_LAT + "detect_delayed_leader_and_isr",)),
     AlertType.LEADER_AND_ISR_NOT_COMPLETED: AlertOwner(
@@ -116,6 +120,8 @@ OWNERS: dict[AlertType, AlertOwner] = {
     AlertType.METADATA_APPLY_LAG: AlertOwner(DetectQuery.METRIC, (_MET + "detect_metadata_apply_lag",)),
     AlertType.CONTROLLER_EVENT_QUEUE_DELAY: AlertOwner(
         DetectQuery.METRIC, (_MET + "detect_controller_event_queue_delay",)),
+    AlertType.BROKER_FENCED: AlertOwner(DetectQuery.LOG, (_KR + "detect_broker_fenced",)),
+    AlertType.BROKER_HEARTBEAT_TIMEOUT: AlertOwner(DetectQuery.LOG, (_KR + "detect_broker_heartbeat_timeout",)),
 }
 
 

@@ -128,6 +128,18 @@ class Event(StrEnum):
     KRAFT_FETCHERS_STOPPED = "kraft_fetchers_stopped"
     #: `Started fetchers as part of become-follower for P partitions`
     KRAFT_FETCHERS_STARTED = "kraft_fetchers_started"
+    # ---- KRaft control plane (controller.log of a controller node; a broker's server.log)
+    #: controller: `Fencing broker N because its session has timed out.` (no heartbeat within the session timeout)
+    KRAFT_BROKER_FENCED = "kraft_broker_fenced"
+    #: controller: `The request from broker N to unfence has been granted because it has caught up ...`
+    KRAFT_BROKER_UNFENCED = "kraft_broker_unfenced"
+    #: controller (ERROR): `processExpiredBrokerHeartbeat: controller event queue overloaded. Timed out heartbeat
+    #: from broker N.` (the heartbeat waited past its deadline in the controller's event queue, KAFKA-15019)
+    KRAFT_HEARTBEAT_EXPIRED = "kraft_heartbeat_expired"
+    #: broker: `Unable to send a heartbeat because the RPC got timed out before it could be sent.`
+    KRAFT_HEARTBEAT_NOT_SENT = "kraft_heartbeat_not_sent"
+    #: controller: `Becoming the active controller at epoch E, next write offset O.`
+    KRAFT_ACTIVE_CONTROLLER = "kraft_active_controller"
     # ---- server.log: log and fetcher activity that contends for the partition-map lock (FACTS.md 6)
     #: `Incremented log start offset to O ...`
     LOG_START_OFFSET_INCREMENTED = "log_start_offset_incremented"

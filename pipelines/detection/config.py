@@ -58,7 +58,8 @@ class Threshold:
         return "critical" if value >= self.critical else "warning" if value >= self.warning else None
 
 
-# Units: ms for latencies, fraction 0..1 for idle/blocked ratios, count for STALE_BROKER_EPOCH.
+# Units: ms for latencies, fraction 0..1 for idle/blocked ratios, counts for STALE_BROKER_EPOCH and the KRaft
+# log rules (lines per batch).
 # Queue saturations are fractions of the queue's capacity (20 for the control plane, queued.max.requests for data).
 DEFAULT_THRESHOLDS: dict[str, Threshold] = {
     AlertType.DELAYED_LEADER_AND_ISR: Threshold(5_000, 30_000),
@@ -77,6 +78,8 @@ DEFAULT_THRESHOLDS: dict[str, Threshold] = {
     AlertType.REQUEST_HANDLER_SATURATED: Threshold(0.3, 0.1, below=True),
     AlertType.METADATA_APPLY_LAG: Threshold(5_000, 30_000),
     AlertType.CONTROLLER_EVENT_QUEUE_DELAY: Threshold(1_000, 5_000),
+    AlertType.BROKER_FENCED: Threshold(1, 1),
+    AlertType.BROKER_HEARTBEAT_TIMEOUT: Threshold(1, 5),
 }
 
 

@@ -16,6 +16,7 @@ import polars as pl
 
 from pipelines.detection.events import CONTROL_REQUESTS, FETCHER_EVENTS, LOCK_WAIT_EVENTS, STALE_EVENTS
 from pipelines.detection.in_flight import IN_FLIGHT_FLAG
+from pipelines.detection.kraft_detectors import kraft_candidates
 from pipelines.detection.rule_common import candidate_rows, evidence, frame, half_up, level, setting, severity
 from schemas.alerts import AlertType
 from schemas.events import ControlRequest, Event, LatencyStatus
@@ -378,7 +379,8 @@ def latency_candidates(latency: pa.Table, state_changes: pa.Table, cfg: Detectio
 
 
 def log_candidates(state_changes: pa.Table, requests: pa.Table, cfg: DetectionConfig) -> Rows:
-    """The log rules' candidates from a log batch's rows: stale broker epochs and control requests queued on a
-    data-plane listener."""
+    """The log rules' candidates from a log batch's rows: stale broker epochs, control requests queued on a
+    data-plane listener, and the KRaft controller's fencing and heartbeat timeouts (kraft_detectors)."""
     sc, rq = frame(state_changes), frame(requests)
-    return [*detect_stale_broker_epoch(sc, rq, cfg), *detect_control_request_queued_behind_data(rq, cfg)]
+    return [*detect_stale_broker_epoch(sc, rq, cfg), *detect_control_request_queued_behind_data(rq, cfg),
+            *kraft_candidates(sc, cfg)]

@@ -120,6 +120,8 @@ IDENT = (
     r"|ReplicaFetcherManager on broker (?P<broker_id__m>[0-9]+)"
     r"|ReplicaManager broker=(?P<broker_id__r>[0-9]+)"
     r"|ReplicaFetcher replicaId=(?P<broker_id__f>[0-9]+), leaderId=(?P<leader__f>[0-9]+), fetcherId=[0-9]+"
+    r"|QuorumController id=(?P<controller_id__q>[0-9]+)"  # a KRaft controller node (its node id)
+    r"|BrokerLifecycleManager id=(?P<broker_id__y>[0-9]+)"
     r"|.*"
     ")"
 )
@@ -376,6 +378,22 @@ MESSAGES: tuple[Message, ...] = (
        "kraft", "kraft"),
     _m(Event.KRAFT_FETCHERS_STARTED, "Started fetchers as part of become-follower for ",
        rf"Started fetchers as part of become-follower for (?P<become_follower>(?P<partitions>{_N})) partitions",
+       "kraft", "kraft"),
+    # ---- KRaft control plane, as Apache Kafka 4.4 logs it: the active controller's controller.log
+    # (org.apache.kafka.controller at INFO in the distribution's log4j2.yaml; ident [QuorumController id=N]) and a
+    # broker's server.log ([BrokerLifecycleManager id=N])
+    _m(Event.KRAFT_BROKER_FENCED, "Fencing broker ",
+       rf"Fencing broker (?P<target_broker_id>{_N}) because its session has timed out\.", "kraft", "kraft"),
+    _m(Event.KRAFT_BROKER_UNFENCED, "The request from broker ",
+       rf"The request from broker (?P<target_broker_id>{_N}) to unfence has been granted .*", "kraft", "kraft",
+       contains=" to unfence has been granted"),
+    _m(Event.KRAFT_HEARTBEAT_EXPIRED, "processExpiredBrokerHeartbeat: ",
+       rf"processExpiredBrokerHeartbeat: controller event queue overloaded\. Timed out heartbeat from broker "
+       rf"(?P<target_broker_id>{_N})\.", "kraft", "kraft"),
+    _m(Event.KRAFT_HEARTBEAT_NOT_SENT, "Unable to send a heartbeat ",
+       r"Unable to send a heartbeat because the RPC got timed out before it could be sent\.", "kraft", "kraft"),
+    _m(Event.KRAFT_ACTIVE_CONTROLLER, "Becoming the active controller at epoch ",
+       rf"Becoming the active controller at epoch (?P<controller_epoch>{_N}), next write offset (?P<offset>{_N})\.",
        "kraft", "kraft"),
     # ---- server.log: the fetcher / log activity that contends for the partition-map lock (FACTS.md 6)
     _m(Event.LOG_START_OFFSET_INCREMENTED, "Increment",

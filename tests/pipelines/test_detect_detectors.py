@@ -139,6 +139,25 @@ CHANGES += [
     sc("stale-quiet", 3, "Handling LeaderAndIsr request correlationId 17 from controller 1 for 960 partitions",
        event="leader_and_isr_handling", request="LeaderAndIsr", correlation_id=17, controller_id=1, partitions=960),
 ]
+# KRaft (Apache Kafka 4.4's lines): the active controller (node 100) fenced broker 3 for a session timeout, then
+# unfenced it; a controlled shutdown fences through a registration change and logs no such line; heartbeats timed
+# out in the controller's queue, against a broker that only could not send one
+_FENCE = "Fencing broker 3 because its session has timed out."
+_UNFENCE = ("The request from broker 3 to unfence has been granted because it has caught up with the offset of its "
+            "register broker record 33.")
+_EXPIRED = "processExpiredBrokerHeartbeat: controller event queue overloaded. Timed out heartbeat from broker 2."
+CHANGES += [
+    sc("fence-fire", 5, _FENCE, broker=100, event="kraft_broker_fenced", target_broker_id=3, controller_id=100),
+    sc("fence-fire", 30, _UNFENCE, broker=100, event="kraft_broker_unfenced", target_broker_id=3, controller_id=100),
+    sc("fence-quiet", 5, "Replayed BrokerRegistrationChangeRecord modifying the registration for broker 3: "
+       "BrokerRegistrationChangeRecord(brokerId=3, brokerEpoch=33, fenced=1, inControlledShutdown=0, logDirs=[])",
+       broker=100, controller_id=100),
+    sc("fence-quiet", 30, _UNFENCE, broker=100, event="kraft_broker_unfenced", target_broker_id=3, controller_id=100),
+    *[sc("hbt-fire", 5 + i, _EXPIRED, broker=100, event="kraft_heartbeat_expired", target_broker_id=2,
+         controller_id=100) for i in range(3)],
+    sc("hbt-quiet", 5, "Unable to send a heartbeat because the RPC got timed out before it could be sent.",
+       event="kraft_heartbeat_not_sent"),
+]
 REQUESTS = [
     req("qbd-fire", "LeaderAndIsr", "PLAINTEXT", 2500.0),
     req("qbd-quiet", "LeaderAndIsr", "CONTROLLER", 2500.0),
@@ -252,6 +271,8 @@ CASES = [
     ("METADATA_APPLY_LAG", "mal", 3),
     ("METADATA_APPLY_LAG", "malspike", 3),
     ("CONTROLLER_EVENT_QUEUE_DELAY", "ceq", 1),
+    ("BROKER_FENCED", "fence", 3),
+    ("BROKER_HEARTBEAT_TIMEOUT", "hbt", 2),
 ]
 
 
@@ -284,6 +305,13 @@ def test_every_alert_type_has_a_detector_case():
     from pipelines.detection.config import ALERT_TYPES
 
     assert {c[0] for c in CASES} == set(ALERT_TYPES)
+
+
+def test_a_fenced_broker_is_named_with_its_controller_and_unfencing(found):
+    (hit,) = of(found, "fence-fire", "BROKER_FENCED")
+    assert hit["summary"].startswith("Broker 3 was fenced by the active controller (node 100): no heartbeat")
+    assert "it was unfenced again since" in hit["summary"]
+    assert '"controller":100' in hit["evidence"]
 
 
 def test_delayed_leader_and_isr_summary_is_actionable(found):
@@ -345,6 +373,8 @@ QUALITY = {
     ("METADATA_APPLY_LAG", "mal"): {("warning", 9000.0, 5000.0)},
     ("METADATA_APPLY_LAG", "malspike"): {("warning", 13723.0, 5000.0)},
     ("CONTROLLER_EVENT_QUEUE_DELAY", "ceq"): {("warning", 1750.0, 1000.0)},
+    ("BROKER_FENCED", "fence"): {("critical", 1.0, 1.0)},
+    ("BROKER_HEARTBEAT_TIMEOUT", "hbt"): {("warning", 3.0, 1.0)},
 }
 
 

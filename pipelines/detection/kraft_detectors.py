@@ -1,0 +1,106 @@
+"""KRaft control-plane rules over a log batch's state_change_events (the active controller's controller.log, the
+brokers' server.log), as Apache Kafka 4.4 logs them.
+
+* BROKER_FENCED: the active controller fenced a broker because its session timed out (no heartbeat within
+  `broker.session.timeout.ms`, 9 s by default): the broker's partitions moved their leaders and ISR away. A broker
+  fenced by its own controlled shutdown (a rolling restart) logs no such line and raises nothing.
+* BROKER_HEARTBEAT_TIMEOUT: the active controller timed out a broker's heartbeats in its event queue (the queue was
+  overloaded: KAFKA-15019); a broker whose heartbeats keep timing out is fenced next.
+
+The alert's broker is the broker the line is about (`target_broker_id`), not the controller node that logged it.
+One candidate per broker and batch; its value counts the lines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from pipelines.detection.rule_common import candidate_rows, evidence, level, severity
+from schemas.alerts import AlertType
+from schemas.events import Event
+
+if TYPE_CHECKING:
+    from pipelines.detection.config import DetectionConfig
+
+Rows = list[dict[str, Any]]
+
+__all__ = ["KRAFT_EVENTS", "detect_broker_fenced", "detect_broker_heartbeat_timeout", "kraft_candidates"]
+
+# The state_change_events the KRaft rules read (the log batch keeps these rows for them).
+KRAFT_EVENTS = (Event.KRAFT_BROKER_FENCED, Event.KRAFT_HEARTBEAT_EXPIRED, Event.KRAFT_BROKER_UNFENCED)
+# Lines of one candidate quoted in its evidence.
+LINES_QUOTED = 5
+
+
+def _per_broker(state_changes: pl.DataFrame, event: Event) -> pl.DataFrame:
+    """The batch's `event` lines per (cluster, broker they are about): count, first and last time, the controller
+    node that logged them, the lines."""
+    rows = state_changes.filter((pl.col("event") == event.value).fill_null(False)
+                                & pl.col("target_broker_id").is_not_null())
+    return (rows.sort("ts").group_by("cluster", "target_broker_id", maintain_order=True)
+            .agg(n=pl.len(), first_ts=pl.col("ts").min(), last_ts=pl.col("ts").max(),
+                 controller=pl.col("controller_id").drop_nulls().last(),
+                 lines=pl.col("message").head(LINES_QUOTED))
+            .rename({"target_broker_id": "broker_id"}))
+
+
+def _unfenced(state_changes: pl.DataFrame) -> pl.DataFrame:
+    """When each broker was unfenced again in the batch (the controller granted its request), per broker."""
+    rows = state_changes.filter((pl.col("event") == Event.KRAFT_BROKER_UNFENCED.value).fill_null(False))
+    return rows.group_by("cluster", "target_broker_id").agg(unfenced_at=pl.col("ts").max()).rename(
+        {"target_broker_id": "broker_id"})
+
+
+def _kraft(state_changes: pl.DataFrame, cfg: DetectionConfig, t: AlertType, event: Event) -> pl.DataFrame:
+    found = _per_broker(state_changes, event)
+    value = pl.col("n").cast(pl.Float64)
+    return found.with_columns(value=value, ts=pl.col("last_ts"), severity=severity(cfg, t, value),
+                              threshold=level(cfg, t, "warning"), listener=pl.lit(None, dtype=pl.String))
+
+
+def detect_broker_fenced(state_changes: pl.DataFrame, cfg: DetectionConfig) -> Rows:
+    """BROKER_FENCED: `Fencing broker N because its session has timed out.` on the active controller."""
+    t = AlertType.BROKER_FENCED
+    rows = _kraft(state_changes, cfg, t, Event.KRAFT_BROKER_FENCED)
+    if rows.is_empty():
+        return []
+    rows = rows.join(_unfenced(state_changes), on=["cluster", "broker_id"], how="left").with_columns(
+        unfenced_at=pl.when(pl.col("unfenced_at") >= pl.col("last_ts")).then(pl.col("unfenced_at")))
+
+    def describe(r: Mapping[str, Any]) -> tuple[str, str]:
+        by = "the active controller" if r["controller"] is None else f"the active controller (node {r['controller']})"
+        summary = (f"Broker {r['broker_id']} was fenced by {by}: no heartbeat reached it within the broker session "
+                   "timeout (broker.session.timeout.ms), so the partitions it led elected other leaders and it left "
+                   "every ISR. A paused or starved broker (GC, a frozen host), a partition between it and the "
+                   "controller, or an overloaded controller (BROKER_HEARTBEAT_TIMEOUT) causes it")
+        if r["unfenced_at"] is not None:
+            summary += "; it was unfenced again since"
+        return summary, evidence(r, ("n", "first_ts", "last_ts", "controller", "unfenced_at", "lines"))
+
+    return candidate_rows(rows, t, describe)
+
+
+def detect_broker_heartbeat_timeout(state_changes: pl.DataFrame, cfg: DetectionConfig) -> Rows:
+    """BROKER_HEARTBEAT_TIMEOUT: `processExpiredBrokerHeartbeat: controller event queue overloaded. Timed out
+    heartbeat from broker N.` on the active controller."""
+    t = AlertType.BROKER_HEARTBEAT_TIMEOUT
+    rows = _kraft(state_changes, cfg, t, Event.KRAFT_HEARTBEAT_EXPIRED)
+
+    def describe(r: Mapping[str, Any]) -> tuple[str, str]:
+        node = "" if r["controller"] is None else f" (node {r['controller']})"
+        summary = (f"The active controller{node} timed out {r['n']} heartbeat(s) of broker {r['broker_id']} in its "
+                   "event queue: the controller is overloaded (its event queue time, CONTROLLER_EVENT_QUEUE_DELAY), "
+                   "and a broker whose heartbeats keep timing out is fenced (KAFKA-15019)")
+        return summary, evidence(r, ("n", "first_ts", "last_ts", "controller", "lines"))
+
+    return candidate_rows(rows, t, describe)
+
+
+def kraft_candidates(state_changes: pl.DataFrame, cfg: DetectionConfig) -> Rows:
+    """Both KRaft log rules' candidates from a log batch's state_change_events."""
+    if state_changes.is_empty():
+        return []
+    return [*detect_broker_fenced(state_changes, cfg), *detect_broker_heartbeat_timeout(state_changes, cfg)]
