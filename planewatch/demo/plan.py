@@ -94,6 +94,10 @@ EXTRA_RUNS: tuple[DemoRun, ...] = (
             "broker-bounce", KAFKA_ZK),
     DemoRun("kafka-controller-failover", "Apache Kafka: the active controller killed under load: no alert expected",
             "controller-failover", KAFKA_ZK),
+    DemoRun("kraft-broker-fenced", "KRaft on Apache Kafka: a broker paused past its session timeout is fenced",
+            "broker-fenced", KAFKA_KRAFT),
+    DemoRun("kraft-healthy", "a healthy KRaft cluster of Apache Kafka under load: no alert expected", "healthy",
+            KAFKA_KRAFT),
 )
 ALL_RUNS = RUNS + EXTRA_RUNS
 

@@ -22,12 +22,16 @@ EXPECTED: tuple[ExpectedIncident, ...] = (
                      AlertType.CONTROL_REQUEST_QUEUED_BEHIND_DATA, None),
     # KRaft: with the controller quorum paused, every broker's last-applied-record-lag-ms grows.
     ExpectedIncident("kraft-metadata-lag", "controller-paused", AlertType.METADATA_APPLY_LAG, None),
+    # KRaft: a broker paused past broker.session.timeout.ms is fenced by the active controller.
+    ExpectedIncident("kraft-broker-fenced", "broker-paused", AlertType.BROKER_FENCED, "broker"),
     ExpectedIncident("kafka-connection-storm", "storm-started", AlertType.ACCEPTOR_BLOCKED, "broker"),
     ExpectedIncident("kafka-broker-bounce", "stale-request-sent", AlertType.STALE_BROKER_EPOCH, "broker"),
 )
 
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     "kafka-healthy": (ANY,),
+    "kraft-healthy": (ANY,),
+    "kraft-broker-fenced": _CONTROL_REQUEST_ALERTS,
     # the control plane keeps the controller's requests out of the produce backlog
     "kafka-produce-backlog-with-control-plane": _CONTROL_REQUEST_ALERTS,
     "kafka-produce-backlog-without-control-plane": (AlertType.LOCK_CONTENTION, AlertType.STALE_BROKER_EPOCH,
