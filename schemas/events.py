@@ -129,7 +129,8 @@ class Event(StrEnum):
     #: `Started fetchers as part of become-follower for P partitions`
     KRAFT_FETCHERS_STARTED = "kraft_fetchers_started"
     # ---- KRaft control plane (controller.log of a controller node; a broker's server.log)
-    #: controller: `Fencing broker N because its session has timed out.` (no heartbeat within the session timeout)
+    #: controller: `Fencing broker N at epoch E because its session has timed out.` (4.x; 3.x: without the epoch):
+    #: no heartbeat within the session timeout
     KRAFT_BROKER_FENCED = "kraft_broker_fenced"
     #: controller: `The request from broker N to unfence has been granted because it has caught up ...`
     KRAFT_BROKER_UNFENCED = "kraft_broker_unfenced"

@@ -62,7 +62,7 @@ def _kraft(state_changes: pl.DataFrame, cfg: DetectionConfig, t: AlertType, even
 
 
 def detect_broker_fenced(state_changes: pl.DataFrame, cfg: DetectionConfig) -> Rows:
-    """BROKER_FENCED: `Fencing broker N because its session has timed out.` on the active controller."""
+    """BROKER_FENCED: `Fencing broker N at epoch E because its session has timed out.` on the active controller."""
     t = AlertType.BROKER_FENCED
     rows = _kraft(state_changes, cfg, t, Event.KRAFT_BROKER_FENCED)
     if rows.is_empty():

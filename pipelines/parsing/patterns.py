@@ -383,7 +383,8 @@ MESSAGES: tuple[Message, ...] = (
     # (org.apache.kafka.controller at INFO in the distribution's log4j2.yaml; ident [QuorumController id=N]) and a
     # broker's server.log ([BrokerLifecycleManager id=N])
     _m(Event.KRAFT_BROKER_FENCED, "Fencing broker ",
-       rf"Fencing broker (?P<target_broker_id>{_N}) because its session has timed out\.", "kraft", "kraft"),
+       rf"Fencing broker (?P<target_broker_id>{_N})(?: at epoch (?P<broker_epoch>{_N}))? because its session has "
+       r"timed out\.", "kraft", "kraft"),  # 4.x names the broker epoch, 3.x does not
     _m(Event.KRAFT_BROKER_UNFENCED, "The request from broker ",
        rf"The request from broker (?P<target_broker_id>{_N}) to unfence has been granted .*", "kraft", "kraft",
        contains=" to unfence has been granted"),

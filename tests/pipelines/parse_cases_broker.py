@@ -597,9 +597,22 @@ BROKER_CASES: list[Case] = [
     st(
         "INFO",
         "QuorumController id=100",
-        "Fencing broker 3 because its session has timed out.",
+        "Fencing broker 3 at epoch 87 because its session has timed out.",
         logger="org.apache.kafka.controller.ReplicationControlManager",
         broker=100,  # the node whose log holds the line, as a ZooKeeper-mode controller's id
+        role="kraft",
+        controller_id=100,
+        target_broker_id=3,
+        broker_epoch=87,
+        event="kraft_broker_fenced",
+        kafka_format="kraft",
+    ),
+    st(  # Kafka 3.x's form, without the epoch
+        "INFO",
+        "QuorumController id=100",
+        "Fencing broker 3 because its session has timed out.",
+        logger="org.apache.kafka.controller.ReplicationControlManager",
+        broker=100,
         role="kraft",
         controller_id=100,
         target_broker_id=3,

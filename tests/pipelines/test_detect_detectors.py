@@ -142,7 +142,7 @@ CHANGES += [
 # KRaft (Apache Kafka 4.4's lines): the active controller (node 100) fenced broker 3 for a session timeout, then
 # unfenced it; a controlled shutdown fences through a registration change and logs no such line; heartbeats timed
 # out in the controller's queue, against a broker that only could not send one
-_FENCE = "Fencing broker 3 because its session has timed out."
+_FENCE = "Fencing broker 3 at epoch 87 because its session has timed out."
 _UNFENCE = ("The request from broker 3 to unfence has been granted because it has caught up with the offset of its "
             "register broker record 33.")
 _EXPIRED = "processExpiredBrokerHeartbeat: controller event queue overloaded. Timed out heartbeat from broker 2."
