@@ -2,8 +2,9 @@
 
 Kafka names its files (`state-change.log`, `kafka-request.log`, `server.log`, `controller.log`, rotated with a
 `.YYYY-MM-DD-HH` suffix); metric files are JSON lines (`*.jsonl`, `*.json`) or Prometheus text (`*.prom`, `*.txt`).
-Other names are sniffed from their first bytes. Kafka's own data files (segments, indexes, checkpoints) and binary
-files are never read as logs.
+Other names are sniffed from their first bytes. Kafka's own data files (segments, indexes, checkpoints, a
+partition's `partition.metadata` and `leader-epoch-checkpoint`, `meta.properties`, KRaft's `quorum-state`) and binary
+files are never read as input.
 """
 
 from __future__ import annotations
@@ -35,6 +36,12 @@ _SNIFF_LOGGERS = tuple((kind, logger.encode()) for kind, logger in LOG_KIND_BY_L
 _KAFKA_DATA = re.compile(r"^\d{20}\.(log|index|timeindex|snapshot|txnindex)(\.deleted|\.cleaned|\.swap)?$")
 # `.out`: a JVM's console file (Kafka's kafkaServer.out, zookeeper.out): the console appender's copy of server.log
 # plus the JVM's own output (GC warnings, log4j status lines) in no Kafka layout.
+# The state files Kafka keeps beside them in its log directories (a partition's topic id and leader epochs, a log
+# directory's checkpoints and identity, the KRaft quorum's state): `partition.metadata` ("version: 0" then
+# "topic_id: ...") read as a Prometheus sample and quarantined a line per partition, `quorum-state` as metric JSON.
+_KAFKA_STATE_FILES = frozenset({"partition.metadata", "leader-epoch-checkpoint", "meta.properties", "quorum-state",
+                                "cleaner-offset-checkpoint", "recovery-point-offset-checkpoint",
+                                "replication-offset-checkpoint", "log-start-offset-checkpoint"})
 _SKIP_SUFFIX = (".gz", ".zip", ".zst", ".bz2", ".xz", ".crc", ".checkpoint", ".lock", ".parquet", ".pid", ".out")
 _BROKER_RE = re.compile(r"(?:^|[^A-Za-z0-9])broker[-_]?(\d+)(?:[^0-9]|$)", re.IGNORECASE)
 _PROM_LINE = re.compile(rb"^(# (HELP|TYPE) |[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^}]*\})? [-+0-9.eEnaNIif]+)")
@@ -99,7 +106,8 @@ def sniff(head: bytes) -> tuple[str, str] | None:
 
 def ignored_name(name: str) -> bool:
     """Whether a file of this name is never input (hidden, Kafka's data files, archives, pid and lock files)."""
-    return name.startswith((".", "_")) or bool(_KAFKA_DATA.match(name)) or name.endswith(_SKIP_SUFFIX)
+    return (name.startswith((".", "_")) or bool(_KAFKA_DATA.match(name)) or name in _KAFKA_STATE_FILES
+            or name.endswith(_SKIP_SUFFIX))
 
 
 def is_finished(name: str, info: FileInfo) -> bool:

@@ -46,6 +46,15 @@ def test_classification_and_broker_ids(tmp_path: Path) -> None:
     assert info is not None
     assert (info.family, info.kind, info.cluster, info.broker_id) == ("logs", "server", "prod", 7)
     assert describe(str(tmp_path), str(d / "00000000000000000000.log"), None, "dflt") is None
+    # Kafka's state files in a partition's and a log directory's folders, as Apache Kafka 4.4 writes them
+    part = d / "data" / "fence-0"
+    part.mkdir(parents=True)
+    (part / "partition.metadata").write_text("version: 0\ntopic_id: uXHy5JwdS9y7t_hj6ls_1A\n")
+    (part / "leader-epoch-checkpoint").write_text("0\n1\n0 0\n")
+    (d / "data" / "quorum-state").write_text('{"clusterId":"","leaderId":100,"leaderEpoch":1,"votedId":-1}\n')
+    (d / "data" / "meta.properties").write_text("#\nnode.id=7\nversion=1\n")
+    for name in ("fence-0/partition.metadata", "fence-0/leader-epoch-checkpoint", "quorum-state", "meta.properties"):
+        assert describe(str(tmp_path), str(d / "data" / name), None, "dflt") is None, name
     flat = describe(str(d), str(d / "server.log"), "given", "dflt")
     assert flat is not None
     assert flat.cluster == "given"
