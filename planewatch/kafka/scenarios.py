@@ -353,16 +353,36 @@ def controller_failover(d: Path, tl: Timeline, version: str, kraft: bool | None 
         verify_load(tl, cluster.bootstrap_servers(), "failover", 6, load)
 
 
-def metadata_lag(d: Path, tl: Timeline, version: str, kraft: bool | None = None) -> None:
-    """KRaft: the controller quorum is paused under load; the brokers' metadata stops moving until it resumes."""
+# KRaft scenarios: the load runs this long after it starts before the incident is injected (leaders settled, the
+# scrapers' first samples taken).
+KRAFT_SETTLE_S = 8.0
+
+
+@contextmanager
+def _kraft_under_load(d: Path, tl: Timeline, version: str, kraft: bool | None, scenario: str, topic: str,
+                      max_seconds: float) -> Iterator[KafkaCluster]:
+    """A KRaft cluster with a 6-partition topic of 3 replicas under bounded acks=all load; after the body, the load
+    is stopped and every acknowledged record is read back."""
     spec = KafkaClusterSpec(d / "cluster", version, kraft=kraft)
     if not spec.is_kraft:
-        raise ValueError("metadata-lag needs a KRaft cluster (Kafka 4.x, or --kraft)")
+        raise ValueError(f"{scenario} needs a KRaft cluster (Kafka 4.x, or --kraft)")
     with started(spec, tl) as cluster:
-        create_topic(cluster, "lag", 6, 3)
-        load = Load(cluster.bootstrap_servers(), "lag", 6, max_records=300_000, max_seconds=40, rate=1000).start()
-        tl.emit("load-started", topic="lag")
-        time.sleep(8)
+        create_topic(cluster, topic, 6, 3)
+        load = Load(cluster.bootstrap_servers(), topic, 6, max_records=300_000, max_seconds=max_seconds,
+                    rate=1000).start()
+        tl.emit("load-started", topic=topic)
+        time.sleep(KRAFT_SETTLE_S)
+        try:
+            yield cluster
+        finally:
+            load.stop()
+        tl.emit("load-stopped", acked=len(load.acked))
+        verify_load(tl, cluster.bootstrap_servers(), topic, 6, load)
+
+
+def metadata_lag(d: Path, tl: Timeline, version: str, kraft: bool | None = None) -> None:
+    """KRaft: the controller quorum is paused under load; the brokers' metadata stops moving until it resumes."""
+    with _kraft_under_load(d, tl, version, kraft, "metadata-lag", "lag", 40) as cluster:
         for nid, proc in cluster.controllers.items():
             proc.popen.send_signal(signal.SIGSTOP)
             tl.emit("controller-paused", controller_id=nid, seconds=CONTROLLER_PAUSE_S)
@@ -370,22 +390,12 @@ def metadata_lag(d: Path, tl: Timeline, version: str, kraft: bool | None = None)
         for nid, proc in cluster.controllers.items():
             proc.popen.send_signal(signal.SIGCONT)
             tl.emit("controller-resumed", controller_id=nid)
-        time.sleep(8)
-        load.stop()
-        tl.emit("load-stopped", acked=len(load.acked))
-        verify_load(tl, cluster.bootstrap_servers(), "lag", 6, load)
+        time.sleep(KRAFT_SETTLE_S)
 
 
 def broker_fenced(d: Path, tl: Timeline, version: str, kraft: bool | None = None) -> None:
     """KRaft: a broker paused under load past its session timeout is fenced by the controller, then unfenced."""
-    spec = KafkaClusterSpec(d / "cluster", version, kraft=kraft)
-    if not spec.is_kraft:
-        raise ValueError("broker-fenced needs a KRaft cluster (Kafka 4.x, or --kraft)")
-    with started(spec, tl) as cluster:
-        create_topic(cluster, "fence", 6, 3)
-        load = Load(cluster.bootstrap_servers(), "fence", 6, max_records=300_000, max_seconds=60, rate=1000).start()
-        tl.emit("load-started", topic="fence")
-        time.sleep(8)
+    with _kraft_under_load(d, tl, version, kraft, "broker-fenced", "fence", 60) as cluster:
         victim = max(cluster.brokers)
         proc = cluster.brokers[victim].popen
         proc.send_signal(signal.SIGSTOP)
@@ -400,10 +410,7 @@ def broker_fenced(d: Path, tl: Timeline, version: str, kraft: bool | None = None
             victim in p.isrs for p in admin.list_topics("fence", timeout=10).topics["fence"].partitions.values()),
             timeout_s=UNFENCE_TIMEOUT_S)
         tl.emit("isr-restored", broker=victim)
-        load.stop()
-        tl.emit("load-stopped", acked=len(load.acked))
-        verify_load(tl, cluster.bootstrap_servers(), "fence", 6, load)
-        time.sleep(SCRAPE_SETTLE_S)
+        time.sleep(SCRAPE_SETTLE_S)  # the scrapers read the controller's last marks while the cluster is up
 
 
 Scenario = Callable[[Path, Timeline, str, bool | None], None]
