@@ -75,6 +75,16 @@ class Signal(StrEnum):
     MetadataLastAppliedTimestamp = "MetadataLastAppliedTimestamp"
     MetadataApplyErrorCount = "MetadataApplyErrorCount"
     MetadataLoadErrorCount = "MetadataLoadErrorCount"
+    FencedBrokerCount = "FencedBrokerCount"
+    ActiveBrokerCount = "ActiveBrokerCount"
+    TimedOutBrokerHeartbeatCount = "TimedOutBrokerHeartbeatCount"
+    NewActiveControllersCount = "NewActiveControllersCount"
+    EventQueueOperationsTimedOutCount = "EventQueueOperationsTimedOutCount"
+    ControllerEventManagerAvgIdleRatio = "ControllerEventManagerAvgIdleRatio"
+    MetadataLoaderAvgIdleRatio = "MetadataLoaderAvgIdleRatio"
+    RaftCurrentEpoch = "RaftCurrentEpoch"
+    RaftCurrentLeader = "RaftCurrentLeader"
+    RaftCommitLatencyAvg = "RaftCommitLatencyAvg"
 
 
 @dataclass(frozen=True)
@@ -222,4 +232,31 @@ SOURCES: dict[Signal, KafkaMetric] = {
                                            "errors", "KRaft broker: metadata deltas it failed to apply"),
     _S.MetadataLoadErrorCount: KafkaMetric(_SRV, "broker-metadata-metrics", "metadata-load-error-count", "kafka",
                                           "errors", "KRaft broker: metadata images it failed to load"),
+    # KRaft controller nodes (names verified on Apache Kafka 4.4.0: tests/fixtures/kafka/kafka-4.4.0-kraft-scrapes).
+    # FencedBrokerCount counts brokers fenced by a controlled shutdown too; only the active controller moves the
+    # heartbeat and broker counts.
+    _S.FencedBrokerCount: KafkaMetric(_CTL, "KafkaController", "FencedBrokerCount", "gauge", "brokers",
+                                      "KRaft: registered brokers that are fenced (session timeout or shutdown)"),
+    _S.ActiveBrokerCount: KafkaMetric(_CTL, "KafkaController", "ActiveBrokerCount", "gauge", "brokers",
+                                      "KRaft: registered brokers that are not fenced"),
+    _S.TimedOutBrokerHeartbeatCount: KafkaMetric(_CTL, "KafkaController", "TimedOutBrokerHeartbeatCount", "gauge",
+                                                 "heartbeats since start",
+                                                 "KRaft: broker heartbeats timed out in the controller's queue"),
+    _S.NewActiveControllersCount: KafkaMetric(_CTL, "KafkaController", "NewActiveControllersCount", "gauge",
+                                              "elections since start", "KRaft: times a new active controller rose"),
+    _S.EventQueueOperationsTimedOutCount: KafkaMetric(
+        _CTL, "KafkaController", "EventQueueOperationsTimedOutCount", "gauge", "operations since start",
+        "KRaft: controller event queue operations that timed out before they ran"),
+    _S.ControllerEventManagerAvgIdleRatio: KafkaMetric(_CTL, "ControllerEventManager", "AvgIdleRatio", "gauge",
+                                                       "fraction", "KRaft: idle share of the controller's event "
+                                                       "thread"),
+    _S.MetadataLoaderAvgIdleRatio: KafkaMetric(_SRV, "MetadataLoader", "AvgIdleRatio", "gauge", "fraction",
+                                               "KRaft controller: idle share of its metadata loader thread "
+                                               "(4.4.0 brokers export none)"),
+    _S.RaftCurrentEpoch: KafkaMetric(_SRV, "raft-metrics", "current-epoch", "kafka", "epoch",
+                                     "KRaft: the metadata quorum's current epoch (a rise is a new leader)"),
+    _S.RaftCurrentLeader: KafkaMetric(_SRV, "raft-metrics", "current-leader", "kafka", "node id",
+                                      "KRaft: the metadata quorum's leader as this node sees it (-1: none)"),
+    _S.RaftCommitLatencyAvg: KafkaMetric(_SRV, "raft-metrics", "commit-latency-avg", "kafka", "ms",
+                                         "KRaft: average time to commit a metadata record"),
 }

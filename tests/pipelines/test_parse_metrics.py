@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -61,3 +62,28 @@ def test_strimzi_socket_server_metric_names_sample() -> None:
         assert row["signal"][0].isupper()
         assert "_" not in row["signal"]
         assert not math.isnan(row["value"])
+
+
+KRAFT_SCRAPES = Path(__file__).resolve().parents[1] / "fixtures" / "kafka" / "kafka-4.4.0-kraft-scrapes"
+
+
+def test_kraft_scrapes_of_apache_kafka_4_4_resolve_to_their_signals() -> None:
+    """The KRaft names as the running 4.4.0 cluster exported them (not as the docs list them): each resolves, none is
+    quarantined, and the controller's scrape holds the fenced broker."""
+    got: dict[str, dict[str, float]] = {}
+    for name in ("controller-100.prom", "broker-3.prom"):
+        lines = (KRAFT_SCRAPES / name).read_text().splitlines()
+        routed = parse_all([raw_metric(line, i, "prometheus", 100) for i, line in enumerate(lines)], "metrics")
+        assert [row for route, row in routed if route == "quarantine"] == [], name
+        got[name] = {row["signal"]: row["value"] for route, row in routed
+                     if route == "sample" and row["attribute"] == "Value"}
+    controller = got["controller-100.prom"]
+    assert (controller["FencedBrokerCount"], controller["ActiveBrokerCount"]) == (1.0, 2.0)
+    for signal in ("TimedOutBrokerHeartbeatCount", "NewActiveControllersCount", "EventQueueOperationsTimedOutCount",
+                   "ControllerEventManagerAvgIdleRatio", "MetadataLoaderAvgIdleRatio", "RaftCurrentEpoch",
+                   "RaftCurrentLeader", "RaftCommitLatencyAvg", "LastAppliedRecordLagMs"):
+        assert signal in controller, signal
+    assert controller["RaftCurrentLeader"] == 100.0
+    # a 4.4.0 broker exports its loader's lag under broker-metadata-metrics, and no MetadataLoader AvgIdleRatio
+    assert {"MetadataApplyLagMs", "RaftCurrentLeader"} <= set(got["broker-3.prom"])
+    assert "MetadataLoaderAvgIdleRatio" not in got["broker-3.prom"]
