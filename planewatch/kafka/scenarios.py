@@ -19,6 +19,9 @@
 ``broker-fenced`` (KRaft)                  a broker is paused (SIGSTOP: a long GC pause, a frozen VM) under load
                                            past its session timeout: the active controller fences it and moves
                                            leadership away, then unfences it when its heartbeats resume
+``controller-stutter`` (KRaft)             the active controller stalls again and again under load (SIGSTOP
+                                           1.5 s of every 2 s, as long GC pauses do): broker heartbeats wait in
+                                           its event queue past their deadline and time out (KAFKA-15019)
 =========================================  ====================================================================
 
 KAFKA-6974's asynchronous fetcher and the cacheable UpdateMetadata were never shipped by Apache Kafka; their
@@ -71,6 +74,12 @@ CONTROLLER_PAUSE_S = 20.0
 # heartbeat (sent every broker.heartbeat.interval.ms, 2 s) the active controller fences it; 20 s leaves a scrape of
 # the controller at 15 s intervals a sample while it is fenced.
 BROKER_PAUSE_S = 20.0
+# controller-stutter: the controller is stopped this long, then runs this long, for this many cycles. A heartbeat
+# waits in its event queue at most half the heartbeat interval (1 s of Kafka's 2 s) before it times out; stops of
+# 1.5 s catch the ones read just before them. 20 cycles: 40 s, about 20 heartbeats of each broker.
+STUTTER_STOP_S = 1.5
+STUTTER_RUN_S = 0.5
+STUTTER_CYCLES = 20
 # after the resume: the broker catches up, is unfenced and rejoins the ISR (Kafka's defaults)
 UNFENCE_TIMEOUT_S = 90.0
 _EPOCH = re.compile(r"Registered broker (\d+) at path \S+ with addresses: .*czxid \(broker epoch\): (\d+)")
@@ -413,6 +422,24 @@ def broker_fenced(d: Path, tl: Timeline, version: str, kraft: bool | None = None
         time.sleep(SCRAPE_SETTLE_S)  # the scrapers read the controller's last marks while the cluster is up
 
 
+def controller_stutter(d: Path, tl: Timeline, version: str, kraft: bool | None = None) -> None:
+    """KRaft: the active controller stalls again and again under load; brokers' heartbeats time out in its queue."""
+    with _kraft_under_load(d, tl, version, kraft, "controller-stutter", "stutter", 70) as cluster:
+        (nid, proc), *_ = cluster.controllers.items()
+        tl.emit("controller-stutter-started", controller_id=nid, stop_s=STUTTER_STOP_S, run_s=STUTTER_RUN_S,
+                cycles=STUTTER_CYCLES)
+        try:
+            for _ in range(STUTTER_CYCLES):
+                proc.popen.send_signal(signal.SIGSTOP)
+                time.sleep(STUTTER_STOP_S)
+                proc.popen.send_signal(signal.SIGCONT)
+                time.sleep(STUTTER_RUN_S)
+        finally:
+            proc.popen.send_signal(signal.SIGCONT)
+        tl.emit("controller-stutter-stopped", controller_id=nid)
+        time.sleep(SCRAPE_SETTLE_S)
+
+
 Scenario = Callable[[Path, Timeline, str, bool | None], None]
 SCENARIOS: dict[str, Scenario] = {
     "healthy": healthy,
@@ -423,11 +450,12 @@ SCENARIOS: dict[str, Scenario] = {
     "controller-failover": controller_failover,
     "metadata-lag": metadata_lag,
     "broker-fenced": broker_fenced,
+    "controller-stutter": controller_stutter,
 }
 # ZooKeeper-mode mechanisms (KIP-291 control plane, broker epochs fenced by the broker, a broker as controller).
 ZOOKEEPER_ONLY = frozenset({"produce-backlog-with-control-plane", "produce-backlog-without-control-plane",
                             "broker-bounce", "controller-failover"})
-KRAFT_ONLY = frozenset({"metadata-lag", "broker-fenced"})
+KRAFT_ONLY = frozenset({"metadata-lag", "broker-fenced", "controller-stutter"})
 
 
 def scenario_names(version: str, kraft: bool | None = None) -> list[str]:
