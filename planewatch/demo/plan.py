@@ -96,8 +96,8 @@ EXTRA_RUNS: tuple[DemoRun, ...] = (
             "controller-failover", KAFKA_ZK),
     DemoRun("kraft-broker-fenced", "KRaft on Apache Kafka: a broker paused past its session timeout is fenced",
             "broker-fenced", KAFKA_KRAFT),
-    DemoRun("kraft-controller-stutter", "KRaft on Apache Kafka: the active controller stalls again and again, "
-            "brokers' heartbeats time out in its queue", "controller-stutter", KAFKA_KRAFT),
+    DemoRun("kraft-controller-overload", "KRaft on Apache Kafka: topic-creation bursts overload the controller, "
+            "brokers' heartbeats time out in its queue", "controller-overload", KAFKA_KRAFT),
     DemoRun("kraft-healthy", "a healthy KRaft cluster of Apache Kafka under load: no alert expected", "healthy",
             KAFKA_KRAFT),
 )

@@ -24,8 +24,8 @@ EXPECTED: tuple[ExpectedIncident, ...] = (
     ExpectedIncident("kraft-metadata-lag", "controller-paused", AlertType.METADATA_APPLY_LAG, None),
     # KRaft: a broker paused past broker.session.timeout.ms is fenced by the active controller.
     ExpectedIncident("kraft-broker-fenced", "broker-paused", AlertType.BROKER_FENCED, "broker"),
-    # KRaft: heartbeats wait past their deadline in the stalling controller's queue (KAFKA-15019).
-    ExpectedIncident("kraft-controller-stutter", "controller-stutter-started", AlertType.BROKER_HEARTBEAT_TIMEOUT,
+    # KRaft: heartbeats wait past their deadline in the overloaded controller's queue (KAFKA-15019).
+    ExpectedIncident("kraft-controller-overload", "controller-overload-started", AlertType.BROKER_HEARTBEAT_TIMEOUT,
                      None),
     ExpectedIncident("kafka-connection-storm", "storm-started", AlertType.ACCEPTOR_BLOCKED, "broker"),
     ExpectedIncident("kafka-broker-bounce", "stale-request-sent", AlertType.STALE_BROKER_EPOCH, "broker"),
@@ -35,7 +35,7 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "kafka-healthy": (ANY,),
     "kraft-healthy": (ANY,),
     "kraft-broker-fenced": _CONTROL_REQUEST_ALERTS,
-    "kraft-controller-stutter": _CONTROL_REQUEST_ALERTS,
+    "kraft-controller-overload": _CONTROL_REQUEST_ALERTS,
     # the control plane keeps the controller's requests out of the produce backlog
     "kafka-produce-backlog-with-control-plane": _CONTROL_REQUEST_ALERTS,
     "kafka-produce-backlog-without-control-plane": (AlertType.LOCK_CONTENTION, AlertType.STALE_BROKER_EPOCH,
