@@ -1,5 +1,6 @@
 """Controller-side and server.log cases: controller lines (FACTS.md 1.4), broker-epoch staleness, fetcher and log
-activity (FACTS.md 6), controller.log broker changes, the reference broker's lock-wait line."""
+activity (FACTS.md 6), controller.log broker changes, the reference broker's lock-wait line, the KRaft control plane's
+fencing and heartbeat lines (Apache Kafka 4.4)."""
 
 from __future__ import annotations
 
@@ -511,5 +512,79 @@ CONTROLLER_CASES: list[Case] = [
         lock_wait_ms=5,
         event="lock_wait",
         kafka_format="reference",
+    ),
+    # ---- KRaft control plane, the lines of Apache Kafka 4.4.0 (QuorumController on the controller node)
+    st(
+        "INFO",
+        "QuorumController id=100",
+        "Fencing broker 3 at epoch 87 because its session has timed out.",
+        logger="org.apache.kafka.controller.ReplicationControlManager",
+        broker=100,  # the node whose log holds the line, as a ZooKeeper-mode controller's id
+        role="kraft",
+        controller_id=100,
+        target_broker_id=3,
+        broker_epoch=87,
+        event="kraft_broker_fenced",
+        kafka_format="kraft",
+    ),
+    st(  # Kafka 3.x's form, without the epoch
+        "INFO",
+        "QuorumController id=100",
+        "Fencing broker 3 because its session has timed out.",
+        logger="org.apache.kafka.controller.ReplicationControlManager",
+        broker=100,
+        role="kraft",
+        controller_id=100,
+        target_broker_id=3,
+        event="kraft_broker_fenced",
+        kafka_format="kraft",
+    ),
+    st(
+        "INFO",
+        "QuorumController id=100",
+        "The request from broker 3 to unfence has been granted because it has caught up with the offset of its "
+        "register broker record 33.",
+        logger="org.apache.kafka.controller.BrokerHeartbeatManager",
+        broker=100,  # the node whose log holds the line, as a ZooKeeper-mode controller's id
+        role="kraft",
+        controller_id=100,
+        target_broker_id=3,
+        event="kraft_broker_unfenced",
+        kafka_format="kraft",
+    ),
+    st(
+        "ERROR",
+        "QuorumController id=100",
+        "processExpiredBrokerHeartbeat: controller event queue overloaded. Timed out heartbeat from broker 2.",
+        logger="org.apache.kafka.controller.ReplicationControlManager",
+        broker=100,  # the node whose log holds the line, as a ZooKeeper-mode controller's id
+        role="kraft",
+        controller_id=100,
+        target_broker_id=2,
+        event="kraft_heartbeat_expired",
+        kafka_format="kraft",
+    ),
+    st(
+        "INFO",
+        "BrokerLifecycleManager id=2",
+        "Unable to send a heartbeat because the RPC got timed out before it could be sent.",
+        logger="org.apache.kafka.server.BrokerLifecycleManager",
+        broker=2,
+        role="kraft",
+        event="kraft_heartbeat_not_sent",
+        kafka_format="kraft",
+    ),
+    st(
+        "INFO",
+        "QuorumController id=100",
+        "Becoming the active controller at epoch 1, next write offset 1.",
+        logger="org.apache.kafka.controller.QuorumController",
+        broker=100,  # the node whose log holds the line, as a ZooKeeper-mode controller's id
+        role="kraft",
+        controller_id=100,
+        controller_epoch=1,
+        offset=1,
+        event="kraft_active_controller",
+        kafka_format="kraft",
     ),
 ]
