@@ -48,7 +48,7 @@ from pipelines.detection.metric_detectors import metric_rollups
 from pipelines.detection.operator import pair_requests
 from schemas.alerts import AlertType, DetectQuery
 from schemas.events import LatencyStatus
-from schemas.lake_read import LatestTable, time_range
+from schemas.lake_read import LatestTable
 from schemas.tables import (
     ALERTS,
     CONTROL_REQUEST_LATENCY,
@@ -149,11 +149,7 @@ class PairingBatch:
         spans = state_change_spans(batch, self.cfg)
         if not spans:
             return STATE_CHANGE_EVENTS.to_arrow().empty_table()
-        files: list[list[tuple[str, str, Any]]] = []
-        for cluster, lo, hi in spans:
-            days = [(lo.date() + dt.timedelta(days=i)).isoformat() for i in range((hi.date() - lo.date()).days + 1)]
-            files.append([("cluster", "=", cluster), ("date", "in", days), ("ts", ">=", lo), ("ts", "<=", hi)])
-        return self.state_changes.read(files, time_filter=time_range("ts", [(lo, hi) for _, lo, hi in spans]))
+        return self.state_changes.read_spans(spans)
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         watermark = _watermark(self.holder)
@@ -166,12 +162,9 @@ class PairingBatch:
             F.to_date(F.coalesce("sent_ts", "handling_ts", "finished_ts")).alias("date"),
         ).toArrow())
         t1 = time.perf_counter()
-        if tbl.num_rows:
-            append = self._appendable(tbl)
-            self.latency.insert_arrow(tbl.filter(append), batch_id)
-            self.latency.write_arrow(tbl.filter(pc.invert(append)), batch_id)
-        else:
-            self.latency.write_arrow(tbl, batch_id)
+        append = self._appendable(tbl)
+        self.latency.insert_arrow(tbl.filter(append), batch_id)
+        self.latency.write_arrow(tbl.filter(pc.invert(append)), batch_id)
         t2 = time.perf_counter()
         cands: list[dict[str, Any]] = []
         if tbl.num_rows:

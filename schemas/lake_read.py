@@ -16,8 +16,9 @@ So the readers of jobs/, pipelines/ and api/ read through here, and get plain ty
   evaluates a dataset filter on decoded batches either way. What a filtered scan does save is the row groups its
   statistics exclude, so a time range (`time_range`, on a timestamp column: the same type in every file, whoever
   wrote it) is given to the scan as well: a compacted partition of a day is one file, and a reader of the last
-  minutes of it reads the row groups of those minutes (metric_samples, 400,000 rows of a day's first hours: the
-  last six minutes in 120 ms whole, 28,800 rows kept).
+  minutes of it reads the row groups of those minutes (metric_samples, 400,000 rows of a day's first hours compacted
+  in 65,536-row groups: its last six minutes, 28,800 rows, in 21 ms against 76 ms for the whole file).
+  `LatestTable.read_spans` gives a (cluster, date)-partitioned table's readers both prunings at once.
 * `read_file` and `file_batches`: one data file named by the Delta log; `committed_rows`: some committed files of a
   table, partition columns restored from their Hive-style directories.
 * `to_contract`, `contract_types`, `to_plain`: tables from elsewhere (a SQL answer has no contract: plain types).
@@ -230,3 +231,13 @@ class LatestTable:
         else:
             self._table.update_incremental()
         return read_table(self._table, self.schema, files, where, time_filter)
+
+    def read_spans(self, spans: Sequence[tuple[str, dt.datetime, dt.datetime]], column: str = "ts") -> pa.Table:
+        """The rows of a (cluster, date)-partitioned table whose timestamp `column` lies in a span of its cluster
+        (`(cluster, lo, hi)`, closed; a superset across clusters whose spans overlap): the files of those clusters
+        and days whose statistics reach into a span, and of them the row groups that do (`time_range`)."""
+        files: FilePruning = []
+        for cluster, lo, hi in spans:
+            days = [(lo.date() + dt.timedelta(days=i)).isoformat() for i in range((hi.date() - lo.date()).days + 1)]
+            files.append([("cluster", "=", cluster), ("date", "in", days), (column, ">=", lo), (column, "<=", hi)])
+        return self.read(files, time_filter=time_range(column, [(lo, hi) for _, lo, hi in spans]))

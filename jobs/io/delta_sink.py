@@ -47,7 +47,7 @@ import shutil
 import tempfile
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -542,41 +542,52 @@ class DeltaMerger:
             self._table.update_incremental()
         return self._table
 
-    def insert_arrow(self, source: pa.Table, batch_id: int) -> SinkResult:
-        """Append rows the caller knows are new (no row of their keys is in the table) as batch `batch_id`, exactly
-        once, under the app id `<app_id>+insert` (the batch's MERGE, if it has one, commits under `app_id`). An
-        append reads no file of the table; a MERGE reads every file its keys may be in."""
+    def _commit_once(self, app_id: str, batch_id: int, rows: int, what: str,
+                     commit: Callable[[DeltaTable, CommitProperties], None], files: int = 0) -> SinkResult:
+        """Run `commit` (a write of `rows` rows carrying the given properties) as batch `batch_id` of `app_id`,
+        exactly once: skipped when the table's app transaction shows the batch, done again when it loses a commit
+        race (another writer or the maintenance committed first). `files`: the files it adds, when known."""
         t0 = time.perf_counter()
         local = _local_path(self.path)
         if not self._ensured:
             ensure_table(local, self.table)
             self._ensured = True
-        app_id = f"{self.app_id}+insert"
+        if rows == 0:  # nothing to write, replay or not: the table is not even opened
+            return SinkResult(self.table.name, batch_id, False)
         props = CommitProperties(
             app_transactions=[Transaction(app_id=app_id, version=batch_id)],
             custom_metadata={"planewatch.app_id": app_id, "planewatch.batch_id": str(batch_id)},
         )
-        if source.num_rows == 0:  # nothing to write, replay or not: the table is not even opened
-            return SinkResult(self.table.name, batch_id, False)
         for attempt in range(COMMIT_RETRIES):
             dt = self._latest(local)
             last = dt.transaction_version(app_id)
             if last is not None and batch_id <= last:
                 return SinkResult(self.table.name, batch_id, True)
             try:
-                write_deltalake(dt, source.select(self.table.names).cast(self.table.to_arrow()), mode="append",
-                                partition_by=list(self.table.partition_by) or None, commit_properties=props)
-            except CommitFailedError as exc:  # a metadata change committed first: append again
+                commit(dt, props)
+            except CommitFailedError as exc:
                 if attempt == COMMIT_RETRIES - 1:
                     raise
-                log.info("%s batch %d: append to %s lost a commit race (%s); appending again", app_id, batch_id,
+                log.info("%s batch %d: %s into %s lost a commit race (%s); again", app_id, batch_id, what,
                          self.table.name, exc)
                 time.sleep(COMMIT_RETRY_SLEEP_S * (attempt + 1))
                 continue
             dt.update_incremental()
-            return SinkResult(self.table.name, batch_id, False, 1, source.num_rows, dt.version(),
+            return SinkResult(self.table.name, batch_id, False, files, rows, dt.version(),
                               (time.perf_counter() - t0) * 1e3)
         raise AssertionError("unreachable")
+
+    def insert_arrow(self, source: pa.Table, batch_id: int) -> SinkResult:
+        """Append rows the caller knows are new (no row of their keys is in the table) as batch `batch_id`, exactly
+        once, under the app id `<app_id>+insert` (the batch's MERGE, if it has one, commits under `app_id`). An
+        append reads no file of the table; a MERGE reads every file its keys may be in."""
+        data = source.select(self.table.names).cast(self.table.to_arrow())
+
+        def append(dt: DeltaTable, props: CommitProperties) -> None:
+            write_deltalake(dt, data, mode="append", partition_by=list(self.table.partition_by) or None,
+                            commit_properties=props)
+
+        return self._commit_once(f"{self.app_id}+insert", batch_id, data.num_rows, "append", append, files=1)
 
     def write(self, df: DataFrame, batch_id: int) -> SinkResult:
         """Merge the batch's rows into the table, exactly once per batch id."""
@@ -584,41 +595,13 @@ class DeltaMerger:
 
     def write_arrow(self, source: pa.Table, batch_id: int) -> SinkResult:
         """Merge an Arrow table (already in the table's columns) as batch `batch_id`."""
-        t0 = time.perf_counter()
-        local = _local_path(self.path)
-        if not self._ensured:
-            ensure_table(local, self.table)
-            self._ensured = True
         if source.num_rows:
             source = _dedupe_last(source.select(self.table.names).cast(self.table.to_arrow()), self.keys)
         # parenthesised: DataFusion binds IS NOT DISTINCT FROM looser than AND (multi-key merges failed to plan)
         predicate = " AND ".join(f"(t.`{k}` IS NOT DISTINCT FROM s.`{k}`)" for k in self.keys)
-        props = CommitProperties(
-            app_transactions=[Transaction(app_id=self.app_id, version=batch_id)],
-            custom_metadata={"planewatch.app_id": self.app_id, "planewatch.batch_id": str(batch_id)},
-        )
-        if source.num_rows == 0:  # nothing to write, replay or not: the table is not even opened
-            return SinkResult(self.table.name, batch_id, False)
-        for attempt in range(COMMIT_RETRIES):
-            dt = self._latest(local)
-            last = dt.transaction_version(self.app_id)
-            if last is not None and batch_id <= last:
-                return SinkResult(self.table.name, batch_id, True)
-            try:
-                (
-                    dt.merge(source, predicate, source_alias="s", target_alias="t", commit_properties=props)
-                    .when_matched_update_all()
-                    .when_not_matched_insert_all()
-                    .execute()
-                )
-            except CommitFailedError as exc:  # another writer or the maintenance committed first: merge again
-                if attempt == COMMIT_RETRIES - 1:
-                    raise
-                log.info("%s batch %d: merge into %s lost a commit race (%s); merging again", self.app_id,
-                         batch_id, self.table.name, exc)
-                time.sleep(COMMIT_RETRY_SLEEP_S * (attempt + 1))
-                continue
-            return SinkResult(
-                self.table.name, batch_id, False, 0, source.num_rows, dt.version(), (time.perf_counter() - t0) * 1e3
-            )
-        raise AssertionError("unreachable")
+
+        def merge(dt: DeltaTable, props: CommitProperties) -> None:
+            (dt.merge(source, predicate, source_alias="s", target_alias="t", commit_properties=props)
+             .when_matched_update_all().when_not_matched_insert_all().execute())
+
+        return self._commit_once(self.app_id, batch_id, source.num_rows, "merge", merge)
