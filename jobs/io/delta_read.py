@@ -7,10 +7,13 @@ whose readers need more (column mapping, deletion vectors: reader protocol 2 and
 faster: one partition of a 200k-row table counted in 0.32 s against 0.79 s natively (benchmarks.sinks_and_sources),
 and detection reads that way every micro-batch; `native=True` asks for delta-spark regardless.
 
-`planewatch_delta` is a Python streaming data source over a Delta table: its offset is the table version, and a
+`planewatch_delta` is a Python streaming data source over a Delta table: its offset is the table version (and the
+table's path, so that log cleanup can tell which commits a query still needs: `reader_positions`), and a
 micro-batch reads the files added (dataChange=true) by the commits in (start, end], so downstream jobs (detection)
-stream from the silver tables, whichever sink wrote them (the commits' JSON is the same). It is meant for append-only
-tables written without deletion vectors (both sinks): removes are ignored.
+stream from the silver tables, whichever sink wrote them (the commits' JSON is the same). Its first batch (from
+version -1) reads the snapshot of the version it ends at instead: a long-lived table's early commits are cleaned
+up and the files they added compacted and vacuumed. It is meant for append-only tables written without deletion
+vectors (both sinks): removes are ignored.
 
     spark.dataSource.register(DeltaStreamSource)
     spark.readStream.format("planewatch_delta").option("maxFilesPerTrigger", 100).load(path)
@@ -42,7 +45,7 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
 __all__ = ["DEFAULT_MAX_FILES_PER_TRIGGER", "DeltaStreamSource", "added_files", "latest_version", "read_delta",
-           "read_files"]
+           "read_files", "reader_positions", "snapshot_files"]
 
 # The highest reader protocol whose snapshot is just its active Parquet files (2 adds column mapping, 3 reader
 # features such as deletion vectors): up to it delta-rs's file list reads a table exactly.
@@ -149,6 +152,17 @@ def _commit_adds(log_dir: str, version: int) -> list[dict[str, Any]]:
     return [a["add"] for a in actions if "add" in a and a["add"].get("dataChange", True)]
 
 
+def snapshot_files(table_path: str, version: int) -> list[tuple[str, dict[str, str | None]]]:
+    """(absolute file path, partition values as strings) of the live files of version `version`."""
+    adds = pa.table(DeltaTable(table_path, version=version).get_add_actions(flatten=True))
+    parts = [c for c in adds.column_names if c.startswith("partition.")]
+    return [
+        (os.path.join(table_path, unquote(row["path"])),
+         {c.removeprefix("partition."): None if row[c] is None else str(row[c]) for c in parts})
+        for row in adds.select(["path", *parts]).to_pylist()
+    ]
+
+
 def added_files(table_path: str, start: int, end: int) -> list[tuple[str, dict[str, str | None]]]:
     """(absolute file path, partition values) of the files added by commits in (start, end]."""
     log_dir = os.path.join(table_path, "_delta_log")
@@ -156,6 +170,44 @@ def added_files(table_path: str, start: int, end: int) -> list[tuple[str, dict[s
     for v in range(start + 1, end + 1):
         for add in _commit_adds(log_dir, v):
             out.append((os.path.join(table_path, unquote(add["path"])), add.get("partitionValues") or {}))
+    return out
+
+
+def _newest_offsets(query_checkpoint: str) -> list[str]:
+    """The two newest offset-log files of one streaming query's checkpoint (batch N's start is batch N-1's end:
+    a batch not committed yet is run again from there)."""
+    offsets = os.path.join(query_checkpoint, "offsets")
+    try:
+        batches = sorted(int(n) for n in os.listdir(offsets) if n.isdigit())
+    except FileNotFoundError:
+        return []
+    return [os.path.join(offsets, str(b)) for b in batches[-2:]]
+
+
+def reader_positions(checkpoints: str) -> dict[str, int] | None:
+    """Per table (real path), the lowest version a `planewatch_delta` query under `checkpoints` (one directory per
+    query) may still read from: the commits after it must stay. None when a query's offset does not name its
+    table (a checkpoint written before offsets did): then no reader's position is known."""
+    out: dict[str, int] = {}
+    try:
+        queries = sorted(os.listdir(checkpoints))
+    except FileNotFoundError:
+        return out
+    for query in queries:
+        for name in _newest_offsets(os.path.join(checkpoints, query)):
+            try:
+                with open(name, encoding="utf-8") as fh:
+                    lines = fh.read().splitlines()[2:]  # the log's version, the batch's metadata, then its sources
+            except FileNotFoundError:  # purged by Spark since it was listed
+                continue
+            for line in lines:
+                offset = json.loads(line) if line.startswith("{") else None
+                if not isinstance(offset, dict) or set(offset) - {"version", "table"} or "version" not in offset:
+                    continue  # another source's offset
+                if "table" not in offset:
+                    return None
+                table = os.path.realpath(_strip(str(offset["table"])))
+                out[table] = min(out.get(table, int(offset["version"])), int(offset["version"]))
     return out
 
 
@@ -176,8 +228,11 @@ class _DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _latest_version(self) -> int:
         return latest_version(self.path)
 
-    def initialOffset(self) -> dict[str, int]:
-        return {"version": self.starting_version}
+    def _offset(self, version: int) -> dict[str, Any]:
+        return {"version": version, "table": self.path}
+
+    def initialOffset(self) -> dict[str, Any]:
+        return self._offset(self.starting_version)
 
     def prepareForTriggerAvailableNow(self) -> None:
         self.target = self._latest_version()
@@ -185,14 +240,14 @@ class _DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def getDefaultReadLimit(self) -> Any:
         return ReadMaxFiles(self.max_files)
 
-    def latestOffset(self, start: dict[str, int], limit: Any) -> dict[str, int]:
+    def latestOffset(self, start: dict[str, Any], limit: Any) -> dict[str, Any]:
         latest = self._latest_version() if self.target is None else self.target
         begin = int(start["version"])
         if latest <= begin:
-            return {"version": begin}
+            return self._offset(begin)
         budget = getattr(limit, "max_files", None)
-        if budget is None:
-            return {"version": latest}
+        if budget is None or begin < 0:  # the first batch reads a snapshot: compacted, a few files a partition
+            return self._offset(latest)
         # Advance commit by commit until the file budget is used (always at least one commit).
         log_dir = os.path.join(self.path, "_delta_log")
         files = 0
@@ -203,10 +258,13 @@ class _DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 break
             files += n
             end += 1
-        return {"version": end}
+        return self._offset(end)
 
-    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[_FilePartition]:
-        return [_FilePartition(p, v) for p, v in added_files(self.path, int(start["version"]), int(end["version"]))]
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[_FilePartition]:
+        begin, stop = int(start["version"]), int(end["version"])
+        if begin < 0 <= stop:
+            return [_FilePartition(p, v) for p, v in snapshot_files(self.path, stop)]
+        return [_FilePartition(p, v) for p, v in added_files(self.path, begin, stop)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, _FilePartition)
@@ -221,7 +279,7 @@ class _DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     cols.append(pa.array([raw] * batch.num_rows, pa.string()).cast(field.type))
             yield pa.RecordBatch.from_arrays(cols, schema=target)
 
-    def commit(self, end: dict[str, int]) -> None:
+    def commit(self, end: dict[str, Any]) -> None:
         del end
 
 

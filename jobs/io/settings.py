@@ -154,9 +154,10 @@ class MaintenanceSettings:
     # removed data files are deleted from disk this long after their removal: far longer than a replay reads a
     # crashed batch's files (the next trigger) or an API read uses a snapshot's (seconds)
     vacuum_retention_h: float = 6.0
-    # the Delta log's commit files behind its newest checkpoint are deleted after this long (time travel further back
-    # is not needed: the API reads the latest version, a replay the last batch)
-    log_retention_h: float = 24.0
+    # the Delta log's commit files behind its newest checkpoint (and read by every streaming query) are deleted after
+    # this long: every commit lists the log directory (an append: 18 ms beside 76 log files, 53 ms beside 4,200), so a
+    # day's 43,000 commits would slow each by ~0.4 s; the API reads the latest version, a replay the last batch
+    log_retention_h: float = 1.0
     retention_days: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_RETENTION_DAYS))
 
 

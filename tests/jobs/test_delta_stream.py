@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import os
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from jobs.io.delta_read import DeltaStreamSource, latest_version
+from jobs.io.delta_read import DeltaStreamSource, latest_version, reader_positions
 from jobs.io.delta_sink import DeltaSink
+from jobs.io.settings import MaintenanceSettings
+from jobs.maintenance import maintain_table
 from schemas.tables import RAW_LOGS
 
 pytestmark = [pytest.mark.spark, pytest.mark.streaming]
@@ -25,6 +29,29 @@ def _rows(start: int, n: int) -> list[tuple]:
     ]
 
 
+def _collecting_stream(spark, path: str, checkpoint: Path, seen: list[tuple[int, int]], got: list) -> None:
+    """Run planewatch_delta over `path` to its end (availableNow, 2 files a batch), collecting batches' rows."""
+
+    def collect(df, batch_id: int) -> None:
+        rows = df.collect()
+        seen.append((batch_id, len(rows)))
+        got.extend(rows)
+
+    q = (
+        spark.readStream.format("planewatch_delta")
+        .option("maxFilesPerTrigger", 2)
+        .load(path)
+        .writeStream.foreachBatch(collect)
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    try:
+        q.awaitTermination(300)
+    finally:
+        q.stop()
+
+
 def test_stream_reads_each_commit_once_with_partition_values(spark, tmp_path: Path) -> None:
     path = str(tmp_path / "raw_logs")
     sink = DeltaSink(path, RAW_LOGS, "src:raw")
@@ -33,37 +60,20 @@ def test_stream_reads_each_commit_once_with_partition_values(spark, tmp_path: Pa
     spark.dataSource.register(DeltaStreamSource)
     seen: list[tuple[int, int]] = []
     got: list = []
-
-    def collect(df, batch_id: int) -> None:
-        rows = df.collect()
-        seen.append((batch_id, len(rows)))
-        got.extend(rows)
-
-    def run() -> None:
-        q = (
-            spark.readStream.format("planewatch_delta")
-            .option("maxFilesPerTrigger", 2)
-            .load(path)
-            .writeStream.foreachBatch(collect)
-            .option("checkpointLocation", str(tmp_path / "ck"))
-            .trigger(availableNow=True)
-            .start()
-        )
-        try:
-            q.awaitTermination(300)
-        finally:
-            q.stop()
-
-    run()
+    _collecting_stream(spark, path, tmp_path / "ck", seen, got)
+    # the first batch reads the snapshot
+    assert [n for _, n in seen if n] == [30]
     assert sorted(r["source_offset"] for r in got) == list(range(30))
-    assert len([s for s in seen if s[1]]) >= 3  # each commit has 2 files (2 dates): one commit per micro-batch
     assert {(r["source_offset"] % 2, r["date"].day) for r in got} == {(0, 2), (1, 3)}
     assert {r["cluster"] for r in got} == {"c1"}
-    # A new commit after a restart: only it is read.
-    sink.write(spark.createDataFrame(_rows(30, 5), RAW_LOGS.ddl()), 3)
+    # New commits after a restart: only they are read, a commit (2 files: 2 dates) per micro-batch.
+    for b in range(3, 6):
+        sink.write(spark.createDataFrame(_rows(b * 10, 10), RAW_LOGS.ddl()), b)
+    seen.clear()
     got.clear()
-    run()
-    assert sorted(r["source_offset"] for r in got) == list(range(30, 35))
+    _collecting_stream(spark, path, tmp_path / "ck", seen, got)
+    assert sorted(r["source_offset"] for r in got) == list(range(30, 60))
+    assert [n for _, n in seen if n] == [10, 10, 10]
 
 
 def test_the_latest_version_is_the_highest_commit_in_the_log(tmp_path: Path) -> None:
@@ -80,3 +90,63 @@ def test_the_latest_version_is_the_highest_commit_in_the_log(tmp_path: Path) -> 
     write_deltalake(path, pa.table({"n": [9]}), mode="append")
     assert latest_version(path) == DeltaTable(path).version() == 4
     assert latest_version(f"file://{path}") == 4
+
+
+def _append_commits(path: str, first: int, commits: int) -> None:
+    """`commits` appends of one raw_logs row each (source_offset = the commit's number from `first`)."""
+    for i in range(first, first + commits):
+        row = dict(zip(RAW_LOGS.names, _rows(i, 1)[0], strict=True))
+        write_deltalake(path, pa.Table.from_pylist([row], schema=RAW_LOGS.to_arrow()), mode="append",
+                        partition_by=list(RAW_LOGS.partition_by))
+
+
+def test_log_cleanup_keeps_what_a_stopped_stream_has_not_read_and_a_new_stream_reads_the_snapshot(
+        spark, tmp_path: Path) -> None:
+    """A stream stopped at version 49 while 55 more commits land (a Delta checkpoint at 99) keeps commits 50.. through
+    the maintenance pass, and reads them when it restarts. A new stream after the log was cleaned and the files
+    compacted and vacuumed reads the snapshot: every row once."""
+    path = str(tmp_path / "raw_logs")
+    checkpoints = tmp_path / "ck"
+    spark.dataSource.register(DeltaStreamSource)
+    _append_commits(path, 0, 50)
+    seen: list[tuple[int, int]] = []
+    got: list = []
+    _collecting_stream(spark, path, checkpoints / "stopped", seen, got)
+    assert sorted(r["source_offset"] for r in got) == list(range(50))
+    _append_commits(path, 50, 55)  # delta-rs writes a checkpoint at version 99
+    log_dir = Path(path) / "_delta_log"
+    readers = reader_positions(str(checkpoints))
+    assert readers == {os.path.realpath(path): 49}
+    after_all = dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)
+    keep_files = MaintenanceSettings(compact_min_files=4, log_retention_h=0, vacuum_retention_h=6, retention_days={})
+    report = maintain_table(path, RAW_LOGS, keep_files, after_all, readers)
+    assert report.log_files_deleted == 50  # commits 0..49: read; 50..98 stay for the stopped stream
+    assert not (log_dir / f"{49:020d}.json").exists() and (log_dir / f"{50:020d}.json").exists()
+    assert report.compacted_partitions == 2  # both dates
+    got.clear()
+    _collecting_stream(spark, path, checkpoints / "stopped", seen, got)
+    assert sorted(r["source_offset"] for r in got) == list(range(50, 105))
+    # the stream has read everything: the rest of the log behind the checkpoint goes, compacted-away files too
+    vacuum_all = dataclasses.replace(keep_files, vacuum_retention_h=0)
+    report = maintain_table(path, RAW_LOGS, vacuum_all, after_all, reader_positions(str(checkpoints)))
+    assert report.log_files_deleted == 49 and report.vacuumed_files == 105
+    got.clear()
+    _collecting_stream(spark, path, checkpoints / "new", seen, got)
+    assert sorted(r["source_offset"] for r in got) == list(range(105))
+
+
+def test_reader_positions_read_the_two_newest_offsets_of_each_query(tmp_path: Path) -> None:
+    def offsets(query: str, batch: int, *sources: str) -> None:
+        d = tmp_path / query / "offsets"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / str(batch)).write_text("\n".join(["v1", '{"batchWatermarkMs":0}', *sources]))
+
+    offsets("pairing", 7, '{"version": 3, "table": "/lake/a"}', '{"version": 40, "table": "/lake/b"}')
+    offsets("pairing", 8, '{"version": 5, "table": "/lake/a"}', '{"version": 41, "table": "/lake/b"}')
+    offsets("pairing", 9, '{"version": 6, "table": "/lake/a"}', '{"version": 42, "table": "/lake/b"}')
+    offsets("ingest", 2, '{"files": {}}', "-")
+    offsets("rollups", 1, '{"version": 12, "table": "/lake/b"}')
+    assert reader_positions(str(tmp_path)) == {"/lake/a": 5, "/lake/b": 12}
+    assert reader_positions(str(tmp_path / "none")) == {}
+    offsets("old", 4, '{"version": 2}')  # a checkpoint written before offsets named their table
+    assert reader_positions(str(tmp_path)) is None
