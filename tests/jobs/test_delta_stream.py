@@ -121,7 +121,8 @@ def test_log_cleanup_keeps_what_a_stopped_stream_has_not_read_and_a_new_stream_r
     keep_files = MaintenanceSettings(compact_min_files=4, log_retention_h=0, vacuum_retention_h=6, retention_days={})
     report = maintain_table(path, RAW_LOGS, keep_files, after_all, readers)
     assert report.log_files_deleted == 50  # commits 0..49: read; 50..98 stay for the stopped stream
-    assert not (log_dir / f"{49:020d}.json").exists() and (log_dir / f"{50:020d}.json").exists()
+    assert not (log_dir / f"{49:020d}.json").exists()
+    assert (log_dir / f"{50:020d}.json").exists()
     assert report.compacted_partitions == 2  # both dates
     got.clear()
     _collecting_stream(spark, path, checkpoints / "stopped", seen, got)
@@ -129,7 +130,8 @@ def test_log_cleanup_keeps_what_a_stopped_stream_has_not_read_and_a_new_stream_r
     # the stream has read everything: the rest of the log behind the checkpoint goes, compacted-away files too
     vacuum_all = dataclasses.replace(keep_files, vacuum_retention_h=0)
     report = maintain_table(path, RAW_LOGS, vacuum_all, after_all, reader_positions(str(checkpoints)))
-    assert report.log_files_deleted == 49 and report.vacuumed_files == 105
+    assert report.log_files_deleted == 49
+    assert report.vacuumed_files == 105
     got.clear()
     _collecting_stream(spark, path, checkpoints / "new", seen, got)
     assert sorted(r["source_offset"] for r in got) == list(range(105))
