@@ -374,13 +374,16 @@ class LakeStore:
                 prepared = spec.prepare(read_added_files(str(root), spec.files(actions), name))
             else:
                 prepared = spec.prepare(read_table(dt, TABLES[name].to_arrow()))
-            if spec.trim is not None:
-                prepared = spec.trim(prepared)
         except TableUnavailable:
             raise
         except Exception as e:  # a file vacuumed mid-read, a schema being changed
             raise TableUnavailable(name, _reason(e)) from e
         h.snapshot, h.snapshot_version, h.snapshot_paths = prepared, version, paths
+        # A load allocates several copies of the snapshot (decode, concat, sort); Arrow's allocator keeps freed pages
+        # for reuse unless asked: without this the process holds its peak (measured: 635 MB after loading the
+        # soak's 76 MB hour of control requests, 300 MB with it).
+        del old
+        pa.default_memory_pool().release_unused()
 
     def _add_actions_locked(self, h: _Handle) -> pa.Table:
         if h.add_actions is None or h.add_actions_version != h.version:
