@@ -19,6 +19,7 @@ rule file as data, in its order, so e.g.::
 
 from __future__ import annotations
 
+import functools
 import http.server
 import math
 import re
@@ -72,25 +73,31 @@ RULES: tuple[Rule, ...] = (
     Rule(_W + r"Percent\w*><>Value", "kafka_$1_$2_$3_percent", "GAUGE"),
     Rule(_W + r"Percent\w*, (.+)=(.+)><>Value", "kafka_$1_$2_$3_percent", "GAUGE", (("$4", "$5"),)),
 )
-_COMPILED = tuple((rule, rule.regex()) for rule in RULES)
 _SANITIZE = re.compile(r"[^a-zA-Z0-9:_]")
 _RUNS = re.compile(r"__+")
 _GROUP_REF = re.compile(r"\$(\d+)")
 
 
-def _jmx_string(name: MetricName, attribute: str) -> str:
+def _jmx_string(name: MetricName, attribute: str, value: float) -> str:
     props = [("type", name.type), *([("name", name.name)] if name.name else []), *name.tags]
-    return f"{name.domain}<{', '.join(f'{k}={v}' for k, v in props)}><>{attribute}"
+    return f"{name.domain}<{', '.join(f'{k}={v}' for k, v in props)}><>{attribute}: {value!r}"
+
+
+@functools.lru_cache(maxsize=8)
+def _compiled(rules: tuple[Rule, ...]) -> tuple[tuple[Rule, re.Pattern[str]], ...]:
+    return tuple((rule, rule.regex()) for rule in rules)
 
 
 def _substitute(template: str, match: re.Match[str]) -> str:
     return _GROUP_REF.sub(lambda m: match.group(int(m.group(1))) or "", template)
 
 
-def prometheus_name(name: MetricName, attribute: str) -> tuple[str, str, dict[str, str]] | None:
-    """(metric name, type, labels) for one MBean attribute, or None when no rule matches (jmx_exporter drops it)."""
-    text = _jmx_string(name, attribute)
-    for rule, regex in _COMPILED:
+def prometheus_name(name: MetricName, attribute: str, value: float = 0.0, rules: tuple[Rule, ...] = RULES
+                    ) -> tuple[str, str, dict[str, str]] | None:
+    """(metric name, type, labels) for one MBean attribute of `value` under `rules`, or None when no rule matches
+    (jmx_exporter drops it). jmx_exporter matches ``domain<key=value, ...><>attribute: value``."""
+    text = _jmx_string(name, attribute, float(value))
+    for rule, regex in _compiled(rules):
         match = regex.match(text)
         if match is None:
             continue
@@ -118,7 +125,7 @@ def render(registry: MetricsRegistry) -> str:
     """The registry in Prometheus text exposition format 0.0.4."""
     families: dict[str, tuple[str, list[str]]] = {}
     for name, attribute, value in registry.samples():
-        mapped = prometheus_name(name, attribute)
+        mapped = prometheus_name(name, attribute, value)
         if mapped is None:
             continue
         metric, mtype, labels = mapped

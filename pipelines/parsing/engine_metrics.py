@@ -28,6 +28,7 @@ from pipelines.parsing import metric_names as N
 from pipelines.parsing import metric_spec as S
 from pipelines.parsing.rust_regex import to_rust
 from pipelines.parsing.stages import MAX_EPOCH_MS, cut_by_reader, typed
+from schemas.signals import SOURCES, Signal
 
 __all__ = ["ROUTES", "camel", "parse_metrics", "percentile", "resolve_mbean", "resolve_prometheus"]
 
@@ -65,8 +66,7 @@ def resolve_prometheus(name: str, labels: Mapping[str, str | None]) -> tuple[str
     exact = N.EXACT.get(n)
     if exact is not None:
         signal, attribute = exact
-        e = _entry(N.compact(n))
-        return signal, None if e is None else e[1], attribute
+        return signal, SOURCES[Signal(signal)].mbean, attribute
     t = n[:-6] if n.endswith("_total") else n
     suffix = t.split("_")[-1]
     suffix_attr = N.ATTRIBUTE_SUFFIXES.get(suffix) if "_" in t else None

@@ -76,6 +76,10 @@ EXACT: dict[str, tuple[str, str]] = {
         Signal.BrokerRequestHandlerAvgIdlePercent.value, "MeanRate"),
     "kafka_server_kafkarequesthandlerpool_controllerrequesthandleravgidle_percent": (
         Signal.ControllerRequestHandlerAvgIdlePercent.value, "MeanRate"),
+    # Confluent jmx-monitoring-stacks' kafka_broker.yml names the meter's OneMinuteRate so, as a GAUGE (no counter
+    # suffix of jmx_exporter 1.x); its Count is the bare name. Read as Count, the two would make one series.
+    "kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent_total": (
+        Signal.RequestHandlerAvgIdlePercent.value, "OneMinuteRate"),
 }
 
 ATTRIBUTE_SUFFIXES: dict[str, str] = {

@@ -35,6 +35,7 @@ from typing import IO, Any
 
 from broker.lifecycle import die_with_parent
 from planewatch.kafka import artifacts, configs
+from planewatch.kafka.exporters import DEFAULT_EXPORTER, EXPORTERS, exporter_yaml
 
 __all__ = ["KafkaCluster", "KafkaClusterSpec", "KafkaStartError", "free_port"]
 
@@ -82,6 +83,9 @@ class KafkaClusterSpec:
     controllers: int = 1  # KRaft quorum size
     extra: Mapping[str, str] = field(default_factory=dict)  # more broker properties (last wins)
     jmx_exporter: bool = True
+    exporter: str = DEFAULT_EXPORTER  # whose metric names (exporters.EXPORTERS)
+    exporter_start_delay_s: int | None = None  # None: the exporter set-up's own
+    log4j: str = "planewatch"  # which logger levels (configs.LOG4J_PROFILES)
 
     @property
     def is_kraft(self) -> bool:
@@ -162,11 +166,12 @@ class KafkaCluster:
             control_plane=self.control_plane, extra=self.spec.extra if node.roles == "broker" else None)
         path = node_dir / "server.properties"
         path.write_text(configs.properties_text(props, f"Apache Kafka {self.spec.version}, written by planewatch"))
-        major, _ = artifacts.kafka_major_minor(self.spec.version)
-        if major >= 4:
-            (node_dir / "log4j2.properties").write_text(configs.log4j2_properties())
+        version = artifacts.kafka_major_minor(self.spec.version)
+        chosen = configs.loggers(self.spec.log4j, version)
+        if version[0] >= 4:
+            (node_dir / "log4j2.properties").write_text(configs.log4j2_properties(chosen))
         else:
-            (node_dir / "log4j.properties").write_text(configs.log4j_properties())
+            (node_dir / "log4j.properties").write_text(configs.log4j_properties(chosen))
         return path
 
     def _jvm_args(self, node_dir: Path, heap: str, prometheus_port: int | None) -> list[str]:
@@ -260,10 +265,8 @@ class KafkaCluster:
     def start(self) -> None:
         """ZooKeeper or the KRaft quorum, then every broker; write the agent's rules and cluster.json."""
         self.dir.mkdir(parents=True, exist_ok=True)
-        from broker.metrics.prometheus import RULES
-
-        (self.dir / "jmx-exporter.yaml").write_text(configs.jmx_exporter_yaml(
-            [*(configs.JmxRule(r.pattern, r.name, r.type, r.labels) for r in RULES), *configs.EXTRA_RULES]))
+        (self.dir / "jmx-exporter.yaml").write_text(
+            exporter_yaml(EXPORTERS[self.spec.exporter], start_delay_s=self.spec.exporter_start_delay_s))
         try:
             if self.spec.is_kraft:
                 for nid in self._controller_ids():

@@ -17,26 +17,28 @@ root                              INFO   server.log
 ``org.apache.kafka.controller``   INFO   controller.log (KRaft's QuorumController)
 ================================  =====  ======================
 
+That is the ``planewatch`` profile (every witness on). The ``shipped`` profile (``loggers``) sets them as Kafka's
+``config/log4j.properties`` (below 4.0) and ``config/log4j2.yaml`` (4.x) ship them: state-change at INFO from 2.6
+(KAFKA-8470; TRACE before), the request log at WARN (no per-request line), and the log-cleaner and authorizer files
+Kafka writes beside them.
+
 Files roll hourly (``DailyRollingFileAppender`` with ``'.'yyyy-MM-dd-HH``, log4j2's time-based policy likewise), the
 rotation planewatch's file source follows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-import yaml
-
 __all__ = [
-    "EXTRA_RULES",
+    "LOG4J_PROFILES",
     "LOGGERS",
     "LOG_PATTERN",
-    "JmxRule",
     "KafkaNode",
-    "jmx_exporter_yaml",
     "log4j2_properties",
     "log4j_properties",
+    "loggers",
     "properties_text",
     "server_properties",
     "zookeeper_properties",
@@ -44,52 +46,15 @@ __all__ = [
 
 LOG_PATTERN = "[%d] %p %m (%c)%n"
 # (appender id, file name, logger name or None for root, level)
-LOGGERS: tuple[tuple[str, str, str | None, str], ...] = (
+Loggers = tuple[tuple[str, str, str | None, str], ...]
+LOGGERS: Loggers = (
     ("kafkaAppender", "server.log", None, "INFO"),
     ("stateChangeAppender", "state-change.log", "state.change.logger", "TRACE"),
     ("requestAppender", "kafka-request.log", "kafka.request.logger", "DEBUG"),
     ("controllerAppender", "controller.log", "kafka.controller", "TRACE"),
     ("controllerAppender", "controller.log", "org.apache.kafka.controller", "INFO"),
 )
-# The MBeans the agent exports: the control-plane signals planewatch reads (FACTS.md section 3). Exporting every MBean
-# costs the JVM a few thousand attribute reads per scrape and the pipeline tens of thousands of rows a minute.
-JMX_INCLUDE: tuple[str, ...] = (
-    "kafka.network:type=RequestChannel,*",
-    "kafka.network:type=SocketServer,*",
-    "kafka.network:type=Processor,*",
-    "kafka.network:type=Acceptor,*",
-    *(f"kafka.network:type=RequestMetrics,request={r},*" for r in (
-        "LeaderAndIsr", "UpdateMetadata", "StopReplica", "ControlledShutdown", "Produce", "FetchFollower",
-        "FetchConsumer", "Metadata")),
-    "kafka.server:type=KafkaRequestHandlerPool,*",
-    "kafka.server:type=ReplicaManager,*",
-    "kafka.server:type=ReplicaFetcherManager,*",
-    "kafka.server:type=broker-metadata-metrics,*",
-    "kafka.server:type=raft-metrics,*",
-    "kafka.server:type=MetadataLoader,*",
-    "kafka.controller:type=KafkaController,*",
-    "kafka.controller:type=ControllerEventManager,*",
-    "kafka.controller:type=ControllerChannelManager,*",
-    "kafka.controller:type=ControllerStats,*",
-)
-
-
-@dataclass(frozen=True)
-class JmxRule:
-    """One JMX exporter rule."""
-
-    pattern: str
-    name: str
-    type: str
-    labels: tuple[tuple[str, str], ...] = ()
-
-
-# Rules after the kafka-2_0_0 set for what it drops and planewatch reads: KRaft brokers' metadata-loader metrics and
-# every KRaft node's raft-metrics (one Kafka-metrics attribute per metric, e.g. last-applied-record-lag-ms ->
-# kafka_server_broker_metadata_metrics_last_applied_record_lag_ms, the name Strimzi-style rules give it).
-EXTRA_RULES: tuple[JmxRule, ...] = (
-    JmxRule(r"kafka.server<type=(broker-metadata-metrics|raft-metrics)><>([a-z-]+)", "kafka_server_$1_$2", "GAUGE"),
-)
+LOG4J_PROFILES = ("planewatch", "shipped")
 
 
 @dataclass(frozen=True)
@@ -175,15 +140,30 @@ def zookeeper_properties(data_dir: str, port: int) -> dict[str, str]:
     }
 
 
-def log4j_properties() -> str:
+def loggers(profile: str, version: tuple[int, int]) -> Loggers:
+    """The loggers of a log4j profile (``LOG4J_PROFILES``) for Kafka ``version`` (major, minor)."""
+    if profile == "planewatch":
+        return LOGGERS
+    if profile != "shipped":
+        raise ValueError(f"log4j profile must be one of {LOG4J_PROFILES}, got {profile!r}")
+    levels = {"state.change.logger": "INFO" if version >= (2, 6) else "TRACE", "kafka.request.logger": "WARN"}
+    cleaner = "org.apache.kafka.storage.internals.log.LogCleaner" if version >= (4, 0) else "kafka.log.LogCleaner"
+    return (*((a, f, name, levels.get(name or "", level)) for a, f, name, level in LOGGERS),
+            ("requestAppender", "kafka-request.log", "kafka.network.RequestChannel$", "WARN"),
+            ("cleanerAppender", "log-cleaner.log", cleaner, "INFO"),
+            ("authorizerAppender", "kafka-authorizer.log", "kafka.authorizer.logger",
+             "INFO" if version >= (4, 0) else "WARN"))
+
+
+def log4j_properties(chosen: Loggers = LOGGERS) -> str:
     """log4j 1.x (reload4j) configuration of Kafka below 4.0; files under ``${kafka.logs.dir}``."""
     out = []
-    for appender, filename in dict.fromkeys((a, f) for a, f, _, _ in LOGGERS):
+    for appender, filename in dict.fromkeys((a, f) for a, f, _, _ in chosen):
         p = f"log4j.appender.{appender}"
         out += [f"{p}=org.apache.log4j.DailyRollingFileAppender", f"{p}.DatePattern='.'yyyy-MM-dd-HH",
                 f"{p}.File=${{kafka.logs.dir}}/{filename}", f"{p}.layout=org.apache.log4j.PatternLayout",
                 f"{p}.layout.ConversionPattern={LOG_PATTERN}"]
-    for appender, _, logger, level in LOGGERS:
+    for appender, _, logger, level in chosen:
         if logger is None:
             out.append(f"log4j.rootLogger={level}, {appender}")
         else:
@@ -191,17 +171,17 @@ def log4j_properties() -> str:
     return "\n".join(out) + "\n"
 
 
-def log4j2_properties() -> str:
+def log4j2_properties(chosen: Loggers = LOGGERS) -> str:
     """log4j2 configuration of Kafka 4.x, the same files and levels as :func:`log4j_properties`."""
     out = ["status = warn", "name = planewatch-kafka"]
-    for appender, filename in dict.fromkeys((a, f) for a, f, _, _ in LOGGERS):
+    for appender, filename in dict.fromkeys((a, f) for a, f, _, _ in chosen):
         p = f"appender.{appender}"
         out += [f"{p}.type = RollingFile", f"{p}.name = {appender}",
                 f"{p}.fileName = ${{sys:kafka.logs.dir}}/{filename}",
                 f"{p}.filePattern = ${{sys:kafka.logs.dir}}/{filename}.%d{{yyyy-MM-dd-HH}}",
                 f"{p}.layout.type = PatternLayout", f"{p}.layout.pattern = {LOG_PATTERN}",
                 f"{p}.policies.type = Policies", f"{p}.policies.time.type = TimeBasedTriggeringPolicy"]
-    for i, (appender, _, logger, level) in enumerate(LOGGERS):
+    for i, (appender, _, logger, level) in enumerate(chosen):
         if logger is None:
             out += [f"rootLogger.level = {level}", f"rootLogger.appenderRef.main.ref = {appender}"]
         else:
@@ -209,14 +189,3 @@ def log4j2_properties() -> str:
             out += [f"{p}.name = {logger}", f"{p}.level = {level}", f"{p}.additivity = false",
                     f"{p}.appenderRef.main.ref = {appender}"]
     return "\n".join(out) + "\n"
-
-
-def jmx_exporter_yaml(rules: Sequence[JmxRule], include: Sequence[str] = JMX_INCLUDE) -> str:
-    """The JMX exporter agent's configuration: lower-cased names, the MBeans in ``include``, ``rules`` in order."""
-    doc = {
-        "lowercaseOutputName": True,
-        "includeObjectNames": list(include),
-        "rules": [{"pattern": r.pattern, "name": r.name, "type": r.type,
-                   **({"labels": dict(r.labels)} if r.labels else {})} for r in rules],
-    }
-    return str(yaml.safe_dump(doc, sort_keys=False, width=200))

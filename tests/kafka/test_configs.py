@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 
 import pytest
-import yaml
 
 from planewatch.kafka import artifacts, configs
 
@@ -63,13 +62,19 @@ def test_log4j2_has_the_same_files_and_levels() -> None:
     assert "rootLogger.level = INFO" in text
 
 
-def test_jmx_exporter_yaml_keeps_rule_order_and_limits_the_mbeans() -> None:
-    rules = [configs.JmxRule("a<b>", "x_$1", "GAUGE", (("k", "$2"),)), *configs.EXTRA_RULES]
-    doc = yaml.safe_load(configs.jmx_exporter_yaml(rules))
-    assert doc["lowercaseOutputName"] is True
-    assert [r["name"] for r in doc["rules"]] == ["x_$1", "kafka_server_$1_$2"]
-    assert doc["rules"][0]["labels"] == {"k": "$2"}
-    assert "kafka.network:type=RequestChannel,*" in doc["includeObjectNames"]
+def test_the_shipped_log4j_profile_sets_the_levels_kafka_ships() -> None:
+    text = configs.log4j_properties(configs.loggers("shipped", (3, 9)))
+    assert "log4j.logger.state.change.logger=INFO, stateChangeAppender" in text
+    assert "log4j.logger.kafka.request.logger=WARN, requestAppender" in text
+    assert "log4j.logger.kafka.controller=TRACE, controllerAppender" in text
+    assert "log4j.logger.kafka.log.LogCleaner=INFO, cleanerAppender" in text
+    assert "log4j.appender.authorizerAppender.File=${kafka.logs.dir}/kafka-authorizer.log" in text
+    assert "log4j.logger.state.change.logger=TRACE" in configs.log4j_properties(configs.loggers("shipped", (2, 5)))
+    text = configs.log4j2_properties(configs.loggers("shipped", (4, 4)))
+    assert "org.apache.kafka.storage.internals.log.LogCleaner" in text
+    assert "fileName = ${sys:kafka.logs.dir}/log-cleaner.log" in text
+    with pytest.raises(ValueError, match="log4j profile"):
+        configs.loggers("verbose", (3, 9))
 
 
 @pytest.mark.parametrize(("name", "profiles"), [("kafka-3.9.1", ("kafka", "log4j1")),

@@ -54,6 +54,17 @@ METRIC_CASES: list[MCase] = [
            _HANDLER, "MeanRate", 0.25),
     sample("kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent_oneminuterate 0.3",
            "RequestHandlerAvgIdlePercent", _HANDLER, "OneMinuteRate", 0.3),
+    # Confluent jmx-monitoring-stacks' kafka_broker.yml (2026): the OneMinuteRate as a gauge named ..._total, the
+    # Count under the bare name
+    sample("kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent_total 0.3",
+           "RequestHandlerAvgIdlePercent", _HANDLER, "OneMinuteRate", 0.3),
+    sample("kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent 1.5e9",
+           "RequestHandlerAvgIdlePercent", _HANDLER, "Count", 1.5e9),
+    # Strimzi's kafka-metrics.yaml (2026): KRaft's raft-metrics and broker-metadata-metrics
+    sample("kafka_server_raftmetrics_current_leader 1", "RaftCurrentLeader", "kafka.server:type=raft-metrics", "Value",
+           1.0),
+    sample("kafka_server_brokermetadatametrics_last_applied_record_lag_ms 12", "MetadataApplyLagMs",
+           "kafka.server:type=broker-metadata-metrics", "Value", 12.0),
     sample("kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent_count 1.5e9",
            "RequestHandlerAvgIdlePercent", _HANDLER, "Count", 1.5e9),
     sample("kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent_count_total 1.5e9",
