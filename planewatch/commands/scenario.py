@@ -48,11 +48,18 @@ def runs() -> dict[str, Callable[[Path, Timeline], object]]:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    from planewatch.kafka.configs import LOG4J_PROFILES
+    from planewatch.kafka.exporters import DEFAULT_EXPORTER, EXPORTERS
+
     parser.add_argument("name", choices=NAMES + HALVES, help="which scenario")
     parser.add_argument("--dir", type=Path, default=None, help="where the cluster lives (var/scenario/NAME)")
     parser.add_argument("--kafka", metavar="VERSION", default=None,
                         help="run on Apache Kafka VERSION (e.g. 3.9.1, 4.4.0) instead of the reference broker")
     parser.add_argument("--kraft", action="store_true", help="with --kafka below 4.0: a KRaft cluster")
+    parser.add_argument("--exporter", default=DEFAULT_EXPORTER, choices=sorted(EXPORTERS),
+                        help="with --kafka: whose JMX exporter namings (planewatch/kafka/exporters.py)")
+    parser.add_argument("--log4j", default=LOG4J_PROFILES[0], choices=LOG4J_PROFILES,
+                        help="with --kafka: planewatch's logger levels (every witness on) or those Kafka ships")
     parser.add_argument("--timeline", type=Path, default=None, metavar="FILE",
                         help="where the JSON-lines timeline is appended (default DIR/scenario-NAME.jsonl)")
 
@@ -94,11 +101,12 @@ def _run_kafka(args: argparse.Namespace, d: Path, tl: Timeline) -> int:
     from confluent_kafka import KafkaException
 
     from planewatch.kafka.artifacts import ArtifactMissing
+    from planewatch.kafka.cluster import KafkaSetup
     from planewatch.kafka.scenarios import SCENARIOS, scenario_names
 
-    kraft = True if args.kraft else None
+    setup = KafkaSetup(args.kafka, True if args.kraft else None, args.exporter, args.log4j)
     try:
-        names = scenario_names(args.kafka, kraft)
+        names = scenario_names(setup)
     except ValueError as exc:
         print(f"planewatch scenario: {exc}", file=sys.stderr)
         return 2
@@ -107,6 +115,7 @@ def _run_kafka(args: argparse.Namespace, d: Path, tl: Timeline) -> int:
               f"(it runs: {', '.join(names)}; fetcher-lock and cacheable UpdateMetadata are reference-broker "
               f"designs)", file=sys.stderr)
         return 2
-    tl.emit("scenario-started", dir=str(d), engine="apache-kafka", kafka_version=args.kafka)
-    return _play(args.name, tl, lambda: SCENARIOS[args.name](d, tl, args.kafka, kraft),
+    tl.emit("scenario-started", dir=str(d), engine="apache-kafka", kafka_version=args.kafka, exporter=args.exporter,
+            log4j=args.log4j)
+    return _play(args.name, tl, lambda: SCENARIOS[args.name](d, tl, setup),
                  (RuntimeError, TimeoutError, ArtifactMissing, ValueError, KafkaException))

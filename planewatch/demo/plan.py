@@ -46,6 +46,8 @@ class DemoRun:
     title: str
     scenario: str = ""  # "" = the run's name
     kafka: str | None = None  # Apache Kafka version; None = the reference broker
+    exporter: str = "kafka-2_0_0"  # Apache Kafka: whose JMX exporter namings (planewatch.kafka.exporters)
+    log4j: str = "planewatch"  # Apache Kafka: planewatch's logger levels or Kafka's shipped ones ("shipped")
 
     @property
     def scenario_name(self) -> str:
@@ -100,6 +102,12 @@ EXTRA_RUNS: tuple[DemoRun, ...] = (
             "brokers' heartbeats time out in its queue", "controller-overload", KAFKA_KRAFT),
     DemoRun("kraft-healthy", "a healthy KRaft cluster of Apache Kafka under load: no alert expected", "healthy",
             KAFKA_KRAFT),
+    # as operators run Kafka: its shipped log4j levels and a public exporter stack's namings
+    DemoRun("kafka-connection-storm-strimzi", "KIP-402 on Apache Kafka with Strimzi's exporter namings and Kafka's "
+            "shipped log4j levels", "connection-storm", KAFKA_ZK, "strimzi", "shipped"),
+    DemoRun("kafka-produce-backlog-confluent", "KIP-291 on Apache Kafka (no control plane) with Confluent's exporter "
+            "namings (metrics from 2 minutes after each start) and Kafka's shipped log4j levels",
+            "produce-backlog-without-control-plane", KAFKA_ZK, "confluent", "shipped"),
 )
 ALL_RUNS = RUNS + EXTRA_RUNS
 

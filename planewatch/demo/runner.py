@@ -131,7 +131,7 @@ def _point_current(d: Path, run: str) -> None:
 
 def _play(run: DemoRun, d: Path, env: dict[str, str], progress: Progress, deadline: float) -> list[dict[str, Any]]:
     """Run one scenario as a child, echo its timeline as progress, return its events."""
-    kafka = ("--kafka", run.kafka) if run.kafka else ()
+    kafka = ("--kafka", run.kafka, "--exporter", run.exporter, "--log4j", run.log4j) if run.kafka else ()
     cmd = planewatch_cmd("scenario", run.scenario_name, *kafka, "--dir", str(d / "clusters" / run.name),
                          "--timeline", str(d / "timeline" / f"{run.name}.jsonl"))
     child = Child("scenario", cmd, d / "logs" / f"scenario-{run.name}.log", env, pipe_stdout=True)

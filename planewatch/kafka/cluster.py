@@ -37,7 +37,7 @@ from broker.lifecycle import die_with_parent
 from planewatch.kafka import artifacts, configs
 from planewatch.kafka.exporters import DEFAULT_EXPORTER, EXPORTERS, exporter_yaml
 
-__all__ = ["KafkaCluster", "KafkaClusterSpec", "KafkaStartError", "free_port"]
+__all__ = ["KafkaCluster", "KafkaClusterSpec", "KafkaSetup", "KafkaStartError", "free_port"]
 
 # A broker JVM here needs ~200 MB live heap under the scenarios' load; 512 MB leaves room without crowding Spark.
 BROKER_HEAP = "-Xms256m -Xmx512m"
@@ -91,6 +91,26 @@ class KafkaClusterSpec:
     def is_kraft(self) -> bool:
         major, _ = artifacts.kafka_major_minor(self.version)
         return major >= 4 if self.kraft is None else self.kraft
+
+
+@dataclass(frozen=True)
+class KafkaSetup:
+    """How an operator runs Apache Kafka, as a scenario takes it: the version and mode, whose exporter namings
+    (``exporters.EXPORTERS``), which log4j levels (``configs.LOG4J_PROFILES``)."""
+
+    version: str
+    kraft: bool | None = None  # None: KRaft from 4.0, ZooKeeper mode below
+    exporter: str = DEFAULT_EXPORTER
+    log4j: str = "planewatch"
+
+    def spec(self, directory: Path, **more: Any) -> KafkaClusterSpec:
+        """The cluster to start under ``directory`` in this set-up; ``more``: the scenario's own fields."""
+        return KafkaClusterSpec(directory, self.version, kraft=self.kraft, exporter=self.exporter, log4j=self.log4j,
+                                **more)
+
+    @property
+    def is_kraft(self) -> bool:
+        return self.spec(Path(".")).is_kraft
 
 
 @dataclass

@@ -28,6 +28,10 @@ EXPECTED: tuple[ExpectedIncident, ...] = (
     ExpectedIncident("kraft-controller-overload", "controller-overload-started", AlertType.BROKER_HEARTBEAT_TIMEOUT,
                      None),
     ExpectedIncident("kafka-connection-storm", "storm-started", AlertType.ACCEPTOR_BLOCKED, "broker"),
+    ExpectedIncident("kafka-connection-storm-strimzi", "storm-started", AlertType.ACCEPTOR_BLOCKED, "broker"),
+    # the shipped levels: state-change INFO (Handling/Finished), no request log; Confluent's agent is silent for the
+    # first 2 minutes of each JVM, so the logs are the witnesses
+    ExpectedIncident("kafka-produce-backlog-confluent", "broker-killed", AlertType.DELAYED_LEADER_AND_ISR, None),
     ExpectedIncident("kafka-broker-bounce", "stale-request-sent", AlertType.STALE_BROKER_EPOCH, "broker"),
 )
 
@@ -42,6 +46,9 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
                                                     AlertType.LEADER_AND_ISR_NOT_COMPLETED),
     "kraft-metadata-lag": _CONTROL_REQUEST_ALERTS,
     "kafka-connection-storm": _CONTROL_REQUEST_ALERTS,
+    "kafka-connection-storm-strimzi": _CONTROL_REQUEST_ALERTS,
+    "kafka-produce-backlog-confluent": (AlertType.LOCK_CONTENTION, AlertType.STALE_BROKER_EPOCH,
+                                        AlertType.LEADER_AND_ISR_NOT_COMPLETED),
     "kafka-broker-bounce": (AlertType.LEADER_AND_ISR_NOT_COMPLETED, AlertType.LOCK_CONTENTION,
                             AlertType.CONTROL_REQUEST_QUEUED_BEHIND_DATA, AlertType.CONTROL_REQUEST_QUEUE_DELAY),
     # a failover is the cluster's own business: no control-request alert. The capacity rules may fire: three Kafka

@@ -45,7 +45,7 @@ from typing import Any
 
 from broker.protocol.error_codes import ErrorCode
 from broker.scenarios.base import Load, Timeline, open_connections, verify_load, wait_until
-from planewatch.kafka.cluster import KafkaCluster, KafkaClusterSpec
+from planewatch.kafka.cluster import KafkaCluster, KafkaClusterSpec, KafkaSetup
 
 __all__ = ["KRAFT_ONLY", "SCENARIOS", "ZOOKEEPER_ONLY", "scenario_names"]
 
@@ -156,9 +156,9 @@ def controller_id(cluster: KafkaCluster) -> int:
     return int(_admin(cluster).list_topics(timeout=10).controller_id)
 
 
-def healthy(d: Path, tl: Timeline, version: str, kraft: bool | None = None) -> None:
+def healthy(d: Path, tl: Timeline, setup: KafkaSetup) -> None:
     """A healthy cluster under a bounded load: nothing to alert on."""
-    with started(KafkaClusterSpec(d / "cluster", version, kraft=kraft), tl) as cluster:
+    with started(setup.spec(d / "cluster"), tl) as cluster:
         create_topic(cluster, "healthy", 6, 3)
         tl.emit("topic-created", topic="healthy", partitions=6, replication_factor=3)
         load = Load(cluster.bootstrap_servers(), "healthy", 6, max_records=20_000, max_seconds=20, rate=1000).start()
@@ -217,10 +217,10 @@ class _BacklogLoad:
         p.flush(30)
 
 
-def produce_backlog_run(d: Path, tl: Timeline, version: str, kraft: bool | None = None, *, control: bool) -> None:
+def produce_backlog_run(d: Path, tl: Timeline, setup: KafkaSetup, *, control: bool) -> None:
     """KIP-291 on Apache Kafka: a produce backlog in the data plane, then the controller moves leadership."""
     name = "with-control-plane" if control else "without-control-plane"
-    spec = KafkaClusterSpec(d / "cluster", version, kraft=kraft, control_plane=control, extra=BACKLOG_BROKER_CONFIG)
+    spec = setup.spec(d / "cluster", control_plane=control, extra=BACKLOG_BROKER_CONFIG)
     with started(spec, tl) as cluster:
         create_topic(cluster, "backlog", 6, 3, {"compression.type": "gzip", "max.message.bytes": "2000000"})
         # chosen before the backlog (which delays Metadata answers too): not the active controller, whose stop would
@@ -243,12 +243,12 @@ def produce_backlog_run(d: Path, tl: Timeline, version: str, kraft: bool | None 
         tl.emit("load-stopped", run=name, acked=load.acked, failed=load.failed)
 
 
-def connection_storm(d: Path, tl: Timeline, version: str, kraft: bool | None = None) -> None:
+def connection_storm(d: Path, tl: Timeline, setup: KafkaSetup) -> None:
     """KIP-402 on Apache Kafka: the acceptor of a capped listener blocks while a storm of connections waits."""
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     n = max(100, min(2000, soft - 300))
     cap = max(20, min(STORM_LISTENER_MAX_CONNECTIONS, n // 3))
-    spec = KafkaClusterSpec(d / "cluster", version, kraft=kraft, brokers=1,
+    spec = setup.spec(d / "cluster", brokers=1,
                             extra={"listener.name.plaintext.max.connections": str(cap), "num.network.threads": "1"})
     with started(spec, tl) as cluster:
         create_topic(cluster, "storm", 3, 1)
@@ -310,9 +310,9 @@ def _stale_leader_and_isr(cluster: KafkaCluster, broker: int, epoch: int) -> int
     return int(resp["error_code"])
 
 
-def broker_bounce(d: Path, tl: Timeline, version: str, kraft: bool | None = None) -> None:
+def broker_bounce(d: Path, tl: Timeline, setup: KafkaSetup) -> None:
     """kill -9 broker 2 under load, restart it: a new broker epoch; a request with the old one is fenced."""
-    with started(KafkaClusterSpec(d / "cluster", version, kraft=kraft), tl) as cluster:
+    with started(setup.spec(d / "cluster"), tl) as cluster:
         create_topic(cluster, "bounce", 6, 3)
         load = Load(cluster.bootstrap_servers(), "bounce", 6, max_records=300_000, max_seconds=45, rate=2000).start()
         tl.emit("load-started", topic="bounce")
@@ -340,9 +340,9 @@ def broker_bounce(d: Path, tl: Timeline, version: str, kraft: bool | None = None
         verify_load(tl, cluster.bootstrap_servers(), "bounce", 6, load)
 
 
-def controller_failover(d: Path, tl: Timeline, version: str, kraft: bool | None = None) -> None:
+def controller_failover(d: Path, tl: Timeline, setup: KafkaSetup) -> None:
     """kill -9 the active controller (a broker, ZooKeeper mode) under load: a new one is elected; no incident."""
-    with started(KafkaClusterSpec(d / "cluster", version, kraft=kraft), tl) as cluster:
+    with started(setup.spec(d / "cluster"), tl) as cluster:
         create_topic(cluster, "failover", 6, 3)
         load = Load(cluster.bootstrap_servers(), "failover", 6, max_records=300_000, max_seconds=40,
                     rate=2000).start()
@@ -371,11 +371,11 @@ KRAFT_SETTLE_S = 8.0
 
 
 @contextmanager
-def _kraft_under_load(d: Path, tl: Timeline, version: str, kraft: bool | None, scenario: str, topic: str,
+def _kraft_under_load(d: Path, tl: Timeline, setup: KafkaSetup, scenario: str, topic: str,
                       max_seconds: float) -> Iterator[KafkaCluster]:
     """A KRaft cluster with a 6-partition topic of 3 replicas under bounded acks=all load; after the body, the load
     is stopped and every acknowledged record is read back."""
-    spec = KafkaClusterSpec(d / "cluster", version, kraft=kraft)
+    spec = setup.spec(d / "cluster")
     if not spec.is_kraft:
         raise ValueError(f"{scenario} needs a KRaft cluster (Kafka 4.x, or --kraft)")
     with started(spec, tl) as cluster:
@@ -392,9 +392,9 @@ def _kraft_under_load(d: Path, tl: Timeline, version: str, kraft: bool | None, s
         verify_load(tl, cluster.bootstrap_servers(), topic, 6, load)
 
 
-def metadata_lag(d: Path, tl: Timeline, version: str, kraft: bool | None = None) -> None:
+def metadata_lag(d: Path, tl: Timeline, setup: KafkaSetup) -> None:
     """KRaft: the controller quorum is paused under load; the brokers' metadata stops moving until it resumes."""
-    with _kraft_under_load(d, tl, version, kraft, "metadata-lag", "lag", 40) as cluster:
+    with _kraft_under_load(d, tl, setup, "metadata-lag", "lag", 40) as cluster:
         for nid, proc in cluster.controllers.items():
             proc.popen.send_signal(signal.SIGSTOP)
             tl.emit("controller-paused", controller_id=nid, seconds=CONTROLLER_PAUSE_S)
@@ -405,9 +405,9 @@ def metadata_lag(d: Path, tl: Timeline, version: str, kraft: bool | None = None)
         time.sleep(KRAFT_SETTLE_S)
 
 
-def broker_fenced(d: Path, tl: Timeline, version: str, kraft: bool | None = None) -> None:
+def broker_fenced(d: Path, tl: Timeline, setup: KafkaSetup) -> None:
     """KRaft: a broker paused under load past its session timeout is fenced by the controller, then unfenced."""
-    with _kraft_under_load(d, tl, version, kraft, "broker-fenced", "fence", 60) as cluster:
+    with _kraft_under_load(d, tl, setup, "broker-fenced", "fence", 60) as cluster:
         victim = max(cluster.brokers)
         proc = cluster.brokers[victim].popen
         proc.send_signal(signal.SIGSTOP)
@@ -425,11 +425,11 @@ def broker_fenced(d: Path, tl: Timeline, version: str, kraft: bool | None = None
         time.sleep(SCRAPE_SETTLE_S)  # the scrapers read the controller's last marks while the cluster is up
 
 
-def controller_overload(d: Path, tl: Timeline, version: str, kraft: bool | None = None) -> None:
+def controller_overload(d: Path, tl: Timeline, setup: KafkaSetup) -> None:
     """KRaft: topic-creation bursts under load keep the controller's event thread busy; heartbeats time out."""
     from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 
-    with _kraft_under_load(d, tl, version, kraft, "controller-overload", "overload", 90) as cluster:
+    with _kraft_under_load(d, tl, setup, "controller-overload", "overload", 90) as cluster:
         admin = _admin(cluster)
         tl.emit("controller-overload-started", waves=OVERLOAD_WAVES, partitions_per_wave=OVERLOAD_TOPICS *
                 OVERLOAD_PARTITIONS)
@@ -442,7 +442,7 @@ def controller_overload(d: Path, tl: Timeline, version: str, kraft: bool | None 
         time.sleep(SCRAPE_SETTLE_S)
 
 
-Scenario = Callable[[Path, Timeline, str, bool | None], None]
+Scenario = Callable[[Path, Timeline, KafkaSetup], None]
 SCENARIOS: dict[str, Scenario] = {
     "healthy": healthy,
     "produce-backlog-with-control-plane": partial(produce_backlog_run, control=True),
@@ -460,8 +460,7 @@ ZOOKEEPER_ONLY = frozenset({"produce-backlog-with-control-plane", "produce-backl
 KRAFT_ONLY = frozenset({"metadata-lag", "broker-fenced", "controller-overload"})
 
 
-def scenario_names(version: str, kraft: bool | None = None) -> list[str]:
-    """The scenarios Apache Kafka ``version`` (in that mode) has the mechanism for."""
-    is_kraft = KafkaClusterSpec(Path("."), version, kraft=kraft).is_kraft
-    excluded = ZOOKEEPER_ONLY if is_kraft else KRAFT_ONLY
+def scenario_names(setup: KafkaSetup) -> list[str]:
+    """The scenarios Apache Kafka as set up (its version, in its mode) has the mechanism for."""
+    excluded = ZOOKEEPER_ONLY if setup.is_kraft else KRAFT_ONLY
     return [n for n in SCENARIOS if n not in excluded]

@@ -112,13 +112,15 @@ def test_runs_follow_the_issue_order() -> None:
 
 
 def test_kip291_and_kraft_run_on_apache_kafka_and_kafka6974_on_the_reference_broker() -> None:
+    from planewatch.kafka.cluster import KafkaSetup
     from planewatch.kafka.scenarios import scenario_names
 
     by_name = {r.name: r for r in RUNS}
     for name in ("kafka-produce-backlog-without-control-plane", "kafka-produce-backlog-with-control-plane"):
         assert by_name[name].engine == "Apache Kafka 3.9.1"
-        assert by_name[name].scenario_name in scenario_names("3.9.1")
-    assert by_name["kraft-metadata-lag"].scenario_name in scenario_names(by_name["kraft-metadata-lag"].kafka or "")
+        assert by_name[name].scenario_name in scenario_names(KafkaSetup("3.9.1"))
+    kraft = KafkaSetup(by_name["kraft-metadata-lag"].kafka or "")
+    assert by_name["kraft-metadata-lag"].scenario_name in scenario_names(kraft)
     assert by_name["fetcher-lock-locked"].engine == by_name["fetcher-lock-async"].engine == "reference"
 
 
