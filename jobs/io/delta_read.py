@@ -187,14 +187,17 @@ def _newest_offsets(query_checkpoint: str) -> list[str]:
 def reader_positions(checkpoints: str) -> dict[str, int] | None:
     """Per table (real path), the lowest version a `planewatch_delta` query under `checkpoints` (one directory per
     query) may still read from: the commits after it must stay. None when a query's offset does not name its
-    table (a checkpoint written before offsets did): then no reader's position is known."""
+    table (a checkpoint written before offsets did) or the checkpoints are on a remote store: then no reader's
+    position is known."""
+    if "://" in checkpoints and not checkpoints.startswith("file://"):
+        return None
     out: dict[str, int] = {}
     try:
-        queries = sorted(os.listdir(checkpoints))
+        queries = sorted(os.listdir(_strip(checkpoints)))
     except FileNotFoundError:
         return out
     for query in queries:
-        for name in _newest_offsets(os.path.join(checkpoints, query)):
+        for name in _newest_offsets(os.path.join(_strip(checkpoints), query)):
             try:
                 with open(name, encoding="utf-8") as fh:
                     lines = fh.read().splitlines()[2:]  # the log's version, the batch's metadata, then its sources
@@ -202,8 +205,9 @@ def reader_positions(checkpoints: str) -> dict[str, int] | None:
                 continue
             for line in lines:
                 offset = json.loads(line) if line.startswith("{") else None
-                if not isinstance(offset, dict) or set(offset) - {"version", "table"} or "version" not in offset:
-                    continue  # another source's offset
+                if not isinstance(offset, dict) or set(offset) - {"version", "table"} or \
+                        not isinstance(offset.get("version"), int):
+                    continue  # another source's offset (a Kafka source's names topics: {"version": {"0": 12}})
                 if "table" not in offset:
                     return None
                 table = os.path.realpath(_strip(str(offset["table"])))

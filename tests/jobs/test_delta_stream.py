@@ -146,9 +146,11 @@ def test_reader_positions_read_the_two_newest_offsets_of_each_query(tmp_path: Pa
     offsets("pairing", 7, '{"version": 3, "table": "/lake/a"}', '{"version": 40, "table": "/lake/b"}')
     offsets("pairing", 8, '{"version": 5, "table": "/lake/a"}', '{"version": 41, "table": "/lake/b"}')
     offsets("pairing", 9, '{"version": 6, "table": "/lake/a"}', '{"version": 42, "table": "/lake/b"}')
-    offsets("ingest", 2, '{"files": {}}', "-")
+    offsets("ingest", 2, '{"files": {}}', "-", '{"version": {"0": 12}}')  # a Kafka topic named "version"
     offsets("rollups", 1, '{"version": 12, "table": "/lake/b"}')
     assert reader_positions(str(tmp_path)) == {"/lake/a": 5, "/lake/b": 12}
     assert reader_positions(str(tmp_path / "none")) == {}
+    assert reader_positions(f"file://{tmp_path}") == {"/lake/a": 5, "/lake/b": 12}
+    assert reader_positions("s3://bucket/checkpoints") is None
     offsets("old", 4, '{"version": 2}')  # a checkpoint written before offsets named their table
     assert reader_positions(str(tmp_path)) is None
