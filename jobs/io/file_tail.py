@@ -43,6 +43,7 @@ from jobs.io.entries import NotRegularFile, entry_problem, open_regular
 from jobs.io.paths import FileInfo, classify_name, describe, ignored_name, is_finished
 from jobs.io.record_split import Records, split_records
 from jobs.io.settings import DEFAULT_TAIL_QUIET_S
+from jobs.io.time_align import Aligned, FileRange, align
 from schemas.inputs import InputFamily
 
 __all__ = [
@@ -277,8 +278,11 @@ def plan(
     """
     now = time.time() if now is None else now
     out: dict[str, dict[str, Any]] = {}
-    budget = max_bytes
     files, skipped = list_files(root, family, cluster, default_cluster)
+    aligned = _aligned(files, start, max_bytes) if family == InputFamily.LOGS else None
+    # a backlog of logs: each timed file up to its cap (one log time for all), the others share what is left
+    budget = max_bytes
+    untimed = max_bytes if aligned is None else aligned.untimed_budget
     for path, info in files:
         try:
             fh = open_regular(path)
@@ -299,10 +303,12 @@ def plan(
                     and not _another_answer(path, info, st.st_mtime, prev)):
                 offset = int(prev["offset"])
             end = offset
-            deferred = st.st_size > offset and budget <= 0
-            if st.st_size > offset and budget > 0:
+            cap = None if aligned is None else aligned.caps.get(key)
+            allowed = min(budget, untimed if cap is None else max(0, cap - offset))
+            deferred = st.st_size > offset and allowed <= 0
+            if st.st_size > offset and allowed > 0:
                 size = st.st_size
-                hi = min(size, offset + budget)
+                hi = min(size, offset + allowed)
                 end = _last_newline(fh, offset, hi)
                 if end < 0 and hi < size:  # one line longer than the budget: take it whole
                     end = _next_newline(fh, hi, min(size, offset + MAX_PARTIAL_LINE_BYTES))
@@ -315,6 +321,8 @@ def plan(
                     end = offset + MAX_PARTIAL_LINE_BYTES  # a writer that never ends its line
                 end = max(end, offset)
                 budget -= end - offset
+                if cap is None:
+                    untimed -= end - offset
                 deferred = end < size and (hi < size or end - offset >= MAX_PARTIAL_LINE_BYTES)
             out[key] = {
                 "path": path,
@@ -330,6 +338,25 @@ def plan(
             }
     listed = dict(sorted(skipped.items())[:MAX_SKIPPED_LISTED])
     return Planned(out, listed, len(skipped))
+
+
+def _aligned(files: list[tuple[str, FileInfo]], start: dict[str, dict[str, Any]], max_bytes: int) -> Aligned | None:
+    """Where each log file's batch ends when their unread bytes exceed the budget (jobs.io.time_align); None when
+    the budget takes them all. The unread range starts at the offset the previous batch ended at (a file it did not
+    know, or that changed under its inode, from 0)."""
+    ranges = []
+    for path, _ in files:
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        key = f"{st.st_dev}:{st.st_ino}"
+        prev = start.get(key)
+        offset = int(prev["offset"]) if prev is not None and st.st_size >= int(prev["offset"]) else 0
+        ranges.append(FileRange(key, path, offset, st.st_size))
+    if sum(r.end - r.start for r in ranges) <= max_bytes:
+        return None
+    return align(ranges, max_bytes)
 
 
 def split(family: str, start: dict[str, dict[str, Any]], end: dict[str, dict[str, Any]]) -> list[Piece]:
