@@ -42,7 +42,11 @@ _KAFKA_DATA = re.compile(r"^\d{20}\.(log|index|timeindex|snapshot|txnindex)(\.de
 _KAFKA_STATE_FILES = frozenset({"partition.metadata", "leader-epoch-checkpoint", "meta.properties", "quorum-state",
                                 "cleaner-offset-checkpoint", "recovery-point-offset-checkpoint",
                                 "replication-offset-checkpoint", "log-start-offset-checkpoint"})
-_SKIP_SUFFIX = (".gz", ".zip", ".zst", ".bz2", ".xz", ".crc", ".checkpoint", ".lock", ".parquet", ".pid", ".out")
+# Configuration an operator keeps beside the logs (server.properties, log4j.properties, the JMX exporter's YAML) is
+# no input: the exporter's `startDelaySeconds: 120` reads as a Prometheus sample, its rules as broken ones.
+_CONFIG_SUFFIX = (".properties", ".yaml", ".yml", ".xml", ".conf", ".sh")
+_SKIP_SUFFIX = (".gz", ".zip", ".zst", ".bz2", ".xz", ".crc", ".checkpoint", ".lock", ".parquet", ".pid", ".out",
+                *_CONFIG_SUFFIX)
 _BROKER_RE = re.compile(r"(?:^|[^A-Za-z0-9])broker[-_]?(\d+)(?:[^0-9]|$)", re.IGNORECASE)
 _PROM_LINE = re.compile(rb"^(# (HELP|TYPE) |[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^}]*\})? [-+0-9.eEnaNIif]+)")
 _LOG4J_START = re.compile(rb"^(\S+ (stdout|stderr) [FP] |[\w.-]+\s+\| )?(\[\d{4}-\d\d-\d\d|\d{4}-\d\d-\d\d[ T])")
@@ -105,7 +109,8 @@ def sniff(head: bytes) -> tuple[str, str] | None:
 
 
 def ignored_name(name: str) -> bool:
-    """Whether a file of this name is never input (hidden, Kafka's data files, archives, pid and lock files)."""
+    """Whether a file of this name is never input (hidden, Kafka's data files, archives, pid and lock files,
+    configuration)."""
     return (name.startswith((".", "_")) or bool(_KAFKA_DATA.match(name)) or name in _KAFKA_STATE_FILES
             or name.endswith(_SKIP_SUFFIX))
 

@@ -55,6 +55,11 @@ def test_classification_and_broker_ids(tmp_path: Path) -> None:
     (d / "data" / "meta.properties").write_text("#\nnode.id=7\nversion=1\n")
     for name in ("fence-0/partition.metadata", "fence-0/leader-epoch-checkpoint", "quorum-state", "meta.properties"):
         assert describe(str(tmp_path), str(d / "data" / name), None, "dflt") is None, name
+    # an operator's configuration beside the logs: the JMX exporter's first line reads like a Prometheus sample
+    (d / "jmx-exporter.yaml").write_text("startDelaySeconds: 120\nlowercaseOutputName: true\n")
+    (d / "log4j.properties").write_text("log4j.rootLogger=INFO, stdout\n")
+    for name in ("jmx-exporter.yaml", "log4j.properties"):
+        assert describe(str(tmp_path), str(d / name), None, "dflt") is None, name
     flat = describe(str(d), str(d / "server.log"), "given", "dflt")
     assert flat is not None
     assert flat.cluster == "given"
