@@ -3,8 +3,9 @@ silver, so their alerts are one micro-batch away from the line or sample that sh
 detect query reading silver added a second trigger and batch, 3-6 s under load on 2 cores).
 
 * :class:`LogRules` (log batches): STALE_BROKER_EPOCH, CONTROL_REQUEST_QUEUED_BEHIND_DATA and the KRaft
-  controller's BROKER_FENCED and BROKER_HEARTBEAT_TIMEOUT (pipelines.detection.latency_detectors.log_candidates), from
-  the batch's state_change_events and request_events rows.
+  controller's BROKER_FENCED, BROKER_HEARTBEAT_TIMEOUT and QUORUM_UNSTABLE
+  (pipelines.detection.latency_detectors.log_candidates), from the batch's state_change_events and request_events
+  rows; a batch holding a quorum election reads the window's earlier elections back from state_change_events.
 * :class:`MetricRules` (metric batches): every metric rule (pipelines.detection.metric_detectors.metric_candidates) over
   the sliding windows the batch's samples fall in. A window also holds earlier batches' samples: they are read back
   from metric_samples (the window's span of the batch's clusters, files pruned by their `ts` statistics), so the
@@ -31,7 +32,7 @@ import pyarrow.compute as pc
 from jobs.alert_writer import AlertWriter
 from pipelines.detection.config import DetectionConfig
 from pipelines.detection.events import CONTROL_REQUESTS, STALE_EVENTS
-from pipelines.detection.kraft_detectors import KRAFT_EVENTS
+from pipelines.detection.kraft_detectors import ELECTION_COLUMNS, KRAFT_EVENTS
 from pipelines.detection.latency_detectors import log_candidates
 from pipelines.detection.metric_detectors import (
     DETECTION_SIGNALS,
@@ -41,6 +42,7 @@ from pipelines.detection.metric_detectors import (
     metric_windows,
 )
 from schemas.alerts import DetectQuery
+from schemas.events import Event
 from schemas.inputs import InputFamily
 from schemas.lake_read import LatestTable
 from schemas.tables import METRIC_SAMPLES, REQUEST_EVENTS, STATE_CHANGE_EVENTS
@@ -119,9 +121,28 @@ class _BatchRules:
 
 class LogRules(_BatchRules):
     """A log batch's state_change_events and request_events -> STALE_BROKER_EPOCH, CONTROL_REQUEST_QUEUED_BEHIND_DATA
-    (request-log form), BROKER_FENCED, BROKER_HEARTBEAT_TIMEOUT -> alerts."""
+    (request-log form), BROKER_FENCED, BROKER_HEARTBEAT_TIMEOUT, QUORUM_UNSTABLE -> alerts."""
 
     role = DetectQuery.LOG
+
+    def __init__(self, settings: Settings, query: str, run_id: str, cfg: DetectionConfig) -> None:
+        super().__init__(settings, query, run_id, cfg)
+        self.state_changes = LatestTable(settings.table_path(STATE_CHANGE_EVENTS.name),
+                                         STATE_CHANGE_EVENTS.to_arrow())
+
+    def _elections(self, sc: pa.Table) -> pa.Table | None:
+        """The quorum's elections over `quorum_window_s` before each cluster's elections in the batch, read back
+        from state_change_events (None: the batch holds none, and QUORUM_UNSTABLE has nothing to judge)."""
+        batch = sc.filter(pc.field("event") == Event.KRAFT_ACTIVE_CONTROLLER.value)
+        if batch.num_rows == 0:
+            return None
+        window = dt.timedelta(seconds=self.cfg.quorum_window_s)
+        spans = batch.select(CLOCK_COLUMNS).group_by("cluster").aggregate([("ts", "min"), ("ts", "max")])
+        found = self.state_changes.read_spans([
+            (cluster, first - window, last)
+            for cluster, first, last in zip(*(spans[c].to_pylist() for c in ("cluster", "ts_min", "ts_max")),
+                                            strict=True)])
+        return found.filter(pc.field("event") == Event.KRAFT_ACTIVE_CONTROLLER.value).select(ELECTION_COLUMNS)
 
     def __call__(self, silver: SilverRows, batch_id: int) -> None:
         t0 = time.perf_counter()
@@ -131,7 +152,7 @@ class LogRules(_BatchRules):
         sc = _rows(silver, STATE_CHANGE_EVENTS, pc.field("event").isin([e.value for e in (*STALE_EVENTS,
                                                                                           *KRAFT_EVENTS)]))
         rq = _rows(silver, REQUEST_EVENTS, pc.field("api_name").isin(list(CONTROL_REQUESTS)))
-        cands = log_candidates(sc, rq, self.cfg) if sc.num_rows + rq.num_rows else []
+        cands = log_candidates(sc, rq, self.cfg, self._elections(sc)) if sc.num_rows + rq.num_rows else []
         t1 = time.perf_counter()
         n = self._write(cands, watermarks, batch_id)
         log.info("%s batch %d: log rules %d candidate(s), %d alert row(s); rules %.0f ms, alerts %.0f ms",

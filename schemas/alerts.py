@@ -56,6 +56,8 @@ class AlertType(StrEnum):
     BROKER_FENCED = "BROKER_FENCED"
     #: KRaft: the active controller timed out a broker's heartbeats in its overloaded event queue (KAFKA-15019)
     BROKER_HEARTBEAT_TIMEOUT = "BROKER_HEARTBEAT_TIMEOUT"
+    #: KRaft: the controller quorum elected new active controllers again and again (leader changes in a window)
+    QUORUM_UNSTABLE = "QUORUM_UNSTABLE"
 
 
 class Severity(StrEnum):
@@ -122,6 +124,7 @@ OWNERS: dict[AlertType, AlertOwner] = {
         DetectQuery.METRIC, (_MET + "detect_controller_event_queue_delay",)),
     AlertType.BROKER_FENCED: AlertOwner(DetectQuery.LOG, (_KR + "detect_broker_fenced",)),
     AlertType.BROKER_HEARTBEAT_TIMEOUT: AlertOwner(DetectQuery.LOG, (_KR + "detect_broker_heartbeat_timeout",)),
+    AlertType.QUORUM_UNSTABLE: AlertOwner(DetectQuery.LOG, (_KR + "detect_quorum_unstable",)),
 }
 
 

@@ -59,7 +59,7 @@ class Threshold:
 
 
 # Units: ms for latencies, fraction 0..1 for idle/blocked ratios, counts for STALE_BROKER_EPOCH and the KRaft
-# log rules (lines per batch).
+# log rules (lines per batch; QUORUM_UNSTABLE: active controllers elected within quorum_window_s).
 # Queue saturations are fractions of the queue's capacity (20 for the control plane, queued.max.requests for data).
 DEFAULT_THRESHOLDS: dict[str, Threshold] = {
     AlertType.DELAYED_LEADER_AND_ISR: Threshold(5_000, 30_000),
@@ -80,6 +80,7 @@ DEFAULT_THRESHOLDS: dict[str, Threshold] = {
     AlertType.CONTROLLER_EVENT_QUEUE_DELAY: Threshold(1_000, 5_000),
     AlertType.BROKER_FENCED: Threshold(1, 1),
     AlertType.BROKER_HEARTBEAT_TIMEOUT: Threshold(1, 5),
+    AlertType.QUORUM_UNSTABLE: Threshold(3, 6),
 }
 
 
@@ -137,6 +138,9 @@ class DetectionConfig:
     # log-start-offset/checkpoint lines on the same broker during the request make the waits "fetcher-driven".
     lock_wait_share: float = 0.5
     fetcher_burst_lines: int = 10
+    # QUORUM_UNSTABLE counts the KRaft quorum's elections (a new active controller) within this much event time.
+    # 10 minutes: a rolling restart of the controllers moves the leadership once or twice in that time.
+    quorum_window_s: float = 600.0
     overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @classmethod

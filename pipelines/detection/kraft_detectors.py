@@ -6,6 +6,10 @@ brokers' server.log), as Apache Kafka 4.4 logs them.
   fenced by its own controlled shutdown (a rolling restart) logs no such line and raises nothing.
 * BROKER_HEARTBEAT_TIMEOUT: the active controller timed out a broker's heartbeats in its event queue (the queue was
   overloaded: KAFKA-15019); a broker whose heartbeats keep timing out is fenced next.
+* QUORUM_UNSTABLE: the controller quorum elected a new active controller (`Becoming the active controller at epoch
+  E`) again and again: `quorum_window_s` of event time held the threshold's number of elections. One election (a
+  cluster's start, a controller restarted in a roll) raises nothing. The elections of the window before the batch
+  come from state_change_events (the log rules read them back when a batch holds an election).
 
 The alert's broker is the broker the line is about (`target_broker_id`), not the controller node that logged it.
 One candidate per broker and batch; its value counts the lines.
@@ -27,10 +31,14 @@ if TYPE_CHECKING:
 
 Rows = list[dict[str, Any]]
 
-__all__ = ["KRAFT_EVENTS", "detect_broker_fenced", "detect_broker_heartbeat_timeout", "kraft_candidates"]
+__all__ = ["ELECTION_COLUMNS", "KRAFT_EVENTS", "detect_broker_fenced", "detect_broker_heartbeat_timeout",
+           "detect_quorum_unstable", "kraft_candidates"]
 
 # The state_change_events the KRaft rules read (the log batch keeps these rows for them).
-KRAFT_EVENTS = (Event.KRAFT_BROKER_FENCED, Event.KRAFT_HEARTBEAT_EXPIRED, Event.KRAFT_BROKER_UNFENCED)
+KRAFT_EVENTS = (Event.KRAFT_BROKER_FENCED, Event.KRAFT_HEARTBEAT_EXPIRED, Event.KRAFT_BROKER_UNFENCED,
+                Event.KRAFT_ACTIVE_CONTROLLER)
+# What QUORUM_UNSTABLE reads of an election's row.
+ELECTION_COLUMNS = ["cluster", "ts", "controller_id", "controller_epoch", "message"]
 # Lines of one candidate quoted in its evidence.
 LINES_QUOTED = 5
 
@@ -99,8 +107,51 @@ def detect_broker_heartbeat_timeout(state_changes: pl.DataFrame, cfg: DetectionC
     return candidate_rows(rows, t, describe)
 
 
-def kraft_candidates(state_changes: pl.DataFrame, cfg: DetectionConfig) -> Rows:
-    """Both KRaft log rules' candidates from a log batch's state_change_events."""
+def detect_quorum_unstable(elections: pl.DataFrame, batch: pl.DataFrame, cfg: DetectionConfig) -> Rows:
+    """QUORUM_UNSTABLE: per cluster, the most elections within `quorum_window_s` ending at one of the batch's
+    elections. `elections`: every KRAFT_ACTIVE_CONTROLLER row of the batch's span and the window before it
+    (ELECTION_COLUMNS; an election logged twice counts once); `batch`: the batch's own ones."""
+    t = AlertType.QUORUM_UNSTABLE
+    if batch.is_empty():
+        return []
+    window = pl.duration(microseconds=int(cfg.quorum_window_s * 1e6))
+    known = (pl.concat([elections.select(ELECTION_COLUMNS), batch.select(ELECTION_COLUMNS)])
+             .unique(["cluster", "controller_id", "controller_epoch"], keep="first").sort("ts"))
+    ends = batch.select("cluster", "ts").unique()
+    counted = (ends.join(known, on="cluster", suffix="_e")
+               .filter((pl.col("ts_e") > pl.col("ts") - window) & (pl.col("ts_e") <= pl.col("ts")))
+               .sort("ts_e")
+               .group_by("cluster", "ts", maintain_order=True)
+               .agg(n=pl.len(), first_ts=pl.col("ts_e").min(), last_ts=pl.col("ts_e").max(),
+                    controller=pl.col("controller_id").last(),
+                    elections=pl.format("node {} at epoch {} ({})", pl.col("controller_id"),
+                                        pl.col("controller_epoch"), pl.col("ts_e").dt.strftime("%H:%M:%S%.3f"))))
+    worst = counted.sort("n", "ts", descending=[True, True]).unique("cluster", keep="first", maintain_order=True)
+    value = pl.col("n").cast(pl.Float64)
+    rows = (worst.filter(value >= level(cfg, t, "warning"))
+            .with_columns(value=value, severity=severity(cfg, t, value), threshold=level(cfg, t, "warning"),
+                          listener=pl.lit(None, dtype=pl.String), broker_id=pl.lit(None, dtype=pl.Int32),
+                          elections=pl.col("elections").list.tail(LINES_QUOTED))
+            .drop("ts").rename({"last_ts": "ts"}).with_columns(last_ts=pl.col("ts")))
+    minutes = cfg.quorum_window_s / 60
+
+    def describe(r: Mapping[str, Any]) -> tuple[str, str]:
+        summary = (f"The KRaft controller quorum elected {r['n']} active controllers within {minutes:g} minutes (the "
+                   f"latest: node {r['controller']}): each election leaves the cluster without an active controller "
+                   "for a while (no metadata changes, no fencing or unfencing). Controllers that lose their "
+                   "leadership again and again are paused (GC), starved, or cut off from each other")
+        return summary, evidence(r, ("n", "first_ts", "last_ts", "controller", "elections"))
+
+    return candidate_rows(rows, t, describe)
+
+
+def kraft_candidates(state_changes: pl.DataFrame, cfg: DetectionConfig, elections: pl.DataFrame | None = None
+                     ) -> Rows:
+    """The KRaft log rules' candidates from a log batch's state_change_events; `elections`: the quorum's elections
+    of the window before the batch (QUORUM_UNSTABLE), None when the batch holds none."""
     if state_changes.is_empty():
         return []
-    return [*detect_broker_fenced(state_changes, cfg), *detect_broker_heartbeat_timeout(state_changes, cfg)]
+    batch = state_changes.filter((pl.col("event") == Event.KRAFT_ACTIVE_CONTROLLER.value).fill_null(False))
+    before = batch.head(0).select(ELECTION_COLUMNS) if elections is None else elections
+    return [*detect_broker_fenced(state_changes, cfg), *detect_broker_heartbeat_timeout(state_changes, cfg),
+            *detect_quorum_unstable(before, batch, cfg)]

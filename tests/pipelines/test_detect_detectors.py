@@ -9,11 +9,13 @@ from __future__ import annotations
 import functools
 from datetime import UTC, datetime, timedelta
 
+import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
 from pipelines.detection.config import DetectionConfig
+from pipelines.detection.kraft_detectors import ELECTION_COLUMNS, kraft_candidates
 from pipelines.detection.latency_detectors import latency_candidates, log_candidates, state_change_spans
 from pipelines.detection.metric_detectors import metric_candidates, metric_windows
 from schemas.tables import CONTROL_REQUEST_LATENCY, METRIC_SAMPLES, REQUEST_EVENTS, STATE_CHANGE_EVENTS
@@ -146,6 +148,11 @@ _FENCE = "Fencing broker 3 at epoch 87 because its session has timed out."
 _UNFENCE = ("The request from broker 3 to unfence has been granted because it has caught up with the offset of its "
             "register broker record 33.")
 _EXPIRED = "processExpiredBrokerHeartbeat: controller event queue overloaded. Timed out heartbeat from broker 2."
+
+
+def _elected(epoch: int) -> str:
+    return f"Becoming the active controller at epoch {epoch}, next write offset {1000 + epoch}."
+
 CHANGES += [
     sc("fence-fire", 5, _FENCE, broker=100, event="kraft_broker_fenced", target_broker_id=3, controller_id=100),
     sc("fence-fire", 30, _UNFENCE, broker=100, event="kraft_broker_unfenced", target_broker_id=3, controller_id=100),
@@ -157,6 +164,14 @@ CHANGES += [
          controller_id=100) for i in range(3)],
     sc("hbt-quiet", 5, "Unable to send a heartbeat because the RPC got timed out before it could be sent.",
        event="kraft_heartbeat_not_sent"),
+    # the quorum: three elections in a minute (a flapping leadership); two (a start, then a controller restarted in a
+    # roll); three spread over 25 minutes
+    *[sc("quorum-fire", sec, _elected(epoch), broker=node, event="kraft_active_controller", controller_id=node,
+         controller_epoch=epoch) for sec, node, epoch in ((5, 100, 5), (20, 101, 6), (40, 102, 8))],
+    *[sc("quorum-quiet", sec, _elected(epoch), broker=node, event="kraft_active_controller", controller_id=node,
+         controller_epoch=epoch) for sec, node, epoch in ((5, 100, 1), (300, 101, 2))],
+    *[sc("quorumslow-quiet", sec, _elected(epoch), broker=node, event="kraft_active_controller", controller_id=node,
+         controller_epoch=epoch) for sec, node, epoch in ((5, 100, 1), (700, 101, 2), (1500, 102, 3))],
 ]
 REQUESTS = [
     req("qbd-fire", "LeaderAndIsr", "PLAINTEXT", 2500.0),
@@ -273,6 +288,7 @@ CASES = [
     ("CONTROLLER_EVENT_QUEUE_DELAY", "ceq", 1),
     ("BROKER_FENCED", "fence", 3),
     ("BROKER_HEARTBEAT_TIMEOUT", "hbt", 2),
+    ("QUORUM_UNSTABLE", "quorum", None),
 ]
 
 
@@ -292,7 +308,8 @@ FIRE_ONLY = ("dln", "umf", "rqs-override", "lockf", "accc", "accyoung", "netp", 
 QUIET_ONLY = {("REQUEST_HANDLER_SATURATED", c) for c in ("rhyoung", "rhbounce", "rhrestart", "rhfirst", "rhfile",
                                                           "rhyoung2")} | {("NETWORK_PROCESSOR_SATURATED", "netyoung")} \
     | {("REQUEST_QUEUE_SATURATED", "rqsinf"), ("CONTROL_PLANE_QUEUE_BACKLOG", "cpqinf")} \
-    | {("DELAYED_UPDATE_METADATA", "umfo"), ("DELAYED_LEADER_AND_ISR", "dlno")}
+    | {("DELAYED_UPDATE_METADATA", "umfo"), ("DELAYED_LEADER_AND_ISR", "dlno")} \
+    | {("QUORUM_UNSTABLE", "quorumslow")}
 QUIET = sorted({(ty, c) for ty, c, _ in CASES if c not in FIRE_ONLY} | QUIET_ONLY)
 
 
@@ -375,6 +392,7 @@ QUALITY = {
     ("CONTROLLER_EVENT_QUEUE_DELAY", "ceq"): {("warning", 1750.0, 1000.0)},
     ("BROKER_FENCED", "fence"): {("critical", 1.0, 1.0)},
     ("BROKER_HEARTBEAT_TIMEOUT", "hbt"): {("warning", 3.0, 1.0)},
+    ("QUORUM_UNSTABLE", "quorum"): {("warning", 3.0, 3.0)},  # three elections in 35 s
 }
 
 
@@ -407,3 +425,20 @@ def test_the_state_change_spans_hold_every_line_the_latency_rules_read():
     assert latency_candidates(latency, kept, CFG) == latency_candidates(latency, changes, CFG)
     nc = next(s for s in spans if s[0] == "nc-fire")
     assert (nc[1], nc[2]) == (t(1), t(1) + timedelta(seconds=CFG.never_completed_timeout_s))
+
+
+def test_quorum_elections_before_the_batch_count_once_each():
+    """Two elections read back from state_change_events (one of them the batch's own, committed) and the batch's
+    two: three elections within the window, one alert for the cluster."""
+    batch = [sc("c", sec, _elected(e), broker=n, event="kraft_active_controller", controller_id=n,
+                controller_epoch=e) for sec, n, e in ((400, 101, 7), (410, 102, 8))]
+    earlier = [sc("c", 100, _elected(6), broker=100, event="kraft_active_controller", controller_id=100,
+                  controller_epoch=6), batch[0]]
+    frame = functools.partial(pa.Table.from_pylist, schema=STATE_CHANGE_EVENTS.to_arrow())
+    rows = [dict(zip(STATE_CHANGE_EVENTS.names, r, strict=True)) for r in batch]
+    before = [dict(zip(STATE_CHANGE_EVENTS.names, r, strict=True)) for r in earlier]
+    got = kraft_candidates(pl.from_arrow(frame(rows)), CFG, pl.from_arrow(frame(before).select(ELECTION_COLUMNS)))
+    (alert,) = [c for c in got if c["type"] == "QUORUM_UNSTABLE"]
+    assert (alert["value"], alert["severity"], alert["broker_id"]) == (3.0, "warning", None)
+    assert "node 102 at epoch 8" in alert["evidence"]
+    assert kraft_candidates(pl.from_arrow(frame(rows)), CFG, None) == []  # the batch alone: two elections
