@@ -102,6 +102,8 @@ EXTRA_RUNS: tuple[DemoRun, ...] = (
             "brokers' heartbeats time out in its queue", "controller-overload", KAFKA_KRAFT),
     DemoRun("kraft-healthy", "a healthy KRaft cluster of Apache Kafka under load: no alert expected", "healthy",
             KAFKA_KRAFT),
+    DemoRun("kraft-quorum-unstable", "KRaft on Apache Kafka: the active controller of three voters paused until "
+            "another is elected, three times", "quorum-unstable", KAFKA_KRAFT),
     # as operators run Kafka: its shipped log4j levels and a public exporter stack's namings
     DemoRun("kafka-connection-storm-strimzi", "KIP-402 on Apache Kafka with Strimzi's exporter namings and Kafka's "
             "shipped log4j levels", "connection-storm", KAFKA_ZK, "strimzi", "shipped"),

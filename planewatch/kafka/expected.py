@@ -27,6 +27,8 @@ EXPECTED: tuple[ExpectedIncident, ...] = (
     # KRaft: heartbeats wait past their deadline in the overloaded controller's queue (KAFKA-15019).
     ExpectedIncident("kraft-controller-overload", "controller-overload-started", AlertType.BROKER_HEARTBEAT_TIMEOUT,
                      None),
+    # KRaft: three pauses of the active controller, each until another voter is elected: four elections in all
+    ExpectedIncident("kraft-quorum-unstable", "quorum-flapping-started", AlertType.QUORUM_UNSTABLE, None),
     ExpectedIncident("kafka-connection-storm", "storm-started", AlertType.ACCEPTOR_BLOCKED, "broker"),
     ExpectedIncident("kafka-connection-storm-strimzi", "storm-started", AlertType.ACCEPTOR_BLOCKED, "broker"),
     # the shipped levels: state-change INFO (Handling/Finished), no request log; Confluent's agent is silent for the
@@ -40,6 +42,7 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "kraft-healthy": (ANY,),
     "kraft-broker-fenced": _CONTROL_REQUEST_ALERTS,
     "kraft-controller-overload": _CONTROL_REQUEST_ALERTS,
+    "kraft-quorum-unstable": _CONTROL_REQUEST_ALERTS,
     # the control plane keeps the controller's requests out of the produce backlog
     "kafka-produce-backlog-with-control-plane": _CONTROL_REQUEST_ALERTS,
     "kafka-produce-backlog-without-control-plane": (AlertType.LOCK_CONTENTION, AlertType.STALE_BROKER_EPOCH,

@@ -83,6 +83,13 @@ OVERLOAD_WAVES = 5
 OVERLOAD_TOPICS = 25
 OVERLOAD_PARTITIONS = 200
 OVERLOAD_TIMEOUT_S = 180.0
+# quorum-unstable: a quorum of three voters whose active controller is paused QUORUM_PAUSES times, each until another
+# voter has won an election (controller.quorum.fetch.timeout.ms, 2 s by default, then the election), then resumed:
+# with the cluster's first election, four within a minute or two (QUORUM_UNSTABLE warns at three in 10 minutes).
+QUORUM_VOTERS = 3
+QUORUM_PAUSES = 3
+QUORUM_ELECTION_TIMEOUT_S = 30.0
+_ELECTED = re.compile(r"\[QuorumController id=(\d+)\] Becoming the active controller at epoch (\d+)")
 # after the resume: the broker catches up, is unfenced and rejoins the ISR (Kafka's defaults)
 UNFENCE_TIMEOUT_S = 90.0
 _EPOCH = re.compile(r"Registered broker (\d+) at path \S+ with addresses: .*czxid \(broker epoch\): (\d+)")
@@ -372,10 +379,10 @@ KRAFT_SETTLE_S = 8.0
 
 @contextmanager
 def _kraft_under_load(d: Path, tl: Timeline, setup: KafkaSetup, scenario: str, topic: str,
-                      max_seconds: float) -> Iterator[KafkaCluster]:
-    """A KRaft cluster with a 6-partition topic of 3 replicas under bounded acks=all load; after the body, the load
-    is stopped and every acknowledged record is read back."""
-    spec = setup.spec(d / "cluster")
+                      max_seconds: float, controllers: int = 1) -> Iterator[KafkaCluster]:
+    """A KRaft cluster (`controllers` voters) with a 6-partition topic of 3 replicas under bounded acks=all load;
+    after the body, the load is stopped and every acknowledged record is read back."""
+    spec = setup.spec(d / "cluster", controllers=controllers)
     if not spec.is_kraft:
         raise ValueError(f"{scenario} needs a KRaft cluster (Kafka 4.x, or --kraft)")
     with started(spec, tl) as cluster:
@@ -442,6 +449,37 @@ def controller_overload(d: Path, tl: Timeline, setup: KafkaSetup) -> None:
         time.sleep(SCRAPE_SETTLE_S)
 
 
+def _active_controller(cluster: KafkaCluster) -> tuple[int, int]:
+    """(node, epoch) of the newest election any controller logged (`Becoming the active controller at epoch E`);
+    (-1, -1) before the first."""
+    best = (-1, -1)
+    for nid in cluster.controllers:
+        for f in sorted((cluster.controller_dir(nid) / "logs").glob("controller.log*")):
+            for m in _ELECTED.finditer(f.read_text(errors="replace")):
+                best = max(best, (int(m.group(2)), int(m.group(1))))
+    return best[1], best[0]
+
+
+def quorum_unstable(d: Path, tl: Timeline, setup: KafkaSetup) -> None:
+    """KRaft: the active controller of a three-voter quorum paused until another wins an election, three times under
+    load: the leadership moves again and again."""
+    with _kraft_under_load(d, tl, setup, "quorum-unstable", "quorum", 90, controllers=QUORUM_VOTERS) as cluster:
+        tl.emit("quorum-flapping-started", voters=QUORUM_VOTERS, pauses=QUORUM_PAUSES)
+        for _ in range(QUORUM_PAUSES):
+            node, epoch = _active_controller(cluster)
+            proc = cluster.controllers[node].popen
+            proc.send_signal(signal.SIGSTOP)
+            tl.emit("controller-paused", controller_id=node, epoch=epoch)
+            try:
+                wait_until("another active controller", lambda e=epoch: _active_controller(cluster)[1] > e,
+                           timeout_s=QUORUM_ELECTION_TIMEOUT_S)
+            finally:
+                proc.send_signal(signal.SIGCONT)
+            new_node, new_epoch = _active_controller(cluster)
+            tl.emit("controller-elected", controller_id=new_node, epoch=new_epoch, paused=node)
+        time.sleep(KRAFT_SETTLE_S)
+
+
 Scenario = Callable[[Path, Timeline, KafkaSetup], None]
 SCENARIOS: dict[str, Scenario] = {
     "healthy": healthy,
@@ -453,11 +491,12 @@ SCENARIOS: dict[str, Scenario] = {
     "metadata-lag": metadata_lag,
     "broker-fenced": broker_fenced,
     "controller-overload": controller_overload,
+    "quorum-unstable": quorum_unstable,
 }
 # ZooKeeper-mode mechanisms (KIP-291 control plane, broker epochs fenced by the broker, a broker as controller).
 ZOOKEEPER_ONLY = frozenset({"produce-backlog-with-control-plane", "produce-backlog-without-control-plane",
                             "broker-bounce", "controller-failover"})
-KRAFT_ONLY = frozenset({"metadata-lag", "broker-fenced", "controller-overload"})
+KRAFT_ONLY = frozenset({"metadata-lag", "broker-fenced", "controller-overload", "quorum-unstable"})
 
 
 def scenario_names(setup: KafkaSetup) -> list[str]:
