@@ -204,7 +204,10 @@ def reader_positions(checkpoints: str) -> dict[str, int] | None:
             except FileNotFoundError:  # purged by Spark since it was listed
                 continue
             for line in lines:
-                offset = json.loads(line) if line.startswith("{") else None
+                try:
+                    offset = json.loads(line) if line.startswith("{") else None
+                except ValueError:  # torn or foreign: whose position it holds is unknown
+                    return None
                 if not isinstance(offset, dict) or set(offset) - {"version", "table"} or \
                         not isinstance(offset.get("version"), int):
                     continue  # another source's offset (a Kafka source's names topics: {"version": {"0": 12}})

@@ -152,5 +152,8 @@ def test_reader_positions_read_the_two_newest_offsets_of_each_query(tmp_path: Pa
     assert reader_positions(str(tmp_path / "none")) == {}
     assert reader_positions(f"file://{tmp_path}") == {"/lake/a": 5, "/lake/b": 12}
     assert reader_positions("s3://bucket/checkpoints") is None
+    offsets("torn", 1, '{"version": 3, "tab')
+    assert reader_positions(str(tmp_path)) is None
+    (tmp_path / "torn" / "offsets" / "1").unlink()
     offsets("old", 4, '{"version": 2}')  # a checkpoint written before offsets named their table
     assert reader_positions(str(tmp_path)) is None
