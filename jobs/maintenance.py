@@ -224,7 +224,11 @@ class Maintainer:
     def run_pass(self) -> Mapping[str, TableReport]:
         """One pass over every table that exists in the lake."""
         reports: dict[str, TableReport] = {}
-        readers = reader_positions(self.settings.checkpoints)
+        try:
+            readers = reader_positions(self.settings.checkpoints)
+        except OSError as exc:  # an unreadable checkpoint directory: clean no log this pass
+            log.warning("streaming checkpoints unreadable (%s): no Delta log cleaned up this pass", exc)
+            readers = None
         if readers is None:
             log.info("a streaming checkpoint predates offsets naming their table: no Delta log cleaned up this pass")
         for table in TABLES.values():
