@@ -21,7 +21,6 @@ import calendar
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import BinaryIO
 
 from jobs.io.entries import NotRegularFile, open_regular
 
@@ -63,12 +62,22 @@ class FileRange:
 
 @dataclass
 class _Timed:
-    """One open file's records between `start` and `end`, probed on demand (probes cached)."""
+    """One file's records between `start` and `end`, probed on demand (probes cached). The file is opened for each
+    read, so a backlog of thousands of files holds no descriptor between probes."""
 
-    fh: BinaryIO
+    path: str
     start: int
     end: int
     probes: dict[int, tuple[int, float] | None] = field(default_factory=dict)
+
+    def read(self, at: int, n: int) -> bytes:
+        """`n` bytes at `at` (fewer at the end; none when the file is gone or swapped meanwhile)."""
+        try:
+            with open_regular(self.path) as fh:
+                fh.seek(at)
+                return fh.read(n)
+        except (OSError, NotRegularFile):
+            return b""
 
     def next_record(self, pos: int) -> tuple[int, float] | None:
         """(start, time) of the first timed line starting at or after `pos` (moved to a line start), before `end`;
@@ -80,8 +89,7 @@ class _Timed:
         i = -1 if pos > self.start else 0  # -1: the line start after pos - 1 is not found yet
         found = None
         while found is None and len(buf) < PROBE_BYTES and at + len(buf) < self.end:
-            self.fh.seek(at + len(buf))
-            chunk = self.fh.read(min(_CHUNK_BYTES, self.end - at - len(buf)))
+            chunk = self.read(at + len(buf), min(_CHUNK_BYTES, self.end - at - len(buf)))
             if not chunk:
                 break
             buf += chunk
@@ -131,8 +139,7 @@ class _Timed:
     def last_time(self) -> float | None:
         """The time of the last timed line in the file's last PROBE_BYTES."""
         at = max(self.start, self.end - PROBE_BYTES)
-        self.fh.seek(at)
-        lines = self.fh.read(self.end - at).split(b"\n")[:-1]  # the last piece is not a whole line
+        lines = self.read(at, self.end - at).split(b"\n")[:-1]  # the last piece is not a whole line
         if at > self.start:
             lines = lines[1:]  # the first piece may be a line's tail
         for line in reversed(lines):
@@ -155,40 +162,30 @@ class Aligned:
 def align(files: Sequence[FileRange], budget: int) -> Aligned:
     """Each file's end for a batch of at most `budget` bytes read up to one log time (see the module doc)."""
     timed: dict[str, _Timed] = {}
-    handles: list[BinaryIO] = []
-    try:
-        for f in files:
-            if f.end <= f.start:
-                continue
-            try:
-                fh = open_regular(f.path)
-            except (OSError, NotRegularFile):  # gone or swapped since it was listed: the planner reports it
-                continue
-            handles.append(fh)
-            tf = _Timed(fh, f.start, f.end)
+    for f in files:
+        if f.end > f.start:
+            tf = _Timed(f.path, f.start, f.end)
             if tf.next_record(f.start) is not None:
                 timed[f.key] = tf
-        if not timed:
-            return Aligned({}, None, budget)
-        firsts = [r[1] for tf in timed.values() if (r := tf.next_record(tf.start)) is not None]
-        lasts = [t for tf in timed.values() if (t := tf.last_time()) is not None]
-        lo, hi = min(firsts), max([*lasts, *firsts])
+    if not timed:
+        return Aligned({}, None, budget)
+    firsts = [r[1] for tf in timed.values() if (r := tf.next_record(tf.start)) is not None]
+    lasts = [t for tf in timed.values() if (t := tf.last_time()) is not None]
+    lo, hi = min(firsts), max([*lasts, *firsts])
 
-        def taken(t: float) -> int:
-            return sum(tf.cut(t) - tf.start for tf in timed.values())
+    def taken(t: float) -> int:
+        return sum(tf.cut(t) - tf.start for tf in timed.values())
 
-        if taken(hi) <= budget:
-            until = hi
-        else:
-            until = lo  # the earliest records always go (the tail planner takes a line longer than the budget)
-            while hi - lo > TIME_PRECISION_S:
-                mid = (lo + hi) / 2
-                if taken(mid) <= budget:
-                    lo = until = mid
-                else:
-                    hi = mid
-        caps = {key: tf.cut(until) for key, tf in timed.items()}
-        return Aligned(caps, until, max(0, budget - sum(c - timed[k].start for k, c in caps.items())))
-    finally:
-        for fh in handles:
-            fh.close()
+    if taken(hi) <= budget:
+        until = hi
+    else:
+        until = lo  # the earliest records always go (the tail planner takes a line longer than the budget)
+        while hi - lo > TIME_PRECISION_S:
+            mid = (lo + hi) / 2
+            if taken(mid) <= budget:
+                lo = until = mid
+            else:
+                hi = mid
+    caps = {key: tf.cut(until) for key, tf in timed.items()}
+    return Aligned(caps, until, max(0, budget - sum(c - timed[k].start for k, c in caps.items())))
+
