@@ -116,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", type=Path, default=Path("var/bench-real-kafka"))
     parser.add_argument("--json", type=Path, default=None, help="also write the numbers here")
     parser.add_argument("--summarize-only", action="store_true", help="only read an earlier run's --dir")
+    parser.add_argument("--scrape-interval", type=float, default=None, metavar="SECONDS",
+                        help="how often the exporters are scraped (default: the demo's)")
     args = parser.parse_args(argv)
     runs = [r for r in args.runs.split(",") if r]
     unknown = sorted(set(runs) - set(KAFKA_RUNS))
@@ -125,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.summarize_only:
         cmd = [sys.executable, "-m", "planewatch.cli", "demo", "--dir", str(args.dir), "--port", "0", "--runs",
                ",".join(runs), "--no-serve", "--duration", str(300 * len(runs) + 300)]
+        if args.scrape_interval is not None:
+            cmd += ["--scrape-interval", str(args.scrape_interval)]
         subprocess.run(cmd, check=False)
         # the demo stops once every incident is caught: the last runs' lines may still be unread; drain them
         drain = [sys.executable, "-m", "planewatch.cli", "pipeline", "--once", "--input", str(args.dir / "clusters"),

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from planewatch.demo.plan import ALL_RUNS, EXTRA_RUNS, RUNS
+from planewatch.demo.plan import ALL_RUNS, EXTRA_RUNS, RUNS, SCRAPE_INTERVAL_S
 
 
 def _runs(text: str) -> tuple[str, ...]:
@@ -45,11 +45,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-serve", dest="serve", action="store_false",
                         help="exit after the table instead of serving the dashboard")
     parser.add_argument("--config", type=Path, default=None, help="pipeline YAML (default conf/pipeline.yaml)")
+    parser.add_argument("--scrape-interval", type=_duration, default=SCRAPE_INTERVAL_S, metavar="SECONDS",
+                        help=f"how often Apache Kafka's exporters are scraped (default {SCRAPE_INTERVAL_S:g}; "
+                             "operators use 15-60)")
 
 
 def run(args: argparse.Namespace) -> int:
     from planewatch.demo.runner import DemoOptions, run_demo
 
     opts = DemoOptions(dir=args.dir, port=args.port, duration_s=args.duration, runs=args.runs, serve=args.serve,
-                       config=args.config)
+                       config=args.config, scrape_interval_s=args.scrape_interval)
     return run_demo(opts)

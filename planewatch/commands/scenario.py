@@ -58,6 +58,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kraft", action="store_true", help="with --kafka below 4.0: a KRaft cluster")
     parser.add_argument("--exporter", default=DEFAULT_EXPORTER, choices=sorted(EXPORTERS),
                         help="with --kafka: whose JMX exporter namings (planewatch/kafka/exporters.py)")
+    parser.add_argument("--scrape-interval", type=float, default=5.0, metavar="SECONDS",
+                        help="with --kafka: how often the exporters are scraped (the cluster stays up for a scrape)")
     parser.add_argument("--log4j", default=LOG4J_PROFILES[0], choices=LOG4J_PROFILES,
                         help="with --kafka: planewatch's logger levels (every witness on) or those Kafka ships")
     parser.add_argument("--timeline", type=Path, default=None, metavar="FILE",
@@ -104,7 +106,7 @@ def _run_kafka(args: argparse.Namespace, d: Path, tl: Timeline) -> int:
     from planewatch.kafka.cluster import KafkaSetup
     from planewatch.kafka.scenarios import SCENARIOS, scenario_names
 
-    setup = KafkaSetup(args.kafka, True if args.kraft else None, args.exporter, args.log4j)
+    setup = KafkaSetup(args.kafka, True if args.kraft else None, args.exporter, args.log4j, args.scrape_interval)
     try:
         names = scenario_names(setup)
     except ValueError as exc:

@@ -23,6 +23,7 @@ __all__ = [
     "KAFKA_KRAFT",
     "KAFKA_ZK",
     "RUNS",
+    "SCRAPE_INTERVAL_S",
     "DemoRun",
     "Detection",
     "Incident",
@@ -58,6 +59,10 @@ class DemoRun:
         """What ran the brokers: ``reference`` or ``Apache Kafka X.Y.Z``."""
         return "reference" if self.kafka is None else f"Apache Kafka {self.kafka}"
 
+
+# How often the demo's pipeline scrapes a running Apache Kafka's JMX exporters by default: the reference brokers'
+# metrics interval (5 s), not the trigger (a 3-broker KRaft cluster answers ~2,000 samples a scrape).
+SCRAPE_INTERVAL_S = 5.0
 
 # Apache Kafka versions of the real-Kafka runs: the last ZooKeeper-mode line (KIP-291's control plane) and KRaft.
 KAFKA_ZK = "3.9.1"

@@ -29,6 +29,7 @@ from jobs.detect import QUERIES as DETECT_QUERIES
 from planewatch.demo.plan import (
     ALL_RUNS,
     RUNS,
+    SCRAPE_INTERVAL_S,
     DemoRun,
     Detection,
     Incident,
@@ -61,9 +62,6 @@ PIPELINE_START_S = 180.0
 DETECTION_GRACE_S = 120.0
 # Micro-batch interval of the demo's pipeline: the detection delay's floor.
 TRIGGER = "2 seconds"
-# How often the demo's pipeline scrapes a running Apache Kafka's JMX exporters: the reference brokers' metrics
-# interval (5 s), not the trigger (a 3-broker KRaft cluster answers ~2,000 samples a scrape).
-SCRAPE_INTERVAL_S = 5.0
 # A scenario run that takes longer than this is interrupted (each is bounded well below it).
 RUN_TIMEOUT_S = 300.0
 # The subdirectories the demo owns under --dir (cleared at start).
@@ -80,6 +78,7 @@ class DemoOptions:
     runs: tuple[str, ...] = tuple(r.name for r in RUNS)
     serve: bool = True
     config: Path | None = None
+    scrape_interval_s: float = SCRAPE_INTERVAL_S  # Apache Kafka's exporters (the reference brokers write files)
 
 
 class Progress:
@@ -129,9 +128,11 @@ def _point_current(d: Path, run: str) -> None:
     link.symlink_to(Path("clusters") / run / "cluster")
 
 
-def _play(run: DemoRun, d: Path, env: dict[str, str], progress: Progress, deadline: float) -> list[dict[str, Any]]:
+def _play(run: DemoRun, d: Path, env: dict[str, str], progress: Progress, deadline: float,
+          scrape_interval_s: float = SCRAPE_INTERVAL_S) -> list[dict[str, Any]]:
     """Run one scenario as a child, echo its timeline as progress, return its events."""
-    kafka = ("--kafka", run.kafka, "--exporter", run.exporter, "--log4j", run.log4j) if run.kafka else ()
+    kafka = ("--kafka", run.kafka, "--exporter", run.exporter, "--log4j", run.log4j, "--scrape-interval",
+             str(scrape_interval_s)) if run.kafka else ()
     cmd = planewatch_cmd("scenario", run.scenario_name, *kafka, "--dir", str(d / "clusters" / run.name),
                          "--timeline", str(d / "timeline" / f"{run.name}.jsonl"))
     child = Child("scenario", cmd, d / "logs" / f"scenario-{run.name}.log", env, pipe_stdout=True)
@@ -247,7 +248,7 @@ def run_demo(opts: DemoOptions, out: IO[str] = sys.stdout,
             if run.kafka:
                 pipe_args += ["--scrape", str(d / "clusters" / run.name / "cluster" / "cluster.json")]
         if any(run.kafka for run in runs):
-            pipe_args += ["--scrape-interval", str(SCRAPE_INTERVAL_S)]
+            pipe_args += ["--scrape-interval", str(opts.scrape_interval_s)]
         children.append(Child("pipeline", planewatch_cmd(*pipe_args), d / "logs" / "pipeline.log", env))
         wait_http_ok(f"{url}/livez", API_START_S, api)
         # the first scenario starts once the pipeline's queries are up: a Kafka cluster starting beside Spark's own
@@ -274,7 +275,7 @@ def run_demo(opts: DemoOptions, out: IO[str] = sys.stdout,
                 break
             _point_current(d, run.name)
             progress.start_run(i, run)
-            events = _play(run, d, env, progress, deadline)
+            events = _play(run, d, env, progress, deadline, opts.scrape_interval_s)
             incidents += incidents_of(run.name, events, want)
         progress.current = ""
         detections = _wait_detections(incidents, watcher, progress, deadline, children)

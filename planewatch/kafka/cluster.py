@@ -102,6 +102,7 @@ class KafkaSetup:
     kraft: bool | None = None  # None: KRaft from 4.0, ZooKeeper mode below
     exporter: str = DEFAULT_EXPORTER
     log4j: str = "planewatch"
+    scrape_interval_s: float = 5.0  # how often its exporters are scraped: a scenario keeps the cluster up for it
 
     def spec(self, directory: Path, **more: Any) -> KafkaClusterSpec:
         """The cluster to start under ``directory`` in this set-up; ``more``: the scenario's own fields."""

@@ -66,8 +66,10 @@ STORM_CONNECT_TIMEOUT_S = 3.0
 # how long the storm holds the listener at its cap, closing one connection every STORM_CHURN_S
 STORM_HOLD_S = 12.0
 STORM_CHURN_S = 0.25
-# the cluster stays up this long after the storm so that a scraper at 5 s intervals reads the last marks
+# the cluster stays up this long after an incident so that a scraper at 5 s intervals reads the last marks; a
+# scraper at a longer interval gets that interval and SCRAPE_MARGIN_S more (_settle)
 SCRAPE_SETTLE_S = 8.0
+SCRAPE_MARGIN_S = 5.0
 # metadata-lag: how long the KRaft controller stays paused (METADATA_APPLY_LAG warns at 5 s; scrapes every 5 s).
 CONTROLLER_PAUSE_S = 20.0
 # broker-fenced: how long the broker stays paused. Past broker.session.timeout.ms (Kafka's default 9 s) without a
@@ -94,6 +96,11 @@ _ELECTED = re.compile(r"\[QuorumController id=(\d+)\] Becoming the active contro
 UNFENCE_TIMEOUT_S = 90.0
 _EPOCH = re.compile(r"Registered broker (\d+) at path \S+ with addresses: .*czxid \(broker epoch\): (\d+)")
 _CONTROLLER_EPOCH = re.compile(r"\[Controller id=(\d+) epoch=(\d+)\]")
+
+
+def _settle(setup: KafkaSetup) -> float:
+    """How long a cluster stays up after its incident: the scrapers' next scrape must find it."""
+    return max(SCRAPE_SETTLE_S, setup.scrape_interval_s + SCRAPE_MARGIN_S)
 
 
 @contextmanager
@@ -277,7 +284,7 @@ def connection_storm(d: Path, tl: Timeline, setup: KafkaSetup) -> None:
         load.stop()
         tl.emit("load-stopped", acked=len(load.acked))
         verify_load(tl, cluster.bootstrap_servers(), "storm", 3, load)
-        time.sleep(SCRAPE_SETTLE_S)
+        time.sleep(_settle(setup))
 
 
 def _broker_epoch(cluster: KafkaCluster, broker: int, after: int = -1) -> int:
@@ -429,7 +436,7 @@ def broker_fenced(d: Path, tl: Timeline, setup: KafkaSetup) -> None:
             victim in p.isrs for p in admin.list_topics("fence", timeout=10).topics["fence"].partitions.values()),
             timeout_s=UNFENCE_TIMEOUT_S)
         tl.emit("isr-restored", broker=victim)
-        time.sleep(SCRAPE_SETTLE_S)  # the scrapers read the controller's last marks while the cluster is up
+        time.sleep(_settle(setup))  # the scrapers read the controller's last marks while the cluster is up
 
 
 def controller_overload(d: Path, tl: Timeline, setup: KafkaSetup) -> None:
@@ -446,7 +453,7 @@ def controller_overload(d: Path, tl: Timeline, setup: KafkaSetup) -> None:
                 future.result(OVERLOAD_TIMEOUT_S)
             tl.emit("topics-created", wave=wave, topics=OVERLOAD_TOPICS)
         tl.emit("controller-overload-stopped")
-        time.sleep(SCRAPE_SETTLE_S)
+        time.sleep(_settle(setup))
 
 
 def _active_controller(cluster: KafkaCluster) -> tuple[int, int]:
