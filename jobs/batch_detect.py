@@ -131,15 +131,16 @@ class LogRules(_BatchRules):
                                          STATE_CHANGE_EVENTS.to_arrow())
 
     def _elections(self, sc: pa.Table) -> pa.Table | None:
-        """The quorum's elections over `quorum_window_s` before each cluster's elections in the batch, read back
-        from state_change_events (None: the batch holds none, and QUORUM_UNSTABLE has nothing to judge)."""
+        """The quorum's elections from `quorum_window_s` before each cluster's elections in the batch to as long
+        after, read back from state_change_events (None: the batch holds none, and QUORUM_UNSTABLE has nothing to
+        judge)."""
         batch = sc.filter(pc.field("event") == Event.KRAFT_ACTIVE_CONTROLLER.value)
         if batch.num_rows == 0:
             return None
         window = dt.timedelta(seconds=self.cfg.quorum_window_s)
         spans = batch.select(CLOCK_COLUMNS).group_by("cluster").aggregate([("ts", "min"), ("ts", "max")])
         found = self.state_changes.read_spans([
-            (cluster, first - window, last)
+            (cluster, first - window, last + window)
             for cluster, first, last in zip(*(spans[c].to_pylist() for c in ("cluster", "ts_min", "ts_max")),
                                             strict=True)])
         return found.filter(pc.field("event") == Event.KRAFT_ACTIVE_CONTROLLER.value).select(ELECTION_COLUMNS)

@@ -52,7 +52,7 @@ import pyarrow as pa
 from deltalake import DeltaTable, WriterProperties
 from deltalake.exceptions import CommitFailedError
 
-from jobs.io.delta_read import reader_positions
+from jobs.io.delta_read import ReaderPosition, reader_positions
 from jobs.io.settings import MaintenanceSettings, Settings
 from schemas.tables import ALERTS, DQ_RESULTS, TABLES, Table
 
@@ -132,19 +132,25 @@ def _retried(what: str, report: TableReport, step: Callable[[], Any]) -> Any:
         return None
 
 
-def cleanup_log(path: str, retention_h: float, now: dt.datetime, read_up_to: int | None = None) -> int:
+def cleanup_log(path: str, retention_h: float, now: dt.datetime, reader: ReaderPosition | None = None) -> int:
     """Delete the log files of the table at `path` that lie behind its newest checkpoint and were written more than
     `retention_h` before `now`; returns how many. The newest checkpoint and everything after it stay, and so do the
-    commits after `read_up_to` (the lowest version a streaming reader has read up to; negative or None: no reader
-    needs a commit)."""
+    commits a streaming reader (`reader`: the lowest version one has read up to; None or negative: no reader needs
+    a commit) reads next, after its version; one that may load the snapshot of its version again (a first batch not
+    committed) keeps the newest checkpoint at or before it and every commit since."""
     log_dir = os.path.join(path, "_delta_log")
     try:
         with open(os.path.join(log_dir, "_last_checkpoint")) as f:
             checkpoint = int(json.load(f)["version"])
     except (OSError, ValueError, KeyError):
         return 0  # no checkpoint yet: every commit is needed
-    if read_up_to is not None and read_up_to >= 0:
-        checkpoint = min(checkpoint, read_up_to + 1)
+    if reader is not None and 0 <= reader.version < checkpoint:
+        if reader.snapshot:
+            below = [int(m["version"]) for e in os.scandir(log_dir) if (m := _LOG_FILE.match(e.name))
+                     and ".checkpoint" in e.name and int(m["version"]) <= reader.version]
+            checkpoint = max(below, default=0)
+        else:
+            checkpoint = reader.version + 1
     cutoff = now.timestamp() - retention_h * 3600
     deleted = 0
     for entry in os.scandir(log_dir):
@@ -158,7 +164,7 @@ def cleanup_log(path: str, retention_h: float, now: dt.datetime, read_up_to: int
 
 
 def maintain_table(path: str, table: Table, cfg: MaintenanceSettings, now: dt.datetime,
-                   readers: Mapping[str, int] | None = None) -> TableReport:
+                   readers: Mapping[str, ReaderPosition] | None = None) -> TableReport:
     """One pass over the Delta table at `path` (see the module docstring), as of `now`. `readers`: the streaming
     readers' positions (`reader_positions`); None: unknown, and the log is not cleaned up."""
     report = TableReport(table.name)
@@ -187,8 +193,7 @@ def maintain_table(path: str, table: Table, cfg: MaintenanceSettings, now: dt.da
             report.files_added += int(metrics.get("numFilesAdded") or 0)
         dt_.update_incremental()
     if readers is not None:
-        read_up_to = readers.get(os.path.realpath(path))
-        report.log_files_deleted = cleanup_log(path, cfg.log_retention_h, now, read_up_to)
+        report.log_files_deleted = cleanup_log(path, cfg.log_retention_h, now, readers.get(os.path.realpath(path)))
     dt_.update_incremental()
     vacuumed = _retried("vacuum", report, lambda: dt_.vacuum(
         retention_hours=int(cfg.vacuum_retention_h), dry_run=False, enforce_retention_duration=False))

@@ -24,9 +24,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from collections.abc import Iterator, Sequence
 from functools import reduce
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -44,8 +45,17 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
-__all__ = ["DEFAULT_MAX_FILES_PER_TRIGGER", "DeltaStreamSource", "added_files", "latest_version", "read_delta",
-           "read_files", "reader_positions", "snapshot_files"]
+__all__ = [
+    "DEFAULT_MAX_FILES_PER_TRIGGER",
+    "DeltaStreamSource",
+    "ReaderPosition",
+    "added_files",
+    "latest_version",
+    "read_delta",
+    "read_files",
+    "reader_positions",
+    "snapshot_files",
+]
 
 # The highest reader protocol whose snapshot is just its active Parquet files (2 adds column mapping, 3 reader
 # features such as deletion vectors): up to it delta-rs's file list reads a table exactly.
@@ -56,6 +66,8 @@ DEFAULT_MAX_FILES_PER_TRIGGER = 1000
 STREAM_BATCH_ROWS = 65536
 
 
+# An offset without its table, older than this, is a removed query's (a running query writes one every trigger).
+STALE_OFFSET_S = 600.0
 # A commit of the Delta log: `<version>.json`, the version in 20 digits (written whole: put-if-absent or rename).
 _COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
 
@@ -179,28 +191,42 @@ def _newest_offsets(query_checkpoint: str) -> list[str]:
     offsets = os.path.join(query_checkpoint, "offsets")
     try:
         batches = sorted(int(n) for n in os.listdir(offsets) if n.isdigit())
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # not a query's checkpoint (a stray file)
         return []
     return [os.path.join(offsets, str(b)) for b in batches[-2:]]
 
 
-def reader_positions(checkpoints: str) -> dict[str, int] | None:
+class ReaderPosition(NamedTuple):
+    """The lowest version the streaming readers of one table have read up to, and whether one of them may load the
+    snapshot of its version again (its first batch, from version -1, not committed yet)."""
+
+    version: int
+    snapshot: bool
+
+
+def reader_positions(checkpoints: str, now: float | None = None) -> dict[str, ReaderPosition] | None:
     """Per table (real path), the lowest version a `planewatch_delta` query under `checkpoints` (one directory per
-    query) may still read from: the commits after it must stay. None when a query's offset does not name its
-    table (a checkpoint written before offsets did) or the checkpoints are on a remote store: then no reader's
-    position is known."""
+    query) may still read from: the commits after it must stay. None when a live query's offset does not name its
+    table (a checkpoint written before offsets did; a running query rewrites it at its next batch) or the
+    checkpoints are on a remote store: then no reader's position is known. An offset of that old form written more
+    than STALE_OFFSET_S before `now` belongs to no running query (one a later version removed) and is ignored."""
+    now = time.time() if now is None else now
     if "://" in checkpoints and not checkpoints.startswith("file://"):
         return None
-    out: dict[str, int] = {}
+    out: dict[str, ReaderPosition] = {}
     try:
         queries = sorted(os.listdir(_strip(checkpoints)))
     except FileNotFoundError:
         return out
     for query in queries:
-        for name in _newest_offsets(os.path.join(_strip(checkpoints), query)):
+        newest = _newest_offsets(os.path.join(_strip(checkpoints), query))
+        first = len(newest) == 1 and os.path.basename(newest[0]) == "0" and not os.path.exists(
+            os.path.join(_strip(checkpoints), query, "commits", "0"))
+        for name in newest:
             try:
                 with open(name, encoding="utf-8") as fh:
                     lines = fh.read().splitlines()[2:]  # the log's version, the batch's metadata, then its sources
+                written = os.path.getmtime(name)
             except FileNotFoundError:  # purged by Spark since it was listed
                 continue
             for line in lines:
@@ -212,9 +238,14 @@ def reader_positions(checkpoints: str) -> dict[str, int] | None:
                         not isinstance(offset.get("version"), int):
                     continue  # another source's offset (a Kafka source's names topics: {"version": {"0": 12}})
                 if "table" not in offset:
+                    if now - written > STALE_OFFSET_S:
+                        continue
                     return None
                 table = os.path.realpath(_strip(str(offset["table"])))
-                out[table] = min(out.get(table, int(offset["version"])), int(offset["version"]))
+                held = out.get(table)
+                version = int(offset["version"])
+                out[table] = ReaderPosition(version if held is None else min(held.version, version),
+                                            first or (held is not None and held.snapshot))
     return out
 
 

@@ -23,11 +23,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from jobs.io.entries import NotRegularFile, open_regular
+from jobs.io.record_split import CONTINUATION
 
 __all__ = ["Aligned", "FileRange", "align", "line_time"]
 
 # A record's time at the start of its line, to the millisecond.
 _TIME = re.compile(rb"^\[?(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[,.](\d{1,3}))?")
+# A line the record splitter joins to the record before it (a stack frame, also under a container runtime's prefix,
+# which carries a time of its own): never a record's start.
+_CONTINUES = re.compile(CONTINUATION)
+# A file whose last probe holds no timed line (a long stack trace, one huge line) may run this far past the others.
+FAR_S = 366 * 86400.0
 # How far a probe reads to find the next timed line: past a stack trace of a few thousand frames.
 PROBE_BYTES = 256 * 1024
 # A probe reads this much at a time: most lines are a few hundred bytes.
@@ -40,6 +46,8 @@ TIME_PRECISION_S = 0.001
 
 def line_time(line: bytes) -> float | None:
     """The time a log line starts with, as seconds since the epoch read as UTC; None for a continuation line."""
+    if _CONTINUES.match(line):
+        return None
     m = _TIME.match(line)
     if m is None:
         return None
@@ -172,6 +180,8 @@ def align(files: Sequence[FileRange], budget: int) -> Aligned:
     firsts = [r[1] for tf in timed.values() if (r := tf.next_record(tf.start)) is not None]
     lasts = [t for tf in timed.values() if (t := tf.last_time()) is not None]
     lo, hi = min(firsts), max([*lasts, *firsts])
+    if len(lasts) < len(timed):  # a file's end shows no time: its backlog may reach far past the others'
+        hi += FAR_S
 
     def taken(t: float) -> int:
         return sum(tf.cut(t) - tf.start for tf in timed.values())

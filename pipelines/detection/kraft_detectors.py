@@ -108,16 +108,20 @@ def detect_broker_heartbeat_timeout(state_changes: pl.DataFrame, cfg: DetectionC
 
 
 def detect_quorum_unstable(elections: pl.DataFrame, batch: pl.DataFrame, cfg: DetectionConfig) -> Rows:
-    """QUORUM_UNSTABLE: per cluster, the most elections within `quorum_window_s` ending at one of the batch's
-    elections. `elections`: every KRAFT_ACTIVE_CONTROLLER row of the batch's span and the window before it
-    (ELECTION_COLUMNS; an election logged twice counts once); `batch`: the batch's own ones."""
+    """QUORUM_UNSTABLE: per cluster, the most elections within a `quorum_window_s` that holds one of the batch's
+    elections (windows end at each election from the batch's first to a window past its last: an election that
+    arrives late still counts with those after it). `elections`: every KRAFT_ACTIVE_CONTROLLER row from a window
+    before the batch's first to a window after its last (ELECTION_COLUMNS; an election logged twice counts once);
+    `batch`: the batch's own ones."""
     t = AlertType.QUORUM_UNSTABLE
     if batch.is_empty():
         return []
     window = pl.duration(microseconds=int(cfg.quorum_window_s * 1e6))
     known = (pl.concat([elections.select(ELECTION_COLUMNS), batch.select(ELECTION_COLUMNS)])
              .unique(["cluster", "controller_id", "controller_epoch"], keep="first").sort("ts"))
-    ends = batch.select("cluster", "ts").unique()
+    span = batch.group_by("cluster").agg(lo=pl.col("ts").min(), hi=pl.col("ts").max() + window)
+    ends = (known.select("cluster", "ts").join(span, on="cluster")
+            .filter(pl.col("ts").is_between(pl.col("lo"), pl.col("hi"))).select("cluster", "ts").unique())
     counted = (ends.join(known, on="cluster", suffix="_e")
                .filter((pl.col("ts_e") > pl.col("ts") - window) & (pl.col("ts_e") <= pl.col("ts")))
                .sort("ts_e")

@@ -5,13 +5,14 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import os
+import time
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from jobs.io.delta_read import DeltaStreamSource, latest_version, reader_positions
+from jobs.io.delta_read import STALE_OFFSET_S, DeltaStreamSource, ReaderPosition, latest_version, reader_positions
 from jobs.io.delta_sink import DeltaSink
 from jobs.io.settings import MaintenanceSettings
 from jobs.maintenance import maintain_table
@@ -116,7 +117,7 @@ def test_log_cleanup_keeps_what_a_stopped_stream_has_not_read_and_a_new_stream_r
     _append_commits(path, 50, 55)  # delta-rs writes a checkpoint at version 99
     log_dir = Path(path) / "_delta_log"
     readers = reader_positions(str(checkpoints))
-    assert readers == {os.path.realpath(path): 49}
+    assert readers == {os.path.realpath(path): ReaderPosition(49, snapshot=False)}
     after_all = dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)
     keep_files = MaintenanceSettings(compact_min_files=4, log_retention_h=0, vacuum_retention_h=6, retention_days={})
     report = maintain_table(path, RAW_LOGS, keep_files, after_all, readers)
@@ -148,12 +149,21 @@ def test_reader_positions_read_the_two_newest_offsets_of_each_query(tmp_path: Pa
     offsets("pairing", 9, '{"version": 6, "table": "/lake/a"}', '{"version": 42, "table": "/lake/b"}')
     offsets("ingest", 2, '{"files": {}}', "-", '{"version": {"0": 12}}')  # a Kafka topic named "version"
     offsets("rollups", 1, '{"version": 12, "table": "/lake/b"}')
-    assert reader_positions(str(tmp_path)) == {"/lake/a": 5, "/lake/b": 12}
+    (tmp_path / "stray.txt").write_text("not a query")
+    want = {"/lake/a": ReaderPosition(5, False), "/lake/b": ReaderPosition(12, False)}
+    assert reader_positions(str(tmp_path)) == want
     assert reader_positions(str(tmp_path / "none")) == {}
-    assert reader_positions(f"file://{tmp_path}") == {"/lake/a": 5, "/lake/b": 12}
+    assert reader_positions(f"file://{tmp_path}") == want
+    offsets("fresh", 0, '{"version": 30, "table": "/lake/c"}')  # its first batch, not committed: a snapshot
+    assert reader_positions(str(tmp_path))["/lake/c"] == ReaderPosition(30, snapshot=True)
+    (tmp_path / "fresh" / "commits").mkdir()
+    (tmp_path / "fresh" / "commits" / "0").write_text("v1\n{}")
+    assert reader_positions(str(tmp_path))["/lake/c"] == ReaderPosition(30, snapshot=False)
     assert reader_positions("s3://bucket/checkpoints") is None
     offsets("torn", 1, '{"version": 3, "tab')
     assert reader_positions(str(tmp_path)) is None
     (tmp_path / "torn" / "offsets" / "1").unlink()
     offsets("old", 4, '{"version": 2}')  # a checkpoint written before offsets named their table
     assert reader_positions(str(tmp_path)) is None
+    # ... and no running query writes it any more (a query a later version removed): ignored
+    assert reader_positions(str(tmp_path), now=time.time() + STALE_OFFSET_S + 1) is not None

@@ -442,3 +442,13 @@ def test_quorum_elections_before_the_batch_count_once_each():
     assert (alert["value"], alert["severity"], alert["broker_id"]) == (3.0, "warning", None)
     assert "node 102 at epoch 8" in alert["evidence"]
     assert kraft_candidates(pl.from_arrow(frame(rows)), CFG, None) == []  # the batch alone: two elections
+    # an election that arrives after later ones (its log shipped late) counts with them
+    late = [sc("d", 200, _elected(5), broker=100, event="kraft_active_controller", controller_id=100,
+               controller_epoch=5)]
+    later = [sc("d", sec, _elected(e), broker=n, event="kraft_active_controller", controller_id=n,
+                controller_epoch=e) for sec, n, e in ((100, 101, 4), (300, 102, 6))]
+    got = kraft_candidates(pl.from_arrow(frame([dict(zip(STATE_CHANGE_EVENTS.names, r, strict=True))
+                                                for r in late])), CFG,
+                           pl.from_arrow(frame([dict(zip(STATE_CHANGE_EVENTS.names, r, strict=True))
+                                                for r in later]).select(ELECTION_COLUMNS)))
+    assert [c["value"] for c in got if c["type"] == "QUORUM_UNSTABLE"] == [3.0]

@@ -112,3 +112,27 @@ def test_without_a_backlog_the_plan_does_not_align(tmp_path: Path, monkeypatch: 
     assert int(v["offset"]) == int(v["size"])
     plan(str(tmp_path), "logs", {}, 100)
     assert calls == [100]
+
+
+def test_a_container_runtimes_stack_frame_is_no_record_start() -> None:
+    assert line_time(b"2026-11-28T10:00:00.123456789Z stdout F \tat a.B.c(B.java:1)") is None
+    assert line_time(b"2026-11-28T10:00:00.1Z stdout F [2026-11-28 10:00:00,123] INFO x") is not None
+
+
+def test_a_file_ending_in_a_long_trace_is_not_read_a_record_a_batch(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The file's last probe holds no timed line (a trace longer than a probe): its backlog still goes by the
+    budget, not one time stamp per batch."""
+    monkeypatch.setattr(time_align, "PROBE_BYTES", 4096)
+    log = tmp_path / "broker-1" / "server.log"
+    _write(log, list(range(0, 20_000, 10)))
+    with log.open("a") as fh:
+        fh.write(f"[{_stamp(20_000)}] ERROR boom (x)\n" + "".join(f"\tat frame {i}\n" for i in range(2000)))
+    start: dict = {}
+    for batch in range(MAX_BATCHES):
+        end = plan(str(tmp_path), "logs", start, 16 * 1024).files
+        (v,) = end.values()
+        if int(v["offset"]) == int(v["size"]):
+            break
+        start = json.loads(json.dumps(end))
+    assert batch < 20  # ~190 KB in 16 KiB batches
