@@ -93,6 +93,15 @@ class EventClock:
                     self.highest[cluster] = top
 
 
+def _cluster_spans(rows: pa.Table, before: dt.timedelta, after: dt.timedelta
+                   ) -> list[tuple[str, dt.datetime, dt.datetime]]:
+    """Per cluster of `rows`, its first `ts` less `before` and its last plus `after` (LatestTable.read_spans)."""
+    spans = rows.select(CLOCK_COLUMNS).group_by("cluster").aggregate([("ts", "min"), ("ts", "max")])
+    return [(cluster, first - before, last + after)
+            for cluster, first, last in zip(*(spans[c].to_pylist() for c in ("cluster", "ts_min", "ts_max")),
+                                            strict=True)]
+
+
 def _rows(silver: SilverRows, table: Table, where: pc.Expression | None = None,
           columns: list[str] | None = None) -> pa.Table:
     """The batch's rows of silver `table` that `where` keeps, in its types (none: the table's empty frame)."""
@@ -134,16 +143,13 @@ class LogRules(_BatchRules):
         """The quorum's elections from `quorum_window_s` before each cluster's elections in the batch to as long
         after, read back from state_change_events (None: the batch holds none, and QUORUM_UNSTABLE has nothing to
         judge)."""
-        batch = sc.filter(pc.field("event") == Event.KRAFT_ACTIVE_CONTROLLER.value)
+        elected = pc.field("event") == Event.KRAFT_ACTIVE_CONTROLLER.value
+        batch = sc.filter(elected)
         if batch.num_rows == 0:
             return None
         window = dt.timedelta(seconds=self.cfg.quorum_window_s)
-        spans = batch.select(CLOCK_COLUMNS).group_by("cluster").aggregate([("ts", "min"), ("ts", "max")])
-        found = self.state_changes.read_spans([
-            (cluster, first - window, last + window)
-            for cluster, first, last in zip(*(spans[c].to_pylist() for c in ("cluster", "ts_min", "ts_max")),
-                                            strict=True)])
-        return found.filter(pc.field("event") == Event.KRAFT_ACTIVE_CONTROLLER.value).select(ELECTION_COLUMNS)
+        return self.state_changes.read_spans(_cluster_spans(batch, window, window), where=elected).select(
+            ELECTION_COLUMNS)
 
     def __call__(self, silver: SilverRows, batch_id: int) -> None:
         t0 = time.perf_counter()
@@ -174,13 +180,9 @@ class MetricRules(_BatchRules):
         """metric_samples rows over the span of every window the new samples fall in, per cluster (a superset: files
         are chosen by their statistics; the batch's own rows are among them, committed)."""
         length = dt.timedelta(seconds=max_window_s(self.cfg))  # a sparse series' windows are longer
-        spans = new.select(CLOCK_COLUMNS).group_by("cluster").aggregate([("ts", "min"), ("ts", "max")])
-        windows = [(cluster, first - length, last + length)
-                   for cluster, first, last in zip(*(spans[c].to_pylist() for c in ("cluster", "ts_min", "ts_max")),
-                                                   strict=True)]
         # the scan keeps the spans' rows only: a compacted partition is a day in one file, and the windows are
         # minutes of it (without this the rules' cost grew with the hour of the day: soak, 0.66 -> 1.7 s a batch)
-        return self.samples.read_spans(windows)
+        return self.samples.read_spans(_cluster_spans(new, length, length))
 
     def __call__(self, silver: SilverRows, batch_id: int) -> None:
         t0 = time.perf_counter()

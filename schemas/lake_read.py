@@ -232,12 +232,14 @@ class LatestTable:
             self._table.update_incremental()
         return read_table(self._table, self.schema, files, where, time_filter)
 
-    def read_spans(self, spans: Sequence[tuple[str, dt.datetime, dt.datetime]], column: str = "ts") -> pa.Table:
+    def read_spans(self, spans: Sequence[tuple[str, dt.datetime, dt.datetime]], column: str = "ts",
+                   where: pc.Expression | None = None) -> pa.Table:
         """The rows of a (cluster, date)-partitioned table whose timestamp `column` lies in a span of its cluster
-        (`(cluster, lo, hi)`, closed; a superset across clusters whose spans overlap): the files of those clusters
-        and days whose statistics reach into a span, and of them the row groups that do (`time_range`)."""
+        (`(cluster, lo, hi)`, closed; a superset across clusters whose spans overlap) and that `where` keeps: the
+        files of those clusters and days whose statistics reach into a span, and of them the row groups that do
+        (`time_range`)."""
         files: FilePruning = []
         for cluster, lo, hi in spans:
             days = [(lo.date() + dt.timedelta(days=i)).isoformat() for i in range((hi.date() - lo.date()).days + 1)]
             files.append([("cluster", "=", cluster), ("date", "in", days), (column, ">=", lo), (column, "<=", hi)])
-        return self.read(files, time_filter=time_range(column, [(lo, hi) for _, lo, hi in spans]))
+        return self.read(files, where, time_range(column, [(lo, hi) for _, lo, hi in spans]))

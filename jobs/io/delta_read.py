@@ -214,14 +214,15 @@ def reader_positions(checkpoints: str, now: float | None = None) -> dict[str, Re
     if "://" in checkpoints and not checkpoints.startswith("file://"):
         return None
     out: dict[str, ReaderPosition] = {}
+    root = _strip(checkpoints)
     try:
-        queries = sorted(os.listdir(_strip(checkpoints)))
+        queries = sorted(os.listdir(root))
     except FileNotFoundError:
         return out
     for query in queries:
-        newest = _newest_offsets(os.path.join(_strip(checkpoints), query))
+        newest = _newest_offsets(os.path.join(root, query))
         first = len(newest) == 1 and os.path.basename(newest[0]) == "0" and not os.path.exists(
-            os.path.join(_strip(checkpoints), query, "commits", "0"))
+            os.path.join(root, query, "commits", "0"))
         for name in newest:
             try:
                 with open(name, encoding="utf-8") as fh:

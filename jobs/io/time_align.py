@@ -159,11 +159,10 @@ class _Timed:
 
 @dataclass(frozen=True)
 class Aligned:
-    """Where each aligned file's batch ends (`caps`, by file key), the time it was read up to, and the bytes the
-    files without times share."""
+    """Where each aligned file's batch ends (`caps`, by file key: read up to one log time), and the bytes the files
+    without times share."""
 
     caps: Mapping[str, int]
-    until: float | None
     untimed_budget: int
 
 
@@ -176,7 +175,7 @@ def align(files: Sequence[FileRange], budget: int) -> Aligned:
             if tf.next_record(f.start) is not None:
                 timed[f.key] = tf
     if not timed:
-        return Aligned({}, None, budget)
+        return Aligned({}, budget)
     firsts = [r[1] for tf in timed.values() if (r := tf.next_record(tf.start)) is not None]
     lasts = [t for tf in timed.values() if (t := tf.last_time()) is not None]
     lo, hi = min(firsts), max([*lasts, *firsts])
@@ -197,5 +196,5 @@ def align(files: Sequence[FileRange], budget: int) -> Aligned:
             else:
                 hi = mid
     caps = {key: tf.cut(until) for key, tf in timed.items()}
-    return Aligned(caps, until, max(0, budget - sum(c - timed[k].start for k, c in caps.items())))
+    return Aligned(caps, max(0, budget - sum(c - timed[k].start for k, c in caps.items())))
 

@@ -48,6 +48,7 @@ def runs() -> dict[str, Callable[[Path, Timeline], object]]:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    from planewatch.kafka.cluster import SCRAPE_INTERVAL_S
     from planewatch.kafka.configs import LOG4J_PROFILES
     from planewatch.kafka.exporters import DEFAULT_EXPORTER, EXPORTERS
 
@@ -58,7 +59,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kraft", action="store_true", help="with --kafka below 4.0: a KRaft cluster")
     parser.add_argument("--exporter", default=DEFAULT_EXPORTER, choices=sorted(EXPORTERS),
                         help="with --kafka: whose JMX exporter namings (planewatch/kafka/exporters.py)")
-    parser.add_argument("--scrape-interval", type=float, default=5.0, metavar="SECONDS",
+    parser.add_argument("--scrape-interval", type=float, default=SCRAPE_INTERVAL_S, metavar="SECONDS",
                         help="with --kafka: how often the exporters are scraped (the cluster stays up for a scrape)")
     parser.add_argument("--log4j", default=LOG4J_PROFILES[0], choices=LOG4J_PROFILES,
                         help="with --kafka: planewatch's logger levels (every witness on) or those Kafka ships")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from jobs.runner import QUERY_RESTART
+from planewatch.kafka.cluster import SCRAPE_INTERVAL_S as KAFKA_SCRAPE_INTERVAL_S
 
 __all__ = [
     "ALL_RUNS",
@@ -60,9 +61,8 @@ class DemoRun:
         return "reference" if self.kafka is None else f"Apache Kafka {self.kafka}"
 
 
-# How often the demo's pipeline scrapes a running Apache Kafka's JMX exporters by default: the reference brokers'
-# metrics interval (5 s), not the trigger (a 3-broker KRaft cluster answers ~2,000 samples a scrape).
-SCRAPE_INTERVAL_S = 5.0
+# How often the demo's pipeline scrapes a running Apache Kafka's JMX exporters by default.
+SCRAPE_INTERVAL_S = KAFKA_SCRAPE_INTERVAL_S
 
 # Apache Kafka versions of the real-Kafka runs: the last ZooKeeper-mode line (KIP-291's control plane) and KRaft.
 KAFKA_ZK = "3.9.1"

@@ -129,7 +129,7 @@ def _point_current(d: Path, run: str) -> None:
 
 
 def _play(run: DemoRun, d: Path, env: dict[str, str], progress: Progress, deadline: float,
-          scrape_interval_s: float = SCRAPE_INTERVAL_S) -> list[dict[str, Any]]:
+          scrape_interval_s: float) -> list[dict[str, Any]]:
     """Run one scenario as a child, echo its timeline as progress, return its events."""
     kafka = ("--kafka", run.kafka, "--exporter", run.exporter, "--log4j", run.log4j, "--scrape-interval",
              str(scrape_interval_s)) if run.kafka else ()

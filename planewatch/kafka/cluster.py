@@ -39,6 +39,9 @@ from planewatch.kafka.exporters import DEFAULT_EXPORTER, EXPORTERS, exporter_yam
 
 __all__ = ["KafkaCluster", "KafkaClusterSpec", "KafkaSetup", "KafkaStartError", "free_port"]
 
+# How often planewatch scrapes Apache Kafka's JMX exporters unless told: the reference brokers' metrics interval,
+# not the trigger (a 3-broker KRaft cluster answers ~2,000 samples a scrape). Operators scrape every 15-60 s.
+SCRAPE_INTERVAL_S = 5.0
 # A broker JVM here needs ~200 MB live heap under the scenarios' load; 512 MB leaves room without crowding Spark.
 BROKER_HEAP = "-Xms256m -Xmx512m"
 CONTROLLER_HEAP = "-Xms128m -Xmx256m"
@@ -84,7 +87,6 @@ class KafkaClusterSpec:
     extra: Mapping[str, str] = field(default_factory=dict)  # more broker properties (last wins)
     jmx_exporter: bool = True
     exporter: str = DEFAULT_EXPORTER  # whose metric names (exporters.EXPORTERS)
-    exporter_start_delay_s: int | None = None  # None: the exporter set-up's own
     log4j: str = "planewatch"  # which logger levels (configs.LOG4J_PROFILES)
 
     @property
@@ -102,7 +104,7 @@ class KafkaSetup:
     kraft: bool | None = None  # None: KRaft from 4.0, ZooKeeper mode below
     exporter: str = DEFAULT_EXPORTER
     log4j: str = "planewatch"
-    scrape_interval_s: float = 5.0  # how often its exporters are scraped: a scenario keeps the cluster up for it
+    scrape_interval_s: float = SCRAPE_INTERVAL_S  # how often its exporters are scraped: a scenario stays up for it
 
     def spec(self, directory: Path, **more: Any) -> KafkaClusterSpec:
         """The cluster to start under ``directory`` in this set-up; ``more``: the scenario's own fields."""
@@ -287,7 +289,7 @@ class KafkaCluster:
         """ZooKeeper or the KRaft quorum, then every broker; write the agent's rules and cluster.json."""
         self.dir.mkdir(parents=True, exist_ok=True)
         (self.dir / "jmx-exporter.yaml").write_text(
-            exporter_yaml(EXPORTERS[self.spec.exporter], start_delay_s=self.spec.exporter_start_delay_s))
+            exporter_yaml(EXPORTERS[self.spec.exporter]))
         try:
             if self.spec.is_kraft:
                 for nid in self._controller_ids():

@@ -263,7 +263,7 @@ def connection_storm(d: Path, tl: Timeline, setup: KafkaSetup) -> None:
     n = max(100, min(2000, soft - 300))
     cap = max(20, min(STORM_LISTENER_MAX_CONNECTIONS, n // 3))
     spec = setup.spec(d / "cluster", brokers=1,
-                            extra={"listener.name.plaintext.max.connections": str(cap), "num.network.threads": "1"})
+                      extra={"listener.name.plaintext.max.connections": str(cap), "num.network.threads": "1"})
     with started(spec, tl) as cluster:
         create_topic(cluster, "storm", 3, 1)
         load = Load(cluster.bootstrap_servers(), "storm", 3, max_records=200_000, max_seconds=30, rate=2000).start()
