@@ -39,6 +39,8 @@ PARTITION_SEND_EVENTS = (_E.LEADER_AND_ISR_PARTITION_SENDING, _E.UPDATE_METADATA
                          _E.STOP_REPLICA_PARTITION_SENDING)
 HANDLING_EVENTS = (_E.LEADER_AND_ISR_HANDLING, _E.STOP_REPLICA_HANDLING, _E.BECOME_LEADER_STARTED,
                    _E.BECOME_FOLLOWER_STARTED)
+# 2.2-2.5 brokers (TRACE) log a request's per-partition Received lines before it waits for replicaStateChangeLock
+RECEIVED_EVENTS = (_E.LEADER_AND_ISR_PARTITION_RECEIVED,)
 FINISHED_EVENTS = (_E.LEADER_AND_ISR_FINISHED,)
 # 2.2-2.5 brokers (TRACE) log no summary finish: a request ends with its last per-partition completion line
 PART_DONE_EVENTS = (_E.BECOME_LEADER_COMPLETED, _E.BECOME_FOLLOWER_COMPLETED, _E.LEADER_INFO_CACHED,
@@ -71,6 +73,7 @@ def classify() -> Column:
         F.when(_is(SEND_EVENTS) | _is(PARTITION_SEND_EVENTS), F.lit("send"))
         .when(_is(FINISHED_EVENTS), F.lit("finished"))
         .when(_is(HANDLING_EVENTS), F.lit("handling"))
+        .when(_is(RECEIVED_EVENTS), F.lit("received"))
         .when(_is(APPLIED_EVENTS), F.lit("applied"))
         .when(_is(PART_DONE_EVENTS), F.lit("part_done"))
         .when(_is(RESPONSE_EVENTS), F.lit("response"))
@@ -92,7 +95,7 @@ def pairing_input(state_changes: DataFrame) -> DataFrame:
 
     Controller lines are keyed by their TARGET broker (`target_broker_id`, or each of `target_brokers` for an
     UpdateMetadata sent to a broker set); broker lines by the broker whose log holds them; a broker change by each
-    deleted broker. A per-partition Sending line carries its partition as `detail`.
+    deleted broker. A per-partition Sending or Received line carries its partition as `detail`.
     """
     kind = classify()
     single = F.col("target_broker_id")
@@ -101,7 +104,7 @@ def pairing_input(state_changes: DataFrame) -> DataFrame:
         .when(kind == "gone", _broker_list("target_brokers"))
         .otherwise(F.array(F.col("broker_id")))
     )
-    detail = F.when(_is(PARTITION_SEND_EVENTS),
+    detail = F.when(_is(PARTITION_SEND_EVENTS) | _is(RECEIVED_EVENTS),
                     F.concat_ws("-", F.col("topic"), F.col("partition").cast("string")))
     out = state_changes.select(
         "cluster",
@@ -119,7 +122,8 @@ def pairing_input(state_changes: DataFrame) -> DataFrame:
     )
     # Broker-side lines pair by correlation id: per-partition 2.2-2.5 lines without one (`Handling stop replica
     # (delete=false) for partition t-0`) are not requests. A lock-wait line may omit the request name.
-    needs_corr = F.col("kind").isin("handling", "finished", "applied", "part_done", "response", "lock_wait")
+    needs_corr = F.col("kind").isin("received", "handling", "finished", "applied", "part_done", "response",
+                                    "lock_wait")
     return out.where(
         F.col("kind").isNotNull() & F.col("ts").isNotNull() & F.col("broker_id").isNotNull()
         & F.col("controller_id").isNotNull()

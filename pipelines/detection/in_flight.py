@@ -89,11 +89,11 @@ class InFlightParams(Protocol):
 
 
 def _start(item: dict[str, Any]) -> int:
-    """Start of an open item: a pending send's time, a record's send (else handling) time."""
+    """Start of an open item: a pending send's time, a record's send (else handling, else received) time."""
     if "ts" in item:
         return int(item["ts"])
-    for k in ("sent_ts", "handling_ts"):
-        if item[k] is not None:
+    for k in ("sent_ts", "handling_ts", "received_ts"):
+        if item.get(k) is not None:
             return int(item[k])
     return int(item["resp_ts"] or 0)
 

@@ -22,7 +22,8 @@ def request_key(cluster: str, controller_id: int, broker_id: int, request: str |
 
 
 def latency_row(r: dict[str, Any], max_skew_ms: int) -> dict[str, Any]:
-    """Derived durations of one request (ms), FACTS.md 1.3: lock wait = elapsed - (Finished ts - Handling ts); a
+    """Derived durations of one request (ms), FACTS.md 1.3: lock wait = elapsed - (Finished ts - Handling ts), or
+    on 2.2-2.5 the first Handling line's time - the last Received line's (pairing.py); a
     request reported while still running (`as_of`, pipelines.detection.in_flight) gets its age so far."""
     flags: list[str] = list(r["flags"])
     sent, hand, fin, el = r["sent_ts"], r["handling_ts"], r["finished_ts"], r["elapsed_ms"]
@@ -34,10 +35,13 @@ def latency_row(r: dict[str, Any], max_skew_ms: int) -> dict[str, Any]:
             queue = 0.0
     if hand is not None and fin is not None:
         processing = float(fin - hand)
+    received = r.get("received_ts")
     if r["lock_wait_ms"] is not None:
         lock = float(r["lock_wait_ms"])
     elif el is not None and processing is not None:
         lock = max(0.0, float(el) - processing)
+    elif received is not None and hand is not None and received < hand:  # 2.2-2.5: Received precedes the lock
+        lock = float(hand - received)
     if fin is not None and sent is not None:
         e2e = float(fin - sent)
         if el is not None and e2e < el:  # the hosts' clocks disagree: the broker's own elapsed time is a floor

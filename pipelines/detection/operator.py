@@ -65,7 +65,7 @@ def _int(v: Any) -> int | None:
 
 # Kinds of event that the broker itself logged (its liveness and the controller epoch it serves); the others (send,
 # response, gone) are the controller's lines about it.
-_BROKER_KINDS = frozenset({"handling", "finished", "applied", "part_done", "served", "lock_wait"})
+_BROKER_KINDS = frozenset({"received", "handling", "finished", "applied", "part_done", "served", "lock_wait"})
 
 
 def _events_by_key(pdf: pd.DataFrame) -> tuple[dict[tuple[int, int], list[Event]], dict[int, BrokerView]]:

@@ -55,7 +55,11 @@ Edge cases, each with a flag on the row:
   * clock skew: a negative send->handling time within MAX_CLOCK_SKEW is clamped to 0, flag `clock_skew`.
   * 2.2-2.5 brokers (TRACE per-partition lines, no `Finished`): per-partition `Handling`/`Completed ... transition
     for partition` and `Cached leader info` lines carry the correlation id; the request spans its first line to its
-    last partition's completion (kind `part_done`, which also counts as a completion for in_flight.py).
+    last partition's completion (kind `part_done`, which also counts as a completion for in_flight.py). Their
+    per-partition `Received LeaderAndIsr request ... correlation id C` lines (kind `received`) are logged BEFORE
+    the handler takes replicaStateChangeLock and the `Handling ... transition` lines inside it, so the gap from the
+    last Received line to the first Handling line is the request's lock wait (latency_row). From 2.6 on the
+    Received lines follow the Handling line: the gap is not there, and no lock wait is taken from them.
 """
 
 from __future__ import annotations
@@ -88,15 +92,15 @@ _COMPLETED, _IN_FLIGHT, _NEVER, _EVICTED = (LatencyStatus.COMPLETED.value, Laten
 
 
 # Kinds of event the operator understands (events.py maps silver rows onto them).
-KINDS = ("send", "handling", "finished", "applied", "part_done", "response", "served", "lock_wait", "gone",
+KINDS = ("send", "received", "handling", "finished", "applied", "part_done", "response", "served", "lock_wait", "gone",
          "heartbeat")
 # The kinds that show a request completed (PairingState.completes).
 _DONE_KINDS = ("finished", "applied", "part_done", "response", "served")
 # The kinds by which a broker's state-change log itself shows a request's end (PairingState.finish_logged).
 _LOGGED_END_KINDS = ("finished", "applied", "part_done")
 # Same-millisecond events of one request sort in this order.
-_KIND_ORDER = {"send": 0, "handling": 1, "lock_wait": 2, "finished": 3, "applied": 3, "part_done": 3, "response": 4,
-               "served": 4, "gone": 5, "heartbeat": 6}
+_KIND_ORDER = {"send": 0, "received": 1, "handling": 2, "lock_wait": 3, "finished": 4, "applied": 4, "part_done": 4,
+               "response": 5, "served": 5, "gone": 6, "heartbeat": 7}
 
 # One request is in flight per (controller, broker), but the controller logs `Sending` when it QUEUES a request, and
 # a partition reassignment or a controlled shutdown queues one per partition moved: a 30-partition reassignment on
@@ -194,8 +198,8 @@ class PairingState:
 
 
 def _start(r: dict[str, Any]) -> int:
-    for k in ("sent_ts", "handling_ts"):
-        if r[k] is not None:
+    for k in ("sent_ts", "handling_ts", "received_ts"):
+        if r.get(k) is not None:
             return int(r[k])
     if r["finished_ts"] is not None and r["elapsed_ms"] is not None:
         return int(r["finished_ts"]) - int(r["elapsed_ms"])
@@ -418,6 +422,14 @@ class _Key:
             r["handling_ts"], r["dirty"] = ev.ts, True
         if r["partitions"] is None:
             r["partitions"] = ev.partitions
+
+    def received(self, ev: Event) -> None:
+        """A 2.2-2.5 broker's per-partition `Received LeaderAndIsr request` line, logged before the handler waits for
+        replicaStateChangeLock: the latest one before the request's first Handling line marks where its lock wait
+        began. A request waiting for the lock is open from here (in flight)."""
+        r = self._broker_record(ev)
+        if r["handling_ts"] is None and (r.get("received_ts") is None or ev.ts > r["received_ts"]):
+            r["received_ts"] = ev.ts
 
     def finished(self, ev: Event) -> None:
         r = self._broker_record(ev)

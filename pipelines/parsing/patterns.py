@@ -186,7 +186,8 @@ _FROM_EPOCH_CORR = (
     rf"with correlation id (?P<correlation_id>{_N})"
 )
 _STATE = (
-    r"(?:LeaderAndIsr)?PartitionState\((?:topicName='(?P<topic__s>[^']*)', partitionIndex=(?P<partition__s>[0-9]+), )?"
+    r"(?:LeaderAndIsr|UpdateMetadata)?PartitionState\((?:topicName='(?P<topic__s>[^']*)', )?"
+    r"(?:partitionIndex=(?P<partition__s>[0-9]+), )?"
     rf"controllerEpoch={_N}, leader=(?P<leader>-?{_N}), leaderEpoch=(?P<leader_epoch>{_N}).*\)"
 )
 _ONE = {"partitions": "1"}

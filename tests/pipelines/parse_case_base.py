@@ -49,4 +49,9 @@ UM_STATE = (
     "PartitionState(controllerEpoch=7, leader=2, leaderEpoch=12, isr=[2, 3], zkVersion=31, replicas=[1, 2, 3], "
     "offlineReplicas=[])"
 )
+# 2.4+ generated toString (real 2.4-3.x logs at TRACE: `Cached leader info UpdateMetadataPartitionState(...)`)
+UM_STATE_24 = (
+    "UpdateMetadataPartitionState(topicName='orders', partitionIndex=4, controllerEpoch=7, leader=2, leaderEpoch=12, "
+    "isr=[2, 3], zkVersion=31, replicas=[1, 2, 3], offlineReplicas=[])"
+)
 C44 = {"correlation_id": 44, "controller_id": 1, "controller_epoch": 7}

@@ -13,6 +13,7 @@ from tests.pipelines.parse_case_base import (
     STATE_24,
     UM,
     UM_STATE,
+    UM_STATE_24,
     Case,
     st,
 )
@@ -249,6 +250,22 @@ BROKER_CASES: list[Case] = [
         "TRACE",
         "Broker id=1",
         f"Cached leader info {UM_STATE} for partition orders-4 in response to UpdateMetadata "
+        "request sent by controller 1 epoch 7 with correlation id 45",
+        **B1,
+        **UM,
+        **P4,
+        correlation_id=45,
+        controller_id=1,
+        controller_epoch=7,
+        leader=2,
+        leader_epoch=12,
+        event="leader_info_cached",
+        kafka_format="2.2+",
+    ),
+    st(
+        "TRACE",
+        "Broker id=1",
+        f"Cached leader info {UM_STATE_24} for partition orders-4 in response to UpdateMetadata "
         "request sent by controller 1 epoch 7 with correlation id 45",
         **B1,
         **UM,

@@ -30,7 +30,7 @@ TRACE_ERA = [
 KIND = {"become_leader_started": "handling", "become_follower_started": "handling",
         "become_leader_completed": "part_done", "become_follower_completed": "part_done",
         "leader_info_cached": "part_done", "leader_and_isr_handling": "handling",
-        "leader_and_isr_finished": "finished"}
+        "leader_and_isr_finished": "finished", "leader_and_isr_partition_received": "received"}
 
 
 def events(lines: list[str]) -> list[Event]:
@@ -38,8 +38,10 @@ def events(lines: list[str]) -> list[Event]:
     for i, line in enumerate(lines):
         route, row = parse_line(raw_log(line, i))
         assert route == "state_change", line
-        out.append(Event(KIND[row["event"]], int(row["ts"].timestamp() * 1000), row["request"],
-                         row["correlation_id"], row["controller_epoch"], row["partitions"], row["elapsed_ms"]))
+        kind = KIND[row["event"]]
+        detail = f"{row['topic']}-{row['partition']}" if kind == "received" else None  # as events.pairing_input
+        out.append(Event(kind, int(row["ts"].timestamp() * 1000), row["request"], row["correlation_id"],
+                         row["controller_epoch"], row["partitions"], row["elapsed_ms"], detail=detail))
     return out
 
 
@@ -64,6 +66,68 @@ def test_trace_era_request_spans_first_line_to_last_partition_completion():
     assert all(r["status"] != "never_completed" for r in first + rest + late)
     assert "LeaderAndIsr" in st.completes  # the in-flight guard judges this key's LeaderAndIsr from now on
     assert st.records == []
+
+
+# Kafka 2.4 (TRACE, the generated PartitionState): LeaderAndIsr 51 arrives while the handler of UpdateMetadata 50
+# holds replicaStateChangeLock for four seconds. Its Received lines are logged before the lock, its Handling lines
+# inside it (ReplicaManager.becomeLeaderOrFollower, 2.2-2.5).
+LOCK_24 = [
+    "[2020-01-20 11:00:00,050] TRACE [Broker id=3] Cached leader info UpdateMetadataPartitionState(topicName='pay', "
+    "partitionIndex=0, controllerEpoch=4, leader=3, leaderEpoch=6, isr=[3, 1], zkVersion=8, replicas=[3, 1], "
+    "offlineReplicas=[]) for partition pay-0 in response to UpdateMetadata request sent by controller 1 epoch 4 "
+    "with correlation id 50 (state.change.logger)",
+    "[2020-01-20 11:00:00,100] TRACE [Broker id=3] Received LeaderAndIsr request LeaderAndIsrPartitionState("
+    "topicName='pay', partitionIndex=0, controllerEpoch=4, leader=1, leaderEpoch=7, isr=[1], zkVersion=9, "
+    "replicas=[3, 1], addingReplicas=[], removingReplicas=[], isNew=false) correlation id 51 from controller 1 "
+    "epoch 4 (state.change.logger)",
+    "[2020-01-20 11:00:00,100] TRACE [Broker id=3] Received LeaderAndIsr request LeaderAndIsrPartitionState("
+    "topicName='pay', partitionIndex=1, controllerEpoch=4, leader=1, leaderEpoch=3, isr=[1], zkVersion=4, "
+    "replicas=[1, 3], addingReplicas=[], removingReplicas=[], isNew=false) correlation id 51 from controller 1 "
+    "epoch 4 (state.change.logger)",
+    "[2020-01-20 11:00:04,300] TRACE [Broker id=3] Cached leader info UpdateMetadataPartitionState(topicName='pay', "
+    "partitionIndex=1, controllerEpoch=4, leader=1, leaderEpoch=3, isr=[1, 3], zkVersion=4, replicas=[1, 3], "
+    "offlineReplicas=[]) for partition pay-1 in response to UpdateMetadata request sent by controller 1 epoch 4 "
+    "with correlation id 50 (state.change.logger)",
+    "[2020-01-20 11:00:04,312] TRACE [Broker id=3] Handling LeaderAndIsr request correlationId 51 from controller 1 "
+    "epoch 4 starting the become-follower transition for partition pay-0 with leader 1 (state.change.logger)",
+    "[2020-01-20 11:00:04,380] TRACE [Broker id=3] Completed LeaderAndIsr request correlationId 51 from controller 1 "
+    "epoch 4 for the become-follower transition for partition pay-0 with leader 1 (state.change.logger)",
+]
+
+
+def test_2_4_lock_wait_is_the_gap_from_the_received_lines_to_the_first_handling_line():
+    evs = events(LOCK_24)
+    st = PairingState()
+    rows = [latency_row(r, P.max_skew_ms) for r in step(st, evs[:3], evs[2].ts, P)]
+    assert [r for r in rows if r["request"] == "LeaderAndIsr"] == []  # received, waiting for the lock: no row yet
+    assert st.records[-1]["received_ts"] == evs[2].ts
+    rows += [latency_row(r, P.max_skew_ms) for r in step(st, evs[3:], evs[-1].ts + 10 * P.timeout_ms, P)]
+    lai = final(rows)[("LeaderAndIsr", 51)]
+    assert lai["lock_wait_ms"] == 4212.0  # 00,100 (the last Received line) -> 04,312 (the first Handling line)
+    assert lai["processing_ms"] == 68.0  # inside the lock: 04,312 -> 04,380
+    assert lai["status"] == "completed"
+    assert st.duplicates == 0  # two partitions' Received lines in one millisecond are two lines, not a duplicate
+
+
+def test_2_6_received_lines_follow_the_handling_line_and_give_no_lock_wait():
+    lines = [
+        "[2020-09-01 08:00:01,000] INFO [Broker id=2] Handling LeaderAndIsr request correlationId 17 from controller "
+        "1 for 1 partitions (state.change.logger)",
+        "[2020-09-01 08:00:01,000] TRACE [Broker id=2] Received LeaderAndIsr request LeaderAndIsrPartitionState("
+        "topicName='t', partitionIndex=0, controllerEpoch=9, leader=2, leaderEpoch=4, isr=[2], zkVersion=4, "
+        "replicas=[2], addingReplicas=[], removingReplicas=[], isNew=false) correlation id 17 from controller 1 "
+        "epoch 9 (state.change.logger)",
+        "[2020-09-01 08:00:01,001] TRACE [Broker id=2] Received LeaderAndIsr request LeaderAndIsrPartitionState("
+        "topicName='t', partitionIndex=1, controllerEpoch=9, leader=2, leaderEpoch=4, isr=[2], zkVersion=4, "
+        "replicas=[2], addingReplicas=[], removingReplicas=[], isNew=false) correlation id 17 from controller 1 "
+        "epoch 9 (state.change.logger)",
+    ]
+    evs = events(lines)
+    st = PairingState()
+    step(st, evs, evs[-1].ts, P)
+    rec = st.records[-1]
+    assert rec.get("received_ts") in (None, evs[0].ts)  # none later than the Handling line counts
+    assert latency_row(rec, P.max_skew_ms)["lock_wait_ms"] is None  # the lock was taken before any Received line
 
 
 # Kafka 2.7+: the INFO Handling and Finished lines of one request (Finished carries the elapsed time).

@@ -64,6 +64,7 @@ def test_trace_and_info_logs_pair_in_spark(spark):
     assert t["controller_epoch"] == 7
     assert t["queue_ms"] == 18.0  # 02,114 -> 02,132 (first Handling line)
     assert t["end_to_end_ms"] == 7766.0  # 02,114 -> 09,880 (response)
+    assert t["lock_wait_ms"] == 1.0  # 02,131 (Received, before the lock) -> 02,132 (Handling, inside it)
     i = out[("info", 2, "LeaderAndIsr")]
     assert (i["pairing"], i["end_to_end_ms"], i["lock_wait_ms"], i["queue_ms"]) == ("order", 13973.0, 6.0, 6.0)
     assert out[("info", 1, "UpdateMetadata")]["end_to_end_ms"] == 11.0
@@ -182,3 +183,21 @@ def test_kafka_2_6_requests_end_where_the_request_log_says(spark):
     assert set(out) == {17, 18}
     for corr, (e2e, status) in {17: (13987.0, "completed"), 18: (22.0, "completed")}.items():
         assert (out[corr]["end_to_end_ms"], out[corr]["status"], out[corr]["flags"]) == (e2e, status, None)
+
+
+def test_a_kafka_2_4_lock_wait_is_timed_and_raises_lock_contention(spark):
+    """Kafka 2.4 at its default TRACE: LeaderAndIsr 51 waited 4.2 s for replicaStateChangeLock behind an
+    UpdateMetadata; its Received lines (before the lock) and first Handling line (inside it) time the wait."""
+    import polars as pl
+
+    from pipelines.detection.latency_detectors import detect_lock_contention
+    from tests.pipelines.test_detect_pairing_eras import LOCK_24
+
+    rows = silver("k24", "\n".join(LOCK_24))
+    sc = spark.createDataFrame(rows, STATE_CHANGE_EVENTS.to_spark())
+    latency = pair_requests(pairing_input(sc), DetectionConfig())
+    out = {r["correlation_id"]: r.asDict() for r in latency.collect()}
+    assert (out[51]["lock_wait_ms"], out[51]["processing_ms"]) == (4212.0, 68.0)
+    assert out[50]["request"] == "UpdateMetadata"  # 2.4's generated UpdateMetadataPartitionState lines pair too
+    alerts = detect_lock_contention(pl.from_arrow(latency.toArrow()), pl.from_arrow(sc.toArrow()), DetectionConfig())
+    assert [(a["type"], a["broker_id"], a["value"]) for a in alerts] == [("LOCK_CONTENTION", 3, 4212.0)]
