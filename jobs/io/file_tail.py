@@ -22,6 +22,11 @@ Theory of operation:
   continuation lines (stack traces) into their record, caps huge lines and yields pyarrow RecordBatches.
 * A file that disappears is dropped from the offsets; a piece whose file is gone (and not found under a rotated
   name in the same directory) yields nothing: the job keeps running.
+* `forget_read()` keeps the offsets as small as the files still being written: a finished file read to its end
+  whose last change is `FORGET_AFTER_S` old leaves the offsets, and `read_before` (the newest such change) stands
+  for all of them: a finished file changed no later than it and not in the offsets is taken as read and never
+  opened again (as Spark's file source's `maxFileAge`). Without it, Kafka's rotated logs (kept forever by the
+  distribution's log4j config) made every offset, written at every trigger, grow by their entries for good.
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ __all__ = [
     "buffer_records",
     "delete_read_finished",
     "file_batch_bytes",
+    "forget_read",
     "list_files",
     "logged_file_pieces",
     "pack",
@@ -77,6 +83,9 @@ FINISHED_SETTLE_S = 2.0
 # At most this many skipped entries (path and reason) are listed in an offset, which Spark writes to the checkpoint
 # every batch; the count covers them all.
 MAX_SKIPPED_LISTED = 1000
+# A finished file read to its end leaves the offsets once its last change is this old: long past the settling of its
+# last line (FINISHED_SETTLE_S) and past an hour of rotation, so an offset holds about the last hour's rotated logs.
+FORGET_AFTER_S = 3600.0
 # Pieces of this size are read by separate tasks.
 SPLIT_BYTES = 8 * 1024 * 1024
 # A piece reads at most this far past its end to finish the record that started in it: its last line, and a log
@@ -203,13 +212,15 @@ def _walk_dirs(dirpath: str, dirs: list[str], walked: dict[tuple[int, int], str]
     dirs[:] = keep
 
 
-def list_files(root: str, family: str, cluster: str | None, default_cluster: str
-               ) -> tuple[list[tuple[str, FileInfo]], dict[str, str]]:
+def list_files(root: str, family: str, cluster: str | None, default_cluster: str,
+               read: tuple[float, frozenset[str]] | None = None) -> tuple[list[tuple[str, FileInfo]], dict[str, str]]:
     """Input files of `family` under `root` (a file or a directory), oldest first (rotated files before current),
     and the entries skipped as not regular files, {path: reason}: those whose name says `family`, or nothing.
 
     Nothing but a regular file is ever opened; a directory reached twice (through a symlink) is walked once, the
-    first path in walk order (sorted names, top-down) naming its files.
+    first path in walk order (sorted names, top-down) naming its files. `read` = (read_before, the offsets' keys):
+    a finished file changed no later than read_before and not among the keys is read already (forget_read) and not
+    listed.
     """
     found: list[tuple[float, str, FileInfo]] = []
     skipped: dict[str, str] = {}
@@ -225,7 +236,9 @@ def list_files(root: str, family: str, cluster: str | None, default_cluster: str
             problem = entry_problem(path)
             info = None if problem else describe(base, path, cluster, default_cluster)
             if info is not None and info.family == family:
-                found.append((os.stat(path).st_mtime, path, info))
+                st = os.stat(path)
+                if read is None or not _read_already(name, info, st, read):
+                    found.append((st.st_mtime, path, info))
         except FileNotFoundError:
             return  # gone since it was listed (a rotated log deleted)
         except NotRegularFile as exc:
@@ -248,6 +261,30 @@ def list_files(root: str, family: str, cluster: str | None, default_cluster: str
     return [(p, i) for _, p, i in found], skipped
 
 
+def _read_already(name: str, info: FileInfo, st: os.stat_result, read: tuple[float, frozenset[str]]) -> bool:
+    read_before, keys = read
+    return (st.st_mtime <= read_before and f"{st.st_dev}:{st.st_ino}" not in keys and is_finished(name, info))
+
+
+def forget_read(files: dict[str, dict[str, Any]], family: str, read_before: float | None, now: float,
+                forget_after_s: float = FORGET_AFTER_S) -> tuple[dict[str, dict[str, Any]], float | None, int]:
+    """The offsets without the finished files read to their end (not in this batch: `from` = `offset` = size)
+    whose last change is forget_after_s old; the new read_before (the newest change among all forgotten files);
+    and how many left the offsets now."""
+    kept: dict[str, dict[str, Any]] = {}
+    newest = read_before
+    for key, e in files.items():
+        mtime = float(e["mtime"])
+        info = FileInfo(family, str(e["kind"]), str(e["cluster"]), e["broker_id"])
+        done = (not e.get("deferred") and int(e["from"]) == int(e["offset"]) == int(e["size"])
+                and now - mtime >= forget_after_s and is_finished(os.path.basename(str(e["path"])), info))
+        if done:
+            newest = mtime if newest is None else max(newest, mtime)
+        else:
+            kept[key] = e
+    return kept, newest, len(files) - len(kept)
+
+
 def _tail_settled(path: str, info: FileInfo, mtime: float, now: float, tail_quiet_s: float) -> bool:
     """Whether a file's last line without a newline is complete: the file will not grow and has settled, or it
     has not changed for tail_quiet_s."""
@@ -265,6 +302,7 @@ def plan(
     *,
     now: float | None = None,
     tail_quiet_s: float = DEFAULT_TAIL_QUIET_S,
+    read_before: float | None = None,
 ) -> Planned:
     """The next offsets: {"<dev>:<ino>": {path, from, offset, size, mtime, deferred, fp, cluster, broker_id, kind}}.
 
@@ -274,11 +312,13 @@ def plan(
 
     `offset` is always just after a newline, a capped partial line, or a settled file's last line (see
     _tail_settled); the total advance is <= max_bytes, except that one line longer than the budget is always taken
-    whole so the stream progresses.
+    whole so the stream progresses. A finished file not in `start` that changed no later than `read_before` was
+    read and forgotten (forget_read): it is not planned.
     """
     now = time.time() if now is None else now
     out: dict[str, dict[str, Any]] = {}
-    files, skipped = list_files(root, family, cluster, default_cluster)
+    read = None if read_before is None else (read_before, frozenset(start))
+    files, skipped = list_files(root, family, cluster, default_cluster, read)
     aligned = _aligned(files, start, max_bytes) if family == InputFamily.LOGS else None
     # a backlog of logs: each timed file up to its cap (one log time for all), the others share what is left
     budget = max_bytes

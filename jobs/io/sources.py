@@ -28,7 +28,16 @@ from pyspark.sql.streaming.datasource import ReadMaxRows, SupportsTriggerAvailab
 
 from jobs.io import PipelineIOError
 from jobs.io.delta_read import DeltaStreamSource
-from jobs.io.file_tail import OUTPUT_SCHEMA_DDL, Piece, delete_read_finished, pack, plan, read_piece, split
+from jobs.io.file_tail import (
+    OUTPUT_SCHEMA_DDL,
+    Piece,
+    delete_read_finished,
+    forget_read,
+    pack,
+    plan,
+    read_piece,
+    split,
+)
 from jobs.io.kafka_records import raw_kafka_batch
 from jobs.io.paths import FAMILIES
 from jobs.io.prometheus_source import PrometheusStreamSource
@@ -95,9 +104,9 @@ class _FileStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def initialOffset(self) -> dict[str, Any]:
         return {"files": {}, "skipped": {}, "skipped_total": 0}
 
-    def _plan(self, start: dict[str, Any], max_bytes: int, now: float) -> Any:
+    def _plan(self, start: dict[str, Any], max_bytes: int, now: float, read_before: float | None = None) -> Any:
         return plan(self.root, self.family, start, max_bytes, self.cluster, self.default_cluster, now=now,
-                    tail_quiet_s=self.tail_quiet_s)
+                    tail_quiet_s=self.tail_quiet_s, read_before=read_before)
 
     def prepareForTriggerAvailableNow(self) -> None:
         # Snapshot of "everything there now": file sizes. Batches then never read past them.
@@ -105,7 +114,8 @@ class _FileStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict[str, Any], limit: Any) -> dict[str, Any]:
         now = time.time()
-        planned = self._plan(start["files"], self.max_bytes, now)
+        read_before = start.get("read_before")
+        planned = self._plan(start["files"], self.max_bytes, now, read_before)
         files: dict[str, dict[str, Any]] = planned.files
         if self.available_now is not None:
             # availableNow: do not take lines written after the query started (so --once terminates).
@@ -122,10 +132,13 @@ class _FileStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             int(e["offset"]) == int(before[k]["offset"]) for k, e in files.items()
         ):
             return start  # nothing new: the same offset, so Spark runs no (empty) micro-batch
+        # files read long ago leave the offset (written at every trigger), only with a batch that has news
+        files, read_before, forgotten = forget_read(files, self.family, read_before, now)
         # the skipped entries and the planning time travel with the offset: the batch's dq rows report them
         # (jobs.io.file_accounting reads the offset log)
         return {"files": files, "skipped": planned.skipped, "skipped_total": planned.skipped_total,
-                "planned_at": now, "tail_quiet_s": self.tail_quiet_s}
+                "planned_at": now, "tail_quiet_s": self.tail_quiet_s, "read_before": read_before,
+                "forgotten_total": int(start.get("forgotten_total", 0)) + forgotten}
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[_PiecePartition]:
         return [_PiecePartition(group) for group in pack(split(self.family, start["files"], end["files"]))]
