@@ -149,6 +149,16 @@ class ControlRequestPublic(BaseModel):
     lock_wait_ms: float | None = None
     partitions: int | None = None
     status: str | None = None
+    controller_queue_ms: float | None = None
+    # the broker's request log: where its time went (null without the request log)
+    broker_queue_ms: float | None = None
+    local_ms: float | None = None
+    remote_ms: float | None = None
+    response_queue_ms: float | None = None
+    response_send_ms: float | None = None
+    served_ms: float | None = None
+    listener: str | None = None
+    witnesses: str | None = None
 
 
 class ControlRequestsPublic(BaseModel):

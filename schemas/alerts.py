@@ -58,6 +58,11 @@ class AlertType(StrEnum):
     BROKER_HEARTBEAT_TIMEOUT = "BROKER_HEARTBEAT_TIMEOUT"
     #: KRaft: the controller quorum elected new active controllers again and again (leader changes in a window)
     QUORUM_UNSTABLE = "QUORUM_UNSTABLE"
+    #: the active controller elected a leader from outside the ISR (UncleanLeaderElectionsPerSec): data may be lost
+    UNCLEAN_LEADER_ELECTION = "UNCLEAN_LEADER_ELECTION"
+    #: KRaft 4.1+: a leader was elected from a partition's eligible leader replicas (KIP-966): its ISR had fallen
+    #: below min.insync.replicas, and ELR kept it from going offline or unclean
+    LEADER_ELECTED_FROM_ELR = "LEADER_ELECTED_FROM_ELR"
 
 
 class Severity(StrEnum):
@@ -125,6 +130,8 @@ OWNERS: dict[AlertType, AlertOwner] = {
     AlertType.BROKER_FENCED: AlertOwner(DetectQuery.LOG, (_KR + "detect_broker_fenced",)),
     AlertType.BROKER_HEARTBEAT_TIMEOUT: AlertOwner(DetectQuery.LOG, (_KR + "detect_broker_heartbeat_timeout",)),
     AlertType.QUORUM_UNSTABLE: AlertOwner(DetectQuery.LOG, (_KR + "detect_quorum_unstable",)),
+    AlertType.UNCLEAN_LEADER_ELECTION: AlertOwner(DetectQuery.METRIC, (_MET + "detect_unclean_leader_election",)),
+    AlertType.LEADER_ELECTED_FROM_ELR: AlertOwner(DetectQuery.METRIC, (_MET + "detect_leader_elected_from_elr",)),
 }
 
 

@@ -68,6 +68,8 @@ class Signal(StrEnum):
     IsrExpandsPerSec = "IsrExpandsPerSec"
     ReplicaFetcherMaxLag = "ReplicaFetcherMaxLag"
     LeaderElectionRateAndTimeMs = "LeaderElectionRateAndTimeMs"
+    UncleanLeaderElectionsPerSec = "UncleanLeaderElectionsPerSec"
+    ElectionFromEligibleLeaderReplicasPerSec = "ElectionFromEligibleLeaderReplicasPerSec"
     FetcherEventQueueSize = "FetcherEventQueueSize"
     FetcherEventQueueTimeMs = "FetcherEventQueueTimeMs"
     MetadataApplyLagMs = "MetadataApplyLagMs"
@@ -214,6 +216,16 @@ SOURCES: dict[Signal, KafkaMetric] = {
                                         "largest lag of the broker's follower replicas"),
     _S.LeaderElectionRateAndTimeMs: KafkaMetric(_CTL, "ControllerStats", "LeaderElectionRateAndTimeMs", "timer",
                                                "ms (timer; Count = elections)", "leader elections and their time"),
+    # the active controller's (ZooKeeper mode: a broker; KRaft: a controller node; names verified on Apache Kafka
+    # 4.4.0's controller: tests/fixtures/kafka/kafka-4.4.0-kraft-scrapes/controller-100.prom)
+    _S.UncleanLeaderElectionsPerSec: KafkaMetric(_CTL, "ControllerStats", "UncleanLeaderElectionsPerSec", "meter",
+                                                 "elections (meter Count); rates: per second",
+                                                 "leaders elected from outside the ISR (committed data may be lost)"),
+    _S.ElectionFromEligibleLeaderReplicasPerSec: KafkaMetric(
+        _CTL, "ControllerStats", "ElectionFromEligibleLeaderReplicasPerSec", "meter",
+        "elections (meter Count); rates: per second",
+        "KRaft 4.1+ (KIP-966): leaders elected from the eligible leader replicas of a partition whose ISR had "
+        "fallen below min.insync.replicas"),
     # LinkedIn's event-based fetcher (KAFKA-6974 fork): FetcherEventManager queue metrics
     _S.FetcherEventQueueSize: KafkaMetric(_SRV, "FetcherEventManager", "EventQueueSize", "gauge", "events",
                                          "events waiting in a fetcher's event queue (KAFKA-6974)"),

@@ -292,6 +292,17 @@ CONTROL_REQUEST_LATENCY = Table(
         _c("flags", "string", "comma list: clock_skew, controller_failover, broker_restart"),
         _c("controller_queue_ms", "double", "time queued at the controller behind the previous request to the broker"),
         _c("date", "date"),
+        # the broker's own breakdown (request log, `Completed request`: text 1.x-2.7, JSON 2.8+); null without it.
+        # Added after `date`: an existing table gains them at the end (jobs.io.delta_sink.ensure_table)
+        _c("broker_queue_ms", "double", "time in the broker's request queue (request log requestQueueTime)"),
+        _c("local_ms", "double", "time in the request handler (request log localTime)"),
+        _c("remote_ms", "double", "time waiting for other brokers (request log remoteTime)"),
+        _c("response_queue_ms", "double", "time the response waited for the network thread (responseQueueTime)"),
+        _c("response_send_ms", "double", "time sending the response (request log sendTime)"),
+        _c("served_ms", "double", "arrival at the broker to response sent (request log totalTime)"),
+        _c("listener", "string", "listener the request arrived on (request log): control plane (KIP-291) or data"),
+        _c("witnesses", "string", "comma list of what timed the request: controller_log, broker_log, request_log, "
+           "lock_line (a logged lock wait), lock_inferred (a lock wait from the lines' times)"),
     ),
     partition_by=("cluster", "date"),
 )

@@ -55,7 +55,7 @@ from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from deltalake import CommitProperties, DeltaTable, Schema, Transaction, write_deltalake
+from deltalake import CommitProperties, DeltaTable, Field, Schema, Transaction, write_deltalake
 from deltalake.exceptions import CommitFailedError
 from deltalake.transaction import AddAction, create_table_with_add_actions
 from pyspark.sql import SparkSession
@@ -138,8 +138,10 @@ def _local_path(uri: str) -> str:
 
 
 def ensure_table(path: str, table: Table) -> None:
-    """Create the Delta table (empty, with its schema and partitioning) unless it exists."""
+    """Create the Delta table (empty, with its schema and partitioning) unless it exists; an existing table that
+    lacks columns a later planewatch declares (nullable, at the table's end) gains them, empty in its old files."""
     if DeltaTable.is_deltatable(path):
+        add_missing_columns(path, table)
         return
     os.makedirs(path, exist_ok=True)
     try:
@@ -154,6 +156,18 @@ def ensure_table(path: str, table: Table) -> None:
     except Exception as exc:  # a concurrent creator wins; anything else is real
         if not DeltaTable.is_deltatable(path):
             raise PipelineIOError(f"cannot create Delta table {table.name} at {path}: {exc}") from exc
+
+
+def add_missing_columns(path: str, table: Table) -> list[str]:
+    """Add the columns of `table` that the Delta table at `path` lacks (a metadata commit: no file is rewritten,
+    readers see them null in the files written before); returns their names."""
+    dt = DeltaTable(path)
+    have = {f.name for f in dt.schema().fields}
+    missing = [f for f in table.to_arrow() if f.name not in have]
+    if missing:
+        dt.alter.add_columns([Field.from_arrow(f.with_nullable(True)) for f in missing])
+        log.info("%s: added columns %s", table.name, [f.name for f in missing])
+    return [f.name for f in missing]
 
 
 def conform(df: DataFrame, table: Table) -> DataFrame:

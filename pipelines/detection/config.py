@@ -59,7 +59,8 @@ class Threshold:
 
 
 # Units: ms for latencies, fraction 0..1 for idle/blocked ratios, counts for STALE_BROKER_EPOCH and the KRaft
-# log rules (lines per batch; QUORUM_UNSTABLE: active controllers elected within quorum_window_s).
+# log rules (lines per batch; QUORUM_UNSTABLE: active controllers elected within quorum_window_s), and for the
+# controller's election counters (elections within a metric window).
 # Queue saturations are fractions of the queue's capacity (20 for the control plane, queued.max.requests for data).
 DEFAULT_THRESHOLDS: dict[str, Threshold] = {
     AlertType.DELAYED_LEADER_AND_ISR: Threshold(5_000, 30_000),
@@ -81,6 +82,8 @@ DEFAULT_THRESHOLDS: dict[str, Threshold] = {
     AlertType.BROKER_FENCED: Threshold(1, 1),
     AlertType.BROKER_HEARTBEAT_TIMEOUT: Threshold(1, 5),
     AlertType.QUORUM_UNSTABLE: Threshold(3, 6),
+    AlertType.UNCLEAN_LEADER_ELECTION: Threshold(1, 1),
+    AlertType.LEADER_ELECTED_FROM_ELR: Threshold(1, 10),
 }
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
 
+from pipelines.detection.latency_rows import SERVED_BREAKDOWN
 from schemas.events import ControlRequest, Event
 
 if TYPE_CHECKING:
@@ -136,7 +137,8 @@ def pairing_input(state_changes: DataFrame) -> DataFrame:
 def served_input(requests: DataFrame) -> DataFrame:
     """request_events -> pairing events (PAIRING_INPUT_DDL) of kind `served`: each control request the broker's
     request log shows answered (kafka-request.log `Completed request`, text or JSON), keyed by the broker whose log
-    holds it and the controller that sent it, `elapsed_ms` its totalTime. The second witness of a request's end."""
+    holds it and the controller that sent it, `elapsed_ms` its totalTime. The second witness of a request's end,
+    and the broker's own breakdown of its time (`detail`: JSON of latency_rows.SERVED_BREAKDOWN, nulls left out)."""
     out = requests.select(
         "cluster",
         F.col("controller_id").cast("int").alias("controller_id"),
@@ -149,7 +151,7 @@ def served_input(requests: DataFrame) -> DataFrame:
         F.lit(None).cast("int").alias("partitions"),
         F.round(F.col("total_time_ms")).cast("long").alias("elapsed_ms"),
         F.lit(None).cast("long").alias("lock_wait_ms"),
-        F.lit(None).cast("string").alias("detail"),
+        F.to_json(F.struct(*[F.col(src).alias(name) for src, name in SERVED_BREAKDOWN])).alias("detail"),
     )
     return out.where(
         F.col("request").isin(*CONTROL_REQUESTS) & F.col("ts").isNotNull() & F.col("broker_id").isNotNull()

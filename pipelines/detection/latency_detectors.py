@@ -17,6 +17,7 @@ import polars as pl
 from pipelines.detection.events import CONTROL_REQUESTS, FETCHER_EVENTS, LOCK_WAIT_EVENTS, STALE_EVENTS
 from pipelines.detection.in_flight import IN_FLIGHT_FLAG
 from pipelines.detection.kraft_detectors import kraft_candidates
+from pipelines.detection.latency_rows import BREAKDOWN_COLUMNS
 from pipelines.detection.rule_common import candidate_rows, evidence, frame, half_up, level, setting, severity
 from schemas.alerts import AlertType
 from schemas.events import ControlRequest, Event, LatencyStatus
@@ -47,7 +48,12 @@ EXCUSED_FLAGS = r"broker_restart|broker_gone|controller_failover"
 STALE_LINES_QUOTED = 5
 _LATENCY_EVIDENCE = ("request_key", "request", "controller_id", "controller_epoch", "correlation_id", "broker_id",
                      "sent_ts", "handling_ts", "finished_ts", "end_to_end_ms", "queue_ms", "processing_ms",
-                     "lock_wait_ms", "controller_queue_ms", "partitions", "status", "pairing", "flags")
+                     "lock_wait_ms", "controller_queue_ms", "partitions", "status", "pairing", "flags",
+                     *(c for c in BREAKDOWN_COLUMNS if c != "listener"), "request_listener", "served_ms",
+                     "witnesses")
+# A component of a request's time shorter than this is left out of the sentence that splits it (it stays in the
+# evidence): a millisecond of response send says nothing an operator acts on.
+MIN_COMPONENT_MS = 1.0
 
 
 def _is(events: tuple[Event, ...]) -> pl.Expr:
@@ -71,6 +77,55 @@ def _who(r: Mapping[str, Any]) -> str:
     corr = "" if r["correlation_id"] is None else f" correlationId {r['correlation_id']}"
     ctl = "" if r["controller_id"] is None else f" from controller {r['controller_id']}"
     return f"{r['request']}{corr}{ctl}"
+
+
+def _request_listener() -> dict[str, pl.Expr]:
+    """A latency row's `listener` (the one its request arrived on, from the request log) kept as `request_listener`:
+    an alert of a request names no listener (its id must not change when the request log's line comes later)."""
+    return {"request_listener": pl.col("listener"), "listener": pl.lit(None, dtype=pl.String)}
+
+
+def time_split(r: Mapping[str, Any]) -> str:
+    """Where a control request's time went, from every witness its row has: the wait at the controller behind the
+    broker's previous request; then the broker's own request-log breakdown (request queue, with the listener it
+    came in on, handler, remote, response), or without a request log the state-change lines' spans (send to
+    Handling, Handling to Finished); and the lock wait, saying when it is inferred from the lines' times.
+    '' when the row has none of them."""
+    def ms(key: str) -> float | None:
+        v = r.get(key)
+        return None if v is None else float(v)
+
+    parts: list[str] = []
+    ctl = ms("controller_queue_ms")
+    if ctl is not None and ctl >= MIN_COMPONENT_MS:
+        parts.append(f"{half_up(ctl)} ms queued at the controller behind the broker's previous request")
+    lock = ms("lock_wait_ms")
+    how = ", inferred from the log lines' times" if "lock_inferred" in (r.get("witnesses") or "") else ""
+    waited = lock is not None and lock >= MIN_COMPONENT_MS
+    lock_text = f" ({half_up(lock or 0.0)} ms of it waiting for a lock{how})" if waited else ""
+    queued, local = ms("broker_queue_ms"), ms("local_ms")
+    if queued is not None or local is not None:
+        via = f" (listener {r['request_listener']})" if r.get("request_listener") else ""
+        if queued is not None:
+            parts.append(f"{half_up(queued)} ms in the broker's request queue{via}")
+        if local is not None:
+            parts.append(f"{half_up(local)} ms in the handler{lock_text}")
+        remote = ms("remote_ms")
+        if remote is not None and remote >= MIN_COMPONENT_MS:
+            parts.append(f"{half_up(remote)} ms waiting for other brokers")
+        back = (ms("response_queue_ms") or 0.0) + (ms("response_send_ms") or 0.0)
+        if back >= MIN_COMPONENT_MS:
+            parts.append(f"{half_up(back)} ms returning the response")
+        return ", ".join(parts)
+    sent_to_handling, handling = ms("queue_ms"), ms("processing_ms")
+    if sent_to_handling is not None:
+        parts.append(f"{half_up(sent_to_handling)} ms from the controller's send to the broker's Handling line"
+                     f"{lock_text}")
+    if handling is not None:
+        parts.append(f"{half_up(handling)} ms from Handling to its end")
+    if sent_to_handling is None and lock_text:
+        parts.append(lock_text.strip(" ()"))
+    return ", ".join(parts)
 
 
 def _controller_elections(state_changes: pl.DataFrame) -> pl.DataFrame:
@@ -121,7 +176,7 @@ def _delayed(latency: pl.DataFrame, cfg: DetectionConfig, request: ControlReques
           .when(status == LatencyStatus.NEVER_COMPLETED.value).then(_after(_started(), timeout_ms))
           .otherwise(pl.coalesce("finished_ts", "handling_ts", "sent_ts")))
     rows = rows.with_columns(value=value, ts=ts, severity=severity(cfg, t, value), threshold=level(cfg, t, "warning"),
-                             listener=pl.lit(None, dtype=pl.String))
+                             **_request_listener())
     done = rows.filter(status == LatencyStatus.COMPLETED.value)
     rows = pl.concat([done, _without_replaced(rows.filter(status != LatencyStatus.COMPLETED.value), state_changes,
                                               "ts")])
@@ -143,14 +198,20 @@ def _delayed(latency: pl.DataFrame, cfg: DetectionConfig, request: ControlReques
 def detect_delayed_leader_and_isr(latency: pl.DataFrame, cfg: DetectionConfig,
                                   state_changes: pl.DataFrame | None = None) -> Rows:
     """DELAYED_LEADER_AND_ISR: a LeaderAndIsr took longer than the threshold from send to finish, or is still
-    running past it (reported in flight, then updated by its finish or its timeout)."""
+    running past it (reported in flight, then updated by its finish or its timeout). The time it waited at the
+    controller behind the broker's previous request is not counted (that request's own alert has it), as for the
+    other control requests; the summary says where the rest went (time_split)."""
     def done(r: Mapping[str, Any]) -> str:
-        lock = "" if r["lock_wait_ms"] is None else f", {half_up(r['lock_wait_ms'])} ms of it waiting for a lock"
-        return f"{_who(r)} took {half_up(r['value'])} ms on broker {r['broker_id']}{lock}"
+        return _took(r, f"{_who(r)} took {half_up(r['value'])} ms on broker {r['broker_id']}")
 
+    value = pl.col("end_to_end_ms") - pl.col("controller_queue_ms").fill_null(0.0)
     return _delayed(latency, cfg, ControlRequest.LEADER_AND_ISR, AlertType.DELAYED_LEADER_AND_ISR,
-                    "its partitions wait for their new leaders and followers", pl.col("end_to_end_ms"), done,
-                    state_changes)
+                    "its partitions wait for their new leaders and followers", value, done, state_changes)
+
+
+def _took(r: Mapping[str, Any], head: str) -> str:
+    split = time_split(r)
+    return f"{head}: {split}" if split else head
 
 
 def detect_leader_and_isr_not_completed(latency: pl.DataFrame, cfg: DetectionConfig,
@@ -173,7 +234,7 @@ def detect_leader_and_isr_not_completed(latency: pl.DataFrame, cfg: DetectionCon
     rows = rows.with_columns(_started=_started(), _deadline=_after(_started(), timeout_ms))
     rows = _without_replaced(rows, state_changes, "_deadline").with_columns(
         severity=pl.lit("critical"), ts=pl.col("_deadline"), value=timeout_ms, threshold=timeout_ms,
-        listener=pl.lit(None, dtype=pl.String))
+        **_request_listener())
 
     def describe(r: Mapping[str, Any]) -> tuple[str, str]:
         how = " started but" if r["handling_ts"] is not None else " was sent but"
@@ -193,8 +254,9 @@ def detect_delayed_update_metadata(latency: pl.DataFrame, cfg: DetectionConfig,
 
     The time it waited at the controller behind a previous (already alerted) request is not counted."""
     def done(r: Mapping[str, Any]) -> str:
-        return (f"{_who(r)} reached broker {r['broker_id']}'s metadata cache after {half_up(r['value'])} ms: clients "
-                "of that broker saw stale metadata meanwhile")
+        head = (f"{_who(r)} reached broker {r['broker_id']}'s metadata cache after {half_up(r['value'])} ms (clients "
+                "of that broker saw stale metadata meanwhile)")
+        return _took(r, head)
 
     value = pl.col("end_to_end_ms") - pl.col("controller_queue_ms").fill_null(0.0)
     return _delayed(latency, cfg, ControlRequest.UPDATE_METADATA, AlertType.DELAYED_UPDATE_METADATA,
@@ -206,7 +268,7 @@ def detect_delayed_stop_replica(latency: pl.DataFrame, cfg: DetectionConfig,
     """DELAYED_STOP_REPLICA: a StopReplica took longer than the threshold, or is still running past it (its
     replicas keep fetching, or are not deleted, meanwhile). The wait at the controller is not counted."""
     def done(r: Mapping[str, Any]) -> str:
-        return f"{_who(r)} took {half_up(r['value'])} ms on broker {r['broker_id']}"
+        return _took(r, f"{_who(r)} took {half_up(r['value'])} ms on broker {r['broker_id']}")
 
     value = pl.col("end_to_end_ms") - pl.col("controller_queue_ms").fill_null(0.0)
     return _delayed(latency, cfg, ControlRequest.STOP_REPLICA, AlertType.DELAYED_STOP_REPLICA,
@@ -255,7 +317,7 @@ def detect_lock_contention(latency: pl.DataFrame, state_changes: pl.DataFrame, c
     value = (pl.when(pl.col("fetcher_driven")).then(pl.max_horizontal(waited, pl.col("processing_ms")))
              .when(pl.col("lock_wait_ms").is_not_null() | pl.col("fetcher_lock_ms").is_not_null()).then(waited))
     rows = rows.with_columns(value=value, severity=severity(cfg, t, value), threshold=warn,
-                             ts=pl.coalesce("finished_ts", "handling_ts"), listener=pl.lit(None, dtype=pl.String))
+                             ts=pl.coalesce("finished_ts", "handling_ts"), **_request_listener())
 
     def describe(r: Mapping[str, Any]) -> tuple[str, str]:
         corr = "?" if r["correlation_id"] is None else r["correlation_id"]

@@ -7,11 +7,22 @@ from typing import Any
 
 from schemas.events import LatencyStatus
 
-__all__ = ["latency_row", "request_key"]
+__all__ = ["BREAKDOWN_COLUMNS", "SERVED_BREAKDOWN", "latency_row", "request_key"]
 
 # the control_request_latency status (schemas.events.LatencyStatus) as the plain string the state holds
 _IN_FLIGHT = LatencyStatus.IN_FLIGHT.value
 
+# The broker's own breakdown of a control request's time, from its request log line (request_events column ->
+# control_request_latency column): a `served` pairing event carries it as JSON in `detail` (events.served_input).
+SERVED_BREAKDOWN: tuple[tuple[str, str], ...] = (
+    ("request_queue_time_ms", "broker_queue_ms"),
+    ("local_time_ms", "local_ms"),
+    ("remote_time_ms", "remote_ms"),
+    ("response_queue_time_ms", "response_queue_ms"),
+    ("send_time_ms", "response_send_ms"),
+    ("listener", "listener"),
+)
+BREAKDOWN_COLUMNS: tuple[str, ...] = tuple(name for _, name in SERVED_BREAKDOWN)
 
 
 def request_key(cluster: str, controller_id: int, broker_id: int, request: str | None, anchor: str) -> str:
@@ -36,12 +47,16 @@ def latency_row(r: dict[str, Any], max_skew_ms: int) -> dict[str, Any]:
     if hand is not None and fin is not None:
         processing = float(fin - hand)
     received = r.get("received_ts")
+    witnesses = _witnesses(r)
     if r["lock_wait_ms"] is not None:
         lock = float(r["lock_wait_ms"])
+        witnesses.append("lock_line")
     elif el is not None and processing is not None:
         lock = max(0.0, float(el) - processing)
+        witnesses.append("lock_inferred")
     elif received is not None and hand is not None and received < hand:  # 2.2-2.5: Received precedes the lock
         lock = float(hand - received)
+        witnesses.append("lock_inferred")
     if fin is not None and sent is not None:
         e2e = float(fin - sent)
         if el is not None and e2e < el:  # the hosts' clocks disagree: the broker's own elapsed time is a floor
@@ -80,4 +95,26 @@ def latency_row(r: dict[str, Any], max_skew_ms: int) -> dict[str, Any]:
         "flags": ",".join(sorted(set(flags))) or None,
         "anchor": r["anchor"],
         "first_row": bool(r.get("first", False)),
+        **_breakdown(r),
+        "served_ms": None if r.get("served_ms") is None else float(r["served_ms"]),
+        "witnesses": ",".join(witnesses) or None,
     }
+
+
+def _witnesses(r: dict[str, Any]) -> list[str]:
+    """Which logs timed the request: the controller's (its send or response line), the broker's state-change log
+    (a handling, finish or per-partition line), the broker's request log (its served line)."""
+    out = []
+    if r["sent_ts"] is not None or r["resp_ts"] is not None:
+        out.append("controller_log")
+    if r["handling_ts"] is not None or r.get("received_ts") is not None or r.get("logged_end"):
+        out.append("broker_log")
+    if r.get("served_ms") is not None:
+        out.append("request_log")
+    return out
+
+
+def _breakdown(r: dict[str, Any]) -> dict[str, Any]:
+    """The request log's components (BREAKDOWN_COLUMNS), null where it has none."""
+    parts = r.get("breakdown") or {}
+    return {name: parts.get(name) for name in BREAKDOWN_COLUMNS}

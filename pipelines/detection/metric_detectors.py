@@ -77,11 +77,13 @@ __all__ = [
     "detect_acceptor_blocked",
     "detect_control_plane_queue_backlog",
     "detect_controller_event_queue_delay",
+    "detect_leader_elected_from_elr",
     "detect_metadata_apply_lag",
     "detect_network_processor_saturated",
     "detect_queue_saturated_without_control_plane",
     "detect_request_handler_saturated",
     "detect_request_queue_saturated",
+    "detect_unclean_leader_election",
     "detection_samples",
     "metric_candidates",
     "metric_rollups",
@@ -96,7 +98,7 @@ class MetricRule:
     alert_type: AlertType
     signals: tuple[Signal, ...]
     stat: str  # "min" (a run of samples all crossed) | "avg" | "max"
-    kind: str  # "ratio" (0..1 fraction, meters allowed) | "queue_cp" | "queue_data" | "ms"
+    kind: str  # "ratio" (0..1 fraction, meters allowed) | "queue_cp" | "queue_data" | "ms" | "events" (a Count's rise)
     what: str  # subject of the summary
     # Capacity signals (idle ratios): a busy broker's burst of a few seconds is normal, and a young broker's ratio
     # covers only the seconds since it started, so the window's samples must also span detection.min_span_s.
@@ -129,6 +131,13 @@ METRIC_RULES: dict[str, MetricRule] = {r.alert_type: r for r in (
                "last-applied-record-lag-ms"),
     MetricRule(AlertType.CONTROLLER_EVENT_QUEUE_DELAY, (_S.EventQueueTimeMs,), "avg", "ms",
                _S.EventQueueTimeMs),
+    # The active controller's election meters: any rise of their Count over a window is an election of that kind
+    # (the window's samples bracket it: at a 60 s scrape, the minute it happened in). Exporters give the Count
+    # (`..._total`); a rate attribute alone says no more than "some time in the last minute".
+    MetricRule(AlertType.UNCLEAN_LEADER_ELECTION, (_S.UncleanLeaderElectionsPerSec,), "max", "events",
+               "unclean leader election"),
+    MetricRule(AlertType.LEADER_ELECTED_FROM_ELR, (_S.ElectionFromEligibleLeaderReplicasPerSec,), "max", "events",
+               "leader election from eligible leader replicas (KIP-966)"),
 )}
 DETECTION_SIGNALS: tuple[str, ...] = tuple(sorted({s.value for r in METRIC_RULES.values() for s in r.signals}
                                                   | set(REQUEST_METRIC_SIGNALS)))
@@ -406,6 +415,9 @@ def _rule(windows: pl.DataFrame, cfg: DetectionConfig, rule: MetricRule, advice:
     if rule.kind == "ratio":
         rows = _best_attribute(_with_counter_increase(rows).filter(_sustained(cfg, rule.span)), prefer_count=True)
         rows = rows.with_columns(_measure=_ratio(rule.stat)).with_columns(value=pl.col("_measure"), threshold=warn)
+    elif rule.kind == "events":
+        rows = _with_counter_increase(rows.filter(attribute_key() == "count")).filter(_sustained(cfg, rule.span))
+        rows = rows.with_columns(_measure=pl.col("inc"), value=pl.col("inc"), threshold=warn)
     elif rule.kind in ("queue_cp", "queue_data"):
         cap = (pl.lit(float(CONTROL_PLANE_QUEUE_CAPACITY)) if rule.kind == "queue_cp"
                else setting(cfg, "queued_max_requests"))
@@ -415,11 +427,20 @@ def _rule(windows: pl.DataFrame, cfg: DetectionConfig, rule: MetricRule, advice:
         rows = _best_attribute(rows.filter(_sustained(cfg, rule.span)))
         measure = pl.col({"min": "vmin", "max": "vmax"}.get(rule.stat, "vavg"))
         rows = rows.with_columns(_measure=measure, value=measure, threshold=warn)
+    # an election is the controller's, not a listener's
+    plane = pl.lit(None, dtype=pl.String) if rule.kind == "events" else _plane()
     rows = _one_per_observation(rows).with_columns(
-        severity=severity(cfg, t, pl.col("_measure")), listener_raw=pl.col("listener"), listener=_plane(),
+        severity=severity(cfg, t, pl.col("_measure")), listener_raw=pl.col("listener"), listener=plane,
         ts=pl.col("last_ts"))
 
     def describe(r: Mapping[str, Any]) -> tuple[str, str]:
+        doc = {**r, "listener": r["listener_raw"]}
+        fields = [f if f != "listener_raw" else "listener" for f in _EVIDENCE]
+        if rule.kind == "events":
+            n = round(r["_measure"])
+            summary = (f"{n} {rule.what}{'s' if n != 1 else ''} by the active controller (node {r['broker_id']})"
+                       f"{window_text(r)}: {advice}")
+            return summary, evidence(doc, fields)
         if rule.kind == "ratio":
             shown = f"{fmt1(r['_measure'] * 100)}%"
         elif rule.kind in ("queue_cp", "queue_data"):
@@ -428,8 +449,7 @@ def _rule(windows: pl.DataFrame, cfg: DetectionConfig, rule: MetricRule, advice:
             shown = f"{fmt1(r['_measure'])} ms"
         summary = (f"{r['signal']} on broker {r['broker_id']} ({r['listener']}) was {shown}{window_text(r)}: "
                    f"{advice}")
-        doc = {**r, "listener": r["listener_raw"]}
-        return summary, evidence(doc, [f if f != "listener_raw" else "listener" for f in _EVIDENCE])
+        return summary, evidence(doc, fields)
 
     return candidate_rows(rows, t, describe)
 
@@ -476,6 +496,20 @@ def detect_controller_event_queue_delay(windows: pl.DataFrame, cfg: DetectionCon
                  "controller events wait in its queue; leadership changes are delayed")
 
 
+def detect_unclean_leader_election(windows: pl.DataFrame, cfg: DetectionConfig) -> list[dict[str, Any]]:
+    """UNCLEAN_LEADER_ELECTION: the active controller's UncleanLeaderElectionsPerSec Count rose."""
+    return _rule(windows, cfg, METRIC_RULES[AlertType.UNCLEAN_LEADER_ELECTION],
+                 "a replica outside the ISR became leader, so messages the old ISR had acknowledged may be lost; "
+                 "find the topics (the controller's log) and check unclean.leader.election.enable")
+
+
+def detect_leader_elected_from_elr(windows: pl.DataFrame, cfg: DetectionConfig) -> list[dict[str, Any]]:
+    """LEADER_ELECTED_FROM_ELR: the active controller's ElectionFromEligibleLeaderReplicasPerSec Count rose."""
+    return _rule(windows, cfg, METRIC_RULES[AlertType.LEADER_ELECTED_FROM_ELR],
+                 "a partition's ISR had fallen below min.insync.replicas and its leader came from the eligible "
+                 "leader replicas (no data lost); find why its replicas fell out of the ISR")
+
+
 def detect_queue_saturated_without_control_plane(windows: pl.DataFrame, cfg: DetectionConfig
                                                  ) -> list[dict[str, Any]]:
     """CONTROL_REQUEST_QUEUE_DELAY: RequestQueueSize saturated on a broker that reports no
@@ -520,6 +554,8 @@ def metric_candidates(windows: pa.Table, cfg: DetectionConfig) -> list[dict[str,
         detect_request_handler_saturated,
         detect_metadata_apply_lag,
         detect_controller_event_queue_delay,
+        detect_unclean_leader_election,
+        detect_leader_elected_from_elr,
         detect_queue_saturated_without_control_plane,
         detect_leader_and_isr_total_time_high,
         detect_control_request_queue_time,

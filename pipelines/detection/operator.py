@@ -24,6 +24,7 @@ import pandas as pd
 from pyspark.sql import functions as F
 
 from pipelines.detection.in_flight import BrokerView
+from pipelines.detection.latency_rows import BREAKDOWN_COLUMNS
 from pipelines.detection.pairing import Event, PairingParams, PairingState, latency_row, request_key, step
 from schemas.alerts import AlertType
 from schemas.events import ControlRequest
@@ -54,8 +55,11 @@ LATENCY_OUTPUT_DDL = (
     "cluster STRING, broker_id INT, controller_id INT, controller_epoch INT, correlation_id LONG, request STRING, "
     "sent_ms LONG, handling_ms LONG, finished_ms LONG, end_to_end_ms DOUBLE, queue_ms DOUBLE, processing_ms DOUBLE, "
     "lock_wait_ms DOUBLE, partitions INT, status STRING, pairing STRING, flags STRING, request_key STRING, "
-    "controller_queue_ms DOUBLE, first_row BOOLEAN"
+    "controller_queue_ms DOUBLE, first_row BOOLEAN, broker_queue_ms DOUBLE, local_ms DOUBLE, remote_ms DOUBLE, "
+    "response_queue_ms DOUBLE, response_send_ms DOUBLE, served_ms DOUBLE, listener STRING, witnesses STRING"
 )
+# the request log's breakdown and what timed the request (latency_rows), passed through as they are
+_PASSED = (*BREAKDOWN_COLUMNS, "served_ms", "witnesses")
 _OUT_COLS = [c.split(" ")[0] for c in LATENCY_OUTPUT_DDL.split(", ")]
 
 
@@ -110,6 +114,7 @@ def _rows(cluster: str, controller_id: int, broker_id: int, changed: list[dict[s
             "pairing": row["pairing"], "flags": row["flags"], "controller_queue_ms": row["controller_queue_ms"],
             "request_key": request_key(cluster, controller_id, broker_id, row["request"], row["anchor"]),
             "first_row": row["first_row"],
+            **{c: row[c] for c in _PASSED},
         })
     return rows
 
@@ -121,7 +126,8 @@ def _frame(rows: list[dict[str, Any]]) -> Any:
         out[c] = out[c].astype("Int32")
     for c in ("correlation_id", "sent_ms", "handling_ms", "finished_ms"):
         out[c] = out[c].astype("Int64")
-    for c in ("end_to_end_ms", "queue_ms", "processing_ms", "lock_wait_ms", "controller_queue_ms"):
+    for c in ("end_to_end_ms", "queue_ms", "processing_ms", "lock_wait_ms", "controller_queue_ms", "broker_queue_ms",
+              "local_ms", "remote_ms", "response_queue_ms", "response_send_ms", "served_ms"):
         out[c] = out[c].astype("float64")
     return out
 
@@ -251,5 +257,5 @@ def pair_requests(events: DataFrame, cfg: DetectionConfig) -> DataFrame:
         F.timestamp_millis("handling_ms").alias("handling_ts"),
         F.timestamp_millis("finished_ms").alias("finished_ts"),
         "end_to_end_ms", "queue_ms", "processing_ms", "lock_wait_ms", "partitions", "status", "pairing", "flags",
-        "request_key", "controller_queue_ms", "first_row",
+        "request_key", "controller_queue_ms", "first_row", *_PASSED,
     )

@@ -70,7 +70,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pipelines.detection import in_flight
-from pipelines.detection.latency_rows import latency_row, request_key
+from pipelines.detection.latency_rows import BREAKDOWN_COLUMNS, latency_row, request_key
 from schemas.events import ControlRequest, LatencyStatus
 
 __all__ = [
@@ -204,6 +204,17 @@ def _start(r: dict[str, Any]) -> int:
     if r["finished_ts"] is not None and r["elapsed_ms"] is not None:
         return int(r["finished_ts"]) - int(r["elapsed_ms"])
     return int(r["finished_ts"] if r["finished_ts"] is not None else r["resp_ts"])
+
+
+def _served_breakdown(detail: str | None) -> dict[str, Any]:
+    """A `served` event's request-log breakdown (events.served_input: JSON of latency_rows.SERVED_BREAKDOWN)."""
+    if not detail:
+        return {}
+    try:
+        raw = json.loads(detail)
+    except ValueError:
+        return {}
+    return {k: raw[k] for k in BREAKDOWN_COLUMNS if k in raw} if isinstance(raw, dict) else {}
 
 
 def _new_record(ev: Event, anchor: str) -> dict[str, Any]:
@@ -433,6 +444,7 @@ class _Key:
 
     def finished(self, ev: Event) -> None:
         r = self._broker_record(ev)
+        r["logged_end"] = True
         if r["finished_ts"] is None:
             r["finished_ts"], r["elapsed_ms"], r["status"], r["dirty"] = ev.ts, ev.elapsed_ms, _COMPLETED, True
         if r["partitions"] is None:
@@ -441,6 +453,7 @@ class _Key:
     def applied(self, ev: Event) -> None:
         """UpdateMetadata applied to the broker's cache (one line at the end of the request)."""
         r = self._broker_record(ev)
+        r["logged_end"] = True
         if r["finished_ts"] is None:
             r["finished_ts"], r["status"], r["dirty"] = ev.ts, _COMPLETED, True
 
@@ -451,6 +464,7 @@ class _Key:
         moves the finish on (the row is updated under the same key); the record stays open for more of them
         (`parts`) until the watermark passes its latest one by the clock skew."""
         r = self._broker_record(ev)
+        r["logged_end"] = True
         if r["handling_ts"] is None:  # an UpdateMetadata's first cached partition is its first line
             r["handling_ts"] = ev.ts
         if r["finished_ts"] is None or ev.ts > r["finished_ts"]:
@@ -494,8 +508,8 @@ class _Key:
             r = self._broker_record(ev)
         if r.get("served_ms") is None:
             r["served_ms"] = ev.elapsed_ms
-            # it is the request's time only without a send or a logged elapsed time (latency_row): else no new row
-            r["dirty"] = r["dirty"] or (r["sent_ts"] is None and r["elapsed_ms"] is None)
+            r["breakdown"] = _served_breakdown(ev.detail)
+            r["dirty"] = True  # the broker's breakdown of the request's time is new to its row
         if r["finished_ts"] is None:
             r["finished_ts"], r["status"], r["dirty"] = ev.ts, _COMPLETED, True
             r["flags"] = [f for f in r["flags"] if f != "broker_restart"]

@@ -59,11 +59,17 @@ def _entry(signal: Signal, src: KafkaMetric) -> str:
     return f"{signal.value}|{src.mbean}|{src.kind}"
 
 
-# Every signal of schemas.signals under the compacted name of the metric it comes from, and under its aliases.
+# Every signal of schemas.signals under the compacted name of the metric it comes from, and under its aliases. A
+# meter named `...PerSec` is also known without the suffix: the kafka-2_0_0 and Strimzi rules match
+# `name=(.+)PerSec\w*><>Count` and name it `kafka_$1_$2_$3_total` (IsrShrinksPerSec -> ..._isrshrinks_total).
+_PER_SEC = "PerSec"
 KEYS: dict[str, str] = {}
 for _signal, _src in SOURCES.items():
     for _k in (_src.domain + _src.type + _src.name, *ALIASES.get(_signal, ())):
         KEYS[compact(_k)] = _entry(_signal, _src)
+for _signal, _src in SOURCES.items():
+    if _src.kind == "meter" and _src.name.endswith(_PER_SEC):
+        KEYS.setdefault(compact(_src.domain + _src.type + _src.name.removesuffix(_PER_SEC)), _entry(_signal, _src))
 
 # Spellings whose attribute the exporter's rule implies (FACTS.md section 3 table).
 EXACT: dict[str, tuple[str, str]] = {

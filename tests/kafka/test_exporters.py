@@ -20,6 +20,7 @@ _QUEUE_TIME = MetricName("kafka.network", "RequestMetrics", "RequestQueueTimeMs"
 _FENCED = MetricName("kafka.controller", "KafkaController", "FencedBrokerCount")
 _LEADER = MetricName("kafka.server", "raft-metrics", "")
 _LAG = MetricName("kafka.server", "broker-metadata-metrics", "")
+_UNCLEAN = MetricName("kafka.controller", "ControllerStats", "UncleanLeaderElectionsPerSec")
 
 # (MBean, attribute) -> per set-up: the exported name, or None when the set-up drops it
 CASES: list[tuple[MetricName, str, dict[str, str | None]]] = [
@@ -55,10 +56,15 @@ CASES: list[tuple[MetricName, str, dict[str, str | None]]] = [
     (_LAG, "last-applied-record-lag-ms", {
         "kafka-2_0_0": "kafka_server_broker_metadata_metrics_last_applied_record_lag_ms",
         "strimzi": "kafka_server_brokermetadatametrics_last_applied_record_lag_ms", "confluent": None}),
+    # a `...PerSec` meter: kafka-2_0_0 and Strimzi drop the suffix (`name=(.+)PerSec\w*`), Confluent keeps it
+    (_UNCLEAN, "Count", {"kafka-2_0_0": "kafka_controller_controllerstats_uncleanleaderelections_total",
+                         "strimzi": "kafka_controller_controllerstats_uncleanleaderelections_total",
+                         "confluent": "kafka_controller_controllerstats_uncleanleaderelectionspersec"}),
 ]
 SIGNAL = {_QUEUE: "RequestQueueSize", _HANDLER: "RequestHandlerAvgIdlePercent", _ACCEPTOR: "AcceptorBlockedPercent",
           _NETWORK: "NetworkProcessorAvgIdlePercent", _QUEUE_TIME: "RequestQueueTimeMs",
-          _FENCED: "FencedBrokerCount", _LEADER: "RaftCurrentLeader", _LAG: "MetadataApplyLagMs"}
+          _FENCED: "FencedBrokerCount", _LEADER: "RaftCurrentLeader", _LAG: "MetadataApplyLagMs",
+          _UNCLEAN: "UncleanLeaderElectionsPerSec"}
 
 
 def _value_attribute(attribute: str) -> str:
@@ -80,8 +86,9 @@ def test_each_setup_names_the_mbean_as_its_stack_does_and_the_parser_resolves_it
     metric, kind, labels = got
     if setup.lowercase_labels:
         labels = {k.lower(): v for k, v in labels.items()}
-    # jmx_exporter 1.x appends _total to a COUNTER; the parser reads the name either way
-    for name in (metric, f"{metric}_total") if kind == "COUNTER" else (metric,):
+    # jmx_exporter 1.x appends _total to a COUNTER not named so already; the parser reads the name either way
+    suffixed = metric if metric.endswith("_total") else f"{metric}_total"
+    for name in (metric, suffixed) if kind == "COUNTER" else (metric,):
         signal, _, parsed_attribute = resolve_prometheus(name, labels)
         assert (signal, parsed_attribute) == (SIGNAL[mbean], _value_attribute(attribute)), name
 

@@ -239,6 +239,11 @@ def found(spark):
         *ms("malspike-fire", "MetadataApplyLagMs", [2133, 13723, 271], broker=3),
         *ms("ceq-fire", "EventQueueTimeMs", [1500, 2000], "99thPercentile", broker=1),
         *ms("ceq-quiet", "EventQueueTimeMs", [3, 5], "99thPercentile", broker=1),
+        # the active controller (node 100) counted one unclean election between two scrapes; two ELR elections
+        *ms("ule-fire", "UncleanLeaderElectionsPerSec", [4, 5, 5], "Count", broker=100),
+        *ms("ule-quiet", "UncleanLeaderElectionsPerSec", [4, 4, 4], "Count", broker=100),
+        *ms("elr-fire", "ElectionFromEligibleLeaderReplicasPerSec", [0, 0, 2], "Count", broker=100),
+        *ms("elr-quiet", "ElectionFromEligibleLeaderReplicasPerSec", [7, 0, 0], "Count", broker=100),  # a restart
         # RequestMetrics of LeaderAndIsr: a request completes (Count 3 -> 4) and the 99th percentile rises to 14 s
         *leader_and_isr("lait-fire", "TotalTimeMs", [40, 13973], [3, 4]),
         *leader_and_isr("lait-quiet", "TotalTimeMs", [40, 45], [3, 4]),
@@ -289,6 +294,8 @@ CASES = [
     ("BROKER_FENCED", "fence", 3),
     ("BROKER_HEARTBEAT_TIMEOUT", "hbt", 2),
     ("QUORUM_UNSTABLE", "quorum", None),
+    ("UNCLEAN_LEADER_ELECTION", "ule", 100),
+    ("LEADER_ELECTED_FROM_ELR", "elr", 100),
 ]
 
 
@@ -333,10 +340,38 @@ def test_a_fenced_broker_is_named_with_its_controller_and_unfencing(found):
 
 def test_delayed_leader_and_isr_summary_is_actionable(found):
     (hit,) = of(found, "dl-fire", "DELAYED_LEADER_AND_ISR")
-    assert hit["summary"] == ("LeaderAndIsr correlationId 17 from controller 1 took 13973 ms on broker 2, "
-                              "6 ms of it waiting for a lock")
+    assert hit["summary"] == ("LeaderAndIsr correlationId 17 from controller 1 took 13973 ms on broker 2: 6 ms from "
+                              "the controller's send to the broker's Handling line (6 ms of it waiting for a lock), "
+                              "13967 ms from Handling to its end")
     assert hit["value"] == 13973.0
     assert hit["severity"] == "warning"
+
+
+def test_a_slow_handler_behind_a_working_control_plane_says_so():
+    """Apache Kafka 3.9 with control.plane.listener.name: the request log shows 56 ms queued, 9.85 s in the handler
+    (a topic creation on a saturated machine): the alert says where the time went, and that the queue was short."""
+    from pipelines.detection.latency_detectors import detect_delayed_leader_and_isr
+
+    r = {**dict(zip(CONTROL_REQUEST_LATENCY.names, lat("kip291", e2e=9913.0, proc=9860.0, lock=None), strict=True)),
+         "broker_queue_ms": 56.0, "local_ms": 9854.0, "remote_ms": 0.0, "response_queue_ms": 0.1,
+         "response_send_ms": 0.2, "served_ms": 9911.0, "listener": "CONTROLLER",
+         "witnesses": "controller_log,broker_log,request_log"}
+    table = pa.Table.from_pylist([r], schema=CONTROL_REQUEST_LATENCY.to_arrow())
+    (hit,) = detect_delayed_leader_and_isr(pl.from_arrow(table), DetectionConfig())
+    assert hit["summary"] == ("LeaderAndIsr correlationId 17 from controller 1 took 9913 ms on broker 2: 56 ms in the "
+                              "broker's request queue (listener CONTROLLER), 9854 ms in the handler")
+    assert '"local_ms":9854.0' in hit["evidence"]
+
+
+def test_delayed_leader_and_isr_leaves_out_the_wait_behind_the_previous_request():
+    """A LeaderAndIsr queued 9.5 s at the controller behind the broker's previous request, 130 ms at the broker: the
+    previous request's alert has the 9.5 s; this one is under the threshold."""
+    from pipelines.detection.latency_detectors import detect_delayed_leader_and_isr
+
+    rows = [dict(zip(CONTROL_REQUEST_LATENCY.names, lat("behind", e2e=9623.0, proc=124.0, cq=9493.0), strict=True)),
+            dict(zip(CONTROL_REQUEST_LATENCY.names, lat("alone", e2e=9623.0, proc=9617.0), strict=True))]
+    frame = pl.from_arrow(pa.Table.from_pylist(rows, schema=CONTROL_REQUEST_LATENCY.to_arrow()))
+    assert [h["cluster"] for h in detect_delayed_leader_and_isr(frame, DetectionConfig())] == ["alone"]
 
 
 def test_lock_contention_counts_partition_map_lock_waits_inside_the_request(found):
@@ -393,6 +428,8 @@ QUALITY = {
     ("BROKER_FENCED", "fence"): {("critical", 1.0, 1.0)},
     ("BROKER_HEARTBEAT_TIMEOUT", "hbt"): {("warning", 3.0, 1.0)},
     ("QUORUM_UNSTABLE", "quorum"): {("warning", 3.0, 3.0)},  # three elections in 35 s
+    ("UNCLEAN_LEADER_ELECTION", "ule"): {("critical", 1.0, 1.0)},
+    ("LEADER_ELECTED_FROM_ELR", "elr"): {("warning", 2.0, 1.0)},
 }
 
 

@@ -183,6 +183,11 @@ def test_kafka_2_6_requests_end_where_the_request_log_says(spark):
     assert set(out) == {17, 18}
     for corr, (e2e, status) in {17: (13987.0, "completed"), 18: (22.0, "completed")}.items():
         assert (out[corr]["end_to_end_ms"], out[corr]["status"], out[corr]["flags"]) == (e2e, status, None)
+    # the broker's own breakdown: KIP-291's listener worked (61 us queued), the handler took the time
+    r = out[17]
+    assert (r["listener"], r["broker_queue_ms"], r["local_ms"], r["remote_ms"]) == ("CONTROLLER", 0.061, 13979.7, 0.0)
+    assert (r["response_queue_ms"], r["response_send_ms"], r["served_ms"]) == (0.09, 0.311, 13980.0)
+    assert r["witnesses"] == "controller_log,broker_log,request_log"
 
 
 def test_a_kafka_2_4_lock_wait_is_timed_and_raises_lock_contention(spark):

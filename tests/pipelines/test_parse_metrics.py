@@ -71,12 +71,18 @@ def test_kraft_scrapes_of_apache_kafka_4_4_resolve_to_their_signals() -> None:
     """The KRaft names as the running 4.4.0 cluster exported them (not as the docs list them): each resolves, none is
     quarantined, and the controller's scrape holds the fenced broker."""
     got: dict[str, dict[str, float]] = {}
+    counts: dict[str, float] = {}
     for name in ("controller-100.prom", "broker-3.prom"):
         lines = (KRAFT_SCRAPES / name).read_text().splitlines()
         routed = parse_all([raw_metric(line, i, "prometheus", 100) for i, line in enumerate(lines)], "metrics")
         assert [row for route, row in routed if route == "quarantine"] == [], name
         got[name] = {row["signal"]: row["value"] for route, row in routed
                      if route == "sample" and row["attribute"] == "Value"}
+        if name.startswith("controller"):
+            counts = {row["signal"]: row["value"] for route, row in routed
+                      if route == "sample" and row["attribute"] == "Count"}
+    # the election meters UNCLEAN_LEADER_ELECTION and LEADER_ELECTED_FROM_ELR read (`..._total`: the Count)
+    assert counts["UncleanLeaderElectionsPerSec"] == counts["ElectionFromEligibleLeaderReplicasPerSec"] == 0.0
     controller = got["controller-100.prom"]
     assert (controller["FencedBrokerCount"], controller["ActiveBrokerCount"]) == (1.0, 2.0)
     for signal in ("TimedOutBrokerHeartbeatCount", "NewActiveControllersCount", "EventQueueOperationsTimedOutCount",

@@ -68,6 +68,9 @@ CASES: dict[AlertType, tuple[Series, ...]] = {
     AlertType.LEADER_AND_ISR_TOTAL_TIME_HIGH: (
         Series("TotalTimeMs", "99thPercentile", gauge(40, 13973), request="LeaderAndIsr"),
         Series("TotalTimeMs", "Count", completions, request="LeaderAndIsr")),
+    # the active controller's election meters (jmx_exporter: `..._total`, the Count): a rise is an election
+    AlertType.UNCLEAN_LEADER_ELECTION: (Series("UncleanLeaderElectionsPerSec", "Count", completions),),
+    AlertType.LEADER_ELECTED_FROM_ELR: (Series("ElectionFromEligibleLeaderReplicasPerSec", "Count", completions),),
 }
 # The meters that jmx_exporter's common rules export only as a Count (`..._count_total`, ns).
 COUNT_CASES: dict[str, tuple[AlertType, Series]] = {
