@@ -16,7 +16,7 @@ from fastapi.staticfiles import StaticFiles
 
 from api.public_paths import scrub_text
 from api.push import AlertPusher
-from api.routes import alertmanager, alerts, brokers, cluster, control_requests, dashboard, docs, health
+from api.routes import alertmanager, alerts, brokers, cluster, control_requests, dashboard, docs, health, incidents
 from api.settings import Settings, get_settings
 from api.store import LakeStore, TableUnavailable
 
@@ -115,6 +115,6 @@ def create_app() -> FastAPI:
     app.include_router(docs.router)
     app.mount(docs.SWAGGER_URL, StaticFiles(directory=docs.SWAGGER_DIR), name="swagger")
     app.include_router(dashboard.page_router)
-    for r in (alerts, brokers, control_requests, cluster, alertmanager, dashboard):
+    for r in (alerts, incidents, brokers, control_requests, cluster, alertmanager, dashboard):
         app.include_router(r.router)
     return app

@@ -49,6 +49,40 @@ class AlertPublic(BaseModel):
     updated_at: datetime | None = None
 
 
+class IncidentPublic(BaseModel):
+    """One incident (gold table `incidents`): the alerts of one broker in one time span, put down to one cause."""
+
+    incident_id: str
+    cluster: str
+    broker_id: int | None = None
+    cause: str | None = None
+    severity: str | None = None
+    status: str | None = None
+    started_at: datetime | None = None
+    last_seen_at: datetime | None = None
+    resolved_at: datetime | None = None
+    summary: str | None = None
+    action: str | None = None
+    alert_types: list[str] = Field(default_factory=list, description="its alerts' types: the symptoms")
+    alert_ids: list[str] = Field(default_factory=list)
+    alerts: int | None = None
+    evidence: Any = None
+    updated_at: datetime | None = None
+
+
+class IncidentsPublic(BaseModel):
+    """Incidents, newest `started_at` first; `count` counts every incident matching the filters."""
+
+    data: list[IncidentPublic]
+    count: int
+
+
+class IncidentDetail(IncidentPublic):
+    """An incident with its member alerts (the symptoms, each as GET /alerts/{id} shows it)."""
+
+    members: list[AlertPublic] = Field(default_factory=list)
+
+
 class AlertsPublic(BaseModel):
     """A page of alerts, newest `started_at` first. `count` counts every alert matching the filters."""
 

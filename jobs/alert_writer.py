@@ -4,7 +4,8 @@ Three writers share `alerts`: the ingest job's log batches and metric batches (j
 job's pairing query. Each alert type has one writer (:data:`schemas.alerts.OWNERS`, by :class:`DetectQuery`),
 which alone opens, updates and resolves alerts of that type, by the event time of the input it reads. In one
 process a lock serialises their read-open-alerts / merge steps; writers in separate processes (spark-submit jobs)
-meet as concurrent Delta commits, and the one that loses re-reads the open alerts and merges again.
+meet as concurrent Delta commits, and the one that loses re-reads the open alerts and merges again. After a merge
+that wrote alert rows, the same writer regroups those clusters' incidents (jobs.incident_writer), under the lock.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake.exceptions import CommitFailedError
 
+from jobs.incident_writer import IncidentWriter
 from jobs.io.delta_sink import DeltaMerger
 from pipelines.detection.lifecycle import Candidate, apply_lifecycle
 from schemas.alerts import AlertStatus, DetectQuery, owned_types
@@ -53,6 +55,7 @@ class AlertWriter:
         self.types = owned_types(role)
         self.merger = DeltaMerger(self.path, ALERTS, app, ["alert_id"])
         self.table = LatestTable(self.path, ALERTS.to_arrow())
+        self.incidents = IncidentWriter(settings, app, cfg, self.table)
 
     def open_alerts(self, clusters: set[str] | None = None) -> list[dict[str, Any]]:
         """The open alerts this writer owns (of `clusters` only, when given)."""
@@ -75,6 +78,7 @@ class AlertWriter:
                 rows = self._lifecycle(self.open_alerts(clusters), cands, watermark)
                 try:
                     self.merger.write_arrow(pa.Table.from_pylist(rows, schema=ALERTS.to_arrow()), batch_id)
+                    self.incidents.write({r["cluster"] for r in rows}, batch_id)
                     return len(rows)
                 except CommitFailedError as exc:
                     if attempt == MAX_COMMIT_RETRIES:

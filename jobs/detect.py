@@ -52,6 +52,7 @@ from schemas.lake_read import LatestTable
 from schemas.tables import (
     ALERTS,
     CONTROL_REQUEST_LATENCY,
+    INCIDENTS,
     METRIC_ROLLUPS_1M,
     METRIC_SAMPLES,
     REQUEST_EVENTS,
@@ -236,7 +237,8 @@ def start_detection_queries(spark: SparkSession, settings: Settings) -> list[Str
 
     cfg = DetectionConfig.from_mapping(settings.detection)
     spark.dataSource.register(DeltaStreamSource)
-    for t in (STATE_CHANGE_EVENTS, REQUEST_EVENTS, METRIC_SAMPLES, CONTROL_REQUEST_LATENCY, ALERTS, METRIC_ROLLUPS_1M):
+    for t in (STATE_CHANGE_EVENTS, REQUEST_EVENTS, METRIC_SAMPLES, CONTROL_REQUEST_LATENCY, ALERTS, INCIDENTS,
+              METRIC_ROLLUPS_1M):
         ensure_table(os.path.abspath(settings.table_path(t.name)), t)
 
     sc = _stream(spark, settings, STATE_CHANGE_EVENTS)

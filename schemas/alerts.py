@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-__all__ = ["OWNERS", "AlertOwner", "AlertStatus", "AlertType", "DetectQuery", "Severity", "owned_types"]
+__all__ = ["OWNERS", "AlertOwner", "AlertStatus", "AlertType", "DetectQuery", "IncidentCause", "Severity",
+           "owned_types"]
 
 
 class AlertType(StrEnum):
@@ -63,6 +64,38 @@ class AlertType(StrEnum):
     #: KRaft 4.1+: a leader was elected from a partition's eligible leader replicas (KIP-966): its ISR had fallen
     #: below min.insync.replicas, and ELR kept it from going offline or unclean
     LEADER_ELECTED_FROM_ELR = "LEADER_ELECTED_FROM_ELR"
+
+
+class IncidentCause(StrEnum):
+    """The mechanism an incident (`incidents`: the alerts of one broker, or of a cluster, in one time span) is put
+    down to: :mod:`pipelines.detection.incidents` chooses it from the member alerts and their evidence."""
+
+    #: a replica outside the ISR became leader: acknowledged messages may be lost
+    UNCLEAN_LEADER_ELECTION = "UNCLEAN_LEADER_ELECTION"
+    #: KRaft: the active controller fenced the broker (no heartbeat in time, or heartbeats timed out in its queue)
+    BROKER_FENCED = "BROKER_FENCED"
+    #: KRaft: the controller quorum keeps electing new active controllers
+    QUORUM_UNSTABLE = "QUORUM_UNSTABLE"
+    #: new connections faster than the broker accepts them (KIP-402): the acceptor blocked
+    CONNECTION_STORM = "CONNECTION_STORM"
+    #: control requests waited in a request queue shared with data requests (no or a saturated control plane)
+    QUEUED_BEHIND_DATA = "QUEUED_BEHIND_DATA"
+    #: the request handler held a control request: a lock (replicaStateChangeLock, the fetchers' partitionMapLock)
+    LOCK_CONTENTION = "LOCK_CONTENTION"
+    #: the control request reached the handler quickly and the handler was slow (the broker's request log says so)
+    SLOW_HANDLER = "SLOW_HANDLER"
+    #: the broker's network or request handler threads had no idle time (no queueing of control requests seen)
+    BROKER_SATURATED = "BROKER_SATURATED"
+    #: the controller's event queue held events (and the heartbeats among them) for long
+    CONTROLLER_OVERLOADED = "CONTROLLER_OVERLOADED"
+    #: KRaft: the broker applies the metadata log late
+    METADATA_LAG = "METADATA_LAG"
+    #: KRaft 4.1+: leaders elected from eligible leader replicas (a partition's ISR fell below min.insync.replicas)
+    ELR_ELECTION = "ELR_ELECTION"
+    #: the broker rejected control requests carrying a stale broker epoch (a restart raced the controller)
+    STALE_BROKER_EPOCH = "STALE_BROKER_EPOCH"
+    #: a control request was slow or did not complete, and no witness says where its time went
+    SLOW_CONTROL_REQUEST = "SLOW_CONTROL_REQUEST"
 
 
 class Severity(StrEnum):

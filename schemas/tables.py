@@ -22,6 +22,7 @@ __all__ = [
     "ALERTS",
     "CONTROL_REQUEST_LATENCY",
     "DQ_RESULTS",
+    "INCIDENTS",
     "METRIC_ROLLUPS_1M",
     "METRIC_SAMPLES",
     "QUARANTINE",
@@ -330,6 +331,31 @@ ALERTS = Table(
     partition_by=(),
 )
 
+INCIDENTS = Table(
+    "incidents",
+    "gold",
+    (
+        _c("incident_id", "string", "stable id: hash of (cluster, broker_id, its first alert's started_at)",
+           nullable=False),
+        _c("cluster", "string", nullable=False),
+        _c("broker_id", "int", "the broker (or controller node) its alerts are about; null: the cluster's"),
+        _c("cause", "string", "schemas.alerts.IncidentCause: the mechanism its alerts are put down to"),
+        _c("severity", "string", "the worst of its alerts"),
+        _c("status", "string", "open while one of its alerts is | resolved"),
+        _c("started_at", "timestamp"),
+        _c("last_seen_at", "timestamp"),
+        _c("resolved_at", "timestamp"),
+        _c("summary", "string", "the cause in one line, with the numbers that show it"),
+        _c("action", "string", "what to change or check, with the Kafka documentation's link"),
+        _c("alert_types", "string", "comma list of its alerts' types (the symptoms)"),
+        _c("alert_ids", "string", "comma list of its alerts' ids"),
+        _c("alerts", "int", "how many alerts it groups"),
+        _c("evidence", "string", "JSON: what chose the cause"),
+        _c("updated_at", "timestamp"),
+    ),
+    partition_by=(),
+)
+
 METRIC_ROLLUPS_1M = Table(
     "metric_rollups_1m",
     "gold",
@@ -378,6 +404,7 @@ TABLES: dict[str, Table] = {
         METRIC_SAMPLES,
         CONTROL_REQUEST_LATENCY,
         ALERTS,
+        INCIDENTS,
         METRIC_ROLLUPS_1M,
         DQ_RESULTS,
     )

@@ -10,7 +10,18 @@ from fastapi.testclient import TestClient
 
 from api.main import create_app
 from api.settings import Settings, get_settings
-from tests.api.lake import ALERTS, CONTROL_REQUEST_LATENCY, METRIC_SAMPLES, T0, alert, control_request, samples, write
+from tests.api.lake import (
+    ALERTS,
+    CONTROL_REQUEST_LATENCY,
+    INCIDENTS,
+    METRIC_SAMPLES,
+    T0,
+    alert,
+    control_request,
+    incidents,
+    samples,
+    write,
+)
 
 TOKEN = "test-token-not-secret"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -20,9 +31,11 @@ ClientFactory = Callable[..., TestClient]
 
 @pytest.fixture
 def lake(tmp_path: Path) -> Path:
-    """alerts (30), control_request_latency (12), metric_samples (broker 1, 10 minutes at 1 s)."""
+    """alerts (30) and their incidents (one per broker), control_request_latency (12), metric_samples (broker 1,
+    10 minutes at 1 s)."""
     d = tmp_path / "lake"
     write(d, ALERTS, [alert(i) for i in range(30)])
+    write(d, INCIDENTS, incidents([alert(i) for i in range(30)]))
     write(d, CONTROL_REQUEST_LATENCY, [control_request(i, i % 3, 100.0 * i) for i in range(12)])
     write(d, METRIC_SAMPLES, samples(1, "RequestQueueSize", T0, 600))
     return d

@@ -10,7 +10,8 @@ from typing import Any, Literal
 import pyarrow as pa
 from deltalake import write_deltalake
 
-from schemas.tables import ALERTS, CONTROL_REQUEST_LATENCY, METRIC_ROLLUPS_1M, METRIC_SAMPLES, Table
+from pipelines.detection.incidents import group_incidents
+from schemas.tables import ALERTS, CONTROL_REQUEST_LATENCY, INCIDENTS, METRIC_ROLLUPS_1M, METRIC_SAMPLES, Table
 
 T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 
@@ -49,6 +50,11 @@ def alert(i: int, *, started: datetime | None = None, **kw: Any) -> dict[str, An
     }
     row.update(kw)
     return row
+
+
+def incidents(alerts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The incidents the pipeline's alert writers make of `alerts` (5-minute hysteresis, as the default conf)."""
+    return [{**i, "updated_at": T0} for i in group_incidents(alerts, timedelta(seconds=300))]
 
 
 def control_request(i: int, broker_id: int, e2e: float, **kw: Any) -> dict[str, Any]:
@@ -127,11 +133,13 @@ def rollup(broker_id: int, signal: str, minute: datetime, avg: float, samples: i
 __all__ = [
     "ALERTS",
     "CONTROL_REQUEST_LATENCY",
+    "INCIDENTS",
     "METRIC_ROLLUPS_1M",
     "METRIC_SAMPLES",
     "T0",
     "alert",
     "control_request",
+    "incidents",
     "rollup",
     "samples",
     "write",

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 from pathlib import Path
 
 from jobs.alert_writer import AlertWriter
 from pipelines.detection.config import DetectionConfig
 from schemas.alerts import AlertType, DetectQuery
-from schemas.tables import ALERTS
+from schemas.tables import ALERTS, INCIDENTS
 from tests.api.lake import T0, alert, write
 from tests.lake import lake_rows, pipeline_settings
 
@@ -33,3 +34,48 @@ def test_a_writer_resolves_only_its_own_types_on_the_same_broker_and_listener(tm
     status = {r["alert_id"]: r["status"] for r in lake_rows(lake, ALERTS.name)}
     assert status == {log_form["alert_id"]: "open", metric_form["alert_id"]: "resolved"}
     assert [a["alert_id"] for a in logs.open_alerts()] == [log_form["alert_id"]]
+
+
+def _candidate(type_: AlertType, ts: dt.datetime, **evidence: float) -> dict[str, object]:
+    return {"type": type_.value, "severity": "warning", "cluster": "c1", "broker_id": 2, "listener": None, "ts": ts,
+            "value": 1.0, "threshold": 1.0, "summary": f"{type_.value} on broker 2",
+            "evidence": json.dumps(evidence)}
+
+
+def test_the_writers_alerts_of_one_broker_become_one_incident_that_resolves_with_them(tmp_path: Path) -> None:
+    """A metric alert and a latency alert on the same broker, written by their two writers, are one incident (its
+    cause from the slow request's breakdown); when both resolve, so does the incident."""
+    settings = pipeline_settings(tmp_path, once=False)
+    lake = Path(settings.lake)
+    metrics = AlertWriter(settings, DetectQuery.METRIC, "test-metric-alerts", CFG)
+    latency = AlertWriter(settings, DetectQuery.LATENCY, "test-latency-alerts", CFG)
+    t = dt.datetime(2026, 11, 28, 9, 0, tzinfo=dt.UTC)
+    assert metrics.write([_candidate(AlertType.REQUEST_HANDLER_SATURATED, t)], t, 0) == 1
+    slow = _candidate(AlertType.DELAYED_LEADER_AND_ISR, t + dt.timedelta(seconds=20), broker_queue_ms=56.0,
+                      local_ms=9854.0)
+    assert latency.write([slow], t + dt.timedelta(seconds=20), 0) == 1
+    (inc,) = lake_rows(lake, INCIDENTS.name)
+    assert (inc["cause"], inc["alerts"], inc["status"]) == ("SLOW_HANDLER", 2, "open")
+    assert inc["alert_types"] == "DELAYED_LEADER_AND_ISR,REQUEST_HANDLER_SATURATED"
+
+    later = t + dt.timedelta(days=1)
+    metrics.write([], later, 1)
+    latency.write([], later, 1)
+    (inc,) = lake_rows(lake, INCIDENTS.name)
+    assert (inc["status"], inc["alerts"]) == ("resolved", 2)
+    assert latency.write([], later, 1) == 0  # a replayed batch: nothing written, the incident unchanged
+
+
+def test_an_earlier_alert_arriving_late_regroups_the_incident_under_one_id(tmp_path: Path) -> None:
+    settings = pipeline_settings(tmp_path, once=False)
+    lake = Path(settings.lake)
+    metrics = AlertWriter(settings, DetectQuery.METRIC, "test-metric-alerts", CFG)
+    latency = AlertWriter(settings, DetectQuery.LATENCY, "test-latency-alerts", CFG)
+    t = dt.datetime(2026, 11, 28, 9, 0, tzinfo=dt.UTC)
+    metrics.write([_candidate(AlertType.REQUEST_QUEUE_SATURATED, t + dt.timedelta(seconds=60))], t, 0)
+    (first,) = lake_rows(lake, INCIDENTS.name)
+    # the pairing's alert of a request that started a minute earlier (its lines came late)
+    latency.write([_candidate(AlertType.DELAYED_LEADER_AND_ISR, t, broker_queue_ms=9000.0, local_ms=3.0)], t, 0)
+    (inc,) = lake_rows(lake, INCIDENTS.name)
+    assert inc["incident_id"] != first["incident_id"]
+    assert (inc["alerts"], inc["cause"], inc["started_at"]) == (2, "QUEUED_BEHIND_DATA", t)

@@ -1,0 +1,216 @@
+"""Incidents: the alerts of one broker (or of a cluster) in one time span, put down to one cause.
+
+Pure: alert rows in (`alerts` columns), incident rows out (`incidents` columns but `updated_at`); no Spark, no Delta.
+The alert writer (jobs.alert_writer) calls :func:`group_incidents` over the recent alerts of the clusters a batch
+touched and merges the result, so alerts and incidents are written by one path.
+
+* **Grouping.** An alert is live over [started_at, end], `end` its resolved_at, or last_seen_at plus the
+  hysteresis (`resolve_after`) while it is open. The alerts of one (cluster, broker_id) whose live spans overlap,
+  directly or through others, are one incident: one saturated broker that raises five alerts at once pages once.
+  Alerts about no broker (QUORUM_UNSTABLE) make the cluster's own incidents.
+* **Identity.** `incident_id` hashes (cluster, broker_id, the first alert's started_at): stable while alerts join.
+* **Cause.** The first rule of :data:`CAUSE_RULES` that the member alerts satisfy (most specific first: an
+  unclean election or a fencing explains the slow requests around it; a blocked acceptor explains the saturated
+  network threads). A slow control request is told apart by its own breakdown (its alert's evidence, from
+  control_request_latency): the broker's request queue (queued behind data) or the handler (slow handler);
+  without a request log it stays "slow, cause not witnessed", and says which log would tell.
+* **Text.** `summary` = the cause's headline and the numbers of the alert that shows it; `action` = what to
+  change, with the Kafka documentation's link; `evidence` = which alert chose the cause and why.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from schemas.alerts import AlertStatus, AlertType, IncidentCause
+
+__all__ = ["CAUSE_RULES", "CauseRule", "group_incidents", "incident_id"]
+
+_T, _C = AlertType, IncidentCause
+_DOCS = "https://kafka.apache.org/documentation/"
+_DELAYED = (_T.DELAYED_LEADER_AND_ISR, _T.DELAYED_UPDATE_METADATA, _T.DELAYED_STOP_REPLICA)
+_SEVERITY_RANK = {"warning": 1, "critical": 2}
+
+
+@dataclass(frozen=True)
+class CauseRule:
+    """A cause, the member alert that shows it (`shows`: an alert of the incident, in its order), its headline and
+    what to do."""
+
+    cause: IncidentCause
+    shows: Callable[[Mapping[str, Any]], bool]
+    headline: str
+    action: str
+
+
+def _of(*types: AlertType) -> Callable[[Mapping[str, Any]], bool]:
+    names = {t.value for t in types}
+    return lambda a: a["type"] in names
+
+
+def _split(a: Mapping[str, Any]) -> tuple[float | None, float | None]:
+    """A DELAYED_* alert's request-log breakdown (its evidence's latest firing, lifecycle._evidence): ms in the
+    broker's request queue, in the handler."""
+    if a["type"] not in {t.value for t in _DELAYED}:
+        return None, None
+    try:
+        latest = json.loads(a.get("evidence") or "{}").get("latest") or {}
+    except (ValueError, AttributeError):
+        return None, None
+    queued, local = latest.get("broker_queue_ms"), latest.get("local_ms")
+    return (None if queued is None else float(queued)), (None if local is None else float(local))
+
+
+def _queued_request(a: Mapping[str, Any]) -> bool:
+    queued, local = _split(a)
+    return queued is not None and queued > (local or 0.0)
+
+
+def _slow_handler(a: Mapping[str, Any]) -> bool:
+    queued, local = _split(a)
+    return local is not None and local >= (queued or 0.0)
+
+
+CAUSE_RULES: tuple[CauseRule, ...] = (
+    CauseRule(_C.UNCLEAN_LEADER_ELECTION, _of(_T.UNCLEAN_LEADER_ELECTION),
+              "a leader was elected from outside the ISR: acknowledged messages may be lost",
+              f"Find the partitions in the controller's log; keep unclean.leader.election.enable off where data "
+              f"matters ({_DOCS}#topicconfigs_unclean.leader.election.enable)"),
+    CauseRule(_C.BROKER_FENCED, _of(_T.BROKER_FENCED, _T.BROKER_HEARTBEAT_TIMEOUT),
+              "the active controller fenced the broker: its heartbeats did not arrive or were timed out in time",
+              f"Check the broker was alive (GC log, CPU) and the controller's event queue; the session is "
+              f"broker.session.timeout.ms ({_DOCS}#brokerconfigs_broker.session.timeout.ms)"),
+    CauseRule(_C.QUORUM_UNSTABLE, _of(_T.QUORUM_UNSTABLE),
+              "the controller quorum keeps electing new active controllers",
+              f"Give controllers unloaded hosts; check their GC pauses and controller.quorum.fetch.timeout.ms "
+              f"({_DOCS}#brokerconfigs_controller.quorum.fetch.timeout.ms)"),
+    CauseRule(_C.CONNECTION_STORM, _of(_T.ACCEPTOR_BLOCKED),
+              "new connections arrived faster than the broker accepts them (the acceptor blocked, KIP-402)",
+              f"Find the clients reconnecting; bound them with max.connections.per.ip and max.connections "
+              f"({_DOCS}#brokerconfigs_max.connections.per.ip)"),
+    CauseRule(_C.QUEUED_BEHIND_DATA, lambda a: _of(_T.CONTROL_REQUEST_QUEUED_BEHIND_DATA,
+                                                   _T.CONTROL_REQUEST_QUEUE_DELAY)(a) or _queued_request(a),
+              "control requests waited in the request queue behind data requests",
+              f"Give control requests their own listener and handler with control.plane.listener.name (KIP-291), "
+              f"or find what fills the queue ({_DOCS}#brokerconfigs_control.plane.listener.name)"),
+    CauseRule(_C.LOCK_CONTENTION, _of(_T.LOCK_CONTENTION),
+              "the request handler waited for a lock (replicaStateChangeLock or the fetchers' partitionMapLock)",
+              "See what held the lock at that time in server.log (fetchers truncating or checkpointing: "
+              "KAFKA-6974, https://issues.apache.org/jira/browse/KAFKA-6974)"),
+    CauseRule(_C.SLOW_HANDLER, _slow_handler,
+              "the control request reached its handler quickly and the handler was slow",
+              f"The control plane works; look at what the handler did (partitions' logs created or deleted: disk "
+              f"latency of log.dirs; GC pauses in kafkaServer-gc.log) ({_DOCS}#brokerconfigs_num.io.threads)"),
+    CauseRule(_C.QUEUED_BEHIND_DATA, _of(_T.REQUEST_QUEUE_SATURATED, _T.CONTROL_PLANE_QUEUE_BACKLOG),
+              "the broker's request queue was full: control requests queue behind what fills it",
+              f"Find the slow requests or add num.io.threads; separate the control plane with "
+              f"control.plane.listener.name ({_DOCS}#brokerconfigs_queued.max.requests)"),
+    CauseRule(_C.BROKER_SATURATED, _of(_T.REQUEST_HANDLER_SATURATED, _T.NETWORK_PROCESSOR_SATURATED),
+              "the broker's request handler or network threads had almost no idle time",
+              f"Find the load (RequestMetrics by request type) or add threads: num.io.threads, num.network.threads "
+              f"({_DOCS}#brokerconfigs_num.network.threads)"),
+    CauseRule(_C.CONTROLLER_OVERLOADED, _of(_T.CONTROLLER_EVENT_QUEUE_DELAY),
+              "the controller's events waited in its queue",
+              f"Find what fills the controller's event queue (large reassignments, topic creations); give "
+              f"controllers dedicated hosts ({_DOCS}#kraft)"),
+    CauseRule(_C.METADATA_LAG, _of(_T.METADATA_APPLY_LAG),
+              "the broker applied the metadata log late and served stale leadership meanwhile",
+              f"Check the broker's CPU and GC and the controller quorum's commit latency ({_DOCS}#kraft_monitoring)"),
+    CauseRule(_C.ELR_ELECTION, _of(_T.LEADER_ELECTED_FROM_ELR),
+              "leaders were elected from eligible leader replicas: partitions had fallen below min.insync.replicas",
+              f"Find why their replicas left the ISR before the next failure finds the ELR empty "
+              f"({_DOCS}#topicconfigs_min.insync.replicas)"),
+    CauseRule(_C.STALE_BROKER_EPOCH, _of(_T.STALE_BROKER_EPOCH),
+              "the broker rejected control requests carrying a stale broker epoch (a restart raced the controller)",
+              "The controller resends them after it learns the new epoch (KIP-380); if it keeps happening, look at "
+              "the broker's ZooKeeper session"),
+    CauseRule(_C.SLOW_CONTROL_REQUEST, lambda _a: True,
+              "a control request was slow or did not complete, and no witness says where its time went",
+              "Turn on the broker's request log (kafka.request.logger at DEBUG) to see its queue and handler times, "
+              "and check the broker's GC log and disk latency"),
+)
+
+
+def incident_id(cluster: str, broker_id: int | None, started_at: datetime) -> str:
+    """Stable id of an incident: its cluster, broker and first alert's start."""
+    raw = f"{cluster}|{broker_id}|{started_at.isoformat()}"
+    return hashlib.sha1(raw.encode()).hexdigest()[:20]
+
+
+def _end(a: Mapping[str, Any], resolve_after: timedelta) -> datetime:
+    if a["status"] == AlertStatus.resolved.value and a.get("resolved_at") is not None:
+        end: datetime = a["resolved_at"]
+        return end
+    last: datetime = a.get("last_seen_at") or a["started_at"]
+    return last + resolve_after
+
+
+def _spans(alerts: Sequence[Mapping[str, Any]], resolve_after: timedelta) -> list[list[Mapping[str, Any]]]:
+    """The alerts of one (cluster, broker) in groups whose live spans overlap (in start order)."""
+    groups: list[list[Mapping[str, Any]]] = []
+    group_end: datetime | None = None
+    for a in sorted(alerts, key=lambda a: (a["started_at"], a["alert_id"])):
+        if group_end is None or a["started_at"] > group_end:
+            groups.append([])
+            group_end = None
+        groups[-1].append(a)
+        end = _end(a, resolve_after)
+        group_end = end if group_end is None else max(group_end, end)
+    return groups
+
+
+def _cause(members: Sequence[Mapping[str, Any]]) -> tuple[CauseRule, Mapping[str, Any]]:
+    """The first rule a member shows, and that member (the worst of them: severity, then value)."""
+    for rule in CAUSE_RULES:
+        showing = [a for a in members if rule.shows(a)]
+        if showing:
+            worst = max(showing, key=lambda a: (_SEVERITY_RANK.get(a["severity"] or "", 0), a["value"] or 0.0))
+            return rule, worst
+    raise AssertionError("the last rule takes any alert")
+
+
+def _incident(cluster: str, broker: int | None, members: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    rule, shown_by = _cause(members)
+    first = members[0]
+    open_ = [a for a in members if a["status"] == AlertStatus.open.value]
+    types = sorted({a["type"] for a in members})
+    others = len(members) - 1
+    summary = f"{rule.headline}. {shown_by['summary']}"
+    if others:
+        summary += f" (+{others} more alert{'s' if others != 1 else ''}: {', '.join(types)})"
+    return {
+        "incident_id": incident_id(cluster, broker, first["started_at"]),
+        "cluster": cluster,
+        "broker_id": broker,
+        "cause": rule.cause.value,
+        "severity": max((a["severity"] for a in members), key=lambda s: _SEVERITY_RANK.get(s or "", 0)),
+        "status": AlertStatus.open.value if open_ else AlertStatus.resolved.value,
+        "started_at": first["started_at"],
+        "last_seen_at": max(a.get("last_seen_at") or a["started_at"] for a in members),
+        "resolved_at": None if open_ else max(a["resolved_at"] for a in members if a.get("resolved_at")),
+        "summary": summary,
+        "action": rule.action,
+        "alert_types": ",".join(types),
+        "alert_ids": ",".join(a["alert_id"] for a in members),
+        "alerts": len(members),
+        "evidence": json.dumps({"cause_alert": shown_by["alert_id"], "cause_alert_type": shown_by["type"]},
+                               separators=(",", ":")),
+    }
+
+
+def group_incidents(alerts: Iterable[Mapping[str, Any]], resolve_after: timedelta) -> list[dict[str, Any]]:
+    """The incidents of `alerts` (rows of the `alerts` table), one per (cluster, broker) and overlapping span."""
+    by_key: dict[tuple[str, int | None], list[Mapping[str, Any]]] = {}
+    for a in alerts:
+        if a.get("started_at") is None:
+            continue
+        by_key.setdefault((a["cluster"], a["broker_id"]), []).append(a)
+    out: list[dict[str, Any]] = []
+    for (cluster, broker), rows in sorted(by_key.items(), key=lambda kv: (kv[0][0], kv[0][1] is None, kv[0][1])):
+        out += [_incident(cluster, broker, members) for members in _spans(rows, resolve_after)]
+    return out

@@ -1,0 +1,79 @@
+"""Incidents from alerts (pure): one broker's overlapping alerts are one incident, put down to one cause by the most
+specific alert; a slow control request's own breakdown tells a queue from a slow handler."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from pipelines.detection.incidents import group_incidents
+from schemas.alerts import IncidentCause
+
+T0 = datetime(2026, 11, 28, 9, 0, tzinfo=UTC)
+RESOLVE_AFTER = timedelta(seconds=300)
+
+
+def alert(type_: str, broker: int | None = 2, start_s: float = 0.0, seen_s: float = 30.0, status: str = "open",
+          severity: str = "warning", value: float = 1.0, cluster: str = "c1", **evidence: Any) -> dict[str, Any]:
+    started, seen = T0 + timedelta(seconds=start_s), T0 + timedelta(seconds=seen_s)
+    return {"alert_id": f"{type_}-{broker}-{start_s}", "type": type_, "severity": severity, "status": status,
+            "cluster": cluster, "broker_id": broker, "listener": None, "started_at": started, "last_seen_at": seen,
+            "resolved_at": seen + RESOLVE_AFTER if status == "resolved" else None,
+            "summary": f"{type_} on broker {broker}", "evidence": json.dumps({"firings": 1, "latest": evidence}),
+            "value": value,
+            "threshold": 1.0, "updated_at": seen}
+
+
+def test_one_saturated_broker_pages_once_as_control_requests_queued_behind_data() -> None:
+    alerts = [alert("REQUEST_QUEUE_SATURATED", value=480.0),
+              alert("REQUEST_HANDLER_SATURATED", start_s=5),
+              alert("NETWORK_PROCESSOR_SATURATED", start_s=8),
+              alert("CONTROL_REQUEST_QUEUED_BEHIND_DATA", start_s=20, severity="critical", value=48_000.0),
+              alert("DELAYED_LEADER_AND_ISR", start_s=40, seen_s=50)]
+    (inc,) = group_incidents(alerts, RESOLVE_AFTER)
+    assert inc["cause"] == IncidentCause.QUEUED_BEHIND_DATA
+    assert (inc["alerts"], inc["severity"], inc["status"], inc["started_at"]) == (5, "critical", "open", T0)
+    assert inc["summary"].startswith("control requests waited in the request queue behind data requests. "
+                                     "CONTROL_REQUEST_QUEUED_BEHIND_DATA on broker 2 (+4 more alerts: ")
+    assert "control.plane.listener.name" in inc["action"]
+    assert json.loads(inc["evidence"])["cause_alert_type"] == "CONTROL_REQUEST_QUEUED_BEHIND_DATA"
+
+
+def test_a_slow_handler_behind_a_working_control_plane_is_its_own_cause() -> None:
+    slow = alert("DELAYED_LEADER_AND_ISR", broker_queue_ms=56.0, local_ms=9854.0, listener="CONTROLLER")
+    (inc,) = group_incidents([slow], RESOLVE_AFTER)
+    assert inc["cause"] == IncidentCause.SLOW_HANDLER
+    queued = alert("DELAYED_LEADER_AND_ISR", broker_queue_ms=48_000.0, local_ms=900.0)
+    assert group_incidents([queued], RESOLVE_AFTER)[0]["cause"] == IncidentCause.QUEUED_BEHIND_DATA
+    blind = alert("DELAYED_LEADER_AND_ISR", queue_ms=9000.0, processing_ms=40.0)  # no request log
+    (inc,) = group_incidents([blind], RESOLVE_AFTER)
+    assert inc["cause"] == IncidentCause.SLOW_CONTROL_REQUEST
+    assert "kafka.request.logger" in inc["action"]
+
+
+def test_a_connection_storm_explains_the_saturated_network_threads() -> None:
+    alerts = [alert("NETWORK_PROCESSOR_SATURATED"), alert("ACCEPTOR_BLOCKED", start_s=3, severity="critical")]
+    (inc,) = group_incidents(alerts, RESOLVE_AFTER)
+    assert (inc["cause"], inc["alerts"]) == (IncidentCause.CONNECTION_STORM, 2)
+
+
+def test_spans_brokers_and_the_cluster_make_separate_incidents_and_a_bridge_joins_two() -> None:
+    first = alert("REQUEST_HANDLER_SATURATED", status="resolved", seen_s=60)  # live until 60 + 300 s
+    later = alert("REQUEST_HANDLER_SATURATED", start_s=1000, seen_s=1030)
+    other = alert("REQUEST_HANDLER_SATURATED", broker=3)
+    quorum = alert("QUORUM_UNSTABLE", broker=None)
+    got = group_incidents([first, later, other, quorum], RESOLVE_AFTER)
+    assert [(i["broker_id"], i["alerts"], i["status"]) for i in got] == [
+        (2, 1, "resolved"), (2, 1, "open"), (3, 1, "open"), (None, 1, "open")]
+    assert got[0]["resolved_at"] == T0 + timedelta(seconds=360)
+    bridge = alert("NETWORK_PROCESSOR_SATURATED", start_s=300, seen_s=800)
+    joined = group_incidents([first, later, bridge], RESOLVE_AFTER)
+    assert [i["alerts"] for i in joined] == [3]
+    assert joined[0]["incident_id"] == got[0]["incident_id"]  # alerts joining later keep the incident's id
+
+
+def test_a_fencing_explains_the_slow_requests_around_it() -> None:
+    alerts = [alert("DELAYED_LEADER_AND_ISR", broker_queue_ms=10.0, local_ms=12_000.0),
+              alert("BROKER_FENCED", start_s=2, severity="critical")]
+    assert group_incidents(alerts, RESOLVE_AFTER)[0]["cause"] == IncidentCause.BROKER_FENCED
