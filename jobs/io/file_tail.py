@@ -23,20 +23,24 @@ Theory of operation:
 * A file that disappears is dropped from the offsets; a piece whose file is gone (and not found under a rotated
   name in the same directory) yields nothing: the job keeps running.
 * `forget_read()` keeps the offsets as small as the files still being written: a finished file read to its end
-  whose last change is `FORGET_AFTER_S` old leaves the offsets, and `read_before` (the newest such change) stands
-  for all of them: a finished file changed no later than it and not in the offsets is taken as read and never
-  opened again (as Spark's file source's `maxFileAge`). Without it, Kafka's rotated logs (kept forever by the
-  distribution's log4j config) made every offset, written at every trigger, grow by their entries for good.
+  whose last change is `FORGET_AFTER_S` old leaves the offsets, and its directory's `read_before` (the newest such
+  change there) stands for all of them: a finished file of that directory changed no later than it and not in the
+  offsets is taken as read and never opened again (as Spark's file source's `maxFileAge`, per directory). A
+  directory's horizon only moves past files read to their end: not while a finished file there with an older
+  change is still unread, nor while an entry there is skipped (unreadable), so a broker's directory that was away
+  (a mount, a lagging mirror) keeps its own horizon and loses nothing. Without it, Kafka's rotated logs (kept
+  forever by the distribution's log4j config) made every offset, written at every trigger, grow for good.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
+import math
 import os
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +60,7 @@ __all__ = [
     "OUTPUT_SCHEMA_DDL",
     "Piece",
     "Planned",
+    "ReadBefore",
     "buffer_records",
     "delete_read_finished",
     "file_batch_bytes",
@@ -85,6 +90,8 @@ FINISHED_SETTLE_S = 2.0
 MAX_SKIPPED_LISTED = 1000
 # A finished file read to its end leaves the offsets once its last change is this old: long past the settling of its
 # last line (FINISHED_SETTLE_S) and past an hour of rotation, so an offset holds about the last hour's rotated logs.
+# A file copied into a directory later with an older time kept (cp -p into a directory already read) is taken as
+# read: the horizon is per directory so a mirror that lags per broker directory is not.
 FORGET_AFTER_S = 3600.0
 # Pieces of this size are read by separate tasks.
 SPLIT_BYTES = 8 * 1024 * 1024
@@ -212,15 +219,23 @@ def _walk_dirs(dirpath: str, dirs: list[str], walked: dict[tuple[int, int], str]
     dirs[:] = keep
 
 
+@dataclass(frozen=True)
+class ReadBefore:
+    """What forget_read left out of the offsets: per directory, the newest change of the finished files it forgot
+    (`horizons`), and the offsets' keys (a file among them is being read, whatever its time)."""
+
+    horizons: dict[str, float]
+    keys: frozenset[str]
+
+
 def list_files(root: str, family: str, cluster: str | None, default_cluster: str,
-               read: tuple[float, frozenset[str]] | None = None) -> tuple[list[tuple[str, FileInfo]], dict[str, str]]:
+               read: ReadBefore | None = None) -> tuple[list[tuple[str, FileInfo]], dict[str, str]]:
     """Input files of `family` under `root` (a file or a directory), oldest first (rotated files before current),
     and the entries skipped as not regular files, {path: reason}: those whose name says `family`, or nothing.
 
     Nothing but a regular file is ever opened; a directory reached twice (through a symlink) is walked once, the
-    first path in walk order (sorted names, top-down) naming its files. `read` = (read_before, the offsets' keys):
-    a finished file changed no later than read_before and not among the keys is read already (forget_read) and not
-    listed.
+    first path in walk order (sorted names, top-down) naming its files. A finished file that `read` says was read
+    and forgotten (forget_read) is not listed.
     """
     found: list[tuple[float, str, FileInfo]] = []
     skipped: dict[str, str] = {}
@@ -237,7 +252,7 @@ def list_files(root: str, family: str, cluster: str | None, default_cluster: str
             info = None if problem else describe(base, path, cluster, default_cluster)
             if info is not None and info.family == family:
                 st = os.stat(path)
-                if read is None or not _read_already(name, info, st, read):
+                if read is None or not _read_already(path, info, st, read):
                     found.append((st.st_mtime, path, info))
         except FileNotFoundError:
             return  # gone since it was listed (a rotated log deleted)
@@ -261,28 +276,43 @@ def list_files(root: str, family: str, cluster: str | None, default_cluster: str
     return [(p, i) for _, p, i in found], skipped
 
 
-def _read_already(name: str, info: FileInfo, st: os.stat_result, read: tuple[float, frozenset[str]]) -> bool:
-    read_before, keys = read
-    return (st.st_mtime <= read_before and f"{st.st_dev}:{st.st_ino}" not in keys and is_finished(name, info))
+def _read_already(path: str, info: FileInfo, st: os.stat_result, read: ReadBefore) -> bool:
+    """A finished file its directory's horizon covers and the offsets do not hold: read and forgotten."""
+    horizon = read.horizons.get(os.path.dirname(path))
+    return (horizon is not None and st.st_mtime <= horizon and f"{st.st_dev}:{st.st_ino}" not in read.keys
+            and is_finished(os.path.basename(path), info))
 
 
-def forget_read(files: dict[str, dict[str, Any]], family: str, read_before: float | None, now: float,
-                forget_after_s: float = FORGET_AFTER_S) -> tuple[dict[str, dict[str, Any]], float | None, int]:
+def forget_read(files: dict[str, dict[str, Any]], family: str, horizons: dict[str, float], now: float,
+                skipped: Iterable[str] = (), forget_after_s: float = FORGET_AFTER_S
+                ) -> tuple[dict[str, dict[str, Any]], dict[str, float], int]:
     """The offsets without the finished files read to their end (not in this batch: `from` = `offset` = size)
-    whose last change is forget_after_s old; the new read_before (the newest change among all forgotten files);
-    and how many left the offsets now."""
-    kept: dict[str, dict[str, Any]] = {}
-    newest = read_before
+    whose last change is forget_after_s old, per directory only those older than its oldest finished file still
+    unread, and none in a directory with a `skipped` entry; the directories' new horizons (the newest change among
+    the files each forgot); and how many left the offsets now."""
+    by_dir: dict[str, list[tuple[str, dict[str, Any], bool]]] = {}
     for key, e in files.items():
-        mtime = float(e["mtime"])
-        info = FileInfo(family, str(e["kind"]), str(e["cluster"]), e["broker_id"])
-        done = (not e.get("deferred") and int(e["from"]) == int(e["offset"]) == int(e["size"])
-                and now - mtime >= forget_after_s and is_finished(os.path.basename(str(e["path"])), info))
-        if done:
-            newest = mtime if newest is None else max(newest, mtime)
-        else:
-            kept[key] = e
-    return kept, newest, len(files) - len(kept)
+        path = str(e["path"])
+        finished = is_finished(os.path.basename(path), FileInfo(family, str(e["kind"]), str(e["cluster"]),
+                                                                e["broker_id"]))
+        by_dir.setdefault(os.path.dirname(path), []).append((key, e, finished))
+    blocked = {os.path.dirname(p) for p in skipped}
+    kept: dict[str, dict[str, Any]] = {}
+    out = dict(horizons)
+    for d, entries in by_dir.items():
+        unread = [float(e["mtime"]) for _, e, fin in entries
+                  if fin and (e.get("deferred") or int(e["offset"]) < int(e["size"]))]
+        oldest_unread = min(unread, default=math.inf)
+        for key, e, fin in entries:
+            mtime = float(e["mtime"])
+            done = (d not in blocked and fin and not e.get("deferred")
+                    and int(e["from"]) == int(e["offset"]) == int(e["size"])
+                    and now - mtime >= forget_after_s and mtime < oldest_unread)
+            if done:
+                out[d] = max(out.get(d, mtime), mtime)
+            else:
+                kept[key] = e
+    return kept, out, len(files) - len(kept)
 
 
 def _tail_settled(path: str, info: FileInfo, mtime: float, now: float, tail_quiet_s: float) -> bool:
@@ -302,7 +332,7 @@ def plan(
     *,
     now: float | None = None,
     tail_quiet_s: float = DEFAULT_TAIL_QUIET_S,
-    read_before: float | None = None,
+    read_before: dict[str, float] | None = None,
 ) -> Planned:
     """The next offsets: {"<dev>:<ino>": {path, from, offset, size, mtime, deferred, fp, cluster, broker_id, kind}}.
 
@@ -312,12 +342,12 @@ def plan(
 
     `offset` is always just after a newline, a capped partial line, or a settled file's last line (see
     _tail_settled); the total advance is <= max_bytes, except that one line longer than the budget is always taken
-    whole so the stream progresses. A finished file not in `start` that changed no later than `read_before` was
-    read and forgotten (forget_read): it is not planned.
+    whole so the stream progresses. A finished file not in `start` that changed no later than its directory's
+    `read_before` was read and forgotten (forget_read): it is not planned.
     """
     now = time.time() if now is None else now
     out: dict[str, dict[str, Any]] = {}
-    read = None if read_before is None else (read_before, frozenset(start))
+    read = ReadBefore(read_before, frozenset(start)) if read_before else None
     files, skipped = list_files(root, family, cluster, default_cluster, read)
     aligned = _aligned(files, start, max_bytes) if family == InputFamily.LOGS else None
     # a backlog of logs: each timed file up to its cap (one log time for all), the others share what is left

@@ -104,7 +104,8 @@ class _FileStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def initialOffset(self) -> dict[str, Any]:
         return {"files": {}, "skipped": {}, "skipped_total": 0}
 
-    def _plan(self, start: dict[str, Any], max_bytes: int, now: float, read_before: float | None = None) -> Any:
+    def _plan(self, start: dict[str, Any], max_bytes: int, now: float,
+              read_before: dict[str, float] | None = None) -> Any:
         return plan(self.root, self.family, start, max_bytes, self.cluster, self.default_cluster, now=now,
                     tail_quiet_s=self.tail_quiet_s, read_before=read_before)
 
@@ -115,6 +116,8 @@ class _FileStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def latestOffset(self, start: dict[str, Any], limit: Any) -> dict[str, Any]:
         now = time.time()
         read_before = start.get("read_before")
+        if not isinstance(read_before, dict):
+            read_before = {}  # none yet
         planned = self._plan(start["files"], self.max_bytes, now, read_before)
         files: dict[str, dict[str, Any]] = planned.files
         if self.available_now is not None:
@@ -133,7 +136,7 @@ class _FileStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         ):
             return start  # nothing new: the same offset, so Spark runs no (empty) micro-batch
         # files read long ago leave the offset (written at every trigger), only with a batch that has news
-        files, read_before, forgotten = forget_read(files, self.family, read_before, now)
+        files, read_before, forgotten = forget_read(files, self.family, read_before, now, planned.skipped)
         # the skipped entries and the planning time travel with the offset: the batch's dq rows report them
         # (jobs.io.file_accounting reads the offset log)
         return {"files": files, "skipped": planned.skipped, "skipped_total": planned.skipped_total,
