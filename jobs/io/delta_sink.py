@@ -161,13 +161,20 @@ def ensure_table(path: str, table: Table) -> None:
 def add_missing_columns(path: str, table: Table) -> list[str]:
     """Add the columns of `table` that the Delta table at `path` lacks (a metadata commit: no file is rewritten,
     readers see them null in the files written before); returns their names."""
-    dt = DeltaTable(path)
-    have = {f.name for f in dt.schema().fields}
-    missing = [f for f in table.to_arrow() if f.name not in have]
-    if missing:
-        dt.alter.add_columns([Field.from_arrow(f.with_nullable(True)) for f in missing])
-        log.info("%s: added columns %s", table.name, [f.name for f in missing])
-    return [f.name for f in missing]
+    for attempt in range(COMMIT_RETRIES):
+        try:
+            dt = DeltaTable(path)
+            have = {f.name for f in dt.schema().fields}
+            missing = [f for f in table.to_arrow() if f.name not in have]
+            if missing:
+                dt.alter.add_columns([Field.from_arrow(f.with_nullable(True)) for f in missing])
+                log.info("%s: added columns %s", table.name, [f.name for f in missing])
+            return [f.name for f in missing]
+        except CommitFailedError:  # another writer committed first: look again
+            time.sleep(COMMIT_RETRY_SLEEP_S * (attempt + 1))
+        except Exception as exc:
+            raise PipelineIOError(f"cannot add {table.name}'s new columns at {path}: {exc}") from exc
+    raise PipelineIOError(f"cannot add {table.name}'s new columns at {path}: {COMMIT_RETRIES} commit races lost")
 
 
 def conform(df: DataFrame, table: Table) -> DataFrame:

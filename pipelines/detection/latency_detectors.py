@@ -110,6 +110,8 @@ def time_split(r: Mapping[str, Any]) -> str:
             parts.append(f"{half_up(queued)} ms in the broker's request queue{via}")
         if local is not None:
             parts.append(f"{half_up(local)} ms in the handler{lock_text}")
+        elif lock_text:
+            parts.append(lock_text.strip(" ()"))
         remote = ms("remote_ms")
         if remote is not None and remote >= MIN_COMPONENT_MS:
             parts.append(f"{half_up(remote)} ms waiting for other brokers")
@@ -118,6 +120,8 @@ def time_split(r: Mapping[str, Any]) -> str:
             parts.append(f"{half_up(back)} ms returning the response")
         return ", ".join(parts)
     sent_to_handling, handling = ms("queue_ms"), ms("processing_ms")
+    if sent_to_handling is not None and ctl is not None:  # the Sending line was logged when it was queued
+        sent_to_handling = max(0.0, sent_to_handling - ctl)
     if sent_to_handling is not None:
         parts.append(f"{half_up(sent_to_handling)} ms from the controller's send to the broker's Handling line"
                      f"{lock_text}")

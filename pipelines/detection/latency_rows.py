@@ -73,7 +73,7 @@ def latency_row(r: dict[str, Any], max_skew_ms: int) -> dict[str, Any]:
     if r["status"] == _IN_FLIGHT and r.get("as_of") is not None:
         # still running as of the watermark `as_of`: its age so far; the part it waited at the controller behind
         # the key's previous request (its clock started later) is the controller queue time
-        start = sent if sent is not None else hand
+        start = next((t for t in (sent, hand, r.get("received_ts")) if t is not None), None)
         if start is not None:
             e2e = float(max(0, r["as_of"] - start))
             ctl_wait = max(0, r["clock"] - start) or None

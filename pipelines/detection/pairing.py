@@ -132,7 +132,8 @@ class Event:
     elapsed_ms: int | None = None
     lock_wait_ms: int | None = None
     # TRACE controllers (2.2-2.5) log one Sending line per PARTITION: `detail` names it (topic-partition) and
-    # consecutive such lines of one burst are one request.
+    # consecutive such lines of one burst are one request. A 2.2-2.5 broker's per-partition Received line names its
+    # partition the same way; a `served` event carries the request log's breakdown (JSON, latency_rows).
     detail: str | None = None
 
 
@@ -168,6 +169,9 @@ class PairingState:
     # completion line): for the others (2.6's LeaderAndIsr, 2.6+'s StopReplica) a next Handling does not mean the
     # broker dropped the previous request, only that it ended (the replicaStateChangeLock serialises them)
     finish_logged: list[str] = field(default_factory=list)
+    # the key's broker writes a request log (a `served` line was seen): a finished request stays until its served
+    # line (the broker's breakdown of its time) or the watermark's skew margin, so that line updates its row
+    request_log: bool = False
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))
@@ -181,7 +185,7 @@ class PairingState:
         evicted = int(raw.get("evicted", raw.get("dropped", 0)))
         return cls(raw["sends"], raw["records"], {k: int(v) for k, v in raw["seen"].items()}, evicted,
                    raw.get("duplicates", 0), raw.get("last_done"), raw.get("burst"), raw.get("completes", []),
-                   raw.get("finish_logged", []))
+                   raw.get("finish_logged", []), bool(raw.get("request_log", False)))
 
     def next_deadline(self, p: PairingParams) -> int | None:
         """Earliest event time at which something in the state expires (for the event-time timeout)."""
@@ -254,7 +258,7 @@ class _Key:
 
     # --- matching ------------------------------------------------------------------------------------------
     def _take_send(self, request: str | None, corr: int | None, epoch: int | None, at: int,
-                   broker_side: bool = True) -> dict[str, Any] | None:
+                   broker_side: bool = True, skew_by: int | None = None) -> dict[str, Any] | None:
         """Remove and return the send a request at event time `at` answers, or None.
 
         A broker-side line never answers a silent send (an UpdateMetadata for 0 partitions: the broker logs nothing
@@ -265,8 +269,9 @@ class _Key:
             for i, s in enumerate(sends):
                 if s["corr"] == corr and s["request"] == request:
                     return sends.pop(i)
+        latest = at + self.p.max_skew_ms if skew_by is None else skew_by
         cands = [s for s in sends
-                 if s["corr"] is None and s["request"] == request and s["ts"] <= at + self.p.max_skew_ms
+                 if s["corr"] is None and s["request"] == request and s["ts"] <= latest
                  and (epoch is None or s["epoch"] is None or s["epoch"] == epoch)
                  and not (broker_side and s.get("silent"))]
         if not cands:
@@ -365,12 +370,14 @@ class _Key:
                               "emitted": False})
         self._bound_sends()
 
-    def _broker_record(self, ev: Event) -> dict[str, Any]:
+    def _broker_record(self, ev: Event, send_by: int | None = None) -> dict[str, Any]:
+        """The record of broker line `ev` (a new one, taking the send it answers, when none is open); `send_by`: the
+        latest time its send can have been logged (else the line's time plus the clock skew)."""
         r = self._find(ev.request, ev.correlation_id, ev.controller_epoch)
         if r is not None and r["status"] != _NEVER:
             return r
         r = _new_record(ev, f"b{ev.correlation_id}:{ev.ts}")
-        s = self._take_send(ev.request, ev.correlation_id, ev.controller_epoch, ev.ts)
+        s = self._take_send(ev.request, ev.correlation_id, ev.controller_epoch, ev.ts, skew_by=send_by)
         if s is not None:
             r["anchor"] = s["anchor"]
             self._attach_send(r, s, ev.ts)
@@ -503,9 +510,12 @@ class _Key:
         a request's end: it completes one whose era logs no finish (2.6's LeaderAndIsr, 2.6+'s StopReplica), one whose
         finish line is missing, or one taken for dropped by a broker restart; a finish line, when logged, keeps its
         own time."""
+        self.st.request_log = True
         r = self._find(ev.request, ev.correlation_id, ev.controller_epoch)
         if r is None:
-            r = self._broker_record(ev)
+            # a send logged after the request reached the broker belongs to a later request, whatever the skew
+            arrived = ev.ts - (ev.elapsed_ms or 0)
+            r = self._broker_record(ev, send_by=arrived)
         if r.get("served_ms") is None:
             r["served_ms"] = ev.elapsed_ms
             r["breakdown"] = _served_breakdown(ev.detail)
@@ -574,6 +584,8 @@ class _Key:
                 done = r["sent_ts"] is not None or _start(r) + self.p.max_skew_ms < watermark
                 if r.get("parts"):  # more per-partition completions of the request may follow
                     done = done and r["finished_ts"] + self.p.max_skew_ms < watermark
+                if self.st.request_log and r.get("served_ms") is None:  # its request-log line may follow
+                    done = done and r["finished_ts"] + self.p.max_skew_ms < watermark
             elif r["status"] == _COMPLETED:  # answered per the controller; broker lines may still refine it
                 done = _start(r) + self.p.timeout_ms < watermark
             else:  # one taken for dropped by a broker restart stays while its request-log line may still come
@@ -598,8 +610,9 @@ def step(state: PairingState, events: list[Event], watermark_ms: int, params: Pa
     (:func:`in_flight.mark`); without it the watermark alone decides.
 
     Each returned dict has the record fields (`anchor`, `request`, `corr`, `epoch`, `sent_ts`, `handling_ts`,
-    `finished_ts`, `resp_ts`, `elapsed_ms`, `lock_wait_ms`, `partitions`, `pairing`, `flags`, `status`);
-    `latency_row` turns it into a control_request_latency row.
+    `finished_ts`, `resp_ts`, `elapsed_ms`, `lock_wait_ms`, `partitions`, `pairing`, `flags`, `status`, and where
+    known `received_ts`, `served_ms`, `breakdown`, `logged_end`); `latency_row` turns it into a
+    control_request_latency row.
     """
     k = _Key(state, params)
     floor = watermark_ms

@@ -153,7 +153,7 @@ def test_no_horizon_moves_past_an_unread_finished_file_or_a_skipped_entry(tmp_pa
         e["from"] = e["offset"] = e["size"]
     partial = next(k for k, e in offsets.items() if e["path"] == str(unread))
     offsets[partial]["from"] = offsets[partial]["offset"] = sizes[partial] // 2
-    kept, horizons, gone = forget_read(offsets, "logs", {}, now)
+    _, horizons, gone = forget_read(offsets, "logs", {}, now)
     assert (gone, horizons) == (0, {})
     for e in offsets.values():
         e["from"] = e["offset"] = e["size"]

@@ -16,7 +16,7 @@ import pytest
 
 from pipelines.detection.config import DetectionConfig
 from pipelines.detection.kraft_detectors import ELECTION_COLUMNS, kraft_candidates
-from pipelines.detection.latency_detectors import latency_candidates, log_candidates, state_change_spans
+from pipelines.detection.latency_detectors import latency_candidates, log_candidates, state_change_spans, time_split
 from pipelines.detection.metric_detectors import metric_candidates, metric_windows
 from schemas.tables import CONTROL_REQUEST_LATENCY, METRIC_SAMPLES, REQUEST_EVENTS, STATE_CHANGE_EVENTS
 
@@ -372,6 +372,11 @@ def test_delayed_leader_and_isr_leaves_out_the_wait_behind_the_previous_request(
             dict(zip(CONTROL_REQUEST_LATENCY.names, lat("alone", e2e=9623.0, proc=9617.0), strict=True))]
     frame = pl.from_arrow(pa.Table.from_pylist(rows, schema=CONTROL_REQUEST_LATENCY.to_arrow()))
     assert [h["cluster"] for h in detect_delayed_leader_and_isr(frame, DetectionConfig())] == ["alone"]
+    # its time, split, counts the wait at the controller once: 9493 + 6 + 124 = the 9623 ms from its Sending line
+    behind = {**rows[0], "queue_ms": 9499.0}
+    assert time_split(behind) == ("9493 ms queued at the controller behind the broker's previous request, 6 ms from "
+                                  "the controller's send to the broker's Handling line (1 ms of it waiting for a "
+                                  "lock), 124 ms from Handling to its end")
 
 
 def test_lock_contention_counts_partition_map_lock_waits_inside_the_request(found):

@@ -227,3 +227,22 @@ def test_a_request_taken_for_dropped_by_a_restart_is_completed_by_its_request_lo
     r12 = final(first + later)[("LeaderAndIsr", 12)]
     assert (r12["status"], r12["finished_ts"], r12["flags"]) == ("completed", 8_990, None)
     assert len({r["anchor"] for r in first + later if r["correlation_id"] == 12}) == 1  # one request, one row key
+
+
+def test_a_request_log_line_a_batch_later_updates_its_request_and_takes_no_later_send():
+    """2.7+: LeaderAndIsr 17 finishes in one batch while the next request's send is already queued; its request-log
+    line comes in the next batch (another file). On a key whose broker writes a request log, the finished request
+    waits for that line, which updates its row with the breakdown; the next request keeps its own send."""
+    st = PairingState(request_log=True)
+    t = 1_614_672_000_000  # 2021-03-02 08:00:00 UTC
+    first = [Event("send", t, "LeaderAndIsr", None, 9, 1), Event("handling", t + 10, "LeaderAndIsr", 17, None, 1),
+             Event("finished", t + 500, "LeaderAndIsr", 17, None, 1, 490),
+             Event("send", t + 600, "LeaderAndIsr", None, 9, 1)]
+    rows = [latency_row(r, P.max_skew_ms) for r in step(st, first, t + 700, P)]
+    served = Event("served", t + 501, "LeaderAndIsr", 17, 9, None, 491,
+                   detail='{"broker_queue_ms":480.0,"local_ms":9.0,"listener":"PLAINTEXT"}')
+    rows += [latency_row(r, P.max_skew_ms) for r in step(st, [served], t + 800, P)]
+    mine = [r for r in rows if r["correlation_id"] == 17]
+    assert [(r["first_row"], r["broker_queue_ms"]) for r in mine] == [(True, None), (False, 480.0)]
+    assert mine[-1]["witnesses"] == "controller_log,broker_log,request_log,lock_inferred"
+    assert [s["ts"] for s in st.sends] == [t + 600]  # the next request's send is still its own
