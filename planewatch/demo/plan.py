@@ -289,12 +289,15 @@ def _cell(v: object) -> str:
 
 
 def render_table(detections: Sequence[Detection], false_alarms: Sequence[SeenAlert],
-                 engines: Mapping[str, str] | None = None, failures: Sequence[ProcessFailure] = ()) -> str:
+                 engines: Mapping[str, str] | None = None, failures: Sequence[ProcessFailure] = (),
+                 causes: Mapping[str, str] | None = None) -> str:
     """The incident-to-alert table printed at the end of the demo (plain text, fixed-width columns); ``engines``
-    names what ran each run's brokers (run -> engine; a run not named ran on the reference broker). The footer
-    counts the catches and false alarms and names every failure of the demo's own processes."""
+    names what ran each run's brokers (run -> engine; a run not named ran on the reference broker); ``causes``
+    the cause of the incident each alert belongs to (alert id -> cause, GET /incidents). The footer counts the
+    catches and false alarms and names every failure of the demo's own processes."""
     header = ("run (cluster)", "engine", "incident", "expected alert", "broker", "caught by", "severity", "delay s",
-              "from visible s")
+              "from visible s", "incident cause")
+    cause = causes or {}
     body: list[tuple[str, ...]] = []
     for d in detections:
         i, a = d.incident, d.alert
@@ -302,7 +305,8 @@ def render_table(detections: Sequence[Detection], false_alarms: Sequence[SeenAle
                      _cell(i.broker_id) if i.broker_id is not None else "any",
                      "NOT DETECTED" if a is None else f"{a.type} broker {_cell(a.broker_id)}",
                      _cell(a.severity) if a else "-", f"{d.delay_s:.1f}" if d.delay_s is not None else "-",
-                     f"{d.visible_delay_s:.1f}" if d.visible_delay_s is not None else "-"))
+                     f"{d.visible_delay_s:.1f}" if d.visible_delay_s is not None else "-",
+                     cause.get(a.alert_id, "-") if a else "-"))
     widths = [max(len(r[c]) for r in (header, *body)) for c in range(len(header))]
     lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in (header, *body)]
     lines.insert(1, "  ".join("-" * w for w in widths))
@@ -311,7 +315,8 @@ def render_table(detections: Sequence[Detection], false_alarms: Sequence[SeenAle
     lines.append(f"{caught} of {len(detections)} injected incidents caught; "
                  f"{len(false_alarms)} alert(s) where none was expected")
     for a in false_alarms:
-        lines.append(f"  unexpected: {a.cluster} {a.type} broker {_cell(a.broker_id)}: {_cell(a.summary)}")
+        why = f" [incident: {cause[a.alert_id]}]" if a.alert_id in cause else ""
+        lines.append(f"  unexpected: {a.cluster} {a.type} broker {_cell(a.broker_id)}{why}: {_cell(a.summary)}")
     if failures:
         lines.append(f"the demo did not run cleanly: {len(failures)} failure(s) of its own processes")
     for f in failures:

@@ -180,10 +180,11 @@ def _wait_detections(incidents: Sequence[Incident], watcher: AlertWatcher, progr
 
 
 def _report(d: Path, detections: Sequence[Detection], false_alarms: Sequence[Any], engines: dict[str, str],
-            failures: Sequence[ProcessFailure], watcher: AlertWatcher) -> None:
+            failures: Sequence[ProcessFailure], watcher: AlertWatcher, causes: dict[str, str]) -> None:
     rows = [{**asdict(x.incident), "engine": engines.get(x.incident.run, "reference"),
              "alert": None if x.alert is None else asdict(x.alert), "delay_s": x.delay_s,
-             "visible_delay_s": x.visible_delay_s} for x in detections]
+             "visible_delay_s": x.visible_delay_s,
+             "incident_cause": None if x.alert is None else causes.get(x.alert.alert_id)} for x in detections]
     (d / "report.json").write_text(json.dumps(
         {"incidents": rows, "unexpected": [asdict(a) for a in false_alarms],
          "failures": [asdict(f) for f in failures],
@@ -282,8 +283,10 @@ def run_demo(opts: DemoOptions, out: IO[str] = sys.stdout,
         false_alarms = unexpected_alerts(watcher.alerts(), forbidden, [r.name for r in runs])
         engines = {r.name: r.engine for r in runs}
         failures = _failures(children, d / "logs")
-        _report(d, detections, false_alarms, engines, failures, watcher)
-        print("\n" + render_table(detections, false_alarms, engines, failures) + "\n", file=out, flush=True)
+        causes = watcher.causes()
+        _report(d, detections, false_alarms, engines, failures, watcher, causes)
+        print("\n" + render_table(detections, false_alarms, engines, failures, causes) + "\n", file=out,
+              flush=True)
         failed = sum(watcher.failures.values())
         progress.say(f"GET /alerts: {watcher.polls} polls, {failed} failed"
                      + "".join(f"; {n} x {err}" for err, n in watcher.failures.most_common()))

@@ -109,6 +109,17 @@ def test_shortened_demo_catches_every_incident(tmp_path: Path) -> None:
                 one = client.get(f"/alerts/{got['alert_id']}")
                 assert one.status_code == 200
                 assert one.json()["evidence"], "an alert carries its evidence"
+            # every caught incident's alert belongs to one incident, with a cause, an action and the alert itself
+            incidents = client.get("/incidents", params={"limit": 1000}).json()["data"]
+            member_of = {aid: i for i in incidents for aid in i["alert_ids"]}
+            for r in report["incidents"]:
+                inc = member_of[r["alert"]["alert_id"]]
+                assert (inc["cluster"], inc["cause"]) == (r["run"], r["incident_cause"]), inc
+                assert inc["action"], inc
+                detail = client.get(f"/incidents/{inc['incident_id']}").json()
+                assert r["alert"]["alert_id"] in [m["alert_id"] for m in detail["members"]]
+            causes = {r["run"]: r["incident_cause"] for r in report["incidents"]}
+            assert causes["connection-storm"] == "CONNECTION_STORM"
             assert not [a for a in by_id.values() if a["cluster"] == "healthy"]
     finally:
         api.stop()

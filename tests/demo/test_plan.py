@@ -90,16 +90,18 @@ def test_table_lists_every_incident_and_the_false_alarms() -> None:
     inc = [Incident("storm", "storm-started", 2_000, "ACCEPTOR_BLOCKED", 1),
            Incident("bounce", "broker-killed", 3_000, "STALE_BROKER_EPOCH", None)]
     det = match(inc, [_alert(4, "ACCEPTOR_BLOCKED", "storm", 1, 7_500, 6_300)])
-    text = render_table(det, [_alert(9, "LOCK_CONTENTION", "healthy", 3, 1)])
+    text = render_table(det, [_alert(9, "LOCK_CONTENTION", "healthy", 3, 1)],
+                        causes={"a4": "CONNECTION_STORM", "a9": "LOCK_CONTENTION"})
     lines = text.splitlines()
     assert lines[0].split()[:2] == ["run", "(cluster)"]
-    assert lines[0].rstrip().endswith("delay s  from visible s")
+    assert lines[0].rstrip().endswith("delay s  from visible s  incident cause")
     assert "ACCEPTOR_BLOCKED broker 1" in lines[2]
-    assert lines[2].split()[-2:] == ["5.5", "1.2"]  # from the marker; from the sample that crossed the threshold
+    # from the marker; from the sample that crossed the threshold; the incident's cause (GET /incidents)
+    assert lines[2].split()[-3:] == ["5.5", "1.2", "CONNECTION_STORM"]
     assert "NOT DETECTED" in lines[3]
     assert " any " in lines[3]
     assert "1 of 2 injected incidents caught; 1 alert(s) where none was expected" in text
-    assert "unexpected: healthy LOCK_CONTENTION broker 3: summary 9" in text
+    assert "unexpected: healthy LOCK_CONTENTION broker 3 [incident: LOCK_CONTENTION]: summary 9" in text
 
 
 def test_runs_follow_the_issue_order() -> None:
