@@ -21,6 +21,7 @@ class Panel(StrEnum):
     idle_percents = "idle_percents"
     acceptor_blocked = "acceptor_blocked"
     open_alerts = "open_alerts"
+    open_incidents = "open_incidents"
 
 
 def panel_sql(panel: Panel) -> str:

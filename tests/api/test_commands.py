@@ -56,15 +56,17 @@ def test_sql_csv_and_table(small_lake: Path, capsys: pytest.CaptureFixture[str])
 
 
 def test_every_panel_file_runs(small_lake: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from tests.api.lake import CONTROL_REQUEST_LATENCY, control_request
+    from tests.api.lake import CONTROL_REQUEST_LATENCY, INCIDENTS, control_request, incidents
 
     write(small_lake, CONTROL_REQUEST_LATENCY, [control_request(1, 1, 30.0)])
+    write(small_lake, INCIDENTS, incidents([alert(7, type="ACCEPTOR_BLOCKED")]))
     for panel in Panel:
         rc = main(["sql", "--file", str(SQL_DIR / f"{panel.value}.sql"), "--lake", str(small_lake), "--format", "json"])
         assert rc == 0, panel
     out = capsys.readouterr().out
     assert '"correlation_id": 1' in out  # leader_and_isr_latency
     assert '"signal": "RequestQueueSize"' in out  # queue_sizes
+    assert '"cause": "CONNECTION_STORM"' in out  # open_incidents
 
 
 @pytest.mark.parametrize(

@@ -24,11 +24,13 @@ from tests.api.conftest import TOKEN
 from tests.api.lake import (
     ALERTS,
     CONTROL_REQUEST_LATENCY,
+    INCIDENTS,
     METRIC_ROLLUPS_1M,
     METRIC_SAMPLES,
     T0,
     alert,
     control_request,
+    incidents,
     rollup,
     samples,
     write,
@@ -86,7 +88,10 @@ def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """The service over a lake with metric rollups (the panels' SQL), or with raw samples only (the page falls back
     to /brokers/{id}/metrics, downsampled in DataFusion)."""
     lake = tmp_path / "lake"
-    write(lake, ALERTS, [alert(i) for i in range(4)] + [alert(9, broker_id=2, summary=MARKER, severity="critical")])
+    alerts = [alert(i) for i in range(4)] + [alert(9, broker_id=2, summary=MARKER, severity="critical")]
+    write(lake, ALERTS, alerts)
+    if request.param == "rollups":  # the other lake has none: a lake older than incidents shows none, no error
+        write(lake, INCIDENTS, incidents(alerts))
     write(lake, CONTROL_REQUEST_LATENCY, [control_request(i, i % 3, 50.0 + 40 * (i % 7)) for i in range(60)])
     if request.param == "rollups":
         write(lake, METRIC_ROLLUPS_1M, _rollups())
@@ -141,6 +146,10 @@ def test_dashboard_in_headless_chromium(server: str, tmp_path: Path, request: py
             lines = page.evaluate("document.querySelectorAll('#lai svg .series polyline').length")
             assert lines == 9  # 3 brokers x (queue, processing, lock wait)
             assert page.evaluate("document.querySelectorAll('svg.bars rect').length") == 3  # open alerts per broker
+            # open incidents: broker 0's two alerts, broker 1's, broker 2's two apart (4 minutes between them)
+            shown = page.evaluate("document.querySelectorAll('[data-incident-id]').length")
+            assert shown == (4 if request.node.callspec.id == "rollups" else 0)
+            assert ("SLOW_CONTROL_REQUEST" in text) == (shown > 0)
             shot = page.call("Page.captureScreenshot", format="png")
             png = tmp_path / "dashboard.png"
             png.write_bytes(base64.b64decode(shot["data"]))
