@@ -63,6 +63,7 @@ class IncidentPublic(BaseModel):
     resolved_at: datetime | None = None
     summary: str | None = None
     action: str | None = None
+    impact: str | None = None
     alert_types: list[str] = Field(default_factory=list, description="its alerts' types: the symptoms")
     alert_ids: list[str] = Field(default_factory=list)
     alerts: int | None = None

@@ -347,6 +347,7 @@ INCIDENTS = Table(
         _c("resolved_at", "timestamp"),
         _c("summary", "string", "the cause in one line, with the numbers that show it"),
         _c("action", "string", "what to change or check, with the Kafka documentation's link"),
+        _c("impact", "string", "what its alerts say clients and partitions went through (null: none of them says)"),
         _c("alert_types", "string", "comma list of its alerts' types (the symptoms)"),
         _c("alert_ids", "string", "comma list of its alerts' ids"),
         _c("alerts", "int", "how many alerts it groups"),

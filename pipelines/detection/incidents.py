@@ -15,7 +15,9 @@ touched and merges the result, so alerts and incidents are written by one path.
   control_request_latency): the broker's request queue (queued behind data) or the handler (slow handler);
   without a request log it stays "slow, cause not witnessed", and says which log would tell.
 * **Text.** `summary` = the cause's headline and the numbers of the alert that shows it; `action` = what to
-  change, with the Kafka documentation's link; `evidence` = which alert chose the cause and why.
+  change, with the Kafka documentation's link; `impact` = what the member alerts say partitions and clients went
+  through (leadership changes that waited, stale metadata, connections refused, data possibly lost);
+  `evidence` = which alert chose the cause and why.
 """
 
 from __future__ import annotations
@@ -54,14 +56,11 @@ def _of(*types: AlertType) -> Callable[[Mapping[str, Any]], bool]:
 
 
 def _split(a: Mapping[str, Any]) -> tuple[float | None, float | None]:
-    """A DELAYED_* alert's request-log breakdown (its evidence's latest firing, lifecycle._evidence): ms in the
-    broker's request queue, in the handler."""
+    """A DELAYED_* alert's request-log breakdown (its evidence's latest firing): ms in the broker's request queue,
+    in the handler."""
     if a["type"] not in {t.value for t in _DELAYED}:
         return None, None
-    try:
-        latest = json.loads(a.get("evidence") or "{}").get("latest") or {}
-    except (ValueError, AttributeError):
-        return None, None
+    latest = _latest(a)
     queued, local = latest.get("broker_queue_ms"), latest.get("local_ms")
     return (None if queued is None else float(queued)), (None if local is None else float(local))
 
@@ -174,6 +173,45 @@ def _cause(members: Sequence[Mapping[str, Any]]) -> tuple[CauseRule, Mapping[str
     raise AssertionError("the last rule takes any alert")
 
 
+def _latest(a: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The evidence of an alert's latest firing (lifecycle._evidence), {} when unreadable."""
+    try:
+        latest = json.loads(a.get("evidence") or "{}").get("latest")
+    except (ValueError, AttributeError):
+        return {}
+    return latest if isinstance(latest, dict) else {}
+
+
+def _impact(members: Sequence[Mapping[str, Any]]) -> str | None:
+    """What the members say partitions and clients went through, worst first; None when none says."""
+    def worst(t: AlertType) -> list[Mapping[str, Any]]:
+        return sorted((a for a in members if a["type"] == t.value), key=lambda a: -(a["value"] or 0.0))
+
+    out: list[str] = []
+    if worst(_T.UNCLEAN_LEADER_ELECTION):
+        out.append("acknowledged messages may be lost (an unclean leader election)")
+    stuck = worst(_T.LEADER_AND_ISR_NOT_COMPLETED)
+    if stuck:
+        parts = sum(int(_latest(a).get("partitions") or 0) for a in stuck)
+        out.append(f"{len(stuck)} LeaderAndIsr never completed" + (f" ({parts} partitions)" if parts else ""))
+    slow = worst(_T.DELAYED_LEADER_AND_ISR)
+    if slow:
+        parts = sum(int(_latest(a).get("partitions") or 0) for a in slow)
+        out.append(f"leadership changes waited up to {(slow[0]['value'] or 0.0) / 1000:.1f} s"
+                   + (f" ({parts} partitions in {len(slow)} request{'s' if len(slow) != 1 else ''})" if parts
+                      else ""))
+    stale = worst(_T.DELAYED_UPDATE_METADATA)
+    if stale:
+        out.append(f"the broker's clients saw stale metadata for up to {(stale[0]['value'] or 0.0) / 1000:.1f} s")
+    if worst(_T.ACCEPTOR_BLOCKED):
+        out.append("new connections waited to be accepted")
+    if worst(_T.BROKER_FENCED):
+        out.append("the broker's partitions moved away while it was fenced")
+    if worst(_T.QUORUM_UNSTABLE):
+        out.append("no metadata change went through while the quorum had no leader")
+    return "; ".join(out) or None
+
+
 def _incident(cluster: str, broker: int | None, members: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     rule, shown_by = _cause(members)
     first = members[0]
@@ -195,6 +233,7 @@ def _incident(cluster: str, broker: int | None, members: Sequence[Mapping[str, A
         "resolved_at": None if open_ else max(a["resolved_at"] for a in members if a.get("resolved_at")),
         "summary": summary,
         "action": rule.action,
+        "impact": _impact(members),
         "alert_types": ",".join(types),
         "alert_ids": ",".join(a["alert_id"] for a in members),
         "alerts": len(members),

@@ -30,8 +30,9 @@ def test_one_saturated_broker_pages_once_as_control_requests_queued_behind_data(
               alert("REQUEST_HANDLER_SATURATED", start_s=5),
               alert("NETWORK_PROCESSOR_SATURATED", start_s=8),
               alert("CONTROL_REQUEST_QUEUED_BEHIND_DATA", start_s=20, severity="critical", value=48_000.0),
-              alert("DELAYED_LEADER_AND_ISR", start_s=40, seen_s=50)]
+              alert("DELAYED_LEADER_AND_ISR", start_s=40, seen_s=50, value=48_900.0, partitions=6)]
     (inc,) = group_incidents(alerts, RESOLVE_AFTER)
+    assert inc["impact"] == "leadership changes waited up to 48.9 s (6 partitions in 1 request)"
     assert inc["cause"] == IncidentCause.QUEUED_BEHIND_DATA
     assert (inc["alerts"], inc["severity"], inc["status"], inc["started_at"]) == (5, "critical", "open", T0)
     assert inc["summary"].startswith("control requests waited in the request queue behind data requests. "
@@ -56,6 +57,8 @@ def test_a_connection_storm_explains_the_saturated_network_threads() -> None:
     alerts = [alert("NETWORK_PROCESSOR_SATURATED"), alert("ACCEPTOR_BLOCKED", start_s=3, severity="critical")]
     (inc,) = group_incidents(alerts, RESOLVE_AFTER)
     assert (inc["cause"], inc["alerts"]) == (IncidentCause.CONNECTION_STORM, 2)
+    assert inc["impact"] == "new connections waited to be accepted"
+    assert group_incidents([alert("REQUEST_HANDLER_SATURATED")], RESOLVE_AFTER)[0]["impact"] is None
 
 
 def test_spans_brokers_and_the_cluster_make_separate_incidents_and_a_bridge_joins_two() -> None:
