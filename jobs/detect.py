@@ -41,11 +41,13 @@ from jobs.io.delta_read import DeltaStreamSource
 from jobs.io.delta_sink import DeltaMerger, ensure_table
 from jobs.io.session import build_session
 from jobs.io.settings import Settings, add_arguments, interval_seconds, load_settings
+from pipelines.detection.baselines import BASELINE_TYPES, add_baselines
 from pipelines.detection.config import DetectionConfig
 from pipelines.detection.events import METRIC_HEARTBEAT_LAG_S, heartbeats, pairing_input, served_input
 from pipelines.detection.latency_detectors import latency_candidates, state_change_spans
 from pipelines.detection.metric_detectors import metric_rollups
 from pipelines.detection.operator import pair_requests
+from pipelines.detection.rule_common import frame as polars_frame
 from schemas.alerts import AlertType, DetectQuery
 from schemas.events import LatencyStatus
 from schemas.lake_read import LatestTable
@@ -125,6 +127,8 @@ class PairingBatch:
         )
         self.alerts = AlertWriter(settings, DetectQuery.LATENCY, f"detect_pairing-alerts-{run_id}", cfg)
         self.state_changes = LatestTable(settings.table_path(STATE_CHANGE_EVENTS.name), STATE_CHANGE_EVENTS.to_arrow())
+        self.latency_rows = LatestTable(settings.table_path(CONTROL_REQUEST_LATENCY.name),
+                                        CONTROL_REQUEST_LATENCY.to_arrow())
         self.holder: dict[str, Any] = {"name": "detect_pairing"}
         # a request's first row is appended only when it started after everything the table held when this query
         # started: an earlier one may be there already (the query's checkpoint was reset, or its last run crashed
@@ -151,6 +155,19 @@ class PairingBatch:
         if not spans:
             return STATE_CHANGE_EVENTS.to_arrow().empty_table()
         return self.state_changes.read_spans(spans)
+
+    def _baselines(self, cands: list[dict[str, Any]]) -> None:
+        """The slow requests' baselines (pipelines.detection.baselines): control_request_latency of their clusters
+        over the window before them, read on the driver only when a batch has such a candidate."""
+        slow = [c for c in cands if c["type"] in BASELINE_TYPES]
+        if not slow or not self.latency_rows.exists():
+            return
+        window = dt.timedelta(seconds=self.cfg.baseline_window_s)
+        spans = []
+        for cluster in sorted({c["cluster"] for c in slow}):
+            times = [c["ts"] for c in slow if c["cluster"] == cluster]
+            spans.append((cluster, min(times) - window, max(times)))
+        add_baselines(cands, polars_frame(self.latency_rows.read_spans(spans, "sent_ts")), window)
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         watermark = _watermark(self.holder)
@@ -180,6 +197,7 @@ class PairingBatch:
                 else STATE_CHANGE_EVENTS.to_arrow().empty_table()
             )
             cands = latency_candidates(tbl, fetch, self.cfg)
+            self._baselines(cands)
         t3 = time.perf_counter()
         n = self.alerts.write(cands, watermark, batch_id)
         evicted = pc.sum(pc.equal(tbl["status"], LatencyStatus.EVICTED.value)).as_py() if tbl.num_rows else 0

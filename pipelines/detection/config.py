@@ -144,6 +144,10 @@ class DetectionConfig:
     # QUORUM_UNSTABLE counts the KRaft quorum's elections (a new active controller) within this much event time.
     # 10 minutes: a rolling restart of the controllers moves the leadership once or twice in that time.
     quorum_window_s: float = 600.0
+    # A slow control request's alert compares it with its broker's own p90 and its peers' median of the requests of
+    # the same type within this much time before it (pipelines.detection.baselines). An hour holds a few hundred
+    # requests per broker on a busy cluster and is recent enough to be the same cluster.
+    baseline_window_s: float = 3600.0
     overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @classmethod

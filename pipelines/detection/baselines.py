@@ -1,0 +1,87 @@
+"""Baselines of a slow control request: is this broker slow against its own history, or against its peers?
+
+Pure (polars): a DELAYED_* candidate (latency_detectors) and the control_request_latency rows of its cluster over
+`detection.baseline_window_s` before it -> the broker's own p90 of the same measure for the same request type
+(its completed requests in the window, the candidate's own left out), and its peers' median (the other brokers'
+requests of that type in the same window). The measure is the alerts' (end to end, less the wait at the controller
+behind the previous request). The candidate's summary gains one clause and its evidence a `baseline` object;
+a baseline of fewer than BASELINE_MIN_REQUESTS requests is not given (too few to call a p90 or a median).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+import polars as pl
+
+from pipelines.detection.rule_common import half_up
+from schemas.alerts import AlertType
+from schemas.events import LatencyStatus
+
+__all__ = ["BASELINE_MIN_REQUESTS", "BASELINE_TYPES", "add_baselines"]
+
+# A p90 or a median of fewer requests than this is noise: the baseline is left out.
+BASELINE_MIN_REQUESTS = 5
+# The alerts a baseline is given to, and the request type each is about.
+BASELINE_TYPES: dict[str, str] = {
+    AlertType.DELAYED_LEADER_AND_ISR.value: "LeaderAndIsr",
+    AlertType.DELAYED_UPDATE_METADATA.value: "UpdateMetadata",
+    AlertType.DELAYED_STOP_REPLICA.value: "StopReplica",
+}
+
+
+def _measure() -> pl.Expr:
+    return pl.col("end_to_end_ms") - pl.col("controller_queue_ms").fill_null(0.0)
+
+
+def _stat(rows: pl.DataFrame, q: float) -> tuple[float | None, int]:
+    n = rows.height
+    if n < BASELINE_MIN_REQUESTS:
+        return None, n
+    value = rows.select(_measure().quantile(q, "nearest")).item()
+    return (None if value is None else float(value)), n
+
+
+def add_baselines(candidates: Sequence[dict[str, Any]], history: pl.DataFrame, window: timedelta) -> None:
+    """Add the broker's own p90 and its peers' median to each DELAYED_* candidate (in place), from `history`
+    (control_request_latency rows of the candidates' clusters reaching `window` before the earliest of them)."""
+    if history.is_empty():
+        return
+    done = history.filter((pl.col("status") == LatencyStatus.COMPLETED.value) & pl.col("end_to_end_ms").is_not_null()
+                          & pl.col("sent_ts").is_not_null())
+    for c in candidates:
+        request = BASELINE_TYPES.get(str(c["type"]))
+        if request is None or c.get("broker_id") is None:
+            continue
+        at = c["ts"]
+        key = _request_key(c)
+        span = done.filter((pl.col("cluster") == c["cluster"]) & (pl.col("request") == request)
+                           & (pl.col("sent_ts") >= at - window) & (pl.col("sent_ts") < at))
+        if key is not None:
+            span = span.filter(pl.col("request_key") != key)
+        own, own_n = _stat(span.filter(pl.col("broker_id") == c["broker_id"]), 0.9)
+        peers, peers_n = _stat(span.filter(pl.col("broker_id") != c["broker_id"]), 0.5)
+        if own is None and peers is None:
+            continue
+        minutes = round(window.total_seconds() / 60)
+        parts = []
+        if own is not None:
+            parts.append(f"its own p90 over the last {minutes} min {half_up(own)} ms ({own_n} requests)")
+        if peers is not None:
+            parts.append(f"its peers' median {half_up(peers)} ms ({peers_n} requests)")
+        c["summary"] = f"{c['summary']} [against: {'; '.join(parts)}]"
+        ev = json.loads(c["evidence"] or "{}")
+        ev["baseline"] = {"window_s": window.total_seconds(), "own_p90_ms": own, "own_requests": own_n,
+                          "peers_median_ms": peers, "peers_requests": peers_n}
+        c["evidence"] = json.dumps(ev, separators=(",", ":"))
+
+
+def _request_key(c: dict[str, Any]) -> str | None:
+    try:
+        key = json.loads(c["evidence"] or "{}").get("request_key")
+    except ValueError:
+        return None
+    return key if isinstance(key, str) else None
