@@ -55,14 +55,33 @@ def _of(*types: AlertType) -> Callable[[Mapping[str, Any]], bool]:
     return lambda a: a["type"] in names
 
 
+def _num(v: Any) -> float | None:
+    return None if v is None else float(v)
+
+
 def _split(a: Mapping[str, Any]) -> tuple[float | None, float | None]:
-    """A DELAYED_* alert's request-log breakdown (its evidence's latest firing): ms in the broker's request queue,
-    in the handler."""
+    """A DELAYED_* alert's request (its evidence's latest firing): ms before its handler took it (the broker's
+    request queue) and ms in the handler. From the broker's request log when it has one; else inferred from the
+    state-change lines (2.7+): the send-to-Handling span less the wait at the controller and the lock wait is the
+    queue (and the network), Handling-to-end plus the lock wait the handler (see `_witness`)."""
     if a["type"] not in {t.value for t in _DELAYED}:
         return None, None
     latest = _latest(a)
-    queued, local = latest.get("broker_queue_ms"), latest.get("local_ms")
-    return (None if queued is None else float(queued)), (None if local is None else float(local))
+    queued, local = _num(latest.get("broker_queue_ms")), _num(latest.get("local_ms"))
+    if queued is not None or local is not None:
+        return queued, local
+    span, handling = _num(latest.get("queue_ms")), _num(latest.get("processing_ms"))
+    if span is None or handling is None:
+        return None, None
+    lock = _num(latest.get("lock_wait_ms")) or 0.0
+    return max(0.0, span - (_num(latest.get("controller_queue_ms")) or 0.0) - lock), handling + lock
+
+
+def _witness(a: Mapping[str, Any]) -> str:
+    """What timed a DELAYED_* alert's split: the request log, or the state-change lines (inferred)."""
+    latest = _latest(a)
+    return "request_log" if latest.get("broker_queue_ms") is not None or latest.get("local_ms") is not None \
+        else "state_change_lines (inferred)"
 
 
 def _queued_request(a: Mapping[str, Any]) -> bool:
@@ -163,14 +182,20 @@ def _spans(alerts: Sequence[Mapping[str, Any]], resolve_after: timedelta) -> lis
     return groups
 
 
-def _cause(members: Sequence[Mapping[str, Any]]) -> tuple[CauseRule, Mapping[str, Any]]:
-    """The first rule a member shows, and that member (the worst of them: severity, then value)."""
-    for rule in CAUSE_RULES:
-        showing = [a for a in members if rule.shows(a)]
-        if showing:
-            worst = max(showing, key=lambda a: (_SEVERITY_RANK.get(a["severity"] or "", 0), a["value"] or 0.0))
-            return rule, worst
-    raise AssertionError("the last rule takes any alert")
+def _worst(alerts: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
+    return max(alerts, key=lambda a: (_SEVERITY_RANK.get(a["severity"] or "", 0), a["value"] or 0.0))
+
+
+def _cause(members: Sequence[Mapping[str, Any]]) -> tuple[CauseRule, Mapping[str, Any], list[tuple[str, str]]]:
+    """The first rule a member shows and that member (the worst of them: severity, then value); and the other
+    causes members show (cause, alert id), the catch-all left out: witnesses that point elsewhere."""
+    shown = [(rule, [a for a in members if rule.shows(a)]) for rule in CAUSE_RULES[:-1]]
+    shown = [(rule, alerts) for rule, alerts in shown if alerts]
+    if not shown:
+        return CAUSE_RULES[-1], _worst(members), []
+    rule, alerts = shown[0]
+    others = [(r.cause.value, _worst(al)["alert_id"]) for r, al in shown[1:] if r.cause != rule.cause]
+    return rule, _worst(alerts), others
 
 
 def _latest(a: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -213,14 +238,21 @@ def _impact(members: Sequence[Mapping[str, Any]]) -> str | None:
 
 
 def _incident(cluster: str, broker: int | None, members: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    rule, shown_by = _cause(members)
+    rule, shown_by, others = _cause(members)
     first = members[0]
     open_ = [a for a in members if a["status"] == AlertStatus.open.value]
     types = sorted({a["type"] for a in members})
-    others = len(members) - 1
     summary = f"{rule.headline}. {shown_by['summary']}"
+    more = len(members) - 1
+    if more:
+        summary += f" (+{more} more alert{'s' if more != 1 else ''}: {', '.join(types)})"
     if others:
-        summary += f" (+{others} more alert{'s' if others != 1 else ''}: {', '.join(types)})"
+        summary += "; other witnesses point to " + ", ".join(sorted({c for c, _ in others}))
+    evidence: dict[str, Any] = {"cause_alert": shown_by["alert_id"], "cause_alert_type": shown_by["type"]}
+    if shown_by["type"] in {t.value for t in _DELAYED}:
+        evidence["split_from"] = _witness(shown_by)
+    if others:
+        evidence["other_causes"] = [{"cause": c, "alert": aid} for c, aid in others]
     return {
         "incident_id": incident_id(cluster, broker, first["started_at"]),
         "cluster": cluster,
@@ -237,8 +269,7 @@ def _incident(cluster: str, broker: int | None, members: Sequence[Mapping[str, A
         "alert_types": ",".join(types),
         "alert_ids": ",".join(a["alert_id"] for a in members),
         "alerts": len(members),
-        "evidence": json.dumps({"cause_alert": shown_by["alert_id"], "cause_alert_type": shown_by["type"]},
-                               separators=(",", ":")),
+        "evidence": json.dumps(evidence, separators=(",", ":")),
     }
 
 

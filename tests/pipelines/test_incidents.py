@@ -47,10 +47,39 @@ def test_a_slow_handler_behind_a_working_control_plane_is_its_own_cause() -> Non
     assert inc["cause"] == IncidentCause.SLOW_HANDLER
     queued = alert("DELAYED_LEADER_AND_ISR", broker_queue_ms=48_000.0, local_ms=900.0)
     assert group_incidents([queued], RESOLVE_AFTER)[0]["cause"] == IncidentCause.QUEUED_BEHIND_DATA
-    blind = alert("DELAYED_LEADER_AND_ISR", queue_ms=9000.0, processing_ms=40.0)  # no request log
-    (inc,) = group_incidents([blind], RESOLVE_AFTER)
+    unsplit = alert("DELAYED_LEADER_AND_ISR", end_to_end_ms=9000.0)  # in flight: no Handling line, no request log
+    (inc,) = group_incidents([unsplit], RESOLVE_AFTER)
     assert inc["cause"] == IncidentCause.SLOW_CONTROL_REQUEST
     assert "kafka.request.logger" in inc["action"]
+
+
+def _cause_and_witness(*alerts: dict[str, Any]) -> tuple[str, str | None, list[str]]:
+    (inc,) = group_incidents(list(alerts), RESOLVE_AFTER)
+    ev = json.loads(inc["evidence"])
+    return inc["cause"], ev.get("split_from"), [o["cause"] for o in ev.get("other_causes", [])]
+
+
+def test_causes_from_each_witness_and_era_and_disagreeing_witnesses_said() -> None:
+    # state-change lines only (2.7+, the distribution's log levels): the spans, the lock wait from `elapsed`
+    logs_queue = alert("DELAYED_LEADER_AND_ISR", queue_ms=9_000.0, processing_ms=40.0, lock_wait_ms=6.0)
+    assert _cause_and_witness(logs_queue) == ("QUEUED_BEHIND_DATA", "state_change_lines (inferred)", [])
+    logs_handler = alert("DELAYED_LEADER_AND_ISR", queue_ms=60.0, processing_ms=9_800.0, lock_wait_ms=6.0)
+    assert _cause_and_witness(logs_handler) == ("SLOW_HANDLER", "state_change_lines (inferred)", [])
+    # the wait behind the broker's previous request (at the controller) is no queue of this broker's
+    behind = alert("DELAYED_LEADER_AND_ISR", queue_ms=9_100.0, controller_queue_ms=9_000.0, processing_ms=5_000.0)
+    assert _cause_and_witness(behind)[0] == "SLOW_HANDLER"
+    # the request log only (2.6: no Finished line)
+    log_only = alert("DELAYED_LEADER_AND_ISR", broker_queue_ms=7_900.0, local_ms=30.0)
+    assert _cause_and_witness(log_only) == ("QUEUED_BEHIND_DATA", "request_log", [])
+    # metrics only (no logs shipped): the queue saturated and RequestMetrics' LeaderAndIsr time high
+    metrics = (alert("REQUEST_QUEUE_SATURATED"), alert("LEADER_AND_ISR_TOTAL_TIME_HIGH", start_s=5))
+    assert _cause_and_witness(*metrics) == ("QUEUED_BEHIND_DATA", None, [])
+    # all of them, disagreeing: the request's own log says the handler, the metrics a full queue: the cause is the
+    # request's own witness, and the incident says the others point elsewhere
+    handler = alert("DELAYED_LEADER_AND_ISR", start_s=10, broker_queue_ms=56.0, local_ms=9_854.0)
+    assert _cause_and_witness(handler, *metrics) == ("SLOW_HANDLER", "request_log", ["QUEUED_BEHIND_DATA"])
+    (inc,) = group_incidents([handler, *metrics], RESOLVE_AFTER)
+    assert inc["summary"].endswith("; other witnesses point to QUEUED_BEHIND_DATA")
 
 
 def test_a_connection_storm_explains_the_saturated_network_threads() -> None:
