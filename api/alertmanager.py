@@ -1,6 +1,7 @@
 """Alerts in Alertmanager's shape (API v2), and the pure plan of what to push to an Alertmanager.
 
 Labels: ``alertname`` (the planewatch type), ``severity``, ``cluster``, ``broker_id``, ``listener`` (when set),
+``incident_id`` (the incident it belongs to, when known: group by it to page once per cause),
 ``service="planewatch"``. Annotations: ``summary``, ``value``, ``threshold``, ``alert_id``.
 A firing alert's ``endsAt`` lies ``4 x resend interval`` ahead, as Prometheus does, so Alertmanager resolves it
 by itself if planewatch goes away; a resolved alert's ``endsAt`` is its ``resolved_at``.
@@ -29,6 +30,8 @@ def labels(a: Mapping[str, Any]) -> dict[str, str]:
         out["broker_id"] = str(a["broker_id"])
     if a.get("listener"):
         out["listener"] = str(a["listener"])
+    if a.get("incident_id"):
+        out["incident_id"] = str(a["incident_id"])
     return out
 
 

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from api.alertmanager import plan_push, to_alertmanager
+from api.incident_index import incident_index
 from api.settings import Settings
 from api.store import LakeStore, TableUnavailable
 from schemas.tables import ALERTS
@@ -79,7 +80,9 @@ class AlertPusher:
         except TableUnavailable as e:
             log.info("alert push skipped: %s", e)
             return 0
-        rows: list[dict[str, Any]] = snap.select(_COLUMNS).to_pylist()
+        index = await asyncio.to_thread(incident_index, self.store)
+        rows: list[dict[str, Any]] = [{**r, "incident_id": index.get(r["alert_id"])}
+                                      for r in snap.select(_COLUMNS).to_pylist()]
         now_mono = time.monotonic()
         resend = now_mono - self._last_resend >= self.settings.resend_interval_s
         plan = plan_push(self._known, rows, resend_all_open=resend)

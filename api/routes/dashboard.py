@@ -11,6 +11,8 @@ from api.deps import StoreDep, TokenGuard
 from api.models import PanelPublic
 from api.panels import Panel, panel_sql, tables_in
 from api.queries import rows
+from api.store import TableMissing
+from schemas.tables import INCIDENTS
 
 page_router = APIRouter(tags=["dashboard"])
 router = APIRouter(tags=["dashboard"], dependencies=[TokenGuard])
@@ -27,9 +29,16 @@ def dashboard() -> HTMLResponse:
 @router.get("/panels/{panel}", response_model=PanelPublic)
 def panel(store: StoreDep, panel: Panel) -> Response:
     """Run the panel's SQL file (api/sql/<panel>.sql) over the lake and return its rows (the file's LIMIT bounds
-    them; the store caps time and rows). The JSON is built once per query result (per table version)."""
+    them; the store caps time and rows). The JSON is built once per query result (per table version). A lake
+    written by a pipeline older than incidents has no incidents table: its incident panel has no rows."""
     sql = panel_sql(panel)
-    result = store.query(sql, tables_in(sql))
+    try:
+        result = store.query(sql, tables_in(sql))
+    except TableMissing as e:
+        if e.table != INCIDENTS.name:
+            raise
+        return Response(content=PanelPublic(name=panel.value, columns=[], rows=[]).model_dump_json().encode(),
+                        media_type="application/json")
 
     def answer() -> bytes:
         body = PanelPublic(name=panel.value, columns=result.column_names, rows=rows(result))

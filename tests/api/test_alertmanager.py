@@ -29,12 +29,16 @@ def test_get_alerts_in_alertmanager_shape(client: TestClient, lake: Path) -> Non
     body = client.get("/api/v2/alerts", headers=AUTH).json()
     assert len(body) == 30
     a = body[0]
+    # the incident it belongs to is a label: an Alertmanager grouping by it pages once per cause
+    (incident,) = client.get("/incidents?broker_id=2", headers=AUTH).json()["data"]
+    assert "a00029" in incident["alert_ids"]
     assert a["labels"] == {
         "alertname": "DELAYED_LEADER_AND_ISR",
         "service": "planewatch",
         "cluster": "c1",
         "severity": "critical",
         "broker_id": "2",
+        "incident_id": incident["incident_id"],
     }
     assert a["annotations"]["summary"] == "LeaderAndIsr to broker 2 took 1029 ms"
     assert a["annotations"]["alert_id"] == "a00029"
