@@ -54,7 +54,7 @@ from deltalake.exceptions import CommitFailedError
 
 from jobs.io.delta_read import ReaderPosition, reader_positions
 from jobs.io.settings import MaintenanceSettings, Settings
-from schemas.tables import ALERTS, DQ_RESULTS, TABLES, Table
+from schemas.tables import ALERTS, DQ_RESULTS, INCIDENTS, TABLES, Table
 
 __all__ = ["Maintainer", "TableReport", "cleanup_log", "compactable_partitions", "expired_predicate",
            "maintain_table"]
@@ -62,7 +62,7 @@ __all__ = ["Maintainer", "TableReport", "cleanup_log", "compactable_partitions",
 log = logging.getLogger(__name__)
 
 # The rows of the tables without a date partition that retention judges, by this column.
-_AGE_COLUMN = {ALERTS.name: "resolved_at", DQ_RESULTS.name: "run_ts"}
+_AGE_COLUMN = {ALERTS.name: "resolved_at", INCIDENTS.name: "resolved_at", DQ_RESULTS.name: "run_ts"}
 # Files of the Delta log: a commit (`<version>.json`), its checksum (`.crc`), a checkpoint (`<version>.checkpoint
 # .parquet`, or multi-part `<version>.checkpoint.<part>.<parts>.parquet`); `_last_checkpoint` names the newest.
 _LOG_FILE = re.compile(r"^(?P<version>\d{20})\.(?:json|crc|checkpoint(?:\.\d+\.\d+)?\.parquet)$")

@@ -130,10 +130,11 @@ class QualitySettings:
 
 # Retention per table in days (maintenance.retention_days): bronze holds every record for replays and audits of
 # the parsers, a week; silver and quarantine a month of history for the rules and investigations; the latency
-# table and the rollups a quarter for baselines; alerts a year (its resolved ones, by resolved_at).
+# table and the rollups a quarter for baselines; alerts and incidents a year (the resolved ones, by resolved_at).
 DEFAULT_RETENTION_DAYS: Mapping[str, int] = {
     "raw_logs": 7, "raw_metrics": 7, "quarantine": 30, "state_change_events": 30, "request_events": 30,
     "metric_samples": 30, "dq_results": 30, "control_request_latency": 90, "metric_rollups_1m": 90, "alerts": 365,
+    "incidents": 365,
 }
 
 

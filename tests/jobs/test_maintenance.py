@@ -18,7 +18,7 @@ from jobs import maintenance
 from jobs.io.delta_read import ReaderPosition
 from jobs.io.settings import MaintenanceSettings
 from jobs.maintenance import Maintainer, cleanup_log, compactable_partitions, expired_predicate, maintain_table
-from schemas.tables import ALERTS, METRIC_SAMPLES, Table
+from schemas.tables import ALERTS, INCIDENTS, METRIC_SAMPLES, Table
 from tests.api.lake import alert, samples
 from tests.lake import lake_rows, pipeline_settings
 from tests.polling import wait_until
@@ -62,6 +62,7 @@ def test_the_partitions_to_compact_are_those_with_enough_small_files() -> None:
 def test_the_expired_rows_are_named_by_partition_or_by_age() -> None:
     assert expired_predicate(METRIC_SAMPLES, 30, TODAY) == "date < '2026-10-29'"
     assert expired_predicate(ALERTS, 365, TODAY) == "resolved_at < '2025-11-28T00:00:00Z'"
+    assert expired_predicate(INCIDENTS, 365, TODAY) == "resolved_at < '2025-11-28T00:00:00Z'"
     assert expired_predicate(Table("other", "gold", ()), 7, TODAY) is None
 
 
