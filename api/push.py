@@ -81,8 +81,12 @@ class AlertPusher:
             log.info("alert push skipped: %s", e)
             return 0
         index = await asyncio.to_thread(incident_index, self.store)
-        rows: list[dict[str, Any]] = [{**r, "incident_id": index.get(r["alert_id"])}
+        rows: list[dict[str, Any]] = [{**r, "incident_id": (index or {}).get(r["alert_id"])}
                                       for r in snap.select(_COLUMNS).to_pylist()]
+        if index is not None:
+            # an open alert written a moment before its incident: pushed next round, with its incident's label
+            # (pushed now without it, the label would come later and Alertmanager would page it twice)
+            rows = [r for r in rows if r["incident_id"] is not None or r.get("status") != "open"]
         now_mono = time.monotonic()
         resend = now_mono - self._last_resend >= self.settings.resend_interval_s
         plan = plan_push(self._known, rows, resend_all_open=resend)

@@ -167,7 +167,7 @@ class PairingBatch:
         for cluster in sorted({c["cluster"] for c in slow}):
             times = [c["ts"] for c in slow if c["cluster"] == cluster]
             spans.append((cluster, min(times) - window, max(times)))
-        add_baselines(cands, polars_frame(self.latency_rows.read_spans(spans, "sent_ts")), window)
+        add_baselines(cands, polars_frame(self.latency_rows.read_spans(spans, "sent_ts")), window, self.cfg)
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         watermark = _watermark(self.holder)

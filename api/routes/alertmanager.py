@@ -35,7 +35,7 @@ def alertmanager_alerts(
     if not wanted or snap.num_rows == 0:
         return []
     mask = pc.fill_null(pc.is_in(snap["status"], value_set=pa.array(wanted)), False)
-    index = incident_index(store)
+    index = incident_index(store) or {}
     rows = [{**r, "incident_id": index.get(r["alert_id"])} for r in to_rows(snap.filter(mask).slice(0, MAX_AM_ALERTS))]
     now = datetime.now(UTC)
     resend = timedelta(seconds=settings.resend_interval_s)

@@ -598,6 +598,10 @@ class DeltaMerger:
                               (time.perf_counter() - t0) * 1e3)
         raise AssertionError("unreachable")
 
+    def latest_table(self) -> DeltaTable:
+        """The Delta table at its latest version (the merger's own handle)."""
+        return self._latest(_local_path(self.path))
+
     def insert_arrow(self, source: pa.Table, batch_id: int) -> SinkResult:
         """Append rows the caller knows are new (no row of their keys is in the table) as batch `batch_id`, exactly
         once, under the app id `<app_id>+insert` (the batch's MERGE, if it has one, commits under `app_id`). An

@@ -4,8 +4,10 @@ Pure (polars): a DELAYED_* candidate (latency_detectors) and the control_request
 `detection.baseline_window_s` before it -> the broker's own p90 of the same measure for the same request type
 (its completed requests in the window, the candidate's own left out), and its peers' median (the other brokers'
 requests of that type in the same window). The measure is the alerts' (end to end, less the wait at the controller
-behind the previous request). The candidate's summary gains one clause and its evidence a `baseline` object;
-a baseline of fewer than BASELINE_MIN_REQUESTS requests is not given (too few to call a p90 or a median).
+behind the previous request). Requests at or above the alert's warning level are left out of both: they are
+alerts of their own, and a slowdown that lasts would otherwise become its own baseline. The candidate's summary
+gains one clause and its evidence a `baseline` object; a baseline of fewer than BASELINE_MIN_REQUESTS requests is
+not given (too few to call a p90 or a median).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 
 import polars as pl
 
+from pipelines.detection.config import DetectionConfig
 from pipelines.detection.rule_common import half_up
 from schemas.alerts import AlertType
 from schemas.events import LatencyStatus
@@ -45,7 +48,8 @@ def _stat(rows: pl.DataFrame, q: float) -> tuple[float | None, int]:
     return (None if value is None else float(value)), n
 
 
-def add_baselines(candidates: Sequence[dict[str, Any]], history: pl.DataFrame, window: timedelta) -> None:
+def add_baselines(candidates: Sequence[dict[str, Any]], history: pl.DataFrame, window: timedelta,
+                  cfg: DetectionConfig) -> None:
     """Add the broker's own p90 and its peers' median to each DELAYED_* candidate (in place), from `history`
     (control_request_latency rows of the candidates' clusters reaching `window` before the earliest of them)."""
     if history.is_empty():
@@ -58,8 +62,9 @@ def add_baselines(candidates: Sequence[dict[str, Any]], history: pl.DataFrame, w
             continue
         at = c["ts"]
         key = _request_key(c)
+        level = cfg.for_cluster(str(c["cluster"])).threshold(str(c["type"])).warning
         span = done.filter((pl.col("cluster") == c["cluster"]) & (pl.col("request") == request)
-                           & (pl.col("sent_ts") >= at - window) & (pl.col("sent_ts") < at))
+                           & (pl.col("sent_ts") >= at - window) & (pl.col("sent_ts") < at) & (_measure() < level))
         if key is not None:
             span = span.filter(pl.col("request_key") != key)
         own, own_n = _stat(span.filter(pl.col("broker_id") == c["broker_id"]), 0.9)
@@ -69,7 +74,8 @@ def add_baselines(candidates: Sequence[dict[str, Any]], history: pl.DataFrame, w
         minutes = round(window.total_seconds() / 60)
         parts = []
         if own is not None:
-            parts.append(f"its own p90 over the last {minutes} min {half_up(own)} ms ({own_n} requests)")
+            parts.append(f"its own p90 over the last {minutes} min {half_up(own)} ms ({own_n} requests under "
+                         f"{half_up(level)} ms)")
         if peers is not None:
             parts.append(f"its peers' median {half_up(peers)} ms ({peers_n} requests)")
         c["summary"] = f"{c['summary']} [against: {'; '.join(parts)}]"

@@ -8,7 +8,9 @@ touched and merges the result, so alerts and incidents are written by one path.
   hysteresis (`resolve_after`) while it is open. The alerts of one (cluster, broker_id) whose live spans overlap,
   directly or through others, are one incident: one saturated broker that raises five alerts at once pages once.
   Alerts about no broker (QUORUM_UNSTABLE) make the cluster's own incidents.
-* **Identity.** `incident_id` hashes (cluster, broker_id, the first alert's started_at): stable while alerts join.
+* **Identity.** `incident_id` hashes (cluster, broker_id, the first alert's started_at); a group holding alerts of
+  an incident seen before keeps that incident's id (its earliest member's), so an alert that arrives late with an
+  earlier start, or one that bridges two incidents, changes no id an operator or an Alertmanager already has.
 * **Cause.** The first rule of :data:`CAUSE_RULES` that the member alerts satisfy (most specific first: an
   unclean election or a fencing explains the slow requests around it; a blocked acceptor explains the saturated
   network threads). A slow control request is told apart by its own breakdown (its alert's evidence, from
@@ -26,9 +28,10 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from pipelines.detection.lifecycle import SEVERITY_RANK
 from schemas.alerts import AlertStatus, AlertType, IncidentCause
 
 __all__ = ["CAUSE_RULES", "CauseRule", "group_incidents", "incident_id"]
@@ -36,7 +39,6 @@ __all__ = ["CAUSE_RULES", "CauseRule", "group_incidents", "incident_id"]
 _T, _C = AlertType, IncidentCause
 _DOCS = "https://kafka.apache.org/documentation/"
 _DELAYED = (_T.DELAYED_LEADER_AND_ISR, _T.DELAYED_UPDATE_METADATA, _T.DELAYED_STOP_REPLICA)
-_SEVERITY_RANK = {"warning": 1, "critical": 2}
 
 
 @dataclass(frozen=True)
@@ -155,8 +157,10 @@ CAUSE_RULES: tuple[CauseRule, ...] = (
 
 
 def incident_id(cluster: str, broker_id: int | None, started_at: datetime) -> str:
-    """Stable id of an incident: its cluster, broker and first alert's start."""
-    raw = f"{cluster}|{broker_id}|{started_at.isoformat()}"
+    """The id of a new incident: its cluster, broker and first alert's start (UTC, microseconds; a naive time is
+    taken as UTC)."""
+    at = started_at if started_at.tzinfo else started_at.replace(tzinfo=UTC)
+    raw = f"{cluster}|{broker_id}|{at.astimezone(UTC).isoformat(timespec='microseconds')}"
     return hashlib.sha1(raw.encode()).hexdigest()[:20]
 
 
@@ -183,7 +187,7 @@ def _spans(alerts: Sequence[Mapping[str, Any]], resolve_after: timedelta) -> lis
 
 
 def _worst(alerts: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
-    return max(alerts, key=lambda a: (_SEVERITY_RANK.get(a["severity"] or "", 0), a["value"] or 0.0))
+    return max(alerts, key=lambda a: (SEVERITY_RANK.get(a["severity"] or "", 0), a["value"] or 0.0))
 
 
 def _cause(members: Sequence[Mapping[str, Any]]) -> tuple[CauseRule, Mapping[str, Any], list[tuple[str, str]]]:
@@ -194,8 +198,11 @@ def _cause(members: Sequence[Mapping[str, Any]]) -> tuple[CauseRule, Mapping[str
     if not shown:
         return CAUSE_RULES[-1], _worst(members), []
     rule, alerts = shown[0]
-    others = [(r.cause.value, _worst(al)["alert_id"]) for r, al in shown[1:] if r.cause != rule.cause]
-    return rule, _worst(alerts), others
+    others: dict[str, str] = {}
+    for r, al in shown[1:]:
+        if r.cause != rule.cause and r.cause.value not in others:
+            others[r.cause.value] = _worst(al)["alert_id"]
+    return rule, _worst(alerts), list(others.items())
 
 
 def _latest(a: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -237,7 +244,7 @@ def _impact(members: Sequence[Mapping[str, Any]]) -> str | None:
     return "; ".join(out) or None
 
 
-def _incident(cluster: str, broker: int | None, members: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def _incident(cluster: str, broker: int | None, members: Sequence[Mapping[str, Any]], iid: str) -> dict[str, Any]:
     rule, shown_by, others = _cause(members)
     first = members[0]
     open_ = [a for a in members if a["status"] == AlertStatus.open.value]
@@ -254,11 +261,11 @@ def _incident(cluster: str, broker: int | None, members: Sequence[Mapping[str, A
     if others:
         evidence["other_causes"] = [{"cause": c, "alert": aid} for c, aid in others]
     return {
-        "incident_id": incident_id(cluster, broker, first["started_at"]),
+        "incident_id": iid,
         "cluster": cluster,
         "broker_id": broker,
         "cause": rule.cause.value,
-        "severity": max((a["severity"] for a in members), key=lambda s: _SEVERITY_RANK.get(s or "", 0)),
+        "severity": max((a["severity"] for a in members), key=lambda s: SEVERITY_RANK.get(s or "", 0)),
         "status": AlertStatus.open.value if open_ else AlertStatus.resolved.value,
         "started_at": first["started_at"],
         "last_seen_at": max(a.get("last_seen_at") or a["started_at"] for a in members),
@@ -273,14 +280,23 @@ def _incident(cluster: str, broker: int | None, members: Sequence[Mapping[str, A
     }
 
 
-def group_incidents(alerts: Iterable[Mapping[str, Any]], resolve_after: timedelta) -> list[dict[str, Any]]:
-    """The incidents of `alerts` (rows of the `alerts` table), one per (cluster, broker) and overlapping span."""
+def group_incidents(alerts: Iterable[Mapping[str, Any]], resolve_after: timedelta,
+                    previous: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """The incidents of `alerts` (rows of the `alerts` table), one per (cluster, broker) and overlapping span;
+    `previous`: alert id -> the incident it belonged to before (its id is kept, see the module doc)."""
     by_key: dict[tuple[str, int | None], list[Mapping[str, Any]]] = {}
     for a in alerts:
         if a.get("started_at") is None:
             continue
         by_key.setdefault((a["cluster"], a["broker_id"]), []).append(a)
     out: list[dict[str, Any]] = []
+    used: set[str] = set()
     for (cluster, broker), rows in sorted(by_key.items(), key=lambda kv: (kv[0][0], kv[0][1] is None, kv[0][1])):
-        out += [_incident(cluster, broker, members) for members in _spans(rows, resolve_after)]
+        for members in _spans(rows, resolve_after):
+            # the id of the earliest member's earlier incident, unless a group before took it (one id, one group)
+            known = [previous[a["alert_id"]] for a in members if previous and a["alert_id"] in previous]
+            iid = next((i for i in known if i not in used), None) or incident_id(cluster, broker,
+                                                                                members[0]["started_at"])
+            used.add(iid)
+            out.append(_incident(cluster, broker, members, iid))
     return out

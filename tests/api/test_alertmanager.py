@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 from api.alertmanager import plan_push
 from api.push import push_url
 from tests.api.conftest import AUTH, ClientFactory
-from tests.api.lake import ALERTS, T0, alert, write
+from tests.api.lake import ALERTS, INCIDENTS, T0, alert, incidents, write
 from tests.polling import wait_until
 
 RECEIVE_TIMEOUT_S = 15.0
@@ -130,3 +130,22 @@ def test_background_push_of_new_and_resolved_alerts(
     assert by["a00001"]["endsAt"] == "2026-11-20T13:00:00+00:00"
     time.sleep(0.5)
     assert len(posts) == 2  # nothing changed since: nothing more is sent
+
+
+def test_an_open_alert_is_pushed_with_its_incident_once_the_incident_is_written(
+    make_client: ClientFactory, tmp_path: Path, receiver: tuple[str, list[tuple[str, Any]], list[bool]]
+) -> None:
+    """The pipeline commits an alert a moment before its incident: the push waits for the incident, so the alert
+    reaches Alertmanager once, with its incident_id label (a label added later would page it again)."""
+    url, posts, _fail = receiver
+    lake = tmp_path / "lake"
+    write(lake, ALERTS, [alert(1), alert(2)])
+    write(lake, INCIDENTS, incidents([alert(1)]))  # alert 2's incident is not written yet
+    make_client(lake, alertmanager_url=url, push_interval_s=0.1, resend_interval_s=3600)
+    wait_until(lambda: len(posts) >= 1, RECEIVE_TIMEOUT_S, "the first push")
+    assert [a["annotations"]["alert_id"] for a in posts[0][1]] == ["a00001"]
+    write(lake, INCIDENTS, incidents([alert(1), alert(2)]), mode="overwrite")
+    wait_until(lambda: len(posts) >= 2, RECEIVE_TIMEOUT_S, "the second push")
+    (second,) = posts[1][1]
+    assert second["annotations"]["alert_id"] == "a00002"
+    assert second["labels"]["incident_id"]

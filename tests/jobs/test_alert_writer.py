@@ -63,10 +63,11 @@ def test_the_writers_alerts_of_one_broker_become_one_incident_that_resolves_with
     latency.write([], later, 1)
     (inc,) = lake_rows(lake, INCIDENTS.name)
     assert (inc["status"], inc["alerts"]) == ("resolved", 2)
-    assert latency.write([], later, 1) == 0  # a replayed batch: nothing written, the incident unchanged
+    assert latency.write([], later, 2) == 0  # nothing open: nothing written
+    assert lake_rows(lake, INCIDENTS.name) == [inc]  # and the incident unchanged
 
 
-def test_an_earlier_alert_arriving_late_regroups_the_incident_under_one_id(tmp_path: Path) -> None:
+def test_an_earlier_alert_arriving_late_joins_the_incident_which_keeps_its_id(tmp_path: Path) -> None:
     settings = pipeline_settings(tmp_path, once=False)
     lake = Path(settings.lake)
     metrics = AlertWriter(settings, DetectQuery.METRIC, "test-metric-alerts", CFG)
@@ -77,5 +78,20 @@ def test_an_earlier_alert_arriving_late_regroups_the_incident_under_one_id(tmp_p
     # the pairing's alert of a request that started a minute earlier (its lines came late)
     latency.write([_candidate(AlertType.DELAYED_LEADER_AND_ISR, t, broker_queue_ms=9000.0, local_ms=3.0)], t, 0)
     (inc,) = lake_rows(lake, INCIDENTS.name)
-    assert inc["incident_id"] != first["incident_id"]
+    assert inc["incident_id"] == first["incident_id"]  # the id an Alertmanager already groups by
     assert (inc["alerts"], inc["cause"], inc["started_at"]) == (2, "QUEUED_BEHIND_DATA", t)
+
+
+def test_incidents_of_alerts_days_old_group_as_live_ones_and_other_clusters_stay(tmp_path: Path) -> None:
+    """A backfill's alerts (event time days behind the clock) resolve into their incident, not out of it; a write
+    for one cluster leaves the other clusters' incidents alone."""
+    settings = pipeline_settings(tmp_path, once=False)
+    lake = Path(settings.lake)
+    metrics = AlertWriter(settings, DetectQuery.METRIC, "test-metric-alerts", CFG)
+    t = dt.datetime(2024, 3, 1, 9, 0, tzinfo=dt.UTC)
+    metrics.write([_candidate(AlertType.REQUEST_QUEUE_SATURATED, t)], t, 0)
+    other = {**_candidate(AlertType.ACCEPTOR_BLOCKED, t), "cluster": "c2"}
+    metrics.write([other], t, 1)
+    metrics.write([], {"c1": t + dt.timedelta(hours=1)}, 2, clusters={"c1"})  # c1's alert resolves
+    got = {r["cluster"]: (r["status"], r["alerts"]) for r in lake_rows(lake, INCIDENTS.name)}
+    assert got == {"c1": ("resolved", 1), "c2": ("open", 1)}
