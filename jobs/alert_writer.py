@@ -84,21 +84,21 @@ class AlertWriter:
                     log.warning("%s batch %d: alerts commit lost a race (%s); merging again", self.merger.app_id,
                                 batch_id, exc)
                 else:
-                    self._incidents({r["cluster"] for r in rows}, batch_id)
+                    self._incidents(rows, batch_id)
                     return len(rows)
             time.sleep(random.uniform(0, RETRY_JITTER_S))  # outside the lock: let the other writer finish
         raise AssertionError("unreachable")
 
-    def _incidents(self, clusters: set[str], batch_id: int) -> None:
-        """Regroup the clusters' incidents; a failure is logged, never the batch's: the alerts are committed, and
-        the next batch that writes alerts of these clusters regroups them again."""
-        if not clusters:
+    def _incidents(self, rows: list[dict[str, Any]], batch_id: int) -> None:
+        """Regroup the incidents around the alert rows written; a failure is logged, never the batch's: the alerts
+        are committed, and the next write of these brokers' alerts regroups them again."""
+        if not rows:
             return
         try:
-            self.incidents.write(clusters, batch_id)
+            self.incidents.write(rows, batch_id)
         except Exception as exc:
-            log.warning("%s batch %d: incidents of %s not regrouped (%s: %s); the next alerts write does it",
-                        self.merger.app_id, batch_id, sorted(clusters), type(exc).__name__, exc)
+            log.warning("%s batch %d: incidents not regrouped (%s: %s); the next alerts write does it",
+                        self.merger.app_id, batch_id, type(exc).__name__, exc)
 
     def _lifecycle(self, open_alerts: list[dict[str, Any]], cands: list[Candidate],
                    watermark: dt.datetime | Mapping[str, dt.datetime] | None) -> list[dict[str, Any]]:

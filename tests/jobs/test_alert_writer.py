@@ -95,3 +95,23 @@ def test_incidents_of_alerts_days_old_group_as_live_ones_and_other_clusters_stay
     metrics.write([], {"c1": t + dt.timedelta(hours=1)}, 2, clusters={"c1"})  # c1's alert resolves
     got = {r["cluster"]: (r["status"], r["alerts"]) for r in lake_rows(lake, INCIDENTS.name)}
     assert got == {"c1": ("resolved", 1), "c2": ("open", 1)}
+
+
+def test_an_alert_that_bridges_two_incidents_merges_them_into_the_first(tmp_path: Path) -> None:
+    settings = pipeline_settings(tmp_path, once=False)
+    lake = Path(settings.lake)
+    metrics = AlertWriter(settings, DetectQuery.METRIC, "test-metric-alerts", CFG)
+    latency = AlertWriter(settings, DetectQuery.LATENCY, "test-latency-alerts", CFG)
+    t = dt.datetime(2026, 11, 28, 9, 0, tzinfo=dt.UTC)
+    metrics.write([_candidate(AlertType.REQUEST_QUEUE_SATURATED, t)], t, 0)
+    metrics.write([], t + dt.timedelta(minutes=6), 1)  # resolves at t + 5 min
+    metrics.write([_candidate(AlertType.REQUEST_HANDLER_SATURATED, t + dt.timedelta(minutes=20))],
+                  t + dt.timedelta(minutes=20), 2)
+    first, second = sorted(lake_rows(lake, INCIDENTS.name), key=lambda r: r["started_at"])
+    # slow requests from minute 3 to minute 19, each within the hysteresis of the last: one alert spanning both
+    for batch, minute in enumerate(range(3, 20, 4)):
+        at = t + dt.timedelta(minutes=minute)
+        latency.write([_candidate(AlertType.DELAYED_LEADER_AND_ISR, at)], at, batch)
+    (merged,) = lake_rows(lake, INCIDENTS.name)
+    assert merged["incident_id"] == first["incident_id"] != second["incident_id"]
+    assert merged["alerts"] == 3
