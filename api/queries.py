@@ -238,7 +238,7 @@ def control_requests_sql(
         where += [f"date <= {_lit_date(until.astimezone(UTC).date())}", f"{when} < {_lit_ts(until)}"]
     for col, val in (("cluster", cluster), ("request", request), ("status", status)):
         if val is not None:
-            where.append(f'"{col}" = {_lit_name(val)}')
+            where.append(f'"{col}" = {name_literal(val)}')
     if broker_id is not None:
         where.append(f"broker_id = {int(broker_id)}")
     if min_latency_ms is not None:
@@ -268,7 +268,8 @@ def _lit_date(d: date) -> str:
     return f"DATE '{d.isoformat()}'"
 
 
-def _lit_name(s: str) -> str:
+def name_literal(s: str) -> str:
+    """A SQL string literal of a name that matches SAFE_NAME (ValueError otherwise: nothing to escape)."""
     if not SAFE_NAME.match(s):
         raise ValueError(f"not a safe name: {s!r}")
     return "'" + s + "'"
@@ -294,9 +295,9 @@ def metric_series_sql(
     per-minute avg weighted by their sample counts.
     """
     d0, d1 = _date_range(since, until)
-    where = [f"broker_id = {int(broker_id)}", f"signal = {_lit_name(signal)}"]
+    where = [f"broker_id = {int(broker_id)}", f"signal = {name_literal(signal)}"]
     if cluster is not None:
-        where.append(f'"cluster" = {_lit_name(cluster)}')
+        where.append(f'"cluster" = {name_literal(cluster)}')
     where.append(f"date >= {_lit_date(d0)} AND date <= {_lit_date(d1)}")
     bucket = f"INTERVAL '{int(bucket_s)} seconds'"
     origin = "TIMESTAMP '1970-01-01T00:00:00Z'"
@@ -326,7 +327,7 @@ def latest_metrics_sql(table: str, newest: datetime, signals: Sequence[str] = KE
     since = newest - LATEST_LOOKBACK
     tcol, vcol = ("minute", "last") if table == "metric_rollups_1m" else ("ts", "value")
     d0 = since.astimezone(UTC).date()
-    names = ", ".join(_lit_name(s) for s in signals)
+    names = ", ".join(name_literal(s) for s in signals)
     return (
         'SELECT "cluster", broker_id, signal, attribute, listener, '
         f"last_value({vcol} ORDER BY {tcol}) AS value, max({tcol}) AS ts "

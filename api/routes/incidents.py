@@ -13,7 +13,7 @@ from fastapi import APIRouter, HTTPException, Path, Query, Response
 from api.deps import DEFAULT_LIMIT, MAX_BROKER_ID, MAX_LIMIT, NAME_PATTERN, StoreDep, TokenGuard
 from api.models import IncidentDetail, IncidentPublic, IncidentsPublic
 from api.public_paths import scrub_text
-from api.queries import parse_evidence, rows
+from api.queries import name_literal, parse_evidence, rows
 from api.routes.alerts import ID_PATTERN, to_public
 from api.store import LakeStore, TableMissing
 from schemas.alerts import AlertStatus, IncidentCause
@@ -49,7 +49,7 @@ def _where(status: AlertStatus | None, cause: IncidentCause | None, cluster: str
     if cause is not None:
         conds.append(f"cause = '{cause.value}'")
     if cluster is not None:
-        conds.append(f"cluster = '{cluster}'")
+        conds.append(f"cluster = {name_literal(cluster)}")
     if broker_id is not None:
         conds.append(f"broker_id = {int(broker_id)}")
     return " AND ".join(conds)
