@@ -34,6 +34,7 @@ __all__ = [
     "filter_control_requests",
     "latest_metrics_sql",
     "metric_series_sql",
+    "name_literal",
     "parse_evidence",
     "plan_buckets",
     "rows",
