@@ -19,13 +19,15 @@ ANY = "*"
 
 @dataclass(frozen=True)
 class ExpectedIncident:
-    """One injected incident: the run, its marker event, the alert type and broker that must catch it."""
+    """One injected incident: the run, its marker event, the alert type and broker that must catch it, and the
+    cause (schemas.alerts.IncidentCause) the incident of that alert must be put down to, where the run states one."""
 
     run: str
     event: str
     alert_type: str
     broker_id: int | str | None  # fixed id, timeline field holding it, or None = any broker of the run
     occurrence: int = 1  # which occurrence of `event` marks the incident (a scenario may repeat a step)
+    cause: str | None = None
 
 
 RUNS = (
@@ -51,7 +53,7 @@ EXPECTED: tuple[ExpectedIncident, ...] = (
     # with the control plane the data plane is just as saturated (only control requests are spared)
     ExpectedIncident("produce-backlog-with-control-plane", "load-started", "REQUEST_HANDLER_SATURATED", None),
     # KIP-402: thousands of connections against broker 1 block its acceptor.
-    ExpectedIncident("connection-storm", "storm-started", "ACCEPTOR_BLOCKED", "broker"),
+    ExpectedIncident("connection-storm", "storm-started", "ACCEPTOR_BLOCKED", "broker", cause="CONNECTION_STORM"),
     # KAFKA-6974: the second bounce (broker 2) moves leadership onto broker 3, restarted by the first bounce and
     # still catching up: its fetchers hold partitionMapLock over responses full of slow checkpoint flushes, and the
     # LeaderAndIsr that removes their partitions waits for it. The first bounce finds fetchers in steady state

@@ -101,10 +101,14 @@ CAUSE_RULES: tuple[CauseRule, ...] = (
               "a leader was elected from outside the ISR: acknowledged messages may be lost",
               f"Find the partitions in the controller's log; keep unclean.leader.election.enable off where data "
               f"matters ({_DOCS}#topicconfigs_unclean.leader.election.enable)"),
-    CauseRule(_C.BROKER_FENCED, _of(_T.BROKER_FENCED, _T.BROKER_HEARTBEAT_TIMEOUT),
-              "the active controller fenced the broker: its heartbeats did not arrive or were timed out in time",
+    CauseRule(_C.BROKER_FENCED, _of(_T.BROKER_FENCED),
+              "the active controller fenced the broker: no heartbeat of it arrived within its session",
               f"Check the broker was alive (GC log, CPU) and the controller's event queue; the session is "
               f"broker.session.timeout.ms ({_DOCS}#brokerconfigs_broker.session.timeout.ms)"),
+    CauseRule(_C.CONTROLLER_OVERLOADED, _of(_T.BROKER_HEARTBEAT_TIMEOUT),
+              "the controller's overloaded event queue timed out the broker's heartbeats (KAFKA-15019)",
+              f"Find what fills the controller's event queue (large reassignments, topic creations); give "
+              f"controllers dedicated hosts ({_DOCS}#kraft)"),
     CauseRule(_C.QUORUM_UNSTABLE, _of(_T.QUORUM_UNSTABLE),
               "the controller quorum keeps electing new active controllers",
               f"Give controllers unloaded hosts; check their GC pauses and controller.quorum.fetch.timeout.ms "

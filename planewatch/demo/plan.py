@@ -132,6 +132,8 @@ class Expectation(Protocol):
     def broker_id(self) -> int | str | None: ...
     @property
     def occurrence(self) -> int: ...
+    @property
+    def cause(self) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -143,6 +145,7 @@ class Incident:
     ts_ms: int
     alert_type: str
     broker_id: int | None  # None: any broker of the cluster
+    expected_cause: str | None = None  # the cause its alert's incident must have, where the run states one
 
 
 @dataclass(frozen=True)
@@ -219,7 +222,8 @@ def incidents_of(run: str, events: Iterable[Mapping[str, Any]], expected: Iterab
         ev = marks[exp.occurrence - 1]
         bid = exp.broker_id
         broker = ev.get(bid) if isinstance(bid, str) else bid
-        out.append(Incident(run, exp.event, int(ev["ts_ms"]), exp.alert_type, None if broker is None else int(broker)))
+        out.append(Incident(run, exp.event, int(ev["ts_ms"]), exp.alert_type, None if broker is None else int(broker),
+                            None if exp.cause is None else str(exp.cause)))
     return out
 
 
@@ -288,6 +292,12 @@ def _cell(v: object) -> str:
     return "-" if v is None else str(v)
 
 
+def _cause_cell(got: str | None, expected: str | None) -> str:
+    if got is None:
+        return "-" if expected is None else f"- (expected {expected})"
+    return got if expected is None or got == expected else f"{got} (expected {expected})"
+
+
 def render_table(detections: Sequence[Detection], false_alarms: Sequence[SeenAlert],
                  engines: Mapping[str, str] | None = None, failures: Sequence[ProcessFailure] = (),
                  causes: Mapping[str, str] | None = None) -> str:
@@ -306,7 +316,7 @@ def render_table(detections: Sequence[Detection], false_alarms: Sequence[SeenAle
                      "NOT DETECTED" if a is None else f"{a.type} broker {_cell(a.broker_id)}",
                      _cell(a.severity) if a else "-", f"{d.delay_s:.1f}" if d.delay_s is not None else "-",
                      f"{d.visible_delay_s:.1f}" if d.visible_delay_s is not None else "-",
-                     cause.get(a.alert_id, "-") if a else "-"))
+                     _cause_cell(cause.get(a.alert_id) if a else None, i.expected_cause)))
     widths = [max(len(r[c]) for r in (header, *body)) for c in range(len(header))]
     lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in (header, *body)]
     lines.insert(1, "  ".join("-" * w for w in widths))
@@ -314,6 +324,11 @@ def render_table(detections: Sequence[Detection], false_alarms: Sequence[SeenAle
     lines.append("")
     lines.append(f"{caught} of {len(detections)} injected incidents caught; "
                  f"{len(false_alarms)} alert(s) where none was expected")
+    stated = [d for d in detections if d.incident.expected_cause is not None]
+    if stated:
+        right = sum(1 for d in stated if d.alert is not None
+                    and cause.get(d.alert.alert_id) == d.incident.expected_cause)
+        lines.append(f"{right} of {len(stated)} incidents that state their cause put down to it")
     for a in false_alarms:
         why = f" [incident: {cause[a.alert_id]}]" if a.alert_id in cause else ""
         lines.append(f"  unexpected: {a.cluster} {a.type} broker {_cell(a.broker_id)}{why}: {_cell(a.summary)}")

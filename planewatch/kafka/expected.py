@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from broker.scenarios.expected import ANY, ExpectedIncident
-from schemas.alerts import AlertType
+from schemas.alerts import AlertType, IncidentCause
 
 __all__ = ["EXPECTED", "FORBIDDEN"]
 
@@ -19,18 +19,22 @@ EXPECTED: tuple[ExpectedIncident, ...] = (
     # KIP-291 on Kafka 3.9 without a control plane: the LeaderAndIsr/UpdateMetadata of the controlled shutdown wait
     # in the survivors' shared request queue behind the produce backlog (Kafka's request log: requestQueueTimeMs).
     ExpectedIncident("kafka-produce-backlog-without-control-plane", "broker-killed",
-                     AlertType.CONTROL_REQUEST_QUEUED_BEHIND_DATA, None),
+                     AlertType.CONTROL_REQUEST_QUEUED_BEHIND_DATA, None, cause=IncidentCause.QUEUED_BEHIND_DATA),
     # KRaft: with the controller quorum paused, every broker's last-applied-record-lag-ms grows.
     ExpectedIncident("kraft-metadata-lag", "controller-paused", AlertType.METADATA_APPLY_LAG, None),
     # KRaft: a broker paused past broker.session.timeout.ms is fenced by the active controller.
-    ExpectedIncident("kraft-broker-fenced", "broker-paused", AlertType.BROKER_FENCED, "broker"),
+    ExpectedIncident("kraft-broker-fenced", "broker-paused", AlertType.BROKER_FENCED, "broker",
+                     cause=IncidentCause.BROKER_FENCED),
     # KRaft: heartbeats wait past their deadline in the overloaded controller's queue (KAFKA-15019).
     ExpectedIncident("kraft-controller-overload", "controller-overload-started", AlertType.BROKER_HEARTBEAT_TIMEOUT,
                      None),
     # KRaft: three pauses of the active controller, each until another voter is elected: four elections in all
-    ExpectedIncident("kraft-quorum-unstable", "quorum-flapping-started", AlertType.QUORUM_UNSTABLE, None),
-    ExpectedIncident("kafka-connection-storm", "storm-started", AlertType.ACCEPTOR_BLOCKED, "broker"),
-    ExpectedIncident("kafka-connection-storm-strimzi", "storm-started", AlertType.ACCEPTOR_BLOCKED, "broker"),
+    ExpectedIncident("kraft-quorum-unstable", "quorum-flapping-started", AlertType.QUORUM_UNSTABLE, None,
+                     cause=IncidentCause.QUORUM_UNSTABLE),
+    ExpectedIncident("kafka-connection-storm", "storm-started", AlertType.ACCEPTOR_BLOCKED, "broker",
+                     cause=IncidentCause.CONNECTION_STORM),
+    ExpectedIncident("kafka-connection-storm-strimzi", "storm-started", AlertType.ACCEPTOR_BLOCKED, "broker",
+                     cause=IncidentCause.CONNECTION_STORM),
     # the shipped levels: state-change INFO (Handling/Finished), no request log; Confluent's agent is silent for the
     # first 2 minutes of each JVM, so the logs are the witnesses
     ExpectedIncident("kafka-produce-backlog-confluent", "broker-killed", AlertType.DELAYED_LEADER_AND_ISR, None),

@@ -25,6 +25,7 @@ class Exp:
     alert_type: str
     broker_id: int | str | None
     occurrence: int = 1
+    cause: str | None = None
 
 
 def _alert(i: int, type_: str, cluster: str, broker: int | None, seen: int, visible: int | None = None) -> SeenAlert:
@@ -87,7 +88,7 @@ def test_unexpected_alerts_are_the_forbidden_types_of_played_runs() -> None:
 
 
 def test_table_lists_every_incident_and_the_false_alarms() -> None:
-    inc = [Incident("storm", "storm-started", 2_000, "ACCEPTOR_BLOCKED", 1),
+    inc = [Incident("storm", "storm-started", 2_000, "ACCEPTOR_BLOCKED", 1, "CONNECTION_STORM"),
            Incident("bounce", "broker-killed", 3_000, "STALE_BROKER_EPOCH", None)]
     det = match(inc, [_alert(4, "ACCEPTOR_BLOCKED", "storm", 1, 7_500, 6_300)])
     text = render_table(det, [_alert(9, "LOCK_CONTENTION", "healthy", 3, 1)],
@@ -102,6 +103,10 @@ def test_table_lists_every_incident_and_the_false_alarms() -> None:
     assert " any " in lines[3]
     assert "1 of 2 injected incidents caught; 1 alert(s) where none was expected" in text
     assert "unexpected: healthy LOCK_CONTENTION broker 3 [incident: LOCK_CONTENTION]: summary 9" in text
+    assert "1 of 1 incidents that state their cause put down to it" in text
+    wrong = render_table(det, [], causes={"a4": "BROKER_SATURATED"})
+    assert "BROKER_SATURATED (expected CONNECTION_STORM)" in wrong
+    assert "0 of 1 incidents that state their cause put down to it" in wrong
 
 
 def test_runs_follow_the_issue_order() -> None:
