@@ -118,8 +118,11 @@ def test_shortened_demo_catches_every_incident(tmp_path: Path) -> None:
                 assert inc["action"], inc
                 detail = client.get(f"/incidents/{inc['incident_id']}").json()
                 assert r["alert"]["alert_id"] in [m["alert_id"] for m in detail["members"]]
-            causes = {r["run"]: r["incident_cause"] for r in report["incidents"]}
-            assert causes["connection-storm"] == "CONNECTION_STORM"
+            # the causes the runs state (a storm; KIP-291 off on real Kafka): the demo put each down to it
+            stated = [(r["run"], r["incident_cause"], r["expected_cause"]) for r in report["incidents"]
+                      if r["expected_cause"]]
+            assert {run for run, _, _ in stated} >= {"connection-storm", "kafka-produce-backlog-without-control-plane"}
+            assert [s for s in stated if s[1] != s[2]] == [], stated
             assert not [a for a in by_id.values() if a["cluster"] == "healthy"]
     finally:
         api.stop()
