@@ -194,9 +194,16 @@ def _worst(alerts: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
     return max(alerts, key=lambda a: (SEVERITY_RANK.get(a["severity"] or "", 0), a["value"] or 0.0))
 
 
+# Causes that are the consequence of others rather than an alternative to them: saturated handler or network
+# threads go with a queue that fills, a handler that is slow, a storm of connections. Members showing them do not
+# "point elsewhere".
+_SYMPTOMS = frozenset({IncidentCause.BROKER_SATURATED})
+
+
 def _cause(members: Sequence[Mapping[str, Any]]) -> tuple[CauseRule, Mapping[str, Any], list[tuple[str, str]]]:
     """The first rule a member shows and that member (the worst of them: severity, then value); and the other
-    causes members show (cause, alert id), the catch-all left out: witnesses that point elsewhere."""
+    causes members show (cause, alert id), the catch-all and mere symptoms (_SYMPTOMS) left out: witnesses that
+    point elsewhere."""
     shown = [(rule, [a for a in members if rule.shows(a)]) for rule in CAUSE_RULES[:-1]]
     shown = [(rule, alerts) for rule, alerts in shown if alerts]
     if not shown:
@@ -204,7 +211,7 @@ def _cause(members: Sequence[Mapping[str, Any]]) -> tuple[CauseRule, Mapping[str
     rule, alerts = shown[0]
     others: dict[str, str] = {}
     for r, al in shown[1:]:
-        if r.cause != rule.cause and r.cause.value not in others:
+        if r.cause != rule.cause and r.cause not in _SYMPTOMS and r.cause.value not in others:
             others[r.cause.value] = _worst(al)["alert_id"]
     return rule, _worst(alerts), list(others.items())
 
@@ -236,6 +243,11 @@ def _impact(members: Sequence[Mapping[str, Any]]) -> str | None:
         out.append(f"leadership changes waited up to {(slow[0]['value'] or 0.0) / 1000:.1f} s"
                    + (f" ({parts} partitions in {len(slow)} request{'s' if len(slow) != 1 else ''})" if parts
                       else ""))
+    queued = worst(_T.CONTROL_REQUEST_QUEUED_BEHIND_DATA) + worst(_T.CONTROL_REQUEST_QUEUE_DELAY)
+    if queued:
+        top = max(a["value"] or 0.0 for a in queued)
+        out.append(f"control requests waited up to {top / 1000:.1f} s in the broker's request queue: its leadership "
+                   "and metadata changes came that much late")
     stale = worst(_T.DELAYED_UPDATE_METADATA)
     if stale:
         out.append(f"the broker's clients saw stale metadata for up to {(stale[0]['value'] or 0.0) / 1000:.1f} s")

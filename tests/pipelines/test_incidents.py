@@ -32,7 +32,10 @@ def test_one_saturated_broker_pages_once_as_control_requests_queued_behind_data(
               alert("CONTROL_REQUEST_QUEUED_BEHIND_DATA", start_s=20, severity="critical", value=48_000.0),
               alert("DELAYED_LEADER_AND_ISR", start_s=40, seen_s=50, value=48_900.0, partitions=6)]
     (inc,) = group_incidents(alerts, RESOLVE_AFTER)
-    assert inc["impact"] == "leadership changes waited up to 48.9 s (6 partitions in 1 request)"
+    assert inc["impact"] == ("leadership changes waited up to 48.9 s (6 partitions in 1 request); control requests "
+                             "waited up to 48.0 s in the broker's request queue: its leadership and metadata changes "
+                             "came that much late")
+    assert "other_causes" not in json.loads(inc["evidence"])  # saturated threads are what fills a queue, no other cause
     assert inc["cause"] == IncidentCause.QUEUED_BEHIND_DATA
     assert (inc["alerts"], inc["severity"], inc["status"], inc["started_at"]) == (5, "critical", "open", T0)
     assert inc["summary"].startswith("control requests waited in the request queue behind data requests. "
