@@ -30,6 +30,9 @@ log = logging.getLogger(__name__)
 
 # Alerts per POST: Alertmanager accepts large lists, but a bounded body keeps one round's request small.
 MAX_ALERTS_PER_POST = 500
+# An open alert waits this long for its incident before it is pushed without the incident's label: the alert
+# writer writes the incident right after the alert (milliseconds), a push round comes every push_interval_s.
+INCIDENT_WAIT_S = 30.0
 # One POST may take this long before the round gives up (and retries next round).
 POST_TIMEOUT_S = 5.0
 _COLUMNS = [c for c in ALERTS.names if c != "evidence"]
@@ -55,6 +58,7 @@ class AlertPusher:
         self.url = push_url(settings.alertmanager_url)
         self._client = client or httpx.AsyncClient(timeout=POST_TIMEOUT_S)
         self._known: dict[str, str] | None = None
+        self._held: dict[str, float] = {}  # open alert id -> when it was first held back waiting for its incident
         self._last_resend = 0.0
         self.pushed = 0  # alerts delivered so far (for tests and logs)
 
@@ -84,9 +88,7 @@ class AlertPusher:
         rows: list[dict[str, Any]] = [{**r, "incident_id": (index or {}).get(r["alert_id"])}
                                       for r in snap.select(_COLUMNS).to_pylist()]
         if index is not None:
-            # an open alert written a moment before its incident: pushed next round, with its incident's label
-            # (pushed now without it, the label would come later and Alertmanager would page it twice)
-            rows = [r for r in rows if r["incident_id"] is not None or r.get("status") != "open"]
+            rows = self._hold_for_incidents(rows, time.monotonic())
         now_mono = time.monotonic()
         resend = now_mono - self._last_resend >= self.settings.resend_interval_s
         plan = plan_push(self._known, rows, resend_all_open=resend)
@@ -97,6 +99,26 @@ class AlertPusher:
             self._last_resend = now_mono
         self.pushed += len(plan.send)
         return len(plan.send)
+
+    def _hold_for_incidents(self, rows: list[dict[str, Any]], now: float) -> list[dict[str, Any]]:
+        """The rows to push now: an open alert written a moment before its incident waits for it (pushed without
+        its label, the label would come later and Alertmanager would page it twice), at most INCIDENT_WAIT_S; then
+        it goes without the label (logged): a page late by seconds beats none when incidents are not written."""
+        out: list[dict[str, Any]] = []
+        waiting: dict[str, float] = {}
+        for r in rows:
+            aid = str(r["alert_id"])
+            if r["incident_id"] is not None or r.get("status") != "open":
+                out.append(r)
+                continue
+            since = self._held.get(aid, now)
+            if now - since < INCIDENT_WAIT_S:
+                waiting[aid] = since
+                continue
+            log.warning("alert %s pushed without its incident: none written after %.0f s", aid, now - since)
+            out.append(r)
+        self._held = waiting
+        return out
 
     async def _post(self, alerts: list[Mapping[str, Any]]) -> bool:
         now = datetime.now(UTC)

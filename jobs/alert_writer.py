@@ -91,14 +91,14 @@ class AlertWriter:
 
     def _incidents(self, rows: list[dict[str, Any]], batch_id: int) -> None:
         """Regroup the incidents around the alert rows written; a failure is logged, never the batch's: the alerts
-        are committed, and the next write of these brokers' alerts regroups them again."""
+        are committed, and the next write of these brokers' alerts regroups them (their open incidents included)."""
         if not rows:
             return
         try:
             self.incidents.write(rows, batch_id)
         except Exception as exc:
-            log.warning("%s batch %d: incidents not regrouped (%s: %s); the next alerts write does it",
-                        self.merger.app_id, batch_id, type(exc).__name__, exc)
+            log.warning("%s batch %d: incidents not regrouped (%s: %s); the next alerts write of those brokers "
+                        "does it", self.merger.app_id, batch_id, type(exc).__name__, exc, exc_info=True)
 
     def _lifecycle(self, open_alerts: list[dict[str, Any]], cands: list[Candidate],
                    watermark: dt.datetime | Mapping[str, dt.datetime] | None) -> list[dict[str, Any]]:

@@ -101,14 +101,14 @@ CAUSE_RULES: tuple[CauseRule, ...] = (
               "a leader was elected from outside the ISR: acknowledged messages may be lost",
               f"Find the partitions in the controller's log; keep unclean.leader.election.enable off where data "
               f"matters ({_DOCS}#topicconfigs_unclean.leader.election.enable)"),
-    CauseRule(_C.BROKER_FENCED, _of(_T.BROKER_FENCED),
-              "the active controller fenced the broker: no heartbeat of it arrived within its session",
-              f"Check the broker was alive (GC log, CPU) and the controller's event queue; the session is "
-              f"broker.session.timeout.ms ({_DOCS}#brokerconfigs_broker.session.timeout.ms)"),
     CauseRule(_C.CONTROLLER_OVERLOADED, _of(_T.BROKER_HEARTBEAT_TIMEOUT),
               "the controller's overloaded event queue timed out the broker's heartbeats (KAFKA-15019)",
               f"Find what fills the controller's event queue (large reassignments, topic creations); give "
               f"controllers dedicated hosts ({_DOCS}#kraft)"),
+    CauseRule(_C.BROKER_FENCED, _of(_T.BROKER_FENCED),
+              "the active controller fenced the broker: no heartbeat of it arrived within its session",
+              f"Check the broker was alive (GC log, CPU) and the controller's event queue; the session is "
+              f"broker.session.timeout.ms ({_DOCS}#brokerconfigs_broker.session.timeout.ms)"),
     CauseRule(_C.QUORUM_UNSTABLE, _of(_T.QUORUM_UNSTABLE),
               "the controller quorum keeps electing new active controllers",
               f"Give controllers unloaded hosts; check their GC pauses and controller.quorum.fetch.timeout.ms "
@@ -243,11 +243,17 @@ def _impact(members: Sequence[Mapping[str, Any]]) -> str | None:
         out.append(f"leadership changes waited up to {(slow[0]['value'] or 0.0) / 1000:.1f} s"
                    + (f" ({parts} partitions in {len(slow)} request{'s' if len(slow) != 1 else ''})" if parts
                       else ""))
-    queued = worst(_T.CONTROL_REQUEST_QUEUED_BEHIND_DATA) + worst(_T.CONTROL_REQUEST_QUEUE_DELAY)
-    if queued:
-        top = max(a["value"] or 0.0 for a in queued)
+    # the request log's and RequestMetrics' forms measure ms; the metric form without them a queue length
+    waited = [a for a in worst(_T.CONTROL_REQUEST_QUEUED_BEHIND_DATA) + worst(_T.CONTROL_REQUEST_QUEUE_DELAY)
+              if "cp_series" not in _latest(a)]
+    if waited:
+        top = max(a["value"] or 0.0 for a in waited)
         out.append(f"control requests waited up to {top / 1000:.1f} s in the broker's request queue: its leadership "
                    "and metadata changes came that much late")
+    full = [a for a in worst(_T.CONTROL_REQUEST_QUEUE_DELAY) if "cp_series" in _latest(a)]
+    if full and not waited:
+        out.append(f"the request queue every control request shares held at least {full[0]['value'] or 0:.0f} "
+                   "requests: leadership and metadata changes on this broker queued behind them")
     stale = worst(_T.DELAYED_UPDATE_METADATA)
     if stale:
         out.append(f"the broker's clients saw stale metadata for up to {(stale[0]['value'] or 0.0) / 1000:.1f} s")
@@ -313,6 +319,8 @@ def group_incidents(alerts: Iterable[Mapping[str, Any]], resolve_after: timedelt
             known = [previous[a["alert_id"]] for a in members if previous and a["alert_id"] in previous]
             iid = next((i for i in known if i not in used), None) or incident_id(cluster, broker,
                                                                                 members[0]["started_at"])
+            if iid in used:  # a split incident's second part: its own id, never another group's
+                iid = incident_id(cluster, broker, members[0]["started_at"] + timedelta(microseconds=len(used)))
             used.add(iid)
             out.append(_incident(cluster, broker, members, iid))
     return out

@@ -27,7 +27,7 @@ EXPECTED: tuple[ExpectedIncident, ...] = (
                      cause=IncidentCause.BROKER_FENCED),
     # KRaft: heartbeats wait past their deadline in the overloaded controller's queue (KAFKA-15019).
     ExpectedIncident("kraft-controller-overload", "controller-overload-started", AlertType.BROKER_HEARTBEAT_TIMEOUT,
-                     None),
+                     None, cause=IncidentCause.CONTROLLER_OVERLOADED),
     # KRaft: three pauses of the active controller, each until another voter is elected: four elections in all
     ExpectedIncident("kraft-quorum-unstable", "quorum-flapping-started", AlertType.QUORUM_UNSTABLE, None,
                      cause=IncidentCause.QUORUM_UNSTABLE),

@@ -149,3 +149,15 @@ def test_an_open_alert_is_pushed_with_its_incident_once_the_incident_is_written(
     (second,) = posts[1][1]
     assert second["annotations"]["alert_id"] == "a00002"
     assert second["labels"]["incident_id"]
+
+
+def test_an_alert_whose_incident_never_comes_is_pushed_without_it_after_the_wait() -> None:
+    from api.push import INCIDENT_WAIT_S, AlertPusher
+
+    pusher = AlertPusher.__new__(AlertPusher)  # the hold-back alone: no store, no HTTP
+    pusher._held = {}
+    waiting = {"alert_id": "a1", "status": "open", "incident_id": None}
+    grouped = {"alert_id": "a2", "status": "open", "incident_id": "i1"}
+    assert pusher._hold_for_incidents([waiting, grouped], 100.0) == [grouped]
+    assert pusher._hold_for_incidents([waiting, grouped], 100.0 + INCIDENT_WAIT_S / 2) == [grouped]
+    assert pusher._hold_for_incidents([waiting, grouped], 100.0 + INCIDENT_WAIT_S) == [waiting, grouped]

@@ -115,3 +115,42 @@ def test_an_alert_that_bridges_two_incidents_merges_them_into_the_first(tmp_path
     (merged,) = lake_rows(lake, INCIDENTS.name)
     assert merged["incident_id"] == first["incident_id"] != second["incident_id"]
     assert merged["alerts"] == 3
+
+
+def test_incremental_regrouping_matches_grouping_everything_after_every_write(tmp_path: Path) -> None:
+    """Writes touching two brokers at once, long and short alerts, resolutions, an alert arriving late with an
+    earlier start: after every write, each alert is in exactly one incident, and the incidents hold the same
+    groups as grouping every alert from scratch."""
+    from pipelines.detection.incidents import group_incidents
+    from tests.lake import pipeline_settings as settings_of
+
+    settings = settings_of(tmp_path, once=False)
+    lake = Path(settings.lake)
+    metrics = AlertWriter(settings, DetectQuery.METRIC, "test-metric-alerts", CFG)
+    latency = AlertWriter(settings, DetectQuery.LATENCY, "test-latency-alerts", CFG)
+    t = dt.datetime(2026, 11, 28, 9, 0, tzinfo=dt.UTC)
+
+    def at(minute: float) -> dt.datetime:
+        return t + dt.timedelta(minutes=minute)
+
+    def both(type_: AlertType, minute: float, brokers: tuple[int, ...] = (2, 3)) -> list[dict[str, object]]:
+        return [{**_candidate(type_, at(minute)), "broker_id": b} for b in brokers]
+
+    steps = [
+        (metrics, both(AlertType.REQUEST_QUEUE_SATURATED, 0), at(0)),
+        (metrics, both(AlertType.REQUEST_QUEUE_SATURATED, 4, (3,)), at(4)),  # broker 3's goes on
+        (metrics, both(AlertType.REQUEST_QUEUE_SATURATED, 8, (3,)), at(8)),  # broker 2's resolves (at 5)
+        (metrics, both(AlertType.REQUEST_HANDLER_SATURATED, 30), at(30)),  # broker 3's first resolves; new ones
+        (latency, both(AlertType.DELAYED_LEADER_AND_ISR, 27, (2,)), at(27)),  # late, earlier than broker 2's
+        (latency, both(AlertType.DELAYED_LEADER_AND_ISR, 31, (2, 3)), at(31)),
+        (metrics, [], at(60)),
+        (latency, [], at(60)),
+    ]
+    for batch, (writer, cands, watermark) in enumerate(steps):
+        writer.write(cands, watermark, batch)
+        alerts = lake_rows(lake, ALERTS.name)
+        incidents = lake_rows(lake, INCIDENTS.name)
+        members = [aid for i in incidents for aid in i["alert_ids"].split(",")]
+        assert sorted(members) == sorted(a["alert_id"] for a in alerts), batch  # each alert once
+        want = {frozenset(i["alert_ids"].split(",")) for i in group_incidents(alerts, dt.timedelta(seconds=300))}
+        assert {frozenset(i["alert_ids"].split(",")) for i in incidents} == want, batch

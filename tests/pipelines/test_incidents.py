@@ -112,3 +112,17 @@ def test_a_fencing_explains_the_slow_requests_around_it() -> None:
     alerts = [alert("DELAYED_LEADER_AND_ISR", broker_queue_ms=10.0, local_ms=12_000.0),
               alert("BROKER_FENCED", start_s=2, severity="critical")]
     assert group_incidents(alerts, RESOLVE_AFTER)[0]["cause"] == IncidentCause.BROKER_FENCED
+
+
+def test_a_fencing_after_heartbeats_timed_out_in_the_controllers_queue_is_the_controllers_overload() -> None:
+    (inc,) = group_incidents([alert("BROKER_HEARTBEAT_TIMEOUT"), alert("BROKER_FENCED", start_s=9)], RESOLVE_AFTER)
+    assert inc["cause"] == IncidentCause.CONTROLLER_OVERLOADED
+    assert [o["cause"] for o in json.loads(inc["evidence"])["other_causes"]] == ["BROKER_FENCED"]
+    assert inc["impact"] == "the broker's partitions moved away while it was fenced"
+
+
+def test_the_queue_length_form_of_the_queue_delay_is_no_wait_in_seconds() -> None:
+    queue = alert("CONTROL_REQUEST_QUEUE_DELAY", value=480.0, cp_series=0, vmin=480.0)  # RequestQueueSize >= 480
+    assert group_incidents([queue], RESOLVE_AFTER)[0]["impact"] == (
+        "the request queue every control request shares held at least 480 requests: leadership and metadata "
+        "changes on this broker queued behind them")
