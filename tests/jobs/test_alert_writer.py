@@ -36,6 +36,13 @@ def test_a_writer_resolves_only_its_own_types_on_the_same_broker_and_listener(tm
     assert [a["alert_id"] for a in logs.open_alerts()] == [log_form["alert_id"]]
 
 
+def _writers(tmp_path: Path) -> tuple[Path, AlertWriter, AlertWriter]:
+    """A lake and the metric and latency queries' alert writers over it."""
+    settings = pipeline_settings(tmp_path, once=False)
+    return (Path(settings.lake), AlertWriter(settings, DetectQuery.METRIC, "test-metric-alerts", CFG),
+            AlertWriter(settings, DetectQuery.LATENCY, "test-latency-alerts", CFG))
+
+
 def _candidate(type_: AlertType, ts: dt.datetime, **evidence: float) -> dict[str, object]:
     return {"type": type_.value, "severity": "warning", "cluster": "c1", "broker_id": 2, "listener": None, "ts": ts,
             "value": 1.0, "threshold": 1.0, "summary": f"{type_.value} on broker 2",
@@ -45,10 +52,7 @@ def _candidate(type_: AlertType, ts: dt.datetime, **evidence: float) -> dict[str
 def test_the_writers_alerts_of_one_broker_become_one_incident_that_resolves_with_them(tmp_path: Path) -> None:
     """A metric alert and a latency alert on the same broker, written by their two writers, are one incident (its
     cause from the slow request's breakdown); when both resolve, so does the incident."""
-    settings = pipeline_settings(tmp_path, once=False)
-    lake = Path(settings.lake)
-    metrics = AlertWriter(settings, DetectQuery.METRIC, "test-metric-alerts", CFG)
-    latency = AlertWriter(settings, DetectQuery.LATENCY, "test-latency-alerts", CFG)
+    lake, metrics, latency = _writers(tmp_path)
     t = dt.datetime(2026, 11, 28, 9, 0, tzinfo=dt.UTC)
     assert metrics.write([_candidate(AlertType.REQUEST_HANDLER_SATURATED, t)], t, 0) == 1
     slow = _candidate(AlertType.DELAYED_LEADER_AND_ISR, t + dt.timedelta(seconds=20), broker_queue_ms=56.0,
@@ -68,10 +72,7 @@ def test_the_writers_alerts_of_one_broker_become_one_incident_that_resolves_with
 
 
 def test_an_earlier_alert_arriving_late_joins_the_incident_which_keeps_its_id(tmp_path: Path) -> None:
-    settings = pipeline_settings(tmp_path, once=False)
-    lake = Path(settings.lake)
-    metrics = AlertWriter(settings, DetectQuery.METRIC, "test-metric-alerts", CFG)
-    latency = AlertWriter(settings, DetectQuery.LATENCY, "test-latency-alerts", CFG)
+    lake, metrics, latency = _writers(tmp_path)
     t = dt.datetime(2026, 11, 28, 9, 0, tzinfo=dt.UTC)
     metrics.write([_candidate(AlertType.REQUEST_QUEUE_SATURATED, t + dt.timedelta(seconds=60))], t, 0)
     (first,) = lake_rows(lake, INCIDENTS.name)
@@ -85,9 +86,7 @@ def test_an_earlier_alert_arriving_late_joins_the_incident_which_keeps_its_id(tm
 def test_incidents_of_alerts_days_old_group_as_live_ones_and_other_clusters_stay(tmp_path: Path) -> None:
     """A backfill's alerts (event time days behind the clock) resolve into their incident, not out of it; a write
     for one cluster leaves the other clusters' incidents alone."""
-    settings = pipeline_settings(tmp_path, once=False)
-    lake = Path(settings.lake)
-    metrics = AlertWriter(settings, DetectQuery.METRIC, "test-metric-alerts", CFG)
+    lake, metrics, _ = _writers(tmp_path)
     t = dt.datetime(2024, 3, 1, 9, 0, tzinfo=dt.UTC)
     metrics.write([_candidate(AlertType.REQUEST_QUEUE_SATURATED, t)], t, 0)
     other = {**_candidate(AlertType.ACCEPTOR_BLOCKED, t), "cluster": "c2"}
@@ -98,10 +97,7 @@ def test_incidents_of_alerts_days_old_group_as_live_ones_and_other_clusters_stay
 
 
 def test_an_alert_that_bridges_two_incidents_merges_them_into_the_first(tmp_path: Path) -> None:
-    settings = pipeline_settings(tmp_path, once=False)
-    lake = Path(settings.lake)
-    metrics = AlertWriter(settings, DetectQuery.METRIC, "test-metric-alerts", CFG)
-    latency = AlertWriter(settings, DetectQuery.LATENCY, "test-latency-alerts", CFG)
+    lake, metrics, latency = _writers(tmp_path)
     t = dt.datetime(2026, 11, 28, 9, 0, tzinfo=dt.UTC)
     metrics.write([_candidate(AlertType.REQUEST_QUEUE_SATURATED, t)], t, 0)
     metrics.write([], t + dt.timedelta(minutes=6), 1)  # resolves at t + 5 min
@@ -122,12 +118,8 @@ def test_incremental_regrouping_matches_grouping_everything_after_every_write(tm
     earlier start: after every write, each alert is in exactly one incident, and the incidents hold the same
     groups as grouping every alert from scratch."""
     from pipelines.detection.incidents import group_incidents
-    from tests.lake import pipeline_settings as settings_of
 
-    settings = settings_of(tmp_path, once=False)
-    lake = Path(settings.lake)
-    metrics = AlertWriter(settings, DetectQuery.METRIC, "test-metric-alerts", CFG)
-    latency = AlertWriter(settings, DetectQuery.LATENCY, "test-latency-alerts", CFG)
+    lake, metrics, latency = _writers(tmp_path)
     t = dt.datetime(2026, 11, 28, 9, 0, tzinfo=dt.UTC)
 
     def at(minute: float) -> dt.datetime:
