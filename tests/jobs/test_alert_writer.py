@@ -8,6 +8,7 @@ from pathlib import Path
 
 from jobs.alert_writer import AlertWriter
 from pipelines.detection.config import DetectionConfig
+from pipelines.detection.incidents import group_incidents
 from schemas.alerts import AlertType, DetectQuery
 from schemas.tables import ALERTS, INCIDENTS
 from tests.api.lake import T0, alert, write
@@ -117,8 +118,6 @@ def test_incremental_regrouping_matches_grouping_everything_after_every_write(tm
     """Writes touching two brokers at once, long and short alerts, resolutions, an alert arriving late with an
     earlier start: after every write, each alert is in exactly one incident, and the incidents hold the same
     groups as grouping every alert from scratch."""
-    from pipelines.detection.incidents import group_incidents
-
     lake, metrics, latency = _writers(tmp_path)
     t = dt.datetime(2026, 11, 28, 9, 0, tzinfo=dt.UTC)
 
