@@ -16,7 +16,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api.alertmanager import plan_push
-from api.push import push_url
+from api.push import INCIDENT_WAIT_S, AlertPusher, push_url
 from tests.api.conftest import AUTH, ClientFactory
 from tests.api.lake import ALERTS, INCIDENTS, T0, alert, incidents, write
 from tests.polling import wait_until
@@ -152,8 +152,6 @@ def test_an_open_alert_is_pushed_with_its_incident_once_the_incident_is_written(
 
 
 def test_an_alert_whose_incident_never_comes_is_pushed_without_it_after_the_wait() -> None:
-    from api.push import INCIDENT_WAIT_S, AlertPusher
-
     pusher = AlertPusher.__new__(AlertPusher)  # the hold-back alone: no store, no HTTP
     pusher._held = {}
     waiting = {"alert_id": "a1", "status": "open", "incident_id": None}

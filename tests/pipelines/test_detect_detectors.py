@@ -16,7 +16,13 @@ import pytest
 
 from pipelines.detection.config import DetectionConfig
 from pipelines.detection.kraft_detectors import ELECTION_COLUMNS, kraft_candidates
-from pipelines.detection.latency_detectors import latency_candidates, log_candidates, state_change_spans, time_split
+from pipelines.detection.latency_detectors import (
+    detect_delayed_leader_and_isr,
+    latency_candidates,
+    log_candidates,
+    state_change_spans,
+    time_split,
+)
 from pipelines.detection.metric_detectors import metric_candidates, metric_windows
 from schemas.tables import CONTROL_REQUEST_LATENCY, METRIC_SAMPLES, REQUEST_EVENTS, STATE_CHANGE_EVENTS
 
@@ -350,8 +356,6 @@ def test_delayed_leader_and_isr_summary_is_actionable(found):
 def test_a_slow_handler_behind_a_working_control_plane_says_so():
     """Apache Kafka 3.9 with control.plane.listener.name: the request log shows 56 ms queued, 9.85 s in the handler
     (a topic creation on a saturated machine): the alert says where the time went, and that the queue was short."""
-    from pipelines.detection.latency_detectors import detect_delayed_leader_and_isr
-
     r = {**dict(zip(CONTROL_REQUEST_LATENCY.names, lat("kip291", e2e=9913.0, proc=9860.0, lock=None), strict=True)),
          "broker_queue_ms": 56.0, "local_ms": 9854.0, "remote_ms": 0.0, "response_queue_ms": 0.1,
          "response_send_ms": 0.2, "served_ms": 9911.0, "listener": "CONTROLLER",
@@ -366,8 +370,6 @@ def test_a_slow_handler_behind_a_working_control_plane_says_so():
 def test_delayed_leader_and_isr_leaves_out_the_wait_behind_the_previous_request():
     """A LeaderAndIsr queued 9.5 s at the controller behind the broker's previous request, 130 ms at the broker: the
     previous request's alert has the 9.5 s; this one is under the threshold."""
-    from pipelines.detection.latency_detectors import detect_delayed_leader_and_isr
-
     rows = [dict(zip(CONTROL_REQUEST_LATENCY.names, lat("behind", e2e=9623.0, proc=124.0, cq=9493.0), strict=True)),
             dict(zip(CONTROL_REQUEST_LATENCY.names, lat("alone", e2e=9623.0, proc=9617.0), strict=True))]
     frame = pl.from_arrow(pa.Table.from_pylist(rows, schema=CONTROL_REQUEST_LATENCY.to_arrow()))
