@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from jobs.io.delta_sink import DeltaMerger
-from pipelines.detection.incidents import group_incidents
+from pipelines.detection.incidents import group_incidents, live_end
 from schemas.alerts import AlertStatus
 from schemas.lake_read import LatestTable
 from schemas.tables import INCIDENTS
@@ -55,9 +55,7 @@ class IncidentWriter:
         self.incidents = LatestTable(self.path, INCIDENTS.to_arrow())
 
     def _end(self, r: dict[str, Any]) -> dt.datetime:
-        """An alert's or an incident's live end: resolved_at, else last seen plus the hysteresis."""
-        end: dt.datetime = r.get("resolved_at") or (r.get("last_seen_at") or r["started_at"]) + self.resolve_after
-        return end
+        return live_end(r, self.resolve_after)
 
     def _keys_where(self, keys: list[tuple[str, int | None]]) -> pc.Expression:
         brokers = sorted({b for _, b in keys if b is not None})

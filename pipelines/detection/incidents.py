@@ -34,7 +34,7 @@ from typing import Any
 from pipelines.detection.lifecycle import SEVERITY_RANK
 from schemas.alerts import AlertStatus, AlertType, IncidentCause
 
-__all__ = ["CAUSE_RULES", "CauseRule", "group_incidents", "incident_id"]
+__all__ = ["CAUSE_RULES", "CauseRule", "group_incidents", "incident_id", "live_end"]
 
 _T, _C = AlertType, IncidentCause
 _DOCS = "https://kafka.apache.org/documentation/"
@@ -168,7 +168,8 @@ def incident_id(cluster: str, broker_id: int | None, started_at: datetime) -> st
     return hashlib.sha1(raw.encode()).hexdigest()[:20]
 
 
-def _end(a: Mapping[str, Any], resolve_after: timedelta) -> datetime:
+def live_end(a: Mapping[str, Any], resolve_after: timedelta) -> datetime:
+    """Until when an alert (or an incident) is live: its resolved_at, else its last sighting plus the hysteresis."""
     if a["status"] == AlertStatus.resolved.value and a.get("resolved_at") is not None:
         end: datetime = a["resolved_at"]
         return end
@@ -185,7 +186,7 @@ def _spans(alerts: Sequence[Mapping[str, Any]], resolve_after: timedelta) -> lis
             groups.append([])
             group_end = None
         groups[-1].append(a)
-        end = _end(a, resolve_after)
+        end = live_end(a, resolve_after)
         group_end = end if group_end is None else max(group_end, end)
     return groups
 
