@@ -87,6 +87,7 @@ class Signal(StrEnum):
     RaftCurrentEpoch = "RaftCurrentEpoch"
     RaftCurrentLeader = "RaftCurrentLeader"
     RaftCommitLatencyAvg = "RaftCommitLatencyAvg"
+    ProcessStartTimeSeconds = "ProcessStartTimeSeconds"
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,8 @@ class KafkaMetric:
     @property
     def mbean(self) -> str:
         """The MBean name without per-instance tags (`kafka.network:type=RequestChannel,name=RequestQueueSize`)."""
+        if not self.type:  # not an MBean: the exporter's own metric (process_start_time_seconds)
+            return f"{self.domain}_{self.name}"
         if self.kind == "kafka":
             return f"{self.domain}:type={self.type}"
         return f"{self.domain}:type={self.type},name={self.name}"
@@ -271,4 +274,8 @@ SOURCES: dict[Signal, KafkaMetric] = {
                                       "KRaft: the metadata quorum's leader as this node sees it (-1: none)"),
     _S.RaftCommitLatencyAvg: KafkaMetric(_SRV, "raft-metrics", "commit-latency-avg", "kafka", "ms",
                                          "KRaft: average time to commit a metadata record"),
+    # not an MBean: jmx_exporter's process collector (`process_start_time_seconds`, exported beside every rule set);
+    # it tells a broker's incarnations apart and how young each is (metric_detectors.WINDOWED_RATE_WARMUP_S)
+    _S.ProcessStartTimeSeconds: KafkaMetric("process", "", "start_time_seconds", "gauge", "s since the Unix epoch",
+                                            "when the broker's JVM started (jmx_exporter's process collector)"),
 }

@@ -32,6 +32,7 @@ a young meter's OneMinuteRate is 0 until its first 5-second tick).
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -139,8 +140,24 @@ METRIC_RULES: dict[str, MetricRule] = {r.alert_type: r for r in (
     MetricRule(AlertType.LEADER_ELECTED_FROM_ELR, (_S.ElectionFromEligibleLeaderReplicasPerSec,), "max", "events",
                "leader election from eligible leader replicas (KIP-966)"),
 )}
+# Kafka's windowed rates divide by at least (metrics.num.samples - 1) x metrics.sample.window.ms (30 s with Kafka's
+# defaults) however young the metric is (org.apache.kafka.common.metrics.stats.Rate.windowSize), so for its first
+# 30 s a ratio reads idle x age / (age + 30 s): NetworkProcessorAvgIdlePercent (the processors' io-wait-ratio)
+# climbs from near 0 after every broker start (Apache Kafka 4.4.0 under light load: 0.13, 0.23, ... 0.46 over 25 s,
+# then 0.96 at once; two NETWORK_PROCESSOR_SATURATED alerts on a healthy cluster). The processors are created
+# during startup, seconds after the JVM (11-16 s here, 2 cores under load), so a sample of these signals within
+# WINDOWED_RATE_WARMUP_S of its broker's process start (jmx_exporter's process_start_time_seconds, scraped with it)
+# measures nothing yet. 60 s: the 30 s window and 30 s of startup. A ZooKeeper-mode broker recovering its logs
+# creates its processors only after the recovery: its first minutes of ratios may still read low.
+WINDOWED_RATE_WARMUP_S = 60.0
+WINDOWED_RATE_SIGNALS: tuple[str, ...] = (_S.NetworkProcessorAvgIdlePercent.value,
+                                          _S.ControlPlaneNetworkProcessorAvgIdlePercent.value)
+_PROCESS_START = _S.ProcessStartTimeSeconds.value
+# how far back a process-start sample vouches for a later sample of its broker: one scrape at the longest interval
+# detection reads (DetectionConfig.max_scrape_interval_s), and its jitter
+MAX_START_AGE_S = 75.0
 DETECTION_SIGNALS: tuple[str, ...] = tuple(sorted({s.value for r in METRIC_RULES.values() for s in r.signals}
-                                                  | set(REQUEST_METRIC_SIGNALS)))
+                                                  | set(REQUEST_METRIC_SIGNALS) | {_PROCESS_START}))
 
 # Idle meters (Yammer, ns): a meter that was never marked has Count 0 and every rate 0 (rates only move at the first
 # 5-second tick), which reads as "never idle" for a broker that just (re)started. A live idle meter is never exactly 0
@@ -179,7 +196,27 @@ def detection_samples(samples: pl.DataFrame) -> pl.DataFrame:
     src = src.with_columns(sig=series_key())
     unmeasured = (pl.col("sig").is_in(IDLE_METERS)
                   & pl.col("attribute").fill_null("").str.to_lowercase().is_in(METER_ATTRIBUTES) & (v == 0.0))
-    return src.filter(~unmeasured)
+    return _without_warmup(src.filter(~unmeasured))
+
+
+def _without_warmup(src: pl.DataFrame) -> pl.DataFrame:
+    """`src` without the process-start samples and without the WINDOWED_RATE_SIGNALS samples taken within
+    WINDOWED_RATE_WARMUP_S of their broker's process start (the newest start sampled by then, within one scrape
+    interval; a broker whose exporter gives no start keeps every sample)."""
+    is_start = pl.col("signal") == _PROCESS_START
+    starts = (src.filter(is_start).select("cluster", "broker_id", "ts", _started=pl.col("value"))
+              .unique().sort("ts"))
+    rest = src.filter(~is_start)
+    rated = pl.col("signal").is_in(WINDOWED_RATE_SIGNALS)
+    if starts.is_empty() or rest.filter(rated).is_empty():
+        return rest
+    tagged = (rest.with_row_index("_row").sort("ts")
+              .join_asof(starts, on="ts", by=["cluster", "broker_id"], strategy="backward",
+                         tolerance=dt.timedelta(seconds=MAX_START_AGE_S))
+              .sort("_row"))
+    age_s = pl.col("ts").dt.epoch("us").cast(pl.Float64) / 1e6 - pl.col("_started")
+    young = rated & (age_s < WINDOWED_RATE_WARMUP_S).fill_null(False)
+    return tagged.filter(~young).drop("_row", "_started")
 
 
 def window_length_us(cfg: DetectionConfig, interval_us: pl.Expr | None = None) -> pl.Expr:

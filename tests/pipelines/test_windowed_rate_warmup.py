@@ -1,0 +1,72 @@
+"""A young broker's windowed-rate ratios: NetworkProcessorAvgIdlePercent reads idle x age / (age + 30 s) for the
+first 30 s of its network processors (Kafka's Rate divides by at least one full sample window), so detection leaves
+out those samples within WINDOWED_RATE_WARMUP_S of the broker's process start (jmx_exporter's
+process_start_time_seconds)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pyarrow as pa
+import pytest
+
+from pipelines.detection.config import DetectionConfig
+from pipelines.detection.metric_detectors import WINDOWED_RATE_WARMUP_S, metric_candidates, metric_windows
+from schemas.alerts import AlertType
+from schemas.signals import Signal
+from schemas.tables import METRIC_SAMPLES
+
+CFG = DetectionConfig()
+STARTED = dt.datetime(2026, 11, 28, 16, 1, 3, tzinfo=dt.UTC)
+# seen on Apache Kafka 4.4.0: the network processors' metrics exist 14 s after the JVM started
+PROCESSORS_AFTER_S = 14.0
+KAFKA_MIN_WINDOW_S = 30.0
+
+
+def reported_idle(true_idle: float, since_start_s: float) -> float:
+    """What Kafka's gauge reports `since_start_s` after the JVM started, its processors `true_idle` idle."""
+    age = since_start_s - PROCESSORS_AFTER_S
+    return true_idle * age / (age + KAFKA_MIN_WINDOW_S) if age < KAFKA_MIN_WINDOW_S else true_idle
+
+
+def scrapes(true_idle: float, interval_s: float, *, with_start: bool = True, started: dt.datetime = STARTED,
+            first_s: float = 16.0, last_s: float = 150.0) -> pa.Table:
+    rows = []
+    t = first_s
+    while t <= last_s:
+        at = STARTED + dt.timedelta(seconds=t)
+        src = "http://127.0.0.1:9404/metrics"
+        series = [(Signal.NetworkProcessorAvgIdlePercent.value, reported_idle(true_idle, (at - started).total_seconds()))]
+        if with_start:
+            series.append((Signal.ProcessStartTimeSeconds.value, started.timestamp()))
+        for signal, value in series:
+            rows.append({"cluster": "ops", "broker_id": 2, "ts": at, "signal": signal, "attribute": "Value",
+                         "value": value, "source": src, "source_offset": len(rows), "date": at.date()})
+        t += interval_s
+    return pa.Table.from_pylist([{n: r.get(n) for n in METRIC_SAMPLES.names} for r in rows], METRIC_SAMPLES.to_arrow())
+
+
+def saturated(tbl: pa.Table) -> list[dict[str, object]]:
+    return [c for c in metric_candidates(metric_windows(tbl, CFG), CFG)
+            if c["type"] == AlertType.NETWORK_PROCESSOR_SATURATED]
+
+
+@pytest.mark.parametrize("interval_s", [5.0, 15.0])
+def test_the_warmup_of_a_healthy_young_broker_is_not_saturation(interval_s: float) -> None:
+    assert saturated(scrapes(0.96, interval_s, with_start=False)), "the warm-up reads as saturation unless removed"
+    assert saturated(scrapes(0.96, interval_s)) == []
+
+
+@pytest.mark.parametrize("interval_s", [5.0, 15.0, 30.0])
+def test_a_saturated_young_broker_fires_once_warmed_up(interval_s: float) -> None:
+    found = saturated(scrapes(0.1, interval_s))
+    assert found
+    warm = STARTED + dt.timedelta(seconds=WINDOWED_RATE_WARMUP_S)
+    assert all(c["ts"] >= warm for c in found)
+
+
+def test_an_old_incarnation_is_judged_from_its_first_sample() -> None:
+    """A broker started an hour before the pipeline first scrapes it: nothing of its samples is left out."""
+    old = STARTED - dt.timedelta(hours=1)
+    found = saturated(scrapes(0.1, 5.0, started=old, first_s=16.0, last_s=60.0))
+    assert found and min(c["ts"] for c in found) < STARTED + dt.timedelta(seconds=WINDOWED_RATE_WARMUP_S)
