@@ -1,7 +1,7 @@
 """`planewatch scenario NAME [--dir DIR]`: run one incident of the seeds on a fresh reference cluster.
 
     planewatch scenario healthy|produce-backlog|connection-storm|fetcher-lock|broker-bounce|controller-failover
-    planewatch scenario metadata-lag|broker-fenced|controller-overload|quorum-unstable --kafka 4.4.0
+    planewatch scenario metadata-lag|broker-fenced|controller-overload|quorum-unstable|elections --kafka 4.4.0
 
 Each scenario starts its own cluster under ``DIR`` (default ``var/scenario/NAME``), is bounded in time, stops the
 cluster at the end, and prints what it did and when as JSON lines (also appended to ``DIR/scenario-NAME.jsonl``,
@@ -11,7 +11,8 @@ produce-backlog-with-control-plane, produce-backlog-without-control-plane, fetch
 
 ``--kafka VERSION`` runs the scenario on Apache Kafka itself (``planewatch.kafka.scenarios``): healthy, the two
 produce-backlog halves, connection-storm, broker-bounce and controller-failover in ZooKeeper mode (below 4.0),
-metadata-lag, broker-fenced, controller-overload and quorum-unstable on KRaft (4.x, or ``--kraft``). fetcher-lock
+metadata-lag, broker-fenced, controller-overload, quorum-unstable and elections on KRaft (4.x, or ``--kraft``; elections
+needs 4.1+'s eligible leader replicas). fetcher-lock
 (KAFKA-6974's async fetcher) and the cacheable UpdateMetadata exist on the reference broker only.
 """
 
@@ -28,9 +29,9 @@ if TYPE_CHECKING:
     from broker.scenarios.base import Timeline
 
 NAMES = ("healthy", "produce-backlog", "connection-storm", "fetcher-lock", "broker-bounce", "controller-failover",
-         "metadata-lag", "broker-fenced", "controller-overload", "quorum-unstable")
+         "metadata-lag", "broker-fenced", "controller-overload", "quorum-unstable", "elections")
 # The scenarios of KRaft's own mechanisms: Apache Kafka only (planewatch.kafka.scenarios.KRAFT_ONLY).
-KRAFT_NAMES = ("metadata-lag", "broker-fenced", "controller-overload", "quorum-unstable")
+KRAFT_NAMES = ("metadata-lag", "broker-fenced", "controller-overload", "quorum-unstable", "elections")
 HALVES = ("produce-backlog-with-control-plane", "produce-backlog-without-control-plane", "fetcher-lock-locked",
           "fetcher-lock-async")
 

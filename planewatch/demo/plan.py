@@ -109,6 +109,8 @@ EXTRA_RUNS: tuple[DemoRun, ...] = (
             KAFKA_KRAFT),
     DemoRun("kraft-quorum-unstable", "KRaft on Apache Kafka: the active controller of three voters paused until "
             "another is elected, three times", "quorum-unstable", KAFKA_KRAFT),
+    DemoRun("kraft-elections", "KRaft on Apache Kafka: every broker shut down in turn and brought back: an unclean "
+            "election, then one from the eligible leader replicas (KIP-966)", "elections", KAFKA_KRAFT),
     # as operators run Kafka: its shipped log4j levels and a public exporter stack's namings
     DemoRun("kafka-connection-storm-strimzi", "KIP-402 on Apache Kafka with Strimzi's exporter namings and Kafka's "
             "shipped log4j levels", "connection-storm", KAFKA_ZK, "strimzi", "shipped"),

@@ -31,6 +31,11 @@ EXPECTED: tuple[ExpectedIncident, ...] = (
     # KRaft: three pauses of the active controller, each until another voter is elected: four elections in all
     ExpectedIncident("kraft-quorum-unstable", "quorum-flapping-started", AlertType.QUORUM_UNSTABLE, None,
                      cause=IncidentCause.QUORUM_UNSTABLE),
+    # KRaft (4.1+): a topic allowing unclean elections takes back a broker outside its ISR and ELR; the other topic
+    # waits for an eligible leader replica (KIP-966)
+    ExpectedIncident("kraft-elections", "out-of-sync-broker-started", AlertType.UNCLEAN_LEADER_ELECTION, None,
+                     cause=IncidentCause.UNCLEAN_LEADER_ELECTION),
+    ExpectedIncident("kraft-elections", "eligible-broker-started", AlertType.LEADER_ELECTED_FROM_ELR, None),
     ExpectedIncident("kafka-connection-storm", "storm-started", AlertType.ACCEPTOR_BLOCKED, "broker",
                      cause=IncidentCause.CONNECTION_STORM),
     ExpectedIncident("kafka-connection-storm-strimzi", "storm-started", AlertType.ACCEPTOR_BLOCKED, "broker",
@@ -47,6 +52,7 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "kraft-broker-fenced": _CONTROL_REQUEST_ALERTS,
     "kraft-controller-overload": _CONTROL_REQUEST_ALERTS,
     "kraft-quorum-unstable": _CONTROL_REQUEST_ALERTS,
+    "kraft-elections": _CONTROL_REQUEST_ALERTS,
     # the control plane keeps the controller's requests out of the produce backlog
     "kafka-produce-backlog-with-control-plane": _CONTROL_REQUEST_ALERTS,
     "kafka-produce-backlog-without-control-plane": (AlertType.LOCK_CONTENTION, AlertType.STALE_BROKER_EPOCH,

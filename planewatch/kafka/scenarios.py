@@ -22,6 +22,11 @@
 ``controller-overload`` (KRaft)            bursts of topic creation (thousands of partitions a request) keep the
                                            active controller's single event thread busy: broker heartbeats wait in
                                            its event queue past their deadline and time out (KAFKA-15019)
+``quorum-unstable`` (KRaft)                the active controller of three voters paused until another is elected,
+                                           three times under load
+``elections`` (KRaft, 4.1+)                every broker shut down cleanly in turn, then brought back: an unclean
+                                           election on a topic that allows it, an election from the eligible
+                                           leader replicas (KIP-966) on one that does not
 =========================================  ====================================================================
 
 KAFKA-6974's asynchronous fetcher and the cacheable UpdateMetadata were never shipped by Apache Kafka; their
@@ -91,6 +96,13 @@ OVERLOAD_TIMEOUT_S = 180.0
 QUORUM_VOTERS = 3
 QUORUM_PAUSES = 3
 QUORUM_ELECTION_TIMEOUT_S = 30.0
+# elections: two topics of three replicas with min.insync.replicas=2 (one also with unclean leader election), every
+# broker shut down cleanly one after another, then brought back: each topic's leaders come back from a broker the
+# other election kind allows. ELR (KIP-966) is on in a cluster formatted by Kafka 4.1+ (eligible.leader.replicas
+# .version=1 is the default feature level of 4.1's metadata versions and later).
+ELECTION_MIN_ISR = "2"
+ELECTION_PARTITIONS = 3
+ELECTION_TIMEOUT_S = 90.0
 _ELECTED = re.compile(r"\[QuorumController id=(\d+)\] Becoming the active controller at epoch (\d+)")
 # after the resume: the broker catches up, is unfenced and rejoins the ISR (Kafka's defaults)
 UNFENCE_TIMEOUT_S = 90.0
@@ -487,6 +499,69 @@ def quorum_unstable(d: Path, tl: Timeline, setup: KafkaSetup) -> None:
         time.sleep(KRAFT_SETTLE_S)
 
 
+def _isrs(admin: Any, topic: str) -> list[set[int]]:
+    """Each partition's ISR ([] while the metadata request fails)."""
+    from confluent_kafka import KafkaException
+
+    try:
+        return [set(p.isrs) for p in admin.list_topics(topic, timeout=10).topics[topic].partitions.values()]
+    except KafkaException:
+        return []
+
+
+def elections(d: Path, tl: Timeline, setup: KafkaSetup) -> None:
+    """KRaft (4.1+): every replica of two topics shut down cleanly, one broker after another. The last ISR member's
+    shutdown leaves each partition leaderless with an empty ISR and its last two brokers as eligible leader replicas
+    (ELR). The first broker stopped, in neither, comes back first: the topic with unclean.leader.election.enable
+    elects it at once (an unclean election: what it had not replicated is lost), the other topic waits. Then an ELR
+    member comes back and is elected leader from the ELR, nothing lost."""
+    spec = setup.spec(d / "cluster")
+    if not spec.is_kraft:
+        raise ValueError("elections needs a KRaft cluster (Kafka 4.x, or --kraft)")
+    with started(spec, tl) as cluster:
+        topics = {"elr": {"min.insync.replicas": ELECTION_MIN_ISR},
+                  "unclean": {"min.insync.replicas": ELECTION_MIN_ISR, "unclean.leader.election.enable": "true"}}
+        for topic, config in topics.items():
+            create_topic(cluster, topic, ELECTION_PARTITIONS, 3, config)
+            tl.emit("topic-created", topic=topic, partitions=ELECTION_PARTITIONS, replication_factor=3, **config)
+        load = Load(cluster.bootstrap_servers(), "elr", ELECTION_PARTITIONS, max_records=300_000, max_seconds=240,
+                    rate=500).start()
+        tl.emit("load-started", topic="elr")
+        time.sleep(KRAFT_SETTLE_S)
+        admin = _admin(cluster)
+        out_of_sync, eligible, last = sorted(cluster.brokers)
+        for victim, left in ((out_of_sync, {eligible, last}), (eligible, {last})):
+            cluster.kill_broker(victim, signal.SIGTERM)
+            tl.emit("broker-stopped", broker=victim, signal="SIGTERM")
+            wait_until(f"ISR {sorted(left)}", lambda left=left: all(
+                isrs and all(isr == left for isr in isrs) for isrs in map(partial(_isrs, admin), topics)),
+                timeout_s=ELECTION_TIMEOUT_S)
+        cluster.kill_broker(last, signal.SIGTERM)
+        tl.emit("broker-stopped", broker=last, signal="SIGTERM", partitions_offline=sorted(topics))
+        cluster.start_broker(out_of_sync)
+        tl.emit("out-of-sync-broker-started", broker=out_of_sync)
+        wait_until("an unclean leader", lambda: set(leaders(admin, "unclean").values()) == {out_of_sync},
+                   timeout_s=ELECTION_TIMEOUT_S)
+        tl.emit("leaders-elected", topic="unclean", leader=out_of_sync, election="unclean",
+                still_offline=sorted(p for p, b in leaders(admin, "elr").items() if b < 0))
+        time.sleep(_settle(setup))  # the scrapers read each election kind on its own
+        cluster.start_broker(eligible)
+        tl.emit("eligible-broker-started", broker=eligible)
+        wait_until("a leader from the ELR", lambda: set(leaders(admin, "elr").values()) == {eligible},
+                   timeout_s=ELECTION_TIMEOUT_S)
+        tl.emit("leaders-elected", topic="elr", leader=eligible, election="eligible leader replicas")
+        cluster.start_broker(last)
+        tl.emit("broker-restarted", broker=last)
+        wait_until("ISR restored", lambda: all(
+            isrs and all(len(isr) == 3 for isr in isrs) for isrs in map(partial(_isrs, admin), topics)),
+            timeout_s=UNFENCE_TIMEOUT_S)
+        tl.emit("isr-restored")
+        time.sleep(_settle(setup))
+        load.stop()
+        tl.emit("load-stopped", acked=len(load.acked))
+        verify_load(tl, cluster.bootstrap_servers(), "elr", ELECTION_PARTITIONS, load)
+
+
 Scenario = Callable[[Path, Timeline, KafkaSetup], None]
 SCENARIOS: dict[str, Scenario] = {
     "healthy": healthy,
@@ -499,11 +574,12 @@ SCENARIOS: dict[str, Scenario] = {
     "broker-fenced": broker_fenced,
     "controller-overload": controller_overload,
     "quorum-unstable": quorum_unstable,
+    "elections": elections,
 }
 # ZooKeeper-mode mechanisms (KIP-291 control plane, broker epochs fenced by the broker, a broker as controller).
 ZOOKEEPER_ONLY = frozenset({"produce-backlog-with-control-plane", "produce-backlog-without-control-plane",
                             "broker-bounce", "controller-failover"})
-KRAFT_ONLY = frozenset({"metadata-lag", "broker-fenced", "controller-overload", "quorum-unstable"})
+KRAFT_ONLY = frozenset({"metadata-lag", "broker-fenced", "controller-overload", "quorum-unstable", "elections"})
 
 
 def scenario_names(setup: KafkaSetup) -> list[str]:

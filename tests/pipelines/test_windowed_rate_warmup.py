@@ -36,7 +36,8 @@ def scrapes(true_idle: float, interval_s: float, *, with_start: bool = True, sta
     while t <= last_s:
         at = STARTED + dt.timedelta(seconds=t)
         src = "http://127.0.0.1:9404/metrics"
-        series = [(Signal.NetworkProcessorAvgIdlePercent.value, reported_idle(true_idle, (at - started).total_seconds()))]
+        idle = reported_idle(true_idle, (at - started).total_seconds())
+        series = [(Signal.NetworkProcessorAvgIdlePercent.value, idle)]
         if with_start:
             series.append((Signal.ProcessStartTimeSeconds.value, started.timestamp()))
         for signal, value in series:
@@ -69,4 +70,5 @@ def test_an_old_incarnation_is_judged_from_its_first_sample() -> None:
     """A broker started an hour before the pipeline first scrapes it: nothing of its samples is left out."""
     old = STARTED - dt.timedelta(hours=1)
     found = saturated(scrapes(0.1, 5.0, started=old, first_s=16.0, last_s=60.0))
-    assert found and min(c["ts"] for c in found) < STARTED + dt.timedelta(seconds=WINDOWED_RATE_WARMUP_S)
+    assert found
+    assert min(c["ts"] for c in found) < STARTED + dt.timedelta(seconds=WINDOWED_RATE_WARMUP_S)
