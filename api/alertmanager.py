@@ -2,7 +2,9 @@
 
 Labels: ``alertname`` (the planewatch type), ``severity``, ``cluster``, ``broker_id``, ``listener`` (when set),
 ``incident_id`` (the incident it belongs to, when known: group by it to page once per cause),
-``service="planewatch"``. Annotations: ``summary``, ``value``, ``threshold``, ``alert_id``.
+``service="planewatch"``. Annotations: ``summary``, ``value``, ``threshold``, ``alert_id``, ``runbook_url`` (the
+alert type's runbook, GET /runbook/{type}) and, once its incident is known, ``description`` (the incident's cause,
+impact and action), ``incident_cause`` and ``incident_url``.
 A firing alert's ``endsAt`` lies ``4 x resend interval`` ahead, as Prometheus does, so Alertmanager resolves it
 by itself if planewatch goes away; a resolved alert's ``endsAt`` is its ``resolved_at``.
 """
@@ -15,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-__all__ = ["PushPlan", "fingerprint", "labels", "plan_push", "to_alertmanager"]
+__all__ = ["PushPlan", "description", "fingerprint", "labels", "plan_push", "to_alertmanager"]
 
 # Prometheus sets endsAt = now + 4 x resend interval for firing alerts; we do the same.
 ENDS_AT_RESENDS = 4
@@ -59,21 +61,37 @@ def to_alertmanager(
         if resolved
         else now + ENDS_AT_RESENDS * resend_interval
     )
-    annotations = {"summary": str(a.get("summary") or a["type"]), "alert_id": str(a["alert_id"])}
+    base = public_url.rstrip("/")
+    annotations = {"summary": str(a.get("summary") or a["type"]), "alert_id": str(a["alert_id"]),
+                   "runbook_url": f"{base}/runbook/{a['type']}"}
     for k in ("value", "threshold"):
         if a.get(k) is not None:
             annotations[k] = f"{a[k]:g}"
+    if a.get("incident_id"):
+        annotations["description"] = description(a)
+        annotations["incident_cause"] = str(a.get("incident_cause") or "")
+        annotations["incident_url"] = f"{base}/incidents/{a['incident_id']}"
     return {
         "labels": lbls,
         "annotations": annotations,
         "startsAt": starts,
         "endsAt": ends,
         "updatedAt": _utc(a.get("updated_at"), _utc(a.get("last_seen_at"), starts)),
-        "generatorURL": f"{public_url.rstrip('/')}/alerts/{a['alert_id']}",
+        "generatorURL": f"{base}/alerts/{a['alert_id']}",
         "fingerprint": fingerprint(lbls | {"alert_id": str(a["alert_id"])}),
         "receivers": [],
         "status": {"state": "active", "silencedBy": [], "inhibitedBy": []},
     }
+
+
+def description(a: Mapping[str, Any]) -> str:
+    """The alert's incident in a few sentences: its cause, what clients went through, what to do."""
+    parts = [str(a.get("incident_summary") or a.get("incident_cause") or "")]
+    if a.get("incident_impact"):
+        parts.append(f"Impact: {a['incident_impact']}")
+    if a.get("incident_action"):
+        parts.append(f"Do: {a['incident_action']}")
+    return "\n".join(p for p in parts if p)
 
 
 @dataclass

@@ -16,7 +16,18 @@ from fastapi.staticfiles import StaticFiles
 
 from api.public_paths import scrub_text
 from api.push import AlertPusher
-from api.routes import alertmanager, alerts, brokers, cluster, control_requests, dashboard, docs, health, incidents
+from api.routes import (
+    alertmanager,
+    alerts,
+    brokers,
+    cluster,
+    control_requests,
+    dashboard,
+    docs,
+    health,
+    incidents,
+    runbook,
+)
 from api.settings import Settings, get_settings
 from api.store import LakeStore, TableUnavailable
 
@@ -113,6 +124,7 @@ def create_app() -> FastAPI:
     app.add_exception_handler(TableUnavailable, _unavailable)
     app.include_router(health.router)
     app.include_router(docs.router)
+    app.include_router(runbook.router)
     app.mount(docs.SWAGGER_URL, StaticFiles(directory=docs.SWAGGER_DIR), name="swagger")
     app.include_router(dashboard.page_router)
     for r in (alerts, incidents, brokers, control_requests, cluster, alertmanager, dashboard):

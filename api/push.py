@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from api.alertmanager import plan_push, to_alertmanager
-from api.incident_index import incident_index
+from api.incident_index import incident_fields, incident_index
 from api.settings import Settings
 from api.store import LakeStore, TableUnavailable
 from schemas.tables import ALERTS
@@ -85,7 +85,7 @@ class AlertPusher:
             log.info("alert push skipped: %s", e)
             return 0
         index = await asyncio.to_thread(incident_index, self.store)
-        rows: list[dict[str, Any]] = [{**r, "incident_id": (index or {}).get(r["alert_id"])}
+        rows: list[dict[str, Any]] = [{**r, **incident_fields(index, r["alert_id"])}
                                       for r in snap.select(_COLUMNS).to_pylist()]
         if index is not None:
             rows = self._hold_for_incidents(rows, time.monotonic())

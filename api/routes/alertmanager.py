@@ -11,7 +11,7 @@ from fastapi import APIRouter, Query
 
 from api.alertmanager import to_alertmanager
 from api.deps import SettingsDep, StoreDep, TokenGuard
-from api.incident_index import incident_index
+from api.incident_index import incident_fields, incident_index
 from api.models import AlertmanagerAlert
 from api.queries import rows as to_rows
 from schemas.tables import ALERTS
@@ -35,8 +35,8 @@ def alertmanager_alerts(
     if not wanted or snap.num_rows == 0:
         return []
     mask = pc.fill_null(pc.is_in(snap["status"], value_set=pa.array(wanted)), False)
-    index = incident_index(store) or {}
-    rows = [{**r, "incident_id": index.get(r["alert_id"])} for r in to_rows(snap.filter(mask).slice(0, MAX_AM_ALERTS))]
+    index = incident_index(store)
+    rows = [{**r, **incident_fields(index, r["alert_id"])} for r in to_rows(snap.filter(mask).slice(0, MAX_AM_ALERTS))]
     now = datetime.now(UTC)
     resend = timedelta(seconds=settings.resend_interval_s)
     return [

@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 
 from api.alertmanager import plan_push
 from api.push import INCIDENT_WAIT_S, AlertPusher, push_url
+from schemas.alerts import AlertType
 from tests.api.conftest import AUTH, ClientFactory
 from tests.api.lake import ALERTS, INCIDENTS, T0, alert, incidents, write
 from tests.polling import wait_until
@@ -42,6 +43,17 @@ def test_get_alerts_in_alertmanager_shape(client: TestClient, lake: Path) -> Non
     }
     assert a["annotations"]["summary"] == "LeaderAndIsr to broker 2 took 1029 ms"
     assert a["annotations"]["alert_id"] == "a00029"
+    # the incident describes the page: its cause, impact and action, and links to it and to the type's runbook
+    assert a["annotations"]["incident_cause"] == incident["cause"]
+    assert a["annotations"]["description"].startswith(incident["summary"])
+    assert f"Do: {incident['action']}" in a["annotations"]["description"]
+    assert a["annotations"]["incident_url"].endswith(f"/incidents/{incident['incident_id']}")
+    runbook = a["annotations"]["runbook_url"]
+    assert runbook.endswith("/runbook/DELAYED_LEADER_AND_ISR")
+    page = client.get(runbook.removeprefix("http://127.0.0.1:8080").removeprefix("http://testserver"))
+    assert page.status_code == 200
+    assert page.text.startswith("## DELAYED_LEADER_AND_ISR\n")
+    assert "**Do.**" in page.text
     assert a["startsAt"] == "2026-11-20T12:29:00Z"
     assert datetime.fromisoformat(a["endsAt"]) > datetime.now(UTC)  # firing: endsAt in the future
     assert a["generatorURL"].endswith("/alerts/a00029")
@@ -52,6 +64,14 @@ def test_get_alerts_in_alertmanager_shape(client: TestClient, lake: Path) -> Non
     assert resolved[0]["endsAt"] == "2026-11-20T14:00:00Z"
     assert resolved[0]["labels"]["listener"] == "CONTROLLER"
     assert client.get("/api/v2/alerts?active=false", headers=AUTH).json() == []
+
+
+def test_a_runbook_is_served_for_every_alert_type_and_only_for_those(client: TestClient) -> None:
+    for t in AlertType:
+        page = client.get(f"/runbook/{t.value}")  # documentation: no token needed
+        assert page.status_code == 200, t
+        assert page.text.startswith(f"## {t.value}\n")
+    assert client.get("/runbook/NOT_A_TYPE").status_code == 404
 
 
 def test_push_plan() -> None:
