@@ -30,6 +30,7 @@ __all__ = [
     "Incident",
     "ProcessFailure",
     "SeenAlert",
+    "explained_alerts",
     "incidents_of",
     "last_error",
     "match",
@@ -240,18 +241,32 @@ def match(incidents: Sequence[Incident], alerts: Iterable[SeenAlert]) -> list[De
     return [Detection(inc, next((a for a in seen if _catches(a, inc)), None)) for inc in incidents]
 
 
-def unexpected_alerts(alerts: Iterable[SeenAlert], forbidden: Mapping[str, Sequence[str]],
-                      runs: Iterable[str]) -> list[SeenAlert]:
-    """Alerts of a type that a run forbids ("*": every type) on that run's cluster: the false alarms."""
+def _forbidden(alerts: Iterable[SeenAlert], forbidden: Mapping[str, Sequence[str]], runs: Iterable[str]
+               ) -> list[SeenAlert]:
     names = set(runs)
-    out = []
-    for a in alerts:
-        if a.cluster not in names:
-            continue
-        types = forbidden.get(a.cluster, ())
-        if "*" in types or a.type in types:
-            out.append(a)
+    out = [a for a in alerts if a.cluster in names
+           and ("*" in forbidden.get(a.cluster, ()) or a.type in forbidden.get(a.cluster, ()))]
     return sorted(out, key=lambda a: (a.cluster, a.seen_ms))
+
+
+def _is_explained(a: SeenAlert, causes: Mapping[str, str], explained: Mapping[str, Sequence[str]]) -> bool:
+    return causes.get(a.alert_id) in explained.get(a.cluster, ())
+
+
+def unexpected_alerts(alerts: Iterable[SeenAlert], forbidden: Mapping[str, Sequence[str]],
+                      runs: Iterable[str], causes: Mapping[str, str] | None = None,
+                      explained: Mapping[str, Sequence[str]] | None = None) -> list[SeenAlert]:
+    """Alerts of a type that a run forbids ("*": every type) on that run's cluster: the false alarms. An alert
+    whose incident's cause (`causes`: alert id -> cause) is one the run lists in `explained` is not one: it is a
+    true finding outside the scenario's incident, put down to a cause the run allows (:func:`explained_alerts`)."""
+    return [a for a in _forbidden(alerts, forbidden, runs) if not _is_explained(a, causes or {}, explained or {})]
+
+
+def explained_alerts(alerts: Iterable[SeenAlert], forbidden: Mapping[str, Sequence[str]], runs: Iterable[str],
+                     causes: Mapping[str, str], explained: Mapping[str, Sequence[str]]) -> list[SeenAlert]:
+    """The forbidden-type alerts whose incident's cause the run allows (e.g. a control request slow in the
+    handler of a saturated broker on a run whose control plane keeps it out of the request queue)."""
+    return [a for a in _forbidden(alerts, forbidden, runs) if _is_explained(a, causes, explained)]
 
 
 @dataclass(frozen=True)
@@ -302,11 +317,12 @@ def _cause_cell(got: str | None, expected: str | None) -> str:
 
 def render_table(detections: Sequence[Detection], false_alarms: Sequence[SeenAlert],
                  engines: Mapping[str, str] | None = None, failures: Sequence[ProcessFailure] = (),
-                 causes: Mapping[str, str] | None = None) -> str:
+                 causes: Mapping[str, str] | None = None, explained: Sequence[SeenAlert] = ()) -> str:
     """The incident-to-alert table printed at the end of the demo (plain text, fixed-width columns); ``engines``
     names what ran each run's brokers (run -> engine; a run not named ran on the reference broker); ``causes``
-    the cause of the incident each alert belongs to (alert id -> cause, GET /incidents). The footer counts the
-    catches and false alarms and names every failure of the demo's own processes."""
+    the cause of the incident each alert belongs to (alert id -> cause, GET /incidents); ``explained`` the alerts
+    of a forbidden type whose cause the run allows. The footer counts the catches and false alarms, lists the
+    explained alerts with their cause and names every failure of the demo's own processes."""
     header = ("run (cluster)", "engine", "incident", "expected alert", "broker", "caught by", "severity", "delay s",
               "from visible s", "incident cause")
     cause = causes or {}
@@ -334,6 +350,12 @@ def render_table(detections: Sequence[Detection], false_alarms: Sequence[SeenAle
     for a in false_alarms:
         why = f" [incident: {cause[a.alert_id]}]" if a.alert_id in cause else ""
         lines.append(f"  unexpected: {a.cluster} {a.type} broker {_cell(a.broker_id)}{why}: {_cell(a.summary)}")
+    if explained:
+        lines.append(f"{len(explained)} alert(s) outside the scenarios' incidents, each put down to a cause its run "
+                     "allows:")
+    for a in explained:
+        lines.append(f"  explained: {a.cluster} {a.type} broker {_cell(a.broker_id)} [incident: "
+                     f"{cause.get(a.alert_id)}]: {_cell(a.summary)}")
     if failures:
         lines.append(f"the demo did not run cleanly: {len(failures)} failure(s) of its own processes")
     for f in failures:

@@ -34,6 +34,7 @@ from planewatch.demo.plan import (
     Detection,
     Incident,
     ProcessFailure,
+    explained_alerts,
     incidents_of,
     last_error,
     match,
@@ -51,6 +52,7 @@ from planewatch.demo.processes import (
     wait_queries_started,
 )
 from planewatch.demo.watch import AlertWatcher
+from planewatch.kafka import expected as kafka_expected
 
 __all__ = ["DemoOptions", "run_demo"]
 
@@ -180,13 +182,15 @@ def _wait_detections(incidents: Sequence[Incident], watcher: AlertWatcher, progr
 
 
 def _report(d: Path, detections: Sequence[Detection], false_alarms: Sequence[Any], engines: dict[str, str],
-            failures: Sequence[ProcessFailure], watcher: AlertWatcher, causes: dict[str, str]) -> None:
+            failures: Sequence[ProcessFailure], watcher: AlertWatcher, causes: dict[str, str],
+            explained: Sequence[Any]) -> None:
     rows = [{**asdict(x.incident), "engine": engines.get(x.incident.run, "reference"),
              "alert": None if x.alert is None else asdict(x.alert), "delay_s": x.delay_s,
              "visible_delay_s": x.visible_delay_s,
              "incident_cause": None if x.alert is None else causes.get(x.alert.alert_id)} for x in detections]
     (d / "report.json").write_text(json.dumps(
         {"incidents": rows, "unexpected": [asdict(a) for a in false_alarms],
+         "explained": [{**asdict(a), "incident_cause": causes.get(a.alert_id)} for a in explained],
          "failures": [asdict(f) for f in failures],
          "alert_polls": {"polls": watcher.polls, "failed": dict(watcher.failures)}}, indent=2))
 
@@ -280,12 +284,14 @@ def run_demo(opts: DemoOptions, out: IO[str] = sys.stdout,
             incidents += incidents_of(run.name, events, want)
         progress.current = ""
         detections = _wait_detections(incidents, watcher, progress, deadline, children)
-        false_alarms = unexpected_alerts(watcher.alerts(), forbidden, [r.name for r in runs])
+        causes = watcher.causes()
+        seen, names = watcher.alerts(), [r.name for r in runs]
+        false_alarms = unexpected_alerts(seen, forbidden, names, causes, kafka_expected.EXPLAINED)
+        explained = explained_alerts(seen, forbidden, names, causes, kafka_expected.EXPLAINED)
         engines = {r.name: r.engine for r in runs}
         failures = _failures(children, d / "logs")
-        causes = watcher.causes()
-        _report(d, detections, false_alarms, engines, failures, watcher, causes)
-        print("\n" + render_table(detections, false_alarms, engines, failures, causes) + "\n", file=out,
+        _report(d, detections, false_alarms, engines, failures, watcher, causes, explained)
+        print("\n" + render_table(detections, false_alarms, engines, failures, causes, explained) + "\n", file=out,
               flush=True)
         failed = sum(watcher.failures.values())
         progress.say(f"GET /alerts: {watcher.polls} polls, {failed} failed"

@@ -9,6 +9,7 @@ from planewatch.demo.plan import (
     Incident,
     ProcessFailure,
     SeenAlert,
+    explained_alerts,
     incidents_of,
     last_error,
     match,
@@ -85,6 +86,23 @@ def test_unexpected_alerts_are_the_forbidden_types_of_played_runs() -> None:
     forbidden = {"healthy": ("*",), "fetcher-lock-async": ("LOCK_CONTENTION",), "not-played": ("*",)}
     got = unexpected_alerts(alerts, forbidden, ["healthy", "fetcher-lock-async"])
     assert [a.alert_id for a in got] == ["a2", "a1"]
+
+
+def test_an_alert_put_down_to_a_cause_its_run_allows_is_explained_not_a_false_alarm() -> None:
+    """With the control plane a control request that was slow in the handler is a true finding the run allows
+    (planewatch.kafka.expected.EXPLAINED); the same alert type queued behind data is still a false alarm there."""
+    run = "kafka-produce-backlog-with-control-plane"
+    alerts = [_alert(1, "DELAYED_LEADER_AND_ISR", run, 2, 1), _alert(2, "DELAYED_LEADER_AND_ISR", run, 1, 2),
+              _alert(3, "DELAYED_LEADER_AND_ISR", run, 3, 3)]
+    causes = {"a1": "SLOW_HANDLER", "a2": "QUEUED_BEHIND_DATA"}  # a3: no incident yet
+    forbidden = {run: ("DELAYED_LEADER_AND_ISR",)}
+    explained = {run: ("SLOW_HANDLER",)}
+    assert [a.alert_id for a in unexpected_alerts(alerts, forbidden, [run], causes, explained)] == ["a2", "a3"]
+    got = explained_alerts(alerts, forbidden, [run], causes, explained)
+    assert [a.alert_id for a in got] == ["a1"]
+    text = render_table([], [], causes=causes, explained=got)
+    assert "1 alert(s) outside the scenarios' incidents, each put down to a cause its run allows:" in text
+    assert f"explained: {run} DELAYED_LEADER_AND_ISR broker 2 [incident: SLOW_HANDLER]: summary 1" in text
 
 
 def test_table_lists_every_incident_and_the_false_alarms() -> None:
