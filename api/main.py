@@ -26,6 +26,7 @@ from api.routes import (
     docs,
     health,
     incidents,
+    roll_safety,
     runbook,
 )
 from api.settings import Settings, get_settings
@@ -127,6 +128,6 @@ def create_app() -> FastAPI:
     app.include_router(runbook.router)
     app.mount(docs.SWAGGER_URL, StaticFiles(directory=docs.SWAGGER_DIR), name="swagger")
     app.include_router(dashboard.page_router)
-    for r in (alerts, incidents, brokers, control_requests, cluster, alertmanager, dashboard):
+    for r in (alerts, incidents, brokers, control_requests, cluster, roll_safety, alertmanager, dashboard):
         app.include_router(r.router)
     return app

@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from pipelines.roll_safety import DEFAULT_THRESHOLDS as _TH
+
 __all__ = [
     "AlertPublic",
     "AlertmanagerAlert",
@@ -25,6 +27,9 @@ __all__ = [
     "MetricsPublic",
     "PanelPublic",
     "PartitionLeader",
+    "RollReason",
+    "RollSafetyPublic",
+    "RollThresholdsQuery",
     "TableHealth",
 ]
 
@@ -258,3 +263,41 @@ class PanelPublic(BaseModel):
     name: str
     columns: list[str]
     rows: list[dict[str, Any]]
+
+
+class RollReason(BaseModel):
+    """One check of a roll-safety verdict: what it read, against what, how old the data is."""
+
+    check: str
+    status: Literal["ok", "wait", "unsafe", "unknown", "skipped"]
+    text: str
+    signal: str | None = None
+    value: float | None = None
+    threshold: float | None = None
+    broker_id: int | None = None
+    age_s: float | None = None
+
+
+class RollSafetyPublic(BaseModel):
+    """May the next broker of the cluster be restarted now: `safe`, `wait`, `unsafe` or `unknown` (missing or
+    stale data: never `safe`), with every check's reason."""
+
+    cluster: str
+    verdict: Literal["safe", "wait", "unsafe", "unknown"]
+    as_of: datetime
+    mode: str = Field(description="kraft | zookeeper | unknown (no data)")
+    nodes: list[int]
+    broker_id: int | None = Field(default=None, description="the broker asked about (`broker_id` parameter)")
+    reasons: list[RollReason]
+
+
+class RollThresholdsQuery(BaseModel):
+    """The checks' thresholds, each defaulting to pipelines.roll_safety.RollThresholds' value."""
+
+    membership_s: float = Field(default=_TH.membership_s, gt=0, le=86_400)
+    stale_after_s: float = Field(default=_TH.stale_after_s, gt=0, le=3_600)
+    max_under_replicated: int = Field(default=_TH.max_under_replicated, ge=0)
+    max_metadata_lag_ms: float = Field(default=_TH.max_metadata_lag_ms, ge=0)
+    max_event_queue_ms: float = Field(default=_TH.max_event_queue_ms, ge=0)
+    max_preferred_imbalance: int = Field(default=_TH.max_preferred_imbalance, ge=0)
+    in_flight_window_s: float = Field(default=_TH.in_flight_window_s, gt=0, le=86_400)

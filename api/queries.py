@@ -33,6 +33,8 @@ __all__ = [
     "filter_alerts",
     "filter_control_requests",
     "latest_metrics_sql",
+    "lit_date",
+    "lit_ts",
     "metric_series_sql",
     "name_literal",
     "parse_evidence",
@@ -234,9 +236,9 @@ def control_requests_sql(
     """DataFusion SQL of `filter_control_requests` over the lake (a `since` older than the snapshot's window):
     the page (same order as the snapshot) and the count. `date` (a partition column) bounds the files read."""
     when = "coalesce(sent_ts, handling_ts)"
-    where = [f"date >= {_lit_date(since.astimezone(UTC).date())}", f"{when} >= {_lit_ts(since)}"]
+    where = [f"date >= {lit_date(since.astimezone(UTC).date())}", f"{when} >= {lit_ts(since)}"]
     if until is not None:
-        where += [f"date <= {_lit_date(until.astimezone(UTC).date())}", f"{when} < {_lit_ts(until)}"]
+        where += [f"date <= {lit_date(until.astimezone(UTC).date())}", f"{when} < {lit_ts(until)}"]
     for col, val in (("cluster", cluster), ("request", request), ("status", status)):
         if val is not None:
             where.append(f'"{col}" = {name_literal(val)}')
@@ -260,12 +262,12 @@ def plan_buckets(since: datetime, until: datetime, points: int, min_bucket_s: in
     return max(min_bucket_s, math.ceil(span / max(1, points)))
 
 
-def _lit_ts(t: datetime) -> str:
+def lit_ts(t: datetime) -> str:
     t = t.astimezone(UTC) if t.tzinfo else t.replace(tzinfo=UTC)
     return f"TIMESTAMP '{t.strftime('%Y-%m-%dT%H:%M:%S.%f')}Z'"
 
 
-def _lit_date(d: date) -> str:
+def lit_date(d: date) -> str:
     return f"DATE '{d.isoformat()}'"
 
 
@@ -299,7 +301,7 @@ def metric_series_sql(
     where = [f"broker_id = {int(broker_id)}", f"signal = {name_literal(signal)}"]
     if cluster is not None:
         where.append(f'"cluster" = {name_literal(cluster)}')
-    where.append(f"date >= {_lit_date(d0)} AND date <= {_lit_date(d1)}")
+    where.append(f"date >= {lit_date(d0)} AND date <= {lit_date(d1)}")
     bucket = f"INTERVAL '{int(bucket_s)} seconds'"
     origin = "TIMESTAMP '1970-01-01T00:00:00Z'"
     if table == "metric_rollups_1m":
@@ -314,7 +316,7 @@ def metric_series_sql(
             "avg(value) AS avg, min(value) AS min, max(value) AS max, "
             "last_value(value ORDER BY ts) AS last, count(*) AS samples"
         )
-    where.append(f"{tcol} >= {_lit_ts(since)} AND {tcol} < {_lit_ts(until)}")
+    where.append(f"{tcol} >= {lit_ts(since)} AND {tcol} < {lit_ts(until)}")
     return (
         f"SELECT attribute, listener, date_bin({bucket}, {tcol}, {origin}) AS t, {aggs} "
         f"FROM {table} WHERE {' AND '.join(where)} "
@@ -332,7 +334,7 @@ def latest_metrics_sql(table: str, newest: datetime, signals: Sequence[str] = KE
     return (
         'SELECT "cluster", broker_id, signal, attribute, listener, '
         f"last_value({vcol} ORDER BY {tcol}) AS value, max({tcol}) AS ts "
-        f"FROM {table} WHERE date >= {_lit_date(d0)} AND {tcol} >= {_lit_ts(since)} "
+        f"FROM {table} WHERE date >= {lit_date(d0)} AND {tcol} >= {lit_ts(since)} "
         f"AND signal IN ({names}) AND broker_id >= 0 "  # -1: a controller process, not a broker
         'GROUP BY "cluster", broker_id, signal, attribute, listener'
     )

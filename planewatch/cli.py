@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "parse": ("parse", "parse Kafka logs or metrics in batch: JSON lines out, rejects on stderr"),
     "api": ("api", "serve alerts, latencies and metrics over REST and a dashboard page"),
     "sql": ("sql", "run SQL over the Delta tables"),
+    "roll-check": ("roll_check", "may the next broker be restarted now? (exit 0 safe, 1 wait, 2 unknown)"),
     "demo": ("demo", "the main job: cluster, incidents, pipeline and API on embedded defaults"),
 }
 

@@ -62,6 +62,8 @@ class Signal(StrEnum):
     OfflinePartitionsCount = "OfflinePartitionsCount"
     LastAppliedRecordLagMs = "LastAppliedRecordLagMs"
     UnderReplicatedPartitions = "UnderReplicatedPartitions"
+    UnderMinIsrPartitionCount = "UnderMinIsrPartitionCount"
+    PreferredReplicaImbalanceCount = "PreferredReplicaImbalanceCount"
     PartitionCount = "PartitionCount"
     LeaderCount = "LeaderCount"
     IsrShrinksPerSec = "IsrShrinksPerSec"
@@ -207,6 +209,12 @@ SOURCES: dict[Signal, KafkaMetric] = {
                                           "KRaft controller: age of the newest applied metadata record"),
     _S.UnderReplicatedPartitions: KafkaMetric(_SRV, "ReplicaManager", "UnderReplicatedPartitions", "gauge",
                                              "partitions", "led partitions whose ISR is smaller than the replicas"),
+    _S.UnderMinIsrPartitionCount: KafkaMetric(_SRV, "ReplicaManager", "UnderMinIsrPartitionCount", "gauge",
+                                             "partitions", "led partitions whose ISR is below min.insync.replicas: "
+                                             "acks=all producers fail on them"),
+    _S.PreferredReplicaImbalanceCount: KafkaMetric(_CTL, "KafkaController", "PreferredReplicaImbalanceCount",
+                                                  "gauge", "partitions", "partitions whose leader is not their "
+                                                  "preferred replica (the active controller's count)"),
     _S.PartitionCount: KafkaMetric(_SRV, "ReplicaManager", "PartitionCount", "gauge", "partitions",
                                   "partitions on the broker"),
     _S.LeaderCount: KafkaMetric(_SRV, "ReplicaManager", "LeaderCount", "gauge", "partitions",

@@ -1,0 +1,100 @@
+"""The roll-safety verdict read from the lake: the SQL over metric_samples, control_request_latency and alerts that
+feeds :func:`pipelines.roll_safety.roll_verdict` (the API's GET /clusters/{cluster}/roll-safety and
+`planewatch roll-check` both call :func:`cluster_verdict`)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import asdict
+from typing import Any
+
+import polars as pl
+
+from api.queries import lit_date, lit_ts, name_literal
+from api.store import LakeStore, TableMissing
+from pipelines.roll_safety import (
+    CONTROL_REQUEST_ALERTS,
+    DEFAULT_THRESHOLDS,
+    ROLL_SIGNALS,
+    RollThresholds,
+    Verdict,
+    roll_verdict,
+)
+from schemas.alerts import AlertStatus
+from schemas.tables import ALERTS, CONTROL_REQUEST_LATENCY, METRIC_SAMPLES
+
+__all__ = ["cluster_verdict", "verdict_json"]
+
+_IN_FLIGHT = "in_flight"
+
+
+def _latest_sql(cluster: str, now: dt.datetime, th: RollThresholds) -> str:
+    since = now - dt.timedelta(seconds=th.membership_s)
+    names = ", ".join(name_literal(s) for s in ROLL_SIGNALS)
+    return (
+        "SELECT broker_id, signal, attribute, last_value(value ORDER BY ts) AS value, max(ts) AS ts "
+        f"FROM {METRIC_SAMPLES.name} WHERE \"cluster\" = {name_literal(cluster)} "
+        f"AND date >= {lit_date(since.date())} AND date <= {lit_date(now.date())} "
+        f"AND ts >= {lit_ts(since)} AND ts <= {lit_ts(now)} AND signal IN ({names}) AND broker_id IS NOT NULL "
+        "GROUP BY broker_id, signal, attribute"
+    )
+
+
+def _in_flight_sql(cluster: str, now: dt.datetime, th: RollThresholds) -> str:
+    since = now - dt.timedelta(seconds=th.in_flight_window_s)
+    return (
+        f"SELECT broker_id, request, sent_ts FROM {CONTROL_REQUEST_LATENCY.name} "
+        f"WHERE \"cluster\" = {name_literal(cluster)} AND status = '{_IN_FLIGHT}' "
+        f"AND date >= {lit_date(since.date())} AND sent_ts >= {lit_ts(since)} AND sent_ts <= {lit_ts(now)}"
+    )
+
+
+def _alerts_sql(cluster: str, now: dt.datetime) -> str:
+    types = ", ".join(name_literal(t) for t in CONTROL_REQUEST_ALERTS)
+    return (
+        f"SELECT type, broker_id, started_at FROM {ALERTS.name} WHERE \"cluster\" = {name_literal(cluster)} "
+        f"AND status = '{AlertStatus.open.value}' AND type IN ({types}) AND started_at <= {lit_ts(now)}"
+    )
+
+
+def _frame(store: LakeStore, sql: str, table: str, schema: dict[str, Any]) -> pl.DataFrame:
+    """The query's rows as polars with UTC timestamps; an empty frame of `schema` when the table does not exist
+    yet (a lake whose pipeline has not written it)."""
+    try:
+        got = store.query(sql, [table])
+    except TableMissing:
+        return pl.DataFrame(schema=schema)
+    frame = pl.from_arrow(got)
+    assert isinstance(frame, pl.DataFrame)
+    if frame.is_empty():
+        return pl.DataFrame(schema=schema)
+    return frame.with_columns(pl.col(c).dt.convert_time_zone("UTC").dt.cast_time_unit("us")
+                              for c, t in schema.items() if isinstance(t, pl.Datetime))
+
+
+_TS = pl.Datetime("us", "UTC")
+
+
+def cluster_verdict(store: LakeStore, cluster: str, now: dt.datetime, th: RollThresholds = DEFAULT_THRESHOLDS,
+                    broker_id: int | None = None) -> Verdict:
+    """The verdict of `cluster` as of `now` from the lake behind `store`.
+
+    Raises:
+        TableUnavailable: a table exists but cannot be read (a missing table reads as no rows).
+    """
+    latest = _frame(store, _latest_sql(cluster, now, th), METRIC_SAMPLES.name,
+                    {"broker_id": pl.Int32, "signal": pl.String, "attribute": pl.String, "value": pl.Float64,
+                     "ts": _TS})
+    in_flight = _frame(store, _in_flight_sql(cluster, now, th), CONTROL_REQUEST_LATENCY.name,
+                       {"broker_id": pl.Int32, "request": pl.String, "sent_ts": _TS})
+    alerts = _frame(store, _alerts_sql(cluster, now), ALERTS.name,
+                    {"type": pl.String, "broker_id": pl.Int32, "started_at": _TS})
+    return roll_verdict(cluster, latest, in_flight, alerts, now, th, broker_id)
+
+
+def verdict_json(v: Verdict) -> dict[str, Any]:
+    """A verdict as JSON-ready data (enums as their strings)."""
+    out = asdict(v)
+    out["verdict"] = v.verdict.value
+    out["reasons"] = [{**asdict(r), "check": r.check.value, "status": r.status.value} for r in v.reasons]
+    return out

@@ -1,0 +1,258 @@
+"""The roll-safety verdict of one cluster at one moment (pure: rows in, verdict out).
+
+Inputs, all of the cluster and as of `now` (the API and `planewatch roll-check` read them from the lake:
+:mod:`api.roll_safety`):
+
+* ``latest``: the newest sample per (node, signal, attribute) of :data:`ROLL_SIGNALS` within the membership window
+  (columns broker_id, signal, attribute, value, ts). A node is every broker or controller that was scraped in the
+  window; one whose newest sample is older than `stale_after_s` makes the verdict ``unknown`` (a stopped broker is
+  not a healthy one).
+* ``in_flight``: control requests still in flight (control_request_latency, status in_flight, sent within
+  `in_flight_window_s`): columns broker_id, request, sent_ts.
+* ``open_alerts``: open alerts of :data:`CONTROL_REQUEST_ALERTS` (columns type, broker_id, started_at).
+
+Each check (:class:`schemas.roll_safety.RollCheck`) gives a :class:`Reason` with its signal, value, threshold and the
+age of its data; the verdict is the worst of them (:data:`schemas.roll_safety.SEVERITY_ORDER`). Missing data of a
+required check is ``unknown``, never ``ok``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from schemas.alerts import AlertType
+from schemas.roll_safety import SEVERITY_ORDER, CheckStatus, RollCheck, RollVerdict
+from schemas.signals import Signal
+
+__all__ = ["CONTROL_REQUEST_ALERTS", "DEFAULT_THRESHOLDS", "ROLL_SIGNALS", "Reason", "RollThresholds", "Verdict",
+           "roll_verdict"]
+
+_S = Signal
+ROLL_SIGNALS: tuple[str, ...] = tuple(s.value for s in (
+    _S.OfflinePartitionsCount, _S.UnderMinIsrPartitionCount, _S.UnderReplicatedPartitions, _S.ActiveControllerCount,
+    _S.RaftCurrentLeader, _S.FencedBrokerCount, _S.MetadataApplyLagMs, _S.LastAppliedRecordLagMs,
+    _S.EventQueueTimeMs, _S.PreferredReplicaImbalanceCount))
+# Attributes a gauge's value comes under (jmx_exporter: Value; a JSON reporter may leave it empty); the event queue
+# histogram is read at its 99th percentile.
+_GAUGE_ATTRIBUTES = ("Value", "")
+_QUEUE_ATTRIBUTE = "99thPercentile"
+# Open alerts that say a control request is slow or stuck: a roll now adds its own requests behind them.
+CONTROL_REQUEST_ALERTS: tuple[str, ...] = tuple(t.value for t in (
+    AlertType.DELAYED_LEADER_AND_ISR, AlertType.LEADER_AND_ISR_NOT_COMPLETED, AlertType.DELAYED_UPDATE_METADATA,
+    AlertType.DELAYED_STOP_REPLICA, AlertType.CONTROL_REQUEST_QUEUED_BEHIND_DATA, AlertType.CONTROL_REQUEST_QUEUE_DELAY,
+    AlertType.CONTROL_PLANE_QUEUE_BACKLOG, AlertType.LOCK_CONTENTION))
+
+
+@dataclass(frozen=True)
+class RollThresholds:
+    """What the checks compare with (each a query parameter of GET /clusters/{cluster}/roll-safety and a flag of
+    `planewatch roll-check`)."""
+
+    # A node scraped within this window belongs to the cluster (a broker stopped for a roll is still one).
+    # 15 minutes: longer than any broker's restart, so a broker that does not come back keeps the verdict unknown.
+    membership_s: float = 900.0
+    # A node whose newest sample is older than this is stale: 3 scrapes at the Prometheus Operator's 30 s.
+    stale_after_s: float = 90.0
+    # Under-replicated partitions tolerated (0: every replica back in its ISR, as Strimzi's rolls wait for).
+    max_under_replicated: int = 0
+    # KRaft: applied metadata this far behind (ms) is still caught up. The active controller appends a no-op
+    # record every 500 ms (metadata.max.idle.interval.ms), so a healthy node stays within a second or two.
+    max_metadata_lag_ms: float = 5000.0
+    # The active controller's event queue time (p99, ms): above it the controller is busy with earlier work.
+    max_event_queue_ms: float = 1000.0
+    # Partitions not led by their preferred replica tolerated: leadership returns with the preferred-leader
+    # election (auto.leader.rebalance.enable, every leader.imbalance.check.interval.seconds: 300 s by default).
+    max_preferred_imbalance: int = 0
+    # A control request counts as in flight if sent within this long and not finished (older ones are the
+    # pairing's never_completed: LEADER_AND_ISR_NOT_COMPLETED says so).
+    in_flight_window_s: float = 300.0
+
+
+DEFAULT_THRESHOLDS = RollThresholds()
+
+
+@dataclass(frozen=True)
+class Reason:
+    """One check's outcome."""
+
+    check: RollCheck
+    status: CheckStatus
+    text: str
+    signal: str | None = None
+    value: float | None = None
+    threshold: float | None = None
+    broker_id: int | None = None
+    age_s: float | None = None  # how old the data behind it is
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The roll-safety verdict of one cluster at `as_of`."""
+
+    cluster: str
+    verdict: RollVerdict
+    as_of: dt.datetime
+    mode: str  # kraft | zookeeper | unknown
+    nodes: list[int]
+    reasons: list[Reason] = field(default_factory=list)
+    broker_id: int | None = None  # the broker the caller asked about
+
+
+def _worst(statuses: Iterable[CheckStatus]) -> RollVerdict:
+    found = {RollVerdict(s.value) if s.value in RollVerdict.__members__ else RollVerdict.safe for s in statuses}
+    return next((v for v in SEVERITY_ORDER if v in found), RollVerdict.safe)
+
+
+class _Latest:
+    """The newest value per (node, signal) of the gauges the checks read, with the data's age."""
+
+    def __init__(self, latest: pl.DataFrame, now: dt.datetime) -> None:
+        self.now = now
+        attr = pl.col("attribute").fill_null("")
+        keep = ((pl.col("signal") == _S.EventQueueTimeMs.value) & (attr == _QUEUE_ATTRIBUTE)) | (
+            (pl.col("signal") != _S.EventQueueTimeMs.value) & attr.is_in(_GAUGE_ATTRIBUTES))
+        self.rows = (latest.filter(keep & pl.col("value").is_not_null() & pl.col("ts").is_not_null())
+                     .sort("ts").unique(["broker_id", "signal"], keep="last"))
+
+    def of(self, signal: Signal) -> list[tuple[int, float, float]]:
+        """(node, value, age s) of `signal`, per node that reports it."""
+        rows = self.rows.filter(pl.col("signal") == signal.value).sort("broker_id")
+        return [(int(r["broker_id"]), float(r["value"]), self.age(r["ts"])) for r in rows.iter_rows(named=True)]
+
+    def age(self, ts: dt.datetime) -> float:
+        return max(0.0, (self.now - ts).total_seconds())
+
+
+def _missing(check: RollCheck, signal: Signal, why: str = "") -> Reason:
+    return Reason(check, CheckStatus.unknown, f"no {signal.value} sample{why}: nothing vouches for it",
+                  signal.value)
+
+
+def _count_check(latest: _Latest, check: RollCheck, signal: Signal, limit: float, bad: CheckStatus,
+                 what: str) -> list[Reason]:
+    """Nodes whose `signal` exceeds `limit` are `bad`; one ok reason with the total otherwise."""
+    vals = latest.of(signal)
+    if not vals:
+        return [_missing(check, signal)]
+    over = [(b, v, a) for b, v, a in vals if v > limit]
+    if over:
+        return [Reason(check, bad, f"broker {b}: {v:g} {what} (at most {limit:g})", signal.value, v, limit, b, a)
+                for b, v, a in over]
+    return [Reason(check, CheckStatus.ok, f"{sum(v for _, v, _ in vals):g} {what} on {len(vals)} node(s)",
+                   signal.value, sum(v for _, v, _ in vals), limit, None, max(a for _, _, a in vals))]
+
+
+def _fresh(latest: _Latest, nodes: list[int], th: RollThresholds) -> list[Reason]:
+    newest = latest.rows.group_by("broker_id").agg(pl.col("ts").max())
+    ages = {int(r["broker_id"]): latest.age(r["ts"]) for r in newest.iter_rows(named=True)}
+    stale = [(n, ages[n]) for n in nodes if ages[n] > th.stale_after_s]
+    if stale:
+        return [Reason(RollCheck.NODES_FRESH, CheckStatus.unknown,
+                       f"node {n}: last scraped {a:.0f} s ago (stale after {th.stale_after_s:g} s): down, paused or "
+                       "unreachable", None, a, th.stale_after_s, n, a) for n, a in stale]
+    return [Reason(RollCheck.NODES_FRESH, CheckStatus.ok, f"{len(nodes)} node(s) scraped within "
+                   f"{th.stale_after_s:g} s", None, float(len(nodes)), th.stale_after_s, None,
+                   max(ages.values(), default=0.0))]
+
+
+def _controller(latest: _Latest) -> list[Reason]:
+    vals = latest.of(_S.ActiveControllerCount)
+    if not vals:
+        return [_missing(RollCheck.ACTIVE_CONTROLLER, _S.ActiveControllerCount)]
+    total = sum(v for _, v, _ in vals)
+    active = [b for b, v, _ in vals if v >= 1]
+    age = max(a for _, _, a in vals)
+    if total == 1:
+        return [Reason(RollCheck.ACTIVE_CONTROLLER, CheckStatus.ok, f"node {active[0]} is the active controller",
+                       _S.ActiveControllerCount.value, total, 1, active[0], age)]
+    return [Reason(RollCheck.ACTIVE_CONTROLLER, CheckStatus.unsafe,
+                   f"{total:g} active controllers (nodes {active or 'none'}): exactly one must be",
+                   _S.ActiveControllerCount.value, total, 1, None, age)]
+
+
+def _quorum(latest: _Latest) -> list[Reason]:
+    vals = latest.of(_S.RaftCurrentLeader)
+    leaders = {int(v) for _, v, _ in vals}
+    age = max(a for _, _, a in vals)
+    if len(leaders) == 1 and min(leaders) >= 0:
+        return [Reason(RollCheck.QUORUM_LEADER, CheckStatus.ok, f"every node follows quorum leader {min(leaders)}",
+                       _S.RaftCurrentLeader.value, float(min(leaders)), None, None, age)]
+    split = ", ".join(f"node {b}: {int(v)}" for b, v, _ in vals)
+    return [Reason(RollCheck.QUORUM_LEADER, CheckStatus.wait,
+                   f"the nodes do not agree on a quorum leader ({split}; -1: none): an election is under way",
+                   _S.RaftCurrentLeader.value, float(len(leaders)), 1, None, age)]
+
+
+def _metadata_lag(latest: _Latest, th: RollThresholds) -> list[Reason]:
+    vals = latest.of(_S.MetadataApplyLagMs) + latest.of(_S.LastAppliedRecordLagMs)
+    if not vals:
+        return [_missing(RollCheck.METADATA_LAG, _S.MetadataApplyLagMs)]
+    over = [(b, v, a) for b, v, a in vals if v > th.max_metadata_lag_ms]
+    if over:
+        return [Reason(RollCheck.METADATA_LAG, CheckStatus.wait, f"node {b} applies metadata {v:.0f} ms behind "
+                       f"(at most {th.max_metadata_lag_ms:g} ms)", _S.MetadataApplyLagMs.value, v,
+                       th.max_metadata_lag_ms, b, a) for b, v, a in over]
+    worst = max(v for _, v, _ in vals)
+    return [Reason(RollCheck.METADATA_LAG, CheckStatus.ok, f"every node's metadata within {worst:.0f} ms",
+                   _S.MetadataApplyLagMs.value, worst, th.max_metadata_lag_ms, None, max(a for _, _, a in vals))]
+
+
+def _optional(latest: _Latest, check: RollCheck, signal: Signal, limit: float, what: str) -> list[Reason]:
+    if not latest.of(signal):
+        return [Reason(check, CheckStatus.skipped, f"{signal.value} is not exported", signal.value)]
+    return _count_check(latest, check, signal, limit, CheckStatus.wait, what)
+
+
+def _control_requests(in_flight: pl.DataFrame, open_alerts: pl.DataFrame, now: dt.datetime) -> list[Reason]:
+    out = []
+    for r in in_flight.sort("sent_ts").iter_rows(named=True):
+        age = max(0.0, (now - r["sent_ts"]).total_seconds())
+        out.append(Reason(RollCheck.CONTROL_REQUESTS, CheckStatus.wait, f"a {r['request']} to broker "
+                          f"{r['broker_id']} has been in flight for {age:.0f} s", "control_request_latency", age,
+                          None, r["broker_id"], age))
+    for r in open_alerts.sort("started_at").iter_rows(named=True):
+        out.append(Reason(RollCheck.CONTROL_REQUESTS, CheckStatus.wait, f"open alert {r['type']} on broker "
+                          f"{r['broker_id']}", "alerts", None, None, r["broker_id"]))
+    return out or [Reason(RollCheck.CONTROL_REQUESTS, CheckStatus.ok, "no control request in flight or alerted",
+                          "control_request_latency")]
+
+
+def roll_verdict(cluster: str, latest: pl.DataFrame, in_flight: pl.DataFrame, open_alerts: pl.DataFrame,
+                 now: dt.datetime, th: RollThresholds = DEFAULT_THRESHOLDS, broker_id: int | None = None) -> Verdict:
+    """The verdict of `cluster` at `now` from its inputs (module docstring)."""
+    lat = _Latest(latest, now)
+    nodes = sorted(int(b) for b in lat.rows.get_column("broker_id").unique().to_list())
+    if not nodes:
+        reason = Reason(RollCheck.NODES_FRESH, CheckStatus.unknown, f"no metric sample of cluster {cluster!r} in "
+                        f"the last {th.membership_s:g} s")
+        return Verdict(cluster, RollVerdict.unknown, now, "unknown", [], [reason], broker_id)
+    kraft = bool(lat.of(_S.RaftCurrentLeader))
+    reasons = [
+        *_fresh(lat, nodes, th),
+        *_count_check(lat, RollCheck.OFFLINE_PARTITIONS, _S.OfflinePartitionsCount, 0, CheckStatus.unsafe,
+                      "offline partition(s)"),
+        *_count_check(lat, RollCheck.UNDER_MIN_ISR, _S.UnderMinIsrPartitionCount, 0, CheckStatus.unsafe,
+                      "partition(s) under min.insync.replicas"),
+        *_count_check(lat, RollCheck.UNDER_REPLICATED, _S.UnderReplicatedPartitions, th.max_under_replicated,
+                      CheckStatus.wait, "under-replicated partition(s)"),
+        *_controller(lat),
+        *_optional(lat, RollCheck.CONTROLLER_EVENT_QUEUE, _S.EventQueueTimeMs, th.max_event_queue_ms,
+                   "ms p99 in the controller's event queue"),
+        *_optional(lat, RollCheck.PREFERRED_LEADERS, _S.PreferredReplicaImbalanceCount, th.max_preferred_imbalance,
+                   "partition(s) not led by their preferred replica"),
+        *_control_requests(in_flight, open_alerts, now),
+    ]
+    if kraft:
+        reasons += [*_quorum(lat),
+                    *_count_check(lat, RollCheck.FENCED_BROKERS, _S.FencedBrokerCount, 0, CheckStatus.wait,
+                                  "fenced broker(s)"),
+                    *_metadata_lag(lat, th)]
+    else:
+        reasons += [Reason(c, CheckStatus.skipped, "KRaft only: the cluster runs in ZooKeeper mode")
+                    for c in (RollCheck.QUORUM_LEADER, RollCheck.FENCED_BROKERS, RollCheck.METADATA_LAG)]
+    return Verdict(cluster, _worst(r.status for r in reasons), now, "kraft" if kraft else "zookeeper", nodes,
+                   reasons, broker_id)

@@ -1,0 +1,64 @@
+"""`planewatch roll-check --cluster C [--broker N]`: may the next broker be restarted now? Exit status 0 = safe,
+1 = wait (or unsafe), 2 = unknown (missing or stale data), 3 = the lake could not be read; the verdict and every
+check's reason are printed (``--json``: as GET /clusters/{cluster}/roll-safety answers).
+
+Reads the same lake tables as the API (api.roll_safety); scripts poll it before each restart:
+
+    until planewatch roll-check --cluster prod --lake /data/lake; do sleep 5; done; systemctl restart kafka
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import fields
+from pathlib import Path
+
+from pipelines.roll_safety import DEFAULT_THRESHOLDS, RollThresholds
+
+# exit status when the lake cannot be read (a table unreadable or the query timed out)
+LAKE_UNREADABLE = 3
+# how long one read of the lake may take
+QUERY_TIMEOUT_S = 30.0
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Arguments of `planewatch roll-check`."""
+    parser.add_argument("--cluster", required=True, help="the cluster (its name in the lake)")
+    parser.add_argument("--broker", type=int, default=None, help="the broker to restart next (reported)")
+    parser.add_argument("--lake", type=Path, default=Path("var/lake"), help="lake directory (default: var/lake)")
+    parser.add_argument("--json", action="store_true", help="print the verdict as JSON")
+    for f in fields(RollThresholds):
+        parser.add_argument(f"--{f.name.replace('_', '-')}", type=type(getattr(DEFAULT_THRESHOLDS, f.name)),
+                            default=getattr(DEFAULT_THRESHOLDS, f.name), metavar="N",
+                            help=f"threshold (default {getattr(DEFAULT_THRESHOLDS, f.name):g})")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the verdict; the exit status says it (module docstring)."""
+    from datetime import UTC, datetime
+
+    from api.roll_safety import cluster_verdict, verdict_json
+    from api.store import LakeStore, TableUnavailable
+    from schemas.roll_safety import EXIT_CODES
+
+    th = RollThresholds(**{f.name: getattr(args, f.name) for f in fields(RollThresholds)})
+    store = LakeStore(args.lake, background_reload=False, query_timeout_s=QUERY_TIMEOUT_S)
+    try:
+        v = cluster_verdict(store, args.cluster, datetime.now(UTC), th, args.broker)
+    except TableUnavailable as e:
+        print(f"planewatch roll-check: cannot read the lake: {e}", file=sys.stderr)
+        return LAKE_UNREADABLE
+    finally:
+        store.close()
+    if args.json:
+        print(json.dumps(verdict_json(v), default=str))
+    else:
+        target = "" if args.broker is None else f" (next: broker {args.broker})"
+        print(f"{v.cluster}: {v.verdict.value.upper()}{target} as of {v.as_of:%H:%M:%S} UTC, {v.mode}, nodes "
+              f"{', '.join(map(str, v.nodes)) or 'none'}")
+        for r in v.reasons:
+            age = "" if r.age_s is None else f" [{r.age_s:.0f} s old]"
+            print(f"  {r.status.value:<8} {r.check.value:<22} {r.text}{age}")
+    return EXIT_CODES[v.verdict]
