@@ -20,13 +20,9 @@ from pipelines.roll_safety import (
     Verdict,
     roll_verdict,
 )
-from schemas.alerts import AlertStatus
 from schemas.tables import ALERTS, CONTROL_REQUEST_LATENCY, METRIC_SAMPLES
 
 __all__ = ["cluster_verdict", "verdict_json"]
-
-_IN_FLIGHT = "in_flight"
-
 
 def _latest_sql(cluster: str, now: dt.datetime, th: RollThresholds) -> str:
     since = now - dt.timedelta(seconds=th.membership_s)
@@ -40,20 +36,21 @@ def _latest_sql(cluster: str, now: dt.datetime, th: RollThresholds) -> str:
     )
 
 
-def _in_flight_sql(cluster: str, now: dt.datetime, th: RollThresholds) -> str:
+def _requests_sql(cluster: str, now: dt.datetime, th: RollThresholds) -> str:
     since = now - dt.timedelta(seconds=th.in_flight_window_s)
     return (
-        f"SELECT broker_id, request, sent_ts FROM {CONTROL_REQUEST_LATENCY.name} "
-        f"WHERE \"cluster\" = {name_literal(cluster)} AND status = '{_IN_FLIGHT}' "
-        f"AND date >= {lit_date(since.date())} AND sent_ts >= {lit_ts(since)} AND sent_ts <= {lit_ts(now)}"
+        f"SELECT broker_id, request, sent_ts, finished_ts FROM {CONTROL_REQUEST_LATENCY.name} "
+        f"WHERE \"cluster\" = {name_literal(cluster)} AND date >= {lit_date(since.date())} "
+        f"AND sent_ts >= {lit_ts(since)} AND sent_ts <= {lit_ts(now)}"
     )
 
 
 def _alerts_sql(cluster: str, now: dt.datetime) -> str:
     types = ", ".join(name_literal(t) for t in CONTROL_REQUEST_ALERTS)
     return (
-        f"SELECT type, broker_id, started_at FROM {ALERTS.name} WHERE \"cluster\" = {name_literal(cluster)} "
-        f"AND status = '{AlertStatus.open.value}' AND type IN ({types}) AND started_at <= {lit_ts(now)}"
+        f"SELECT type, broker_id, started_at, resolved_at FROM {ALERTS.name} "
+        f"WHERE \"cluster\" = {name_literal(cluster)} AND type IN ({types}) AND started_at <= {lit_ts(now)} "
+        f"AND (resolved_at IS NULL OR resolved_at > {lit_ts(now)})"
     )
 
 
@@ -85,11 +82,11 @@ def cluster_verdict(store: LakeStore, cluster: str, now: dt.datetime, th: RollTh
     latest = _frame(store, _latest_sql(cluster, now, th), METRIC_SAMPLES.name,
                     {"broker_id": pl.Int32, "signal": pl.String, "attribute": pl.String, "value": pl.Float64,
                      "ts": _TS})
-    in_flight = _frame(store, _in_flight_sql(cluster, now, th), CONTROL_REQUEST_LATENCY.name,
-                       {"broker_id": pl.Int32, "request": pl.String, "sent_ts": _TS})
+    requests = _frame(store, _requests_sql(cluster, now, th), CONTROL_REQUEST_LATENCY.name,
+                      {"broker_id": pl.Int32, "request": pl.String, "sent_ts": _TS, "finished_ts": _TS})
     alerts = _frame(store, _alerts_sql(cluster, now), ALERTS.name,
-                    {"type": pl.String, "broker_id": pl.Int32, "started_at": _TS})
-    return roll_verdict(cluster, latest, in_flight, alerts, now, th, broker_id)
+                    {"type": pl.String, "broker_id": pl.Int32, "started_at": _TS, "resolved_at": _TS})
+    return roll_verdict(cluster, latest, requests, alerts, now, th, broker_id)
 
 
 def verdict_json(v: Verdict) -> dict[str, Any]:

@@ -3,13 +3,17 @@
 Inputs, all of the cluster and as of `now` (the API and `planewatch roll-check` read them from the lake:
 :mod:`api.roll_safety`):
 
-* ``latest``: the newest sample per (node, signal, attribute) of :data:`ROLL_SIGNALS` within the membership window
-  (columns broker_id, signal, attribute, value, ts). A node is every broker or controller that was scraped in the
-  window; one whose newest sample is older than `stale_after_s` makes the verdict ``unknown`` (a stopped broker is
-  not a healthy one).
-* ``in_flight``: control requests still in flight (control_request_latency, status in_flight, sent within
-  `in_flight_window_s`): columns broker_id, request, sent_ts.
-* ``open_alerts``: open alerts of :data:`CONTROL_REQUEST_ALERTS` (columns type, broker_id, started_at).
+* ``latest``: samples of :data:`ROLL_SIGNALS` (columns broker_id, signal, attribute, value, ts; the newest per
+  node, signal and attribute is enough). A node is every broker or controller scraped within the membership window;
+  one whose newest sample is older than `stale_after_s` makes the verdict ``unknown`` (a stopped broker is not a
+  healthy one).
+* ``requests``: control_request_latency rows sent within `in_flight_window_s` before `now` (columns broker_id,
+  request, sent_ts, finished_ts): those not finished by `now` were in flight (:func:`in_flight_at`).
+* ``alerts``: alerts of :data:`CONTROL_REQUEST_ALERTS` started by `now` (columns type, broker_id, started_at,
+  resolved_at): those not resolved by `now` were open (:func:`open_at`).
+
+`now` may lie in the past (ROLL_TOO_FAST judges the moment a broker began its shutdown): every input is read as
+it stood then.
 
 Each check (:class:`schemas.roll_safety.RollCheck`) gives a :class:`Reason` with its signal, value, threshold and the
 age of its data; the verdict is the worst of them (:data:`schemas.roll_safety.SEVERITY_ORDER`). Missing data of a
@@ -29,7 +33,7 @@ from schemas.roll_safety import SEVERITY_ORDER, CheckStatus, RollCheck, RollVerd
 from schemas.signals import Signal
 
 __all__ = ["CONTROL_REQUEST_ALERTS", "DEFAULT_THRESHOLDS", "ROLL_SIGNALS", "Reason", "RollThresholds", "Verdict",
-           "roll_verdict"]
+           "in_flight_at", "open_at", "roll_verdict"]
 
 _S = Signal
 ROLL_SIGNALS: tuple[str, ...] = tuple(s.value for s in (
@@ -207,6 +211,19 @@ def _optional(latest: _Latest, check: RollCheck, signal: Signal, limit: float, w
     return _count_check(latest, check, signal, limit, CheckStatus.wait, what)
 
 
+def in_flight_at(requests: pl.DataFrame, now: dt.datetime, th: RollThresholds) -> pl.DataFrame:
+    """The control requests in flight at `now`: sent within in_flight_window_s before it, not finished by it."""
+    since = now - dt.timedelta(seconds=th.in_flight_window_s)
+    return requests.filter(pl.col("sent_ts").is_between(since, now)
+                           & (pl.col("finished_ts").is_null() | (pl.col("finished_ts") > now)))
+
+
+def open_at(alerts: pl.DataFrame, now: dt.datetime) -> pl.DataFrame:
+    """The alerts of CONTROL_REQUEST_ALERTS open at `now`."""
+    return alerts.filter(pl.col("type").is_in(CONTROL_REQUEST_ALERTS) & (pl.col("started_at") <= now)
+                         & (pl.col("resolved_at").is_null() | (pl.col("resolved_at") > now)))
+
+
 def _control_requests(in_flight: pl.DataFrame, open_alerts: pl.DataFrame, now: dt.datetime) -> list[Reason]:
     out = []
     for r in in_flight.sort("sent_ts").iter_rows(named=True):
@@ -221,10 +238,11 @@ def _control_requests(in_flight: pl.DataFrame, open_alerts: pl.DataFrame, now: d
                           "control_request_latency")]
 
 
-def roll_verdict(cluster: str, latest: pl.DataFrame, in_flight: pl.DataFrame, open_alerts: pl.DataFrame,
+def roll_verdict(cluster: str, latest: pl.DataFrame, requests: pl.DataFrame, alerts: pl.DataFrame,
                  now: dt.datetime, th: RollThresholds = DEFAULT_THRESHOLDS, broker_id: int | None = None) -> Verdict:
     """The verdict of `cluster` at `now` from its inputs (module docstring)."""
-    lat = _Latest(latest, now)
+    since = now - dt.timedelta(seconds=th.membership_s)
+    lat = _Latest(latest.filter(pl.col("ts").is_between(since, now)), now)
     nodes = sorted(int(b) for b in lat.rows.get_column("broker_id").unique().to_list())
     if not nodes:
         reason = Reason(RollCheck.NODES_FRESH, CheckStatus.unknown, f"no metric sample of cluster {cluster!r} in "
@@ -244,7 +262,7 @@ def roll_verdict(cluster: str, latest: pl.DataFrame, in_flight: pl.DataFrame, op
                    "ms p99 in the controller's event queue"),
         *_optional(lat, RollCheck.PREFERRED_LEADERS, _S.PreferredReplicaImbalanceCount, th.max_preferred_imbalance,
                    "partition(s) not led by their preferred replica"),
-        *_control_requests(in_flight, open_alerts, now),
+        *_control_requests(in_flight_at(requests, now, th), open_at(alerts, now), now),
     ]
     if kraft:
         reasons += [*_quorum(lat),

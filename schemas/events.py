@@ -141,6 +141,10 @@ class Event(StrEnum):
     KRAFT_HEARTBEAT_NOT_SENT = "kraft_heartbeat_not_sent"
     #: controller: `Becoming the active controller at epoch E, next write offset O.`
     KRAFT_ACTIVE_CONTROLLER = "kraft_active_controller"
+    # ---- server.log: a broker leaving the cluster on purpose (SIGTERM: a roll, a stop)
+    #: ZooKeeper mode: `[KafkaServer id=N] Starting controlled shutdown`; KRaft: `[BrokerLifecycleManager id=N]
+    #: Beginning controlled shutdown.` (a kill -9 logs nothing)
+    CONTROLLED_SHUTDOWN_STARTED = "controlled_shutdown_started"
     # ---- server.log: log and fetcher activity that contends for the partition-map lock (FACTS.md 6)
     #: `Incremented log start offset to O ...`
     LOG_START_OFFSET_INCREMENTED = "log_start_offset_incremented"

@@ -397,6 +397,11 @@ MESSAGES: tuple[Message, ...] = (
     _m(Event.KRAFT_ACTIVE_CONTROLLER, "Becoming the active controller at epoch ",
        rf"Becoming the active controller at epoch (?P<controller_epoch>{_N}), next write offset (?P<offset>{_N})\.",
        "kraft", "kraft"),
+    # ---- server.log: the broker begins a controlled shutdown (its ident names it: the row's broker)
+    _m(Event.CONTROLLED_SHUTDOWN_STARTED, "Starting controlled shutdown", r"Starting controlled shutdown", "broker",
+       "2.2+"),
+    _m(Event.CONTROLLED_SHUTDOWN_STARTED, "Beginning controlled shutdown.", r"Beginning controlled shutdown\.",
+       "kraft", "kraft"),
     # ---- server.log: the fetcher / log activity that contends for the partition-map lock (FACTS.md 6)
     _m(Event.LOG_START_OFFSET_INCREMENTED, "Increment",
        rf"Increment(?:ed|ing) (?:local )?log start offset (?:of partition {_TP} )?to (?P<offset>{_N})"

@@ -48,7 +48,8 @@ def test_the_verdict_follows_the_lake(make_client: ClientFactory, tmp_path: Path
     # broker 3 restarted: its replicas are not back in the ISR yet, a LeaderAndIsr to it is in flight
     scrape(lake, KRAFT_HEALTHY | {(1, "UnderReplicatedPartitions"): 4.0}, now - timedelta(seconds=1))
     write(lake, CONTROL_REQUEST_LATENCY, [control_request(1, 3, 0.0, status="in_flight",
-                                                          sent_ts=now - timedelta(seconds=3), date=now.date())])
+                                                          sent_ts=now - timedelta(seconds=3), handling_ts=None,
+                                                          finished_ts=None, date=now.date())])
     body = client.get("/clusters/c1/roll-safety", headers=AUTH).json()
     assert body["verdict"] == "wait"
     waiting = {r["check"]: r for r in body["reasons"] if r["status"] == "wait"}

@@ -51,8 +51,8 @@ def latest(values: Mapping[tuple[int, str], float], ages: Mapping[int, float] | 
                                       "value": pl.Float64, "ts": TS})
 
 
-NO_REQUESTS = pl.DataFrame(schema={"broker_id": pl.Int32, "request": pl.String, "sent_ts": TS})
-NO_ALERTS = pl.DataFrame(schema={"type": pl.String, "broker_id": pl.Int32, "started_at": TS})
+NO_REQUESTS = pl.DataFrame(schema={"broker_id": pl.Int32, "request": pl.String, "sent_ts": TS, "finished_ts": TS})
+NO_ALERTS = pl.DataFrame(schema={"type": pl.String, "broker_id": pl.Int32, "started_at": TS, "resolved_at": TS})
 
 
 def verdict(values: Mapping[tuple[int, str], float], *, ages: Mapping[int, float] | None = None,
@@ -152,7 +152,9 @@ def test_an_optional_signal_missing_is_skipped() -> None:
 
 @pytest.mark.parametrize("mode", ["zookeeper", "kraft"])
 def test_control_requests_in_flight_or_alerted_say_wait(mode: str) -> None:
-    in_flight = pl.DataFrame([{"broker_id": 2, "request": "LeaderAndIsr", "sent_ts": NOW - dt.timedelta(seconds=12)}],
+    in_flight = pl.DataFrame([{"broker_id": 2, "request": "LeaderAndIsr", "sent_ts": NOW - dt.timedelta(seconds=12)},
+                              {"broker_id": 3, "request": "LeaderAndIsr", "sent_ts": NOW - dt.timedelta(seconds=30),
+                               "finished_ts": NOW - dt.timedelta(seconds=20)}],  # finished: not in flight
                              schema=NO_REQUESTS.schema)
     v = verdict(healthy(mode), in_flight=in_flight)
     assert v.verdict == RollVerdict.wait
@@ -161,6 +163,18 @@ def test_control_requests_in_flight_or_alerted_say_wait(mode: str) -> None:
     alerts = pl.DataFrame([{"type": "DELAYED_LEADER_AND_ISR", "broker_id": 1, "started_at": NOW}],
                           schema=NO_ALERTS.schema)
     assert verdict(healthy(mode), alerts=alerts).verdict == RollVerdict.wait
+    resolved = alerts.with_columns(resolved_at=pl.lit(NOW - dt.timedelta(seconds=1)).cast(TS),
+                                   started_at=pl.lit(NOW - dt.timedelta(seconds=60)).cast(TS))
+    assert verdict(healthy(mode), alerts=resolved).verdict == RollVerdict.safe
+
+
+def test_a_verdict_in_the_past_reads_the_inputs_as_they_stood() -> None:
+    """ROLL_TOO_FAST judges the moment a shutdown began: later samples, finishes and resolutions do not count."""
+    values = healthy("kraft")
+    values[(1, "UnderReplicatedPartitions")] = 5
+    v = roll_verdict("c1", pl.concat([latest(values, {1: 30.0}), latest(healthy("kraft"), {1: 2.0})]),
+                     NO_REQUESTS, NO_ALERTS, NOW - dt.timedelta(seconds=10))
+    assert v.verdict == RollVerdict.wait
 
 
 def test_unsafe_outranks_wait_and_unknown() -> None:
