@@ -30,6 +30,7 @@ import polars as pl
 import pyarrow.compute as pc
 
 from jobs.alert_writer import AlertWriter
+from jobs.roll_inputs import RollInputs
 from pipelines.detection.config import DetectionConfig
 from pipelines.detection.events import CONTROL_REQUESTS, STALE_EVENTS
 from pipelines.detection.kraft_detectors import ELECTION_COLUMNS, KRAFT_EVENTS
@@ -41,6 +42,7 @@ from pipelines.detection.metric_detectors import (
     metric_candidates,
     metric_windows,
 )
+from pipelines.detection.roll_detectors import SHUTDOWN_EVENTS, detect_roll_too_fast
 from schemas.alerts import DetectQuery
 from schemas.events import Event
 from schemas.inputs import InputFamily
@@ -138,6 +140,7 @@ class LogRules(_BatchRules):
         super().__init__(settings, query, run_id, cfg)
         self.state_changes = LatestTable(settings.table_path(STATE_CHANGE_EVENTS.name),
                                          STATE_CHANGE_EVENTS.to_arrow())
+        self.roll = RollInputs(settings.table_path)
 
     def _elections(self, sc: pa.Table) -> pa.Table | None:
         """The quorum's elections from `quorum_window_s` before each cluster's elections in the batch to as long
@@ -151,15 +154,28 @@ class LogRules(_BatchRules):
         return self.state_changes.read_spans(_cluster_spans(batch, window, window), where=elected).select(
             ELECTION_COLUMNS)
 
+    def _rolls(self, sc: pa.Table) -> list[dict[str, Any]]:
+        """ROLL_TOO_FAST candidates of the batch's controlled shutdowns (none: no lake read)."""
+        shutdowns = sc.filter(pc.field("event").isin([e.value for e in SHUTDOWN_EVENTS]))
+        if shutdowns.num_rows == 0:
+            return []
+        frame = pl.from_arrow(shutdowns.select(["cluster", "broker_id", "ts", "message"]))
+        assert isinstance(frame, pl.DataFrame)
+        frame = frame.with_columns(pl.col("ts").dt.convert_time_zone("UTC").dt.cast_time_unit("us"))
+        samples, requests, alerts = self.roll.read(frame)
+        return detect_roll_too_fast(frame, samples, requests, alerts, self.cfg)
+
     def __call__(self, silver: SilverRows, batch_id: int) -> None:
         t0 = time.perf_counter()
         watermarks = self.clock.watermarks  # as of the earlier batches, like a streaming watermark
         self.clock.advance([_rows(silver, t, columns=CLOCK_COLUMNS) for t in (STATE_CHANGE_EVENTS, REQUEST_EVENTS)])
         # the rows the rules read: stale-epoch lines, the request log's control requests
         sc = _rows(silver, STATE_CHANGE_EVENTS, pc.field("event").isin([e.value for e in (*STALE_EVENTS,
-                                                                                          *KRAFT_EVENTS)]))
+                                                                                          *KRAFT_EVENTS,
+                                                                                          *SHUTDOWN_EVENTS)]))
         rq = _rows(silver, REQUEST_EVENTS, pc.field("api_name").isin(list(CONTROL_REQUESTS)))
         cands = log_candidates(sc, rq, self.cfg, self._elections(sc)) if sc.num_rows + rq.num_rows else []
+        cands += self._rolls(sc)
         t1 = time.perf_counter()
         n = self._write(cands, watermarks, batch_id)
         log.info("%s batch %d: log rules %d candidate(s), %d alert row(s); rules %.0f ms, alerts %.0f ms",

@@ -64,6 +64,9 @@ class AlertType(StrEnum):
     #: KRaft 4.1+: a leader was elected from a partition's eligible leader replicas (KIP-966): its ISR had fallen
     #: below min.insync.replicas, and ELR kept it from going offline or unclean
     LEADER_ELECTED_FROM_ELR = "LEADER_ELECTED_FROM_ELR"
+    #: a broker began a controlled shutdown while the cluster was not safe to roll (the roll-safety verdict just
+    #: before it said wait or unsafe): a roll going faster than the cluster recovers
+    ROLL_TOO_FAST = "ROLL_TOO_FAST"
 
 
 class IncidentCause(StrEnum):
@@ -72,6 +75,8 @@ class IncidentCause(StrEnum):
 
     #: a replica outside the ISR became leader: acknowledged messages may be lost
     UNCLEAN_LEADER_ELECTION = "UNCLEAN_LEADER_ELECTION"
+    #: a broker was stopped before the cluster had recovered from the previous change (a roll too fast)
+    ROLL_TOO_FAST = "ROLL_TOO_FAST"
     #: KRaft: the active controller fenced the broker (no heartbeat in time, or heartbeats timed out in its queue)
     BROKER_FENCED = "BROKER_FENCED"
     #: KRaft: the controller quorum keeps electing new active controllers
@@ -165,6 +170,7 @@ OWNERS: dict[AlertType, AlertOwner] = {
     AlertType.QUORUM_UNSTABLE: AlertOwner(DetectQuery.LOG, (_KR + "detect_quorum_unstable",)),
     AlertType.UNCLEAN_LEADER_ELECTION: AlertOwner(DetectQuery.METRIC, (_MET + "detect_unclean_leader_election",)),
     AlertType.LEADER_ELECTED_FROM_ELR: AlertOwner(DetectQuery.METRIC, (_MET + "detect_leader_elected_from_elr",)),
+    AlertType.ROLL_TOO_FAST: AlertOwner(DetectQuery.LOG, ("roll_detectors.detect_roll_too_fast",)),
 }
 
 

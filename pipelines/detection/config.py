@@ -84,6 +84,8 @@ DEFAULT_THRESHOLDS: dict[str, Threshold] = {
     AlertType.QUORUM_UNSTABLE: Threshold(3, 6),
     AlertType.UNCLEAN_LEADER_ELECTION: Threshold(1, 1),
     AlertType.LEADER_ELECTED_FROM_ELR: Threshold(1, 10),
+    # the roll-safety verdict just before the shutdown: 1 = wait, 2 = unsafe (roll_detectors.VERDICT_VALUE)
+    AlertType.ROLL_TOO_FAST: Threshold(1, 2),
 }
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from pipelines.detection.config import DEFAULT_THRESHOLDS
 from planewatch import docs_config
+from planewatch.cli import build_parser
 from schemas.alerts import OWNERS, AlertType
 
 REPO = Path(__file__).resolve().parents[2]
@@ -18,7 +19,8 @@ README = REPO / "README.md"
 # The README is the front door: what it is, how to start, where to go next; everything else lives in docs/.
 README_MAX_BYTES = 10 * 1024
 # Flags the pages show that planewatch's sources do not spell out: argparse's own, and spark-submit's.
-OTHER_TOOLS_FLAGS = frozenset({"--help", "--master", "--jars", "--py-files", "--conf"})
+# spark-submit's, and kafka-leader-election.sh's --election-type
+OTHER_TOOLS_FLAGS = frozenset({"--help", "--master", "--jars", "--py-files", "--conf", "--election-type"})
 # Where planewatch's own flags are declared.
 FLAG_SOURCES = ("planewatch", "jobs", "benchmarks", "api", "broker", "scripts", "pipelines", "schemas")
 _FLAG_USE = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]*)")
@@ -126,6 +128,8 @@ def _declared_flags() -> set[str]:
             declared.update(_FLAG_DECLARED.findall(path.read_text(encoding="utf-8")))
     for path in (REPO / "Makefile", *(REPO / "scripts").glob("*.sh")):
         declared.update(_FLAG_USE.findall(path.read_text(encoding="utf-8")))
+    for sub in build_parser()._subparsers._group_actions[0].choices.values():  # type: ignore[union-attr]
+        declared.update(o for a in sub._actions for o in a.option_strings)  # flags a command builds from data
     return declared
 
 

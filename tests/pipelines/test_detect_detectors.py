@@ -24,6 +24,7 @@ from pipelines.detection.latency_detectors import (
     time_split,
 )
 from pipelines.detection.metric_detectors import metric_candidates, metric_windows
+from pipelines.detection.roll_detectors import detect_roll_too_fast
 from schemas.tables import CONTROL_REQUEST_LATENCY, METRIC_SAMPLES, REQUEST_EVENTS, STATE_CHANGE_EVENTS
 
 pytestmark = pytest.mark.spark
@@ -255,12 +256,49 @@ def found(spark):
         *leader_and_isr("lait-quiet", "TotalTimeMs", [40, 45], [3, 4]),
     ]
     lat_df = spark.createDataFrame(latency, CONTROL_REQUEST_LATENCY.to_spark())
+    roll = _roll_inputs(samples)
     sc_df = spark.createDataFrame(changes, STATE_CHANGE_EVENTS.to_spark())
     req_df = spark.createDataFrame(requests, REQUEST_EVENTS.to_spark())
     ms_df = spark.createDataFrame(samples, METRIC_SAMPLES.to_spark())
     return (latency_candidates(lat_df.toArrow(), sc_df.toArrow(), CFG)
             + log_candidates(sc_df.toArrow(), req_df.toArrow(), CFG)
-            + metric_candidates(metric_windows(ms_df.toArrow(), CFG), CFG))
+            + metric_candidates(metric_windows(ms_df.toArrow(), CFG), CFG)
+            + detect_roll_too_fast(*roll, CFG))
+
+
+# A ZooKeeper-mode cluster of three brokers, broker 1 the controller, scraped at 0, 10 and 20 s; broker 2 begins a
+# controlled shutdown at 25 s. In roll-fire broker 3's replicas are not back in the ISR yet (broker 1 leads 4
+# partitions without it: the last broker restarted too early); roll-quiet is the same roll, recovered.
+_ROLL_HEALTHY = {"UnderReplicatedPartitions": 0, "UnderMinIsrPartitionCount": 0, "ActiveControllerCount": 0}
+
+
+def _roll_rows(cluster: str, urp_on_1: int) -> list[tuple]:
+    values = {(b, signal): v for b in (1, 2, 3) for signal, v in _ROLL_HEALTHY.items()}
+    values[(1, "ActiveControllerCount")] = 1
+    values[(1, "UnderReplicatedPartitions")] = urp_on_1
+    rows = []
+    for (b, signal), v in values.items():
+        rows += ms(cluster, signal, [v] * 3, broker=b)
+    rows += ms(cluster, "OfflinePartitionsCount", [0] * 3, broker=1)
+    return rows
+
+
+def _roll_inputs(samples: list[tuple]) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    rows = [*_roll_rows("roll-fire", 4), *_roll_rows("roll-quiet", 0)]
+    samples.extend(rows)
+    frame = pl.from_arrow(pa.Table.from_pylist([dict(zip(METRIC_SAMPLES.names, r, strict=True)) for r in rows],
+                                               METRIC_SAMPLES.to_arrow()))
+    shutdowns = pl.DataFrame([{"cluster": c, "broker_id": 2, "ts": t(25), "message": "Starting controlled shutdown"}
+                              for c in ("roll-fire", "roll-quiet")],
+                             schema={"cluster": pl.String, "broker_id": pl.Int32, "ts": pl.Datetime("us", "UTC"),
+                                     "message": pl.String})
+    ts = pl.Datetime("us", "UTC")
+    requests = pl.DataFrame(schema={"cluster": pl.String, "broker_id": pl.Int32, "request": pl.String,
+                                    "sent_ts": ts, "finished_ts": ts})
+    alerts = pl.DataFrame(schema={"cluster": pl.String, "type": pl.String, "broker_id": pl.Int32,
+                                  "started_at": ts, "resolved_at": ts})
+    assert isinstance(frame, pl.DataFrame)
+    return shutdowns, frame, requests, alerts
 
 
 def of(found, cluster, type_):
@@ -302,6 +340,7 @@ CASES = [
     ("QUORUM_UNSTABLE", "quorum", None),
     ("UNCLEAN_LEADER_ELECTION", "ule", 100),
     ("LEADER_ELECTED_FROM_ELR", "elr", 100),
+    ("ROLL_TOO_FAST", "roll", 2),
 ]
 
 
@@ -433,6 +472,7 @@ QUALITY = {
     ("METADATA_APPLY_LAG", "malspike"): {("warning", 13723.0, 5000.0)},
     ("CONTROLLER_EVENT_QUEUE_DELAY", "ceq"): {("warning", 1750.0, 1000.0)},
     ("BROKER_FENCED", "fence"): {("critical", 1.0, 1.0)},
+    ("ROLL_TOO_FAST", "roll"): {("warning", 1.0, 1.0)},
     ("BROKER_HEARTBEAT_TIMEOUT", "hbt"): {("warning", 3.0, 1.0)},
     ("QUORUM_UNSTABLE", "quorum"): {("warning", 3.0, 3.0)},  # three elections in 35 s
     ("UNCLEAN_LEADER_ELECTION", "ule"): {("critical", 1.0, 1.0)},
@@ -496,3 +536,10 @@ def test_quorum_elections_before_the_batch_count_once_each():
                            pl.from_arrow(frame([dict(zip(STATE_CHANGE_EVENTS.names, r, strict=True))
                                                 for r in later]).select(ELECTION_COLUMNS)))
     assert [c["value"] for c in got if c["type"] == "QUORUM_UNSTABLE"] == [3.0]
+
+
+def test_a_roll_too_fast_names_what_was_not_ok_just_before_the_shutdown(found):
+    (hit,) = of(found, "roll-fire", "ROLL_TOO_FAST")
+    assert hit["summary"].startswith("Broker 2 began a controlled shutdown while the cluster was not safe to roll "
+                                     "(verdict wait just before): wait UNDER_REPLICATED: broker 1: 4 under-replicated")
+    assert '"verdict":"wait"' in hit["evidence"]

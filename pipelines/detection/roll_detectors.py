@@ -1,0 +1,81 @@
+"""ROLL_TOO_FAST: a broker began a controlled shutdown while the cluster was not safe to roll.
+
+A log batch's CONTROLLED_SHUTDOWN_STARTED rows (`[KafkaServer id=N] Starting controlled shutdown`, KRaft's
+`[BrokerLifecycleManager id=N] Beginning controlled shutdown.`) are each judged by the roll-safety verdict
+(:func:`pipelines.roll_safety.roll_verdict`, the one GET /clusters/{cluster}/roll-safety serves) as it stood just
+before the line: ``wait`` raises a warning, ``unsafe`` a critical alert, each naming the checks that were not ok at
+that moment. ``unknown`` raises nothing (nothing vouches either way), nor does ``safe``. A kill -9 logs no line and
+is not judged.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from pipelines.detection.rule_common import candidate_rows, evidence, level, severity
+from pipelines.roll_safety import DEFAULT_THRESHOLDS, RollThresholds, Verdict, roll_verdict
+from schemas.alerts import AlertType
+from schemas.events import Event
+from schemas.roll_safety import CheckStatus, RollVerdict
+
+if TYPE_CHECKING:
+    from pipelines.detection.config import DetectionConfig
+
+__all__ = ["JUST_BEFORE", "SHUTDOWN_EVENTS", "VERDICT_VALUE", "detect_roll_too_fast"]
+
+Rows = list[dict[str, Any]]
+SHUTDOWN_EVENTS = (Event.CONTROLLED_SHUTDOWN_STARTED,)
+# The alert's value: how bad the verdict was (ROLL_TOO_FAST's warning and critical levels).
+VERDICT_VALUE = {RollVerdict.wait: 1.0, RollVerdict.unsafe: 2.0}
+# "Just before" the shutdown line: the samples a scrape took in the same millisecond belong to the shutdown.
+JUST_BEFORE = dt.timedelta(milliseconds=1)
+# Reasons quoted in a summary (every one is in the evidence).
+REASONS_QUOTED = 4
+
+
+def _judged(shutdowns: pl.DataFrame, samples: pl.DataFrame, requests: pl.DataFrame, alerts: pl.DataFrame,
+            th: RollThresholds) -> list[tuple[dict[str, Any], Verdict]]:
+    """Each shutdown row with the verdict of its cluster just before it (every input of its cluster)."""
+    out = []
+    for r in shutdowns.sort("ts").iter_rows(named=True):
+        of = pl.col("cluster") == r["cluster"]
+        v = roll_verdict(r["cluster"], samples.filter(of), requests.filter(of), alerts.filter(of),
+                         r["ts"] - JUST_BEFORE, th, r["broker_id"])
+        out.append((r, v))
+    return out
+
+
+def detect_roll_too_fast(shutdowns: pl.DataFrame, samples: pl.DataFrame, requests: pl.DataFrame,
+                         alerts: pl.DataFrame, cfg: DetectionConfig, th: RollThresholds = DEFAULT_THRESHOLDS) -> Rows:
+    """Candidates for the shutdowns whose verdict just before was wait or unsafe. `shutdowns`: state_change_events
+    rows of SHUTDOWN_EVENTS (cluster, broker_id, ts, message); `samples`, `requests`, `alerts`: the roll-safety
+    inputs (pipelines.roll_safety) of those clusters, with a `cluster` column, reaching back the membership and
+    in-flight windows before the first shutdown."""
+    t = AlertType.ROLL_TOO_FAST
+    rows = []
+    for r, v in _judged(shutdowns, samples, requests, alerts, th):
+        if v.verdict not in VERDICT_VALUE:
+            continue
+        bad = [x for x in v.reasons if x.status not in (CheckStatus.ok, CheckStatus.skipped)]
+        rows.append({"cluster": r["cluster"], "broker_id": r["broker_id"], "ts": r["ts"],
+                     "value": VERDICT_VALUE[v.verdict], "verdict": v.verdict.value, "mode": v.mode,
+                     "reasons": [f"{x.status.value} {x.check.value}: {x.text}" for x in bad],
+                     "line": r["message"]})
+    if not rows:
+        return []
+    frame = pl.DataFrame(rows).with_columns(
+        severity=severity(cfg, t, pl.col("value")), threshold=level(cfg, t, "warning"),
+        listener=pl.lit(None, dtype=pl.String))
+
+    def describe(r: Mapping[str, Any]) -> tuple[str, str]:
+        quoted = "; ".join(r["reasons"][:REASONS_QUOTED])
+        more = len(r["reasons"]) - REASONS_QUOTED
+        summary = (f"Broker {r['broker_id']} began a controlled shutdown while the cluster was not safe to roll "
+                   f"(verdict {r['verdict']} just before): {quoted}" + (f"; {more} more" if more > 0 else ""))
+        return summary, evidence(r, ("verdict", "mode", "reasons", "line"))
+
+    return candidate_rows(frame, t, describe)
