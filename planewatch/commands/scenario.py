@@ -2,6 +2,7 @@
 
     planewatch scenario healthy|produce-backlog|connection-storm|fetcher-lock|broker-bounce|controller-failover
     planewatch scenario metadata-lag|broker-fenced|controller-overload|quorum-unstable|elections --kafka 4.4.0
+    planewatch scenario rolling-restart-timer|rolling-restart-gated --kafka 3.9.1|4.4.0 [--roll-check-lake DIR]
 
 Each scenario starts its own cluster under ``DIR`` (default ``var/scenario/NAME``), is bounded in time, stops the
 cluster at the end, and prints what it did and when as JSON lines (also appended to ``DIR/scenario-NAME.jsonl``,
@@ -29,9 +30,12 @@ if TYPE_CHECKING:
     from broker.scenarios.base import Timeline
 
 NAMES = ("healthy", "produce-backlog", "connection-storm", "fetcher-lock", "broker-bounce", "controller-failover",
-         "metadata-lag", "broker-fenced", "controller-overload", "quorum-unstable", "elections")
+         "metadata-lag", "broker-fenced", "controller-overload", "quorum-unstable", "elections",
+         "rolling-restart-timer", "rolling-restart-gated")
 # The scenarios of KRaft's own mechanisms: Apache Kafka only (planewatch.kafka.scenarios.KRAFT_ONLY).
 KRAFT_NAMES = ("metadata-lag", "broker-fenced", "controller-overload", "quorum-unstable", "elections")
+# Apache Kafka in either mode only (planewatch.kafka.rolls).
+KAFKA_NAMES = ("rolling-restart-timer", "rolling-restart-gated")
 HALVES = ("produce-backlog-with-control-plane", "produce-backlog-without-control-plane", "fetcher-lock-locked",
           "fetcher-lock-async")
 
@@ -64,6 +68,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="with --kafka: how often the exporters are scraped (the cluster stays up for a scrape)")
     parser.add_argument("--log4j", default=LOG4J_PROFILES[0], choices=LOG4J_PROFILES,
                         help="with --kafka: planewatch's logger levels (every witness on) or those Kafka ships")
+    parser.add_argument("--roll-check-lake", type=Path, default=None, metavar="DIR",
+                        help="with --kafka: the lake a pipeline writes for this cluster (rolling-restart-gated "
+                             "runs planewatch roll-check on it; the cluster's name there is DIR's name of --dir)")
     parser.add_argument("--timeline", type=Path, default=None, metavar="FILE",
                         help="where the JSON-lines timeline is appended (default DIR/scenario-NAME.jsonl)")
 
@@ -80,6 +87,10 @@ def run(args: argparse.Namespace) -> int:
         return _run_kafka(args, d, tl)
     if args.name in KRAFT_NAMES:
         print(f"planewatch scenario {args.name}: a KRaft scenario; run it with --kafka 4.x", file=sys.stderr)
+        return 2
+    if args.name in KAFKA_NAMES:
+        print(f"planewatch scenario {args.name}: an Apache Kafka scenario; run it with --kafka VERSION",
+              file=sys.stderr)
         return 2
     tl.emit("scenario-started", dir=str(d))
     return _play(args.name, tl, lambda: runs()[args.name](d, tl), (RuntimeError, TimeoutError))
@@ -108,7 +119,8 @@ def _run_kafka(args: argparse.Namespace, d: Path, tl: Timeline) -> int:
     from planewatch.kafka.cluster import KafkaSetup
     from planewatch.kafka.scenarios import SCENARIOS, scenario_names
 
-    setup = KafkaSetup(args.kafka, True if args.kraft else None, args.exporter, args.log4j, args.scrape_interval)
+    setup = KafkaSetup(args.kafka, True if args.kraft else None, args.exporter, args.log4j, args.scrape_interval,
+                       args.roll_check_lake)
     try:
         names = scenario_names(setup)
     except ValueError as exc:

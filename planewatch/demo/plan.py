@@ -35,6 +35,7 @@ __all__ = [
     "last_error",
     "match",
     "query_restarts",
+    "render_rolls",
     "render_table",
     "unexpected_alerts",
 ]
@@ -112,6 +113,15 @@ EXTRA_RUNS: tuple[DemoRun, ...] = (
             "another is elected, three times", "quorum-unstable", KAFKA_KRAFT),
     DemoRun("kraft-elections", "KRaft on Apache Kafka: every broker shut down in turn and brought back: an unclean "
             "election, then one from the eligible leader replicas (KIP-966)", "elections", KAFKA_KRAFT),
+    # roll safety: the same rolling restart on a fixed timer and gated by `planewatch roll-check`, side by side
+    DemoRun("kafka-rolling-restart-timer", "Apache Kafka: a rolling restart on a fixed timer (8 s between stops) "
+            "under acks=all load", "rolling-restart-timer", KAFKA_ZK),
+    DemoRun("kafka-rolling-restart-gated", "Apache Kafka: the same roll, each restart after planewatch roll-check "
+            "says safe", "rolling-restart-gated", KAFKA_ZK),
+    DemoRun("kraft-rolling-restart-timer", "KRaft on Apache Kafka: a rolling restart on a fixed timer",
+            "rolling-restart-timer", KAFKA_KRAFT),
+    DemoRun("kraft-rolling-restart-gated", "KRaft on Apache Kafka: the same roll gated by planewatch roll-check",
+            "rolling-restart-gated", KAFKA_KRAFT),
     # as operators run Kafka: its shipped log4j levels and a public exporter stack's namings
     DemoRun("kafka-connection-storm-strimzi", "KIP-402 on Apache Kafka with Strimzi's exporter namings and Kafka's "
             "shipped log4j levels", "connection-storm", KAFKA_ZK, "strimzi", "shipped"),
@@ -360,4 +370,31 @@ def render_table(detections: Sequence[Detection], false_alarms: Sequence[SeenAle
         lines.append(f"the demo did not run cleanly: {len(failures)} failure(s) of its own processes")
     for f in failures:
         lines.append(f"  {f.process}: {f.what}: {f.error or '(no error in its log)'}")
+    return "\n".join(lines)
+
+
+# The rolling-restart table's columns: header -> the scenario's roll-finished field.
+ROLL_COLUMNS = (("restarts", "restarts"), ("roll s", "roll_s"), ("waited for roll-check s", "gate_wait_s"),
+                ("under min ISR s", "under_min_isr_s_total"), ("leaderless s", "leaderless_s_total"),
+                ("most offline", "max_offline_partitions"), ("produce errors", "failed"),
+                ("longest stall s", "longest_stall_s"), ("latency p99 ms", "latency_p99_ms"),
+                ("latency max ms", "latency_max_ms"), ("lost", "lost"))
+
+
+def render_rolls(reports: Mapping[str, Mapping[str, Any]], engines: Mapping[str, str],
+                 alerts: Iterable[SeenAlert]) -> str:
+    """The rolling restarts side by side (run -> its roll-finished event): what the clients saw during each roll,
+    and the ROLL_TOO_FAST alerts each raised. Empty when no roll was played."""
+    if not reports:
+        return ""
+    too_fast: dict[str, int] = {}
+    for a in alerts:
+        if a.type == "ROLL_TOO_FAST":
+            too_fast[a.cluster] = too_fast.get(a.cluster, 0) + 1
+    header = ("rolling restart", "engine", *(h for h, _ in ROLL_COLUMNS), "ROLL_TOO_FAST")
+    body = [(run, engines.get(run, "reference"), *(_cell(r.get(k)) for _, k in ROLL_COLUMNS),
+             str(too_fast.get(run, 0))) for run, r in reports.items()]
+    widths = [max(len(r[c]) for r in (header, *body)) for c in range(len(header))]
+    lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in (header, *body)]
+    lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)

@@ -20,7 +20,7 @@ import secrets
 import shutil
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -39,6 +39,7 @@ from planewatch.demo.plan import (
     last_error,
     match,
     query_restarts,
+    render_rolls,
     render_table,
     unexpected_alerts,
 )
@@ -64,8 +65,9 @@ PIPELINE_START_S = 180.0
 DETECTION_GRACE_S = 120.0
 # Micro-batch interval of the demo's pipeline: the detection delay's floor.
 TRIGGER = "2 seconds"
-# A scenario run that takes longer than this is interrupted (each is bounded well below it).
-RUN_TIMEOUT_S = 300.0
+# A scenario run that takes longer than this is interrupted (each is bounded below it: the gated rolling restart
+# waits at most 5 minutes for each of four verdicts, and takes 2-4 minutes when the cluster recovers).
+RUN_TIMEOUT_S = 1500.0
 # The subdirectories the demo owns under --dir (cleared at start).
 OWNED = ("clusters", "lake", "checkpoints", "timeline", "logs", "current", "report.json")
 
@@ -134,7 +136,7 @@ def _play(run: DemoRun, d: Path, env: dict[str, str], progress: Progress, deadli
           scrape_interval_s: float) -> list[dict[str, Any]]:
     """Run one scenario as a child, echo its timeline as progress, return its events."""
     kafka = ("--kafka", run.kafka, "--exporter", run.exporter, "--log4j", run.log4j, "--scrape-interval",
-             str(scrape_interval_s)) if run.kafka else ()
+             str(scrape_interval_s), "--roll-check-lake", str(d / "lake")) if run.kafka else ()
     cmd = planewatch_cmd("scenario", run.scenario_name, *kafka, "--dir", str(d / "clusters" / run.name),
                          "--timeline", str(d / "timeline" / f"{run.name}.jsonl"))
     child = Child("scenario", cmd, d / "logs" / f"scenario-{run.name}.log", env, pipe_stdout=True)
@@ -183,7 +185,7 @@ def _wait_detections(incidents: Sequence[Incident], watcher: AlertWatcher, progr
 
 def _report(d: Path, detections: Sequence[Detection], false_alarms: Sequence[Any], engines: dict[str, str],
             failures: Sequence[ProcessFailure], watcher: AlertWatcher, causes: dict[str, str],
-            explained: Sequence[Any]) -> None:
+            explained: Sequence[Any], rolls: Mapping[str, Any]) -> None:
     rows = [{**asdict(x.incident), "engine": engines.get(x.incident.run, "reference"),
              "alert": None if x.alert is None else asdict(x.alert), "delay_s": x.delay_s,
              "visible_delay_s": x.visible_delay_s,
@@ -191,6 +193,7 @@ def _report(d: Path, detections: Sequence[Detection], false_alarms: Sequence[Any
     (d / "report.json").write_text(json.dumps(
         {"incidents": rows, "unexpected": [asdict(a) for a in false_alarms],
          "explained": [{**asdict(a), "incident_cause": causes.get(a.alert_id)} for a in explained],
+         "rolling_restarts": dict(rolls),
          "failures": [asdict(f) for f in failures],
          "alert_polls": {"polls": watcher.polls, "failed": dict(watcher.failures)}}, indent=2))
 
@@ -270,6 +273,7 @@ def run_demo(opts: DemoOptions, out: IO[str] = sys.stdout,
         progress.say(f"everything is written under {d}; logs in {d / 'logs'}")
         watcher = AlertWatcher(url, token).start()
         incidents: list[Incident] = []
+        rolls: dict[str, dict[str, Any]] = {}
         for i, run in enumerate(runs, 1):
             if time.monotonic() > deadline:
                 progress.say(f"--duration reached: {run.name} and later runs skipped")
@@ -282,6 +286,9 @@ def run_demo(opts: DemoOptions, out: IO[str] = sys.stdout,
             progress.start_run(i, run)
             events = _play(run, d, env, progress, deadline, opts.scrape_interval_s)
             incidents += incidents_of(run.name, events, want)
+            for ev in events:
+                if ev.get("event") == "roll-finished":
+                    rolls[run.name] = ev
         progress.current = ""
         detections = _wait_detections(incidents, watcher, progress, deadline, children)
         causes = watcher.causes()
@@ -290,9 +297,11 @@ def run_demo(opts: DemoOptions, out: IO[str] = sys.stdout,
         explained = explained_alerts(seen, forbidden, names, causes, kafka_expected.EXPLAINED)
         engines = {r.name: r.engine for r in runs}
         failures = _failures(children, d / "logs")
-        _report(d, detections, false_alarms, engines, failures, watcher, causes, explained)
+        _report(d, detections, false_alarms, engines, failures, watcher, causes, explained, rolls)
         print("\n" + render_table(detections, false_alarms, engines, failures, causes, explained) + "\n", file=out,
               flush=True)
+        if rolls:
+            print(render_rolls(rolls, engines, seen) + "\n", file=out, flush=True)
         failed = sum(watcher.failures.values())
         progress.say(f"GET /alerts: {watcher.polls} polls, {failed} failed"
                      + "".join(f"; {n} x {err}" for err, n in watcher.failures.most_common()))

@@ -105,6 +105,7 @@ class KafkaSetup:
     exporter: str = DEFAULT_EXPORTER
     log4j: str = "planewatch"
     scrape_interval_s: float = SCRAPE_INTERVAL_S  # how often its exporters are scraped: a scenario stays up for it
+    roll_check_lake: Path | None = None  # the lake a pipeline writes for this cluster (rolling-restart-gated asks it)
 
     def spec(self, directory: Path, **more: Any) -> KafkaClusterSpec:
         """The cluster to start under ``directory`` in this set-up; ``more``: the scenario's own fields."""

@@ -36,6 +36,11 @@ EXPECTED: tuple[ExpectedIncident, ...] = (
     ExpectedIncident("kraft-elections", "out-of-sync-broker-started", AlertType.UNCLEAN_LEADER_ELECTION, None,
                      cause=IncidentCause.UNCLEAN_LEADER_ELECTION),
     ExpectedIncident("kraft-elections", "eligible-broker-started", AlertType.LEADER_ELECTED_FROM_ELR, None),
+    # a roll on a fixed timer stops the second broker before the first is back in every ISR
+    ExpectedIncident("kafka-rolling-restart-timer", "broker-stopped", AlertType.ROLL_TOO_FAST, "broker",
+                     occurrence=2, cause=IncidentCause.ROLL_TOO_FAST),
+    ExpectedIncident("kraft-rolling-restart-timer", "broker-stopped", AlertType.ROLL_TOO_FAST, "broker",
+                     occurrence=2, cause=IncidentCause.ROLL_TOO_FAST),
     ExpectedIncident("kafka-connection-storm", "storm-started", AlertType.ACCEPTOR_BLOCKED, "broker",
                      cause=IncidentCause.CONNECTION_STORM),
     ExpectedIncident("kafka-connection-storm-strimzi", "storm-started", AlertType.ACCEPTOR_BLOCKED, "broker",
@@ -53,6 +58,9 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "kraft-controller-overload": _CONTROL_REQUEST_ALERTS,
     "kraft-quorum-unstable": _CONTROL_REQUEST_ALERTS,
     "kraft-elections": _CONTROL_REQUEST_ALERTS,
+    # the gated roll restarts a broker only once roll-check says safe
+    "kafka-rolling-restart-gated": (AlertType.ROLL_TOO_FAST,),
+    "kraft-rolling-restart-gated": (AlertType.ROLL_TOO_FAST,),
     # the control plane keeps the controller's requests out of the produce backlog
     "kafka-produce-backlog-with-control-plane": _CONTROL_REQUEST_ALERTS,
     "kafka-produce-backlog-without-control-plane": (AlertType.LOCK_CONTENTION, AlertType.STALE_BROKER_EPOCH,

@@ -27,6 +27,8 @@
 ``elections`` (KRaft, 4.1+)                every broker shut down cleanly in turn, then brought back: an unclean
                                            election on a topic that allows it, an election from the eligible
                                            leader replicas (KIP-966) on one that does not
+``rolling-restart-timer`` / ``-gated``     every broker restarted once under acks=all load, on a fixed timer or
+                                           each after `planewatch roll-check` says safe (planewatch.kafka.rolls)
 =========================================  ====================================================================
 
 KAFKA-6974's asynchronous fetcher and the cacheable UpdateMetadata were never shipped by Apache Kafka; their
@@ -51,6 +53,7 @@ from typing import Any
 from broker.protocol.error_codes import ErrorCode
 from broker.scenarios.base import Load, Timeline, open_connections, verify_load, wait_until
 from planewatch.kafka.cluster import KafkaCluster, KafkaClusterSpec, KafkaSetup
+from planewatch.kafka.rolls import ROLLS, rolling_restart
 
 __all__ = ["KRAFT_ONLY", "SCENARIOS", "ZOOKEEPER_ONLY", "scenario_names"]
 
@@ -575,6 +578,7 @@ SCENARIOS: dict[str, Scenario] = {
     "controller-overload": controller_overload,
     "quorum-unstable": quorum_unstable,
     "elections": elections,
+    **{name: partial(rolling_restart, gated=gated) for name, gated in ROLLS.items()},
 }
 # ZooKeeper-mode mechanisms (KIP-291 control plane, broker epochs fenced by the broker, a broker as controller).
 ZOOKEEPER_ONLY = frozenset({"produce-backlog-with-control-plane", "produce-backlog-without-control-plane",

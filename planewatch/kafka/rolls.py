@@ -1,0 +1,332 @@
+"""Rolling restarts of Apache Kafka under a produce load: one on a fixed timer, as careless automation does, and one
+that waits for `planewatch roll-check` before each restart; what the clients saw in each.
+
+Both restart every broker once, in id order: SIGTERM (a controlled shutdown), wait for the process to exit, start
+it again, and
+
+* ``rolling-restart-timer``: start it without waiting and stop the next broker ROLL_INTERVAL_S after the previous
+  stop began (a Type=simple `systemctl restart` and a fixed pause); then wait until the cluster recovered;
+* ``rolling-restart-gated``: wait until it logs that it started; before each stop (and at the end) run
+  `planewatch roll-check --cluster NAME --lake LAKE` every ROLL_CHECK_POLL_S until it exits 0 (at most
+  ROLL_CHECK_TIMEOUT_S), recording each verdict and its reasons in the timeline.
+
+Meanwhile a producer (acks=all, a topic of min.insync.replicas=2) records each message's delivery time and errors,
+and a metadata watcher polls the topic's leaders and ISRs: the time each partition had no leader, the time it had
+fewer in-sync replicas than min.insync.replicas, the most partitions offline at once. ``roll-finished`` reports them.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+from broker.scenarios.base import Timeline, consume_keys, wait_until
+from planewatch.kafka.cluster import KafkaCluster, KafkaSetup
+
+__all__ = ["ROLLS", "rolling_restart"]
+
+ROLL_TOPIC = "roll"
+ROLL_PARTITIONS = 6
+ROLL_MIN_ISR = 2
+# careless automation: the next broker is stopped this long after the previous one was (`systemctl restart` of a
+# Type=simple unit returns once the process is spawned, then a fixed pause): on 2 cores a Kafka broker takes 5-10 s
+# to start and more to catch up
+ROLL_INTERVAL_S = 8.0
+# the timer roll is over once every broker started and every replica is back in its ISR (at most this long)
+RECOVERY_TIMEOUT_S = 180.0
+# the gated roll: how often it asks, and how long it waits for `safe` before it restarts anyway (and says so)
+ROLL_CHECK_POLL_S = 3.0
+ROLL_CHECK_TIMEOUT_S = 300.0
+# a single roll-check may take this long (a Python start and one lake read on a loaded machine)
+ROLL_CHECK_CALL_TIMEOUT_S = 60.0
+# the load: acks=all at this rate of ROLL_VALUE_BYTES records, bounded in records and time
+ROLL_RATE = 500
+ROLL_VALUE_BYTES = 1000
+# A restarted broker must fetch what was written while it was down before it rejoins the ISR. Kafka throttles only
+# replicas outside the ISR (KIP-73): at this rate per broker (leader and follower side) against the load's
+# 500 KB/s, a broker down for 10 s needs 15-20 s to catch up, as a broker with real data takes minutes
+REPLICATION_THROTTLE_BYTES = 800_000
+ROLL_MAX_RECORDS = 1_000_000
+ROLL_MAX_SECONDS = 900.0
+# what a producer's user would call a stall: no message acknowledged for this long
+STALL_S = 1.0
+# the metadata watcher's poll interval
+WATCH_INTERVAL_S = 0.5
+# Kafka moves leadership back to the preferred replicas every leader.imbalance.check.interval.seconds (300 s by
+# default); a roll that waits for it (the verdict's PREFERRED_LEADERS) would take 5 minutes a broker, so both rolls
+# run with 15 s
+ROLL_BROKER_CONFIG = {"leader.imbalance.check.interval.seconds": "15"}
+# before the roll: leaders settled and the scrapers' first samples taken (the gate needs fresh data)
+SETTLE_S = 20.0
+
+
+class _Producer:
+    """acks=all load that records each message's delivery latency and every final error, by error name."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap
+        self.sent: dict[int, float] = {}
+        self.latencies_ms: list[float] = []
+        self.acked: list[int] = []
+        self.ack_times: list[float] = []
+        self.errors: Counter[str] = Counter()
+        self._from = float("inf")  # messages sent from then on are measured (a fresh JVM's first seconds are not)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="roll-producer", daemon=True)
+
+    def measure_from(self, t: float) -> None:
+        """Measure the messages sent from monotonic time `t` on."""
+        self._from = t
+
+    def start(self) -> _Producer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(ROLL_MAX_SECONDS + 60)
+
+    def _delivered(self, err: Any, msg: Any) -> None:
+        key = int(msg.key())
+        now = time.monotonic()
+        sent = self.sent.pop(key, now)
+        if err is None:
+            self.acked.append(key)
+        if sent < self._from:
+            return
+        if err is None:
+            self.ack_times.append(now)
+            self.latencies_ms.append((now - sent) * 1e3)
+        else:
+            self.errors[err.name()] += 1
+
+    def _run(self) -> None:
+        from confluent_kafka import Producer
+
+        # a Java producer's defaults: 30 s per request, 120 s to deliver a record
+        p = Producer({"bootstrap.servers": self.bootstrap, "acks": "all", "linger.ms": 5,
+                      "request.timeout.ms": 30_000, "message.timeout.ms": 120_000})
+        start = time.monotonic()
+        value = b"x" * ROLL_VALUE_BYTES
+        for i in range(ROLL_MAX_RECORDS):
+            if self._stop.is_set() or time.monotonic() - start > ROLL_MAX_SECONDS:
+                break
+            if (ahead := start + i / ROLL_RATE - time.monotonic()) > 0:
+                p.poll(ahead)
+            self.sent[i] = time.monotonic()
+            while True:
+                try:
+                    p.produce(ROLL_TOPIC, key=str(i).encode(), value=value, partition=i % ROLL_PARTITIONS,
+                              on_delivery=self._delivered)
+                    break
+                except BufferError:
+                    p.poll(0.05)
+            p.poll(0)
+        p.flush(130)
+
+    def report(self) -> dict[str, Any]:
+        lat = sorted(self.latencies_ms)
+        gaps = [b - a for a, b in zip(self.ack_times, self.ack_times[1:], strict=False)]
+        return {"acked": len(self.acked), "measured": len(lat), "failed": sum(self.errors.values()),
+                "errors": dict(self.errors),
+                "latency_p50_ms": round(statistics.median(lat), 1) if lat else None,
+                "latency_p99_ms": round(lat[min(len(lat) - 1, round(0.99 * (len(lat) - 1)))], 1) if lat else None,
+                "latency_max_ms": round(lat[-1], 1) if lat else None,
+                "stalls": sum(1 for g in gaps if g >= STALL_S),
+                "longest_stall_s": round(max(gaps, default=0.0), 2)}
+
+
+class _MetadataWatch:
+    """Polls the topic's leaders and ISRs: per partition, the seconds without a leader and with fewer in-sync
+    replicas than min.insync.replicas; the most partitions offline at once."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap
+        self.leaderless_s: defaultdict[int, float] = defaultdict(float)
+        self.under_min_isr_s: defaultdict[int, float] = defaultdict(float)
+        self.max_offline = 0
+        self.polls = 0
+        self.failed_polls = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="roll-metadata", daemon=True)
+
+    def start(self) -> _MetadataWatch:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+    def _run(self) -> None:
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        last = time.monotonic()
+        while not self._stop.wait(WATCH_INTERVAL_S):
+            now = time.monotonic()
+            step, last = now - last, now
+            try:
+                parts = admin.list_topics(ROLL_TOPIC, timeout=5).topics[ROLL_TOPIC].partitions
+            except Exception:  # every broker it knows is down: counted, the next poll tries again
+                self.failed_polls += 1
+                continue
+            self.polls += 1
+            offline = 0
+            for pid, p in parts.items():
+                if p.leader < 0:
+                    self.leaderless_s[pid] += step
+                    offline += 1
+                if len(p.isrs) < ROLL_MIN_ISR:
+                    self.under_min_isr_s[pid] += step
+            self.max_offline = max(self.max_offline, offline)
+
+    def report(self) -> dict[str, Any]:
+        return {"leaderless_s_total": round(sum(self.leaderless_s.values()), 1),
+                "leaderless_s_max": round(max(self.leaderless_s.values(), default=0.0), 1),
+                "under_min_isr_s_total": round(sum(self.under_min_isr_s.values()), 1),
+                "max_offline_partitions": self.max_offline, "metadata_polls": self.polls,
+                "metadata_polls_failed": self.failed_polls}
+
+
+def _roll_check(cluster_name: str, lake: Path) -> tuple[int, dict[str, Any]]:
+    """`planewatch roll-check --json` as a script runs it: (exit status, the verdict printed)."""
+    cmd = [sys.executable, "-m", "planewatch.cli", "roll-check", "--cluster", cluster_name, "--lake", str(lake),
+           "--json"]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=ROLL_CHECK_CALL_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        return 2, {"verdict": "unknown", "reasons": [{"status": "unknown", "check": "-",
+                                                      "text": "roll-check timed out"}]}
+    try:
+        return done.returncode, json.loads(done.stdout)
+    except ValueError:
+        return done.returncode, {"verdict": "error", "reasons": [{"status": "error", "check": "-",
+                                                                   "text": (done.stderr or "")[-300:]}]}
+
+
+def _gate(tl: Timeline, cluster_name: str, lake: Path, before: int) -> float:
+    """Poll roll-check until it says safe (or the timeout); each change of verdict goes to the timeline. The
+    seconds it waited."""
+    began = time.monotonic()
+    end = began + ROLL_CHECK_TIMEOUT_S
+    said = None
+    checks = 0
+    while True:
+        rc, v = _roll_check(cluster_name, lake)
+        checks += 1
+        reasons = [f"{r['status']} {r['check']}: {r['text']}" for r in v.get("reasons", [])
+                   if r.get("status") not in ("ok", "skipped")]
+        if (v.get("verdict"), reasons) != said:
+            tl.emit("roll-check", before_broker=before, verdict=v.get("verdict"), exit_status=rc, reasons=reasons)
+            said = (v.get("verdict"), reasons)
+        waited = round(time.monotonic() - began, 1)
+        if rc == 0:
+            tl.emit("roll-gate-passed", before_broker=before, checks=checks, waited_s=waited)
+            return waited
+        if time.monotonic() > end:
+            tl.emit("roll-gate-timed-out", before_broker=before, checks=checks, verdict=v.get("verdict"),
+                    waited_s=waited)
+            return waited
+        time.sleep(ROLL_CHECK_POLL_S)
+
+
+def rolling_restart(d: Path, tl: Timeline, setup: KafkaSetup, gated: bool) -> None:
+    """Restart every broker once under load, on a timer or gated by roll-check (module docstring)."""
+    from planewatch.kafka.scenarios import create_topic, started
+
+    if gated and setup.roll_check_lake is None:
+        raise ValueError("rolling-restart-gated needs the lake the pipeline writes (--roll-check-lake DIR)")
+    name = d.name  # the cluster's name in the lake: its directory under the demo's clusters/
+    with started(setup.spec(d / "cluster", extra=ROLL_BROKER_CONFIG), tl) as cluster:
+        create_topic(cluster, ROLL_TOPIC, ROLL_PARTITIONS, 3, {"min.insync.replicas": str(ROLL_MIN_ISR),
+                                                               "leader.replication.throttled.replicas": "*",
+                                                               "follower.replication.throttled.replicas": "*"})
+        _throttle(cluster)
+        tl.emit("replication-throttled", bytes_per_s=REPLICATION_THROTTLE_BYTES)
+        producer = _Producer(cluster.bootstrap_servers()).start()
+        watch = _MetadataWatch(cluster.bootstrap_servers()).start()
+        tl.emit("load-started", topic=ROLL_TOPIC, rate=ROLL_RATE, min_insync_replicas=ROLL_MIN_ISR)
+        time.sleep(max(SETTLE_S, 2 * setup.scrape_interval_s))
+        started_at = time.monotonic()
+        producer.measure_from(started_at)
+        tl.emit("roll-started", gated=gated)
+        waited = 0.0
+        try:
+            waited = _roll(cluster, tl, setup, gated, name)
+        finally:
+            producer.stop()
+            watch.stop()
+        roll_s = time.monotonic() - started_at
+        report = {**producer.report(), **watch.report(), "roll_s": round(roll_s, 1), "gated": gated,
+                  "gate_wait_s": waited, "restarts": len(cluster.brokers)}
+        keys = set(consume_keys(cluster.bootstrap_servers(), ROLL_TOPIC, ROLL_PARTITIONS, len(set(producer.acked))))
+        report["lost"] = len(set(producer.acked) - keys)
+        tl.emit("roll-finished", **report)
+
+
+def _roll(cluster: KafkaCluster, tl: Timeline, setup: KafkaSetup, gated: bool, name: str) -> float:
+    """Restart every broker; the seconds spent waiting for roll-check (0 on the timer)."""
+    brokers = sorted(cluster.brokers)
+    waited = 0.0
+    for i, broker in enumerate(brokers):
+        began = time.monotonic()
+        if gated:
+            assert setup.roll_check_lake is not None
+            waited += _gate(tl, name, setup.roll_check_lake, broker)
+        cluster.kill_broker(broker, signal.SIGTERM)
+        tl.emit("broker-stopped", broker=broker, signal="SIGTERM")
+        cluster.start_broker(broker, wait=gated)
+        tl.emit("broker-restarted", broker=broker)
+        if not gated and i < len(brokers) - 1:
+            time.sleep(max(0.0, began + ROLL_INTERVAL_S - time.monotonic()))
+    if gated:
+        assert setup.roll_check_lake is not None
+        return waited + _gate(tl, name, setup.roll_check_lake, -1)  # the roll ends when the cluster is safe again
+    wait_until("every broker started", lambda: all(cluster.broker_started(b) for b in brokers),
+               timeout_s=RECOVERY_TIMEOUT_S)
+    cluster.write_json()
+    wait_until("every replica back in the ISR", lambda: _isr_full(cluster), timeout_s=RECOVERY_TIMEOUT_S)
+    tl.emit("roll-recovered")
+    return waited
+
+
+def _throttle(cluster: KafkaCluster) -> None:
+    """Every broker's replication throttle (dynamic broker configs: a restart keeps them)."""
+    from confluent_kafka.admin import (  # type: ignore[attr-defined]
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+    )
+
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers()})
+    rate = str(REPLICATION_THROTTLE_BYTES)
+    for b in sorted(cluster.brokers):  # one broker resource per call (the admin API's rule)
+        resource = ConfigResource("BROKER", str(b), incremental_configs=[
+            ConfigEntry(name, rate, incremental_operation=AlterConfigOpType.SET)
+            for name in ("leader.replication.throttled.rate", "follower.replication.throttled.rate")])
+        for fut in admin.incremental_alter_configs([resource]).values():
+            fut.result(60)
+
+
+def _isr_full(cluster: KafkaCluster) -> bool:
+    from confluent_kafka.admin import AdminClient
+
+    try:
+        parts = AdminClient({"bootstrap.servers": cluster.bootstrap_servers()}).list_topics(
+            ROLL_TOPIC, timeout=5).topics[ROLL_TOPIC].partitions
+    except Exception:  # no broker answers yet
+        return False
+    return all(len(p.isrs) == len(p.replicas) for p in parts.values())
+
+
+ROLLS = {"rolling-restart-timer": False, "rolling-restart-gated": True}
