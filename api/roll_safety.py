@@ -73,7 +73,7 @@ _TS = pl.Datetime("us", "UTC")
 
 
 def cluster_verdict(store: LakeStore, cluster: str, now: dt.datetime, th: RollThresholds = DEFAULT_THRESHOLDS,
-                    broker_id: int | None = None) -> Verdict:
+                    broker_id: int | None = None, since: dt.datetime | None = None) -> Verdict:
     """The verdict of `cluster` as of `now` from the lake behind `store`.
 
     Raises:
@@ -86,7 +86,7 @@ def cluster_verdict(store: LakeStore, cluster: str, now: dt.datetime, th: RollTh
                       {"broker_id": pl.Int32, "request": pl.String, "sent_ts": _TS, "finished_ts": _TS})
     alerts = _frame(store, _alerts_sql(cluster, now), ALERTS.name,
                     {"type": pl.String, "broker_id": pl.Int32, "started_at": _TS, "resolved_at": _TS})
-    return roll_verdict(cluster, latest, requests, alerts, now, th, broker_id)
+    return roll_verdict(cluster, latest, requests, alerts, now, th, broker_id, since)
 
 
 def verdict_json(v: Verdict) -> dict[str, Any]:

@@ -77,6 +77,9 @@ class RollThresholds:
 
 
 DEFAULT_THRESHOLDS = RollThresholds()
+# Two nodes claiming the active controller in samples further apart than this are one move (the older claim is
+# superseded), not two controllers: one scrape interval of the reference setup and its jitter.
+CLAIM_SKEW_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -150,7 +153,7 @@ def _count_check(latest: _Latest, check: RollCheck, signal: Signal, limit: float
                    signal.value, sum(v for _, v, _ in vals), limit, None, max(a for _, _, a in vals))]
 
 
-def _fresh(latest: _Latest, nodes: list[int], th: RollThresholds) -> list[Reason]:
+def _fresh(latest: _Latest, nodes: list[int], th: RollThresholds, since: dt.datetime | None) -> list[Reason]:
     newest = latest.rows.group_by("broker_id").agg(pl.col("ts").max())
     ages = {int(r["broker_id"]): latest.age(r["ts"]) for r in newest.iter_rows(named=True)}
     stale = [(n, ages[n]) for n in nodes if ages[n] > th.stale_after_s]
@@ -158,6 +161,13 @@ def _fresh(latest: _Latest, nodes: list[int], th: RollThresholds) -> list[Reason
         return [Reason(RollCheck.NODES_FRESH, CheckStatus.unknown,
                        f"node {n}: last scraped {a:.0f} s ago (stale after {th.stale_after_s:g} s): down, paused or "
                        "unreachable", None, a, th.stale_after_s, n, a) for n, a in stale]
+    if since is not None:
+        limit = max(0.0, (latest.now - since).total_seconds())
+        old = [(n, ages[n]) for n in nodes if ages[n] > limit]
+        if old:
+            return [Reason(RollCheck.NODES_FRESH, CheckStatus.unknown,
+                           f"node {n}: no sample since {since:%H:%M:%S} UTC (the last change): its newest is "
+                           f"{a:.0f} s old", None, a, limit, n, a) for n, a in old]
     return [Reason(RollCheck.NODES_FRESH, CheckStatus.ok, f"{len(nodes)} node(s) scraped within "
                    f"{th.stale_after_s:g} s", None, float(len(nodes)), th.stale_after_s, None,
                    max(ages.values(), default=0.0))]
@@ -167,6 +177,10 @@ def _controller(latest: _Latest) -> list[Reason]:
     vals = latest.of(_S.ActiveControllerCount)
     if not vals:
         return [_missing(RollCheck.ACTIVE_CONTROLLER, _S.ActiveControllerCount)]
+    # a claim older than another node's newer one is superseded: the controller moved between their scrapes
+    newest_claim = min((a for _, v, a in vals if v >= 1), default=None)
+    if newest_claim is not None:
+        vals = [(b, v, a) for b, v, a in vals if v < 1 or a <= newest_claim + CLAIM_SKEW_S]
     total = sum(v for _, v, _ in vals)
     active = [b for b, v, _ in vals if v >= 1]
     age = max(a for _, _, a in vals)
@@ -239,10 +253,13 @@ def _control_requests(in_flight: pl.DataFrame, open_alerts: pl.DataFrame, now: d
 
 
 def roll_verdict(cluster: str, latest: pl.DataFrame, requests: pl.DataFrame, alerts: pl.DataFrame,
-                 now: dt.datetime, th: RollThresholds = DEFAULT_THRESHOLDS, broker_id: int | None = None) -> Verdict:
-    """The verdict of `cluster` at `now` from its inputs (module docstring)."""
-    since = now - dt.timedelta(seconds=th.membership_s)
-    lat = _Latest(latest.filter(pl.col("ts").is_between(since, now)), now)
+                 now: dt.datetime, th: RollThresholds = DEFAULT_THRESHOLDS, broker_id: int | None = None,
+                 since: dt.datetime | None = None) -> Verdict:
+    """The verdict of `cluster` at `now` from its inputs (module docstring). `since`: the last change the caller
+    made (a restart): every node must have been scraped after it, or the verdict is unknown (data from before the
+    change says nothing of the cluster after it)."""
+    members_from = now - dt.timedelta(seconds=th.membership_s)
+    lat = _Latest(latest.filter(pl.col("ts").is_between(members_from, now)), now)
     nodes = sorted(int(b) for b in lat.rows.get_column("broker_id").unique().to_list())
     if not nodes:
         reason = Reason(RollCheck.NODES_FRESH, CheckStatus.unknown, f"no metric sample of cluster {cluster!r} in "
@@ -250,7 +267,7 @@ def roll_verdict(cluster: str, latest: pl.DataFrame, requests: pl.DataFrame, ale
         return Verdict(cluster, RollVerdict.unknown, now, "unknown", [], [reason], broker_id)
     kraft = bool(lat.of(_S.RaftCurrentLeader))
     reasons = [
-        *_fresh(lat, nodes, th),
+        *_fresh(lat, nodes, th, since),
         *_count_check(lat, RollCheck.OFFLINE_PARTITIONS, _S.OfflinePartitionsCount, 0, CheckStatus.unsafe,
                       "offline partition(s)"),
         *_count_check(lat, RollCheck.UNDER_MIN_ISR, _S.UnderMinIsrPartitionCount, 0, CheckStatus.unsafe,

@@ -4,7 +4,8 @@ check's reason are printed (``--json``: as GET /clusters/{cluster}/roll-safety a
 
 Reads the same lake tables as the API (api.roll_safety); scripts poll it before each restart:
 
-    until planewatch roll-check --cluster prod --lake /data/lake; do sleep 5; done; systemctl restart kafka
+    restarted=$(date -u +%FT%TZ)   # after the previous broker's restart returned
+    until planewatch roll-check --cluster prod --lake /data/lake --since "$restarted"; do sleep 5; done
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import argparse
 import json
 import sys
 from dataclasses import fields
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pipelines.roll_safety import DEFAULT_THRESHOLDS, RollThresholds
@@ -23,12 +25,21 @@ LAKE_UNREADABLE = 3
 QUERY_TIMEOUT_S = 30.0
 
 
+def _utc(text: str) -> datetime:
+    """An ISO 8601 time; without a zone, UTC."""
+    t = datetime.fromisoformat(text)
+    return t if t.tzinfo else t.replace(tzinfo=UTC)
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     """Arguments of `planewatch roll-check`."""
     parser.add_argument("--cluster", required=True, help="the cluster (its name in the lake)")
     parser.add_argument("--broker", type=int, default=None, help="the broker to restart next (reported)")
     parser.add_argument("--lake", type=Path, default=Path("var/lake"), help="lake directory (default: var/lake)")
     parser.add_argument("--json", action="store_true", help="print the verdict as JSON")
+    parser.add_argument("--since", type=_utc, default=None, metavar="TIME",
+                        help="the last change made, ISO 8601 (e.g. the restart's `date -u +%%FT%%TZ`): every node "
+                             "must have been scraped after it, else unknown")
     for f in fields(RollThresholds):
         parser.add_argument(f"--{f.name.replace('_', '-')}", type=type(getattr(DEFAULT_THRESHOLDS, f.name)),
                             default=getattr(DEFAULT_THRESHOLDS, f.name), metavar="N",
@@ -37,8 +48,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the verdict; the exit status says it (module docstring)."""
-    from datetime import UTC, datetime
-
     from api.roll_safety import cluster_verdict, verdict_json
     from api.store import LakeStore, TableUnavailable
     from schemas.roll_safety import EXIT_CODES
@@ -46,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     th = RollThresholds(**{f.name: getattr(args, f.name) for f in fields(RollThresholds)})
     store = LakeStore(args.lake, background_reload=False, query_timeout_s=QUERY_TIMEOUT_S)
     try:
-        v = cluster_verdict(store, args.cluster, datetime.now(UTC), th, args.broker)
+        v = cluster_verdict(store, args.cluster, datetime.now(UTC), th, args.broker, args.since)
     except TableUnavailable as e:
         print(f"planewatch roll-check: cannot read the lake: {e}", file=sys.stderr)
         return LAKE_UNREADABLE

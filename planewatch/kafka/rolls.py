@@ -7,8 +7,9 @@ it again, and
 * ``rolling-restart-timer``: start it without waiting and stop the next broker ROLL_INTERVAL_S after the previous
   stop began (a Type=simple `systemctl restart` and a fixed pause); then wait until the cluster recovered;
 * ``rolling-restart-gated``: wait until it logs that it started; before each stop (and at the end) run
-  `planewatch roll-check --cluster NAME --lake LAKE` every ROLL_CHECK_POLL_S until it exits 0 (at most
-  ROLL_CHECK_TIMEOUT_S), recording each verdict and its reasons in the timeline.
+  `planewatch roll-check --cluster NAME --lake LAKE --since RESTARTED` every ROLL_CHECK_POLL_S until it exits 0 (at
+  most ROLL_CHECK_TIMEOUT_S), recording each verdict and its reasons in the timeline. `--since` is the time the
+  last restart returned: data scraped before it says nothing of the cluster after it.
 
 Meanwhile a producer (acks=all, a topic of min.insync.replicas=2) records each message's delivery time and errors,
 and a metadata watcher polls the topic's leaders and ISRs: the time each partition had no leader, the time it had
@@ -25,6 +26,7 @@ import sys
 import threading
 import time
 from collections import Counter, defaultdict
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -197,10 +199,10 @@ class _MetadataWatch:
                 "metadata_polls_failed": self.failed_polls}
 
 
-def _roll_check(cluster_name: str, lake: Path) -> tuple[int, dict[str, Any]]:
+def _roll_check(cluster_name: str, lake: Path, since: str | None) -> tuple[int, dict[str, Any]]:
     """`planewatch roll-check --json` as a script runs it: (exit status, the verdict printed)."""
     cmd = [sys.executable, "-m", "planewatch.cli", "roll-check", "--cluster", cluster_name, "--lake", str(lake),
-           "--json"]
+           "--json", *(("--since", since) if since else ())]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=ROLL_CHECK_CALL_TIMEOUT_S, check=False)
     except subprocess.TimeoutExpired:
@@ -213,15 +215,15 @@ def _roll_check(cluster_name: str, lake: Path) -> tuple[int, dict[str, Any]]:
                                                                    "text": (done.stderr or "")[-300:]}]}
 
 
-def _gate(tl: Timeline, cluster_name: str, lake: Path, before: int) -> float:
-    """Poll roll-check until it says safe (or the timeout); each change of verdict goes to the timeline. The
-    seconds it waited."""
+def _gate(tl: Timeline, cluster_name: str, lake: Path, before: int, since: str | None) -> float:
+    """Poll roll-check (with `--since` the last restart) until it says safe (or the timeout); each change of
+    verdict goes to the timeline. The seconds it waited."""
     began = time.monotonic()
     end = began + ROLL_CHECK_TIMEOUT_S
     said = None
     checks = 0
     while True:
-        rc, v = _roll_check(cluster_name, lake)
+        rc, v = _roll_check(cluster_name, lake, since)
         checks += 1
         reasons = [f"{r['status']} {r['check']}: {r['text']}" for r in v.get("reasons", [])
                    if r.get("status") not in ("ok", "skipped")]
@@ -277,20 +279,22 @@ def _roll(cluster: KafkaCluster, tl: Timeline, setup: KafkaSetup, gated: bool, n
     """Restart every broker; the seconds spent waiting for roll-check (0 on the timer)."""
     brokers = sorted(cluster.brokers)
     waited = 0.0
+    restarted: str | None = None  # when the last restart returned: the gate wants data newer than that
     for i, broker in enumerate(brokers):
         began = time.monotonic()
         if gated:
             assert setup.roll_check_lake is not None
-            waited += _gate(tl, name, setup.roll_check_lake, broker)
+            waited += _gate(tl, name, setup.roll_check_lake, broker, restarted)
         cluster.kill_broker(broker, signal.SIGTERM)
         tl.emit("broker-stopped", broker=broker, signal="SIGTERM")
         cluster.start_broker(broker, wait=gated)
+        restarted = datetime.now(UTC).isoformat()
         tl.emit("broker-restarted", broker=broker)
         if not gated and i < len(brokers) - 1:
             time.sleep(max(0.0, began + ROLL_INTERVAL_S - time.monotonic()))
     if gated:
         assert setup.roll_check_lake is not None
-        return waited + _gate(tl, name, setup.roll_check_lake, -1)  # the roll ends when the cluster is safe again
+        return waited + _gate(tl, name, setup.roll_check_lake, -1, restarted)  # over when the cluster is safe again
     wait_until("every broker started", lambda: all(cluster.broker_started(b) for b in brokers),
                timeout_s=RECOVERY_TIMEOUT_S)
     cluster.write_json()

@@ -42,6 +42,12 @@ def test_the_verdict_follows_the_lake(make_client: ClientFactory, tmp_path: Path
     assert body["nodes"] == [1, 2, 3, 100]
     assert body["broker_id"] == 2
     assert {r["check"] for r in body["reasons"]} >= {"OFFLINE_PARTITIONS", "QUORUM_LEADER", "METADATA_LAG"}
+    # a restart 2 s ago: the 5 s old samples say nothing of the cluster since
+    restarted = (now - timedelta(seconds=2)).isoformat()
+    assert client.get("/clusters/c1/roll-safety", params={"since": restarted}, headers=AUTH).json()["verdict"] == \
+        "unknown"
+    assert main(["roll-check", "--cluster", "c1", "--lake", str(lake), "--since", restarted]) == 2
+    capsys.readouterr()
     assert main(["roll-check", "--cluster", "c1", "--lake", str(lake)]) == 0
     assert "c1: SAFE" in capsys.readouterr().out
 

@@ -190,3 +190,29 @@ def test_the_thresholds_decide() -> None:
     values = healthy("kraft")
     values[(1, "UnderReplicatedPartitions")] = 2
     assert verdict(values, th=RollThresholds(max_under_replicated=2)).verdict == RollVerdict.safe
+
+
+def test_data_from_before_the_last_change_is_unknown() -> None:
+    """A roll script passes the time its last restart returned: samples scraped before it say nothing of the
+    cluster since (the lake lags the cluster by a scrape and a micro-batch)."""
+    values = healthy("kraft")
+    restarted = NOW - dt.timedelta(seconds=3)
+    v = roll_verdict("c1", latest(values), NO_REQUESTS, NO_ALERTS, NOW, RollThresholds(), since=restarted)
+    assert v.verdict == RollVerdict.unknown
+    assert all(r.check == RollCheck.NODES_FRESH for r in v.reasons if r.status == CheckStatus.unknown)
+    assert "no sample since" in next(r.text for r in v.reasons if r.status == CheckStatus.unknown)
+    earlier = NOW - dt.timedelta(seconds=10)
+    assert roll_verdict("c1", latest(values), NO_REQUESTS, NO_ALERTS, NOW, RollThresholds(),
+                        since=earlier).verdict == RollVerdict.safe
+
+
+def test_a_controller_that_moved_between_scrapes_is_one_controller() -> None:
+    """ZooKeeper mode: broker 1 (the controller) restarted; its last sample before that still claims the role,
+    broker 2's newer one claims it now."""
+    values = healthy("zookeeper")
+    values[(2, "ActiveControllerCount")] = 1
+    claims = latest(values, {1: 40.0})
+    v = roll_verdict("c1", claims, NO_REQUESTS, NO_ALERTS, NOW)
+    (r,) = [r for r in v.reasons if r.check == RollCheck.ACTIVE_CONTROLLER]
+    assert r.status == CheckStatus.ok
+    assert r.broker_id == 2
