@@ -5,7 +5,8 @@ A log batch's CONTROLLED_SHUTDOWN_STARTED rows (`[KafkaServer id=N] Starting con
 (:func:`pipelines.roll_safety.roll_verdict`, the one GET /clusters/{cluster}/roll-safety serves) as it stood just
 before the line: ``wait`` raises a warning, ``unsafe`` a critical alert, each naming the checks that were not ok at
 that moment. ``unknown`` raises nothing (nothing vouches either way), nor does ``safe``. A kill -9 logs no line and
-is not judged.
+is not judged, nor is the stop of a whole cluster (every broker within CLUSTER_STOP_S; when their lines reach
+different micro-batches, the first batch's are judged).
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ from pipelines.roll_safety import DEFAULT_THRESHOLDS, RollThresholds, Verdict, r
 from schemas.alerts import AlertType
 from schemas.events import Event
 from schemas.roll_safety import CheckStatus, RollVerdict
+from schemas.signals import Signal
 
 if TYPE_CHECKING:
     from pipelines.detection.config import DetectionConfig
 
-__all__ = ["JUST_BEFORE", "SHUTDOWN_EVENTS", "VERDICT_VALUE", "detect_roll_too_fast"]
+__all__ = ["CLUSTER_STOP_S", "JUST_BEFORE", "SHUTDOWN_EVENTS", "VERDICT_VALUE", "detect_roll_too_fast"]
 
 Rows = list[dict[str, Any]]
 SHUTDOWN_EVENTS = (Event.CONTROLLED_SHUTDOWN_STARTED,)
@@ -33,15 +35,32 @@ SHUTDOWN_EVENTS = (Event.CONTROLLED_SHUTDOWN_STARTED,)
 VERDICT_VALUE = {RollVerdict.wait: 1.0, RollVerdict.unsafe: 2.0}
 # "Just before" the shutdown line: the samples a scrape took in the same millisecond belong to the shutdown.
 JUST_BEFORE = dt.timedelta(milliseconds=1)
+# Every broker of a cluster beginning its shutdown within this many seconds of each other is the cluster being
+# stopped (all at once), not a roll: not judged. (Seen: a scenario's end stops three brokers within 0.1 s.)
+CLUSTER_STOP_S = 5.0
 # Reasons quoted in a summary (every one is in the evidence).
 REASONS_QUOTED = 4
 
 
+def _cluster_stop(r: Mapping[str, Any], shutdowns: pl.DataFrame, samples: pl.DataFrame) -> bool:
+    """Whether every broker of `r`'s cluster (those reporting UnderReplicatedPartitions) began its shutdown within
+    CLUSTER_STOP_S of `r`: the whole cluster stopped, not a roll."""
+    brokers = set(samples.filter((pl.col("cluster") == r["cluster"])
+                                 & (pl.col("signal") == Signal.UnderReplicatedPartitions.value))
+                  .get_column("broker_id").unique().to_list())
+    near = shutdowns.filter((pl.col("cluster") == r["cluster"])
+                            & (pl.col("ts") - r["ts"]).dt.total_seconds().abs().le(CLUSTER_STOP_S))
+    return bool(brokers) and brokers <= set(near.get_column("broker_id").to_list())
+
+
 def _judged(shutdowns: pl.DataFrame, samples: pl.DataFrame, requests: pl.DataFrame, alerts: pl.DataFrame,
             th: RollThresholds) -> list[tuple[dict[str, Any], Verdict]]:
-    """Each shutdown row with the verdict of its cluster just before it (every input of its cluster)."""
+    """Each shutdown row that is not part of a whole cluster's stop, with the verdict of its cluster just before it
+    (every input of its cluster)."""
     out = []
     for r in shutdowns.sort("ts").iter_rows(named=True):
+        if _cluster_stop(r, shutdowns, samples):
+            continue
         of = pl.col("cluster") == r["cluster"]
         v = roll_verdict(r["cluster"], samples.filter(of), requests.filter(of), alerts.filter(of),
                          r["ts"] - JUST_BEFORE, th, r["broker_id"])

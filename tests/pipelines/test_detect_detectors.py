@@ -288,8 +288,13 @@ def _roll_inputs(samples: list[tuple]) -> tuple[pl.DataFrame, pl.DataFrame, pl.D
     samples.extend(rows)
     frame = pl.from_arrow(pa.Table.from_pylist([dict(zip(METRIC_SAMPLES.names, r, strict=True)) for r in rows],
                                                METRIC_SAMPLES.to_arrow()))
-    shutdowns = pl.DataFrame([{"cluster": c, "broker_id": 2, "ts": t(25), "message": "Starting controlled shutdown"}
-                              for c in ("roll-fire", "roll-quiet")],
+    rows += _roll_rows("rollstop-quiet", 4)  # the same unhealthy cluster, stopped whole: not a roll
+    samples.extend(_roll_rows("rollstop-quiet", 4))
+    stop = "Starting controlled shutdown"
+    shutdowns = pl.DataFrame([{"cluster": c, "broker_id": 2, "ts": t(25), "message": stop}
+                              for c in ("roll-fire", "roll-quiet")]
+                             + [{"cluster": "rollstop-quiet", "broker_id": b, "ts": t(25 + b / 10), "message": stop}
+                                for b in (1, 2, 3)],
                              schema={"cluster": pl.String, "broker_id": pl.Int32, "ts": pl.Datetime("us", "UTC"),
                                      "message": pl.String})
     ts = pl.Datetime("us", "UTC")
@@ -361,7 +366,7 @@ QUIET_ONLY = {("REQUEST_HANDLER_SATURATED", c) for c in ("rhyoung", "rhbounce", 
                                                           "rhyoung2")} | {("NETWORK_PROCESSOR_SATURATED", "netyoung")} \
     | {("REQUEST_QUEUE_SATURATED", "rqsinf"), ("CONTROL_PLANE_QUEUE_BACKLOG", "cpqinf")} \
     | {("DELAYED_UPDATE_METADATA", "umfo"), ("DELAYED_LEADER_AND_ISR", "dlno")} \
-    | {("QUORUM_UNSTABLE", "quorumslow")}
+    | {("QUORUM_UNSTABLE", "quorumslow"), ("ROLL_TOO_FAST", "rollstop")}
 QUIET = sorted({(ty, c) for ty, c, _ in CASES if c not in FIRE_ONLY} | QUIET_ONLY)
 
 
