@@ -150,6 +150,15 @@ def test_dashboard_in_headless_chromium(server: str, tmp_path: Path, request: py
             shown = page.evaluate("document.querySelectorAll('[data-incident-id]').length")
             assert shown == (4 if request.node.callspec.id == "rollups" else 0)
             assert ("SLOW_CONTROL_REQUEST" in text) == (shown > 0)
+            if shown:  # an incident's timeline: its broker's control requests and queue/idle signals over its span
+                page.evaluate("document.querySelector('button[data-timeline-of]').click()")
+                wait_until(lambda: page.evaluate("document.querySelectorAll('.timeline svg.chart').length") == 5,
+                           PAGE_TIMEOUT_S, lambda: f"the timeline (console errors: {page.errors()})", interval=0.2)
+                labels = page.evaluate(
+                    "Array.from(document.querySelectorAll('.timeline svg.chart')).map(s => s.getAttribute('aria-label'))")
+                assert labels == ["control requests", "RequestQueueSize", "ControlPlaneRequestQueueSize",
+                                  "NetworkProcessorAvgIdlePercent", "RequestHandlerAvgIdlePercent"]
+                assert page.evaluate("document.querySelectorAll('.timeline svg.requests g.req rect').length") > 0
             shot = page.call("Page.captureScreenshot", format="png")
             png = tmp_path / "dashboard.png"
             png.write_bytes(base64.b64decode(shot["data"]))
