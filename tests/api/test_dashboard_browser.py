@@ -154,8 +154,8 @@ def test_dashboard_in_headless_chromium(server: str, tmp_path: Path, request: py
                 page.evaluate("document.querySelector('button[data-timeline-of]').click()")
                 wait_until(lambda: page.evaluate("document.querySelectorAll('.timeline svg.chart').length") == 5,
                            PAGE_TIMEOUT_S, lambda: f"the timeline (console errors: {page.errors()})", interval=0.2)
-                labels = page.evaluate(
-                    "Array.from(document.querySelectorAll('.timeline svg.chart')).map(s => s.getAttribute('aria-label'))")
+                labels = page.evaluate("Array.from(document.querySelectorAll('.timeline svg.chart'))"
+                                       ".map(s => s.getAttribute('aria-label'))")
                 assert labels == ["control requests", "RequestQueueSize", "ControlPlaneRequestQueueSize",
                                   "NetworkProcessorAvgIdlePercent", "RequestHandlerAvgIdlePercent"]
                 assert page.evaluate("document.querySelectorAll('.timeline svg.requests g.req rect').length") > 0
