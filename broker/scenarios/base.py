@@ -27,7 +27,7 @@ from typing import IO, Any
 from broker.cluster.http import ControllerClient
 from broker.cluster.launcher import Cluster, ClusterSpec
 
-__all__ = ["Load", "Timeline", "finished_times_ms", "open_connections", "started_cluster", "verify_load",
+__all__ = ["Load", "Timeline", "finished_times_ms", "open_connections", "produce", "started_cluster", "verify_load",
            "wait_until"]
 
 # Every wait in a scenario is bounded by this unless it says otherwise.
@@ -149,15 +149,19 @@ class Load:
                 break
             if self.rate > 0 and (ahead := start + i / self.rate - time.monotonic()) > 0:
                 p.poll(ahead)
-            while True:
-                try:
-                    p.produce(self.topic, key=str(i).encode(), value=self.value, partition=i % self.partitions,
-                              on_delivery=self._on_delivery)
-                    break
-                except BufferError:
-                    p.poll(0.05)
-            p.poll(0)
+            produce(p, self.topic, i, self.value, i % self.partitions, self._on_delivery)
         p.flush(60)
+
+
+def produce(p: Any, topic: str, key: int, value: bytes, partition: int, on_delivery: Any) -> None:
+    """Produce one record keyed `key` (waiting while the client's queue is full), then serve delivery reports."""
+    while True:
+        try:
+            p.produce(topic, key=str(key).encode(), value=value, partition=partition, on_delivery=on_delivery)
+            break
+        except BufferError:
+            p.poll(0.05)
+    p.poll(0)
 
 
 @contextmanager

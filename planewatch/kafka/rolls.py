@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from broker.scenarios.base import Timeline, consume_keys, wait_until
+from broker.scenarios.base import Timeline, consume_keys, produce, wait_until
 from planewatch.kafka.cluster import KafkaCluster, KafkaSetup
 
 __all__ = ["ROLLS", "rolling_restart"]
@@ -124,14 +124,7 @@ class _Producer:
             if (ahead := start + i / ROLL_RATE - time.monotonic()) > 0:
                 p.poll(ahead)
             self.sent[i] = time.monotonic()
-            while True:
-                try:
-                    p.produce(ROLL_TOPIC, key=str(i).encode(), value=value, partition=i % ROLL_PARTITIONS,
-                              on_delivery=self._delivered)
-                    break
-                except BufferError:
-                    p.poll(0.05)
-            p.poll(0)
+            produce(p, ROLL_TOPIC, i, value, i % ROLL_PARTITIONS, self._delivered)
         p.flush(130)
 
     def report(self) -> dict[str, Any]:
