@@ -31,9 +31,10 @@ if TYPE_CHECKING:
 
 NAMES = ("healthy", "produce-backlog", "connection-storm", "fetcher-lock", "broker-bounce", "controller-failover",
          "metadata-lag", "broker-fenced", "controller-overload", "quorum-unstable", "elections",
-         "rolling-restart-timer", "rolling-restart-gated")
+         "metadata-publish-slow", "rolling-restart-timer", "rolling-restart-gated")
 # The scenarios of KRaft's own mechanisms: Apache Kafka only (planewatch.kafka.scenarios.KRAFT_ONLY).
-KRAFT_NAMES = ("metadata-lag", "broker-fenced", "controller-overload", "quorum-unstable", "elections")
+KRAFT_NAMES = ("metadata-lag", "broker-fenced", "controller-overload", "quorum-unstable", "elections",
+               "metadata-publish-slow")
 # Apache Kafka in either mode only (planewatch.kafka.rolls).
 KAFKA_NAMES = ("rolling-restart-timer", "rolling-restart-gated")
 HALVES = ("produce-backlog-with-control-plane", "produce-backlog-without-control-plane", "fetcher-lock-locked",
@@ -134,4 +135,4 @@ def _run_kafka(args: argparse.Namespace, d: Path, tl: Timeline) -> int:
     tl.emit("scenario-started", dir=str(d), engine="apache-kafka", kafka_version=args.kafka, exporter=args.exporter,
             log4j=args.log4j)
     return _play(args.name, tl, lambda: SCENARIOS[args.name](d, tl, setup),
-                 (RuntimeError, TimeoutError, ArtifactMissing, ValueError, KafkaException))
+                 (RuntimeError, TimeoutError, ArtifactMissing, ValueError, KafkaException))  # CgroupUnavailable: a RuntimeError

@@ -111,6 +111,8 @@ EXTRA_RUNS: tuple[DemoRun, ...] = (
             KAFKA_KRAFT),
     DemoRun("kraft-quorum-unstable", "KRaft on Apache Kafka: the active controller of three voters paused until "
             "another is elected, three times", "quorum-unstable", KAFKA_KRAFT),
+    DemoRun("kraft-metadata-publish-slow", "KRaft on Apache Kafka: one broker starved of CPU applies the growing "
+            "metadata log late (needs root: a cgroup CPU quota)", "metadata-publish-slow", KAFKA_KRAFT),
     DemoRun("kraft-elections", "KRaft on Apache Kafka: every broker shut down in turn and brought back: an unclean "
             "election, then one from the eligible leader replicas (KIP-966)", "elections", KAFKA_KRAFT),
     # roll safety: the same rolling restart on a fixed timer and gated by `planewatch roll-check`, side by side

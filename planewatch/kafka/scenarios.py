@@ -27,6 +27,8 @@
 ``elections`` (KRaft, 4.1+)                every broker shut down cleanly in turn, then brought back: an unclean
                                            election on a topic that allows it, an election from the eligible
                                            leader replicas (KIP-966) on one that does not
+``metadata-publish-slow`` (KRaft)          one broker starved of CPU (cgroup quota; root) while topic-creation
+                                           waves grow the metadata log: it applies the log late, its peers do not
 ``rolling-restart-timer`` / ``-gated``     every broker restarted once under acks=all load, on a fixed timer or
                                            each after `planewatch roll-check` says safe (planewatch.kafka.rolls)
 =========================================  ====================================================================
@@ -99,6 +101,16 @@ OVERLOAD_TIMEOUT_S = 180.0
 QUORUM_VOTERS = 3
 QUORUM_PAUSES = 3
 QUORUM_ELECTION_TIMEOUT_S = 30.0
+# metadata-publish-slow: one broker starved of CPU (a throttled container, a noisy neighbour) while topic-creation
+# waves grow the metadata log: the others apply it at once, the starved one falls behind. At 5 % of a core, 3 waves
+# of 20 topics x 100 partitions took broker 3 of Apache Kafka 4.4.0 to 185 s behind (the others under 1 s once the
+# waves were done); its heartbeats still reached the controller (not fenced).
+STARVED_CPU_SHARE = 0.05
+STARVE_WAVES = 3
+STARVE_TOPICS = 20
+STARVE_PARTITIONS = 100
+# how long the broker stays starved after the waves: a few scrapes at 30 s see it behind
+STARVE_HOLD_S = 45.0
 # elections: two topics of three replicas with min.insync.replicas=2 (one also with unclean leader election), every
 # broker shut down cleanly one after another, then brought back: each topic's leaders come back from a broker the
 # other election kind allows. ELR (KIP-966) is on in a cluster formatted by Kafka 4.1+ (eligible.leader.replicas
@@ -502,6 +514,28 @@ def quorum_unstable(d: Path, tl: Timeline, setup: KafkaSetup) -> None:
         time.sleep(KRAFT_SETTLE_S)
 
 
+def metadata_publish_slow(d: Path, tl: Timeline, setup: KafkaSetup) -> None:
+    """KRaft: one broker starved of CPU (cgroup quota) while topic-creation waves grow the metadata log: it applies
+    the log late (last-applied-record-lag-ms) while its peers keep up; released, it catches up."""
+    from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
+
+    from planewatch.kafka.cgroup import cpu_quota
+
+    with _kraft_under_load(d, tl, setup, "metadata-publish-slow", "publish", 120) as cluster:
+        victim = max(cluster.brokers)
+        admin = _admin(cluster)
+        with cpu_quota(cluster.brokers[victim].popen.pid, STARVED_CPU_SHARE, f"planewatch-starve-{victim}"):
+            tl.emit("broker-starved", broker=victim, cpu_share=STARVED_CPU_SHARE)
+            for wave in range(STARVE_WAVES):
+                topics = [NewTopic(f"grow{wave}-{i}", STARVE_PARTITIONS, 1) for i in range(STARVE_TOPICS)]
+                for future in admin.create_topics(topics, request_timeout=OVERLOAD_TIMEOUT_S).values():
+                    future.result(OVERLOAD_TIMEOUT_S)
+                tl.emit("topics-created", wave=wave, partitions=STARVE_TOPICS * STARVE_PARTITIONS)
+            time.sleep(max(STARVE_HOLD_S, 2 * setup.scrape_interval_s))
+        tl.emit("broker-released", broker=victim)
+        time.sleep(_settle(setup))
+
+
 def _isrs(admin: Any, topic: str) -> list[set[int]]:
     """Each partition's ISR ([] while the metadata request fails)."""
     from confluent_kafka import KafkaException
@@ -578,12 +612,14 @@ SCENARIOS: dict[str, Scenario] = {
     "controller-overload": controller_overload,
     "quorum-unstable": quorum_unstable,
     "elections": elections,
+    "metadata-publish-slow": metadata_publish_slow,
     **{name: partial(rolling_restart, gated=gated) for name, gated in ROLLS.items()},
 }
 # ZooKeeper-mode mechanisms (KIP-291 control plane, broker epochs fenced by the broker, a broker as controller).
 ZOOKEEPER_ONLY = frozenset({"produce-backlog-with-control-plane", "produce-backlog-without-control-plane",
                             "broker-bounce", "controller-failover"})
-KRAFT_ONLY = frozenset({"metadata-lag", "broker-fenced", "controller-overload", "quorum-unstable", "elections"})
+KRAFT_ONLY = frozenset({"metadata-lag", "broker-fenced", "controller-overload", "quorum-unstable", "elections",
+                        "metadata-publish-slow"})
 
 
 def scenario_names(setup: KafkaSetup) -> list[str]:
