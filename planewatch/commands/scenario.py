@@ -135,4 +135,4 @@ def _run_kafka(args: argparse.Namespace, d: Path, tl: Timeline) -> int:
     tl.emit("scenario-started", dir=str(d), engine="apache-kafka", kafka_version=args.kafka, exporter=args.exporter,
             log4j=args.log4j)
     return _play(args.name, tl, lambda: SCENARIOS[args.name](d, tl, setup),
-                 (RuntimeError, TimeoutError, ArtifactMissing, ValueError, KafkaException))  # CgroupUnavailable: a RuntimeError
+                 (RuntimeError, TimeoutError, ArtifactMissing, ValueError, KafkaException))
