@@ -39,7 +39,7 @@ def _latest_sql(cluster: str, now: dt.datetime, th: RollThresholds) -> str:
 def _requests_sql(cluster: str, now: dt.datetime, th: RollThresholds) -> str:
     since = now - dt.timedelta(seconds=th.in_flight_window_s)
     return (
-        f"SELECT broker_id, request, sent_ts, finished_ts FROM {CONTROL_REQUEST_LATENCY.name} "
+        f"SELECT broker_id, request, sent_ts, finished_ts, status FROM {CONTROL_REQUEST_LATENCY.name} "
         f"WHERE \"cluster\" = {name_literal(cluster)} AND date >= {lit_date(since.date())} "
         f"AND sent_ts >= {lit_ts(since)} AND sent_ts <= {lit_ts(now)}"
     )
@@ -83,7 +83,8 @@ def cluster_verdict(store: LakeStore, cluster: str, now: dt.datetime, th: RollTh
                     {"broker_id": pl.Int32, "signal": pl.String, "attribute": pl.String, "value": pl.Float64,
                      "ts": _TS})
     requests = _frame(store, _requests_sql(cluster, now, th), CONTROL_REQUEST_LATENCY.name,
-                      {"broker_id": pl.Int32, "request": pl.String, "sent_ts": _TS, "finished_ts": _TS})
+                      {"broker_id": pl.Int32, "request": pl.String, "sent_ts": _TS, "finished_ts": _TS,
+                       "status": pl.String})
     alerts = _frame(store, _alerts_sql(cluster, now), ALERTS.name,
                     {"type": pl.String, "broker_id": pl.Int32, "started_at": _TS, "resolved_at": _TS})
     return roll_verdict(cluster, latest, requests, alerts, now, th, broker_id, since)

@@ -19,7 +19,7 @@ from schemas.tables import ALERTS, CONTROL_REQUEST_LATENCY, METRIC_SAMPLES
 __all__ = ["RollInputs"]
 
 _SAMPLE_COLUMNS = ["cluster", "broker_id", "signal", "attribute", "value", "ts"]
-_REQUEST_COLUMNS = ["cluster", "broker_id", "request", "sent_ts", "finished_ts"]
+_REQUEST_COLUMNS = ["cluster", "broker_id", "request", "sent_ts", "finished_ts", "status"]
 _ALERT_COLUMNS = ["cluster", "type", "broker_id", "started_at", "resolved_at"]
 
 

@@ -299,7 +299,7 @@ def _roll_inputs(samples: list[tuple]) -> tuple[pl.DataFrame, pl.DataFrame, pl.D
                                      "message": pl.String})
     ts = pl.Datetime("us", "UTC")
     requests = pl.DataFrame(schema={"cluster": pl.String, "broker_id": pl.Int32, "request": pl.String,
-                                    "sent_ts": ts, "finished_ts": ts})
+                                    "sent_ts": ts, "finished_ts": ts, "status": pl.String})
     alerts = pl.DataFrame(schema={"cluster": pl.String, "type": pl.String, "broker_id": pl.Int32,
                                   "started_at": ts, "resolved_at": ts})
     assert isinstance(frame, pl.DataFrame)

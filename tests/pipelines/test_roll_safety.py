@@ -44,14 +44,15 @@ def healthy(mode: str) -> dict[tuple[int, str], float]:
 
 
 def latest(values: Mapping[tuple[int, str], float], ages: Mapping[int, float] | None = None) -> pl.DataFrame:
-    rows = [{"broker_id": n, "signal": s, "attribute": "99thPercentile" if s == "EventQueueTimeMs" else "Value",
+    rows = [{"broker_id": n, "signal": s, "attribute": "50thPercentile" if s == "EventQueueTimeMs" else "Value",
              "value": float(v), "ts": NOW - dt.timedelta(seconds=(ages or {}).get(n, 5.0))}
             for (n, s), v in values.items()]
     return pl.DataFrame(rows, schema={"broker_id": pl.Int32, "signal": pl.String, "attribute": pl.String,
                                       "value": pl.Float64, "ts": TS})
 
 
-NO_REQUESTS = pl.DataFrame(schema={"broker_id": pl.Int32, "request": pl.String, "sent_ts": TS, "finished_ts": TS})
+NO_REQUESTS = pl.DataFrame(schema={"broker_id": pl.Int32, "request": pl.String, "sent_ts": TS, "finished_ts": TS,
+                                   "status": pl.String})
 NO_ALERTS = pl.DataFrame(schema={"type": pl.String, "broker_id": pl.Int32, "started_at": TS, "resolved_at": TS})
 
 
@@ -215,4 +216,22 @@ def test_a_controller_that_moved_between_scrapes_is_one_controller() -> None:
     v = roll_verdict("c1", claims, NO_REQUESTS, NO_ALERTS, NOW)
     (r,) = [r for r in v.reasons if r.check == RollCheck.ACTIVE_CONTROLLER]
     assert r.status == CheckStatus.ok
+    assert r.broker_id == 2
+
+
+def test_requests_a_roll_does_not_wait_for() -> None:
+    """A StopReplica (no finish to wait for), a request given up on (its own alert says so), and one sent to an
+    incarnation of the broker that has since restarted are not in flight."""
+    values = healthy("zookeeper")
+    values[(2, "ProcessStartTimeSeconds")] = (NOW - dt.timedelta(seconds=20)).timestamp()
+    sent = NOW - dt.timedelta(seconds=30)
+    rows = [{"broker_id": 1, "request": "StopReplica", "sent_ts": sent, "status": "in_flight"},
+            {"broker_id": 1, "request": "LeaderAndIsr", "sent_ts": sent, "status": "never_completed"},
+            {"broker_id": 2, "request": "LeaderAndIsr", "sent_ts": sent, "status": "in_flight"}]
+    requests = pl.DataFrame(rows, schema=NO_REQUESTS.schema)
+    assert verdict(values, in_flight=requests).verdict == RollVerdict.safe
+    restarted_earlier = {**values, (2, "ProcessStartTimeSeconds"): (NOW - dt.timedelta(seconds=60)).timestamp()}
+    v = verdict(restarted_earlier, in_flight=requests)
+    assert v.verdict == RollVerdict.wait
+    (r,) = [r for r in v.reasons if r.check == RollCheck.CONTROL_REQUESTS]
     assert r.broker_id == 2
