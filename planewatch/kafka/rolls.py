@@ -291,7 +291,12 @@ def _roll(cluster: KafkaCluster, tl: Timeline, setup: KafkaSetup, gated: bool, n
     wait_until("every broker started", lambda: all(cluster.broker_started(b) for b in brokers),
                timeout_s=RECOVERY_TIMEOUT_S)
     cluster.write_json()
-    wait_until("every replica back in the ISR", lambda: _isr_full(cluster), timeout_s=RECOVERY_TIMEOUT_S)
+    end = time.monotonic() + RECOVERY_TIMEOUT_S
+    while not _isr_full(cluster):
+        if time.monotonic() > end:  # what the careless roll left: reported, and the clients' numbers still are
+            tl.emit("roll-not-recovered", after_s=RECOVERY_TIMEOUT_S, partitions=_partition_states(cluster))
+            return waited
+        time.sleep(WATCH_INTERVAL_S)
     tl.emit("roll-recovered")
     return waited
 
@@ -313,6 +318,19 @@ def _throttle(cluster: KafkaCluster) -> None:
             for name in ("leader.replication.throttled.rate", "follower.replication.throttled.rate")])
         for fut in admin.incremental_alter_configs([resource]).values():
             fut.result(60)
+
+
+def _partition_states(cluster: KafkaCluster) -> list[dict[str, Any]]:
+    """Each partition's leader, replicas and ISR ([] while no broker answers)."""
+    from confluent_kafka.admin import AdminClient
+
+    try:
+        parts = AdminClient({"bootstrap.servers": cluster.bootstrap_servers()}).list_topics(
+            ROLL_TOPIC, timeout=5).topics[ROLL_TOPIC].partitions
+    except Exception:  # no broker answers
+        return []
+    return [{"partition": pid, "leader": p.leader, "replicas": list(p.replicas), "isr": list(p.isrs)}
+            for pid, p in sorted(parts.items())]
 
 
 def _isr_full(cluster: KafkaCluster) -> bool:
