@@ -85,6 +85,7 @@ class KafkaClusterSpec:
     control_plane: bool = True  # ZooKeeper mode: control.plane.listener.name=CONTROLLER (KIP-291)
     controllers: int = 1  # KRaft quorum size
     extra: Mapping[str, str] = field(default_factory=dict)  # more broker properties (last wins)
+    controller_extra: Mapping[str, str] = field(default_factory=dict)  # more KRaft controller properties
     jmx_exporter: bool = True
     exporter: str = DEFAULT_EXPORTER  # whose metric names (exporters.EXPORTERS)
     log4j: str = "planewatch"  # which logger levels (configs.LOG4J_PROFILES)
@@ -187,7 +188,7 @@ class KafkaCluster:
             node, brokers=self.spec.brokers,
             zookeeper=None if self.spec.is_kraft else f"127.0.0.1:{self.zk_port}/kafka",
             quorum_voters=self._quorum_voters() if self.spec.is_kraft else None,
-            control_plane=self.control_plane, extra=self.spec.extra if node.roles == "broker" else None)
+            control_plane=self.control_plane, extra=self.spec.extra if node.roles == "broker" else self.spec.controller_extra)
         path = node_dir / "server.properties"
         path.write_text(configs.properties_text(props, f"Apache Kafka {self.spec.version}, written by planewatch"))
         version = artifacts.kafka_major_minor(self.spec.version)

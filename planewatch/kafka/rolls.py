@@ -64,7 +64,7 @@ STALL_S = 1.0
 WATCH_INTERVAL_S = 0.5
 # Kafka moves leadership back to the preferred replicas every leader.imbalance.check.interval.seconds (300 s by
 # default); a roll that waits for it (the verdict's PREFERRED_LEADERS) would take 5 minutes a broker, so both rolls
-# run with 15 s
+# run with 15 s (a KRaft controller's setting; in ZooKeeper mode the controller broker's)
 ROLL_BROKER_CONFIG = {"leader.imbalance.check.interval.seconds": "15"}
 # before the roll: leaders settled and the scrapers' first samples taken (the gate needs fresh data)
 SETTLE_S = 20.0
@@ -241,7 +241,8 @@ def rolling_restart(d: Path, tl: Timeline, setup: KafkaSetup, gated: bool) -> No
     if gated and setup.roll_check_lake is None:
         raise ValueError("rolling-restart-gated needs the lake the pipeline writes (--roll-check-lake DIR)")
     name = d.name  # the cluster's name in the lake: its directory under the demo's clusters/
-    with started(setup.spec(d / "cluster", extra=ROLL_BROKER_CONFIG), tl) as cluster:
+    with started(setup.spec(d / "cluster", extra=ROLL_BROKER_CONFIG, controller_extra=ROLL_BROKER_CONFIG),
+                 tl) as cluster:
         create_topic(cluster, ROLL_TOPIC, ROLL_PARTITIONS, 3, {"min.insync.replicas": str(ROLL_MIN_ISR),
                                                                "leader.replication.throttled.replicas": "*",
                                                                "follower.replication.throttled.replicas": "*"})
