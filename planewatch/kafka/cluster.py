@@ -188,7 +188,8 @@ class KafkaCluster:
             node, brokers=self.spec.brokers,
             zookeeper=None if self.spec.is_kraft else f"127.0.0.1:{self.zk_port}/kafka",
             quorum_voters=self._quorum_voters() if self.spec.is_kraft else None,
-            control_plane=self.control_plane, extra=self.spec.extra if node.roles == "broker" else self.spec.controller_extra)
+            control_plane=self.control_plane,
+            extra=self.spec.extra if node.roles == "broker" else self.spec.controller_extra)
         path = node_dir / "server.properties"
         path.write_text(configs.properties_text(props, f"Apache Kafka {self.spec.version}, written by planewatch"))
         version = artifacts.kafka_major_minor(self.spec.version)
