@@ -33,7 +33,7 @@ from jobs.alert_writer import AlertWriter
 from jobs.roll_inputs import RollInputs
 from pipelines.detection.config import DetectionConfig
 from pipelines.detection.events import CONTROL_REQUESTS, STALE_EVENTS
-from pipelines.detection.kraft_detectors import ELECTION_COLUMNS, KRAFT_EVENTS
+from pipelines.detection.kraft_detectors import ELECTION_COLUMNS, KRAFT_EVENTS, SHUTDOWN_COLUMNS, SHUTDOWN_ECHO_S
 from pipelines.detection.latency_detectors import log_candidates
 from pipelines.detection.metric_detectors import (
     DETECTION_SIGNALS,
@@ -154,6 +154,17 @@ class LogRules(_BatchRules):
         return self.state_changes.read_spans(_cluster_spans(batch, window, window), where=elected).select(
             ELECTION_COLUMNS)
 
+    def _granted(self, sc: pa.Table) -> pa.Table | None:
+        """Granted controlled shutdowns from SHUTDOWN_ECHO_S before the batch's fencings, read back from
+        state_change_events (None: the batch fences nobody)."""
+        fenced = sc.filter(pc.field("event") == Event.KRAFT_BROKER_FENCED.value)
+        if fenced.num_rows == 0:
+            return None
+        back = dt.timedelta(seconds=SHUTDOWN_ECHO_S)
+        return self.state_changes.read_spans(_cluster_spans(fenced, back, dt.timedelta(0)),
+                                             where=pc.field("event") == Event.KRAFT_SHUTDOWN_GRANTED.value).select(
+                                                 SHUTDOWN_COLUMNS)
+
     def _rolls(self, sc: pa.Table) -> list[dict[str, Any]]:
         """ROLL_TOO_FAST candidates of the batch's controlled shutdowns (none: no lake read)."""
         shutdowns = sc.filter(pc.field("event").isin([e.value for e in SHUTDOWN_EVENTS]))
@@ -174,7 +185,8 @@ class LogRules(_BatchRules):
                                                                                           *KRAFT_EVENTS,
                                                                                           *SHUTDOWN_EVENTS)]))
         rq = _rows(silver, REQUEST_EVENTS, pc.field("api_name").isin(list(CONTROL_REQUESTS)))
-        cands = log_candidates(sc, rq, self.cfg, self._elections(sc)) if sc.num_rows + rq.num_rows else []
+        cands = (log_candidates(sc, rq, self.cfg, self._elections(sc), self._granted(sc))
+                 if sc.num_rows + rq.num_rows else [])
         cands += self._rolls(sc)
         t1 = time.perf_counter()
         n = self._write(cands, watermarks, batch_id)

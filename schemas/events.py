@@ -134,6 +134,9 @@ class Event(StrEnum):
     KRAFT_BROKER_FENCED = "kraft_broker_fenced"
     #: controller: `The request from broker N to unfence has been granted because it has caught up ...`
     KRAFT_BROKER_UNFENCED = "kraft_broker_unfenced"
+    #: controller: `The request from broker N to shut down has been granted since the lowest active offset ...`:
+    #: a controlled shutdown done (the broker is fenced by it; 4.4 still logs a session-timeout fencing ~10 s later)
+    KRAFT_SHUTDOWN_GRANTED = "kraft_shutdown_granted"
     #: controller (ERROR): `processExpiredBrokerHeartbeat: controller event queue overloaded. Timed out heartbeat
     #: from broker N.` (the heartbeat waited past its deadline in the controller's event queue, KAFKA-15019)
     KRAFT_HEARTBEAT_EXPIRED = "kraft_heartbeat_expired"

@@ -3,7 +3,8 @@ brokers' server.log), as Apache Kafka 4.4 logs them.
 
 * BROKER_FENCED: the active controller fenced a broker because its session timed out (no heartbeat within
   `broker.session.timeout.ms`, 9 s by default): the broker's partitions moved their leaders and ISR away. A broker
-  fenced by its own controlled shutdown (a rolling restart) logs no such line and raises nothing.
+  that shut down cleanly (a rolling restart) is fenced by its granted controlled shutdown; Kafka 4.4 still logs a
+  session-timeout fencing about 10 s later, which raises nothing (SHUTDOWN_ECHO_S).
 * BROKER_HEARTBEAT_TIMEOUT: the active controller timed out a broker's heartbeats in its event queue (the queue was
   overloaded: KAFKA-15019); a broker whose heartbeats keep timing out is fenced next.
 * QUORUM_UNSTABLE: the controller quorum elected a new active controller (`Becoming the active controller at epoch
@@ -31,12 +32,20 @@ if TYPE_CHECKING:
 
 Rows = list[dict[str, Any]]
 
-__all__ = ["ELECTION_COLUMNS", "KRAFT_EVENTS", "detect_broker_fenced", "detect_broker_heartbeat_timeout",
-           "detect_quorum_unstable", "kraft_candidates"]
+__all__ = ["ELECTION_COLUMNS", "KRAFT_EVENTS", "SHUTDOWN_COLUMNS", "SHUTDOWN_ECHO_S", "detect_broker_fenced",
+           "detect_broker_heartbeat_timeout", "detect_quorum_unstable", "kraft_candidates"]
 
 # The state_change_events the KRaft rules read (the log batch keeps these rows for them).
 KRAFT_EVENTS = (Event.KRAFT_BROKER_FENCED, Event.KRAFT_HEARTBEAT_EXPIRED, Event.KRAFT_BROKER_UNFENCED,
-                Event.KRAFT_ACTIVE_CONTROLLER)
+                Event.KRAFT_ACTIVE_CONTROLLER, Event.KRAFT_SHUTDOWN_GRANTED)
+# A session-timeout fencing this soon after the broker's granted controlled shutdown is that shutdown's echo:
+# Apache Kafka 4.4.0 logs `Fencing broker N ... because its session has timed out.` ~10 s (the session) after a
+# broker that shut down cleanly stopped heartbeating, though it is fenced already. Twice the default session (9 s)
+# and a margin.
+SHUTDOWN_ECHO_S = 30.0
+# What BROKER_FENCED reads of a granted shutdown's row (read back from state_change_events when it is not in the
+# fencing's batch).
+SHUTDOWN_COLUMNS = ["cluster", "ts", "target_broker_id"]
 # What QUORUM_UNSTABLE reads of an election's row.
 ELECTION_COLUMNS = ["cluster", "ts", "controller_id", "controller_epoch", "message"]
 # Lines of one candidate quoted in its evidence.
@@ -69,9 +78,30 @@ def _kraft(state_changes: pl.DataFrame, cfg: DetectionConfig, t: AlertType, even
                               threshold=level(cfg, t, "warning"), listener=pl.lit(None, dtype=pl.String))
 
 
-def detect_broker_fenced(state_changes: pl.DataFrame, cfg: DetectionConfig) -> Rows:
-    """BROKER_FENCED: `Fencing broker N at epoch E because its session has timed out.` on the active controller."""
+def _without_shutdown_echoes(state_changes: pl.DataFrame, granted: pl.DataFrame | None) -> pl.DataFrame:
+    """The batch's rows without the fencings that echo a granted controlled shutdown of the same broker within
+    SHUTDOWN_ECHO_S before (`granted`: such rows before the batch; the batch's own count too)."""
+    shutdowns = state_changes.filter((pl.col("event") == Event.KRAFT_SHUTDOWN_GRANTED.value).fill_null(False))
+    shutdowns = shutdowns.select(SHUTDOWN_COLUMNS)
+    if granted is not None:
+        shutdowns = pl.concat([shutdowns, granted.select(SHUTDOWN_COLUMNS)], how="vertical_relaxed")
+    fenced = (pl.col("event") == Event.KRAFT_BROKER_FENCED.value).fill_null(False)
+    if shutdowns.is_empty() or state_changes.filter(fenced).is_empty():
+        return state_changes
+    echo = (state_changes.with_row_index("_row").filter(fenced)
+            .join(shutdowns.rename({"ts": "_granted"}), on=["cluster", "target_broker_id"])
+            .filter((pl.col("_granted") <= pl.col("ts"))
+                    & (pl.col("ts") - pl.col("_granted") <= pl.duration(seconds=SHUTDOWN_ECHO_S)))
+            .get_column("_row").unique())
+    return state_changes.with_row_index("_row").filter(~pl.col("_row").is_in(echo.implode())).drop("_row")
+
+
+def detect_broker_fenced(state_changes: pl.DataFrame, cfg: DetectionConfig,
+                         granted: pl.DataFrame | None = None) -> Rows:
+    """BROKER_FENCED: `Fencing broker N at epoch E because its session has timed out.` on the active controller,
+    unless it echoes the broker's granted controlled shutdown (`granted`: those rows from before the batch)."""
     t = AlertType.BROKER_FENCED
+    state_changes = _without_shutdown_echoes(state_changes, granted)
     rows = _kraft(state_changes, cfg, t, Event.KRAFT_BROKER_FENCED)
     if rows.is_empty():
         return []
@@ -149,13 +179,14 @@ def detect_quorum_unstable(elections: pl.DataFrame, batch: pl.DataFrame, cfg: De
     return candidate_rows(rows, t, describe)
 
 
-def kraft_candidates(state_changes: pl.DataFrame, cfg: DetectionConfig, elections: pl.DataFrame | None = None
-                     ) -> Rows:
+def kraft_candidates(state_changes: pl.DataFrame, cfg: DetectionConfig, elections: pl.DataFrame | None = None,
+                     granted: pl.DataFrame | None = None) -> Rows:
     """The KRaft log rules' candidates from a log batch's state_change_events; `elections`: the quorum's elections
-    of the window before the batch (QUORUM_UNSTABLE), None when the batch holds none."""
+    of the window before the batch (QUORUM_UNSTABLE), None when the batch holds none; `granted`: granted
+    controlled shutdowns from before the batch (BROKER_FENCED leaves out their echoes)."""
     if state_changes.is_empty():
         return []
     batch = state_changes.filter((pl.col("event") == Event.KRAFT_ACTIVE_CONTROLLER.value).fill_null(False))
     before = batch.head(0).select(ELECTION_COLUMNS) if elections is None else elections
-    return [*detect_broker_fenced(state_changes, cfg), *detect_broker_heartbeat_timeout(state_changes, cfg),
+    return [*detect_broker_fenced(state_changes, cfg, granted), *detect_broker_heartbeat_timeout(state_changes, cfg),
             *detect_quorum_unstable(before, batch, cfg)]

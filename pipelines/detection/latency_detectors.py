@@ -445,10 +445,11 @@ def latency_candidates(latency: pa.Table, state_changes: pa.Table, cfg: Detectio
 
 
 def log_candidates(state_changes: pa.Table, requests: pa.Table, cfg: DetectionConfig,
-                   elections: pa.Table | None = None) -> Rows:
+                   elections: pa.Table | None = None, granted: pa.Table | None = None) -> Rows:
     """The log rules' candidates from a log batch's rows: stale broker epochs, control requests queued on a
     data-plane listener, and the KRaft control plane's fencing, heartbeat timeouts and elections (kraft_detectors;
     `elections`: the quorum's elections of the window before the batch)."""
     sc, rq = frame(state_changes), frame(requests)
     return [*detect_stale_broker_epoch(sc, rq, cfg), *detect_control_request_queued_behind_data(rq, cfg),
-            *kraft_candidates(sc, cfg, None if elections is None else frame(elections))]
+            *kraft_candidates(sc, cfg, None if elections is None else frame(elections),
+                              None if granted is None else frame(granted))]

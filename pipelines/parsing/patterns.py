@@ -386,6 +386,9 @@ MESSAGES: tuple[Message, ...] = (
     _m(Event.KRAFT_BROKER_FENCED, "Fencing broker ",
        rf"Fencing broker (?P<target_broker_id>{_N})(?: at epoch (?P<broker_epoch>{_N}))? because its session has "
        r"timed out\.", "kraft", "kraft"),  # 4.x names the broker epoch, 3.x does not
+    _m(Event.KRAFT_SHUTDOWN_GRANTED, "The request from broker ",
+       rf"The request from broker (?P<target_broker_id>{_N}) to shut down has been granted .*", "kraft", "kraft",
+       contains=" to shut down has been granted"),
     _m(Event.KRAFT_BROKER_UNFENCED, "The request from broker ",
        rf"The request from broker (?P<target_broker_id>{_N}) to unfence has been granted .*", "kraft", "kraft",
        contains=" to unfence has been granted"),

@@ -24,7 +24,7 @@ from tests.api.lake import (
 from tests.polling import wait_until
 
 OPEN_PATHS = {"/health", "/livez", "/", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"}
-PATH_VALUES = {"alert_id": "a00001", "incident_id": "i0001", "broker_id": "1", "panel": "open_alerts"}
+PATH_VALUES = {"alert_id": "a00001", "incident_id": "i0001", "broker_id": "1", "panel": "open_alerts", "cluster": "c1"}
 
 
 def _iso(t: datetime) -> str:

@@ -552,6 +552,19 @@ CONTROLLER_CASES: list[Case] = [
         event="kraft_broker_unfenced",
         kafka_format="kraft",
     ),
+    st(  # Apache Kafka 4.4.0, a rolling restart's controlled shutdown
+        "INFO",
+        "QuorumController id=100",
+        "The request from broker 1 to shut down has been granted since the lowest active offset 113 is now greater "
+        "than the broker's controlled shutdown offset 111.",
+        logger="org.apache.kafka.controller.BrokerHeartbeatManager",
+        broker=100,
+        role="kraft",
+        controller_id=100,
+        target_broker_id=1,
+        event="kraft_shutdown_granted",
+        kafka_format="kraft",
+    ),
     st(
         "ERROR",
         "QuorumController id=100",
@@ -573,6 +586,26 @@ CONTROLLER_CASES: list[Case] = [
         role="kraft",
         event="kraft_heartbeat_not_sent",
         kafka_format="kraft",
+    ),
+    st(  # Apache Kafka 4.4.0 server.log, SIGTERM: the broker begins its controlled shutdown
+        "INFO",
+        "BrokerLifecycleManager id=1",
+        "Beginning controlled shutdown.",
+        logger="org.apache.kafka.server.BrokerLifecycleManager",
+        broker=1,
+        role="kraft",
+        event="controlled_shutdown_started",
+        kafka_format="kraft",
+    ),
+    st(  # Apache Kafka 3.9.1 server.log (ZooKeeper mode)
+        "INFO",
+        "KafkaServer id=9",
+        "Starting controlled shutdown",
+        logger="kafka.server.KafkaServer",
+        broker=9,  # the file's broker (the KafkaServer ident is not parsed for an id)
+        role="broker",
+        event="controlled_shutdown_started",
+        kafka_format="2.2+",
     ),
     st(
         "INFO",

@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 import pytest
 
 from pipelines.detection.config import DetectionConfig
-from pipelines.detection.kraft_detectors import ELECTION_COLUMNS, kraft_candidates
+from pipelines.detection.kraft_detectors import ELECTION_COLUMNS, detect_broker_fenced, kraft_candidates
 from pipelines.detection.latency_detectors import (
     detect_delayed_leader_and_isr,
     latency_candidates,
@@ -152,6 +152,8 @@ CHANGES += [
 # unfenced it; a controlled shutdown fences through a registration change and logs no such line; heartbeats timed
 # out in the controller's queue, against a broker that only could not send one
 _FENCE = "Fencing broker 3 at epoch 87 because its session has timed out."
+_GRANTED = ("The request from broker 3 to shut down has been granted since the lowest active offset 113 is now greater "
+            "than the broker's controlled shutdown offset 111.")
 _UNFENCE = ("The request from broker 3 to unfence has been granted because it has caught up with the offset of its "
             "register broker record 33.")
 _EXPIRED = "processExpiredBrokerHeartbeat: controller event queue overloaded. Timed out heartbeat from broker 2."
@@ -163,6 +165,10 @@ def _elected(epoch: int) -> str:
 CHANGES += [
     sc("fence-fire", 5, _FENCE, broker=100, event="kraft_broker_fenced", target_broker_id=3, controller_id=100),
     sc("fence-fire", 30, _UNFENCE, broker=100, event="kraft_broker_unfenced", target_broker_id=3, controller_id=100),
+    # Kafka 4.4: a broker that shut down cleanly (a roll) is fenced again by its session ~10 s later: no incident
+    sc("fenceecho-quiet", 0, _GRANTED, broker=100, event="kraft_shutdown_granted", target_broker_id=3,
+       controller_id=100),
+    sc("fenceecho-quiet", 10, _FENCE, broker=100, event="kraft_broker_fenced", target_broker_id=3, controller_id=100),
     sc("fence-quiet", 5, "Replayed BrokerRegistrationChangeRecord modifying the registration for broker 3: "
        "BrokerRegistrationChangeRecord(brokerId=3, brokerEpoch=33, fenced=1, inControlledShutdown=0, logDirs=[])",
        broker=100, controller_id=100),
@@ -366,7 +372,7 @@ QUIET_ONLY = {("REQUEST_HANDLER_SATURATED", c) for c in ("rhyoung", "rhbounce", 
                                                           "rhyoung2")} | {("NETWORK_PROCESSOR_SATURATED", "netyoung")} \
     | {("REQUEST_QUEUE_SATURATED", "rqsinf"), ("CONTROL_PLANE_QUEUE_BACKLOG", "cpqinf")} \
     | {("DELAYED_UPDATE_METADATA", "umfo"), ("DELAYED_LEADER_AND_ISR", "dlno")} \
-    | {("QUORUM_UNSTABLE", "quorumslow"), ("ROLL_TOO_FAST", "rollstop")}
+    | {("QUORUM_UNSTABLE", "quorumslow"), ("ROLL_TOO_FAST", "rollstop"), ("BROKER_FENCED", "fenceecho")}
 QUIET = sorted({(ty, c) for ty, c, _ in CASES if c not in FIRE_ONLY} | QUIET_ONLY)
 
 
@@ -548,3 +554,15 @@ def test_a_roll_too_fast_names_what_was_not_ok_just_before_the_shutdown(found):
     assert hit["summary"].startswith("Broker 2 began a controlled shutdown while the cluster was not safe to roll "
                                      "(verdict wait just before): wait UNDER_REPLICATED: broker 1: 4 under-replicated")
     assert '"verdict":"wait"' in hit["evidence"]
+
+
+
+def test_a_shutdown_echo_read_back_from_before_the_batch_is_no_fencing():
+    """The granted shutdown reached an earlier micro-batch than its echo: the rule gets it read back."""
+    fence = pl.DataFrame([dict(zip(STATE_CHANGE_EVENTS.names, sc("echo", 10, _FENCE, broker=100,
+                                                                 event="kraft_broker_fenced", target_broker_id=3,
+                                                                 controller_id=100), strict=True))])
+    granted = pl.DataFrame({"cluster": ["echo"], "ts": [t(0)], "target_broker_id": [3]})
+    assert detect_broker_fenced(fence, CFG, granted) == []
+    late = granted.with_columns(ts=pl.lit(t(-60)))
+    assert len(detect_broker_fenced(fence, CFG, late)) == 1  # a minute before: a fencing of its own
