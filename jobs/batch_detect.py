@@ -130,6 +130,11 @@ class _BatchRules:
         return self.alerts.write(cands, watermarks, batch_id, set(self.clock.highest))
 
 
+# A controlled shutdown waits at most this long (processing time) for its cluster's metric samples to reach its time
+# before ROLL_TOO_FAST judges it with what there is: two scrapes at the longest interval detection reads.
+ROLL_JUDGE_WAIT_S = 120.0
+
+
 class LogRules(_BatchRules):
     """A log batch's state_change_events and request_events -> STALE_BROKER_EPOCH, CONTROL_REQUEST_QUEUED_BEHIND_DATA
     (request-log form), BROKER_FENCED, BROKER_HEARTBEAT_TIMEOUT, QUORUM_UNSTABLE -> alerts."""
@@ -141,6 +146,7 @@ class LogRules(_BatchRules):
         self.state_changes = LatestTable(settings.table_path(STATE_CHANGE_EVENTS.name),
                                          STATE_CHANGE_EVENTS.to_arrow())
         self.roll = RollInputs(settings.table_path)
+        self._pending: pl.DataFrame | None = None  # controlled shutdowns waiting for their cluster's samples
 
     def _elections(self, sc: pa.Table) -> pa.Table | None:
         """The quorum's elections from `quorum_window_s` before each cluster's elections in the batch to as long
@@ -166,15 +172,26 @@ class LogRules(_BatchRules):
                                                  SHUTDOWN_COLUMNS)
 
     def _rolls(self, sc: pa.Table) -> list[dict[str, Any]]:
-        """ROLL_TOO_FAST candidates of the batch's controlled shutdowns (none: no lake read)."""
+        """ROLL_TOO_FAST candidates of the controlled shutdowns seen so far whose cluster's metric samples have
+        reached their time (a log line can reach the lake before the scrapes of the seconds before it: judged then,
+        the verdict would read the cluster as it was a scrape earlier), or that waited ROLL_JUDGE_WAIT_S for them."""
         shutdowns = sc.filter(pc.field("event").isin([e.value for e in SHUTDOWN_EVENTS]))
-        if shutdowns.num_rows == 0:
+        if shutdowns.num_rows:
+            frame = pl.from_arrow(shutdowns.select(["cluster", "broker_id", "ts", "message"]))
+            assert isinstance(frame, pl.DataFrame)
+            frame = frame.with_columns(pl.col("ts").dt.convert_time_zone("UTC").dt.cast_time_unit("us"),
+                                       _seen=pl.lit(time.monotonic()))
+            self._pending = pl.concat([self._pending, frame]) if self._pending is not None else frame
+        if self._pending is None or self._pending.is_empty():
             return []
-        frame = pl.from_arrow(shutdowns.select(["cluster", "broker_id", "ts", "message"]))
-        assert isinstance(frame, pl.DataFrame)
-        frame = frame.with_columns(pl.col("ts").dt.convert_time_zone("UTC").dt.cast_time_unit("us"))
-        samples, requests, alerts = self.roll.read(frame)
-        return detect_roll_too_fast(frame, samples, requests, alerts, self.cfg)
+        samples, requests, alerts = self.roll.read(self._pending)
+        reached = samples.group_by("cluster").agg(_newest=pl.col("ts").max())
+        pending = self._pending.join(reached, on="cluster", how="left")
+        ready = ((pl.col("_newest") >= pl.col("ts")).fill_null(False)
+                 | (pl.col("_seen") < time.monotonic() - ROLL_JUDGE_WAIT_S))
+        judged = pending.filter(ready).drop("_seen", "_newest")
+        self._pending = pending.filter(~ready).drop("_newest")
+        return detect_roll_too_fast(judged, samples, requests, alerts, self.cfg) if judged.height else []
 
     def __call__(self, silver: SilverRows, batch_id: int) -> None:
         t0 = time.perf_counter()

@@ -18,6 +18,8 @@ from schemas.tables import ALERTS, CONTROL_REQUEST_LATENCY, METRIC_SAMPLES
 
 __all__ = ["RollInputs"]
 
+# how far past the latest shutdown the samples are read (a scrape after it says the samples have reached it)
+SAMPLES_AFTER_S = 60.0
 _SAMPLE_COLUMNS = ["cluster", "broker_id", "signal", "attribute", "value", "ts"]
 _REQUEST_COLUMNS = ["cluster", "broker_id", "request", "sent_ts", "finished_ts", "status"]
 _ALERT_COLUMNS = ["cluster", "type", "broker_id", "started_at", "resolved_at"]
@@ -39,9 +41,11 @@ class RollInputs:
         self.requests = LatestTable(table_path(CONTROL_REQUEST_LATENCY.name), CONTROL_REQUEST_LATENCY.to_arrow())
         self.alerts = LatestTable(table_path(ALERTS.name), ALERTS.to_arrow())
 
-    def _spans(self, shutdowns: pl.DataFrame, before_s: float) -> list[tuple[str, dt.datetime, dt.datetime]]:
+    def _spans(self, shutdowns: pl.DataFrame, before_s: float, after_s: float = 0.0
+               ) -> list[tuple[str, dt.datetime, dt.datetime]]:
         per = shutdowns.group_by("cluster").agg(lo=pl.col("ts").min(), hi=pl.col("ts").max())
-        return [(r["cluster"], r["lo"] - dt.timedelta(seconds=before_s), r["hi"]) for r in per.iter_rows(named=True)]
+        return [(r["cluster"], r["lo"] - dt.timedelta(seconds=before_s), r["hi"] + dt.timedelta(seconds=after_s))
+                for r in per.iter_rows(named=True)]
 
     def read(self, shutdowns: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
         """(samples, requests, alerts) for `shutdowns` (cluster, ts); a table not written yet gives no rows."""
@@ -50,7 +54,8 @@ class RollInputs:
         requests = CONTROL_REQUEST_LATENCY.to_arrow(_REQUEST_COLUMNS).empty_table()
         alerts = ALERTS.to_arrow(_ALERT_COLUMNS).empty_table()
         if self.samples.exists():
-            samples = self.samples.read_spans(self._spans(shutdowns, self.th.membership_s),
+            # a little past the shutdowns too: whether the cluster's samples have reached them yet
+            samples = self.samples.read_spans(self._spans(shutdowns, self.th.membership_s, SAMPLES_AFTER_S),
                                               where=pc.field("signal").isin(list(ROLL_SIGNALS))).select(
                                                   _SAMPLE_COLUMNS)
         if self.requests.exists():

@@ -154,3 +154,34 @@ def test_a_late_sample_is_not_judged_again(settings: Settings, tmp_path: Path) -
     batch(3, [(6.0, 500.0)])  # late: its windows lie far behind the cluster's event time
     assert sorted((a["alert_id"], a["type"], a["status"], a["last_seen_at"])
                   for a in alerts(tmp_path / "lake")) == before
+
+
+def _scrape(cluster: str, sec: float, urp_on_1: float) -> list[dict]:
+    """A ZooKeeper-mode cluster's roll signals at one scrape: broker 1 the controller."""
+    rows = []
+    for b in (1, 2, 3):
+        for signal, v in (("UnderReplicatedPartitions", urp_on_1 if b == 1 else 0.0),
+                          ("UnderMinIsrPartitionCount", 0.0), ("ActiveControllerCount", float(b == 1))):
+            rows.append({"cluster": cluster, "broker_id": b, "ts": t(sec), "signal": signal, "attribute": "Value",
+                         "value": v})
+    return rows
+
+
+def test_a_shutdown_is_judged_once_its_clusters_samples_reach_it(settings: Settings, tmp_path: Path) -> None:
+    """A controlled-shutdown line can reach the lake before the scrapes of the seconds before it: ROLL_TOO_FAST
+    waits for the cluster's samples to pass the line's time, then judges the cluster as it was just before."""
+    lake = tmp_path / "lake"
+    rules = LogRules(settings, "ingest_logs_files", "r1", CFG)
+    write_deltalake(str(lake / METRIC_SAMPLES.name), table(METRIC_SAMPLES, _scrape("c", 0, 0.0)),
+                    partition_by=list(METRIC_SAMPLES.partition_by))
+    shutdown = {"cluster": "c", "broker_id": 2, "ts": t(12), "level": "INFO", "event": "controlled_shutdown_started",
+                "message": "Starting controlled shutdown"}
+    rules({STATE_CHANGE_EVENTS.name: loader(table(STATE_CHANGE_EVENTS, [shutdown]))}, 0)
+    assert alerts(lake) == []  # the samples reach 0 s only: judged now, the cluster would read safe
+    # the scrapes at 10 s (broker 3 not back in the ISR: 4 under-replicated on broker 1) and 15 s arrive
+    write_deltalake(str(lake / METRIC_SAMPLES.name), table(METRIC_SAMPLES, _scrape("c", 10, 4.0) + _scrape(
+        "c", 15, 4.0)), mode="append", partition_by=list(METRIC_SAMPLES.partition_by))
+    rules({REQUEST_EVENTS.name: loader(table(REQUEST_EVENTS, [fetch("c", 16)]))}, 1)
+    [a] = alerts(lake)
+    assert (a["type"], a["broker_id"], a["severity"]) == ("ROLL_TOO_FAST", 2, "warning")
+    assert "broker 1: 4 under-replicated" in a["summary"]
