@@ -101,11 +101,6 @@ CAUSE_RULES: tuple[CauseRule, ...] = (
               "a leader was elected from outside the ISR: acknowledged messages may be lost",
               f"Find the partitions in the controller's log; keep unclean.leader.election.enable off where data "
               f"matters ({_DOCS}#topicconfigs_unclean.leader.election.enable)"),
-    CauseRule(_C.ROLL_TOO_FAST, _of(_T.ROLL_TOO_FAST),
-              "the broker was stopped before the cluster had recovered from the previous change (a roll too fast)",
-              "Gate each restart on the roll-safety verdict (planewatch roll-check, GET /clusters/{cluster}/"
-              "roll-safety): wait until every replica is back in its ISR and leadership is back on the preferred "
-              f"replicas ({_DOCS}#basic_ops_restarting)"),
     CauseRule(_C.CONTROLLER_OVERLOADED, _of(_T.BROKER_HEARTBEAT_TIMEOUT),
               "the controller's overloaded event queue timed out the broker's heartbeats (KAFKA-15019)",
               f"Find what fills the controller's event queue (large reassignments, topic creations); give "
@@ -150,6 +145,11 @@ CAUSE_RULES: tuple[CauseRule, ...] = (
     CauseRule(_C.METADATA_LAG, _of(_T.METADATA_APPLY_LAG),
               "the broker applied the metadata log late and served stale leadership meanwhile",
               f"Check the broker's CPU and GC and the controller quorum's commit latency ({_DOCS}#kraft_monitoring)"),
+    CauseRule(_C.ROLL_TOO_FAST, _of(_T.ROLL_TOO_FAST),
+              "the broker was stopped before the cluster had recovered from the previous change (a roll too fast)",
+              "Gate each restart on the roll-safety verdict (planewatch roll-check, GET /clusters/{cluster}/"
+              "roll-safety): wait until every replica is back in its ISR and leadership is back on the preferred "
+              f"replicas ({_DOCS}#basic_ops_restarting)"),
     CauseRule(_C.ELR_ELECTION, _of(_T.LEADER_ELECTED_FROM_ELR),
               "leaders were elected from eligible leader replicas: partitions had fallen below min.insync.replicas",
               f"Find why their replicas left the ISR before the next failure finds the ELR empty "
