@@ -59,7 +59,8 @@ def _write_lake(lake: Path, nodes: int, minutes: int) -> int:
     for c in range(COMMITS):
         chunk = steps[c * per_commit:(c + 1) * per_commit]
         n = len(chunk) * len(ids) * len(signals)
-        ts = np.repeat(np.array([start + timedelta(seconds=int(s)) for s in chunk], dtype="datetime64[us]"),
+        naive = start.replace(tzinfo=None)  # numpy's datetime64 has no zone: UTC wall time
+        ts = np.repeat(np.array([naive + timedelta(seconds=int(s)) for s in chunk], dtype="datetime64[us]"),
                        len(ids) * len(signals))
         node = np.tile(np.repeat(np.array(ids, dtype=np.int32), len(signals)), len(chunk))
         sig = np.tile(np.array(signals, dtype=object), len(chunk) * len(ids))
