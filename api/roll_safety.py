@@ -19,6 +19,7 @@ from pipelines.roll_safety import (
     RollThresholds,
     Verdict,
     roll_verdict,
+    utc_frame,
 )
 from schemas.tables import ALERTS, CONTROL_REQUEST_LATENCY, METRIC_SAMPLES
 
@@ -61,12 +62,7 @@ def _frame(store: LakeStore, sql: str, table: str, schema: dict[str, Any]) -> pl
         got = store.query(sql, [table])
     except TableMissing:
         return pl.DataFrame(schema=schema)
-    frame = pl.from_arrow(got)
-    assert isinstance(frame, pl.DataFrame)
-    if frame.is_empty():
-        return pl.DataFrame(schema=schema)
-    return frame.with_columns(pl.col(c).dt.convert_time_zone("UTC").dt.cast_time_unit("us")
-                              for c, t in schema.items() if isinstance(t, pl.Datetime))
+    return pl.DataFrame(schema=schema) if got.num_rows == 0 else utc_frame(got)
 
 
 _TS = pl.Datetime("us", "UTC")

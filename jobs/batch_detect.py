@@ -43,6 +43,7 @@ from pipelines.detection.metric_detectors import (
     metric_windows,
 )
 from pipelines.detection.roll_detectors import SHUTDOWN_EVENTS, detect_roll_too_fast
+from pipelines.roll_safety import utc_frame
 from schemas.alerts import DetectQuery
 from schemas.events import Event
 from schemas.inputs import InputFamily
@@ -177,21 +178,20 @@ class LogRules(_BatchRules):
         the verdict would read the cluster as it was a scrape earlier), or that waited ROLL_JUDGE_WAIT_S for them."""
         shutdowns = sc.filter(pc.field("event").isin([e.value for e in SHUTDOWN_EVENTS]))
         if shutdowns.num_rows:
-            frame = pl.from_arrow(shutdowns.select(["cluster", "broker_id", "ts", "message"]))
-            assert isinstance(frame, pl.DataFrame)
-            frame = frame.with_columns(pl.col("ts").dt.convert_time_zone("UTC").dt.cast_time_unit("us"),
-                                       _seen=pl.lit(time.monotonic()))
+            frame = utc_frame(shutdowns.select(["cluster", "broker_id", "ts", "message"])).with_columns(
+                _seen=pl.lit(time.monotonic()))
             self._pending = pl.concat([self._pending, frame]) if self._pending is not None else frame
         if self._pending is None or self._pending.is_empty():
             return []
-        samples, requests, alerts = self.roll.read(self._pending)
-        reached = samples.group_by("cluster").agg(_newest=pl.col("ts").max())
-        pending = self._pending.join(reached, on="cluster", how="left")
+        pending = self._pending.join(self.roll.reached(self._pending), on="cluster", how="left")
         ready = ((pl.col("_newest") >= pl.col("ts")).fill_null(False)
                  | (pl.col("_seen") < time.monotonic() - ROLL_JUDGE_WAIT_S))
         judged = pending.filter(ready).drop("_seen", "_newest")
         self._pending = pending.filter(~ready).drop("_newest")
-        return detect_roll_too_fast(judged, samples, requests, alerts, self.cfg) if judged.height else []
+        if judged.is_empty():
+            return []
+        samples, requests, alerts = self.roll.read(judged)  # the windows before the judged shutdowns only
+        return detect_roll_too_fast(judged, samples, requests, alerts, self.cfg)
 
     def __call__(self, silver: SilverRows, batch_id: int) -> None:
         t0 = time.perf_counter()

@@ -9,10 +9,9 @@ import datetime as dt
 from collections.abc import Callable
 
 import polars as pl
-import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipelines.roll_safety import CONTROL_REQUEST_ALERTS, DEFAULT_THRESHOLDS, ROLL_SIGNALS, RollThresholds
+from pipelines.roll_safety import CONTROL_REQUEST_ALERTS, DEFAULT_THRESHOLDS, ROLL_SIGNALS, RollThresholds, utc_frame
 from schemas.lake_read import LatestTable
 from schemas.tables import ALERTS, CONTROL_REQUEST_LATENCY, METRIC_SAMPLES
 
@@ -23,13 +22,6 @@ SAMPLES_AFTER_S = 60.0
 _SAMPLE_COLUMNS = ["cluster", "broker_id", "signal", "attribute", "value", "ts"]
 _REQUEST_COLUMNS = ["cluster", "broker_id", "request", "sent_ts", "finished_ts", "status"]
 _ALERT_COLUMNS = ["cluster", "type", "broker_id", "started_at", "resolved_at"]
-
-
-def _polars(t: pa.Table) -> pl.DataFrame:
-    frame = pl.from_arrow(t)
-    assert isinstance(frame, pl.DataFrame)
-    return frame.with_columns(pl.col(c).dt.convert_time_zone("UTC").dt.cast_time_unit("us")
-                              for c, typ in frame.schema.items() if isinstance(typ, pl.Datetime))
 
 
 class RollInputs:
@@ -47,6 +39,18 @@ class RollInputs:
         return [(r["cluster"], r["lo"] - dt.timedelta(seconds=before_s), r["hi"] + dt.timedelta(seconds=after_s))
                 for r in per.iter_rows(named=True)]
 
+    def reached(self, shutdowns: pl.DataFrame) -> pl.DataFrame:
+        """Per cluster of `shutdowns`, its newest sample from its first shutdown to SAMPLES_AFTER_S past its last
+        (`_newest`; a cluster without any is absent): a short read, done while shutdowns wait for their samples."""
+        none = pl.DataFrame(schema={"cluster": pl.String, "_newest": pl.Datetime("us", "UTC")})
+        if not self.samples.exists():
+            return none
+        rows = self.samples.read_spans(self._spans(shutdowns, 0.0, SAMPLES_AFTER_S),
+                                       where=pc.field("signal").isin(list(ROLL_SIGNALS))).select(["cluster", "ts"])
+        if rows.num_rows == 0:
+            return none
+        return utc_frame(rows).group_by("cluster").agg(_newest=pl.col("ts").max())
+
     def read(self, shutdowns: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
         """(samples, requests, alerts) for `shutdowns` (cluster, ts); a table not written yet gives no rows."""
         clusters = shutdowns.get_column("cluster").unique().to_list()
@@ -54,8 +58,7 @@ class RollInputs:
         requests = CONTROL_REQUEST_LATENCY.to_arrow(_REQUEST_COLUMNS).empty_table()
         alerts = ALERTS.to_arrow(_ALERT_COLUMNS).empty_table()
         if self.samples.exists():
-            # a little past the shutdowns too: whether the cluster's samples have reached them yet
-            samples = self.samples.read_spans(self._spans(shutdowns, self.th.membership_s, SAMPLES_AFTER_S),
+            samples = self.samples.read_spans(self._spans(shutdowns, self.th.membership_s),
                                               where=pc.field("signal").isin(list(ROLL_SIGNALS))).select(
                                                   _SAMPLE_COLUMNS)
         if self.requests.exists():
@@ -64,4 +67,4 @@ class RollInputs:
         if self.alerts.exists():
             alerts = self.alerts.read(where=pc.field("cluster").isin(clusters)
                                       & pc.field("type").isin(list(CONTROL_REQUEST_ALERTS))).select(_ALERT_COLUMNS)
-        return _polars(samples), _polars(requests), _polars(alerts)
+        return utc_frame(samples), utc_frame(requests), utc_frame(alerts)

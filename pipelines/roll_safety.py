@@ -29,13 +29,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import polars as pl
+import pyarrow as pa
 
 from schemas.alerts import AlertType
 from schemas.roll_safety import SEVERITY_ORDER, CheckStatus, RollCheck, RollVerdict
 from schemas.signals import Signal
 
 __all__ = ["CONTROL_REQUEST_ALERTS", "DEFAULT_THRESHOLDS", "ROLL_SIGNALS", "Reason", "RollThresholds", "Verdict",
-           "in_flight_at", "open_at", "roll_verdict"]
+           "in_flight_at", "open_at", "roll_verdict", "utc_frame"]
 
 _S = Signal
 ROLL_SIGNALS: tuple[str, ...] = tuple(s.value for s in (
@@ -118,6 +119,14 @@ class Verdict:
     broker_id: int | None = None  # the broker the caller asked about
 
 
+def utc_frame(table: pa.Table) -> pl.DataFrame:
+    """An Arrow table of lake rows as the inputs above take them: every timestamp column in UTC, microseconds."""
+    frame = pl.from_arrow(table)
+    assert isinstance(frame, pl.DataFrame)
+    return frame.with_columns(pl.col(c).dt.convert_time_zone("UTC").dt.cast_time_unit("us")
+                              for c, typ in frame.schema.items() if isinstance(typ, pl.Datetime))
+
+
 def _worst(statuses: Iterable[CheckStatus]) -> RollVerdict:
     found = {RollVerdict(s.value) if s.value in RollVerdict.__members__ else RollVerdict.safe for s in statuses}
     return next((v for v in SEVERITY_ORDER if v in found), RollVerdict.safe)
@@ -143,9 +152,8 @@ class _Latest:
         return max(0.0, (self.now - ts).total_seconds())
 
 
-def _missing(check: RollCheck, signal: Signal, why: str = "") -> Reason:
-    return Reason(check, CheckStatus.unknown, f"no {signal.value} sample{why}: nothing vouches for it",
-                  signal.value)
+def _missing(check: RollCheck, signal: Signal) -> Reason:
+    return Reason(check, CheckStatus.unknown, f"no {signal.value} sample: nothing vouches for it", signal.value)
 
 
 def _count_check(latest: _Latest, check: RollCheck, signal: Signal, limit: float, bad: CheckStatus,

@@ -25,7 +25,7 @@ LAKE_UNREADABLE = 3
 QUERY_TIMEOUT_S = 30.0
 
 
-def _utc(text: str) -> datetime:
+def iso_time(text: str) -> datetime:
     """An ISO 8601 time; without a zone, UTC."""
     t = datetime.fromisoformat(text)
     return t if t.tzinfo else t.replace(tzinfo=UTC)
@@ -37,7 +37,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--broker", type=int, default=None, help="the broker to restart next (reported)")
     parser.add_argument("--lake", type=Path, default=Path("var/lake"), help="lake directory (default: var/lake)")
     parser.add_argument("--json", action="store_true", help="print the verdict as JSON")
-    parser.add_argument("--since", type=_utc, default=None, metavar="TIME",
+    parser.add_argument("--since", type=iso_time, default=None, metavar="TIME",
                         help="the last change made, ISO 8601 (e.g. the restart's `date -u +%%FT%%TZ`): every node "
                              "must have been scraped after it, else unknown")
     for f in fields(RollThresholds):

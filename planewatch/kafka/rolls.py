@@ -335,14 +335,8 @@ def _partition_states(cluster: KafkaCluster) -> list[dict[str, Any]]:
 
 
 def _isr_full(cluster: KafkaCluster) -> bool:
-    from confluent_kafka.admin import AdminClient
-
-    try:
-        parts = AdminClient({"bootstrap.servers": cluster.bootstrap_servers()}).list_topics(
-            ROLL_TOPIC, timeout=5).topics[ROLL_TOPIC].partitions
-    except Exception:  # no broker answers yet
-        return False
-    return all(len(p.isrs) == len(p.replicas) for p in parts.values())
+    states = _partition_states(cluster)
+    return bool(states) and all(len(p["isr"]) == len(p["replicas"]) for p in states)
 
 
 ROLLS = {"rolling-restart-timer": False, "rolling-restart-gated": True}

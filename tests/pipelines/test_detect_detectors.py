@@ -294,8 +294,9 @@ def _roll_inputs(samples: list[tuple]) -> tuple[pl.DataFrame, pl.DataFrame, pl.D
     samples.extend(rows)
     frame = pl.from_arrow(pa.Table.from_pylist([dict(zip(METRIC_SAMPLES.names, r, strict=True)) for r in rows],
                                                METRIC_SAMPLES.to_arrow()))
-    rows += _roll_rows("rollstop-quiet", 4)  # the same unhealthy cluster, stopped whole: not a roll
-    samples.extend(_roll_rows("rollstop-quiet", 4))
+    stopped = _roll_rows("rollstop-quiet", 4)  # the same unhealthy cluster, stopped whole: not a roll
+    rows += stopped
+    samples.extend(stopped)
     stop = "Starting controlled shutdown"
     shutdowns = pl.DataFrame([{"cluster": c, "broker_id": 2, "ts": t(25), "message": stop}
                               for c in ("roll-fire", "roll-quiet")]
