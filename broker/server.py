@@ -106,6 +106,11 @@ class KafkaServer:
             self.log4j.configure(cfg.kafka_logs_dir, request_log_level=own.request_logger_level,
                                  state_change_level=own.state_change_logger_level)
         self._log.info("starting")
+        # Kafka's app-info metrics (AppInfoParser.registerAppInfo): the broker's start, which tells its incarnations
+        # apart and how young each is (detection leaves out a young broker's windowed ratios)
+        started_ms = float(time.time_ns() // 1_000_000)
+        self.registry.gauge(MetricName.of("kafka.server", "app-info", "", id=cfg.broker_id), lambda: started_ms,
+                            "start-time-ms")
         before, after = raise_open_file_limit()
         if after != before:
             self._log.info(f"Raised the open-file soft limit from {before} to its hard limit {after} (planewatch)")

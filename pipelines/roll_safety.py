@@ -42,7 +42,7 @@ _S = Signal
 ROLL_SIGNALS: tuple[str, ...] = tuple(s.value for s in (
     _S.OfflinePartitionsCount, _S.UnderMinIsrPartitionCount, _S.UnderReplicatedPartitions, _S.ActiveControllerCount,
     _S.RaftCurrentLeader, _S.FencedBrokerCount, _S.MetadataApplyLagMs, _S.LastAppliedRecordLagMs,
-    _S.EventQueueTimeMs, _S.PreferredReplicaImbalanceCount, _S.ProcessStartTimeSeconds))
+    _S.EventQueueTimeMs, _S.PreferredReplicaImbalanceCount, _S.ProcessStartTimeSeconds, _S.StartTimeMs))
 # Attributes a gauge's value comes under (jmx_exporter: Value; a JSON reporter may leave it empty). The event queue
 # histogram is read at its median: its percentiles come from an exponentially decaying reservoir, and one slow
 # event (a controller failover's) kept the 99th percentile above 1 s for minutes on Apache Kafka 3.9.1 (a gated
@@ -150,6 +150,12 @@ class _Latest:
 
     def age(self, ts: dt.datetime) -> float:
         return max(0.0, (self.now - ts).total_seconds())
+
+
+def _starts(lat: _Latest) -> dict[int, float]:
+    """Each node's start (s since the epoch): jmx_exporter's process start, else Kafka's app-info start-time-ms."""
+    return {**{b: v / 1000 for b, v, _ in lat.of(_S.StartTimeMs)},
+            **{b: v for b, v, _ in lat.of(_S.ProcessStartTimeSeconds)}}
 
 
 def _missing(check: RollCheck, signal: Signal) -> Reason:
@@ -305,7 +311,7 @@ def roll_verdict(cluster: str, latest: pl.DataFrame, requests: pl.DataFrame, ale
                    "ms median wait in the controller's event queue"),
         *_optional(lat, RollCheck.PREFERRED_LEADERS, _S.PreferredReplicaImbalanceCount, th.max_preferred_imbalance,
                    "partition(s) not led by their preferred replica"),
-        *_control_requests(in_flight_at(requests, now, th, {b: v for b, v, _ in lat.of(_S.ProcessStartTimeSeconds)}),
+        *_control_requests(in_flight_at(requests, now, th, _starts(lat)),
                            open_at(alerts, now), now),
     ]
     if kraft:

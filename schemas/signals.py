@@ -90,6 +90,7 @@ class Signal(StrEnum):
     RaftCurrentLeader = "RaftCurrentLeader"
     RaftCommitLatencyAvg = "RaftCommitLatencyAvg"
     ProcessStartTimeSeconds = "ProcessStartTimeSeconds"
+    StartTimeMs = "StartTimeMs"
 
 
 @dataclass(frozen=True)
@@ -286,4 +287,8 @@ SOURCES: dict[Signal, KafkaMetric] = {
     # it tells a broker's incarnations apart and how young each is (metric_detectors.WINDOWED_RATE_WARMUP_S)
     _S.ProcessStartTimeSeconds: KafkaMetric("process", "", "start_time_seconds", "gauge", "s since the Unix epoch",
                                             "when the broker's JVM started (jmx_exporter's process collector)"),
+    # Kafka's own record of the same (AppInfoParser: kafka.server:type=app-info,id=N start-time-ms, every version
+    # this project reads); the reference broker's JSON reporter writes it
+    _S.StartTimeMs: KafkaMetric(_SRV, "app-info", "start-time-ms", "kafka", "ms since the Unix epoch",
+                                "when the broker started (Kafka's app-info metrics)"),
 }

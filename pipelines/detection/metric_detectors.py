@@ -152,12 +152,14 @@ METRIC_RULES: dict[str, MetricRule] = {r.alert_type: r for r in (
 WINDOWED_RATE_WARMUP_S = 60.0
 WINDOWED_RATE_SIGNALS: tuple[str, ...] = (_S.NetworkProcessorAvgIdlePercent.value,
                                           _S.ControlPlaneNetworkProcessorAvgIdlePercent.value)
-_PROCESS_START = _S.ProcessStartTimeSeconds.value
+# A broker's start, in seconds since the epoch per sample value: jmx_exporter's process collector, or Kafka's own
+# app-info start-time-ms (the reference broker's JSON reporter writes only that)
+START_SIGNALS: dict[str, float] = {_S.ProcessStartTimeSeconds.value: 1.0, _S.StartTimeMs.value: 1e-3}
 # how far back a process-start sample vouches for a later sample of its broker: one scrape at the longest interval
 # detection reads (DetectionConfig.max_scrape_interval_s), and its jitter
 MAX_START_AGE_S = 75.0
 DETECTION_SIGNALS: tuple[str, ...] = tuple(sorted({s.value for r in METRIC_RULES.values() for s in r.signals}
-                                                  | set(REQUEST_METRIC_SIGNALS) | {_PROCESS_START}))
+                                                  | set(REQUEST_METRIC_SIGNALS) | set(START_SIGNALS)))
 
 # Idle meters (Yammer, ns): a meter that was never marked has Count 0 and every rate 0 (rates only move at the first
 # 5-second tick), which reads as "never idle" for a broker that just (re)started. A live idle meter is never exactly 0
@@ -200,12 +202,13 @@ def detection_samples(samples: pl.DataFrame) -> pl.DataFrame:
 
 
 def _without_warmup(src: pl.DataFrame) -> pl.DataFrame:
-    """`src` without the process-start samples and without the WINDOWED_RATE_SIGNALS samples taken within
-    WINDOWED_RATE_WARMUP_S of their broker's process start (the newest start sampled by then, within one scrape
-    interval; a broker whose exporter gives no start keeps every sample)."""
-    is_start = pl.col("signal") == _PROCESS_START
-    starts = (src.filter(is_start).select("cluster", "broker_id", "ts", _started=pl.col("value"))
-              .unique().sort("ts"))
+    """`src` without the start samples (START_SIGNALS) and without the WINDOWED_RATE_SIGNALS samples taken within
+    WINDOWED_RATE_WARMUP_S of their broker's start (the newest start sampled by then, within one scrape interval;
+    a broker whose exporter gives no start keeps every sample)."""
+    is_start = pl.col("signal").is_in(list(START_SIGNALS))
+    to_s = pl.col("signal").replace_strict(START_SIGNALS, default=None, return_dtype=pl.Float64)
+    starts = (src.filter(is_start).select("cluster", "broker_id", "ts", _started=pl.col("value") * to_s)
+              .unique(subset=["cluster", "broker_id", "ts"], keep="last", maintain_order=True).sort("ts"))
     rest = src.filter(~is_start)
     rated = pl.col("signal").is_in(WINDOWED_RATE_SIGNALS)
     if starts.is_empty() or rest.filter(rated).is_empty():

@@ -131,6 +131,12 @@ METRIC_CASES: list[MCase] = [
            '"last-applied-record-lag-ms", "value": 3}', "MetadataApplyLagMs",
            "kafka.server:type=broker-metadata-metrics", "Value", 3.0, T0, "json",
            raw_name="kafka.server:type=broker-metadata-metrics"),
+    # Kafka's app-info start-time-ms (AppInfoParser), as the reference broker's JSON reporter writes it
+    sample('{"ts": 1614672000000, "mbean": "kafka.server:type=app-info,id=1", "attribute": '
+           '"start-time-ms", "value": 1614671990123.0}', "StartTimeMs", "kafka.server:type=app-info", "Value",
+           1614671990123.0, T0, "json", raw_name="kafka.server:type=app-info,id=1", labels={"id": "1"}),
+    sample("kafka_server_app_info_start_time_ms{id=\"1\",} 1.614671990123E12", "StartTimeMs",
+           "kafka.server:type=app-info", "Value", 1614671990123.0, labels={"id": "1"}),
     sample('{"timestamp": 1614672000000, "name": "kafka.server:type=socket-server-metrics,listener=PLAINTEXT,'
            'networkProcessor=0", "attribute": "connection-count", "value": 3}', "ConnectionCount", _SSM, "Value", 3.0,
            T0, "json", raw_name="kafka.server:type=socket-server-metrics,listener=PLAINTEXT,networkProcessor=0",
