@@ -35,7 +35,9 @@ from pipelines.detection.config import DetectionConfig
 from pipelines.detection.events import CONTROL_REQUESTS, STALE_EVENTS
 from pipelines.detection.kraft_detectors import ELECTION_COLUMNS, KRAFT_EVENTS, SHUTDOWN_COLUMNS, SHUTDOWN_ECHO_S
 from pipelines.detection.latency_detectors import log_candidates
+from pipelines.detection.metric_baselines import add_metric_baselines
 from pipelines.detection.metric_detectors import (
+    BASELINE_SPECS,
     DETECTION_SIGNALS,
     detection_samples,
     max_window_s,
@@ -48,7 +50,7 @@ from schemas.alerts import DetectQuery
 from schemas.events import Event
 from schemas.inputs import InputFamily
 from schemas.lake_read import LatestTable
-from schemas.tables import METRIC_SAMPLES, REQUEST_EVENTS, STATE_CHANGE_EVENTS
+from schemas.tables import METRIC_ROLLUPS_1M, METRIC_SAMPLES, REQUEST_EVENTS, STATE_CHANGE_EVENTS
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -220,6 +222,7 @@ class MetricRules(_BatchRules):
     def __init__(self, settings: Settings, query: str, run_id: str, cfg: DetectionConfig) -> None:
         super().__init__(settings, query, run_id, cfg)
         self.samples = LatestTable(settings.table_path(METRIC_SAMPLES.name), METRIC_SAMPLES.to_arrow())
+        self.rollups = LatestTable(settings.table_path(METRIC_ROLLUPS_1M.name), METRIC_ROLLUPS_1M.to_arrow())
 
     def _history(self, new: pa.Table) -> pa.Table:
         """metric_samples rows over the span of every window the new samples fall in, per cluster (a superset: files
@@ -228,6 +231,21 @@ class MetricRules(_BatchRules):
         # the scan keeps the spans' rows only: a compacted partition is a day in one file, and the windows are
         # minutes of it (without this the rules' cost grew with the hour of the day: soak, 0.66 -> 1.7 s a batch)
         return self.samples.read_spans(_cluster_spans(new, length, length))
+
+    def _baselines(self, cands: list[dict[str, Any]]) -> None:
+        """The candidates' own history (pipelines.detection.metric_baselines): metric_rollups_1m of their clusters
+        over the baseline window before them, read on the driver only when a batch has candidates."""
+        wanted = [c for c in cands if c["type"] in BASELINE_SPECS and c.get("broker_id") is not None]
+        if not wanted:
+            return
+        window = dt.timedelta(seconds=self.cfg.baseline_window_s)
+        rollups = pl.DataFrame()
+        if self.rollups.exists():
+            spans = [(cluster, min(c["ts"] for c in wanted if c["cluster"] == cluster) - window,
+                      max(c["ts"] for c in wanted if c["cluster"] == cluster))
+                     for cluster in sorted({c["cluster"] for c in wanted})]
+            rollups = utc_frame(self.rollups.read_spans(spans, "minute"))
+        add_metric_baselines(wanted, rollups, window, self.cfg, BASELINE_SPECS)
 
     def __call__(self, silver: SilverRows, batch_id: int) -> None:
         t0 = time.perf_counter()
@@ -250,6 +268,7 @@ class MetricRules(_BatchRules):
             found = metric_windows(self._history(new), self.cfg, touched=new)
             windows = found.num_rows
             cands = metric_candidates(found, self.cfg)
+            self._baselines(cands)
         t1 = time.perf_counter()
         n = self._write(cands, watermarks, batch_id)
         log.info("%s batch %d: metric rules over %d window(s), %d candidate(s), %d alert row(s)%s; windows and rules "

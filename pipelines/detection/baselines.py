@@ -81,7 +81,7 @@ def add_baselines(candidates: Sequence[dict[str, Any]], history: pl.DataFrame, w
         c["summary"] = f"{c['summary']} [against: {'; '.join(parts)}]"
         ev = json.loads(c["evidence"] or "{}")
         ev["baseline"] = {"window_s": window.total_seconds(), "own_p90_ms": own, "own_requests": own_n,
-                          "peers_median_ms": peers, "peers_requests": peers_n}
+                          "peers_median_ms": peers, "peers_requests": peers_n, "text": "; ".join(parts)}
         c["evidence"] = json.dumps(ev, separators=(",", ":"))
 
 

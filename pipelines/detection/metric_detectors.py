@@ -42,6 +42,13 @@ import polars as pl
 from pyspark.sql import functions as F
 
 from pipelines.detection.config import CONTROL_PLANE_QUEUE_CAPACITY
+from pipelines.detection.metric_baselines import (
+    REQUEST_RULE_SPECS,
+    BaselineSpec,
+    MeasureKind,
+    peers_baseline,
+    with_peers,
+)
 from pipelines.detection.request_metrics import (
     REQUEST_METRIC_SIGNALS,
     detect_control_request_queue_time,
@@ -73,6 +80,7 @@ if TYPE_CHECKING:
     from pipelines.detection.config import DetectionConfig
 
 __all__ = [
+    "BASELINE_SPECS",
     "METRIC_RULES",
     "MetricRule",
     "detect_acceptor_blocked",
@@ -467,6 +475,10 @@ def _rule(windows: pl.DataFrame, cfg: DetectionConfig, rule: MetricRule, advice:
         rows = _best_attribute(rows.filter(_sustained(cfg, rule.span)))
         measure = pl.col({"min": "vmin", "max": "vmax"}.get(rule.stat, "vavg"))
         rows = rows.with_columns(_measure=measure, value=measure, threshold=warn)
+    kind = MEASURE_KINDS[rule.kind]
+    if rule.kind != "events":  # an election is the active controller's alone: it has no peers
+        rows = with_peers(rows, _levels(windows.filter(pl.col("sig").is_in([s.value for s in rule.signals])), cfg,
+                                        rule))
     # an election is the controller's, not a listener's
     plane = pl.lit(None, dtype=pl.String) if rule.kind == "events" else _plane()
     rows = _one_per_observation(rows).with_columns(
@@ -481,6 +493,7 @@ def _rule(windows: pl.DataFrame, cfg: DetectionConfig, rule: MetricRule, advice:
             summary = (f"{n} {rule.what}{'s' if n != 1 else ''} by the active controller (node {r['broker_id']})"
                        f"{window_text(r)}: {advice}")
             return summary, evidence(doc, fields)
+        peers = peers_baseline(r, kind) or None
         if rule.kind == "ratio":
             shown = f"{fmt1(r['_measure'] * 100)}%"
         elif rule.kind in ("queue_cp", "queue_data"):
@@ -489,9 +502,30 @@ def _rule(windows: pl.DataFrame, cfg: DetectionConfig, rule: MetricRule, advice:
             shown = f"{fmt1(r['_measure'])} ms"
         summary = (f"{r['signal']} on broker {r['broker_id']} ({r['listener']}) was {shown}{window_text(r)}: "
                    f"{advice}")
-        return summary, evidence(doc, fields)
+        return summary, evidence(doc, fields, baseline=peers)
 
     return candidate_rows(rows, t, describe)
+
+
+# the metric rules' kinds as their baselines read them (pipelines.detection.metric_baselines)
+MEASURE_KINDS = {"ratio": MeasureKind.RATIO, "queue_cp": MeasureKind.QUEUE, "queue_data": MeasureKind.QUEUE,
+                 "ms": MeasureKind.MS, "events": MeasureKind.EVENTS}
+BASELINE_SPECS: dict[str, BaselineSpec] = {
+    **{t: BaselineSpec(MEASURE_KINDS[r.kind], r.stat) for t, r in METRIC_RULES.items()},
+    **REQUEST_RULE_SPECS,
+}
+
+
+def _levels(rows: pl.DataFrame, cfg: DetectionConfig, rule: MetricRule) -> pl.DataFrame:
+    """Every window of a rule's series with `_level`, the rule's measure whatever its value (what peers are
+    compared on): the fraction of a ratio, a queue's mean length, the statistic of a lag or a delay."""
+    if rows.is_empty():
+        return rows.with_columns(_level=pl.lit(None, dtype=pl.Float64))
+    if rule.kind == "ratio":
+        return _best_attribute(_with_counter_increase(rows), prefer_count=True).with_columns(_level=_ratio(rule.stat))
+    if rule.kind in ("queue_cp", "queue_data"):
+        return _best_attribute(rows).with_columns(_level=pl.col("vavg"))
+    return _best_attribute(rows).with_columns(_level=pl.col({"min": "vmin", "max": "vmax"}.get(rule.stat, "vavg")))
 
 
 def detect_control_plane_queue_backlog(windows: pl.DataFrame, cfg: DetectionConfig) -> list[dict[str, Any]]:
