@@ -16,7 +16,7 @@ from deltalake import DeltaTable, write_deltalake
 from jobs.batch_detect import LogRules, MetricRules
 from jobs.io.settings import Settings
 from pipelines.detection.config import DetectionConfig
-from schemas.tables import METRIC_SAMPLES, REQUEST_EVENTS, STATE_CHANGE_EVENTS, Table
+from schemas.tables import METRIC_ROLLUPS_1M, METRIC_SAMPLES, REQUEST_EVENTS, STATE_CHANGE_EVENTS, Table
 from tests.lake import lake_rows, pipeline_settings
 
 T0 = dt.datetime(2026, 3, 2, 8, 0, 0, tzinfo=dt.UTC)
@@ -185,3 +185,23 @@ def test_a_shutdown_is_judged_once_its_clusters_samples_reach_it(settings: Setti
     [a] = alerts(lake)
     assert (a["type"], a["broker_id"], a["severity"]) == ("ROLL_TOO_FAST", 2, "warning")
     assert "broker 1: 4 under-replicated" in a["summary"]
+
+
+def test_a_metric_alert_reads_its_brokers_history_from_the_rollups(settings: Settings, tmp_path: Path) -> None:
+    """The own-history half of a metric alert's baseline comes from metric_rollups_1m in the lake: 30 quiet minutes
+    of broker 1's RequestQueueSize (2 requests on average) before the queue filled."""
+    minutes = [T0 - dt.timedelta(minutes=30 - m) for m in range(30)]
+    quiet = [{"cluster": "c", "broker_id": 1, "signal": "RequestQueueSize", "listener": None, "request": None,
+              "attribute": "Value", "minute": m, "min": 0.0, "max": 5.0, "avg": 2.0, "last": 1.0, "samples": 12,
+              "date": m.date()} for m in minutes]
+    write_deltalake(str(tmp_path / "lake" / METRIC_ROLLUPS_1M.name),
+                    pa.Table.from_pylist(quiet, METRIC_ROLLUPS_1M.to_arrow()),
+                    partition_by=list(METRIC_ROLLUPS_1M.partition_by) or None)
+    rules = MetricRules(settings, "ingest_metrics_files", "r1", CFG)
+    path = str(tmp_path / "lake" / METRIC_SAMPLES.name)
+    for batch, sec in enumerate((0.0, 2.0, 4.0)):
+        rows = table(METRIC_SAMPLES, [_queue(sec, 500.0)])
+        write_deltalake(path, rows, partition_by=list(METRIC_SAMPLES.partition_by), mode="append")
+        rules({METRIC_SAMPLES.name: loader(rows)}, batch)
+    [found] = [a for a in alerts(tmp_path / "lake") if a["type"] == "REQUEST_QUEUE_SATURATED"]
+    assert "[against: its own p90 over the previous 60 min 2.0 requests (30 one-minute values)]" in found["summary"]
