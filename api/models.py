@@ -69,6 +69,8 @@ class IncidentPublic(BaseModel):
     summary: str | None = None
     action: str | None = None
     impact: str | None = None
+    baseline: str | None = Field(None, description="its measure against the broker's own history and its peers, and "
+                                                   "its cause's earlier incidents")
     alert_types: list[str] = Field(default_factory=list, description="its alerts' types: the symptoms")
     alert_ids: list[str] = Field(default_factory=list)
     alerts: int | None = None

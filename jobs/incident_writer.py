@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from jobs.io.delta_sink import DeltaMerger
-from pipelines.detection.incidents import group_incidents, live_end
+from pipelines.detection.incidents import History, group_incidents, live_end
 from schemas.alerts import AlertStatus
 from schemas.lake_read import LatestTable
 from schemas.tables import INCIDENTS
@@ -36,6 +36,8 @@ __all__ = ["IncidentWriter"]
 
 log = logging.getLogger(__name__)
 
+# What an incident's baseline reads of the earlier incidents.
+HISTORY_COLUMNS = ("incident_id", "cluster", "broker_id", "cause", "started_at")
 # Columns that say nothing new when only they differ.
 _BOOKKEEPING = ("updated_at",)
 
@@ -52,6 +54,7 @@ class IncidentWriter:
         self.merger = DeltaMerger(self.path, INCIDENTS, f"{app}+incidents", ["incident_id"])
         self.alerts = alerts
         self.resolve_after = dt.timedelta(seconds=cfg.resolve_after_s)
+        self.history_window = dt.timedelta(seconds=cfg.incident_history_s)
         self.incidents = LatestTable(self.path, INCIDENTS.to_arrow())
 
     def _end(self, r: dict[str, Any]) -> dt.datetime:
@@ -83,6 +86,18 @@ class IncidentWriter:
             live = opened | ((pc.field("started_at") <= last) & (pc.field("resolved_at") >= first))
             incidents = self.incidents.read(where=self._keys_where(keys) & live).to_pylist()
         return alerts, incidents
+
+    def _history(self, clusters: list[str], lo: dt.datetime, hi: dt.datetime) -> History:
+        """The incidents of `clusters` that started in the history window before [lo, hi] (their baselines count
+        them)."""
+        if not self.incidents.exists():
+            return History(window=self.history_window)
+        ts = pa.timestamp("us", "UTC")
+        since = pa.scalar(lo - self.history_window, ts)
+        where = (pc.field("cluster").isin(clusters) & (pc.field("started_at") >= since)
+                 & (pc.field("started_at") <= pa.scalar(hi, ts)))
+        rows = self.incidents.read(where=where).select(list(HISTORY_COLUMNS)).to_pylist()
+        return History(rows, self.history_window)
 
     def _component(self, key: tuple[str, int | None], seeds: list[dict[str, Any]],
                    alerts: list[dict[str, Any]], incidents: list[dict[str, Any]]
@@ -123,9 +138,10 @@ class IncidentWriter:
             lo, hi = min(lo, new_lo), max(hi, new_hi)
         grouped: list[dict[str, Any]] = []
         before: dict[str, dict[str, Any]] = {}
+        history = self._history(sorted({k[0] for k in keys}), lo, hi)
         for _lo, _hi, inside, theirs in parts.values():
             previous = {aid: iid for iid, r in theirs.items() for aid in (r["alert_ids"] or "").split(",") if aid}
-            grouped += group_incidents(inside, self.resolve_after, previous)
+            grouped += group_incidents(inside, self.resolve_after, previous, history)
             before |= theirs
         now = now or dt.datetime.now(dt.UTC)
         changed = [{**i, "updated_at": now} for i in grouped if not _same(before.get(i["incident_id"]), i)]

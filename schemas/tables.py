@@ -347,7 +347,9 @@ INCIDENTS = Table(
         _c("resolved_at", "timestamp"),
         _c("summary", "string", "the cause in one line, with the numbers that show it"),
         _c("action", "string", "what to change or check, with the Kafka documentation's link"),
-        _c("impact", "string", "what its alerts say clients and partitions went through (null: none of them says)"),
+        _c("impact", "string", "what its alerts say clients and partitions went through"),
+        _c("baseline", "string", "its measure against the broker's own history and its peers at the time (when its "
+           "alerts measured one), and its cause's earlier incidents on the broker and its peers"),
         _c("alert_types", "string", "comma list of its alerts' types (the symptoms)"),
         _c("alert_ids", "string", "comma list of its alerts' ids"),
         _c("alerts", "int", "how many alerts it groups"),

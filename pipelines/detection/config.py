@@ -150,6 +150,9 @@ class DetectionConfig:
     # the same type within this much time before it (pipelines.detection.baselines). An hour holds a few hundred
     # requests per broker on a busy cluster and is recent enough to be the same cluster.
     baseline_window_s: float = 3600.0
+    # An incident's baseline counts its cause's earlier incidents on its broker and its peers within this much time
+    # before it (pipelines.detection.incidents): a day shows a broker fenced every night or a flapping one.
+    incident_history_s: float = 86400.0
     overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @classmethod

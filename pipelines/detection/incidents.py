@@ -31,10 +31,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from pipelines.detection.impact import impact, latest
 from pipelines.detection.lifecycle import SEVERITY_RANK
 from schemas.alerts import AlertStatus, AlertType, IncidentCause
 
-__all__ = ["CAUSE_RULES", "CauseRule", "group_incidents", "incident_id", "live_end"]
+__all__ = ["CAUSE_RULES", "CauseRule", "History", "group_incidents", "incident_id", "live_end"]
 
 _T, _C = AlertType, IncidentCause
 _DOCS = "https://kafka.apache.org/documentation/"
@@ -68,21 +69,21 @@ def _split(a: Mapping[str, Any]) -> tuple[float | None, float | None]:
     queue (and the network), Handling-to-end plus the lock wait the handler (see `_witness`)."""
     if a["type"] not in {t.value for t in _DELAYED}:
         return None, None
-    latest = _latest(a)
-    queued, local = _num(latest.get("broker_queue_ms")), _num(latest.get("local_ms"))
+    last = latest(a)
+    queued, local = _num(last.get("broker_queue_ms")), _num(last.get("local_ms"))
     if queued is not None or local is not None:
         return queued, local
-    span, handling = _num(latest.get("queue_ms")), _num(latest.get("processing_ms"))
+    span, handling = _num(last.get("queue_ms")), _num(last.get("processing_ms"))
     if span is None or handling is None:
         return None, None
-    lock = _num(latest.get("lock_wait_ms")) or 0.0
-    return max(0.0, span - (_num(latest.get("controller_queue_ms")) or 0.0) - lock), handling + lock
+    lock = _num(last.get("lock_wait_ms")) or 0.0
+    return max(0.0, span - (_num(last.get("controller_queue_ms")) or 0.0) - lock), handling + lock
 
 
 def _witness(a: Mapping[str, Any]) -> str:
     """What timed a DELAYED_* alert's split: the request log, or the state-change lines (inferred)."""
-    latest = _latest(a)
-    return "request_log" if latest.get("broker_queue_ms") is not None or latest.get("local_ms") is not None \
+    last = latest(a)
+    return "request_log" if last.get("broker_queue_ms") is not None or last.get("local_ms") is not None \
         else "state_change_lines (inferred)"
 
 
@@ -222,57 +223,47 @@ def _cause(members: Sequence[Mapping[str, Any]]) -> tuple[CauseRule, Mapping[str
     return rule, _worst(alerts), list(others.items())
 
 
-def _latest(a: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The evidence of an alert's latest firing (lifecycle._evidence), {} when unreadable."""
-    try:
-        latest = json.loads(a.get("evidence") or "{}").get("latest")
-    except (ValueError, AttributeError):
-        return {}
-    return latest if isinstance(latest, dict) else {}
+def _measured(shown_by: Mapping[str, Any], members: Sequence[Mapping[str, Any]]) -> str | None:
+    """The measured baseline of the alert that shows the cause, else of the first member with one (its evidence's
+    `baseline.text`: pipelines.detection.baselines and metric_baselines), naming the alert type when it is not the
+    cause's."""
+    for a in (shown_by, *members):
+        text = (latest(a).get("baseline") or {}).get("text")
+        if text:
+            return text if a is shown_by else f"{a['type']}: {text}"
+    return None
 
 
-def _impact(members: Sequence[Mapping[str, Any]]) -> str | None:
-    """What the members say partitions and clients went through, worst first; None when none says."""
-    def worst(t: AlertType) -> list[Mapping[str, Any]]:
-        return sorted((a for a in members if a["type"] == t.value), key=lambda a: -(a["value"] or 0.0))
-
-    out: list[str] = []
-    if worst(_T.UNCLEAN_LEADER_ELECTION):
-        out.append("acknowledged messages may be lost (an unclean leader election)")
-    stuck = worst(_T.LEADER_AND_ISR_NOT_COMPLETED)
-    if stuck:
-        parts = sum(int(_latest(a).get("partitions") or 0) for a in stuck)
-        out.append(f"{len(stuck)} LeaderAndIsr never completed" + (f" ({parts} partitions)" if parts else ""))
-    slow = worst(_T.DELAYED_LEADER_AND_ISR)
-    if slow:
-        parts = sum(int(_latest(a).get("partitions") or 0) for a in slow)
-        out.append(f"leadership changes waited up to {(slow[0]['value'] or 0.0) / 1000:.1f} s"
-                   + (f" ({parts} partitions in {len(slow)} request{'s' if len(slow) != 1 else ''})" if parts
-                      else ""))
-    # the request log's and RequestMetrics' forms measure ms; the metric form without them a queue length
-    waited = [a for a in worst(_T.CONTROL_REQUEST_QUEUED_BEHIND_DATA) + worst(_T.CONTROL_REQUEST_QUEUE_DELAY)
-              if "cp_series" not in _latest(a)]
-    if waited:
-        top = max(a["value"] or 0.0 for a in waited)
-        out.append(f"control requests waited up to {top / 1000:.1f} s in the broker's request queue: its leadership "
-                   "and metadata changes came that much late")
-    full = [a for a in worst(_T.CONTROL_REQUEST_QUEUE_DELAY) if "cp_series" in _latest(a)]
-    if full and not waited:
-        out.append(f"the request queue every control request shares held at least {full[0]['value'] or 0:.0f} "
-                   "requests: leadership and metadata changes on this broker queued behind them")
-    stale = worst(_T.DELAYED_UPDATE_METADATA)
-    if stale:
-        out.append(f"the broker's clients saw stale metadata for up to {(stale[0]['value'] or 0.0) / 1000:.1f} s")
-    if worst(_T.ACCEPTOR_BLOCKED):
-        out.append("new connections waited to be accepted")
-    if worst(_T.BROKER_FENCED):
-        out.append("the broker's partitions moved away while it was fenced")
-    if worst(_T.QUORUM_UNSTABLE):
-        out.append("no metadata change went through while the quorum had no leader")
-    return "; ".join(out) or None
+def _baseline(cause: IncidentCause, shown_by: Mapping[str, Any], members: Sequence[Mapping[str, Any]], cluster: str,
+              broker: int | None, started: datetime, history: History) -> str:
+    """How the incident compares: its measure against the broker's own history and its peers (when its alerts
+    measured one), and how many incidents of the same cause this broker and its peers had in the history window."""
+    earlier = [h for h in history.incidents if h["cluster"] == cluster and h["cause"] == cause.value
+               and started - history.window <= h["started_at"] < started]
+    hours = round(history.window.total_seconds() / 3600)
+    if broker is None:
+        n = sum(1 for h in earlier if h["broker_id"] is None)
+        frequency = f"the cluster's earlier {cause.value} incidents in the previous {hours} h: {n}"
+    else:
+        own = sum(1 for h in earlier if h["broker_id"] == broker)
+        peers = len({h["broker_id"] for h in earlier if h["broker_id"] not in (broker, None)})
+        frequency = (f"broker {broker}'s earlier {cause.value} incidents in the previous {hours} h: {own}; peers "
+                     f"with one: {peers}")
+    measured = _measured(shown_by, members)
+    return f"{measured}; {frequency}" if measured else frequency
 
 
-def _incident(cluster: str, broker: int | None, members: Sequence[Mapping[str, Any]], iid: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class History:
+    """Earlier incidents (`incident_id`, `cluster`, `broker_id`, `cause`, `started_at`) over `window` before the
+    incidents being grouped: the frequency half of each incident's baseline."""
+
+    incidents: Sequence[Mapping[str, Any]] = ()
+    window: timedelta = timedelta(hours=24)
+
+
+def _incident(cluster: str, broker: int | None, members: Sequence[Mapping[str, Any]], iid: str,
+              history: History) -> dict[str, Any]:
     rule, shown_by, others = _cause(members)
     first = members[0]
     open_ = [a for a in members if a["status"] == AlertStatus.open.value]
@@ -300,7 +291,8 @@ def _incident(cluster: str, broker: int | None, members: Sequence[Mapping[str, A
         "resolved_at": None if open_ else max(a["resolved_at"] for a in members if a.get("resolved_at")),
         "summary": summary,
         "action": rule.action,
-        "impact": _impact(members),
+        "impact": impact(members),
+        "baseline": _baseline(rule.cause, shown_by, members, cluster, broker, first["started_at"], history),
         "alert_types": ",".join(types),
         "alert_ids": ",".join(a["alert_id"] for a in members),
         "alerts": len(members),
@@ -309,9 +301,11 @@ def _incident(cluster: str, broker: int | None, members: Sequence[Mapping[str, A
 
 
 def group_incidents(alerts: Iterable[Mapping[str, Any]], resolve_after: timedelta,
-                    previous: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+                    previous: Mapping[str, str] | None = None, history: History | None = None
+                    ) -> list[dict[str, Any]]:
     """The incidents of `alerts` (rows of the `alerts` table), one per (cluster, broker) and overlapping span;
-    `previous`: alert id -> the incident it belonged to before (its id is kept, see the module doc)."""
+    `previous`: alert id -> the incident it belonged to before (its id is kept, see the module doc); `history`:
+    earlier incidents, counted in each one's baseline."""
     by_key: dict[tuple[str, int | None], list[Mapping[str, Any]]] = {}
     for a in alerts:
         if a.get("started_at") is None:
@@ -328,5 +322,5 @@ def group_incidents(alerts: Iterable[Mapping[str, Any]], resolve_after: timedelt
             if iid in used:  # a split incident's second part: its own id, never another group's
                 iid = incident_id(cluster, broker, members[0]["started_at"] + timedelta(microseconds=len(used)))
             used.add(iid)
-            out.append(_incident(cluster, broker, members, iid))
+            out.append(_incident(cluster, broker, members, iid, history or History()))
     return out

@@ -7,8 +7,9 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from pipelines.detection.incidents import group_incidents
-from schemas.alerts import IncidentCause
+from pipelines.detection.impact import IMPACTS
+from pipelines.detection.incidents import History, group_incidents
+from schemas.alerts import AlertType, IncidentCause
 
 T0 = datetime(2026, 11, 28, 9, 0, tzinfo=UTC)
 RESOLVE_AFTER = timedelta(seconds=300)
@@ -34,7 +35,9 @@ def test_one_saturated_broker_pages_once_as_control_requests_queued_behind_data(
     (inc,) = group_incidents(alerts, RESOLVE_AFTER)
     assert inc["impact"] == ("leadership changes waited up to 48.9 s (6 partitions in 1 request); control requests "
                              "waited up to 48.0 s in the broker's request queue: its leadership and metadata changes "
-                             "came that much late")
+                             "came that much late; the request queue held at least 480 requests: every client request "
+                             "to the broker (produce, fetch, metadata) waited behind them, and its network threads "
+                             "stopped reading new ones while it was full")
     assert "other_causes" not in json.loads(inc["evidence"])  # saturated threads are what fills a queue, no other cause
     assert inc["cause"] == IncidentCause.QUEUED_BEHIND_DATA
     assert (inc["alerts"], inc["severity"], inc["status"], inc["started_at"]) == (5, "critical", "open", T0)
@@ -86,11 +89,16 @@ def test_causes_from_each_witness_and_era_and_disagreeing_witnesses_said() -> No
 
 
 def test_a_connection_storm_explains_the_saturated_network_threads() -> None:
-    alerts = [alert("NETWORK_PROCESSOR_SATURATED"), alert("ACCEPTOR_BLOCKED", start_s=3, severity="critical")]
+    alerts = [alert("NETWORK_PROCESSOR_SATURATED", value=0.05),
+              alert("ACCEPTOR_BLOCKED", start_s=3, severity="critical", value=0.7)]
     (inc,) = group_incidents(alerts, RESOLVE_AFTER)
     assert (inc["cause"], inc["alerts"]) == (IncidentCause.CONNECTION_STORM, 2)
-    assert inc["impact"] == "new connections waited to be accepted"
-    assert group_incidents([alert("REQUEST_HANDLER_SATURATED")], RESOLVE_AFTER)[0]["impact"] is None
+    assert inc["impact"] == ("the acceptor was blocked 70% of the time: new connections waited to be accepted "
+                             "(clients' connection attempts timed out and retried); the network threads were 5.0% "
+                             "idle: the requests and responses of the broker's clients waited to be read and written")
+    assert group_incidents([alert("REQUEST_HANDLER_SATURATED", value=0.02)], RESOLVE_AFTER)[0]["impact"] == (
+        "the request handlers were 2.0% idle: client requests to the broker waited for a free handler (produce and "
+        "fetch latency rose)")
 
 
 def test_spans_brokers_and_the_cluster_make_separate_incidents_and_a_bridge_joins_two() -> None:
@@ -118,7 +126,9 @@ def test_a_fencing_after_heartbeats_timed_out_in_the_controllers_queue_is_the_co
     (inc,) = group_incidents([alert("BROKER_HEARTBEAT_TIMEOUT"), alert("BROKER_FENCED", start_s=9)], RESOLVE_AFTER)
     assert inc["cause"] == IncidentCause.CONTROLLER_OVERLOADED
     assert [o["cause"] for o in json.loads(inc["evidence"])["other_causes"]] == ["BROKER_FENCED"]
-    assert inc["impact"] == "the broker's partitions moved away while it was fenced"
+    assert inc["impact"] == ("the broker's partitions moved away while it was fenced: their leaders changed and clients "
+                             "were sent elsewhere; the controller did not answer the broker's heartbeats in time: the "
+                             "broker risked being fenced and its partitions moving away")
 
 
 def test_the_queue_length_form_of_the_queue_delay_is_no_wait_in_seconds() -> None:
@@ -126,3 +136,27 @@ def test_the_queue_length_form_of_the_queue_delay_is_no_wait_in_seconds() -> Non
     assert group_incidents([queue], RESOLVE_AFTER)[0]["impact"] == (
         "the request queue every control request shares held at least 480 requests: leadership and metadata "
         "changes on this broker queued behind them")
+
+
+def test_every_alert_type_says_what_it_cost() -> None:
+    """Every incident gets an impact: each alert type has its clause."""
+    assert {t for t, _ in IMPACTS} == set(AlertType)
+    for t in AlertType:
+        (inc,) = group_incidents([alert(t.value, value=0.5, partitions=3, reasons=["unsafe UNDER_MIN_ISR: 2"])],
+                                 RESOLVE_AFTER)
+        assert inc["impact"], t
+
+
+def test_the_baseline_counts_the_causes_earlier_incidents_and_quotes_the_measure() -> None:
+    fenced = alert("BROKER_FENCED", severity="critical")
+    earlier = [{"incident_id": f"i{n}", "cluster": "c1", "broker_id": b, "cause": "BROKER_FENCED",
+                "started_at": T0 - timedelta(hours=h)} for n, (b, h) in enumerate([(2, 3), (2, 20), (3, 1), (2, 30)])]
+    (inc,) = group_incidents([fenced], RESOLVE_AFTER, history=History(earlier, timedelta(hours=24)))
+    assert inc["baseline"] == "broker 2's earlier BROKER_FENCED incidents in the previous 24 h: 2; peers with one: 1"
+    text = "its own p10 over the previous 60 min 97.0% (55 one-minute values)"
+    busy = alert("REQUEST_HANDLER_SATURATED", value=0.02, baseline={"text": text})
+    (inc,) = group_incidents([busy], RESOLVE_AFTER)
+    assert inc["baseline"] == (f"{text}; broker 2's earlier BROKER_SATURATED incidents in the previous 24 h: 0; "
+                               "peers with one: 0")
+    (cluster,) = group_incidents([alert("QUORUM_UNSTABLE", broker=None)], RESOLVE_AFTER)
+    assert cluster["baseline"] == "the cluster's earlier QUORUM_UNSTABLE incidents in the previous 24 h: 0"
