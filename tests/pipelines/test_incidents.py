@@ -126,9 +126,9 @@ def test_a_fencing_after_heartbeats_timed_out_in_the_controllers_queue_is_the_co
     (inc,) = group_incidents([alert("BROKER_HEARTBEAT_TIMEOUT"), alert("BROKER_FENCED", start_s=9)], RESOLVE_AFTER)
     assert inc["cause"] == IncidentCause.CONTROLLER_OVERLOADED
     assert [o["cause"] for o in json.loads(inc["evidence"])["other_causes"]] == ["BROKER_FENCED"]
-    assert inc["impact"] == ("the broker's partitions moved away while it was fenced: their leaders changed and clients "
-                             "were sent elsewhere; the controller did not answer the broker's heartbeats in time: the "
-                             "broker risked being fenced and its partitions moving away")
+    assert inc["impact"] == ("the broker's partitions moved away while it was fenced: their leaders changed and "
+                             "clients were sent elsewhere; the controller did not answer the broker's heartbeats in "
+                             "time: the broker risked being fenced and its partitions moving away")
 
 
 def test_the_queue_length_form_of_the_queue_delay_is_no_wait_in_seconds() -> None:
