@@ -20,6 +20,7 @@ from planewatch.kafka.cluster import SCRAPE_INTERVAL_S as KAFKA_SCRAPE_INTERVAL_
 
 __all__ = [
     "ALL_RUNS",
+    "EXPLAINED_FIELDS",
     "EXTRA_RUNS",
     "KAFKA_KRAFT",
     "KAFKA_ZK",
@@ -35,6 +36,7 @@ __all__ = [
     "last_error",
     "match",
     "query_restarts",
+    "render_incidents",
     "render_rolls",
     "render_table",
     "unexpected_alerts",
@@ -399,4 +401,31 @@ def render_rolls(reports: Mapping[str, Mapping[str, Any]], engines: Mapping[str,
     widths = [max(len(r[c]) for r in (header, *body)) for c in range(len(header))]
     lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in (header, *body)]
     lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+# What every incident must say (Incident of the API): the cause, what it cost, against what, what to do.
+EXPLAINED_FIELDS = ("cause", "impact", "baseline", "action")
+
+
+def render_incidents(incidents: Sequence[Mapping[str, Any]], alerts: Iterable[SeenAlert],
+                     runs: Sequence[str]) -> str:
+    """The demo's incidents (GET /incidents) of its runs, one line each (run, broker, cause, alerts, severity,
+    which of EXPLAINED_FIELDS are empty), and a footer: how many of the runs' alerts belong to an incident with
+    every one of EXPLAINED_FIELDS filled."""
+    mine = [i for i in incidents if i.get("cluster") in runs]
+    header = ("run (cluster)", "broker", "incident cause", "alerts", "severity", "alert types", "missing")
+    body = [(str(i["cluster"]), _cell(i.get("broker_id")), _cell(i.get("cause")), _cell(i.get("alerts")),
+             _cell(i.get("severity")), ",".join(i.get("alert_types") or []),
+             ",".join(f for f in EXPLAINED_FIELDS if not i.get(f)) or "-")
+            for i in sorted(mine, key=lambda i: (runs.index(i["cluster"]), str(i.get("started_at"))))]
+    widths = [max(len(r[c]) for r in (header, *body)) for c in range(len(header))]
+    lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in (header, *body)]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    full = {aid for i in mine if all(i.get(f) for f in EXPLAINED_FIELDS) for aid in i.get("alert_ids") or []}
+    theirs = [a for a in alerts if a.cluster in runs]
+    explained = sum(1 for a in theirs if a.alert_id in full)
+    lines.append("")
+    lines.append(f"{len(mine)} incident(s) group {len(theirs)} alert(s); {explained} of {len(theirs)} belong to an "
+                 "incident whose cause, impact, baseline and action are filled")
     return "\n".join(lines)

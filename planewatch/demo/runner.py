@@ -39,6 +39,7 @@ from planewatch.demo.plan import (
     last_error,
     match,
     query_restarts,
+    render_incidents,
     render_rolls,
     render_table,
     unexpected_alerts,
@@ -185,7 +186,7 @@ def _wait_detections(incidents: Sequence[Incident], watcher: AlertWatcher, progr
 
 def _report(d: Path, detections: Sequence[Detection], false_alarms: Sequence[Any], engines: dict[str, str],
             failures: Sequence[ProcessFailure], watcher: AlertWatcher, causes: dict[str, str],
-            explained: Sequence[Any], rolls: Mapping[str, Any]) -> None:
+            explained: Sequence[Any], rolls: Mapping[str, Any], incident_rows: Sequence[Mapping[str, Any]]) -> None:
     rows = [{**asdict(x.incident), "engine": engines.get(x.incident.run, "reference"),
              "alert": None if x.alert is None else asdict(x.alert), "delay_s": x.delay_s,
              "visible_delay_s": x.visible_delay_s,
@@ -194,6 +195,7 @@ def _report(d: Path, detections: Sequence[Detection], false_alarms: Sequence[Any
         {"incidents": rows, "unexpected": [asdict(a) for a in false_alarms],
          "explained": [{**asdict(a), "incident_cause": causes.get(a.alert_id)} for a in explained],
          "rolling_restarts": dict(rolls),
+         "incident_rows": [dict(i) for i in incident_rows if i.get("cluster") in engines],
          "failures": [asdict(f) for f in failures],
          "alert_polls": {"polls": watcher.polls, "failed": dict(watcher.failures)}}, indent=2))
 
@@ -291,15 +293,17 @@ def run_demo(opts: DemoOptions, out: IO[str] = sys.stdout,
                     rolls[run.name] = ev
         progress.current = ""
         detections = _wait_detections(incidents, watcher, progress, deadline, children)
-        causes = watcher.causes()
+        incident_rows = watcher.incidents()
+        causes = watcher.causes(incident_rows)
         seen, names = watcher.alerts(), [r.name for r in runs]
         false_alarms = unexpected_alerts(seen, forbidden, names, causes, kafka_expected.EXPLAINED)
         explained = explained_alerts(seen, forbidden, names, causes, kafka_expected.EXPLAINED)
         engines = {r.name: r.engine for r in runs}
         failures = _failures(children, d / "logs")
-        _report(d, detections, false_alarms, engines, failures, watcher, causes, explained, rolls)
+        _report(d, detections, false_alarms, engines, failures, watcher, causes, explained, rolls, incident_rows)
         print("\n" + render_table(detections, false_alarms, engines, failures, causes, explained) + "\n", file=out,
               flush=True)
+        print(render_incidents(incident_rows, seen, names) + "\n", file=out, flush=True)
         if rolls:
             print(render_rolls(rolls, engines, seen) + "\n", file=out, flush=True)
         failed = sum(watcher.failures.values())

@@ -68,14 +68,18 @@ class AlertWatcher:
             if not cursor:
                 return
 
-    def causes(self) -> dict[str, str]:
-        """alert id -> the cause of the incident it belongs to (GET /incidents, the newest INCIDENT_LIMIT); {} when
-        the API cannot say."""
+    def incidents(self) -> list[dict[str, Any]]:
+        """The incidents GET /incidents returns (the newest INCIDENT_LIMIT); [] when the API cannot say."""
         try:
             page = self._get("/incidents?" + urllib.parse.urlencode({"limit": str(INCIDENT_LIMIT)}))
         except (urllib.error.URLError, OSError, ValueError):
-            return {}
-        return {aid: str(inc["cause"]) for inc in page.get("data", []) for aid in inc.get("alert_ids", [])}
+            return []
+        return list(page.get("data", []))
+
+    def causes(self, incidents: list[dict[str, Any]] | None = None) -> dict[str, str]:
+        """alert id -> the cause of the incident it belongs to (`incidents`, default: read now)."""
+        rows = self.incidents() if incidents is None else incidents
+        return {aid: str(inc["cause"]) for inc in rows for aid in inc.get("alert_ids", [])}
 
     def _get(self, path: str) -> dict[str, Any]:
         req = urllib.request.Request(self.base_url + path, headers={"Authorization": f"Bearer {self.token}"})

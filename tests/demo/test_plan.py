@@ -14,6 +14,7 @@ from planewatch.demo.plan import (
     last_error,
     match,
     query_restarts,
+    render_incidents,
     render_table,
     unexpected_alerts,
 )
@@ -203,3 +204,23 @@ def test_table_footer_names_each_failure_of_the_demos_processes() -> None:
     text = render_table([], [], failures=[ProcessFailure("api", "exited with code 1", "OSError: port taken")])
     assert text.splitlines()[-2:] == ["the demo did not run cleanly: 1 failure(s) of its own processes",
                                       "  api: exited with code 1: OSError: port taken"]
+
+
+def test_the_incident_table_counts_the_alerts_whose_incident_says_everything() -> None:
+    full = {"cause": "CONNECTION_STORM", "impact": "new connections waited", "baseline": "its peers' median 95%",
+            "action": "bound max.connections"}
+    incidents = [{"cluster": "storm", "broker_id": 1, "alerts": 2, "severity": "critical", "started_at": "t1",
+                  "alert_types": ["ACCEPTOR_BLOCKED", "NETWORK_PROCESSOR_SATURATED"], "alert_ids": ["a1", "a2"],
+                  **full},
+                 {"cluster": "bounce", "broker_id": 3, "alerts": 1, "severity": "warning", "started_at": "t2",
+                  "alert_types": ["STALE_BROKER_EPOCH"], "alert_ids": ["a3"], **full, "baseline": None},
+                 {"cluster": "not-this-demo", "broker_id": 1, "alert_ids": ["a9"], **full}]
+    alerts = [_alert(1, "ACCEPTOR_BLOCKED", "storm", 1, 1), _alert(2, "NETWORK_PROCESSOR_SATURATED", "storm", 1, 1),
+              _alert(3, "STALE_BROKER_EPOCH", "bounce", 3, 1), _alert(4, "LOCK_CONTENTION", "bounce", 2, 1)]
+    text = render_incidents(incidents, alerts, ["storm", "bounce"])
+    lines = text.splitlines()
+    assert lines[0].split()[:4] == ["run", "(cluster)", "broker", "incident"]
+    assert [line.split()[-1] for line in lines[2:4]] == ["-", "baseline"]
+    assert "not-this-demo" not in text
+    assert text.endswith("2 incident(s) group 4 alert(s); 2 of 4 belong to an incident whose cause, impact, baseline "
+                         "and action are filled")
