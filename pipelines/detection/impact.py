@@ -19,6 +19,8 @@ __all__ = ["IMPACTS", "IMPACT_CLAUSES", "impact", "latest"]
 # An impact reads as at most this many clauses, the worst first: a page is read in seconds, and the alerts behind
 # the rest are the incident's symptoms.
 IMPACT_CLAUSES = 3
+# ROLL_TOO_FAST's clause quotes this many of the verdict's reasons (the alert's evidence has them all).
+ROLL_REASONS = 2
 
 _T = AlertType
 Alert = Mapping[str, Any]
@@ -79,7 +81,7 @@ def _queue_full_no_control_plane(alerts: Sequence[Alert]) -> str | None:
 
 def _roll(alerts: Sequence[Alert]) -> str:
     reasons = [str(r) for a in alerts for r in (latest(a).get("reasons") or [])]
-    why = f" ({'; '.join(reasons[:3])})" if reasons else ""
+    why = f" ({'; '.join(reasons[:ROLL_REASONS])})" if reasons else ""
     return ("a broker was stopped before the cluster had recovered" + why + ": its partitions lost another replica "
             "while some were still catching up, so acks=all producers could be refused and partitions left leaderless")
 
@@ -135,10 +137,12 @@ IMPACTS: tuple[tuple[AlertType, Callable[[Sequence[Alert]], str | None]], ...] =
 )
 
 
-def impact(members: Sequence[Alert]) -> str | None:
-    """What the members say partitions and clients went through, worst first (None: no member's type says)."""
+def impact(members: Sequence[Alert], first: str | None = None) -> str | None:
+    """What the members say partitions and clients went through: the clauses of alert type `first` (the one that
+    shows the incident's cause), then the others worst first (None: no member's type says)."""
     out: list[str] = []
-    for alert_type, clause in IMPACTS:
+    ordered = sorted(IMPACTS, key=lambda kv: kv[0].value != first)  # stable: IMPACTS' order after `first`
+    for alert_type, clause in ordered:
         of_type = [a for a in members if a["type"] == alert_type.value]
         text = clause(of_type) if of_type else None
         if text and text not in out:

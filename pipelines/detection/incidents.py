@@ -291,7 +291,7 @@ def _incident(cluster: str, broker: int | None, members: Sequence[Mapping[str, A
         "resolved_at": None if open_ else max(a["resolved_at"] for a in members if a.get("resolved_at")),
         "summary": summary,
         "action": rule.action,
-        "impact": impact(members),
+        "impact": impact(members, shown_by["type"]),
         "baseline": _baseline(rule.cause, shown_by, members, cluster, broker, first["started_at"], history),
         "alert_types": ",".join(types),
         "alert_ids": ",".join(a["alert_id"] for a in members),

@@ -33,11 +33,11 @@ def test_one_saturated_broker_pages_once_as_control_requests_queued_behind_data(
               alert("CONTROL_REQUEST_QUEUED_BEHIND_DATA", start_s=20, severity="critical", value=48_000.0),
               alert("DELAYED_LEADER_AND_ISR", start_s=40, seen_s=50, value=48_900.0, partitions=6)]
     (inc,) = group_incidents(alerts, RESOLVE_AFTER)
-    assert inc["impact"] == ("leadership changes waited up to 48.9 s (6 partitions in 1 request); control requests "
-                             "waited up to 48.0 s in the broker's request queue: its leadership and metadata changes "
-                             "came that much late; the request queue held at least 480 requests: every client request "
-                             "to the broker (produce, fetch, metadata) waited behind them, and its network threads "
-                             "stopped reading new ones while it was full")
+    assert inc["impact"] == ("control requests waited up to 48.0 s in the broker's request queue: its leadership and "
+                             "metadata changes came that much late; leadership changes waited up to 48.9 s (6 "
+                             "partitions in 1 request); the request queue held at least 480 requests: every client "
+                             "request to the broker (produce, fetch, metadata) waited behind them, and its network "
+                             "threads stopped reading new ones while it was full")
     assert "other_causes" not in json.loads(inc["evidence"])  # saturated threads are what fills a queue, no other cause
     assert inc["cause"] == IncidentCause.QUEUED_BEHIND_DATA
     assert (inc["alerts"], inc["severity"], inc["status"], inc["started_at"]) == (5, "critical", "open", T0)
@@ -126,9 +126,9 @@ def test_a_fencing_after_heartbeats_timed_out_in_the_controllers_queue_is_the_co
     (inc,) = group_incidents([alert("BROKER_HEARTBEAT_TIMEOUT"), alert("BROKER_FENCED", start_s=9)], RESOLVE_AFTER)
     assert inc["cause"] == IncidentCause.CONTROLLER_OVERLOADED
     assert [o["cause"] for o in json.loads(inc["evidence"])["other_causes"]] == ["BROKER_FENCED"]
-    assert inc["impact"] == ("the broker's partitions moved away while it was fenced: their leaders changed and "
-                             "clients were sent elsewhere; the controller did not answer the broker's heartbeats in "
-                             "time: the broker risked being fenced and its partitions moving away")
+    assert inc["impact"] == ("the controller did not answer the broker's heartbeats in time: the broker risked being "
+                             "fenced and its partitions moving away; the broker's partitions moved away while it was "
+                             "fenced: their leaders changed and clients were sent elsewhere")
 
 
 def test_the_queue_length_form_of_the_queue_delay_is_no_wait_in_seconds() -> None:
@@ -160,3 +160,14 @@ def test_the_baseline_counts_the_causes_earlier_incidents_and_quotes_the_measure
                                "peers with one: 0")
     (cluster,) = group_incidents([alert("QUORUM_UNSTABLE", broker=None)], RESOLVE_AFTER)
     assert cluster["baseline"] == "the cluster's earlier QUORUM_UNSTABLE incidents in the previous 24 h: 0"
+
+
+def test_the_impact_leads_with_the_alert_that_shows_the_cause() -> None:
+    """A broker stopped while control requests queued: the queue is the cause, its clause comes first."""
+    alerts = [alert("CONTROL_REQUEST_QUEUED_BEHIND_DATA", severity="critical", value=4_300.0),
+              alert("ROLL_TOO_FAST", start_s=5, reasons=["wait UNDER_REPLICATED: 3", "wait PREFERRED_LEADERS: 2",
+                                                        "wait NODES_FRESH: 1"])]
+    (inc,) = group_incidents(alerts, RESOLVE_AFTER)
+    assert inc["cause"] == IncidentCause.QUEUED_BEHIND_DATA
+    assert inc["impact"].startswith("control requests waited up to 4.3 s in the broker's request queue")
+    assert "(wait UNDER_REPLICATED: 3; wait PREFERRED_LEADERS: 2)" in inc["impact"]
