@@ -5,8 +5,9 @@ A log batch's CONTROLLED_SHUTDOWN_STARTED rows (`[KafkaServer id=N] Starting con
 (:func:`pipelines.roll_safety.roll_verdict`, the one GET /clusters/{cluster}/roll-safety serves) as it stood just
 before the line: ``wait`` raises a warning, ``unsafe`` a critical alert, each naming the checks that were not ok at
 that moment. ``unknown`` raises nothing (nothing vouches either way), nor does ``safe``. A kill -9 logs no line and
-is not judged, nor is the stop of a whole cluster (every broker within CLUSTER_STOP_S; when their lines reach
-different micro-batches, the first batch's are judged).
+is not judged, nor is the stop of a whole cluster (every broker still running within CLUSTER_STOP_S, a broker
+killed or stopped before them left out; when their lines reach different micro-batches, the first batch's are
+judged).
 """
 
 from __future__ import annotations
@@ -38,16 +39,37 @@ JUST_BEFORE = dt.timedelta(milliseconds=1)
 # Every broker of a cluster beginning its shutdown within this many seconds of each other is the cluster being
 # stopped (all at once), not a roll: not judged. (Seen: a scenario's end stops three brokers within 0.1 s.)
 CLUSTER_STOP_S = 5.0
+# A broker silent for more than this many of its cluster's scrape intervals (and STOPPED_MIN_S) before a shutdown
+# is not running any more (killed, or stopped before): the rest of the cluster stopping together is a whole stop.
+# Three: one late or failed scrape is not a stop.
+STOPPED_AFTER_SCRAPES = 3
+STOPPED_MIN_S = 15.0
 # Reasons quoted in a summary (every one is in the evidence).
 REASONS_QUOTED = 4
 
 
+def _running(r: Mapping[str, Any], samples: pl.DataFrame) -> set[int]:
+    """The brokers of `r`'s cluster still running just before `r` (those reporting UnderReplicatedPartitions): each
+    whose newest sample is at most STOPPED_AFTER_SCRAPES of the cluster's scrape intervals (its median step) older
+    than the newest of any broker. A broker killed or stopped earlier has fallen silent: a cluster stopped whole
+    after it is still a cluster stopped whole."""
+    urp = (samples.filter((pl.col("cluster") == r["cluster"]) & (pl.col("ts") < r["ts"])
+                          & (pl.col("signal") == Signal.UnderReplicatedPartitions.value))
+           .select("broker_id", "ts").unique())
+    if urp.is_empty():
+        return set()
+    last = urp.group_by("broker_id").agg(pl.col("ts").max())
+    step = (urp.sort("broker_id", "ts").select(pl.col("ts").diff().over("broker_id").dt.total_seconds(
+        fractional=True)).to_series().drop_nulls().median())
+    gap = dt.timedelta(seconds=max(STOPPED_AFTER_SCRAPES * float(step or 0.0), STOPPED_MIN_S))  # type: ignore[arg-type]
+    newest = last.get_column("ts").max()
+    return {int(b) for b, t in last.iter_rows() if newest - t <= gap}
+
+
 def _cluster_stop(r: Mapping[str, Any], shutdowns: pl.DataFrame, samples: pl.DataFrame) -> bool:
-    """Whether every broker of `r`'s cluster (those reporting UnderReplicatedPartitions) began its shutdown within
+    """Whether every broker of `r`'s cluster still running (:func:`_running`) began its shutdown within
     CLUSTER_STOP_S of `r`: the whole cluster stopped, not a roll."""
-    brokers = set(samples.filter((pl.col("cluster") == r["cluster"])
-                                 & (pl.col("signal") == Signal.UnderReplicatedPartitions.value))
-                  .get_column("broker_id").unique().to_list())
+    brokers = _running(r, samples)
     near = shutdowns.filter((pl.col("cluster") == r["cluster"])
                             & (pl.col("ts") - r["ts"]).dt.total_seconds().abs().le(CLUSTER_STOP_S))
     return bool(brokers) and brokers <= set(near.get_column("broker_id").to_list())

@@ -1,0 +1,58 @@
+"""ROLL_TOO_FAST and a cluster stopped whole after one of its brokers was already down (pure polars): the brokers
+still running stopping together is no roll; one of them stopping alone is."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import polars as pl
+
+from pipelines.detection.config import DetectionConfig
+from pipelines.detection.roll_detectors import detect_roll_too_fast
+
+T0 = dt.datetime(2026, 11, 28, 19, 0, tzinfo=dt.UTC)
+TS = pl.Datetime("us", "UTC")
+STOP = "Starting controlled shutdown"
+
+
+def samples(killed_after_s: float = 10.0, last_s: float = 60.0, step_s: float = 5.0) -> pl.DataFrame:
+    """Three brokers scraped every `step_s`; broker 3 killed after `killed_after_s` (its replicas under-replicated on
+    broker 1 since), broker 1 the controller."""
+    rows = []
+    t = 0.0
+    while t <= last_s:
+        for b in (1, 2, 3):
+            if b == 3 and t > killed_after_s:
+                continue
+            urp = 3.0 if b == 1 and t > killed_after_s else 0.0
+            for signal, v in (("UnderReplicatedPartitions", urp), ("UnderMinIsrPartitionCount", 0.0),
+                              ("ActiveControllerCount", 1.0 if b == 1 else 0.0), ("OfflinePartitionsCount", 0.0)):
+                rows.append({"cluster": "c", "broker_id": b, "ts": T0 + dt.timedelta(seconds=t), "signal": signal,
+                             "attribute": "Value", "value": v})
+        t += step_s
+    return pl.DataFrame(rows, schema={"cluster": pl.String, "broker_id": pl.Int32, "ts": TS, "signal": pl.String,
+                                      "attribute": pl.String, "value": pl.Float64})
+
+
+def shutdowns(*at: tuple[int, float]) -> pl.DataFrame:
+    return pl.DataFrame([{"cluster": "c", "broker_id": b, "ts": T0 + dt.timedelta(seconds=s), "message": STOP}
+                         for b, s in at], schema={"cluster": pl.String, "broker_id": pl.Int32, "ts": TS,
+                                                  "message": pl.String})
+
+
+def judge(stops: pl.DataFrame) -> list[dict[str, object]]:
+    requests = pl.DataFrame(schema={"cluster": pl.String, "broker_id": pl.Int32, "request": pl.String,
+                                    "sent_ts": TS, "finished_ts": TS, "status": pl.String})
+    alerts = pl.DataFrame(schema={"cluster": pl.String, "type": pl.String, "broker_id": pl.Int32,
+                                  "started_at": TS, "resolved_at": TS})
+    return detect_roll_too_fast(stops, samples(), requests, alerts, DetectionConfig())
+
+
+def test_the_rest_of_a_cluster_stopped_together_after_a_broker_was_killed_is_no_roll() -> None:
+    assert judge(shutdowns((1, 62.0), (2, 62.1))) == []
+
+
+def test_one_running_broker_stopping_alone_while_replicas_are_missing_is_too_fast() -> None:
+    [c] = judge(shutdowns((2, 62.0)))
+    assert (c["type"], c["broker_id"]) == ("ROLL_TOO_FAST", 2)
+    assert "UNDER_REPLICATED" in str(c["summary"])
