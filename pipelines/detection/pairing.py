@@ -203,9 +203,9 @@ class PairingState:
 
 
 def _broker_count(r: dict[str, Any], ev: Event) -> None:
-    """The broker's own partition count of a request (`Handling/Finished ... for N partitions`) wins over a count
-    taken from the controller's Sending lines: a send attached from one per-partition TRACE line of an interleaved
-    burst knows 1 partition of 150 (Apache Kafka 3.9.1, a topic created over two brokers)."""
+    """The request's partition count is the largest a broker line gives: the summary `Handling/Finished ... for N
+    partitions` wins over a per-partition TRACE line seen first (`... starting the become-follower transition for
+    partition p`: 1 of 150, Apache Kafka 3.9.1 at TRACE, a topic created)."""
     if ev.partitions is not None and ev.partitions > (r["partitions"] or 0):
         r["partitions"], r["dirty"] = ev.partitions, True
 
