@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 
 from jobs.alert_writer import AlertWriter
 from jobs.roll_inputs import RollInputs
+from pipelines.detection.baselines import QUEUED_TYPE, add_queue_baselines
 from pipelines.detection.config import DetectionConfig
 from pipelines.detection.events import CONTROL_REQUESTS, STALE_EVENTS
 from pipelines.detection.kraft_detectors import ELECTION_COLUMNS, KRAFT_EVENTS, SHUTDOWN_COLUMNS, SHUTDOWN_ECHO_S
@@ -69,6 +70,8 @@ log = logging.getLogger(__name__)
 SilverLoad = Callable[[list[str] | None, "pc.Expression | None"], "pa.Table"]
 SilverRows = Mapping[str, SilverLoad]
 BatchDetect = Callable[[SilverRows, int], None]
+# What a queued control request's baseline reads of the request log's earlier rows.
+QUEUE_HISTORY_COLUMNS = ["cluster", "broker_id", "api_name", "correlation_id", "ts", "request_queue_time_ms"]
 # What the event clock reads of every row of a batch.
 CLOCK_COLUMNS = ["cluster", "ts"]
 
@@ -149,6 +152,7 @@ class LogRules(_BatchRules):
         self.state_changes = LatestTable(settings.table_path(STATE_CHANGE_EVENTS.name),
                                          STATE_CHANGE_EVENTS.to_arrow())
         self.roll = RollInputs(settings.table_path)
+        self.requests = LatestTable(settings.table_path(REQUEST_EVENTS.name), REQUEST_EVENTS.to_arrow())
         self._pending: pl.DataFrame | None = None  # controlled shutdowns waiting for their cluster's samples
 
     def _elections(self, sc: pa.Table) -> pa.Table | None:
@@ -195,6 +199,19 @@ class LogRules(_BatchRules):
         samples, requests, alerts = self.roll.read(judged)  # the windows before the judged shutdowns only
         return detect_roll_too_fast(judged, samples, requests, alerts, self.cfg)
 
+    def _queue_baselines(self, cands: list[dict[str, Any]]) -> None:
+        """The queued control requests' baselines (pipelines.detection.baselines.add_queue_baselines): the request
+        log's control requests of their clusters over the window before them, read only when a batch has one."""
+        queued = [c for c in cands if c["type"] == QUEUED_TYPE and c.get("broker_id") is not None]
+        if not queued or not self.requests.exists():
+            return
+        window = dt.timedelta(seconds=self.cfg.baseline_window_s)
+        spans = [(cluster, min(c["ts"] for c in queued if c["cluster"] == cluster) - window,
+                  max(c["ts"] for c in queued if c["cluster"] == cluster))
+                 for cluster in sorted({c["cluster"] for c in queued})]
+        rows = self.requests.read_spans(spans, where=pc.field("api_name").isin(list(CONTROL_REQUESTS)))
+        add_queue_baselines(queued, utc_frame(rows.select(QUEUE_HISTORY_COLUMNS)), window, self.cfg)
+
     def __call__(self, silver: SilverRows, batch_id: int) -> None:
         t0 = time.perf_counter()
         watermarks = self.clock.watermarks  # as of the earlier batches, like a streaming watermark
@@ -206,6 +223,7 @@ class LogRules(_BatchRules):
         rq = _rows(silver, REQUEST_EVENTS, pc.field("api_name").isin(list(CONTROL_REQUESTS)))
         cands = (log_candidates(sc, rq, self.cfg, self._elections(sc), self._granted(sc))
                  if sc.num_rows + rq.num_rows else [])
+        self._queue_baselines(cands)
         cands += self._rolls(sc)
         t1 = time.perf_counter()
         n = self._write(cands, watermarks, batch_id)

@@ -205,3 +205,27 @@ def test_a_metric_alert_reads_its_brokers_history_from_the_rollups(settings: Set
         rules({METRIC_SAMPLES.name: loader(rows)}, batch)
     [found] = [a for a in alerts(tmp_path / "lake") if a["type"] == "REQUEST_QUEUE_SATURATED"]
     assert "[against: its own p90 over the previous 60 min 2.0 requests (30 one-minute values)]" in found["summary"]
+
+
+def _control(sec: float, queued_ms: float, broker: int = 2, corr: int = 5) -> dict:
+    return {"cluster": "c", "broker_id": broker, "ts": t(sec), "api_name": "LeaderAndIsr", "correlation_id": corr,
+            "listener": "PLAINTEXT", "request_queue_time_ms": queued_ms, "total_time_ms": queued_ms + 20.0,
+            "error_code": 0}
+
+
+def test_a_queued_control_request_is_compared_with_the_request_logs_earlier_ones(settings: Settings,
+                                                                                   tmp_path: Path) -> None:
+    """CONTROL_REQUEST_QUEUED_BEHIND_DATA's baseline: the broker's own p90 and its peers' median of the same request
+    type's queue time, from the request log's rows in the lake."""
+    earlier = ([_control(-600 + 10 * i, 2.0 + i, corr=i) for i in range(10)]
+               + [_control(-600 + 10 * i, 1.0, broker=1, corr=100 + i) for i in range(6)])
+    write_deltalake(str(tmp_path / "lake" / REQUEST_EVENTS.name), table(REQUEST_EVENTS, earlier),
+                    partition_by=list(REQUEST_EVENTS.partition_by))
+    rules = LogRules(settings, "ingest_logs_files", "r1", CFG)
+    slow = table(REQUEST_EVENTS, [_control(0.0, 4_300.0, corr=77)])
+    write_deltalake(str(tmp_path / "lake" / REQUEST_EVENTS.name), slow, partition_by=list(REQUEST_EVENTS.partition_by),
+                    mode="append")
+    rules({REQUEST_EVENTS.name: loader(slow)}, 0)
+    [a] = [a for a in alerts(tmp_path / "lake") if a["type"] == "CONTROL_REQUEST_QUEUED_BEHIND_DATA"]
+    assert a["summary"].endswith("[against: its own p90 in the request queue over the last 60 min 10 ms (10 requests "
+                                 "under 100 ms); its peers' median 1 ms (6 requests)]"), a["summary"]
