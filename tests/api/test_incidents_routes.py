@@ -16,6 +16,9 @@ def test_incidents_list_one_per_broker_newest_first_with_filters(client: TestCli
     assert (first["cause"], first["alerts"], first["status"]) == ("SLOW_CONTROL_REQUEST", 10, "open")
     assert first["alert_types"] == ["DELAYED_LEADER_AND_ISR"]
     assert "kafka.request.logger" in first["action"]
+    # what it cost, and against what: every incident says both (its alerts' numbers, its cause's history)
+    assert first["impact"].startswith("leadership changes waited up to ")
+    assert first["baseline"].startswith("broker 0's earlier SLOW_CONTROL_REQUEST incidents in the previous 24 h: 0")
     one = client.get("/incidents?broker_id=1&status=open&cause=SLOW_CONTROL_REQUEST", headers=AUTH).json()
     assert [i["broker_id"] for i in one["data"]] == [1]
     assert client.get("/incidents?cause=CONNECTION_STORM", headers=AUTH).json() == {"data": [], "count": 0}
