@@ -77,6 +77,9 @@ class IncidentCause(StrEnum):
     UNCLEAN_LEADER_ELECTION = "UNCLEAN_LEADER_ELECTION"
     #: a broker was stopped before the cluster had recovered from the previous change (a roll too fast)
     ROLL_TOO_FAST = "ROLL_TOO_FAST"
+    #: KRaft: the controller quorum stopped publishing metadata: every broker's metadata fell behind at once (and
+    #: brokers it could not hear from meanwhile were fenced, alive)
+    CONTROLLER_STALLED = "CONTROLLER_STALLED"
     #: KRaft: the active controller fenced the broker (no heartbeat in time, or heartbeats timed out in its queue)
     BROKER_FENCED = "BROKER_FENCED"
     #: KRaft: the controller quorum keeps electing new active controllers

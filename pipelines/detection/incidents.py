@@ -87,6 +87,15 @@ def _witness(a: Mapping[str, Any]) -> str:
         else "state_change_lines (inferred)"
 
 
+def _cluster_wide_lag(a: Mapping[str, Any]) -> bool:
+    """A METADATA_APPLY_LAG alert whose peers lagged as much at the same time (its baseline's peers' median at or
+    above its threshold): the metadata stopped at its source, the controller quorum, not in this broker."""
+    if a["type"] != _T.METADATA_APPLY_LAG.value:
+        return False
+    peers = _num((latest(a).get("baseline") or {}).get("peers_median"))
+    return peers is not None and a.get("threshold") is not None and peers >= float(a["threshold"])
+
+
 def _queued_request(a: Mapping[str, Any]) -> bool:
     queued, local = _split(a)
     return queued is not None and queued > (local or 0.0)
@@ -106,6 +115,11 @@ CAUSE_RULES: tuple[CauseRule, ...] = (
               "the controller's overloaded event queue timed out the broker's heartbeats (KAFKA-15019)",
               f"Find what fills the controller's event queue (large reassignments, topic creations); give "
               f"controllers dedicated hosts ({_DOCS}#kraft)"),
+    CauseRule(_C.CONTROLLER_STALLED, _cluster_wide_lag,
+              "the controller quorum stopped publishing metadata: every broker's metadata fell behind at once, and a "
+              "broker the controller did not hear from meanwhile was fenced though alive",
+              f"The brokers are not at fault: check the active controller (its GC log and CPU, its event queue, "
+              f"its quorum's commit latency) and give controllers hosts of their own ({_DOCS}#kraft_monitoring)"),
     CauseRule(_C.BROKER_FENCED, _of(_T.BROKER_FENCED),
               "the active controller fenced the broker: no heartbeat of it arrived within its session",
               f"Check the broker was alive (GC log, CPU) and the controller's event queue; the session is "

@@ -171,3 +171,16 @@ def test_the_impact_leads_with_the_alert_that_shows_the_cause() -> None:
     assert inc["cause"] == IncidentCause.QUEUED_BEHIND_DATA
     assert inc["impact"].startswith("control requests waited up to 4.3 s in the broker's request queue")
     assert "(wait UNDER_REPLICATED: 3; wait PREFERRED_LEADERS: 2)" in inc["impact"]
+
+
+def test_a_lag_every_broker_shares_is_the_controllers_and_explains_a_fencing() -> None:
+    """The controller quorum paused: every broker's metadata falls behind together, and the controller, back, fences
+    a broker whose heartbeats it did not answer. The broker was alive (its lag was scraped): the cause is upstream."""
+    shared = alert("METADATA_APPLY_LAG", value=17_709.0, baseline={"peers_median": 17_647.5, "peers": 2})
+    shared["threshold"] = 5_000.0
+    (inc,) = group_incidents([shared, alert("BROKER_FENCED", start_s=5, severity="critical")], RESOLVE_AFTER)
+    assert inc["cause"] == IncidentCause.CONTROLLER_STALLED
+    assert "The brokers are not at fault" in inc["action"]
+    alone = alert("METADATA_APPLY_LAG", value=69_000.0, baseline={"peers_median": 300.0, "peers": 2})
+    alone["threshold"] = 5_000.0  # one starved broker behind, its peers current: its own lag
+    assert group_incidents([alone], RESOLVE_AFTER)[0]["cause"] == IncidentCause.METADATA_LAG
