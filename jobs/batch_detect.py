@@ -45,7 +45,7 @@ from pipelines.detection.metric_detectors import (
     metric_candidates,
     metric_windows,
 )
-from pipelines.detection.roll_detectors import SHUTDOWN_EVENTS, detect_roll_too_fast
+from pipelines.detection.roll_detectors import CLUSTER_STOP_S, SHUTDOWN_EVENTS, STOP_EVENTS, detect_roll_too_fast
 from pipelines.roll_safety import utc_frame
 from schemas.alerts import DetectQuery
 from schemas.events import Event
@@ -197,7 +197,11 @@ class LogRules(_BatchRules):
         if judged.is_empty():
             return []
         samples, requests, alerts = self.roll.read(judged)  # the windows before the judged shutdowns only
-        return detect_roll_too_fast(judged, samples, requests, alerts, self.cfg)
+        near = dt.timedelta(seconds=CLUSTER_STOP_S)
+        stops = None if not self.state_changes.exists() else utc_frame(self.state_changes.read_spans(
+            _cluster_spans(judged.select(CLOCK_COLUMNS).to_arrow(), near, near),
+            where=pc.field("event").isin([e.value for e in STOP_EVENTS])).select(["cluster", "broker_id", "ts"]))
+        return detect_roll_too_fast(judged, samples, requests, alerts, self.cfg, stops=stops)
 
     def _queue_baselines(self, cands: list[dict[str, Any]]) -> None:
         """The queued control requests' baselines (pipelines.detection.baselines.add_queue_baselines): the request

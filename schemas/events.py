@@ -148,6 +148,10 @@ class Event(StrEnum):
     #: ZooKeeper mode: `[KafkaServer id=N] Starting controlled shutdown`; KRaft: `[BrokerLifecycleManager id=N]
     #: Beginning controlled shutdown.` (a kill -9 logs nothing)
     CONTROLLED_SHUTDOWN_STARTED = "controlled_shutdown_started"
+    #: any Kafka process (LoggingSignalHandler): `Terminating process due to signal SIGTERM` (the broker of the log
+    #: file that holds it; a stop of the whole cluster SIGTERMs every broker, and a KRaft broker stopped with the
+    #: others may log no controlled shutdown)
+    PROCESS_SIGTERM = "process_sigterm"
     # ---- server.log: log and fetcher activity that contends for the partition-map lock (FACTS.md 6)
     #: `Incremented log start offset to O ...`
     LOG_START_OFFSET_INCREMENTED = "log_start_offset_incremented"

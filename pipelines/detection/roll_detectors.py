@@ -5,9 +5,9 @@ A log batch's CONTROLLED_SHUTDOWN_STARTED rows (`[KafkaServer id=N] Starting con
 (:func:`pipelines.roll_safety.roll_verdict`, the one GET /clusters/{cluster}/roll-safety serves) as it stood just
 before the line: ``wait`` raises a warning, ``unsafe`` a critical alert, each naming the checks that were not ok at
 that moment. ``unknown`` raises nothing (nothing vouches either way), nor does ``safe``. A kill -9 logs no line and
-is not judged, nor is the stop of a whole cluster (every broker still running within CLUSTER_STOP_S, a broker
-killed or stopped before them left out; when their lines reach different micro-batches, the first batch's are
-judged).
+is not judged, nor is the stop of a whole cluster (every broker still running, a broker killed or stopped before
+them left out, begins its shutdown or gets its SIGTERM within CLUSTER_STOP_S; the other brokers' lines are read back
+from the lake when the shutdown is judged).
 """
 
 from __future__ import annotations
@@ -28,10 +28,13 @@ from schemas.signals import Signal
 if TYPE_CHECKING:
     from pipelines.detection.config import DetectionConfig
 
-__all__ = ["CLUSTER_STOP_S", "JUST_BEFORE", "SHUTDOWN_EVENTS", "VERDICT_VALUE", "detect_roll_too_fast"]
+__all__ = ["CLUSTER_STOP_S", "JUST_BEFORE", "SHUTDOWN_EVENTS", "STOP_EVENTS", "VERDICT_VALUE", "detect_roll_too_fast"]
 
 Rows = list[dict[str, Any]]
 SHUTDOWN_EVENTS = (Event.CONTROLLED_SHUTDOWN_STARTED,)
+# What tells a broker is being stopped, for the whole-cluster check: its controlled shutdown, or its SIGTERM (Apache
+# Kafka 4.4.0: of three brokers SIGTERMed together, only one logged `Beginning controlled shutdown.`).
+STOP_EVENTS = (Event.CONTROLLED_SHUTDOWN_STARTED, Event.PROCESS_SIGTERM)
 # The alert's value: how bad the verdict was (ROLL_TOO_FAST's warning and critical levels).
 VERDICT_VALUE = {RollVerdict.wait: 1.0, RollVerdict.unsafe: 2.0}
 # "Just before" the shutdown line: the samples a scrape took in the same millisecond belong to the shutdown.
@@ -66,22 +69,25 @@ def _running(r: Mapping[str, Any], samples: pl.DataFrame) -> set[int]:
     return {int(b) for b, t in last.iter_rows() if newest - t <= gap}
 
 
-def _cluster_stop(r: Mapping[str, Any], shutdowns: pl.DataFrame, samples: pl.DataFrame) -> bool:
-    """Whether every broker of `r`'s cluster still running (:func:`_running`) began its shutdown within
-    CLUSTER_STOP_S of `r`: the whole cluster stopped, not a roll."""
+def _cluster_stop(r: Mapping[str, Any], stops: pl.DataFrame, samples: pl.DataFrame) -> bool:
+    """Whether every broker of `r`'s cluster still running (:func:`_running`) was being stopped (`stops`: its
+    controlled shutdown or its SIGTERM) within CLUSTER_STOP_S of `r`: the whole cluster stopped, not a roll."""
     brokers = _running(r, samples)
-    near = shutdowns.filter((pl.col("cluster") == r["cluster"])
-                            & (pl.col("ts") - r["ts"]).dt.total_seconds().abs().le(CLUSTER_STOP_S))
+    near = stops.filter((pl.col("cluster") == r["cluster"])
+                        & (pl.col("ts") - r["ts"]).dt.total_seconds().abs().le(CLUSTER_STOP_S))
     return bool(brokers) and brokers <= set(near.get_column("broker_id").to_list())
 
 
 def _judged(shutdowns: pl.DataFrame, samples: pl.DataFrame, requests: pl.DataFrame, alerts: pl.DataFrame,
-            th: RollThresholds) -> list[tuple[dict[str, Any], Verdict]]:
+            th: RollThresholds, stops: pl.DataFrame | None) -> list[tuple[dict[str, Any], Verdict]]:
     """Each shutdown row that is not part of a whole cluster's stop, with the verdict of its cluster just before it
     (every input of its cluster)."""
     out = []
+    seen = shutdowns.select("cluster", "broker_id", "ts")
+    every = seen if stops is None else pl.concat([seen, stops.select("cluster", "broker_id", "ts")],
+                                                 how="vertical_relaxed")
     for r in shutdowns.sort("ts").iter_rows(named=True):
-        if _cluster_stop(r, shutdowns, samples):
+        if _cluster_stop(r, every, samples):
             continue
         of = pl.col("cluster") == r["cluster"]
         v = roll_verdict(r["cluster"], samples.filter(of), requests.filter(of), alerts.filter(of),
@@ -91,14 +97,16 @@ def _judged(shutdowns: pl.DataFrame, samples: pl.DataFrame, requests: pl.DataFra
 
 
 def detect_roll_too_fast(shutdowns: pl.DataFrame, samples: pl.DataFrame, requests: pl.DataFrame,
-                         alerts: pl.DataFrame, cfg: DetectionConfig, th: RollThresholds = DEFAULT_THRESHOLDS) -> Rows:
+                         alerts: pl.DataFrame, cfg: DetectionConfig, th: RollThresholds = DEFAULT_THRESHOLDS,
+                         stops: pl.DataFrame | None = None) -> Rows:
     """Candidates for the shutdowns whose verdict just before was wait or unsafe. `shutdowns`: state_change_events
-    rows of SHUTDOWN_EVENTS (cluster, broker_id, ts, message); `samples`, `requests`, `alerts`: the roll-safety
-    inputs (pipelines.roll_safety) of those clusters, with a `cluster` column, reaching back the membership and
-    in-flight windows before the first shutdown."""
+    rows of SHUTDOWN_EVENTS (cluster, broker_id, ts, message); `stops`: rows of STOP_EVENTS around them (cluster,
+    broker_id, ts: the other brokers being stopped, read back from the lake); `samples`, `requests`, `alerts`: the
+    roll-safety inputs (pipelines.roll_safety) of those clusters, with a `cluster` column, reaching back the
+    membership and in-flight windows before the first shutdown."""
     t = AlertType.ROLL_TOO_FAST
     rows = []
-    for r, v in _judged(shutdowns, samples, requests, alerts, th):
+    for r, v in _judged(shutdowns, samples, requests, alerts, th, stops):
         if v.verdict not in VERDICT_VALUE:
             continue
         bad = [x for x in v.reasons if x.status not in (CheckStatus.ok, CheckStatus.skipped)]

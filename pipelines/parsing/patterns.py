@@ -405,6 +405,8 @@ MESSAGES: tuple[Message, ...] = (
        "2.2+"),
     _m(Event.CONTROLLED_SHUTDOWN_STARTED, "Beginning controlled shutdown.", r"Beginning controlled shutdown\.",
        "kraft", "kraft"),
+    _m(Event.PROCESS_SIGTERM, "Terminating process due to signal SIGTERM",
+       r"Terminating process due to signal SIGTERM", "broker", "2.2+"),
     # ---- server.log: the fetcher / log activity that contends for the partition-map lock (FACTS.md 6)
     _m(Event.LOG_START_OFFSET_INCREMENTED, "Increment",
        rf"Increment(?:ed|ing) (?:local )?log start offset (?:of partition {_TP} )?to (?P<offset>{_N})"

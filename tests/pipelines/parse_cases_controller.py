@@ -597,6 +597,16 @@ CONTROLLER_CASES: list[Case] = [
         event="controlled_shutdown_started",
         kafka_format="kraft",
     ),
+    st(  # Apache Kafka 4.4.0 server.log: every Kafka process logs its SIGTERM (no ident: the file's broker)
+        "INFO",
+        None,
+        "Terminating process due to signal SIGTERM",
+        logger="org.apache.kafka.common.utils.internals.LoggingSignalHandler",
+        broker=9,
+        role="broker",
+        event="process_sigterm",
+        kafka_format="2.2+",
+    ),
     st(  # Apache Kafka 3.9.1 server.log (ZooKeeper mode)
         "INFO",
         "KafkaServer id=9",

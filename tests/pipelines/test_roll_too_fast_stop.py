@@ -56,3 +56,20 @@ def test_one_running_broker_stopping_alone_while_replicas_are_missing_is_too_fas
     [c] = judge(shutdowns((2, 62.0)))
     assert (c["type"], c["broker_id"]) == ("ROLL_TOO_FAST", 2)
     assert "UNDER_REPLICATED" in str(c["summary"])
+
+
+def test_brokers_sigtermed_together_stop_the_cluster_though_one_alone_logged_its_controlled_shutdown() -> None:
+    """Apache Kafka 4.4.0, a KRaft cluster stopped: all three brokers log `Terminating process due to signal
+    SIGTERM` within 0.2 s, only one `Beginning controlled shutdown.`: the SIGTERMs say the others stop too."""
+    requests = pl.DataFrame(schema={"cluster": pl.String, "broker_id": pl.Int32, "request": pl.String,
+                                    "sent_ts": TS, "finished_ts": TS, "status": pl.String})
+    alerts = pl.DataFrame(schema={"cluster": pl.String, "type": pl.String, "broker_id": pl.Int32,
+                                  "started_at": TS, "resolved_at": TS})
+    whole = samples(killed_after_s=100.0)  # all three running, broker 1 reporting under-replicated partitions
+    whole = whole.with_columns(pl.when((pl.col("broker_id") == 1) & (pl.col("signal") == "UnderReplicatedPartitions"))
+                               .then(2.0).otherwise(pl.col("value")).alias("value"))
+    one = shutdowns((3, 62.0))
+    sigterms = pl.DataFrame([{"cluster": "c", "broker_id": b, "ts": T0 + dt.timedelta(seconds=61.98 + b / 10)}
+                             for b in (1, 2, 3)], schema={"cluster": pl.String, "broker_id": pl.Int32, "ts": TS})
+    assert detect_roll_too_fast(one, whole, requests, alerts, DetectionConfig(), stops=sigterms) == []
+    assert detect_roll_too_fast(one, whole, requests, alerts, DetectionConfig()) != []  # without them: a roll
