@@ -116,8 +116,8 @@ CAUSE_RULES: tuple[CauseRule, ...] = (
               f"Find what fills the controller's event queue (large reassignments, topic creations); give "
               f"controllers dedicated hosts ({_DOCS}#kraft)"),
     CauseRule(_C.CONTROLLER_STALLED, _cluster_wide_lag,
-              "the controller quorum stopped publishing metadata: every broker's metadata fell behind at once, and a "
-              "broker the controller did not hear from meanwhile was fenced though alive",
+              "the controller quorum stopped publishing metadata: every broker's metadata fell behind at once (not "
+              "this broker's doing; a fencing meanwhile fenced a live broker)",
               f"The brokers are not at fault: check the active controller (its GC log and CPU, its event queue, "
               f"its quorum's commit latency) and give controllers hosts of their own ({_DOCS}#kraft_monitoring)"),
     CauseRule(_C.BROKER_FENCED, _of(_T.BROKER_FENCED),
@@ -230,11 +230,14 @@ def _cause(members: Sequence[Mapping[str, Any]]) -> tuple[CauseRule, Mapping[str
     if not shown:
         return CAUSE_RULES[-1], _worst(members), []
     rule, alerts = shown[0]
+    chosen = _worst(alerts)
     others: dict[str, str] = {}
     for r, al in shown[1:]:
-        if r.cause != rule.cause and r.cause not in _SYMPTOMS and r.cause.value not in others:
+        # an alert read again by a later rule is no other witness (a lag its peers shared is not also its own)
+        al = [a for a in al if a["alert_id"] != chosen["alert_id"]]
+        if al and r.cause != rule.cause and r.cause not in _SYMPTOMS and r.cause.value not in others:
             others[r.cause.value] = _worst(al)["alert_id"]
-    return rule, _worst(alerts), list(others.items())
+    return rule, chosen, list(others.items())
 
 
 def _measured(shown_by: Mapping[str, Any], members: Sequence[Mapping[str, Any]]) -> str | None:

@@ -181,6 +181,8 @@ def test_a_lag_every_broker_shares_is_the_controllers_and_explains_a_fencing() -
     (inc,) = group_incidents([shared, alert("BROKER_FENCED", start_s=5, severity="critical")], RESOLVE_AFTER)
     assert inc["cause"] == IncidentCause.CONTROLLER_STALLED
     assert "The brokers are not at fault" in inc["action"]
+    assert "METADATA_LAG" not in inc["summary"]  # the same lag is no other witness
+    assert [o["cause"] for o in json.loads(inc["evidence"])["other_causes"]] == ["BROKER_FENCED"]
     alone = alert("METADATA_APPLY_LAG", value=69_000.0, baseline={"peers_median": 300.0, "peers": 2})
     alone["threshold"] = 5_000.0  # one starved broker behind, its peers current: its own lag
     assert group_incidents([alone], RESOLVE_AFTER)[0]["cause"] == IncidentCause.METADATA_LAG
