@@ -3,10 +3,10 @@
 Pure (polars). Two comparisons, each in the alert's own measure (an idle or blocked fraction, a queue length in
 requests, milliseconds, a count of elections):
 
-* **Peers now** (:func:`with_peers`, inside the metric rules): the median of the same measure over the other
-  brokers' windows of the same series starting at the same time (the windows of a micro-batch hold every broker
-  scraped in it). A saturated broker whose peers idle at 95% is that broker's problem; a whole cluster at 10% is
-  load.
+* **Peers now** (:func:`with_peers`, inside the metric rules): per other broker, its worst value of the same
+  measure over its windows of the same series that overlap the alert's window, and the median of those (the windows
+  of a micro-batch hold every broker scraped in it). A saturated broker whose peers idle at 95% is that broker's
+  problem; a whole cluster at 10% is load.
 * **Its own history** (:func:`add_metric_baselines`): the broker's own quantile of the measure over the
   `detection.baseline_window_s` before the alert's window, from metric_rollups_1m (one value per minute: the
   minute's mean, or its highest for a rule that reads the highest sample, or the rise of a Count across minutes for
@@ -60,19 +60,26 @@ def _shown(kind: str, v: float) -> str:
     return f"{fmt1(v)} ms"
 
 
-def with_peers(rows: pl.DataFrame, levels: pl.DataFrame) -> pl.DataFrame:
-    """`rows` (windows of one rule, PEER_KEYS and broker_id) with `_peers_median` and `_peers`: the median of
-    `levels`' `_level` over the OTHER brokers' windows of the same series and start, and how many brokers that is
-    (null and 0: none)."""
-    keys = list(PEER_KEYS)
+def with_peers(rows: pl.DataFrame, levels: pl.DataFrame, lower_is_worse: bool) -> pl.DataFrame:
+    """`rows` (windows of one rule: PEER_KEYS, broker_id, window_end) with `_peers_median` and `_peers`: per OTHER
+    broker, its worst `_level` (the lowest where `lower_is_worse`, else the highest) over its windows of the same
+    series that overlap the row's window, then the median of those over the peers, and how many peers that is (null
+    and 0: none). Overlapping, not the same start: brokers are scraped seconds apart, so one event's samples fall in
+    windows a slide or two apart (Apache Kafka 4.4.0, a paused controller: broker 3's 20.8 s lag was scraped 6 s after
+    its peers' 18 s, and the peers' windows of its start no longer held theirs)."""
+    series = ["cluster", "sig", "listener"]
     lv = (levels.filter(pl.col("_level").is_not_null() & pl.col("broker_id").is_not_null())
-          .select(*keys, pl.col("broker_id").alias("_peer"), "_level")
-          .unique(subset=[*keys, "_peer"], keep="first"))
-    mine = rows.select(*keys, "broker_id").unique()
-    med = (mine.join(lv, on=keys, nulls_equal=True).filter(pl.col("_peer") != pl.col("broker_id"))
-           .group_by(*keys, "broker_id")
-           .agg(_peers_median=pl.col("_level").median(), _peers=pl.col("_peer").n_unique().cast(pl.Int64)))
-    return (rows.join(med, on=[*keys, "broker_id"], how="left", nulls_equal=True)
+          .select(*series, pl.col("broker_id").alias("_peer"), pl.col("window_start").alias("_ps"),
+                  pl.col("window_end").alias("_pe"), "_level"))
+    mine = rows.select(*PEER_KEYS, "window_end", "broker_id").unique()
+    worst = pl.col("_level").min() if lower_is_worse else pl.col("_level").max()
+    per_peer = (mine.join(lv, on=series, nulls_equal=True)
+                .filter((pl.col("_peer") != pl.col("broker_id")) & (pl.col("_ps") < pl.col("window_end"))
+                        & (pl.col("_pe") > pl.col("window_start")))
+                .group_by(*PEER_KEYS, "broker_id", "_peer").agg(_level=worst))
+    med = (per_peer.group_by(*PEER_KEYS, "broker_id")
+           .agg(_peers_median=pl.col("_level").median(), _peers=pl.len().cast(pl.Int64)))
+    return (rows.join(med, on=[*PEER_KEYS, "broker_id"], how="left", nulls_equal=True)
             .with_columns(pl.col("_peers").fill_null(0)))
 
 
@@ -103,7 +110,7 @@ def baseline_text(b: dict[str, Any]) -> str | None:
         parts.append(f"its own history: {b['own_minutes']} min only (fewer than {HISTORY_MIN_MINUTES})")
     if b.get("peers"):
         n = int(b["peers"])
-        parts.append(f"its peers' median at the same time {_shown(kind, b['peers_median'])} ({n} broker"
+        parts.append(f"its peers' median around the same time {_shown(kind, b['peers_median'])} ({n} broker"
                      f"{'s' if n != 1 else ''})")
     return "; ".join(parts) or None
 

@@ -477,8 +477,9 @@ def _rule(windows: pl.DataFrame, cfg: DetectionConfig, rule: MetricRule, advice:
         rows = rows.with_columns(_measure=measure, value=measure, threshold=warn)
     kind = MEASURE_KINDS[rule.kind]
     if rule.kind != "events":  # an election is the active controller's alone: it has no peers
+        th = cfg.threshold(t)
         rows = with_peers(rows, _levels(windows.filter(pl.col("sig").is_in([s.value for s in rule.signals])), cfg,
-                                        rule))
+                                        rule), lower_is_worse=th.critical < th.warning)
     # an election is the controller's, not a listener's
     plane = pl.lit(None, dtype=pl.String) if rule.kind == "events" else _plane()
     rows = _one_per_observation(rows).with_columns(

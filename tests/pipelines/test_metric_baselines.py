@@ -63,8 +63,8 @@ def test_a_saturated_broker_is_compared_with_its_idle_peers() -> None:
     base = json.loads(c["evidence"])["baseline"]
     assert (round(base["peers_median"], 3), base["peers"]) == (0.925, 2)
     add_metric_baselines([c], pl.DataFrame(), HOUR, CFG, BASELINE_SPECS)
-    assert c["summary"].endswith("[against: its peers' median at the same time 92.5% (2 brokers)]")
-    assert json.loads(c["evidence"])["baseline"]["text"] == "its peers' median at the same time 92.5% (2 brokers)"
+    assert c["summary"].endswith("[against: its peers' median around the same time 92.5% (2 brokers)]")
+    assert json.loads(c["evidence"])["baseline"]["text"] == "its peers' median around the same time 92.5% (2 brokers)"
 
 
 def test_a_whole_cluster_saturated_shows_its_peers_saturated_too() -> None:
@@ -114,7 +114,7 @@ def test_a_queue_is_compared_on_its_mean_length() -> None:
                  AlertType.REQUEST_QUEUE_SATURATED)
     add_metric_baselines([c], rollups(2, 30, signal=_QUEUE, attribute="Value", avg=2.0), HOUR, CFG, BASELINE_SPECS)
     assert c["summary"].endswith("[against: its own p90 over the previous 60 min 2.0 requests (30 one-minute "
-                                 "values); its peers' median at the same time 4.0 requests (2 brokers)]")
+                                 "values); its peers' median around the same time 4.0 requests (2 brokers)]")
 
 
 def test_an_election_is_counted_against_the_controllers_history() -> None:
@@ -125,3 +125,22 @@ def test_an_election_is_counted_against_the_controllers_history() -> None:
     add_metric_baselines([c], rollups(100, 30, signal=sig, attribute="Count", last=[0.0] * 30), HOUR, CFG,
                          BASELINE_SPECS)
     assert c["summary"].endswith("[against: its own previous 30 min: 0 of these]")
+
+
+def test_peers_are_read_around_the_same_time_not_at_the_same_window_start() -> None:
+    """A paused controller: every broker's lag peaks, but broker 3 is scraped 6 s after its peers, so its last
+    window starts after their peak: the peers' windows overlapping it still hold it (Apache Kafka 4.4.0)."""
+    sig = Signal.LastAppliedRecordLagMs.value
+    rows: list[dict[str, Any]] = []
+    for broker, offset, peak in ((1, 3.5, 18_000.0), (2, 3.5, 18_100.0), (3, 9.5, 20_800.0)):
+        for i in range(10):
+            at_s = offset + 5.0 * i
+            v = peak if i == 3 else 300.0
+            at = T0 + dt.timedelta(seconds=at_s)
+            rows.append({"cluster": "c1", "broker_id": broker, "ts": at, "signal": sig, "attribute": "Value",
+                         "value": v, "source": f"b{broker}", "source_offset": i, "date": at.date()})
+    tbl = pa.Table.from_pylist([{k: r.get(k) for k in METRIC_SAMPLES.names} for r in rows], METRIC_SAMPLES.to_arrow())
+    three = next(c for c in alerts(tbl, AlertType.METADATA_APPLY_LAG) if c["broker_id"] == 3)
+    assert json.loads(three["evidence"])["window_start"] > "2026-11-28T09:00:18.5"  # after the peers' peak
+    base = json.loads(three["evidence"])["baseline"]
+    assert (base["peers_median"], base["peers"]) == (18_050.0, 2)
