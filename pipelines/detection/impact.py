@@ -126,14 +126,15 @@ IMPACTS: tuple[tuple[AlertType, Callable[[Sequence[Alert]], str | None]], ...] =
     (_T.REQUEST_QUEUE_SATURATED, lambda al: f"the request queue held at least {_top(al):.0f} requests: every client "
                                             "request to the broker (produce, fetch, metadata) waited behind them, and "
                                             "its network threads stopped reading new ones while it was full"),
-    (_T.ACCEPTOR_BLOCKED, lambda al: f"the acceptor was blocked {_top(al) * 100:.0f}% of the time: new connections "
-                                     "waited to be accepted (clients' connection attempts timed out and retried)"),
-    (_T.REQUEST_HANDLER_SATURATED, lambda al: f"the request handlers were {_low(al) * 100:.1f}% idle: client "
-                                              "requests to the broker waited for a free handler (produce and fetch "
-                                              "latency rose)"),
-    (_T.NETWORK_PROCESSOR_SATURATED, lambda al: f"the network threads were {_low(al) * 100:.1f}% idle: the requests "
-                                                "and responses of the broker's clients waited to be read and "
-                                                "written"),
+    (_T.ACCEPTOR_BLOCKED, lambda al: f"the acceptor was blocked up to {_top(al) * 100:.0f}% of the time: new "
+                                     "connections waited to be accepted (clients' connection attempts timed out and "
+                                     "retried)"),
+    (_T.REQUEST_HANDLER_SATURATED, lambda al: f"the request handlers were as little as {_low(al) * 100:.1f}% "
+                                              "idle: client requests to the broker waited for a free handler (produce "
+                                              "and fetch latency rose)"),
+    (_T.NETWORK_PROCESSOR_SATURATED, lambda al: f"the network threads were as little as {_low(al) * 100:.1f}% idle: "
+                                                "the requests and responses of the broker's clients waited to be read "
+                                                "and written"),
 )
 
 

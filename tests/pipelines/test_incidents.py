@@ -93,12 +93,13 @@ def test_a_connection_storm_explains_the_saturated_network_threads() -> None:
               alert("ACCEPTOR_BLOCKED", start_s=3, severity="critical", value=0.7)]
     (inc,) = group_incidents(alerts, RESOLVE_AFTER)
     assert (inc["cause"], inc["alerts"]) == (IncidentCause.CONNECTION_STORM, 2)
-    assert inc["impact"] == ("the acceptor was blocked 70% of the time: new connections waited to be accepted "
-                             "(clients' connection attempts timed out and retried); the network threads were 5.0% "
-                             "idle: the requests and responses of the broker's clients waited to be read and written")
+    assert inc["impact"] == ("the acceptor was blocked up to 70% of the time: new connections waited to be accepted "
+                             "(clients' connection attempts timed out and retried); the network threads were as "
+                             "little as 5.0% idle: the requests and responses of the broker's clients waited to be "
+                             "read and written")
     assert group_incidents([alert("REQUEST_HANDLER_SATURATED", value=0.02)], RESOLVE_AFTER)[0]["impact"] == (
-        "the request handlers were 2.0% idle: client requests to the broker waited for a free handler (produce and "
-        "fetch latency rose)")
+        "the request handlers were as little as 2.0% idle: client requests to the broker waited for a free handler "
+        "(produce and fetch latency rose)")
 
 
 def test_spans_brokers_and_the_cluster_make_separate_incidents_and_a_bridge_joins_two() -> None:
