@@ -29,7 +29,7 @@ from typing import Any
 import polars as pl
 
 from pipelines.detection.config import DetectionConfig
-from pipelines.detection.rule_common import fmt1
+from pipelines.detection.rule_common import NANOS_PER_SECOND, fmt1
 from schemas.alerts import AlertType
 
 __all__ = ["HISTORY_MIN_MINUTES", "REQUEST_RULE_SPECS", "BaselineSpec", "MeasureKind", "add_metric_baselines",
@@ -37,7 +37,6 @@ __all__ = ["HISTORY_MIN_MINUTES", "REQUEST_RULE_SPECS", "BaselineSpec", "Measure
 
 # A quantile of fewer one-minute values than this is a guess: the history is reported as too short.
 HISTORY_MIN_MINUTES = 5
-NANOS_PER_SECOND = 1e9
 PEER_KEYS = ("cluster", "sig", "listener", "window_start")
 
 

@@ -58,6 +58,7 @@ from pipelines.detection.request_metrics import (
 )
 from pipelines.detection.rule_common import (
     CONTROL_PLANE_PREFIX,
+    NANOS_PER_SECOND,
     attribute_key,
     candidate_rows,
     evidence,
@@ -183,7 +184,6 @@ METER_ATTRIBUTES = ("count", "meanrate", "oneminuterate", "fiveminuterate", "fif
 # Preferred attribute per window (lower wins): the current rate/percentile over lifetime means.
 _ATTR_RANK = {"oneminuterate": 0, "99thpercentile": 0, "0.99": 0, "value": 1, "": 1, "count": 2, "mean": 3,
               "fiveminuterate": 3, "fifteenminuterate": 3, "meanrate": 4}
-NANOS_PER_SECOND = 1e9
 _REQUEST_QUEUE = _S.RequestQueueSize.value
 # Kafka 4.x's KRaft controller request handler pool (a controller node's own plane).
 _KRAFT_CONTROLLER_SIGNALS = (_S.ControllerRequestHandlerAvgIdlePercent.value,)

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONTROL_PLANE_PREFIX",
+    "NANOS_PER_SECOND",
     "attribute_key",
     "candidate_rows",
     "evidence",
@@ -39,6 +40,8 @@ __all__ = [
 
 # Control-plane signals are named so by Kafka (ControlPlaneRequestQueueSize, ControlPlane...IdlePercent).
 CONTROL_PLANE_PREFIX = "ControlPlane"
+# Kafka's idle and blocked "percent" meters are marked in nanoseconds (FACTS.md section 3).
+NANOS_PER_SECOND = 1e9
 
 
 def _per_cluster(cfg: DetectionConfig, pick: Callable[[DetectionConfig], float]) -> pl.Expr:
