@@ -240,6 +240,15 @@ def _cause(members: Sequence[Mapping[str, Any]]) -> tuple[CauseRule, Mapping[str
     return rule, chosen, list(others.items())
 
 
+@dataclass(frozen=True)
+class History:
+    """Earlier incidents (`incident_id`, `cluster`, `broker_id`, `cause`, `started_at`) over `window` before the
+    incidents being grouped: the frequency half of each incident's baseline."""
+
+    incidents: Sequence[Mapping[str, Any]] = ()
+    window: timedelta = timedelta(hours=24)
+
+
 def _measured(shown_by: Mapping[str, Any], members: Sequence[Mapping[str, Any]]) -> str | None:
     """The measured baseline of the alert that shows the cause, else of the first member with one (its evidence's
     `baseline.text`: pipelines.detection.baselines and metric_baselines), naming the alert type when it is not the
@@ -268,15 +277,6 @@ def _baseline(cause: IncidentCause, shown_by: Mapping[str, Any], members: Sequen
                      f"with one: {peers}")
     measured = _measured(shown_by, members)
     return f"{measured}; {frequency}" if measured else frequency
-
-
-@dataclass(frozen=True)
-class History:
-    """Earlier incidents (`incident_id`, `cluster`, `broker_id`, `cause`, `started_at`) over `window` before the
-    incidents being grouped: the frequency half of each incident's baseline."""
-
-    incidents: Sequence[Mapping[str, Any]] = ()
-    window: timedelta = timedelta(hours=24)
 
 
 def _incident(cluster: str, broker: int | None, members: Sequence[Mapping[str, Any]], iid: str,
