@@ -18,8 +18,9 @@ touched and merges the result, so alerts and incidents are written by one path.
   without a request log it stays "slow, cause not witnessed", and says which log would tell.
 * **Text.** `summary` = the cause's headline and the numbers of the alert that shows it; `action` = what to
   change, with the Kafka documentation's link; `impact` = what the member alerts say partitions and clients went
-  through (leadership changes that waited, stale metadata, connections refused, data possibly lost);
-  `evidence` = which alert chose the cause and why.
+  through (pipelines.detection.impact: a clause per alert type, the cause's first); `baseline` = the cause alert's
+  measured baseline (its broker's own history, its peers) and how many incidents of the same cause the broker and
+  its peers had in the history window before it (`History`); `evidence` = which alert chose the cause and why.
 """
 
 from __future__ import annotations
