@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 
 from jobs.alert_writer import AlertWriter
 from jobs.roll_inputs import RollInputs
-from pipelines.detection.baselines import QUEUED_TYPE, add_queue_baselines
+from pipelines.detection.baselines import QUEUED_TYPE, add_queue_baselines, history_spans
 from pipelines.detection.config import DetectionConfig
 from pipelines.detection.events import CONTROL_REQUESTS, STALE_EVENTS
 from pipelines.detection.kraft_detectors import ELECTION_COLUMNS, KRAFT_EVENTS, SHUTDOWN_COLUMNS, SHUTDOWN_ECHO_S
@@ -210,10 +210,8 @@ class LogRules(_BatchRules):
         if not queued or not self.requests.exists():
             return
         window = dt.timedelta(seconds=self.cfg.baseline_window_s)
-        spans = [(cluster, min(c["ts"] for c in queued if c["cluster"] == cluster) - window,
-                  max(c["ts"] for c in queued if c["cluster"] == cluster))
-                 for cluster in sorted({c["cluster"] for c in queued})]
-        rows = self.requests.read_spans(spans, where=pc.field("api_name").isin(list(CONTROL_REQUESTS)))
+        rows = self.requests.read_spans(history_spans(queued, window),
+                                        where=pc.field("api_name").isin(list(CONTROL_REQUESTS)))
         add_queue_baselines(queued, utc_frame(rows.select(QUEUE_HISTORY_COLUMNS)), window, self.cfg)
 
     def __call__(self, silver: SilverRows, batch_id: int) -> None:
@@ -263,10 +261,7 @@ class MetricRules(_BatchRules):
         window = dt.timedelta(seconds=self.cfg.baseline_window_s)
         rollups = pl.DataFrame()
         if self.rollups.exists():
-            spans = [(cluster, min(c["ts"] for c in wanted if c["cluster"] == cluster) - window,
-                      max(c["ts"] for c in wanted if c["cluster"] == cluster))
-                     for cluster in sorted({c["cluster"] for c in wanted})]
-            rollups = utc_frame(self.rollups.read_spans(spans, "minute"))
+            rollups = utc_frame(self.rollups.read_spans(history_spans(wanted, window), "minute"))
         add_metric_baselines(wanted, rollups, window, self.cfg, BASELINE_SPECS)
 
     def __call__(self, silver: SilverRows, batch_id: int) -> None:

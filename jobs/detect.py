@@ -41,7 +41,7 @@ from jobs.io.delta_read import DeltaStreamSource
 from jobs.io.delta_sink import DeltaMerger, ensure_table
 from jobs.io.session import build_session
 from jobs.io.settings import Settings, add_arguments, interval_seconds, load_settings
-from pipelines.detection.baselines import BASELINE_TYPES, add_baselines
+from pipelines.detection.baselines import BASELINE_TYPES, add_baselines, history_spans
 from pipelines.detection.config import DetectionConfig
 from pipelines.detection.events import METRIC_HEARTBEAT_LAG_S, heartbeats, pairing_input, served_input
 from pipelines.detection.latency_detectors import latency_candidates, state_change_spans
@@ -163,11 +163,8 @@ class PairingBatch:
         if not slow or not self.latency_rows.exists():
             return
         window = dt.timedelta(seconds=self.cfg.baseline_window_s)
-        spans = []
-        for cluster in sorted({c["cluster"] for c in slow}):
-            times = [c["ts"] for c in slow if c["cluster"] == cluster]
-            spans.append((cluster, min(times) - window, max(times)))
-        add_baselines(cands, polars_frame(self.latency_rows.read_spans(spans, "sent_ts")), window, self.cfg)
+        add_baselines(cands, polars_frame(self.latency_rows.read_spans(history_spans(slow, window), "sent_ts")),
+                      window, self.cfg)
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         watermark = _watermark(self.holder)

@@ -33,7 +33,7 @@ import pyarrow as pa
 
 from schemas.alerts import AlertType
 from schemas.roll_safety import SEVERITY_ORDER, CheckStatus, RollCheck, RollVerdict
-from schemas.signals import Signal
+from schemas.signals import START_SIGNALS, Signal
 
 __all__ = ["CONTROL_REQUEST_ALERTS", "DEFAULT_THRESHOLDS", "ROLL_SIGNALS", "Reason", "RollThresholds", "Verdict",
            "in_flight_at", "open_at", "roll_verdict", "utc_frame"]
@@ -42,7 +42,7 @@ _S = Signal
 ROLL_SIGNALS: tuple[str, ...] = tuple(s.value for s in (
     _S.OfflinePartitionsCount, _S.UnderMinIsrPartitionCount, _S.UnderReplicatedPartitions, _S.ActiveControllerCount,
     _S.RaftCurrentLeader, _S.FencedBrokerCount, _S.MetadataApplyLagMs, _S.LastAppliedRecordLagMs,
-    _S.EventQueueTimeMs, _S.PreferredReplicaImbalanceCount, _S.ProcessStartTimeSeconds, _S.StartTimeMs))
+    _S.EventQueueTimeMs, _S.PreferredReplicaImbalanceCount)) + tuple(START_SIGNALS)
 # Attributes a gauge's value comes under (jmx_exporter: Value; a JSON reporter may leave it empty). The event queue
 # histogram is read at its median: its percentiles come from an exponentially decaying reservoir, and one slow
 # event (a controller failover's) kept the 99th percentile above 1 s for minutes on Apache Kafka 3.9.1 (a gated
@@ -153,9 +153,9 @@ class _Latest:
 
 
 def _starts(lat: _Latest) -> dict[int, float]:
-    """Each node's start (s since the epoch): jmx_exporter's process start, else Kafka's app-info start-time-ms."""
-    return {**{b: v / 1000 for b, v, _ in lat.of(_S.StartTimeMs)},
-            **{b: v for b, v, _ in lat.of(_S.ProcessStartTimeSeconds)}}
+    """Each node's start (s since the epoch, schemas.signals.START_SIGNALS): jmx_exporter's process start, else
+    Kafka's app-info start-time-ms."""
+    return {b: v * START_SIGNALS[s] for s in reversed(START_SIGNALS) for b, v, _ in lat.of(Signal(s))}
 
 
 def _missing(check: RollCheck, signal: Signal) -> Reason:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-__all__ = ["SOURCES", "KafkaMetric", "Signal"]
+__all__ = ["SOURCES", "START_SIGNALS", "KafkaMetric", "Signal"]
 
 
 class Signal(StrEnum):
@@ -292,3 +292,9 @@ SOURCES: dict[Signal, KafkaMetric] = {
     _S.StartTimeMs: KafkaMetric(_SRV, "app-info", "start-time-ms", "kafka", "ms since the Unix epoch",
                                 "when the broker started (Kafka's app-info metrics)"),
 }
+
+# A broker's start, seconds since the epoch per unit of each signal's value, the first listed preferred:
+# jmx_exporter's process collector, or Kafka's own app-info start-time-ms (the reference broker's JSON reporter writes
+# only that). Detection leaves out a young broker's windowed ratios; roll-safety tells a restarted broker's requests
+# from its earlier incarnation's.
+START_SIGNALS: dict[str, float] = {Signal.ProcessStartTimeSeconds.value: 1.0, Signal.StartTimeMs.value: 1e-3}

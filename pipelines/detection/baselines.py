@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import polars as pl
@@ -28,7 +28,8 @@ from pipelines.detection.rule_common import half_up
 from schemas.alerts import AlertType
 from schemas.events import LatencyStatus
 
-__all__ = ["BASELINE_MIN_REQUESTS", "BASELINE_TYPES", "QUEUED_TYPE", "add_baselines", "add_queue_baselines"]
+__all__ = ["BASELINE_MIN_REQUESTS", "BASELINE_TYPES", "QUEUED_TYPE", "add_baselines", "add_queue_baselines",
+           "history_spans"]
 
 # A p90 or a median of fewer requests than this is noise: the baseline is left out.
 BASELINE_MIN_REQUESTS = 5
@@ -38,6 +39,16 @@ BASELINE_TYPES: dict[str, str] = {
     AlertType.DELAYED_UPDATE_METADATA.value: "UpdateMetadata",
     AlertType.DELAYED_STOP_REPLICA.value: "StopReplica",
 }
+
+
+def history_spans(candidates: Sequence[dict[str, Any]], window: timedelta) -> list[tuple[str, datetime, datetime]]:
+    """Per cluster of `candidates`, from `window` before its earliest to its latest (LatestTable.read_spans): what
+    their baselines read."""
+    out = []
+    for cluster in sorted({str(c["cluster"]) for c in candidates}):
+        times = [c["ts"] for c in candidates if c["cluster"] == cluster]
+        out.append((cluster, min(times) - window, max(times)))
+    return out
 
 
 def _measure() -> pl.Expr:

@@ -89,11 +89,6 @@ def peers_baseline(r: Mapping[str, Any], kind: str) -> dict[str, Any]:
     return {"kind": kind, "peers_median": r["_peers_median"], "peers": r["_peers"]}
 
 
-def _lower_is_worse(cfg: DetectionConfig, cluster: str, alert_type: str) -> bool:
-    th = cfg.for_cluster(cluster).threshold(alert_type)
-    return th.critical < th.warning
-
-
 def baseline_text(b: dict[str, Any]) -> str | None:
     """The clause a `baseline` evidence object reads as (None: it holds no comparison)."""
     kind = str(b.get("kind") or MeasureKind.MS)
@@ -191,7 +186,7 @@ def add_metric_baselines(candidates: Sequence[dict[str, Any]], rollups: pl.DataF
             if kind == MeasureKind.EVENTS:
                 base["own"] = float(values.sum()) if mine.height else None
             elif values.len() >= HISTORY_MIN_MINUTES:
-                low = _lower_is_worse(cfg, str(c["cluster"]), str(c["type"]))
+                low = cfg.for_cluster(str(c["cluster"])).threshold(str(c["type"])).below
                 base["own_quantile"] = "p10" if low else "p90"
                 base["own"] = float(values.quantile(0.1 if low else 0.9, "nearest") or 0.0)
         text = baseline_text(base)

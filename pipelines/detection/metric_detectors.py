@@ -72,7 +72,7 @@ from pipelines.detection.rule_common import (
     without_control_plane,
 )
 from schemas.alerts import AlertType
-from schemas.signals import Signal
+from schemas.signals import START_SIGNALS, Signal
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -161,9 +161,6 @@ METRIC_RULES: dict[str, MetricRule] = {r.alert_type: r for r in (
 WINDOWED_RATE_WARMUP_S = 60.0
 WINDOWED_RATE_SIGNALS: tuple[str, ...] = (_S.NetworkProcessorAvgIdlePercent.value,
                                           _S.ControlPlaneNetworkProcessorAvgIdlePercent.value)
-# A broker's start, in seconds since the epoch per sample value: jmx_exporter's process collector, or Kafka's own
-# app-info start-time-ms (the reference broker's JSON reporter writes only that)
-START_SIGNALS: dict[str, float] = {_S.ProcessStartTimeSeconds.value: 1.0, _S.StartTimeMs.value: 1e-3}
 # how far back a process-start sample vouches for a later sample of its broker: one scrape at the longest interval
 # detection reads (DetectionConfig.max_scrape_interval_s), and its jitter
 MAX_START_AGE_S = 75.0
@@ -456,7 +453,8 @@ _EVIDENCE = ("signal", "attribute", "listener_raw", "window_start", "window_end"
 
 def _rule(windows: pl.DataFrame, cfg: DetectionConfig, rule: MetricRule, advice: str) -> list[dict[str, Any]]:
     t = rule.alert_type
-    rows = windows.filter(pl.col("sig").is_in([s.value for s in rule.signals]))
+    series = windows.filter(pl.col("sig").is_in([s.value for s in rule.signals]))
+    rows = series
     if rows.is_empty():
         return []
     warn = level(cfg, t, "warning")
@@ -477,9 +475,7 @@ def _rule(windows: pl.DataFrame, cfg: DetectionConfig, rule: MetricRule, advice:
         rows = rows.with_columns(_measure=measure, value=measure, threshold=warn)
     kind = MEASURE_KINDS[rule.kind]
     if rule.kind != "events":  # an election is the active controller's alone: it has no peers
-        th = cfg.threshold(t)
-        rows = with_peers(rows, _levels(windows.filter(pl.col("sig").is_in([s.value for s in rule.signals])), cfg,
-                                        rule), lower_is_worse=th.critical < th.warning)
+        rows = with_peers(rows, _levels(series, cfg, rule), lower_is_worse=cfg.threshold(t).below)
     # an election is the controller's, not a listener's
     plane = pl.lit(None, dtype=pl.String) if rule.kind == "events" else _plane()
     rows = _one_per_observation(rows).with_columns(

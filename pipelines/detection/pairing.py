@@ -201,13 +201,13 @@ class PairingState:
         return min(times) if times else None
 
 
-
 def _broker_count(r: dict[str, Any], ev: Event) -> None:
     """The request's partition count is the largest a broker line gives: the summary `Handling/Finished ... for N
     partitions` wins over a per-partition TRACE line seen first (`... starting the become-follower transition for
     partition p`: 1 of 150, Apache Kafka 3.9.1 at TRACE, a topic created)."""
     if ev.partitions is not None and ev.partitions > (r["partitions"] or 0):
         r["partitions"], r["dirty"] = ev.partitions, True
+
 
 def _start(r: dict[str, Any]) -> int:
     for k in ("sent_ts", "handling_ts", "received_ts"):

@@ -323,6 +323,14 @@ def _cell(v: object) -> str:
     return "-" if v is None else str(v)
 
 
+def _columns(header: tuple[str, ...], body: Sequence[tuple[str, ...]]) -> list[str]:
+    """A plain-text table: the header, a rule of dashes, the body, columns padded to their widest cell."""
+    widths = [max(len(r[c]) for r in (header, *body)) for c in range(len(header))]
+    lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in (header, *body)]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return lines
+
+
 def _cause_cell(got: str | None, expected: str | None) -> str:
     if got is None:
         return "-" if expected is None else f"- (expected {expected})"
@@ -349,9 +357,7 @@ def render_table(detections: Sequence[Detection], false_alarms: Sequence[SeenAle
                      _cell(a.severity) if a else "-", f"{d.delay_s:.1f}" if d.delay_s is not None else "-",
                      f"{d.visible_delay_s:.1f}" if d.visible_delay_s is not None else "-",
                      _cause_cell(cause.get(a.alert_id) if a else None, i.expected_cause)))
-    widths = [max(len(r[c]) for r in (header, *body)) for c in range(len(header))]
-    lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in (header, *body)]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines = _columns(header, body)
     caught = sum(1 for d in detections if d.alert is not None)
     lines.append("")
     lines.append(f"{caught} of {len(detections)} injected incidents caught; "
@@ -398,9 +404,7 @@ def render_rolls(reports: Mapping[str, Mapping[str, Any]], engines: Mapping[str,
     header = ("rolling restart", "engine", *(h for h, _ in ROLL_COLUMNS), "ROLL_TOO_FAST")
     body = [(run, engines.get(run, "reference"), *(_cell(r.get(k)) for _, k in ROLL_COLUMNS),
              str(too_fast.get(run, 0))) for run, r in reports.items()]
-    widths = [max(len(r[c]) for r in (header, *body)) for c in range(len(header))]
-    lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in (header, *body)]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines = _columns(header, body)
     return "\n".join(lines)
 
 
@@ -419,9 +423,7 @@ def render_incidents(incidents: Sequence[Mapping[str, Any]], alerts: Iterable[Se
              _cell(i.get("severity")), ",".join(i.get("alert_types") or []),
              ",".join(f for f in EXPLAINED_FIELDS if not i.get(f)) or "-")
             for i in sorted(mine, key=lambda i: (runs.index(i["cluster"]), str(i.get("started_at"))))]
-    widths = [max(len(r[c]) for r in (header, *body)) for c in range(len(header))]
-    lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in (header, *body)]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines = _columns(header, body)
     full = {aid for i in mine if all(i.get(f) for f in EXPLAINED_FIELDS) for aid in i.get("alert_ids") or []}
     theirs = [a for a in alerts if a.cluster in runs]
     explained = sum(1 for a in theirs if a.alert_id in full)
