@@ -90,7 +90,10 @@ def utc(t: datetime | None, field: str = "time") -> datetime | None:
     """A timezone-aware UTC datetime (naive input is taken as UTC); 422 naming `field` outside 2000..2200."""
     if t is None:
         return None
-    t = t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
+    try:
+        t = t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00:00+00:01 is year 0 in UTC, out of datetime's range
+        bad_param(field, f"must lie between {MIN_TIME.date()} and {MAX_TIME.date()}", t.isoformat())
     if not MIN_TIME <= t < MAX_TIME:
         bad_param(field, f"must lie between {MIN_TIME.date()} and {MAX_TIME.date()}", t.isoformat())
     return t

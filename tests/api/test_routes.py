@@ -123,6 +123,7 @@ def test_limit_is_capped(make_client: ClientFactory, tmp_path: Path) -> None:
         ("broker_id=abc", "broker_id"),
         ("limit=0", "limit"),
         ("since=yesterday", "since"),
+        ("since=0001-01-01T00:00:00%2B00:01", "since"),  # year 0 in UTC: out of datetime's range (schemathesis)
         ("since=2026-01-02T00:00:00Z&until=2026-01-01T00:00:00Z", "until"),
         ("cursor=not-a-cursor", "cursor"),
         ("type=x'; DROP TABLE alerts;--", "type"),
