@@ -41,7 +41,7 @@ lock-upgrade: $(STAMP) ## move uv.lock to the newest allowed versions, install t
 
 lint: $(STAMP) ## ruff check, mypy --strict (the code is formatted by hand to 120 columns, not by ruff format)
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy planewatch broker pipelines schemas api jobs
+	$(VENV)/bin/mypy planewatch broker pipelines schemas api jobs lake
 
 broker: $(STAMP) ## run the reference broker from conf/broker.properties
 	$(PW) broker --config conf/broker.properties

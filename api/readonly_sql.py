@@ -31,7 +31,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from schemas.lake_read import to_plain
+from lake.read import to_plain
 
 __all__ = [
     "READ_PLAN_NODES",
@@ -130,7 +130,7 @@ def _plan(ctx: Any, sql: str) -> Any:
 def run_read_only(ctx: Any, sql: str, max_rows: int) -> tuple[pa.Table, bool]:
     """Plan `sql` in `ctx` (see `read_only_session`), refuse anything but a read, and run it.
 
-    Returns the first `max_rows` rows, in plain types (DataFusion answers strings as string_view: schemas.lake_read),
+    Returns the first `max_rows` rows, in plain types (DataFusion answers strings as string_view: lake.read),
     and whether the query produced more (reading stops there).
 
     Raises:

@@ -18,7 +18,7 @@ from urllib.parse import unquote, urlsplit
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from schemas.lake_read import read_file, to_contract
+from lake.read import read_file, to_contract
 from schemas.tables import ALERTS, CONTROL_REQUEST_LATENCY, TABLES
 
 __all__ = [
@@ -156,7 +156,7 @@ def local_root(table_uri: str) -> str | None:
 
 def read_added_files(root: str, actions: pa.Table, table: str) -> pa.Table:
     """The rows of the files listed in `actions` (flattened add actions), partition columns restored, in the
-    contract's types (schemas.lake_read: a MERGE's files hold view types)."""
+    contract's types (lake.read: a MERGE's files hold view types)."""
     schema = TABLES[table].to_arrow()
     parts: list[pa.Table] = []
     part_cols = [c for c in actions.column_names if c.startswith("partition.")]

@@ -44,7 +44,7 @@ import pyarrow.compute as pc
 
 from api.memo import Memo
 from api.snapshots import SNAPSHOTS, local_root, read_added_files
-from schemas.lake_read import read_table, to_plain
+from lake.read import TableNotFoundError, open_table, query_builder, read_table, to_plain
 from schemas.tables import ALERTS, CONTROL_REQUEST_LATENCY, METRIC_ROLLUPS_1M, METRIC_SAMPLES, TABLES
 
 __all__ = [
@@ -181,9 +181,6 @@ class LakeStore:
 
     def _handle(self, name: str) -> _Handle:
         """The table's handle, its version refreshed if the refresh interval passed."""
-        from deltalake import DeltaTable
-        from deltalake.exceptions import TableNotFoundError
-
         if name not in TABLES:
             raise TableUnavailable(name, "unknown table")
         now = self._clock()
@@ -191,7 +188,7 @@ class LakeStore:
             h = self._handles.get(name)
         if h is None:
             try:
-                dt = DeltaTable(self.path(name))
+                dt = open_table(self.path(name))
                 h = _Handle(dt, dt.version(), now)
             except TableNotFoundError as e:  # no directory, or no commit in its log yet
                 raise TableMissing(name, _reason(e)) from e
@@ -345,12 +342,10 @@ class LakeStore:
 
     def _load(self, name: str, h: _Handle, version: int) -> None:
         """Read version `version` of a snapshot table through its own DeltaTable (no state shared with readers)."""
-        from deltalake import DeltaTable
-
         if h.snapshot is not None and h.snapshot_version >= version:
             return
         try:
-            dt = DeltaTable(self.path(name), version=version)
+            dt = open_table(self.path(name), version=version)
             actions = pa.table(dt.get_add_actions(flatten=True))
             spec = SNAPSHOTS[name]
             read = spec.files(actions) if spec.files is not None else actions
@@ -493,9 +488,7 @@ class LakeStore:
 
 
 def _run_query(sql: str, handles: Mapping[str, _Handle]) -> pa.Table:
-    from deltalake import QueryBuilder
-
-    qb = QueryBuilder()
+    qb = query_builder()
     for name, h in handles.items():
         with h.lock:  # registration takes the table's current snapshot; the refresher updates it under this lock
             qb.register(name, h.table)

@@ -92,7 +92,7 @@ def print_reads(spark: Any, table: Path) -> None:
     list: median seconds of READ_REPEATS, each a count."""
     import statistics
 
-    from jobs.io.delta_read import read_delta
+    from lake.spark_read import read_delta
 
     part = [[("cluster", "=", "bench"), ("date", "=", time.strftime("%Y-%m-%d", time.gmtime()))]]
     print(f"reads, one partition of {table.name} ({READ_REPEATS} counts, median):")

@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from deltalake.exceptions import CommitFailedError
 
 from jobs.incident_writer import IncidentWriter
-from jobs.io.delta_sink import DeltaMerger
+from lake.merge import DeltaMerger
+from lake.read import LatestTable
+from lake.tables import CommitFailedError
 from pipelines.detection.lifecycle import Candidate, apply_lifecycle
 from schemas.alerts import AlertStatus, DetectQuery, owned_types
-from schemas.lake_read import LatestTable
 from schemas.tables import ALERTS
 
 if TYPE_CHECKING:

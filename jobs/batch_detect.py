@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 
 from jobs.alert_writer import AlertWriter
 from jobs.roll_inputs import RollInputs
+from lake.read import LatestTable
 from pipelines.detection.baselines import QUEUED_TYPE, add_queue_baselines, history_spans
 from pipelines.detection.config import DetectionConfig
 from pipelines.detection.events import CONTROL_REQUESTS, STALE_EVENTS
@@ -50,7 +51,6 @@ from pipelines.roll_safety import utc_frame
 from schemas.alerts import DetectQuery
 from schemas.events import Event
 from schemas.inputs import InputFamily
-from schemas.lake_read import LatestTable
 from schemas.tables import METRIC_ROLLUPS_1M, METRIC_SAMPLES, REQUEST_EVENTS, STATE_CHANGE_EVENTS
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ streaming queries, each reading silver through the `planewatch_delta` source (of
 
 The rules that need no pairing (stale epochs, request-log queue times, every metric rule) run inside the ingest
 job's micro-batches (jobs.batch_detect), one hop from the data. Every write is a delta-rs MERGE under a Delta app
-transaction (jobs.io.delta_sink.DeltaMerger), so a replayed micro-batch writes nothing twice; the alert writers
+transaction (lake.merge.DeltaMerger), so a replayed micro-batch writes nothing twice; the alert writers
 share `alerts`, each owning its alert types (jobs.alert_writer).
 """
 
@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from deltalake import DeltaTable
 from pyspark.sql import functions as F
 
 if __name__ == "__main__":  # spark-submit jobs/detect.py: the repository root must be importable
@@ -37,10 +36,13 @@ if __name__ == "__main__":  # spark-submit jobs/detect.py: the repository root m
 
 from jobs.alert_writer import AlertWriter
 from jobs.io.checkpoints import app_run_id
-from jobs.io.delta_read import DeltaStreamSource
-from jobs.io.delta_sink import DeltaMerger, ensure_table
 from jobs.io.session import build_session
 from jobs.io.settings import Settings, add_arguments, interval_seconds, load_settings
+from lake.log import newest_time
+from lake.merge import DeltaMerger
+from lake.read import LatestTable
+from lake.spark_read import DeltaStreamSource
+from lake.tables import ensure_table
 from pipelines.detection.baselines import BASELINE_TYPES, add_baselines, history_spans
 from pipelines.detection.config import DetectionConfig
 from pipelines.detection.events import METRIC_HEARTBEAT_LAG_S, heartbeats, pairing_input, served_input
@@ -50,7 +52,6 @@ from pipelines.detection.operator import pair_requests
 from pipelines.detection.rule_common import frame as polars_frame
 from schemas.alerts import AlertType, DetectQuery
 from schemas.events import LatencyStatus
-from schemas.lake_read import LatestTable
 from schemas.tables import (
     ALERTS,
     CONTROL_REQUEST_LATENCY,
@@ -70,6 +71,8 @@ __all__ = ["main", "start_detection_queries"]
 log = logging.getLogger(__name__)
 
 QUERIES = ("detect_pairing", "detect_rollups")
+# The times of a control_request_latency row by which the pairing tells a request new to the table.
+REQUEST_TIMES = ("sent_ts", "handling_ts", "finished_ts")
 # The pairing query looks for new commits of its inputs this often (when `trigger.interval` is longer): a look that
 # finds none costs a listing of three Delta logs (~10 ms), and a batch runs only on new commits, which come at the
 # ingest queries' own triggers; so the hop from a log line's silver row to its alert waits ~0.25 s on average
@@ -133,7 +136,7 @@ class PairingBatch:
         # a request's first row is appended only when it started after everything the table held when this query
         # started: an earlier one may be there already (the query's checkpoint was reset, or its last run crashed
         # between the commit and the checkpoint), and a MERGE finds it
-        self.appends_after = newest_request(settings.table_path(CONTROL_REQUEST_LATENCY.name))
+        self.appends_after = newest_time(settings.table_path(CONTROL_REQUEST_LATENCY.name), REQUEST_TIMES)
 
     def _appendable(self, tbl: pa.Table) -> pa.ChunkedArray:
         """The rows of `tbl` to append rather than merge: first rows (no earlier row of theirs was emitted) of
@@ -221,25 +224,6 @@ class RollupsBatch:
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         self.merger.write(df, batch_id)
-
-
-def newest_request(path: str) -> dt.datetime | None:
-    """The latest time any request row of control_request_latency at `path` carries (its files' statistics); None
-    for an empty table or none; `datetime.max` when a file has no statistics (nothing is known to be new)."""
-    if not DeltaTable.is_deltatable(path):
-        return None
-    adds = pa.table(DeltaTable(path).get_add_actions(flatten=True))
-    if adds.num_rows == 0:
-        return None
-    tops: list[dt.datetime] = []
-    for column in ("max.sent_ts", "max.handling_ts", "max.finished_ts"):
-        if column not in adds.column_names:
-            return dt.datetime.max.replace(tzinfo=dt.UTC)
-        top = pc.max(adds[column]).as_py()
-        if top is not None:
-            tops.append(top if top.tzinfo else top.replace(tzinfo=dt.UTC))
-    no_stats = "num_records" not in adds.column_names or pc.any(pc.is_null(adds["num_records"])).as_py()
-    return dt.datetime.max.replace(tzinfo=dt.UTC) if no_stats else max(tops, default=None)
 
 
 def _stream(spark: SparkSession, settings: Settings, table: Any) -> DataFrame:

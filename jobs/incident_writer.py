@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from jobs.io.delta_sink import DeltaMerger
+from lake.merge import DeltaMerger
+from lake.read import LatestTable
 from pipelines.detection.incidents import History, group_incidents, live_end
 from schemas.alerts import AlertStatus
-from schemas.lake_read import LatestTable
 from schemas.tables import INCIDENTS
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ A batch of source records (jobs.io.sources.RAW_RECORD_DDL):
    `parse`/`source`; rows failing a hard quality rule, stage `validate`) or to recognised-but-unused (kept in bronze
    only, counted); the route and stage vocabulary is schemas.routes;
 3. is staged as Parquet files per table (bronze, each silver table, quarantine) and committed per table
-   (jobs.io.staging.write_batch, jobs.io.delta_sink.DeltaSink.commit_pending);
+   (jobs.io.staging.write_batch, lake.sink.DeltaSink.commit_pending);
 4. its rules run on the committed silver rows (jobs.batch_detect), then its dq_results rows are written
    (jobs.ingest_quality, schemas.dq): per hard rule, Great Expectations on a sample, the reconciliation
    raw = silver + quarantine + unused, and a file query's byte reconciliation and skipped input entries
@@ -28,7 +28,7 @@ file or scrape batch whose offsets (the query's offset log: metadata, not the in
 is not read to find out). Both write the same rows. (Reading a file or scrape batch through its stream instead, a
 Spark job for the driver and a pass of every record through the JVM for the executors, measured up to 40% slower.)
 
-Every table is committed through the exactly-once sink (jobs.io.delta_sink) under its own app id
+Every table is committed through the exactly-once sink (lake.sink) under its own app id
 (`<query>.<run id>:<table>`, the run id kept in the query's checkpoint: jobs.io.checkpoints) and the batch id as
 version: a replayed batch writes nothing twice (a table that committed it is staged nothing). The sink mode only
 chooses the committer of the staged files: delta-rs (the driver moves them into the table and commits their add
@@ -50,8 +50,6 @@ import pyarrow as pa
 from jobs.ingest_quality import IngestQuality
 from jobs.io.bronze import arrow_to_raw, to_raw
 from jobs.io.checkpoints import logged_offset
-from jobs.io.delta_read import read_files
-from jobs.io.delta_sink import DeltaSink, ensure_table
 from jobs.io.file_accounting import file_batch_rows
 from jobs.io.file_tail import file_batch_bytes, logged_file_pieces
 from jobs.io.prometheus_source import logged_scrape_records, scrape_batch_bytes
@@ -66,9 +64,12 @@ from jobs.io.staging import (
     stage_pieces_on_executors,
     write_batch,
 )
+from lake.read import committed_rows
+from lake.sink import DeltaSink
+from lake.spark_read import read_files
+from lake.tables import ensure_table
 from pipelines.parsing.engine import run_engine
 from schemas.dq import RECONCILIATION_SUITE, RECORDS_EXPECTATION, DqResult
-from schemas.lake_read import committed_rows
 from schemas.routes import RAW_TABLES, REJECTED, ROUTE_TABLES, UNUSED, VALIDATE
 from schemas.tables import DQ_RESULTS, QUARANTINE
 

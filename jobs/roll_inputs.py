@@ -11,8 +11,8 @@ from collections.abc import Callable
 import polars as pl
 import pyarrow.compute as pc
 
+from lake.read import LatestTable
 from pipelines.roll_safety import CONTROL_REQUEST_ALERTS, DEFAULT_THRESHOLDS, ROLL_SIGNALS, RollThresholds, utc_frame
-from schemas.lake_read import LatestTable
 from schemas.tables import ALERTS, CONTROL_REQUEST_LATENCY, METRIC_SAMPLES
 
 __all__ = ["RollInputs"]
@@ -25,7 +25,7 @@ _ALERT_COLUMNS = ["cluster", "type", "broker_id", "started_at", "resolved_at"]
 
 
 class RollInputs:
-    """Readers of the three tables, kept up to date incrementally (schemas.lake_read.LatestTable)."""
+    """Readers of the three tables, kept up to date incrementally (lake.read.LatestTable)."""
 
     def __init__(self, table_path: Callable[[str], str], th: RollThresholds = DEFAULT_THRESHOLDS) -> None:
         self.th = th

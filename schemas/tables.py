@@ -294,7 +294,7 @@ CONTROL_REQUEST_LATENCY = Table(
         _c("controller_queue_ms", "double", "time queued at the controller behind the previous request to the broker"),
         _c("date", "date"),
         # the broker's own breakdown (request log, `Completed request`: text 1.x-2.7, JSON 2.8+); null without it.
-        # Added after `date`: an existing table gains them at the end (jobs.io.delta_sink.ensure_table)
+        # Added after `date`: an existing table gains them at the end (lake.tables.ensure_table)
         _c("broker_queue_ms", "double", "time in the broker's request queue (request log requestQueueTime)"),
         _c("local_ms", "double", "time in the request handler (request log localTime)"),
         _c("remote_ms", "double", "time waiting for other brokers (request log remoteTime)"),

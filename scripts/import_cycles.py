@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("jobs", "pipelines", "schemas", "api", "planewatch", "broker")
+PACKAGES = ("jobs", "lake", "pipelines", "schemas", "api", "planewatch", "broker")
 
 
 def module_files(packages: Sequence[str]) -> dict[str, Path]:

@@ -1,7 +1,7 @@
 """Every reader of the lake over tables written the way deltalake 1.6 writes them (issue 24): its MERGE, UPDATE and
 DELETE write string columns as string_view next to the plain files of appends, `optimize` and overwrites, and
 another writer may add large_string files. Each history below ends with the same rows as one plain append, so
-each reader must answer over it exactly what it answers over the plain table (schemas.lake_read)."""
+each reader must answer over it exactly what it answers over the plain table (lake.read)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from planewatch.commands import sql
 from schemas.alerts import DetectQuery
 from schemas.tables import ALERTS, METRIC_SAMPLES, STATE_CHANGE_EVENTS, Table
 from tests.api.lake import T0, alert, samples
-from tests.lake import pipeline_settings
+from tests.lake_helpers import pipeline_settings
 
 CFG = DetectionConfig()
 ROWS = 6  # rows of each table; the histories' steps take slices of them
@@ -62,7 +62,7 @@ def append_large(path: str, table: Table, key: str, rows: Rows) -> None:
 
 
 def merge(path: str, table: Table, key: str, rows: Rows) -> None:
-    """The pipeline's upsert (jobs.io.delta_sink.DeltaMerger): deltalake's MERGE, update all or insert all."""
+    """The pipeline's upsert (lake.merge.DeltaMerger): deltalake's MERGE, update all or insert all."""
     (DeltaTable(path).merge(_arrow(table, rows), f"t.{key} = s.{key}", source_alias="s", target_alias="t")
      .when_matched_update_all().when_not_matched_insert_all().execute())
 
@@ -249,7 +249,7 @@ def test_planewatch_sql(settings: Settings, plain: Settings, history: str, capsy
 
 @pytest.mark.spark
 def test_spark_reads_the_snapshot(spark: Any, settings: Settings, plain: Settings, history: str) -> None:
-    from jobs.io.delta_read import read_delta
+    from lake.spark_read import read_delta
 
     build(Path(settings.lake), ALERTS, "alert_id", alert_rows(), history)
     build(Path(plain.lake), ALERTS, "alert_id", alert_rows(), "plain appends")
@@ -264,7 +264,7 @@ def test_spark_reads_the_snapshot(spark: Any, settings: Settings, plain: Setting
 def test_the_delta_stream_reads_view_and_large_files(spark: Any, tmp_path: Path, history: str) -> None:
     """planewatch_delta over a table whose commits added plain, view-typed and large-typed files (append-only:
     the large-types history's last merge re-adds the rewritten file's rows, as the source documents)."""
-    from jobs.io.delta_read import DeltaStreamSource
+    from lake.spark_read import DeltaStreamSource
 
     path = build(tmp_path, STATE_CHANGE_EVENTS, "source_offset", state_change_rows(), history)
     spark.dataSource.register(DeltaStreamSource)

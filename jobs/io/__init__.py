@@ -10,7 +10,7 @@ crosses):
 * the run: `settings`, `session`, `jars`.
 
 Nothing in here transforms data; transformations live in `pipelines/`. Import the submodules directly
-(`from jobs.io.delta_sink import DeltaSink`); this package imports nothing heavy on its own.
+(`from lake.sink import DeltaSink`); this package imports nothing heavy on its own.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from jobs.io.settings import Settings
 __all__ = ["JIT_HUGE_METHODS", "LOCAL_CONF", "PACKAGES", "build_session", "check_jars", "jars_needed", "package_zip"]
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ("jobs", "pipelines", "schemas")
+PACKAGES = ("jobs", "lake", "pipelines", "schemas")
 
 # HotSpot never JIT-compiles a method of more than 8000 bytes of bytecode; a parser stage's whole-stage-codegen
 # `processNext` is far larger, so it ran interpreted: 37% of the parse's CPU samples (JFR) sat in that one method.

@@ -42,7 +42,7 @@ _INTERVAL = re.compile(r"^\d+(\.\d+)?\s*(millisecond|second|minute|hour)s?$")
 _CLUSTER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
 _URL = re.compile(r"^https?://[^/\s]+(/\S*)?$")
 _UNIT_S = {"millisecond": 0.001, "second": 1.0, "minute": 60.0, "hour": 3600.0}
-# sink.mode: who writes the Delta tables (jobs.io.delta_sink); delta-spark needs its jar (jobs.io.jars).
+# sink.mode: who writes the Delta tables (lake.sink); delta-spark needs its jar (jobs.io.jars).
 SINK_MODES = ("delta-rs", "delta-spark")
 # sources.kafka.reader: Spark's own `kafka` source (spark-sql-kafka jar), the Python data source `planewatch_kafka`
 # (confluent-kafka), or auto: Spark's where its jar is loaded. The default is planewatch_kafka: it read the same

@@ -27,7 +27,6 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadMaxRows, SupportsTriggerAvailableNow
 
 from jobs.io import PipelineIOError
-from jobs.io.delta_read import DeltaStreamSource
 from jobs.io.file_tail import (
     OUTPUT_SCHEMA_DDL,
     Piece,
@@ -42,6 +41,7 @@ from jobs.io.kafka_records import raw_kafka_batch
 from jobs.io.paths import FAMILIES
 from jobs.io.prometheus_source import PrometheusStreamSource
 from jobs.io.settings import CLEAN_FINISHED, DEFAULT_TAIL_QUIET_S
+from lake.spark_read import DeltaStreamSource
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -3,7 +3,7 @@
 Theory of operation (delta-rs sink mode; the driver commits, as for every delta-rs write):
 
 1. The driver opens a pending directory per table that has not committed the batch yet
-   (:meth:`jobs.io.delta_sink.DeltaSink.open_pending`: bronze, each silver table, quarantine).
+   (:meth:`lake.sink.DeltaSink.open_pending`: bronze, each silver table, quarantine).
 2. The batch's bronze rows are staged where the job says, by the same code (:func:`_task`):
    :func:`stage_on_executors` runs it in ONE Spark job (``mapInArrow``, a task per core) over the rows Spark handed
    the batch (:func:`stage_pieces_on_executors`: a file batch, each task reading its share of the batch's pieces);
@@ -15,7 +15,7 @@ Theory of operation (delta-rs sink mode; the driver commits, as for every delta-
    table and partition per task, a row group per chunk). Unused records are counted, not written: bronze holds them.
 3. The staging yields only descriptors (:data:`OUTPUT_DDL`): each file it wrote with its rows, the rows per parser
    route and per failed hard rule. :func:`write_batch` sums them and commits each table's files with
-   :meth:`~jobs.io.delta_sink.DeltaSink.commit_pending`, which takes only the files the collected (successful)
+   :meth:`~lake.sink.DeltaSink.commit_pending`, which takes only the files the collected (successful)
    task attempts reported: a failed attempt's files are never committed.
 """
 
@@ -34,20 +34,20 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from jobs.io.bronze import arrow_to_raw
-from jobs.io.delta_sink import SinkResult
 from jobs.io.file_tail import Piece, read_piece
-from schemas.lake_read import HIVE_NULL, committed_rows
+from lake.read import HIVE_NULL, committed_rows
+from lake.sink import SinkResult
 from schemas.routes import RAW_TABLES, ROUTE_TABLES
 from schemas.tables import QUARANTINE, Table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from jobs.io.delta_sink import DeltaSink
+    from lake.sink import DeltaSink
 
-__all__ = ["ENGINE_BYTES", "ENGINE_ROWS", "OUTPUT_DDL", "FilesOutcome", "Process", "Processed", "local_file",
-           "partition_dir", "read_pieces", "sample_rows", "shares", "stage_on_driver", "stage_on_executors",
-           "stage_pieces_on_executors", "write_batch"]
+__all__ = ["ENGINE_BYTES", "ENGINE_ROWS", "OUTPUT_DDL", "FilesOutcome", "PartitionFiles", "Process", "Processed",
+           "local_file", "partition_dir", "read_pieces", "sample_rows", "shares", "stage_on_driver",
+           "stage_on_executors", "stage_pieces_on_executors", "write_batch"]
 
 # Records per engine run: the engine's fixed cost per call (a few dozen polars operations) is noise at this size,
 # and one chunk of the benchmark's ~200-byte lines is ~20 MB of text in memory.
@@ -90,7 +90,7 @@ def partition_dir(table: Table, values: tuple[Any, ...]) -> str:
     return "/".join(parts)
 
 
-class _TableFiles:
+class PartitionFiles:
     """One open Parquet file per partition of one table, in one task."""
 
     def __init__(self, table: Table, pending: str) -> None:
@@ -152,7 +152,7 @@ def _task(batches: Iterator[pa.RecordBatch], family: str, process: Process, pend
     (only the tables in `pending`: a table that already committed the batch gets none), and the descriptors."""
     raw_table = RAW_TABLES[family]
     tables = [raw_table, *ROUTE_TABLES[family].values(), QUARANTINE]
-    outputs = {t.name: _TableFiles(t, pending[t.name]) for t in tables if t.name in pending}
+    outputs = {t.name: PartitionFiles(t, pending[t.name]) for t in tables if t.name in pending}
     routes: dict[str, int] = {}
     rules: dict[str, int] = {}
 

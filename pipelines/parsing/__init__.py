@@ -2,7 +2,7 @@
 
 * :func:`pipelines.parsing.engine.run_engine` - bronze rows in, silver rows per table, quarantine rows (stage and
   reason), unused rows and per-route counts out; the hard quality rules included. The driver runs it on small
-  batches, the executors through ``mapInArrow`` (:mod:`pipelines.parsing.engine_spark`), ``planewatch parse`` on
+  batches, the executors through ``mapInArrow`` (jobs.io.staging), ``planewatch parse`` on
   files.
 * :data:`EVENTS` - canonical ``event`` names of ``state_change_events``; :data:`SIGNALS` - canonical metric signals.
 

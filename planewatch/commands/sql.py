@@ -53,20 +53,19 @@ def run(args: argparse.Namespace) -> int:
         print("planewatch sql: give the SQL as an argument or with --file (one of them)", file=sys.stderr)
         return 2
     sql = args.query if args.query is not None else args.file.read_text()
-    from deltalake import DeltaTable
-
     from api.panels import tables_in
     from api.queries import rows
     from api.readonly_sql import NotReadOnly, SqlError, read_only_session, run_read_only
+    from lake.read import open_table
 
     if not sql.strip():
         print("planewatch sql: empty query", file=sys.stderr)
         return 2
-    tables: dict[str, DeltaTable] = {}
+    tables: dict[str, Any] = {}
     missing: list[str] = []
     for name in tables_in(sql):
         try:
-            tables[name] = DeltaTable(str(args.lake / name))
+            tables[name] = open_table(str(args.lake / name))
         except Exception:  # TableNotFoundError, a log mid-write: the table cannot be read now
             missing.append(name)
     if missing:

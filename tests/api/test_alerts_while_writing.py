@@ -2,7 +2,7 @@
 
 A reader serves the last version it has: an empty list while the table does not exist yet in an existing lake
 (no alert was ever written), then every committed version, never a 503 because a commit is being written. The
-writer commits as the pipeline does (jobs.io.delta_sink: the table created empty by ``ensure_table``, MERGEs by
+writer commits as the pipeline does (lake.sink: the table created empty by ``ensure_table``, MERGEs by
 alert_id carrying the batch's app transaction, appends, and a checkpoint as delta-rs writes every 100 commits).
 """
 
@@ -17,12 +17,13 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from jobs.io.delta_sink import DeltaMerger, ensure_table
+from lake.merge import DeltaMerger
+from lake.tables import ensure_table
 from schemas.tables import ALERTS
 from tests.api.conftest import AUTH, ClientFactory
 from tests.api.lake import alert, write
 from tests.api.serve import serve
-from tests.lake import lake_table
+from tests.lake_helpers import lake_table
 from tests.polling import wait_until
 
 # One commit a second (the pipeline's alert writers commit once per micro-batch, a few seconds apart), polled at

@@ -22,7 +22,7 @@ README_MAX_BYTES = 10 * 1024
 # spark-submit's, and kafka-leader-election.sh's --election-type
 OTHER_TOOLS_FLAGS = frozenset({"--help", "--master", "--jars", "--py-files", "--conf", "--election-type"})
 # Where planewatch's own flags are declared.
-FLAG_SOURCES = ("planewatch", "jobs", "benchmarks", "api", "broker", "scripts", "pipelines", "schemas")
+FLAG_SOURCES = ("planewatch", "jobs", "lake", "benchmarks", "api", "broker", "scripts", "pipelines", "schemas")
 _FLAG_USE = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]*)")
 _FLAG_DECLARED = re.compile(r"""["'](--[a-z][a-z0-9-]*)["'=]""")
 _LINK = re.compile(r"\]\(([^)\s]+)\)")

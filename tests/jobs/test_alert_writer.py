@@ -12,7 +12,7 @@ from pipelines.detection.incidents import group_incidents
 from schemas.alerts import AlertType, DetectQuery
 from schemas.tables import ALERTS, INCIDENTS
 from tests.api.lake import T0, alert, write
-from tests.lake import lake_rows, pipeline_settings
+from tests.lake_helpers import lake_rows, pipeline_settings
 
 CFG = DetectionConfig()
 

@@ -17,7 +17,7 @@ from jobs.batch_detect import LogRules, MetricRules
 from jobs.io.settings import Settings
 from pipelines.detection.config import DetectionConfig
 from schemas.tables import METRIC_ROLLUPS_1M, METRIC_SAMPLES, REQUEST_EVENTS, STATE_CHANGE_EVENTS, Table
-from tests.lake import lake_rows, pipeline_settings
+from tests.lake_helpers import lake_rows, pipeline_settings
 
 T0 = dt.datetime(2026, 3, 2, 8, 0, 0, tzinfo=dt.UTC)
 CFG = DetectionConfig()

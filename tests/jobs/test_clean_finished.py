@@ -11,7 +11,7 @@ import pytest
 
 from jobs.io.file_tail import delete_read_finished, plan
 from jobs.runner import run_pipeline
-from tests.lake import lake_rows, pipeline_settings
+from tests.lake_helpers import lake_rows, pipeline_settings
 
 SCRAPE = "kafka_network_requestchannel_requestqueuesize {value} {ms}\n"
 LINE = ("[2026-11-28 08:00:0{i},000] INFO [Broker id=1] Handling LeaderAndIsr request correlationId {i} from "

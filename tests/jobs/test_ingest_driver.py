@@ -22,7 +22,7 @@ from pipelines.parsing.engine import record_json, run_engine
 from pipelines.quality import load_suite
 from pipelines.quality.rules import REASON, split_valid_arrow
 from schemas.tables import METRIC_SAMPLES, RAW_LOGS, STATE_CHANGE_EVENTS
-from tests.lake import lake_rows, pipeline_settings
+from tests.lake_helpers import lake_rows, pipeline_settings
 from tests.pipelines.parse_cases import ALL_LOG_CASES
 from tests.pipelines.parse_metric_cases import METRIC_CASES
 
@@ -183,7 +183,7 @@ def test_a_replay_after_a_crash_between_commits_reads_the_committed_bronze(spark
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """The crashed attempt committed bronze, not silver: the replay takes the same path over the bronze rows it
     committed (not the source again, which would stamp another ingest_ts), and commits only what is missing."""
-    from jobs.io.delta_sink import DeltaSink
+    from lake.sink import DeltaSink
 
     rows = _source_rows("logs")
     settings = pipeline_settings(tmp_path / where, once=False, sink={"driver_batch_max_rows": 100_000},

@@ -21,7 +21,7 @@ from jobs.runner import run_pipeline
 from pipelines.detection.config import DetectionConfig
 from pipelines.detection.lifecycle import Candidate, apply_lifecycle
 from pipelines.detection.metric_detectors import metric_candidates, metric_windows
-from tests.lake import lake_rows, lake_table, pipeline_settings
+from tests.lake_helpers import lake_rows, lake_table, pipeline_settings
 
 pytestmark = [pytest.mark.spark, pytest.mark.streaming, pytest.mark.slow]
 

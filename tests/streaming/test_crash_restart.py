@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from jobs.runner import run_pipeline
-from tests.lake import lake_rows, pipeline_settings
+from tests.lake_helpers import lake_rows, pipeline_settings
 from tests.polling import wait_until
 
 pytestmark = [pytest.mark.spark, pytest.mark.streaming, pytest.mark.slow, pytest.mark.integration]

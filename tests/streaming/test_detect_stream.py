@@ -19,7 +19,7 @@ import pytest
 from deltalake import DeltaTable
 
 from schemas.tables import METRIC_SAMPLES, REQUEST_EVENTS, STATE_CHANGE_EVENTS
-from tests.lake import lake_rows, pipeline_settings
+from tests.lake_helpers import lake_rows, pipeline_settings
 
 pytestmark = [pytest.mark.spark, pytest.mark.streaming, pytest.mark.slow]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from schemas.dq import BYTES_EXPECTATION, SKIPPED_EXPECTATION, SKIPPED_SUITE
-from tests.lake import lake_rows, pipeline_settings
+from tests.lake_helpers import lake_rows, pipeline_settings
 from tests.polling import wait_until
 
 pytestmark = [pytest.mark.spark, pytest.mark.streaming, pytest.mark.slow, pytest.mark.integration]

@@ -9,7 +9,7 @@ import pytest
 
 from jobs.runner import run_pipeline
 from schemas.dq import BYTES_EXPECTATION
-from tests.lake import lake_rows, pipeline_settings
+from tests.lake_helpers import lake_rows, pipeline_settings
 
 pytestmark = [pytest.mark.spark, pytest.mark.streaming, pytest.mark.slow]
 

@@ -22,7 +22,7 @@ from jobs.io.prometheus_source import entry_scrapes
 from jobs.io.scrape import ScrapeStore
 from jobs.runner import run_pipeline
 from tests.jobs.scrape_helpers import answering, broker_process, free_port
-from tests.lake import lake_rows, pipeline_settings
+from tests.lake_helpers import lake_rows, pipeline_settings
 from tests.polling import wait_until
 
 pytestmark = [pytest.mark.spark, pytest.mark.streaming, pytest.mark.integration, pytest.mark.slow]

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from jobs.runner import run_pipeline
-from tests.lake import lake_rows, pipeline_settings
+from tests.lake_helpers import lake_rows, pipeline_settings
 
 pytestmark = [pytest.mark.spark, pytest.mark.streaming, pytest.mark.slow]
 

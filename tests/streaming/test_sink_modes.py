@@ -9,7 +9,7 @@ import pytest
 
 from jobs.io.jars import session_has_delta
 from jobs.runner import run_pipeline
-from tests.lake import lake_rows, pipeline_settings
+from tests.lake_helpers import lake_rows, pipeline_settings
 from tests.streaming.test_crash_restart import BATCH_BYTES, _run_and_kill, _write_input
 
 pytestmark = [pytest.mark.spark, pytest.mark.streaming, pytest.mark.slow, pytest.mark.integration]
@@ -64,7 +64,7 @@ def test_kill_9_mid_batch_then_restart_equals_clean_run_delta_spark(clean_runs, 
         # delta-spark writes a batch's files into the table before its commit: the first quarantine file there
         # (not among the files staged under _pending for every table at once) means the batch's raw_logs and silver
         # rows are committed and its quarantine and dq rows are not (yet)
-        from jobs.io.delta_sink import PENDING_DIR
+        from lake.sink import PENDING_DIR
 
         return any(PENDING_DIR not in p.parts for p in (lake / "quarantine").rglob("*.parquet"))
 

@@ -11,7 +11,7 @@ import pytest
 from jobs.io.jars import session_has_kafka
 from jobs.io.kafka_stream import checkpoint_reader
 from jobs.runner import run_pipeline
-from tests.lake import lake_rows, pipeline_settings
+from tests.lake_helpers import lake_rows, pipeline_settings
 from tests.streaming.test_kafka_source import FIXTURE_LOG, _produce, broker  # noqa: F401 - the broker fixture
 
 pytestmark = [pytest.mark.spark, pytest.mark.streaming, pytest.mark.integration, pytest.mark.slow]

@@ -21,14 +21,9 @@ vectors (both sinks): removes are ignored.
 
 from __future__ import annotations
 
-import json
-import os
-import re
-import time
 from collections.abc import Iterator, Sequence
 from functools import reduce
-from typing import TYPE_CHECKING, Any, NamedTuple
-from urllib.parse import unquote
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from deltalake import DeltaTable
@@ -37,9 +32,9 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.streaming.datasource import ReadMaxFiles, SupportsTriggerAvailableNow
 
-from jobs.io import PipelineIOError
-from jobs.io.jars import session_has_delta
-from schemas.lake_read import file_batches, table_schema
+from lake import LakeError
+from lake.log import added_files, commit_adds, latest_version, snapshot_files, strip_file_scheme
+from lake.read import file_batches, table_schema
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -48,13 +43,8 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_MAX_FILES_PER_TRIGGER",
     "DeltaStreamSource",
-    "ReaderPosition",
-    "added_files",
-    "latest_version",
     "read_delta",
     "read_files",
-    "reader_positions",
-    "snapshot_files",
 ]
 
 # The highest reader protocol whose snapshot is just its active Parquet files (2 adds column mapping, 3 reader
@@ -64,29 +54,8 @@ FILE_LIST_READER_VERSION = 1
 DEFAULT_MAX_FILES_PER_TRIGGER = 1000
 # The stream reader hands Spark a file this many rows at a time: bounds a worker's memory for a big file.
 STREAM_BATCH_ROWS = 65536
-
-
-# An offset without its table, older than this, is a removed query's (a running query writes one every trigger).
-STALE_OFFSET_S = 600.0
-# A commit of the Delta log: `<version>.json`, the version in 20 digits (written whole: put-if-absent or rename).
-_COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
-
-
-def latest_version(path: str) -> int:
-    """The newest version of the Delta table at `path` (-1: none yet). A local table's is the highest commit file
-    in its log, listed (opening the table reads its checkpoint and every commit after it: 30 ms at 2,500 commits,
-    against 3 ms, and a streaming query asks at every trigger)."""
-    if "://" in path and not path.startswith("file://"):
-        return int(DeltaTable(path).version()) if DeltaTable.is_deltatable(path) else -1
-    try:
-        names = os.listdir(os.path.join(_strip(path), "_delta_log"))
-    except FileNotFoundError:
-        return -1
-    return max((int(m[1]) for n in names if (m := _COMMIT_FILE.match(n))), default=-1)
-
-
-def _strip(uri: str) -> str:
-    return uri[len("file://") :] if uri.startswith("file://") else uri
+# The SQL extension a session that reads Delta natively has loaded (jobs.io.jars puts it in the session's conf).
+DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 
 
 def _spark_schema(arrow_schema: Any) -> StructType:
@@ -105,15 +74,15 @@ def read_delta(spark: SparkSession, path: str, version: int | None = None,
     file list (False), or natively only when the table's reader protocol needs it (None).
 
     Raises:
-        PipelineIOError: `path` is not a Delta table, or needs delta-spark and the session lacks it.
+        LakeError: `path` is not a Delta table, or needs delta-spark and the session lacks it.
     """
     if not DeltaTable.is_deltatable(path):
-        raise PipelineIOError(f"not a Delta table: {path}")
+        raise LakeError(f"not a Delta table: {path}")
     dt = DeltaTable(path, version=version)
     if native is None:
         native = dt.protocol().min_reader_version > FILE_LIST_READER_VERSION
-        if native and not session_has_delta(spark):
-            raise PipelineIOError(f"{path} needs a Delta reader of protocol {dt.protocol().min_reader_version} "
+        if native and DELTA_EXTENSION not in (spark.conf.get("spark.sql.extensions", "") or ""):
+            raise LakeError(f"{path} needs a Delta reader of protocol {dt.protocol().min_reader_version} "
                                   "(column mapping or deletion vectors): a session with delta-spark (jobs.io.jars)")
     if native:
         return _read_native(spark, path, version, partitions_in)
@@ -136,7 +105,7 @@ def _read_native(spark: SparkSession, path: str, version: int | None,
         terms = []
         for col, op, value in conj:
             if op != "=":
-                raise PipelineIOError(f"read_delta: partition filter {col} {op} {value!r}: only '=' is supported")
+                raise LakeError(f"read_delta: partition filter {col} {op} {value!r}: only '=' is supported")
             terms.append(F.col(col) == F.lit(value).cast(types[col]))
         conjunctions.append(reduce(lambda a, b: a & b, terms, F.lit(True)))
     return df.where(reduce(lambda a, b: a | b, conjunctions, F.lit(False)))
@@ -150,104 +119,8 @@ def read_files(spark: SparkSession, table_path: str, schema: StructType, partiti
         return spark.createDataFrame([], schema)
     reader = spark.read.schema(schema)
     if partition_by:
-        reader = reader.option("basePath", _strip(table_path))
+        reader = reader.option("basePath", strip_file_scheme(table_path))
     return reader.parquet(*files).select(*[f.name for f in schema.fields])
-
-
-def _commit_adds(log_dir: str, version: int) -> list[dict[str, Any]]:
-    name = os.path.join(log_dir, f"{version:020d}.json")
-    try:
-        with open(name, encoding="utf-8") as fh:
-            actions = [json.loads(line) for line in fh if line.strip()]
-    except FileNotFoundError as exc:
-        raise PipelineIOError(f"Delta commit {name} is gone (log cleaned up?); restart from a new checkpoint") from exc
-    return [a["add"] for a in actions if "add" in a and a["add"].get("dataChange", True)]
-
-
-def snapshot_files(table_path: str, version: int) -> list[tuple[str, dict[str, str | None]]]:
-    """(absolute file path, partition values as strings) of the live files of version `version`."""
-    adds = pa.table(DeltaTable(table_path, version=version).get_add_actions(flatten=True))
-    parts = [c for c in adds.column_names if c.startswith("partition.")]
-    return [
-        (os.path.join(table_path, unquote(row["path"])),
-         {c.removeprefix("partition."): None if row[c] is None else str(row[c]) for c in parts})
-        for row in adds.select(["path", *parts]).to_pylist()
-    ]
-
-
-def added_files(table_path: str, start: int, end: int) -> list[tuple[str, dict[str, str | None]]]:
-    """(absolute file path, partition values) of the files added by commits in (start, end]."""
-    log_dir = os.path.join(table_path, "_delta_log")
-    out = []
-    for v in range(start + 1, end + 1):
-        for add in _commit_adds(log_dir, v):
-            out.append((os.path.join(table_path, unquote(add["path"])), add.get("partitionValues") or {}))
-    return out
-
-
-def _newest_offsets(query_checkpoint: str) -> list[str]:
-    """The two newest offset-log files of one streaming query's checkpoint (batch N's start is batch N-1's end:
-    a batch not committed yet is run again from there)."""
-    offsets = os.path.join(query_checkpoint, "offsets")
-    try:
-        batches = sorted(int(n) for n in os.listdir(offsets) if n.isdigit())
-    except (FileNotFoundError, NotADirectoryError):  # not a query's checkpoint (a stray file)
-        return []
-    return [os.path.join(offsets, str(b)) for b in batches[-2:]]
-
-
-class ReaderPosition(NamedTuple):
-    """The lowest version the streaming readers of one table have read up to, and whether one of them may load the
-    snapshot of its version again (its first batch, from version -1, not committed yet)."""
-
-    version: int
-    snapshot: bool
-
-
-def reader_positions(checkpoints: str, now: float | None = None) -> dict[str, ReaderPosition] | None:
-    """Per table (real path), the lowest version a `planewatch_delta` query under `checkpoints` (one directory per
-    query) may still read from: the commits after it must stay. None when a live query's offset does not name its
-    table (a checkpoint written before offsets did; a running query rewrites it at its next batch) or the
-    checkpoints are on a remote store: then no reader's position is known. An offset of that old form written more
-    than STALE_OFFSET_S before `now` belongs to no running query (one a later version removed) and is ignored."""
-    now = time.time() if now is None else now
-    if "://" in checkpoints and not checkpoints.startswith("file://"):
-        return None
-    out: dict[str, ReaderPosition] = {}
-    root = _strip(checkpoints)
-    try:
-        queries = sorted(os.listdir(root))
-    except FileNotFoundError:
-        return out
-    for query in queries:
-        newest = _newest_offsets(os.path.join(root, query))
-        first = len(newest) == 1 and os.path.basename(newest[0]) == "0" and not os.path.exists(
-            os.path.join(root, query, "commits", "0"))
-        for name in newest:
-            try:
-                with open(name, encoding="utf-8") as fh:
-                    lines = fh.read().splitlines()[2:]  # the log's version, the batch's metadata, then its sources
-                written = os.path.getmtime(name)
-            except FileNotFoundError:  # purged by Spark since it was listed
-                continue
-            for line in lines:
-                try:
-                    offset = json.loads(line) if line.startswith("{") else None
-                except ValueError:  # torn or foreign: whose position it holds is unknown
-                    return None
-                if not isinstance(offset, dict) or set(offset) - {"version", "table"} or \
-                        not isinstance(offset.get("version"), int):
-                    continue  # another source's offset (a Kafka source's names topics: {"version": {"0": 12}})
-                if "table" not in offset:
-                    if now - written > STALE_OFFSET_S:
-                        continue
-                    return None
-                table = os.path.realpath(_strip(str(offset["table"])))
-                held = out.get(table)
-                version = int(offset["version"])
-                out[table] = ReaderPosition(version if held is None else min(held.version, version),
-                                            first or (held is not None and held.snapshot))
-    return out
 
 
 class _FilePartition(InputPartition):
@@ -288,11 +161,10 @@ class _DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if budget is None or begin < 0:  # the first batch reads a snapshot: compacted, a few files a partition
             return self._offset(latest)
         # Advance commit by commit until the file budget is used (always at least one commit).
-        log_dir = os.path.join(self.path, "_delta_log")
         files = 0
         end = begin
         while end < latest:
-            n = len(_commit_adds(log_dir, end + 1))
+            n = len(commit_adds(self.path, end + 1))
             if end > begin and files + n > budget:
                 break
             files += n
@@ -326,7 +198,7 @@ class DeltaStreamSource(DataSource):
     """`spark.readStream.format("planewatch_delta").load(path)`: a Delta table's appends as a stream.
 
     Options: `maxFilesPerTrigger` (default 1000), `startingVersion` (-1 = from the beginning, the default).
-    The table must exist when the query starts (create it empty with `jobs.io.delta_sink.ensure_table`).
+    The table must exist when the query starts (create it empty with `lake.tables.ensure_table`).
     """
 
     @classmethod
@@ -336,13 +208,13 @@ class DeltaStreamSource(DataSource):
     def _path(self) -> str:
         path = self.options.get("path")
         if not path:
-            raise PipelineIOError("planewatch_delta needs a path: .load(path)")
+            raise LakeError("planewatch_delta needs a path: .load(path)")
         return str(path)
 
     def schema(self) -> StructType:
         path = self._path()
         if not DeltaTable.is_deltatable(path):
-            raise PipelineIOError(f"planewatch_delta: not a Delta table: {path}")
+            raise LakeError(f"planewatch_delta: not a Delta table: {path}")
         return _spark_schema(table_schema(DeltaTable(path)))
 
     def streamReader(self, schema: StructType) -> _DeltaStreamReader:

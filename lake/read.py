@@ -8,8 +8,9 @@ filtered dataset scan compares in each file's own type: one view-typed file fail
 'equal' has no kernel matching input types (string, string_view)`), even when it is the table's only file.
 DataFusion (delta-rs's QueryBuilder, `planewatch sql`) answers strings as `string_view` too.
 
-So the readers of jobs/, pipelines/ and api/ read through here, and get plain types before any filter:
+So the readers of jobs/ and api/ read through here, and get plain types before any filter:
 
+* `open_table`, `is_table`: a handle on a table (every module outside lake/ opens one here);
 * `LatestTable`: a Delta table read at its latest version through one handle brought up to date per read.
 * `read_table`: the rows of a Delta table's snapshot (or of some of its files), cast, then filtered. Filtering
   after the cast measured as fast as a filtered scan (100,000 alerts in 40 files: 62 ms against 65 ms): pyarrow
@@ -39,6 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from deltalake import DeltaTable
+from deltalake.exceptions import TableNotFoundError
 
 if TYPE_CHECKING:
     from schemas.tables import Table
@@ -47,11 +49,15 @@ __all__ = [
     "HIVE_NULL",
     "FilePruning",
     "LatestTable",
+    "TableNotFoundError",
     "committed_rows",
     "contract_types",
     "file_batches",
+    "is_table",
+    "open_table",
     "plain_schema",
     "plain_type",
+    "query_builder",
     "read_file",
     "read_table",
     "table_schema",
@@ -67,6 +73,27 @@ FilePruning = list[list[tuple[str, str, Any]]]
 
 # A Hive-style partition directory's name for a null value (`date=__HIVE_DEFAULT_PARTITION__`).
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+
+def is_table(path: str) -> bool:
+    """Whether `path` holds a Delta table (a log with at least one commit)."""
+    return bool(DeltaTable.is_deltatable(path))
+
+
+def open_table(path: str, version: int | None = None) -> DeltaTable:
+    """A handle on the Delta table at `path`, at its latest version or `version`.
+
+    Raises:
+        TableNotFoundError: no table there (no directory, or no commit in its log yet).
+    """
+    return DeltaTable(path, version=version)
+
+
+def query_builder() -> Any:
+    """A delta-rs DataFusion query builder (register handles from `open_table`, then execute SQL)."""
+    from deltalake import QueryBuilder  # DataFusion's bindings: only the readers that run SQL load them
+
+    return QueryBuilder()
+
 
 def plain_type(typ: pa.DataType) -> pa.DataType:
     """`typ` with every view and large variable-size type in it, nested ones too, in its plain form."""
@@ -205,7 +232,7 @@ class LatestTable:
     """A Delta table read on the driver without Spark, at its latest version, through one handle that each read
     brings up to date with the new log entries only (opening the table anew reads its checkpoint, whose size grows
     with the table's files: per micro-batch that is the cost that grows). Reads give the contract `schema`'s types
-    (schemas.lake_read), whichever types a writer chose for a file."""
+    (lake.read), whichever types a writer chose for a file."""
 
     def __init__(self, path: str, schema: pa.Schema) -> None:
         self.path = path

@@ -1,4 +1,4 @@
-"""The lake's table maintenance (jobs.maintenance) on real Delta tables: retention by partition and by age, compaction
+"""The lake's table maintenance (lake.maintenance, run by jobs.maintenance) on real Delta tables: retention by partition and by age, compaction
 of small files, vacuum, and exactly-once appends that go on while it runs."""
 
 from __future__ import annotations
@@ -14,13 +14,14 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import CommitProperties, DeltaTable, Transaction, WriterProperties, write_deltalake
 
-from jobs import maintenance
-from jobs.io.delta_read import ReaderPosition
 from jobs.io.settings import MaintenanceSettings
-from jobs.maintenance import Maintainer, cleanup_log, compactable_partitions, expired_predicate, maintain_table
+from jobs.maintenance import Maintainer
+from lake import maintenance
+from lake.log import ReaderPosition
+from lake.maintenance import cleanup_log, compactable_partitions, expired_predicate, maintain_table
 from schemas.tables import ALERTS, INCIDENTS, METRIC_SAMPLES, Table
 from tests.api.lake import alert, samples
-from tests.lake import lake_rows, pipeline_settings
+from tests.lake_helpers import lake_rows, pipeline_settings
 from tests.polling import wait_until
 
 NOW = dt.datetime(2026, 11, 28, 12, 0, tzinfo=dt.UTC)

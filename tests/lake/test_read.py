@@ -1,4 +1,4 @@
-"""schemas.lake_read: plain types at any depth, the contract's types and columns, a filtered read of one file that
+"""lake.read: plain types at any depth, the contract's types and columns, a filtered read of one file that
 compares contract types whatever the file holds, and a time range given to a table's scan (the readers over whole
 lakes: tests/test_view_typed_lake.py)."""
 
@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from schemas.lake_read import LatestTable, contract_types, plain_type, read_file, time_range, to_contract, to_plain
+from lake.read import LatestTable, contract_types, plain_type, read_file, time_range, to_contract, to_plain
 
 CONTRACT = pa.schema([("id", pa.string()), ("status", pa.string()), ("n", pa.int64())])
 

@@ -2,8 +2,9 @@
 
 * `pipeline_settings`: a run's Settings under one directory (its lake and checkpoints), a YAML-shaped mapping
   merged over that, through `jobs.io.settings.parse_settings` (the validation a config file gets).
+* `stage_and_commit`: a batch appended as the ingest job appends it (staged files, one commit);
 * `lake_table` and `lake_rows`: a Delta table of a lake as the readers of the lake read it, through
-  `schemas.lake_read` (plain types whatever a writer chose: a MERGE writes `string_view`).
+  `lake.read` (plain types whatever a writer chose: a MERGE writes `string_view`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from jobs.io.settings import Settings
+    from lake.sink import DeltaSink, SinkResult
 
 
 def _merged(base: Mapping[str, Any], more: Mapping[str, Any]) -> dict[str, Any]:
@@ -47,7 +49,7 @@ def lake_table(lake: Path, name: str, columns: list[str] | None = None) -> pa.Ta
     """The rows of the table ``name`` of ``lake`` (its current snapshot), in plain types; ``columns``: only those."""
     from deltalake import DeltaTable
 
-    from schemas.lake_read import read_table, table_schema
+    from lake.read import read_table, table_schema
 
     dt = DeltaTable(str(lake / name))
     table = read_table(dt, table_schema(dt))
@@ -58,3 +60,19 @@ def lake_rows(lake: Path, name: str) -> list[dict[str, Any]]:
     """`lake_table` as a list of rows."""
     rows: list[dict[str, Any]] = lake_table(lake, name).to_pylist()
     return rows
+
+
+def stage_and_commit(sink: DeltaSink, data: pa.Table, batch_id: int) -> SinkResult:
+    """Append `data` to the sink's table as batch `batch_id` the way the ingest job does: staged as Parquet files per
+    partition under the sink's pending directory (jobs.io.staging.PartitionFiles), then committed (a replay stages
+    nothing)."""
+    from jobs.io.staging import PartitionFiles
+    from lake.sink import SinkResult
+
+    pending = sink.open_pending(batch_id)
+    if pending is None:
+        return SinkResult(sink.table.name, batch_id, True, mode=sink.mode)
+    files = PartitionFiles(sink.table, pending)
+    files.write(data)
+    files.close()
+    return sink.commit_pending(pending, batch_id)

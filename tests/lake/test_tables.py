@@ -10,7 +10,8 @@ from typing import Any
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
-from jobs.io.delta_sink import DeltaMerger, add_missing_columns, ensure_table
+from lake.merge import DeltaMerger
+from lake.tables import add_missing_columns, ensure_table
 from schemas.tables import CONTROL_REQUEST_LATENCY, Table
 
 # the columns control_request_latency gained with the request log's time breakdown

@@ -12,11 +12,13 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from jobs.io.delta_read import STALE_OFFSET_S, DeltaStreamSource, ReaderPosition, latest_version, reader_positions
-from jobs.io.delta_sink import DeltaSink
 from jobs.io.settings import MaintenanceSettings
-from jobs.maintenance import maintain_table
+from lake.log import STALE_OFFSET_S, ReaderPosition, latest_version, reader_positions
+from lake.maintenance import maintain_table
+from lake.sink import DeltaSink
+from lake.spark_read import DeltaStreamSource
 from schemas.tables import RAW_LOGS
+from tests.lake_helpers import stage_and_commit
 
 pytestmark = [pytest.mark.spark, pytest.mark.streaming]
 
@@ -57,7 +59,7 @@ def test_stream_reads_each_commit_once_with_partition_values(spark, tmp_path: Pa
     path = str(tmp_path / "raw_logs")
     sink = DeltaSink(path, RAW_LOGS, "src:raw")
     for b in range(3):
-        sink.write(spark.createDataFrame(_rows(b * 10, 10), RAW_LOGS.ddl()), b)
+        stage_and_commit(sink, pa.table(spark.createDataFrame(_rows(b * 10, 10), RAW_LOGS.ddl()).toArrow()), b)
     spark.dataSource.register(DeltaStreamSource)
     seen: list[tuple[int, int]] = []
     got: list = []
@@ -69,7 +71,7 @@ def test_stream_reads_each_commit_once_with_partition_values(spark, tmp_path: Pa
     assert {r["cluster"] for r in got} == {"c1"}
     # New commits after a restart: only they are read, a commit (2 files: 2 dates) per micro-batch.
     for b in range(3, 6):
-        sink.write(spark.createDataFrame(_rows(b * 10, 10), RAW_LOGS.ddl()), b)
+        stage_and_commit(sink, pa.table(spark.createDataFrame(_rows(b * 10, 10), RAW_LOGS.ddl()).toArrow()), b)
     seen.clear()
     got.clear()
     _collecting_stream(spark, path, tmp_path / "ck", seen, got)

@@ -9,11 +9,11 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from jobs.io.delta_read import read_delta
-from jobs.io.delta_sink import DeltaSink
 from jobs.io.jars import session_has_delta
+from lake.sink import DeltaSink
+from lake.spark_read import read_delta
 from schemas.tables import DQ_RESULTS, RAW_LOGS
-from tests.lake import lake_rows, lake_table
+from tests.lake_helpers import lake_rows, lake_table, stage_and_commit
 
 pytestmark = pytest.mark.spark
 
@@ -35,6 +35,10 @@ def _df(spark, start: int, n: int):
     return spark.createDataFrame(rows, RAW_LOGS.ddl())
 
 
+def _arrow(spark, start: int, n: int) -> pa.Table:
+    return pa.table(_df(spark, start, n).toArrow())
+
+
 def _rows(lake: Path, name: str) -> list[tuple]:
     return sorted(tuple(str(v) for v in r.values()) for r in lake_rows(lake, name))
 
@@ -44,13 +48,13 @@ def test_appends_exactly_once_and_equals_the_delta_rs_sink(spark, tmp_path: Path
     sink = DeltaSink(spark_path, RAW_LOGS, "q:raw_logs", mode="delta-spark")
     rs = DeltaSink(rs_path, RAW_LOGS, "q:raw_logs")
     for batch, (start, n) in enumerate(((0, 50), (50, 30))):
-        got = sink.write(_df(spark, start, n), batch)
+        got = stage_and_commit(sink, _arrow(spark, start, n), batch)
         assert (got.skipped, got.rows, got.mode) == (False, n, "delta-spark")
         assert got.files >= 1
         assert len(got.paths) == got.files
         assert got.rows_known
-        rs.write(_df(spark, start, n), batch)
-    replay = sink.write(_df(spark, 50, 30), 1)
+        stage_and_commit(rs, _arrow(spark, start, n), batch)
+    replay = stage_and_commit(sink, _arrow(spark, 50, 30), 1)
     assert replay.skipped
     assert not replay.rows_known
     table = DeltaTable(spark_path)
@@ -72,7 +76,7 @@ def test_appends_exactly_once_and_equals_the_delta_rs_sink(spark, tmp_path: Path
 def test_delta_spark_ignores_a_replay_by_itself(spark, tmp_path: Path) -> None:
     """delta-spark's own txn check (not only the sink's): a write of a committed version adds nothing."""
     path = str(tmp_path / "t")
-    DeltaSink(path, RAW_LOGS, "q:raw", mode="delta-spark").write(_df(spark, 0, 10), 4)
+    stage_and_commit(DeltaSink(path, RAW_LOGS, "q:raw", mode="delta-spark"), _arrow(spark, 0, 10), 4)
     (
         _df(spark, 0, 10).write.format("delta").mode("append").option("txnAppId", "q:raw").option("txnVersion", 4)
         .partitionBy(*RAW_LOGS.partition_by).save(path)
@@ -97,7 +101,7 @@ def test_write_arrow_goes_through_delta_spark(spark, tmp_path: Path) -> None:
 def test_a_table_with_deletion_vectors_is_read_natively(spark, tmp_path: Path) -> None:
     """The file list would still return a deleted row (its file stays, a deletion vector masks it)."""
     path = str(tmp_path / "dv")
-    DeltaSink(path, RAW_LOGS, "q:raw", mode="delta-spark").write(_df(spark, 0, 12), 0)
+    stage_and_commit(DeltaSink(path, RAW_LOGS, "q:raw", mode="delta-spark"), _arrow(spark, 0, 12), 0)
     spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')")
     spark.sql(f"DELETE FROM delta.`{path}` WHERE source_offset = 5")
     assert DeltaTable(path).protocol().min_reader_version > 1

@@ -1,4 +1,4 @@
-"""The exactly-once Delta sink: executor-written files, one delta-rs commit per batch, replays and orphans."""
+"""The exactly-once Delta sink: staged files, one delta-rs commit per batch, replays and orphans."""
 
 from __future__ import annotations
 
@@ -10,10 +10,12 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from jobs.io.delta_read import read_delta
-from jobs.io.delta_sink import PENDING_DIR, DeltaMerger, DeltaSink, app_slug, cleanup_pending
+from lake.merge import DeltaMerger
+from lake.sink import PENDING_DIR, DeltaSink, cleanup_pending
+from lake.spark_read import read_delta
+from lake.tables import app_slug
 from schemas.tables import ALERTS, RAW_LOGS
-from tests.lake import lake_rows, lake_table
+from tests.lake_helpers import lake_rows, lake_table, stage_and_commit
 
 pytestmark = pytest.mark.spark
 
@@ -38,17 +40,17 @@ def _raw_rows(n: int, start: int = 0, cluster: str = "c1") -> list[tuple]:
     ]
 
 
-def _df(spark, rows):
-    return spark.createDataFrame(rows, RAW_LOGS.ddl())
+def _arrow(rows):
+    return pa.Table.from_pylist([dict(zip(RAW_LOGS.names, r, strict=True)) for r in rows], RAW_LOGS.to_arrow())
 
 
 def test_append_is_idempotent_and_reads_back(spark, tmp_path: Path) -> None:
     path = str(tmp_path / "raw_logs")
     sink = DeltaSink(path, RAW_LOGS, "q1:raw_logs")
-    r0 = sink.write(_df(spark, _raw_rows(50)), 0)
-    r1 = sink.write(_df(spark, _raw_rows(30, start=50)), 1)
+    r0 = stage_and_commit(sink, _arrow(_raw_rows(50)), 0)
+    r1 = stage_and_commit(sink, _arrow(_raw_rows(30, start=50)), 1)
     assert (r0.skipped, r0.rows, r1.skipped, r1.rows) == (False, 50, False, 30)
-    replay = sink.write(_df(spark, _raw_rows(30, start=50)), 1)
+    replay = stage_and_commit(sink, _arrow(_raw_rows(30, start=50)), 1)
     assert replay.skipped
     table = DeltaTable(path)
     assert table.transaction_version("q1:raw_logs") == 1
@@ -70,7 +72,7 @@ def test_append_is_idempotent_and_reads_back(spark, tmp_path: Path) -> None:
 def test_orphans_of_an_uncommitted_batch_are_removed(spark, tmp_path: Path) -> None:
     path = str(tmp_path / "raw_logs")
     sink = DeltaSink(path, RAW_LOGS, "q2:raw_logs")
-    sink.write(_df(spark, _raw_rows(10)), 0)
+    stage_and_commit(sink, _arrow(_raw_rows(10)), 0)
     # Simulate a crash after the files of batch 1 were moved into the table but before the commit.
     slug = app_slug("q2:raw_logs")
     pending = Path(path) / PENDING_DIR / f"{slug}-b{1:020d}-deadbeef"
@@ -89,14 +91,14 @@ def test_orphans_of_an_uncommitted_batch_are_removed(spark, tmp_path: Path) -> N
     assert set(DeltaTable(path).file_uris()) == before
     assert all(os.path.exists(u.removeprefix("file://")) for u in before)
     # The retried batch 1 then commits normally.
-    assert sink.write(_df(spark, _raw_rows(5, start=10)), 1).rows == 5
+    assert stage_and_commit(sink, _arrow(_raw_rows(5, start=10)), 1).rows == 5
     assert lake_table(tmp_path, "raw_logs").num_rows == 15
 
 
 def test_empty_batch_commits_nothing(spark, tmp_path: Path) -> None:
     path = str(tmp_path / "raw_logs")
     sink = DeltaSink(path, RAW_LOGS, "q3:raw_logs")
-    res = sink.write(_df(spark, []), 0)
+    res = stage_and_commit(sink, _arrow([]), 0)
     assert (res.skipped, res.files, res.rows) == (False, 0, 0)
     assert DeltaTable(path).version() == 0  # just the empty table's creation
     assert read_delta(spark, path).count() == 0

@@ -4,11 +4,11 @@ Theory of operation (append, `mode="delta-rs"`, the default; no delta-spark jar 
 
 1. The app transaction guards the batch: `DeltaTable.transaction_version(app_id)` is the last batch id this app
    committed; a batch whose id is not above it is a replay and writes nothing.
-2. The executors write the batch with Spark's own Parquet writer into `<table>/_pending/<app>-b<batch>-<attempt>/`
-   (partitioned Hive-style by the table's `partition_by`; no `key=value` in the pending directory's own name, or
-   Spark's reader would take it for a partition). Nothing is collected to the driver. The ingest job's executors
-   may instead write the files themselves with pyarrow (:mod:`jobs.io.staging`: `open_pending`, then
-   `commit_pending` with the files the successful task attempts reported).
+2. The batch's rows are staged as Parquet files under `<table>/_pending/<app>-b<batch>-<attempt>/` (partitioned
+   Hive-style by the table's `partition_by`; no `key=value` in the pending directory's own name, or Spark's reader
+   would take it for a partition): by the executors or the driver with pyarrow (:mod:`jobs.io.staging`:
+   `open_pending`, then `commit_pending` with the files the successful task attempts reported). A small Arrow table
+   on the driver (dq_results) is appended directly (`write_arrow`).
 3. The driver lists the files, reads numRecords/min/max/nullCount from each Parquet footer, writes a manifest of
    the final file names into the pending directory, moves each file into its partition directory under the table,
    and commits ONE Delta transaction with delta-rs carrying the add actions and `Transaction(app_id, batch_id)`.
@@ -17,28 +17,22 @@ Theory of operation (append, `mode="delta-rs"`, the default; no delta-spark jar 
    a committed batch is only leftover scaffolding and is removed too. So a table never holds a file twice, and
    never keeps a file no commit references (besides what `vacuum` would remove anyway).
 
-`mode="delta-spark"` (the session needs delta-spark: jobs.io.jars) commits with delta-spark's own writer: `write`
-writes a frame, and staged files (`open_pending` / `commit_pending`, the ingest job's one path: the same staging as
-delta-rs, only the committer differs) are read by Spark and appended by it. The executors write the files into the
-table and the driver's Delta commit carries `SetTransaction(app_id, batch_id)` through the `txnAppId`/`txnVersion`
-writer options, so delta-spark itself skips a replayed batch; the sink asks the table first (delta-rs
-`transaction_version`) and runs no Spark job for a replay at all. A remote table's batches are staged on this
+`mode="delta-spark"` (the session needs delta-spark: jobs.io.jars) commits with delta-spark's own writer: staged
+files (`open_pending` / `commit_pending`, the same staging as delta-rs, only the committer differs) are read by Spark
+and appended by it. The executors write the files into the table and the driver's Delta commit carries
+`SetTransaction(app_id, batch_id)` through the `txnAppId`/`txnVersion` writer options, so delta-spark itself skips
+a replayed batch; the sink asks the table first (delta-rs `transaction_version`) and runs no Spark job for a replay
+at all. A remote table's batches are staged on this
 machine (STAGING_ENV, else the temp directory: enough for local executors; a cluster needs a shared directory). A
 crash between the files and the commit leaves files no commit references (`vacuum` removes them); readers never see
 them. Each commit also carries `userMetadata` `{"planewatch.app_id", "planewatch.batch_id"}`, by which the sink finds
 its own commit in the history and takes the rows and files it wrote from the commit's operation metrics (no second
 pass over the batch), and a replay finds the files its batch added.
-Tables are created empty by `ensure_table` (delta-rs, reader 1 / writer 2) in both modes, so both write the same
-schema and partitioning and every reader finds a table before its first row.
-
-`DeltaMerger` is the upsert for the small gold tables: the batch is collected to the driver (gold batches are
-aggregates, not raw lines) and merged by key with delta-rs `DeltaTable.merge`, the commit carrying the same app
-transaction, so a replayed batch is skipped exactly like an append.
+The upsert of the gold tables is lake.merge; creating tables and the app transaction, lake.tables.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -47,7 +41,7 @@ import shutil
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,16 +49,17 @@ from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from deltalake import CommitProperties, DeltaTable, Field, Schema, Transaction, write_deltalake
-from deltalake.exceptions import CommitFailedError
-from deltalake.transaction import AddAction, create_table_with_add_actions
+from deltalake import DeltaTable, Schema, write_deltalake
+from deltalake.transaction import AddAction
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from jobs.io import PipelineIOError
-from jobs.io.delta_read import added_files, read_files
-from jobs.io.parquet_stats import footer_stats
-from schemas.lake_read import HIVE_NULL
+from lake import LakeError
+from lake.log import added_files
+from lake.read import HIVE_NULL
+from lake.spark_read import read_files
+from lake.stats import footer_stats
+from lake.tables import COMMIT_RETRIES, COMMIT_RETRY_SLEEP_S, app_slug, batch_commit, ensure_table, local_path
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -74,22 +69,16 @@ if TYPE_CHECKING:
 __all__ = [
     "PENDING_DIR",
     "SINK_MODES",
-    "DeltaMerger",
     "DeltaSink",
     "SinkResult",
     "cleanup_pending",
     "conform",
-    "ensure_table",
 ]
 
 log = logging.getLogger(__name__)
 
 PENDING_DIR = "_pending"  # leading underscore: Delta and Spark readers ignore it
 SINK_MODES = ("delta-rs", "delta-spark")
-# Concurrent appends from two queries (e.g. both ingest jobs writing quarantine) can race on the next log version;
-# delta-rs reports the conflict and a blind append is safe to retry.
-COMMIT_RETRIES = 5
-COMMIT_RETRY_SLEEP_S = 0.2
 # delta-spark mode: the sink looks for its own commit among this many newest commits of the table (other queries
 # appending to the same table, e.g. quarantine, commit in between; a handful per batch at most).
 HISTORY_SCAN = 50
@@ -120,68 +109,11 @@ class SinkResult:
         return not self.skipped and (self.mode == "delta-rs" or self.version is not None)
 
 
-def app_slug(app_id: str) -> str:
-    """A directory-safe, collision-free name for an app id (readable prefix + hash)."""
-    readable = re.sub(r"[^A-Za-z0-9_.-]", "_", app_id)[:40]
-    return f"{readable}.{hashlib.sha1(app_id.encode()).hexdigest()[:10]}"
-
-
-def _local_path(uri: str) -> str:
-    if uri.startswith("file://"):
-        return uri[len("file://") :]
-    if "://" in uri:
-        raise PipelineIOError(
-            f"the delta-rs sink moves executor-written files and needs a local/NFS path, got {uri!r}; "
-            "use sink.mode: delta-spark for object stores"
-        )
-    return os.path.abspath(uri)
-
-
-def ensure_table(path: str, table: Table) -> None:
-    """Create the Delta table (empty, with its schema and partitioning) unless it exists; an existing table that
-    lacks columns a later planewatch declares (nullable, at the table's end) gains them, empty in its old files."""
-    if DeltaTable.is_deltatable(path):
-        add_missing_columns(path, table)
-        return
-    os.makedirs(path, exist_ok=True)
-    try:
-        create_table_with_add_actions(
-            path,
-            Schema.from_arrow(table.to_arrow()),
-            [],
-            mode="ignore",
-            partition_by=list(table.partition_by) or None,
-            name=table.name,
-        )
-    except Exception as exc:  # a concurrent creator wins; anything else is real
-        if not DeltaTable.is_deltatable(path):
-            raise PipelineIOError(f"cannot create Delta table {table.name} at {path}: {exc}") from exc
-
-
-def add_missing_columns(path: str, table: Table) -> list[str]:
-    """Add the columns of `table` that the Delta table at `path` lacks (a metadata commit: no file is rewritten,
-    readers see them null in the files written before); returns their names."""
-    for attempt in range(COMMIT_RETRIES):
-        try:
-            dt = DeltaTable(path)
-            have = {f.name for f in dt.schema().fields}
-            missing = [f for f in table.to_arrow() if f.name not in have]
-            if missing:
-                dt.alter.add_columns([Field.from_arrow(f.with_nullable(True)) for f in missing])
-                log.info("%s: added columns %s", table.name, [f.name for f in missing])
-            return [f.name for f in missing]
-        except CommitFailedError:  # another writer committed first: look again
-            time.sleep(COMMIT_RETRY_SLEEP_S * (attempt + 1))
-        except Exception as exc:
-            raise PipelineIOError(f"cannot add {table.name}'s new columns at {path}: {exc}") from exc
-    raise PipelineIOError(f"cannot add {table.name}'s new columns at {path}: {COMMIT_RETRIES} commit races lost")
-
-
 def conform(df: DataFrame, table: Table) -> DataFrame:
     """Select the table's columns in order, cast to its types; a missing column is a clear error."""
     missing = [c for c in table.names if c not in df.columns]
     if missing:
-        raise PipelineIOError(f"batch for {table.name} lacks columns {missing}")
+        raise LakeError(f"batch for {table.name} lacks columns {missing}")
     schema = table.to_spark()
     return df.select([F.col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields])
 
@@ -190,11 +122,11 @@ def _parse_partition_dir(rel_dir: str, partition_by: Sequence[str]) -> dict[str,
     values: dict[str, str | None] = {}
     parts = [p for p in rel_dir.split("/") if p]
     if len(parts) != len(partition_by):
-        raise PipelineIOError(f"unexpected partition directory {rel_dir!r} for {list(partition_by)}")
+        raise LakeError(f"unexpected partition directory {rel_dir!r} for {list(partition_by)}")
     for part, name in zip(parts, partition_by, strict=True):
         key, _, raw = part.partition("=")
         if key != name:
-            raise PipelineIOError(f"partition directory {part!r}: expected column {name}")
+            raise LakeError(f"partition directory {part!r}: expected column {name}")
         value = unquote(raw)
         values[name] = None if value == HIVE_NULL else value
     return values
@@ -235,12 +167,13 @@ def cleanup_pending(table_path: str, app_id: str, committed: int | None, keep: s
 class DeltaSink:
     """Idempotent append of micro-batches to one Delta table (one app id = one query x table).
 
-    Use `sink.write(df, batch_id)` inside a `foreachBatch` function; `df` must have the table's columns.
+    A batch is staged as Parquet files (`open_pending`, the files written under it, `commit_pending`: the ingest
+    job's path, jobs.io.staging) or, when small and on the driver, appended from Arrow (`write_arrow`).
     """
 
     def __init__(self, path: str, table: Table, app_id: str, mode: str = "delta-rs") -> None:
         if mode not in SINK_MODES:
-            raise PipelineIOError(f"sink.mode must be one of {SINK_MODES}, got {mode!r}")
+            raise LakeError(f"sink.mode must be one of {SINK_MODES}, got {mode!r}")
         self.path = path
         self.table = table
         self.app_id = app_id
@@ -266,24 +199,18 @@ class DeltaSink:
             if version is None:
                 return []
             return [p for p, _ in added_files(os.path.abspath(self.path), version - 1, version)]
-        local = _local_path(self.path)
+        local = local_path(self.path)
         if not DeltaTable.is_deltatable(local):
             return []
         prefix = f"{app_slug(self.app_id)}-b{batch_id}-"
         return [u for u in DeltaTable(local).file_uris() if unquote(u.rsplit("/", 1)[-1]).startswith(prefix)]
-
-    def write(self, df: DataFrame, batch_id: int) -> SinkResult:
-        """Append `df` as batch `batch_id`, exactly once."""
-        if self.mode == "delta-spark":
-            return self._write_delta_spark(df, batch_id)
-        return self._write_delta_rs(df, batch_id)
 
     def write_arrow(self, data: pa.Table, batch_id: int) -> SinkResult:
         """Driver-side append of a small Arrow table (dq_results, tiny batches), same exactly-once guard."""
         t0 = time.perf_counter()
         if self.mode == "delta-spark":
             return self._write_arrow_delta_spark(data, batch_id)
-        local = _local_path(self.path)
+        local = local_path(self.path)
         if not self._ensured:
             ensure_table(local, self.table)
             self._ensured = True
@@ -293,10 +220,7 @@ class DeltaSink:
             return SinkResult(self.table.name, batch_id, True)
         if data.num_rows == 0:
             return SinkResult(self.table.name, batch_id, False)
-        props = CommitProperties(
-            app_transactions=[Transaction(app_id=self.app_id, version=batch_id)],
-            custom_metadata={"planewatch.app_id": self.app_id, "planewatch.batch_id": str(batch_id)},
-        )
+        props = batch_commit(self.app_id, batch_id)
         write_deltalake(
             dt,
             data.select(self.table.names).cast(self.table.to_arrow()),
@@ -316,7 +240,7 @@ class DeltaSink:
             return SinkResult(self.table.name, batch_id, False, mode="delta-spark")
         spark = SparkSession.getActiveSession()
         if spark is None:
-            raise PipelineIOError(f"{self.table.name}: sink.mode delta-spark writes through Spark: no active session")
+            raise LakeError(f"{self.table.name}: sink.mode delta-spark writes through Spark: no active session")
         frame = spark.createDataFrame(data.select(self.table.names).cast(self.table.to_arrow()))
         return self._write_delta_spark(frame, batch_id, checked=True)
 
@@ -360,20 +284,6 @@ class DeltaSink:
         log.warning("%s: own commit %s not among the last %d commits", self.table.name, marker, HISTORY_SCAN)
         return None, 0, 0
 
-    def _write_delta_rs(self, df: DataFrame, batch_id: int) -> SinkResult:
-        t0 = time.perf_counter()
-        pending = self.open_pending(batch_id)
-        if pending is None:
-            return SinkResult(self.table.name, batch_id, True)
-        spark = df.sparkSession
-        # INT96 (Spark's historical default) is not what Delta's schema says; write real microsecond timestamps.
-        spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
-        writer = conform(df, self.table).write.mode("overwrite")
-        if self.table.partition_by:
-            writer = writer.partitionBy(*self.table.partition_by)
-        writer.parquet(pending)
-        return self.commit_pending(pending, batch_id, t0=t0)
-
     def _staging_root(self) -> str:
         """The directory whose `_pending/` holds this table's staged batches: the table's own (delta-rs moves the
         files from there into the table); for delta-spark on a remote table, a local directory of this machine
@@ -381,7 +291,7 @@ class DeltaSink:
         if self.mode == "delta-spark" and "://" in self.path:
             return os.path.join(os.environ.get(STAGING_ENV) or tempfile.gettempdir(), STAGING_DIR,
                                 app_slug(self.path))
-        return _local_path(self.path)
+        return local_path(self.path)
 
     def open_pending(self, batch_id: int) -> str | None:
         """A new pending directory for batch `batch_id` of this app, or None for a replay.
@@ -418,7 +328,7 @@ class DeltaSink:
         t0 = time.perf_counter() if t0 is None else t0
         if self.mode == "delta-spark":
             return self._commit_pending_delta_spark(pending, batch_id, files)
-        local = _local_path(self.path)
+        local = local_path(self.path)
         slug = app_slug(self.app_id)
         adds, moves, rows = self._collect_adds(pending, slug, batch_id, None if files is None else set(files))
         if not adds:
@@ -431,10 +341,7 @@ class DeltaSink:
             os.makedirs(os.path.dirname(target), exist_ok=True)
             os.replace(src, target)
 
-        props = CommitProperties(
-            app_transactions=[Transaction(app_id=self.app_id, version=batch_id)],
-            custom_metadata={"planewatch.app_id": self.app_id, "planewatch.batch_id": str(batch_id)},
-        )
+        props = batch_commit(self.app_id, batch_id)
         schema = Schema.from_arrow(self.table.to_arrow())
         version = self._commit(local, adds, schema, props, batch_id)
         shutil.rmtree(pending, ignore_errors=True)
@@ -453,7 +360,7 @@ class DeltaSink:
                 return SinkResult(self.table.name, batch_id, False, mode="delta-spark")
             spark = SparkSession.getActiveSession()
             if spark is None:
-                raise PipelineIOError(f"{self.table.name}: sink.mode delta-spark commits through Spark: no session")
+                raise LakeError(f"{self.table.name}: sink.mode delta-spark commits through Spark: no session")
             frame = read_files(spark, pending, self.table.to_spark(), self.table.partition_by, chosen)
             return self._write_delta_spark(frame, batch_id, checked=True)
         finally:
@@ -468,7 +375,7 @@ class DeltaSink:
             dt = opened if opened is not None else DeltaTable(local)
             last = dt.transaction_version(self.app_id)
             if last is not None and batch_id <= last:
-                raise PipelineIOError(
+                raise LakeError(
                     f"{self.table.name}: batch {batch_id} was committed by another writer of {self.app_id}"
                 )
             try:
@@ -487,7 +394,7 @@ class DeltaSink:
                     raise
                 last_exc = exc
                 time.sleep(COMMIT_RETRY_SLEEP_S * (attempt + 1))
-        raise PipelineIOError(f"{self.table.name}: commit of batch {batch_id} failed: {last_exc}")
+        raise LakeError(f"{self.table.name}: commit of batch {batch_id} failed: {last_exc}")
 
     def _collect_adds(self, pending: str, slug: str, batch_id: int, only: set[str] | None = None
                       ) -> tuple[list[Any], list[tuple[str, str]], int]:
@@ -524,109 +431,3 @@ class DeltaSink:
         return adds, moves, rows
 
 
-def _dedupe_last(tbl: pa.Table, keys: Sequence[str]) -> pa.Table:
-    """Keep the last row per key (a merge source must not match a target row twice)."""
-    cols = [tbl.column(k).to_pylist() for k in keys]
-    last: dict[tuple[Any, ...], int] = {}
-    for i, key in enumerate(zip(*cols, strict=True)):
-        last[key] = i
-    if len(last) == tbl.num_rows:
-        return tbl
-    return tbl.take(sorted(last.values()))
-
-
-class DeltaMerger:
-    """Idempotent upsert of micro-batches into a small (gold) Delta table, keyed by `keys`.
-
-    Matched rows are updated in place (all columns), others inserted; the commit carries
-    `Transaction(app_id, batch_id)`, so a replayed batch changes nothing. Null keys compare equal
-    (`IS NOT DISTINCT FROM`).
-    """
-
-    def __init__(self, path: str, table: Table, app_id: str, keys: Sequence[str]) -> None:
-        unknown = [k for k in keys if k not in table.names]
-        if not keys or unknown:
-            raise PipelineIOError(f"merge keys {list(keys)} invalid for {table.name} (unknown: {unknown})")
-        self.path = path
-        self.table = table
-        self.app_id = app_id
-        self.keys = tuple(keys)
-        self._ensured = False
-        self._table: DeltaTable | None = None
-
-    def _latest(self, local: str) -> DeltaTable:
-        """The table at its latest version, through one handle brought up to date with the new commits only
-        (opening it anew reads its checkpoint, which grows with the table's files, at every batch)."""
-        if self._table is None:
-            self._table = DeltaTable(local)
-        else:
-            self._table.update_incremental()
-        return self._table
-
-    def _commit_once(self, app_id: str, batch_id: int, rows: int, what: str,
-                     commit: Callable[[DeltaTable, CommitProperties], None], files: int = 0) -> SinkResult:
-        """Run `commit` (a write of `rows` rows carrying the given properties) as batch `batch_id` of `app_id`,
-        exactly once: skipped when the table's app transaction shows the batch, done again when it loses a commit
-        race (another writer or the maintenance committed first). `files`: the files it adds, when known."""
-        t0 = time.perf_counter()
-        local = _local_path(self.path)
-        if not self._ensured:
-            ensure_table(local, self.table)
-            self._ensured = True
-        if rows == 0:  # nothing to write, replay or not: the table is not even opened
-            return SinkResult(self.table.name, batch_id, False)
-        props = CommitProperties(
-            app_transactions=[Transaction(app_id=app_id, version=batch_id)],
-            custom_metadata={"planewatch.app_id": app_id, "planewatch.batch_id": str(batch_id)},
-        )
-        for attempt in range(COMMIT_RETRIES):
-            dt = self._latest(local)
-            last = dt.transaction_version(app_id)
-            if last is not None and batch_id <= last:
-                return SinkResult(self.table.name, batch_id, True)
-            try:
-                commit(dt, props)
-            except CommitFailedError as exc:
-                if attempt == COMMIT_RETRIES - 1:
-                    raise
-                log.info("%s batch %d: %s into %s lost a commit race (%s); again", app_id, batch_id, what,
-                         self.table.name, exc)
-                time.sleep(COMMIT_RETRY_SLEEP_S * (attempt + 1))
-                continue
-            dt.update_incremental()
-            return SinkResult(self.table.name, batch_id, False, files, rows, dt.version(),
-                              (time.perf_counter() - t0) * 1e3)
-        raise AssertionError("unreachable")
-
-    def latest_table(self) -> DeltaTable:
-        """The Delta table at its latest version (the merger's own handle)."""
-        return self._latest(_local_path(self.path))
-
-    def insert_arrow(self, source: pa.Table, batch_id: int) -> SinkResult:
-        """Append rows the caller knows are new (no row of their keys is in the table) as batch `batch_id`, exactly
-        once, under the app id `<app_id>+insert` (the batch's MERGE, if it has one, commits under `app_id`). An
-        append reads no file of the table; a MERGE reads every file its keys may be in."""
-        data = source.select(self.table.names).cast(self.table.to_arrow())
-
-        def append(dt: DeltaTable, props: CommitProperties) -> None:
-            write_deltalake(dt, data, mode="append", partition_by=list(self.table.partition_by) or None,
-                            commit_properties=props)
-
-        return self._commit_once(f"{self.app_id}+insert", batch_id, data.num_rows, "append", append, files=1)
-
-    def write(self, df: DataFrame, batch_id: int) -> SinkResult:
-        """Merge the batch's rows into the table, exactly once per batch id."""
-        return self.write_arrow(pa.table(conform(df, self.table).toArrow()), batch_id)
-
-    def write_arrow(self, source: pa.Table, batch_id: int) -> SinkResult:
-        """Merge an Arrow table (already in the table's columns) as batch `batch_id`."""
-        if source.num_rows:
-            source = _dedupe_last(source.select(self.table.names).cast(self.table.to_arrow()), self.keys)
-        # parenthesised: DataFusion binds IS NOT DISTINCT FROM looser than AND (multi-key merges failed to plan)
-        predicate = " AND ".join(f"(t.`{k}` IS NOT DISTINCT FROM s.`{k}`)" for k in self.keys)
-
-        def merge(dt: DeltaTable, props: CommitProperties) -> None:
-            (dt.merge(source, predicate, source_alias="s", target_alias="t", commit_properties=props)
-             .when_matched_update_all().when_not_matched_insert_all().execute())
-
-        return self._commit_once(self.app_id, batch_id, source.num_rows, "merge", merge)

@@ -1,0 +1,134 @@
+"""`DeltaMerger`: the exactly-once upsert of the small gold tables (alerts, incidents, control_request_latency,
+metric_rollups_1m). The batch is on the driver (gold batches are aggregates, not raw lines) and is merged by key
+with delta-rs `DeltaTable.merge`, the commit carrying the batch's app transaction, so a replayed batch is skipped
+exactly like an append (lake.sink); one that loses a commit race (another writer, the maintenance) is merged again.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+from deltalake import CommitProperties, DeltaTable, write_deltalake
+from deltalake.exceptions import CommitFailedError
+
+from lake import LakeError
+from lake.sink import SinkResult, conform
+from lake.tables import COMMIT_RETRIES, COMMIT_RETRY_SLEEP_S, batch_commit, ensure_table, local_path
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from schemas.tables import Table
+
+__all__ = ["DeltaMerger"]
+
+log = logging.getLogger(__name__)
+
+
+def _dedupe_last(tbl: pa.Table, keys: Sequence[str]) -> pa.Table:
+    """Keep the last row per key (a merge source must not match a target row twice)."""
+    cols = [tbl.column(k).to_pylist() for k in keys]
+    last: dict[tuple[Any, ...], int] = {}
+    for i, key in enumerate(zip(*cols, strict=True)):
+        last[key] = i
+    if len(last) == tbl.num_rows:
+        return tbl
+    return tbl.take(sorted(last.values()))
+
+
+class DeltaMerger:
+    """Idempotent upsert of micro-batches into a small (gold) Delta table, keyed by `keys`.
+
+    Matched rows are updated in place (all columns), others inserted; the commit carries
+    `Transaction(app_id, batch_id)`, so a replayed batch changes nothing. Null keys compare equal
+    (`IS NOT DISTINCT FROM`).
+    """
+
+    def __init__(self, path: str, table: Table, app_id: str, keys: Sequence[str]) -> None:
+        unknown = [k for k in keys if k not in table.names]
+        if not keys or unknown:
+            raise LakeError(f"merge keys {list(keys)} invalid for {table.name} (unknown: {unknown})")
+        self.path = path
+        self.table = table
+        self.app_id = app_id
+        self.keys = tuple(keys)
+        self._ensured = False
+        self._table: DeltaTable | None = None
+
+    def _latest(self, local: str) -> DeltaTable:
+        """The table at its latest version, through one handle brought up to date with the new commits only
+        (opening it anew reads its checkpoint, which grows with the table's files, at every batch)."""
+        if self._table is None:
+            self._table = DeltaTable(local)
+        else:
+            self._table.update_incremental()
+        return self._table
+
+    def _commit_once(self, app_id: str, batch_id: int, rows: int, what: str,
+                     commit: Callable[[DeltaTable, CommitProperties], None], files: int = 0) -> SinkResult:
+        """Run `commit` (a write of `rows` rows carrying the given properties) as batch `batch_id` of `app_id`,
+        exactly once: skipped when the table's app transaction shows the batch, done again when it loses a commit
+        race (another writer or the maintenance committed first). `files`: the files it adds, when known."""
+        t0 = time.perf_counter()
+        local = local_path(self.path)
+        if not self._ensured:
+            ensure_table(local, self.table)
+            self._ensured = True
+        if rows == 0:  # nothing to write, replay or not: the table is not even opened
+            return SinkResult(self.table.name, batch_id, False)
+        props = batch_commit(app_id, batch_id)
+        for attempt in range(COMMIT_RETRIES):
+            dt = self._latest(local)
+            last = dt.transaction_version(app_id)
+            if last is not None and batch_id <= last:
+                return SinkResult(self.table.name, batch_id, True)
+            try:
+                commit(dt, props)
+            except CommitFailedError as exc:
+                if attempt == COMMIT_RETRIES - 1:
+                    raise
+                log.info("%s batch %d: %s into %s lost a commit race (%s); again", app_id, batch_id, what,
+                         self.table.name, exc)
+                time.sleep(COMMIT_RETRY_SLEEP_S * (attempt + 1))
+                continue
+            dt.update_incremental()
+            return SinkResult(self.table.name, batch_id, False, files, rows, dt.version(),
+                              (time.perf_counter() - t0) * 1e3)
+        raise AssertionError("unreachable")
+
+    def latest_table(self) -> DeltaTable:
+        """The Delta table at its latest version (the merger's own handle)."""
+        return self._latest(local_path(self.path))
+
+    def insert_arrow(self, source: pa.Table, batch_id: int) -> SinkResult:
+        """Append rows the caller knows are new (no row of their keys is in the table) as batch `batch_id`, exactly
+        once, under the app id `<app_id>+insert` (the batch's MERGE, if it has one, commits under `app_id`). An
+        append reads no file of the table; a MERGE reads every file its keys may be in."""
+        data = source.select(self.table.names).cast(self.table.to_arrow())
+
+        def append(dt: DeltaTable, props: CommitProperties) -> None:
+            write_deltalake(dt, data, mode="append", partition_by=list(self.table.partition_by) or None,
+                            commit_properties=props)
+
+        return self._commit_once(f"{self.app_id}+insert", batch_id, data.num_rows, "append", append, files=1)
+
+    def write(self, df: DataFrame, batch_id: int) -> SinkResult:
+        """Merge the batch's rows into the table, exactly once per batch id."""
+        return self.write_arrow(pa.table(conform(df, self.table).toArrow()), batch_id)
+
+    def write_arrow(self, source: pa.Table, batch_id: int) -> SinkResult:
+        """Merge an Arrow table (already in the table's columns) as batch `batch_id`."""
+        if source.num_rows:
+            source = _dedupe_last(source.select(self.table.names).cast(self.table.to_arrow()), self.keys)
+        # parenthesised: DataFusion binds IS NOT DISTINCT FROM looser than AND (multi-key merges failed to plan)
+        predicate = " AND ".join(f"(t.`{k}` IS NOT DISTINCT FROM s.`{k}`)" for k in self.keys)
+
+        def merge(dt: DeltaTable, props: CommitProperties) -> None:
+            (dt.merge(source, predicate, source_alias="s", target_alias="t", commit_properties=props)
+             .when_matched_update_all().when_not_matched_insert_all().execute())
+
+        return self._commit_once(self.app_id, batch_id, source.num_rows, "merge", merge)
