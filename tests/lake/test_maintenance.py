@@ -1,5 +1,5 @@
-"""The lake's table maintenance (lake.maintenance, run by jobs.maintenance) on real Delta tables: retention by partition and by age, compaction
-of small files, vacuum, and exactly-once appends that go on while it runs."""
+"""The lake's table maintenance (lake.maintenance, run by jobs.maintenance) on real Delta tables: retention by
+partition and by age, compaction of small files, vacuum, and exactly-once appends that go on while it runs."""
 
 from __future__ import annotations
 
