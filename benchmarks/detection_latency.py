@@ -1,11 +1,10 @@
 """Detection latency: from the moment the line that completes an incident is written to the alert row being
 readable in Delta, with the streaming queries on a 1-second trigger.
 
-Run: ``.venv/bin/python -m benchmarks.detection_latency [--mode files|silver] [--incidents N]``
+Run: ``.venv/bin/python -m benchmarks.detection_latency [--incidents N]``
 
-  files   (default) the whole pipeline: Kafka log lines appended to a state-change.log under the input directory
-          -> ingestion (jobs.ingest, H4/H3) -> silver -> detection (jobs.detect) -> `alerts`.
-  silver  detection alone: the silver rows are appended to state_change_events (as ingestion would commit them).
+The whole pipeline: Kafka log lines appended to a state-change.log under the input directory -> the log family's
+query (jobs.ingest: ingestion, pairing and the log rules in one micro-batch) -> `alerts`.
 
 Each incident is a LeaderAndIsr on a fresh broker that takes 8 s (DELAYED_LEADER_AND_ISR, warning at 5 s): the
 controller's Sending line and the broker's Handling line are written first, then the Finished line (the line
@@ -25,7 +24,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 POLL_S = 0.05
 # One incident may take this long before the run gives up on it (the pipeline is broken, not slow).
@@ -52,21 +50,6 @@ def incident_lines(broker: int, corr: int, now: dt.datetime) -> tuple[list[str],
     return before, done
 
 
-def silver_rows(lines: list[str]) -> list[dict[str, Any]]:
-    """The lines as ingestion commits them to state_change_events: through the pipeline's own parser."""
-    import pyarrow as pa
-
-    from pipelines.parsing.engine import route_records
-    from schemas.tables import RAW_LOGS
-
-    today = dt.datetime.now(dt.UTC).date()
-    raw = [{"cluster": CLUSTER, "broker_id": None, "log_kind": "state-change", "line": line,
-            "line_bytes": len(line), "source": "bench", "source_offset": i, "date": today}
-           for i, line in enumerate(lines)]
-    return [r for route, r in route_records(pa.Table.from_pylist(raw, RAW_LOGS.to_arrow()), "logs")
-            if route == "state_change"]
-
-
 def alert_brokers(lake: str) -> set[int]:
     from deltalake import DeltaTable
 
@@ -79,7 +62,6 @@ def alert_brokers(lake: str) -> set[int]:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--mode", choices=("files", "silver"), default="files")
     p.add_argument("--incidents", type=int, default=12)
     p.add_argument("--gap", type=float, default=2.0, help="seconds between incidents")
     a = p.parse_args()
@@ -89,16 +71,12 @@ def main() -> int:
     import logging
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
-    for name in ("jobs.detect", "jobs.ingest_batch"):  # per-batch breakdowns: where an incident's seconds go
+    for name in ("jobs.batch_detect", "jobs.ingest_batch"):  # per-batch breakdowns: where an incident's seconds go
         logging.getLogger(name).setLevel(logging.INFO)
 
-    import pyarrow as pa
-    from deltalake import write_deltalake
-
-    from jobs.detect import start_detection_queries
+    from jobs.ingest import start_ingest_queries
     from jobs.io.session import build_session
     from jobs.io.settings import Settings
-    from schemas.tables import STATE_CHANGE_EVENTS
 
     tmp = Path(tempfile.mkdtemp(prefix="pw-detect-bench-"))
     inp = tmp / "input" / CLUSTER / "broker-1"
@@ -116,34 +94,22 @@ def main() -> int:
     spark.sparkContext.setLogLevel("ERROR")
     queries = []
     try:
-        if a.mode == "files":
-            from jobs.ingest import start_ingest_queries
-
-            queries += start_ingest_queries(spark, settings, "logs")
-        queries += start_detection_queries(spark, settings)
-        print(f"{len(queries)} queries running (mode {a.mode}), lake {settings.lake}")
+        queries += start_ingest_queries(spark, settings, "logs")
+        print(f"{len(queries)} queries running, lake {settings.lake}")
         time.sleep(5)  # let every query finish its first (empty) batch
         lat: list[float] = []
         for i in range(a.incidents):
             broker = 1000 + i
             before, done = incident_lines(broker, i, dt.datetime.now(dt.UTC))
-            if a.mode == "files":
-                with open(log_file, "a") as fh:
-                    fh.write("\n".join(before) + "\n")
-                    fh.flush()
-                time.sleep(0.3)
-                with open(log_file, "a") as fh:
-                    fh.write(done + "\n")
-                    fh.flush()
-                    os.fsync(fh.fileno())
-                t0 = time.monotonic()
-            else:
-                tbl = pa.Table.from_pylist(
-                    [{n: r.get(n) for n in STATE_CHANGE_EVENTS.names} for r in silver_rows([*before, done])],
-                    schema=STATE_CHANGE_EVENTS.to_arrow())
-                write_deltalake(os.path.join(settings.lake, "state_change_events"), tbl, mode="append",
-                                partition_by=list(STATE_CHANGE_EVENTS.partition_by))
-                t0 = time.monotonic()
+            with open(log_file, "a") as fh:
+                fh.write("\n".join(before) + "\n")
+                fh.flush()
+            time.sleep(0.3)
+            with open(log_file, "a") as fh:
+                fh.write(done + "\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+            t0 = time.monotonic()
             while broker not in alert_brokers(settings.lake):
                 if time.monotonic() - t0 > INCIDENT_TIMEOUT_S:
                     print(f"incident {i}: no alert after {INCIDENT_TIMEOUT_S} s", file=sys.stderr)
@@ -161,7 +127,7 @@ def main() -> int:
             p99 = xs[min(len(xs) - 1, round(0.99 * (len(xs) - 1)))]
             return f"p50 {statistics.median(xs):.2f} s, p99 {p99:.2f} s, max {xs[-1]:.2f} s"
 
-        print(f"detection latency ({a.mode}, 1 s trigger, {len(lat)} incidents): {summary(lat)}")
+        print(f"detection latency (1 s trigger, {len(lat)} incidents): {summary(lat)}")
         if len(lat) > 2:  # the first incident after start pays the JVM's warm-up (JIT, first plans, GE's context)
             print(f"  first incident after start {lat[0]:.2f} s; the {len(lat) - 1} after it: {summary(lat[1:])}")
         return 0

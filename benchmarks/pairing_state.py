@@ -7,7 +7,8 @@ brokers interleave in event time (as the merged logs of a big cluster do), and e
 1 in 50 LeaderAndIsr that stays open (never_completed after the timeout). Each micro-batch carries one round.
 Measures, per CPU second of this process: events/s through `pairing.step` (the operator's per-key logic), the
 JSON state bytes kept across all keys after each round (what the state store holds), and with --spark the
-same workload through the applyInPandasWithState operator in one local Spark batch query (events/s, wall).
+same workload through the log batches' group function (`applyInPandas` over (cluster, bucket) groups, what a batch the
+executors processed runs) in one local Spark job (events/s, wall).
 """
 
 from __future__ import annotations
@@ -74,10 +75,11 @@ def run_spark(brokers: int, rounds: int) -> None:
     from datetime import UTC, datetime, timedelta
 
     from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
 
     from pipelines.detection.config import DetectionConfig
-    from pipelines.detection.events import PAIRING_INPUT_DDL
-    from pipelines.detection.operator import pair_requests
+    from pipelines.detection.events import PAIRING_DDL
+    from pipelines.detection.pairing_groups import GROUP_OUTPUT, PAIRING_BUCKETS, group_function, pairing_params
 
     spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
              .config("spark.sql.shuffle.partitions", "2").config("spark.sql.session.timeZone", "UTC")
@@ -92,12 +94,13 @@ def run_spark(brokers: int, rounds: int) -> None:
                 for e in evs:
                     data.append(("bench", 1, b, e.kind, t0 + timedelta(milliseconds=e.ts), e.request,
                                  e.correlation_id, e.controller_epoch, e.partitions, e.elapsed_ms, None, e.detail))
-        df = spark.createDataFrame(data, PAIRING_INPUT_DDL).cache()
+        df = spark.createDataFrame(data, PAIRING_DDL).cache()
         n = df.count()
         start = time.perf_counter()
-        out = pair_requests(df, DetectionConfig()).count()
+        grouped = df.withColumn("bucket", F.pmod("broker_id", F.lit(PAIRING_BUCKETS))).groupBy("cluster", "bucket")
+        out = grouped.applyInPandas(group_function(pairing_params(DetectionConfig()), {}), GROUP_OUTPUT).count()
         wall = time.perf_counter() - start
-        print(f"spark pairing operator (batch query: applyInPandas, same bucket code, local[2]): {n} events -> "
+        print(f"spark pairing (applyInPandas over (cluster, bucket) groups, the group step, local[2]): {n} events -> "
               f"{out} rows in {wall:.1f} s "
               f"= {n / wall:,.0f} events/s")
     finally:

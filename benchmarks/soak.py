@@ -20,7 +20,7 @@ What it does (everything under one run directory: ``--dir``, kept, or a temp dir
    files and bytes on disk (removed files included); per checkpoint its bytes, files and newest offset file's size;
    RSS, PSS, threads, open files and CPU (cores) of the pipeline's and the API's whole process trees (JVM and Python
    workers), and the JVM's own RSS and threads; the micro-batch durations the pipeline logged since the last sample
-   (jobs.ingest_batch's BatchReport, detect_pairing's stages); GET /alerts latency p50/p99 over 20 requests;
+   (jobs.ingest_batch's BatchReport, the log batches' pairing); GET /alerts latency p50/p99 over 20 requests;
    GET /health's data age of control_request_latency and metric_samples (does the pipeline keep up); the input
    tree's files and bytes;
 4. each incident's detection delay: from the Finished line's flush to its alert (that broker, started at the
@@ -86,8 +86,9 @@ HTTP_TIMEOUT_S = 10.0
 # Start-up budget of the API, and of the pipeline's tables and queries, on a loaded 2-core machine.
 API_START_S = 90.0
 PIPELINE_START_S = 300.0
-# The queries whose first checkpoint must exist before the load starts: ingestion of both families, detection.
-QUERIES = ("ingest_logs_files", "ingest_metrics_files", "detect_pairing", "detect_rollups")
+# The queries whose first checkpoint must exist before the load starts: one per input family (ingestion, pairing,
+# rules).
+QUERIES = ("ingest_logs_files", "ingest_metrics_files")
 # Summary: a period is the first/last 10% of the samples, at least 3.
 PERIOD_SHARE = 0.1
 PERIOD_MIN_SAMPLES = 3
@@ -191,22 +192,22 @@ class TreeMeter:
                 f"{n}.open_files": fds, f"{n}.cpu_cores": cores, f"{n}.processes": len(cpu), **jvm}
 
 
-# jobs.ingest_batch: "<query> batch <id>: BatchReport(..., seconds=<s>, ...)"; jobs.detect: "detect_pairing batch
-# <id>: ...; pairing <ms> ms, latency merge <ms> ms, detectors <ms> ms, alerts <ms> ms".
+# jobs.ingest_batch: "<query> batch <id>: BatchReport(..., seconds=<s>, ...)"; jobs.batch_detect's log rules:
+# "<query> batch <id>: pairing ...; pairing <ms> ms, rules <ms> ms, alerts <ms> ms" (inside the batch's seconds).
 _INGEST_BATCH = re.compile(r" (?P<q>\w+) batch \d+: BatchReport\(.*?\bseconds=(?P<s>[0-9.eE+-]+)")
-_PAIRING_BATCH = re.compile(r" detect_pairing batch \d+: .*; pairing (\d+) ms, latency merge (\d+) ms, "
-                            r"detectors (\d+) ms, alerts (\d+) ms")
+_PAIRING_BATCH = re.compile(r" (?P<q>\w+) batch \d+: pairing .*; pairing (?P<ms>\d+) ms, rules \d+ ms, alerts \d+ ms")
 _PROBLEM = re.compile(r" (WARNING|ERROR|CRITICAL) ")
 
 
 def batch_seconds(lines: Sequence[str]) -> dict[str, list[float]]:
-    """Micro-batch durations (s) per query in pipeline log lines."""
+    """Micro-batch durations (s) per query in pipeline log lines, and the pairing's part of the log batches
+    (`<query>.pairing`)."""
     out: dict[str, list[float]] = {}
     for line in lines:
         if m := _INGEST_BATCH.search(line):
             out.setdefault(m["q"], []).append(float(m["s"]))
         elif m := _PAIRING_BATCH.search(line):
-            out.setdefault("detect_pairing", []).append(sum(int(x) for x in m.groups()) / 1000)
+            out.setdefault(f"{m['q']}.pairing", []).append(int(m["ms"]) / 1000)
     return out
 
 

@@ -21,30 +21,45 @@ started (two sources of one family may carry different clusters, each at its own
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from jobs.alert_writer import AlertWriter
+from jobs.log_pairing import ExecutorInput, LogPairing
 from jobs.roll_inputs import RollInputs
-from lake.read import LatestTable
+from lake.merge import DeltaMerger
+from lake.read import LatestTable, committed_rows
+from lake.spark_read import read_files
 from pipelines.detection.baselines import QUEUED_TYPE, add_queue_baselines, history_spans
 from pipelines.detection.config import DetectionConfig
-from pipelines.detection.events import CONTROL_REQUESTS, STALE_EVENTS
+from pipelines.detection.events import (
+    CONTROL_REQUESTS,
+    PAIRED_REQUEST_COLUMNS,
+    PAIRED_STATE_CHANGE_COLUMNS,
+    PAIRING_DDL,
+    STALE_EVENTS,
+    pairing_events,
+)
 from pipelines.detection.kraft_detectors import ELECTION_COLUMNS, KRAFT_EVENTS, SHUTDOWN_COLUMNS, SHUTDOWN_ECHO_S
 from pipelines.detection.latency_detectors import log_candidates
 from pipelines.detection.metric_baselines import add_metric_baselines
 from pipelines.detection.metric_detectors import (
     BASELINE_SPECS,
     DETECTION_SIGNALS,
+    ROLLUP_SERIES,
     detection_samples,
     max_window_s,
     metric_candidates,
     metric_windows,
+    minute_rollups,
 )
 from pipelines.detection.roll_detectors import CLUSTER_STOP_S, SHUTDOWN_EVENTS, STOP_EVENTS, detect_roll_too_fast
 from pipelines.roll_safety import utc_frame
@@ -54,14 +69,13 @@ from schemas.inputs import InputFamily
 from schemas.tables import METRIC_ROLLUPS_1M, METRIC_SAMPLES, REQUEST_EVENTS, STATE_CHANGE_EVENTS
 
 if TYPE_CHECKING:
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    from pyspark.sql import SparkSession
 
     from jobs.io.settings import Settings
     from pipelines.detection.config import DetectionConfig
     from schemas.tables import Table
 
-__all__ = ["BatchDetect", "LogRules", "MetricRules", "SilverRows", "batch_detect"]
+__all__ = ["BatchDetect", "LogRules", "MetricRules", "SilverBatch", "SilverRows", "batch_detect"]
 
 log = logging.getLogger(__name__)
 
@@ -69,9 +83,24 @@ log = logging.getLogger(__name__)
 # columns asked for (None: all) of the rows an Arrow expression keeps (None: all)
 SilverLoad = Callable[[list[str] | None, "pc.Expression | None"], "pa.Table"]
 SilverRows = Mapping[str, SilverLoad]
-BatchDetect = Callable[[SilverRows, int], None]
+
+
+@dataclass(frozen=True)
+class SilverBatch:
+    """A batch's silver rows as its rules read them: loaders of its rows, its committed files, and where the batch
+    was processed (on the executors: rules whose work grows with the batch run there too, over those files)."""
+
+    rows: SilverRows = field(default_factory=dict)
+    paths: Mapping[str, list[str]] = field(default_factory=dict)
+    on_executors: bool = False
+    spark: SparkSession | None = None
+
+
+BatchDetect = Callable[[SilverBatch, int], None]
 # What a queued control request's baseline reads of the request log's earlier rows.
 QUEUE_HISTORY_COLUMNS = ["cluster", "broker_id", "api_name", "correlation_id", "ts", "request_queue_time_ms"]
+# A minute's rollup is recomputed from every sample of the minute: the history read reaches this far around the batch.
+ROLLUP_MINUTE_S = 60.0
 # What the event clock reads of every row of a batch.
 CLOCK_COLUMNS = ["cluster", "ts"]
 
@@ -110,12 +139,12 @@ def _cluster_spans(rows: pa.Table, before: dt.timedelta, after: dt.timedelta
                                             strict=True)]
 
 
-def _rows(silver: SilverRows, table: Table, where: pc.Expression | None = None,
+def _rows(silver: SilverBatch, table: Table, where: pc.Expression | None = None,
           columns: list[str] | None = None) -> pa.Table:
     """The batch's rows of silver `table` that `where` keeps, in its types (none: the table's empty frame)."""
     names = columns or table.names
     schema = table.to_arrow(names)
-    load = silver.get(table.name)
+    load = silver.rows.get(table.name)
     return schema.empty_table() if load is None else load(names, where).cast(schema)
 
 
@@ -149,6 +178,8 @@ class LogRules(_BatchRules):
 
     def __init__(self, settings: Settings, query: str, run_id: str, cfg: DetectionConfig) -> None:
         super().__init__(settings, query, run_id, cfg)
+        self.settings = settings
+        self.pairing = LogPairing(settings, query, run_id, cfg, settings.checkpoint_path(query))
         self.state_changes = LatestTable(settings.table_path(STATE_CHANGE_EVENTS.name),
                                          STATE_CHANGE_EVENTS.to_arrow())
         self.roll = RollInputs(settings.table_path)
@@ -214,10 +245,39 @@ class LogRules(_BatchRules):
                                         where=pc.field("api_name").isin(list(CONTROL_REQUESTS)))
         add_queue_baselines(queued, utc_frame(rows.select(QUEUE_HISTORY_COLUMNS)), window, self.cfg)
 
-    def __call__(self, silver: SilverRows, batch_id: int) -> None:
+    def _executor_input(self, silver: SilverBatch) -> ExecutorInput | None:
+        """The batch's pairing events made by the executors from its committed silver files (a batch the executors
+        processed), with the times of its rows for the clock; None: the batch is paired here."""
+        if not silver.on_executors or silver.spark is None:
+            return None
+        spark = silver.spark
+        frames = []
+        times = []
+        for table, columns in ((STATE_CHANGE_EVENTS, PAIRED_STATE_CHANGE_COLUMNS),
+                               (REQUEST_EVENTS, PAIRED_REQUEST_COLUMNS)):
+            paths = silver.paths.get(table.name) or []
+            if not paths:
+                continue
+            rows = read_files(spark, self.settings.table_path(table.name), table.to_spark(), table.partition_by,
+                              paths).select(*columns)
+            frames.append(rows.mapInArrow(functools.partial(_events_of, table.name), PAIRING_DDL))
+            times.append(committed_rows(paths, table, CLOCK_COLUMNS).cast(pa.schema(
+                [("cluster", pa.string()), ("ts", pa.timestamp("us", "UTC"))])))
+        clock = pa.concat_tables(times) if times else pa.schema(
+            [("cluster", pa.string()), ("ts", pa.timestamp("us", "UTC"))]).empty_table()
+        return ExecutorInput(spark, frames, clock)
+
+    def __call__(self, silver: SilverBatch, batch_id: int) -> None:
         t0 = time.perf_counter()
-        watermarks = self.clock.watermarks  # as of the earlier batches, like a streaming watermark
-        self.clock.advance([_rows(silver, t, columns=CLOCK_COLUMNS) for t in (STATE_CHANGE_EVENTS, REQUEST_EVENTS)])
+        on_executors = self._executor_input(silver)
+        if on_executors is None:
+            paired = self.pairing(_rows(silver, STATE_CHANGE_EVENTS, columns=list(PAIRED_STATE_CHANGE_COLUMNS)),
+                                  _rows(silver, REQUEST_EVENTS, columns=list(PAIRED_REQUEST_COLUMNS)), batch_id)
+        else:
+            empty_sc = STATE_CHANGE_EVENTS.to_arrow(list(PAIRED_STATE_CHANGE_COLUMNS)).empty_table()
+            paired = self.pairing(empty_sc, REQUEST_EVENTS.to_arrow(list(PAIRED_REQUEST_COLUMNS)).empty_table(),
+                                  batch_id, on_executors)
+        t1 = time.perf_counter()
         # the rows the rules read: stale-epoch lines, the request log's control requests
         sc = _rows(silver, STATE_CHANGE_EVENTS, pc.field("event").isin([e.value for e in (*STALE_EVENTS,
                                                                                           *KRAFT_EVENTS,
@@ -227,10 +287,25 @@ class LogRules(_BatchRules):
                  if sc.num_rows + rq.num_rows else [])
         self._queue_baselines(cands)
         cands += self._rolls(sc)
-        t1 = time.perf_counter()
-        n = self._write(cands, watermarks, batch_id)
-        log.info("%s batch %d: log rules %d candidate(s), %d alert row(s); rules %.0f ms, alerts %.0f ms",
-                 self.query, batch_id, len(cands), n, (t1 - t0) * 1e3, (time.perf_counter() - t1) * 1e3)
+        cands += paired.candidates
+        t2 = time.perf_counter()
+        n = 0
+        if cands or paired.moved:  # else nothing to open, and event time did not move to resolve anything
+            n = self.alerts.write(cands, paired.watermarks, batch_id, set(paired.watermarks))
+        log.info("%s batch %d: pairing %d request row(s) %s, log rules %d candidate(s), %d alert row(s); pairing "
+                 "%.0f ms, rules %.0f ms, alerts %.0f ms", self.query, batch_id, paired.rows, paired.timings,
+                 len(cands), n, (t1 - t0) * 1e3, (t2 - t1) * 1e3, (time.perf_counter() - t2) * 1e3)
+
+
+def _events_of(table: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """A task's share of a batch's silver rows of `table` -> pairing events (mapInArrow)."""
+    empty_sc = STATE_CHANGE_EVENTS.to_arrow(list(PAIRED_STATE_CHANGE_COLUMNS)).empty_table()
+    empty_rq = REQUEST_EVENTS.to_arrow(list(PAIRED_REQUEST_COLUMNS)).empty_table()
+    for b in batches:
+        rows = pa.Table.from_batches([b])
+        events = pairing_events(rows, empty_rq) if table == STATE_CHANGE_EVENTS.name else pairing_events(empty_sc,
+                                                                                                          rows)
+        yield from events.to_batches()
 
 
 class MetricRules(_BatchRules):
@@ -242,15 +317,19 @@ class MetricRules(_BatchRules):
     def __init__(self, settings: Settings, query: str, run_id: str, cfg: DetectionConfig) -> None:
         super().__init__(settings, query, run_id, cfg)
         self.samples = LatestTable(settings.table_path(METRIC_SAMPLES.name), METRIC_SAMPLES.to_arrow())
-        self.rollups = LatestTable(settings.table_path(METRIC_ROLLUPS_1M.name), METRIC_ROLLUPS_1M.to_arrow())
+        rollups_path = settings.table_path(METRIC_ROLLUPS_1M.name)
+        self.rollups = LatestTable(rollups_path, METRIC_ROLLUPS_1M.to_arrow())
+        self.rollup_merger = DeltaMerger(rollups_path, METRIC_ROLLUPS_1M, f"{query}.{run_id}:metric_rollups_1m",
+                                         [*ROLLUP_SERIES, "minute"])
 
-    def _history(self, new: pa.Table) -> pa.Table:
-        """metric_samples rows over the span of every window the new samples fall in, per cluster (a superset: files
-        are chosen by their statistics; the batch's own rows are among them, committed)."""
-        length = dt.timedelta(seconds=max_window_s(self.cfg))  # a sparse series' windows are longer
+    def _history(self, batch: pa.Table) -> pa.Table:
+        """metric_samples rows over the span of every window the batch's samples fall in and of every minute they
+        fall in, per cluster (a superset: files are chosen by their statistics; the batch's own rows are among
+        them, committed)."""
+        length = dt.timedelta(seconds=max(max_window_s(self.cfg), ROLLUP_MINUTE_S))  # sparse series: longer windows
         # the scan keeps the spans' rows only: a compacted partition is a day in one file, and the windows are
         # minutes of it (without this the rules' cost grew with the hour of the day: soak, 0.66 -> 1.7 s a batch)
-        return self.samples.read_spans(_cluster_spans(new, length, length))
+        return self.samples.read_spans(_cluster_spans(batch, length, length))
 
     def _baselines(self, cands: list[dict[str, Any]]) -> None:
         """The candidates' own history (pipelines.detection.metric_baselines): metric_rollups_1m of their clusters
@@ -264,11 +343,15 @@ class MetricRules(_BatchRules):
             rollups = utc_frame(self.rollups.read_spans(history_spans(wanted, window), "minute"))
         add_metric_baselines(wanted, rollups, window, self.cfg, BASELINE_SPECS)
 
-    def __call__(self, silver: SilverRows, batch_id: int) -> None:
+    def __call__(self, silver: SilverBatch, batch_id: int) -> None:
         t0 = time.perf_counter()
-        batch = _rows(silver, METRIC_SAMPLES, pc.field("signal").isin(list(DETECTION_SIGNALS)))
+        every = _rows(silver, METRIC_SAMPLES)
+        if every.num_rows == 0:
+            return
+        history = self._history(every)
+        rollups = self._rollups(history, every, batch_id)
         watermarks = self.clock.watermarks
-        frame = pl.from_arrow(batch)
+        frame = pl.from_arrow(every.filter(pc.field("signal").isin(list(DETECTION_SIGNALS))))
         assert isinstance(frame, pl.DataFrame)
         samples = detection_samples(frame).drop("sig")
         self.clock.advance([samples.select(CLOCK_COLUMNS).to_arrow()])
@@ -282,16 +365,26 @@ class MetricRules(_BatchRules):
         cands: list[dict[str, Any]] = []
         windows = 0
         if new.num_rows:
-            found = metric_windows(self._history(new), self.cfg, touched=new)
+            found = metric_windows(history, self.cfg, touched=new)
             windows = found.num_rows
             cands = metric_candidates(found, self.cfg)
             self._baselines(cands)
         t1 = time.perf_counter()
         n = self._write(cands, watermarks, batch_id)
-        log.info("%s batch %d: metric rules over %d window(s), %d candidate(s), %d alert row(s)%s; windows and rules "
-                 "%.0f ms, alerts %.0f ms", self.query, batch_id, windows, len(cands), n,
+        log.info("%s batch %d: %d rollup row(s), metric rules over %d window(s), %d candidate(s), %d alert row(s)%s; "
+                 "windows and rules %.0f ms, alerts %.0f ms", self.query, batch_id, rollups, windows, len(cands), n,
                  f", {dropped} late sample(s) not judged" if dropped else "", (t1 - t0) * 1e3,
                  (time.perf_counter() - t1) * 1e3)
+
+
+    def _rollups(self, history: pa.Table, batch: pa.Table, batch_id: int) -> int:
+        """Recompute the 1-minute rollups of the minutes the batch's samples fall in, from every sample of those
+        minutes (`history`), and merge them into metric_rollups_1m; returns the rows merged."""
+        rows = minute_rollups(utc_frame(history), utc_frame(batch.select(["cluster", "ts", "value"])))
+        if rows.is_empty():
+            return 0
+        self.rollup_merger.write_arrow(rows.to_arrow(), batch_id)
+        return rows.height
 
 
 def batch_detect(settings: Settings, family: str, query: str, run_id: str) -> BatchDetect:

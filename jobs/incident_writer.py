@@ -49,9 +49,9 @@ def _same(old: dict[str, Any] | None, new: dict[str, Any]) -> bool:
 class IncidentWriter:
     """Regroups the alerts around those a batch wrote and merges their incidents."""
 
-    def __init__(self, settings: Settings, app: str, cfg: DetectionConfig, alerts: LatestTable) -> None:
+    def __init__(self, settings: Settings, cfg: DetectionConfig, alerts: LatestTable) -> None:
         self.path = settings.table_path(INCIDENTS.name)
-        self.merger = DeltaMerger(self.path, INCIDENTS, f"{app}+incidents", ["incident_id"])
+        self.merger = DeltaMerger(self.path, INCIDENTS, "incidents", ["incident_id"])
         self.alerts = alerts
         self.resolve_after = dt.timedelta(seconds=cfg.resolve_after_s)
         self.history_window = dt.timedelta(seconds=cfg.incident_history_s)
@@ -120,9 +120,9 @@ class IncidentWriter:
         before = {i["incident_id"]: i for i in theirs if i["started_at"] <= hi and self._end(i) >= lo}
         return lo, hi, inside, before
 
-    def write(self, written: list[dict[str, Any]], batch_id: int, now: dt.datetime | None = None) -> int:
-        """Regroup the incidents around the alert rows `written` (per broker, over the alerts and incidents whose
-        spans chain to them); returns how many incident rows were merged."""
+    def write(self, written: list[dict[str, Any]], app: str, batch_id: int, now: dt.datetime | None = None) -> int:
+        """Regroup the incidents around the alert rows `written` by batch `batch_id` of `app` (per broker, over the
+        alerts and incidents whose spans chain to them); returns how many incident rows were merged."""
         rows = [r for r in written if r.get("started_at") is not None]
         if not rows:
             return 0
@@ -146,7 +146,8 @@ class IncidentWriter:
         now = now or dt.datetime.now(dt.UTC)
         changed = [{**i, "updated_at": now} for i in grouped if not _same(before.get(i["incident_id"]), i)]
         if changed:
-            self.merger.write_arrow(pa.Table.from_pylist(changed, schema=INCIDENTS.to_arrow()), batch_id)
+            self.merger.write_arrow(pa.Table.from_pylist(changed, schema=INCIDENTS.to_arrow()), batch_id,
+                                    f"{app}+incidents")
         gone = sorted(set(before) - {i["incident_id"] for i in grouped})
         if gone:  # merged into another incident by an alert that bridged them, or arrived late
             ids = ", ".join(f"'{i}'" for i in gone)  # hex digests of our own

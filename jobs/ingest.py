@@ -3,8 +3,9 @@
 One query per (family, source): `ingest_logs_files`, `ingest_logs_kafka`, `ingest_metrics_files`,
 `ingest_metrics_kafka`, `ingest_metrics_prometheus` (live endpoints scraped every trigger; a failed scrape is one raw
 record the parser quarantines with stage `source`). Each query's micro-batches are handled by its
-`jobs.ingest_batch.IngestBatch`: bronze, the parse-and-validate engine, silver and quarantine, the family's rules
-over the batch's silver rows (jobs.batch_detect: alerts), dq_results.
+`jobs.ingest_batch.IngestBatch`: bronze, the parse-and-validate engine, silver and quarantine, the family's
+detection over the batch's silver rows (jobs.batch_detect: the logs' pairing and rules, the metrics' rollups and
+rules; alerts), dq_results.
 
 A query's checkpoint (jobs.io.checkpoints) holds its run id: every table is written under the app id
 `<query>.<run id>:<table>`, so a new checkpoint (batch ids restart at 0) gets new app ids.
@@ -23,6 +24,7 @@ from jobs.io.checkpoints import SCRAPE_SPOOL_DIR, app_run_id
 from jobs.io.kafka_stream import kafka_stream
 from jobs.io.settings import Settings, interval_seconds
 from jobs.io.sources import register_sources
+from schemas.inputs import SourceKind, ingest_query
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -39,12 +41,12 @@ def start_ingest_queries(spark: SparkSession, settings: Settings, family: str, d
 
     detect: run the family's rules in each micro-batch (jobs.batch_detect), writing `alerts`."""
     queries: list[StreamingQuery] = []
-    for name, stream in _streams(spark, settings, family):
+    for name, stream in _streams(spark, settings, family, detect):
         checkpoint = settings.checkpoint_path(name)
         run_id = app_run_id(checkpoint)
         handler = IngestBatch(settings, family, name, run_id,
-                              checkpoint if name.endswith("_files") else None,
-                              checkpoint if name.endswith("_prometheus") else None,
+                              checkpoint if name == ingest_query(family, SourceKind.FILES) else None,
+                              checkpoint if name == ingest_query(family, SourceKind.PROMETHEUS) else None,
                               batch_detect(settings, family, name, run_id) if detect else None)
         handler.ensure_tables()
         handler.quality.prepare()
@@ -59,8 +61,10 @@ def start_ingest_queries(spark: SparkSession, settings: Settings, family: str, d
     return queries
 
 
-def _streams(spark: SparkSession, settings: Settings, family: str) -> list[tuple[str, DataFrame]]:
-    """(query name, source stream) of every enabled source of `family`."""
+def _streams(spark: SparkSession, settings: Settings, family: str, detect: bool
+             ) -> list[tuple[str, DataFrame]]:
+    """(query name, source stream) of every enabled source of `family`; `detect`: the batches pair and detect (a
+    log query's files then yield a batch every `sources.files.idle_batch_s` even without news)."""
     register_sources(spark)
     streams: list[tuple[str, DataFrame]] = []
     if settings.files.enabled:
@@ -70,18 +74,20 @@ def _streams(spark: SparkSession, settings: Settings, family: str) -> list[tuple
             .option("maxBytesPerTrigger", settings.files.max_bytes_per_batch)
             .option("tailQuietS", settings.files.tail_quiet_s)
             .option("cleanFinished", settings.files.clean_finished)
+            # a log batch without news moves the pairing's event time (jobs.log_pairing); metrics need none
+            .option("idleBatchS", settings.files.idle_batch_s if family == "logs" and detect else 0)
             .option("defaultCluster", settings.default_cluster)
         )
         if settings.cluster:
             reader = reader.option("cluster", settings.cluster)
-        streams.append((f"ingest_{family}_files", reader.load(os.path.abspath(settings.files.path))))
+        streams.append((ingest_query(family, SourceKind.FILES), reader.load(os.path.abspath(settings.files.path))))
     topics = settings.kafka.logs_topics if family == "logs" else settings.kafka.metrics_topics
     if settings.kafka.enabled and topics:
-        name = f"ingest_{family}_kafka"
+        name = ingest_query(family, SourceKind.KAFKA)
         streams.append((name, kafka_stream(spark, settings, family, topics, settings.checkpoint_path(name))))
     prom = settings.prometheus
     if prom.enabled and family == "metrics":
-        name = f"ingest_{family}_prometheus"
+        name = ingest_query(family, SourceKind.PROMETHEUS)
         root = os.path.abspath(settings.files.path) if settings.files.enabled else None
         targets = [{"url": t.url, "cluster": t.cluster, "broker_id": t.broker_id} for t in prom.targets]
         reader = (

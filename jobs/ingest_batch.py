@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from jobs.batch_detect import SilverBatch
 from jobs.ingest_quality import IngestQuality
 from jobs.io.bronze import arrow_to_raw, to_raw
 from jobs.io.checkpoints import logged_offset
@@ -70,6 +71,7 @@ from lake.spark_read import read_files
 from lake.tables import ensure_table
 from pipelines.parsing.engine import run_engine
 from schemas.dq import RECONCILIATION_SUITE, RECORDS_EXPECTATION, DqResult
+from schemas.inputs import InputFamily
 from schemas.routes import RAW_TABLES, REJECTED, ROUTE_TABLES, UNUSED, VALIDATE
 from schemas.tables import DQ_RESULTS, QUARANTINE
 
@@ -138,6 +140,8 @@ class TablesWritten:
     samples: Mapping[str, Callable[[int], Any]] = field(default_factory=dict)
     # silver table with rows -> a loader of its rows of the batch as Arrow (in-batch detection: jobs.batch_detect)
     rows: Mapping[str, SilverLoad] = field(default_factory=dict)
+    # silver table with rows -> the files the batch committed to it
+    paths: Mapping[str, list[str]] = field(default_factory=dict)
     empty: bool = False  # the batch held no record: no table rows to judge or reconcile
 
 
@@ -196,8 +200,11 @@ class IngestBatch:
             suites = self.quality.suites()
             # read the batch once, run the engine, stage and commit each table (the one path)
             written = self._one_path(df, suites, report)
-            if self.detect is not None and not written.empty:
-                self.detect(written.rows, batch_id)
+            # a log batch without records still moves the pairing's event time (a tick of a quiet source: the
+            # metric family's samples show its brokers alive, and a stuck request is reported in flight)
+            if self.detect is not None and (not written.empty or self.family == InputFamily.LOGS):
+                self.detect(SilverBatch(written.rows, written.paths, report.path == "executors", df.sparkSession),
+                            batch_id)
                 report.lap("detect")
             # write the dq rows
             self._write_dq(self._dq_results(written, suites, report), report)
@@ -300,7 +307,7 @@ class IngestBatch:
                    for s in self.silver_sinks.values() if paths.get(s.table.name)}
         rows = {s.table.name: functools.partial(committed_rows, paths[s.table.name], s.table)
                 for s in self.silver_sinks.values() if paths.get(s.table.name)}
-        return TablesWritten(failed, samples, rows)
+        return TablesWritten(failed, samples, rows, paths)
 
     def _dq_results(self, written: TablesWritten, suites: dict[str, Suite], report: BatchReport) -> list[DqResult]:
         """The batch's dq_results rows: per hard rule, Great Expectations on samples (after every table is

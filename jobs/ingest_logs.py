@@ -1,7 +1,6 @@
 """Ingest Kafka logs (state-change, request, server, controller) into bronze/silver/quarantine Delta tables.
-Each micro-batch also runs the log rules (stale broker epochs, control requests queued on a data-plane listener)
-over its rows (jobs.batch_detect), writing `alerts`; `--no-detect` leaves that out. Pairing and the latency alerts
-are jobs/detect.py's.
+Each micro-batch also pairs the control requests of its lines (control_request_latency, pairing_state) and runs the
+log rules over its rows (jobs.batch_detect), writing `alerts`; `--no-detect` leaves that out.
 
     spark-submit --master 'local[2]' jobs/ingest_logs.py --config conf/pipeline.yaml [--once] [--input DIR ...]
     spark-submit --master spark://127.0.0.1:7077 jobs/ingest_logs.py --config conf/pipeline.yaml --once

@@ -1,6 +1,7 @@
 """Ingest Kafka metrics (JSON lines, Prometheus text) into raw_metrics, metric_samples, quarantine (Delta).
-Each micro-batch also runs every metric rule over the sliding windows its samples fall in (jobs.batch_detect),
-writing `alerts`; `--no-detect` leaves that out.
+Each micro-batch also recomputes the 1-minute rollups of the minutes its samples fall in (metric_rollups_1m) and
+runs every metric rule over the sliding windows its samples fall in (jobs.batch_detect), writing `alerts`;
+`--no-detect` leaves that out.
 
     spark-submit --master 'local[2]' jobs/ingest_metrics.py --config conf/pipeline.yaml [--once] [--input DIR ...]
     spark-submit --master spark://127.0.0.1:7077 jobs/ingest_metrics.py --config conf/pipeline.yaml --once

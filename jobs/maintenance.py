@@ -12,7 +12,6 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 
 from jobs.io.settings import Settings
-from lake.log import reader_positions
 from lake.maintenance import FAILURES_BEFORE_ERROR, TableReport, maintain_table
 from lake.read import is_table
 from schemas.tables import TABLES
@@ -49,13 +48,6 @@ class Maintainer:
     def run_pass(self) -> Mapping[str, TableReport]:
         """One pass over every table that exists in the lake."""
         reports: dict[str, TableReport] = {}
-        try:
-            readers = reader_positions(self.settings.checkpoints)
-        except OSError as exc:  # an unreadable checkpoint directory: clean no log this pass
-            log.warning("streaming checkpoints unreadable (%s): no Delta log cleaned up this pass", exc)
-            readers = None
-        if readers is None:
-            log.info("a streaming checkpoint predates offsets naming their table: no Delta log cleaned up this pass")
         for table in TABLES.values():
             if self._stop.is_set():
                 break
@@ -63,7 +55,7 @@ class Maintainer:
             if not is_table(path):
                 continue
             try:
-                report = maintain_table(path, table, self.cfg, self.clock(), readers)
+                report = maintain_table(path, table, self.cfg, self.clock())
                 self.failures[table.name] = 0
             except Exception as exc:  # the next pass tries again; the queries go on
                 self.failures[table.name] += 1

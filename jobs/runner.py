@@ -1,11 +1,12 @@
-"""Run the streaming queries of the pipeline in one SparkSession: ingestion (with the rules that run in its
-micro-batches, jobs.batch_detect), then the detect job's queries (jobs/detect.py: pairing and rollups).
+"""Run the streaming queries of the pipeline in one SparkSession: one query per input family and source, each
+micro-batch ingesting, pairing and detecting (jobs.ingest_batch, jobs.batch_detect).
 
-Used by the spark-submit shells (jobs/ingest_logs.py, jobs/ingest_metrics.py: ingestion and its in-batch rules) and
-`planewatch pipeline` (everything). `--once`: every query runs with availableNow (what is there when it starts), the
-runner waits for all of them, and the detect job's queries run after ingestion so they see every silver row.
-Continuous: all queries run until one fails or the process is interrupted (SIGINT/SIGTERM stop them cleanly), and
-the lake's table maintenance (jobs.maintenance: retention, compaction, log cleanup, vacuum) runs beside them.
+Used by the spark-submit shells (jobs/ingest_logs.py, jobs/ingest_metrics.py: one family each) and `planewatch
+pipeline` (both). `--once`: every query runs with availableNow (what is there when it starts), one family after the
+other, metrics first: the log family's pairing reads the metric family's latest samples as its brokers' heartbeats,
+so a request stuck in the logs' last batch is judged with the samples that followed it. Continuous: all queries
+run until one fails or the process is interrupted (SIGINT/SIGTERM stop them cleanly), and the lake's table
+maintenance (jobs.maintenance: retention, compaction, log cleanup, vacuum) runs beside them.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from jobs.io.settings import Settings, add_arguments, load_settings
 from schemas.inputs import InputFamily
 
-# jobs.ingest, jobs.detect, jobs.maintenance and jobs.io.session are imported in the functions that use them: every
+# jobs.ingest, jobs.maintenance and jobs.io.session are imported in the functions that use them: every
 # `planewatch` command imports this module while it builds its parser (planewatch.demo.plan takes QUERY_RESTART),
 # the API's process too, and they bring in pyspark, pyarrow, deltalake and polars: +0.5 s and +110 MB per CLI
 # process (measured).
@@ -34,6 +35,8 @@ __all__ = ["FAMILIES_ALL", "QUERY_RESTART", "main", "run_pipeline"]
 
 log = logging.getLogger(__name__)
 FAMILIES_ALL: tuple[str, ...] = tuple(f.value for f in InputFamily)
+# --once runs the families in this order: the log family's pairing reads the metric family's samples.
+ONCE_ORDER: tuple[str, ...] = (InputFamily.METRICS.value, InputFamily.LOGS.value)
 # How often the continuous runner checks its queries for failure.
 POLL_S = 1.0
 # At a stop, how long the pipeline waits for a maintenance step under way (one delta-rs operation on one table).
@@ -45,14 +48,6 @@ RESTART_BACKOFF_S = 2.0
 # The warning logged when an ingest query failed and is restarted (its family, the error, the restart's number):
 # `planewatch demo` reads it back from the pipeline's log to report the failure.
 QUERY_RESTART = "ingest %s failed (%s); restart %d from the checkpoint"
-# At a stop, how long the pipeline waits for detection's background start to finish before stopping its queries.
-DETECTION_START_JOIN_S = 120.0
-
-
-def _start_detection(spark: SparkSession, settings: Settings) -> list[StreamingQuery]:
-    from jobs.detect import start_detection_queries  # lazy: pyspark in every CLI process (note at the imports)
-
-    return list(start_detection_queries(spark, settings))
 
 
 def _await_all(queries: Sequence[StreamingQuery]) -> None:
@@ -65,18 +60,14 @@ def _await_all(queries: Sequence[StreamingQuery]) -> None:
 
 def run_pipeline(
     spark: SparkSession, settings: Settings, families: Sequence[str] = FAMILIES_ALL, detection: bool = True,
-    detect_queries: bool = True,
 ) -> int:
-    """Run ingestion (and detection) until done (--once) or stopped; returns a process exit code.
+    """Run the families' queries until done (--once) or stopped; returns a process exit code.
 
-    detection: False = ingestion only (no rule runs, no alert is written); detect_queries: also start the detect
-    job's queries (pairing, rollups) in this session."""
+    detection: False = ingestion only (no pairing, no rule runs, no alert is written)."""
     from jobs.ingest import start_ingest_queries  # lazy: pyspark in every CLI process (note at the imports)
     from jobs.maintenance import Maintainer  # lazy: pyarrow and deltalake in every CLI process (note at the imports)
 
     queries: list[StreamingQuery] = []
-    detect: list[StreamingQuery] = []  # the continuous run's detection queries (started in the background)
-    starter: threading.Thread | None = None
     maintainer: Maintainer | None = None
     stop = threading.Event()
 
@@ -89,7 +80,8 @@ def run_pipeline(
             signal.signal(sig, _stop)
     try:
         if settings.once:
-            for family in families:  # one family at a time: the 2 cores are shared by the queries anyway
+            # one family at a time (the 2 cores are shared by the queries anyway), metrics first (ONCE_ORDER)
+            for family in sorted(families, key=lambda f: ONCE_ORDER.index(f) if f in ONCE_ORDER else len(ONCE_ORDER)):
                 for attempt in range(MAX_RESTARTS + 1):
                     started = start_ingest_queries(spark, settings, family, detection)
                     queries += started
@@ -102,37 +94,14 @@ def run_pipeline(
                         log.warning(QUERY_RESTART, family, exc, attempt + 1)
                         _stop_all(started)
                         time.sleep(RESTART_BACKOFF_S * (attempt + 1))
-            if detection and detect_queries:
-                once_detect = _start_detection(spark, settings)
-                queries += once_detect
-                _await_all(once_detect)
             return 0
         by_family = {family: start_ingest_queries(spark, settings, family, detection) for family in families}
         for started in by_family.values():
             queries += started
-        # Detection's queries start in the background (a minute on a loaded machine): meanwhile the loop below
-        # already restarts an ingest query that failed at start-up (a Python worker that could not connect back
-        # within Spark's fixed 10 s while Kafka JVMs started waited ~90 s for detection's start otherwise).
-        start_failed: list[BaseException] = []
-
-        def _start() -> None:
-            try:
-                detect.extend(_start_detection(spark, settings))
-            except BaseException as exc:  # re-raised by the loop below
-                start_failed.append(exc)
-
-        if detection and detect_queries:
-            starter = threading.Thread(target=_start, name="detection-start", daemon=True)
-            starter.start()
         if settings.maintenance.enabled:
             maintainer = Maintainer(settings).start()
         restarts = dict.fromkeys(by_family, 0)
         while not stop.is_set():
-            if start_failed:
-                raise RuntimeError(f"detection did not start: {start_failed[0]}") from start_failed[0]
-            for q in list(detect):
-                if not q.isActive:
-                    raise RuntimeError(f"query {q.name} stopped: {q.exception()}")
             for family, started in by_family.items():
                 dead = [q for q in started if not q.isActive]
                 if not dead:
@@ -150,9 +119,7 @@ def run_pipeline(
     finally:
         if maintainer is not None:
             maintainer.stop(MAINTENANCE_STOP_JOIN_S)
-        if starter is not None and starter.is_alive():
-            starter.join(DETECTION_START_JOIN_S)
-        _stop_all(queries + detect)
+        _stop_all(queries)
 
 
 def _stop_all(queries: Sequence[StreamingQuery]) -> None:
@@ -177,8 +144,7 @@ def main(argv: Sequence[str] | None = None, families: Sequence[str] = FAMILIES_A
     spark = build_session(settings, app)
     spark.sparkContext.setLogLevel("WARN")
     try:
-        return run_pipeline(spark, settings, families, detection=not args.no_detect,
-                            detect_queries=tuple(families) == FAMILIES_ALL)
+        return run_pipeline(spark, settings, families, detection=not args.no_detect)
     except KeyboardInterrupt:
         return 130
     finally:

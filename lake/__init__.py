@@ -7,9 +7,9 @@
 * `sink`: the exactly-once append of a micro-batch (`DeltaSink`: staged Parquet files or a small Arrow table,
   committed by delta-rs or delta-spark); `stats`: the Parquet footer statistics its add actions carry.
 * `merge`: the exactly-once upsert of the gold tables (`DeltaMerger`).
-* `log`: the Delta log read by hand (newest version, files some commits added, newest time, streaming readers'
-  positions).
-* `spark_read`: Delta tables read by Spark (a snapshot, some files, the `planewatch_delta` streaming source).
+* `log`: the Delta log read by hand (newest version, files some commits added, newest time).
+* `spark_read`: Delta tables read by Spark (a snapshot, some files).
+* `state`: a stream's keyed state, committed with the micro-batch that made it (`StateTable`).
 * `maintenance`: retention, compaction, log cleanup and vacuum of one table.
 
 `schemas/` declares the tables; this package does their I/O; jobs/ and api/ use it. Import the submodules

@@ -16,10 +16,9 @@ per file, and a directory of a million files pays at every listing. A pass over 
    of rewriting per pass.
 3. **Log cleanup**: the log's commit files (and older checkpoints) behind the newest checkpoint and older than
    `log_retention_h` are deleted (delta-rs writes a checkpoint every 100 commits; a reader starts from the newest
-   one), except the commits a streaming query of the pipeline has not read yet (`reader_positions`, from the
-   queries' offset logs: a query stopped for a day reads them when it restarts). This is what delta-rs'
-   `cleanup_metadata` does, with planewatch's retention instead of the table's `delta.logRetentionDuration` (30 days
-   by default): setting that property is a metadata change, which fails every append that commits at the same moment
+   one; no query of the pipeline streams from a Delta table). This is what delta-rs' `cleanup_metadata` does,
+   with planewatch's retention instead of the table's `delta.logRetentionDuration` (30 days by default): setting
+   that property is a metadata change, which fails every append that commits at the same moment
    ("Metadata changed since last commit"). The retention is short because every commit lists the log directory:
    an append costs 18 ms beside 76 log files and 53 ms beside 4,200 (two hours at a 2 s trigger), so a day's
    43,000 would add about 0.4 s to each commit of each table.
@@ -51,7 +50,6 @@ import pyarrow as pa
 from deltalake import DeltaTable, WriterProperties
 from deltalake.exceptions import CommitFailedError
 
-from lake.log import ReaderPosition
 from schemas.tables import ALERTS, DQ_RESULTS, INCIDENTS, Table
 
 __all__ = ["FAILURES_BEFORE_ERROR", "MaintenancePolicy", "TableReport", "cleanup_log", "compactable_partitions",
@@ -146,25 +144,15 @@ def _retried(what: str, report: TableReport, step: Callable[[], Any]) -> Any:
         return None
 
 
-def cleanup_log(path: str, retention_h: float, now: dt.datetime, reader: ReaderPosition | None = None) -> int:
+def cleanup_log(path: str, retention_h: float, now: dt.datetime) -> int:
     """Delete the log files of the table at `path` that lie behind its newest checkpoint and were written more than
-    `retention_h` before `now`; returns how many. The newest checkpoint and everything after it stay, and so do the
-    commits a streaming reader (`reader`: the lowest version one has read up to; None or negative: no reader needs
-    a commit) reads next, after its version; one that may load the snapshot of its version again (a first batch not
-    committed) keeps the newest checkpoint at or before it and every commit since."""
+    `retention_h` before `now`; returns how many. The newest checkpoint and everything after it stay."""
     log_dir = os.path.join(path, "_delta_log")
     try:
         with open(os.path.join(log_dir, "_last_checkpoint")) as f:
             checkpoint = int(json.load(f)["version"])
     except (OSError, ValueError, KeyError):
         return 0  # no checkpoint yet: every commit is needed
-    if reader is not None and 0 <= reader.version < checkpoint:
-        if reader.snapshot:
-            below = [int(m["version"]) for e in os.scandir(log_dir) if (m := _LOG_FILE.match(e.name))
-                     and ".checkpoint" in e.name and int(m["version"]) <= reader.version]
-            checkpoint = max(below, default=0)
-        else:
-            checkpoint = reader.version + 1
     cutoff = now.timestamp() - retention_h * 3600
     deleted = 0
     for entry in os.scandir(log_dir):
@@ -177,10 +165,8 @@ def cleanup_log(path: str, retention_h: float, now: dt.datetime, reader: ReaderP
     return deleted
 
 
-def maintain_table(path: str, table: Table, cfg: MaintenancePolicy, now: dt.datetime,
-                   readers: Mapping[str, ReaderPosition] | None = None) -> TableReport:
-    """One pass over the Delta table at `path` (see the module docstring), as of `now`. `readers`: the streaming
-    readers' positions (`reader_positions`); None: unknown, and the log is not cleaned up."""
+def maintain_table(path: str, table: Table, cfg: MaintenancePolicy, now: dt.datetime) -> TableReport:
+    """One pass over the Delta table at `path` (see the module docstring), as of `now`."""
     report = TableReport(table.name)
     t0 = time.perf_counter()
     dt_ = DeltaTable(path)
@@ -206,8 +192,7 @@ def maintain_table(path: str, table: Table, cfg: MaintenancePolicy, now: dt.date
             report.files_removed += int(metrics.get("numFilesRemoved") or 0)
             report.files_added += int(metrics.get("numFilesAdded") or 0)
         dt_.update_incremental()
-    if readers is not None:
-        report.log_files_deleted = cleanup_log(path, cfg.log_retention_h, now, readers.get(os.path.realpath(path)))
+    report.log_files_deleted = cleanup_log(path, cfg.log_retention_h, now)
     dt_.update_incremental()
     vacuumed = _retried("vacuum", report, lambda: dt_.vacuum(
         retention_hours=int(cfg.vacuum_retention_h), dry_run=False, enforce_retention_duration=False))

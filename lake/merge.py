@@ -104,24 +104,27 @@ class DeltaMerger:
         """The Delta table at its latest version (the merger's own handle)."""
         return self._latest(local_path(self.path))
 
-    def insert_arrow(self, source: pa.Table, batch_id: int) -> SinkResult:
+    def insert_arrow(self, source: pa.Table, batch_id: int, app_id: str | None = None) -> SinkResult:
         """Append rows the caller knows are new (no row of their keys is in the table) as batch `batch_id`, exactly
-        once, under the app id `<app_id>+insert` (the batch's MERGE, if it has one, commits under `app_id`). An
-        append reads no file of the table; a MERGE reads every file its keys may be in."""
+        once, under the app id `<app_id>+insert` (the batch's MERGE, if it has one, commits under `app_id`;
+        `app_id`: the merger's own unless given). An append reads no file of the table; a MERGE reads every file
+        its keys may be in."""
         data = source.select(self.table.names).cast(self.table.to_arrow())
 
         def append(dt: DeltaTable, props: CommitProperties) -> None:
             write_deltalake(dt, data, mode="append", partition_by=list(self.table.partition_by) or None,
                             commit_properties=props)
 
-        return self._commit_once(f"{self.app_id}+insert", batch_id, data.num_rows, "append", append, files=1)
+        return self._commit_once(f"{app_id or self.app_id}+insert", batch_id, data.num_rows, "append", append,
+                                 files=1)
 
     def write(self, df: DataFrame, batch_id: int) -> SinkResult:
         """Merge the batch's rows into the table, exactly once per batch id."""
         return self.write_arrow(pa.table(conform(df, self.table).toArrow()), batch_id)
 
-    def write_arrow(self, source: pa.Table, batch_id: int) -> SinkResult:
-        """Merge an Arrow table (already in the table's columns) as batch `batch_id`."""
+    def write_arrow(self, source: pa.Table, batch_id: int, app_id: str | None = None) -> SinkResult:
+        """Merge an Arrow table (already in the table's columns) as batch `batch_id` of `app_id` (the merger's own
+        unless given: one merger serves every query of a process that writes the table, each under its own app)."""
         if source.num_rows:
             source = _dedupe_last(source.select(self.table.names).cast(self.table.to_arrow()), self.keys)
         # parenthesised: DataFusion binds IS NOT DISTINCT FROM looser than AND (multi-key merges failed to plan)
@@ -131,4 +134,4 @@ class DeltaMerger:
             (dt.merge(source, predicate, source_alias="s", target_alias="t", commit_properties=props)
              .when_matched_update_all().when_not_matched_insert_all().execute())
 
-        return self._commit_once(self.app_id, batch_id, source.num_rows, "merge", merge)
+        return self._commit_once(app_id or self.app_id, batch_id, source.num_rows, "merge", merge)

@@ -430,8 +430,8 @@ def _flags_part() -> list[str]:
     return ["## Command-line flags", "",
             "### `planewatch pipeline`", "",
             "The flags override the file's keys. The spark-submit jobs (`jobs/ingest_logs.py`, "
-            "`jobs/ingest_metrics.py`, `jobs/detect.py`) take the same ones except `--master` (spark-submit's own "
-            "`--master` decides) and `-v`; `jobs/detect.py` has no `--no-detect`.", "",
+            "`jobs/ingest_metrics.py`) take the same ones except `--master` (spark-submit's own `--master` decides) "
+            "and `-v`.", "",
             *_table(("flag", "what it does"), _flags(pipe)), "",
             "### `planewatch api`", "",
             "`--lake` and `--cluster-dir` set `PLANEWATCH_LAKE` and `PLANEWATCH_CLUSTER_DIR` (below).", "",

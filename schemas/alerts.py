@@ -121,14 +121,12 @@ class AlertStatus(StrEnum):
 
 
 class DetectQuery(StrEnum):
-    """The alert writers, by the input whose event time they resolve alerts by."""
+    """The alert writers, by the input family whose event time they resolve alerts by."""
 
-    #: the detect job's pairing query: control_request_latency (plus state_change_events' fetcher, lock and election
-    #: lines)
-    LATENCY = "latency"
-    #: the ingest job's log micro-batches: state_change_events and request_events rows
+    #: the log family's micro-batches: state_change_events and request_events rows, and the control requests their
+    #: pairing timed (control_request_latency, with state_change_events' fetcher, lock and election lines)
     LOG = "log"
-    #: the ingest job's metric micro-batches: sliding windows over metric_samples
+    #: the metric family's micro-batches: sliding windows over metric_samples
     METRIC = "metric"
 
 
@@ -143,12 +141,12 @@ class AlertOwner:
 
 _LAT, _MET, _RM, _KR = "latency_detectors.", "metric_detectors.", "request_metrics.", "kraft_detectors."
 OWNERS: dict[AlertType, AlertOwner] = {
-    AlertType.DELAYED_LEADER_AND_ISR: AlertOwner(DetectQuery.LATENCY, (_LAT + "detect_delayed_leader_and_isr",)),
+    AlertType.DELAYED_LEADER_AND_ISR: AlertOwner(DetectQuery.LOG, (_LAT + "detect_delayed_leader_and_isr",)),
     AlertType.LEADER_AND_ISR_NOT_COMPLETED: AlertOwner(
-        DetectQuery.LATENCY, (_LAT + "detect_leader_and_isr_not_completed",)),
-    AlertType.DELAYED_UPDATE_METADATA: AlertOwner(DetectQuery.LATENCY, (_LAT + "detect_delayed_update_metadata",)),
-    AlertType.DELAYED_STOP_REPLICA: AlertOwner(DetectQuery.LATENCY, (_LAT + "detect_delayed_stop_replica",)),
-    AlertType.LOCK_CONTENTION: AlertOwner(DetectQuery.LATENCY, (_LAT + "detect_lock_contention",)),
+        DetectQuery.LOG, (_LAT + "detect_leader_and_isr_not_completed",)),
+    AlertType.DELAYED_UPDATE_METADATA: AlertOwner(DetectQuery.LOG, (_LAT + "detect_delayed_update_metadata",)),
+    AlertType.DELAYED_STOP_REPLICA: AlertOwner(DetectQuery.LOG, (_LAT + "detect_delayed_stop_replica",)),
+    AlertType.LOCK_CONTENTION: AlertOwner(DetectQuery.LOG, (_LAT + "detect_lock_contention",)),
     AlertType.STALE_BROKER_EPOCH: AlertOwner(DetectQuery.LOG, (_LAT + "detect_stale_broker_epoch",)),
     AlertType.CONTROL_REQUEST_QUEUED_BEHIND_DATA: AlertOwner(
         DetectQuery.LOG, (_LAT + "detect_control_request_queued_behind_data",)),

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-__all__ = ["LOG_FILE_NAMES", "LOG_KIND_BY_LOGGER", "METRIC_FILE_EXTENSIONS", "InputFamily", "LogKind", "MetricFormat"]
+__all__ = ["LOG_FILE_NAMES", "LOG_KIND_BY_LOGGER", "METRIC_FILE_EXTENSIONS", "InputFamily", "LogKind", "MetricFormat",
+           "SourceKind", "ingest_query"]
 
 
 class InputFamily(StrEnum):
@@ -75,3 +76,16 @@ METRIC_FILE_EXTENSIONS: dict[str, MetricFormat] = {
     ".prom": MetricFormat.PROMETHEUS,
     ".txt": MetricFormat.PROMETHEUS,
 }
+
+
+class SourceKind(StrEnum):
+    """Where a family's records come from (one streaming query per family and source kind)."""
+
+    FILES = "files"
+    KAFKA = "kafka"
+    PROMETHEUS = "prometheus"
+
+
+def ingest_query(family: str, source: str) -> str:
+    """The name of the streaming query of `family` from source kind `source` (its checkpoint's directory too)."""
+    return f"ingest_{family}_{source}"

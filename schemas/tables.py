@@ -25,6 +25,7 @@ __all__ = [
     "INCIDENTS",
     "METRIC_ROLLUPS_1M",
     "METRIC_SAMPLES",
+    "PAIRING_STATE",
     "QUARANTINE",
     "QUARANTINE_RECORD_CHARS",
     "RAW_LOGS",
@@ -396,6 +397,20 @@ DQ_RESULTS = Table(
     ),
 )
 
+PAIRING_STATE = Table(
+    "pairing_state",
+    "state",
+    (
+        _c("cluster", "string", nullable=False),
+        _c("bucket", "int", "a group of the cluster's brokers (broker id modulo the buckets); -1: the cluster's clock"),
+        _c("state", "string", "JSON: the group's pairing states and brokers' views; the clock's event times"),
+        _c("deadline", "long", "epoch ms at which something in the group expires (null: only events step it)"),
+        _c("batch_id", "long", "the log batch that wrote the row"),
+    ),
+    partition_by=("cluster",),
+    doc="what pairing remembers between log batches, written with each batch under its app transaction",
+)
+
 TABLES: dict[str, Table] = {
     t.name: t
     for t in (
@@ -410,5 +425,6 @@ TABLES: dict[str, Table] = {
         INCIDENTS,
         METRIC_ROLLUPS_1M,
         DQ_RESULTS,
+        PAIRING_STATE,
     )
 }

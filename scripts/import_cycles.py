@@ -1,10 +1,13 @@
-"""Import cycles among the project's module-level imports: prints each cycle, exits 1 if there is one, 0 if none.
+"""Import cycles among the project's modules: prints each cycle, exits 1 if there is one, 0 if none.
 
-    .venv/bin/python scripts/import_cycles.py [PACKAGE ...]   (default: jobs pipelines schemas api planewatch broker)
+    .venv/bin/python scripts/import_cycles.py [PACKAGE ...]   (default: jobs lake pipelines schemas api planewatch
+                                                                broker)
 
-An edge A -> B is an import statement of module A that runs when A is imported: one in A's module body, also inside
-a module-level `if`/`try`/`with` or class body, but not inside a function, not under `if TYPE_CHECKING:` (its `else`
-counts) and not under `if __name__ == "__main__":` (that code runs when A is a script, not an import). `from P import
+An edge A -> B is an import statement of module A that runs when A is imported or when one of its functions runs:
+one in A's module body, inside a module-level `if`/`try`/`with` or class body, or inside a function (an import a
+function defers is still a dependency a reader follows: two modules that import each other, one of them lazily,
+are one module split in two), but not under `if TYPE_CHECKING:` (its `else` counts; annotations only) and not under
+`if __name__ == "__main__":` (that code runs when A is a script, not an import). `from P import
 n` is an edge to the module `P.n` when that is a project module, else to `P`; relative imports are resolved; imports
 of modules outside the given packages are ignored. A package's `__init__` is the module named by the package.
 Cycles are the strongly connected components of more than one module (or a module importing itself), found with
@@ -46,10 +49,13 @@ def _is_main_guard(test: ast.expr) -> bool:
 
 
 def module_level_imports(body: Sequence[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
-    """The import statements that run when the module is imported (see the module docstring)."""
+    """The import statements that run when the module is imported or one of its functions runs (see the module
+    docstring)."""
     for node in body:
         if isinstance(node, ast.Import | ast.ImportFrom):
             yield node
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            yield from module_level_imports(node.body)
         elif isinstance(node, ast.If):
             if not (_is_type_checking(node.test) or _is_main_guard(node.test)):
                 yield from module_level_imports(node.body)
@@ -68,7 +74,7 @@ def module_level_imports(body: Sequence[ast.stmt]) -> Iterator[ast.Import | ast.
 
 
 def import_graph(packages: Sequence[str]) -> dict[str, set[str]]:
-    """Project module -> the project modules its module-level imports name."""
+    """Project module -> the project modules its imports name (module body and functions)."""
     files = module_files(packages)
     graph: dict[str, set[str]] = {name: set() for name in files}
     for name, path in files.items():
@@ -149,7 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         out.write(f"cycle of {len(component)} modules:\n")
         for name in component:
             out.write(f"  {name} -> {', '.join(sorted(graph[name] & members))}\n")
-    out.write(f"{len(graph)} modules, {edges} module-level imports among them, {len(found)} cycle(s)\n")
+    out.write(f"{len(graph)} modules, {edges} imports among them (function bodies included), {len(found)} cycle(s)\n")
     return 1 if found else 0
 
 

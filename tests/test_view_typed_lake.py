@@ -20,9 +20,10 @@ from deltalake import DeltaTable, write_deltalake
 from api.store import LakeStore
 from jobs.alert_writer import AlertWriter
 from jobs.batch_detect import MetricRules
-from jobs.detect import PairingBatch
 from jobs.io.settings import Settings
+from jobs.log_pairing import LogPairing
 from pipelines.detection.config import DetectionConfig
+from pipelines.detection.latency_detectors import state_change_spans
 from planewatch.commands import sql
 from schemas.alerts import DetectQuery
 from schemas.tables import ALERTS, METRIC_SAMPLES, STATE_CHANGE_EVENTS, Table
@@ -161,7 +162,7 @@ def test_the_histories_leave_the_files_deltalake_writes(tmp_path: Path, history:
 
 
 def _open_alerts(settings: Settings) -> list[dict[str, Any]]:
-    writer = AlertWriter(settings, DetectQuery.LATENCY, "test-alerts", CFG)
+    writer = AlertWriter(settings, DetectQuery.LOG, "test-alerts", CFG)
     return sorted(writer.open_alerts(), key=lambda a: a["alert_id"])
 
 
@@ -174,7 +175,7 @@ def test_open_alerts(settings: Settings, plain: Settings, history: str) -> None:
 def test_a_pipeline_resumes_over_the_lake(settings: Settings, history: str) -> None:
     """The next batch resolves the open alerts (a MERGE over the lake), and the one after reads them again."""
     build(Path(settings.lake), ALERTS, "alert_id", alert_rows(), history)
-    writer = AlertWriter(settings, DetectQuery.LATENCY, "test-alerts", CFG)
+    writer = AlertWriter(settings, DetectQuery.LOG, "test-alerts", CFG)
     assert writer.write([], T0 + dt.timedelta(days=1), 0) == len(range(0, ROWS, 2))
     assert writer.open_alerts() == []
 
@@ -194,7 +195,8 @@ def test_metric_history(settings: Settings, plain: Settings, history: str) -> No
 def _fetcher_lines(settings: Settings) -> pa.Table:
     batch = pa.table({"cluster": ["c0"], **{c: pa.array([T0], pa.timestamp("us", "UTC"))
                                             for c in ("handling_ts", "finished_ts", "sent_ts")}})
-    return PairingBatch(None, settings, "r1", CFG)._fetcher_lines(batch).sort_by("source_offset")
+    pairing = LogPairing(settings, "q", "r1", CFG, None)
+    return pairing.state_changes.read_spans(state_change_spans(batch, CFG)).sort_by("source_offset")
 
 
 def test_pairing_state_change_lines(settings: Settings, plain: Settings, history: str) -> None:
@@ -256,25 +258,3 @@ def test_spark_reads_the_snapshot(spark: Any, settings: Settings, plain: Setting
     got, want = (sorted(map(tuple, read_delta(spark, s.table_path(ALERTS.name), native=False).collect()))
                  for s in (settings, plain))
     assert got == want
-
-
-@pytest.mark.spark
-@pytest.mark.streaming
-@pytest.mark.parametrize("history", ["a merge inserts next to plain files", "another writer's large types"])
-def test_the_delta_stream_reads_view_and_large_files(spark: Any, tmp_path: Path, history: str) -> None:
-    """planewatch_delta over a table whose commits added plain, view-typed and large-typed files (append-only:
-    the large-types history's last merge re-adds the rewritten file's rows, as the source documents)."""
-    from lake.spark_read import DeltaStreamSource
-
-    path = build(tmp_path, STATE_CHANGE_EVENTS, "source_offset", state_change_rows(), history)
-    spark.dataSource.register(DeltaStreamSource)
-    got: list[Any] = []
-    q = (spark.readStream.format("planewatch_delta").load(path)
-         .writeStream.foreachBatch(lambda df, _: got.extend(df.collect()))
-         .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
-    try:
-        q.awaitTermination(300)
-    finally:
-        q.stop()
-    assert {(r["source_offset"], r["cluster"], r["event"]) for r in got} == {
-        (r["source_offset"], r["cluster"], r["event"]) for r in state_change_rows()}

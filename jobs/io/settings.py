@@ -60,6 +60,10 @@ class SettingsError(PipelineIOError):
 # partial line that stays for seconds belongs to a writer that stopped; the margin covers block-buffered writers
 # and slow file systems. A line completed after it was read this way continues as a record of its own.
 DEFAULT_TAIL_QUIET_S = 30.0
+# A log query whose files hold nothing new still runs a batch this often (sources.files.idle_batch_s): the pairing's
+# event time moves on the metric family's samples, so a control request stuck on a quiet broker (KAFKA-6974: its
+# handler blocked, its log silent) is reported in flight, within this long of its alert level (5 s by default).
+DEFAULT_IDLE_BATCH_S = 5.0
 
 # What the file source does with a finished input file (a scrape answer, a rotated log) once a committed batch read it
 # to its end: keep it, or delete it (delete: the tree and the source's offsets then hold only what is unread,
@@ -79,6 +83,8 @@ class FileSourceSettings:
     tail_quiet_s: float = DEFAULT_TAIL_QUIET_S
     # keep | delete (CLEAN_FINISHED gives the reason)
     clean_finished: str = "keep"
+    # the log query runs a batch this often when its files hold nothing new (0: never; DEFAULT_IDLE_BATCH_S)
+    idle_batch_s: float = DEFAULT_IDLE_BATCH_S
 
 
 @dataclass(frozen=True)
@@ -262,6 +268,12 @@ class _Reader:
             raise self.fail(key, f"expected an integer >= 0, got {v!r}")
         return v
 
+    def nonneg_number(self, key: str, default: float) -> float:
+        value = self.raw.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise self.fail(key, f"expected a number >= 0, got {value!r}")
+        return float(value)
+
     def pos_number(self, key: str, default: float | None) -> float | None:
         value = self.raw.get(key, default)
         if value is None:
@@ -305,7 +317,8 @@ def parse_settings(raw: Mapping[str, Any] | None, source: str = "<settings>") ->
     spark = top.section("spark", {"master", "conf"})
     sink = top.section("sink", {"mode", "driver_batch_max_rows"})
     sources = top.section("sources", {"files", "kafka", "prometheus"})
-    files = sources.section("files", {"enabled", "path", "max_bytes_per_batch", "tail_quiet_s", "clean_finished"})
+    files = sources.section("files", {"enabled", "path", "max_bytes_per_batch", "tail_quiet_s", "clean_finished",
+                                      "idle_batch_s"})
     kafka = sources.section(
         "kafka",
         {"enabled", "bootstrap_servers", "logs_topics", "metrics_topics", "starting_offsets", "max_records_per_batch",
@@ -348,6 +361,7 @@ def parse_settings(raw: Mapping[str, Any] | None, source: str = "<settings>") ->
             max_bytes_per_batch=files.pos_int("max_bytes_per_batch", 64 * 1024 * 1024),
             tail_quiet_s=files.pos_number("tail_quiet_s", DEFAULT_TAIL_QUIET_S) or DEFAULT_TAIL_QUIET_S,
             clean_finished=files.choice("clean_finished", "keep", CLEAN_FINISHED),
+            idle_batch_s=files.nonneg_number("idle_batch_s", DEFAULT_IDLE_BATCH_S),
         ),
         kafka=k,
         prometheus=prom,

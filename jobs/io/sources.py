@@ -41,7 +41,6 @@ from jobs.io.kafka_records import raw_kafka_batch
 from jobs.io.paths import FAMILIES
 from jobs.io.prometheus_source import PrometheusStreamSource
 from jobs.io.settings import CLEAN_FINISHED, DEFAULT_TAIL_QUIET_S
-from lake.spark_read import DeltaStreamSource
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -97,6 +96,11 @@ class _FileStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self.tail_quiet_s <= 0:
             raise PipelineIOError(f"tailQuietS must be positive, got {self.tail_quiet_s}")
         self.clean_finished = options.get("cleanfinished", "keep")
+        # a batch runs this often even when no file holds news (0: never): the log query's pairing moves its event
+        # time on the metric family's samples (jobs.log_pairing)
+        self.idle_batch_s = float(options.get("idlebatchs", 0))
+        if self.idle_batch_s < 0:
+            raise PipelineIOError(f"idleBatchS must be >= 0, got {self.idle_batch_s}")
         if self.clean_finished not in CLEAN_FINISHED:
             raise PipelineIOError(f"cleanFinished: one of {list(CLEAN_FINISHED)}, got {self.clean_finished!r}")
         self.available_now: dict[str, dict[str, Any]] | None = None
@@ -133,7 +137,7 @@ class _FileStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                         and planned.skipped_total == start.get("skipped_total", 0))
         if same_skipped and files.keys() == before.keys() and all(
             int(e["offset"]) == int(before[k]["offset"]) for k, e in files.items()
-        ):
+        ) and not self._idle_batch_due(start, now):
             return start  # nothing new: the same offset, so Spark runs no (empty) micro-batch
         # files read long ago leave the offset (written at every trigger), only with a batch that has news
         files, read_before, forgotten = forget_read(files, self.family, read_before, now, planned.skipped)
@@ -142,6 +146,13 @@ class _FileStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return {"files": files, "skipped": planned.skipped, "skipped_total": planned.skipped_total,
                 "planned_at": now, "tail_quiet_s": self.tail_quiet_s, "read_before": read_before,
                 "forgotten_total": int(start.get("forgotten_total", 0)) + forgotten}
+
+    def _idle_batch_due(self, start: dict[str, Any], now: float) -> bool:
+        """Whether a batch without news is due (`idleBatchS` since the last batch was planned; never under
+        availableNow, whose run ends with its input)."""
+        if not self.idle_batch_s or self.available_now is not None:
+            return False
+        return now - float(start.get("planned_at", 0.0)) >= self.idle_batch_s
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[_PiecePartition]:
         return [_PiecePartition(group) for group in pack(split(self.family, start["files"], end["files"]))]
@@ -166,8 +177,8 @@ class FileStreamSource(DataSource):
     Options: `family` (logs | metrics), `cluster` (else a first-level directory, else `defaultCluster`),
     `maxBytesPerTrigger` (default 64 MiB), `tailQuietS` (seconds a growing file's unterminated last line must stay
     unchanged to be read; default 30), `cleanFinished` (keep | delete: delete a scrape answer or a rotated log once a
-    committed batch read it to its end, as Spark's file source's `cleanSource`). Regular files only: other entries
-    are skipped and listed in the offset.
+    committed batch read it to its end, as Spark's file source's `cleanSource`), `idleBatchS` (a batch without news
+    this often, 0: never; default 0). Regular files only: other entries are skipped and listed in the offset.
     """
 
     @classmethod
@@ -355,8 +366,8 @@ class KafkaStreamSource(DataSource):
 
 
 def register_sources(spark: SparkSession) -> None:
-    """Register planewatch_files, planewatch_kafka, planewatch_prometheus and planewatch_delta with the session."""
-    for source in (FileStreamSource, KafkaStreamSource, PrometheusStreamSource, DeltaStreamSource):
+    """Register planewatch_files, planewatch_kafka and planewatch_prometheus with the session."""
+    for source in (FileStreamSource, KafkaStreamSource, PrometheusStreamSource):
         spark.dataSource.register(source)
 
 

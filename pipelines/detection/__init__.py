@@ -1,5 +1,5 @@
 """Detection: control-request pairing, detectors for every alert type, and the alert lifecycle.
 
-Pure functions only (Columns/DataFrames in and out, plain Python for pairing state and the lifecycle);
-`jobs/detect.py` is the streaming shell that reads silver and writes gold.
+Pure functions only (polars and Arrow in and out, plain Python for pairing state and the lifecycle); the log and
+metric families' micro-batches (jobs/batch_detect.py) run them over their rows and write gold.
 """

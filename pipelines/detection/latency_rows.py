@@ -13,7 +13,7 @@ __all__ = ["BREAKDOWN_COLUMNS", "SERVED_BREAKDOWN", "latency_row", "request_key"
 _IN_FLIGHT = LatencyStatus.IN_FLIGHT.value
 
 # The broker's own breakdown of a control request's time, from its request log line (request_events column ->
-# control_request_latency column): a `served` pairing event carries it as JSON in `detail` (events.served_input).
+# control_request_latency column): a `served` pairing event carries it as JSON in `detail` (events.pairing_events).
 SERVED_BREAKDOWN: tuple[tuple[str, str], ...] = (
     ("request_queue_time_ms", "broker_queue_ms"),
     ("local_time_ms", "local_ms"),

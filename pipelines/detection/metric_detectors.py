@@ -1,4 +1,4 @@
-"""Metric windows (polars), 1-minute rollups (Spark, streaming), and the detectors of sustained metric conditions
+"""Metric windows (polars), 1-minute rollups (polars), and the detectors of sustained metric conditions
 (polars, over the windows a micro-batch's samples fall in).
 
 `metric_windows` aggregates metric_samples into SLIDING event-time windows (`DetectionConfig.metric_window_s` long,
@@ -39,7 +39,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
-from pyspark.sql import functions as F
 
 from pipelines.detection.config import CONTROL_PLANE_QUEUE_CAPACITY
 from pipelines.detection.metric_baselines import (
@@ -76,13 +75,13 @@ from schemas.signals import START_SIGNALS, Signal
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from pyspark.sql import DataFrame
 
     from pipelines.detection.config import DetectionConfig
 
 __all__ = [
     "BASELINE_SPECS",
     "METRIC_RULES",
+    "ROLLUP_SERIES",
     "MetricRule",
     "detect_acceptor_blocked",
     "detect_control_plane_queue_backlog",
@@ -96,8 +95,8 @@ __all__ = [
     "detect_unclean_leader_election",
     "detection_samples",
     "metric_candidates",
-    "metric_rollups",
     "metric_windows",
+    "minute_rollups",
 ]
 
 
@@ -340,20 +339,24 @@ def _polars(tbl: pa.Table) -> pl.DataFrame:
     return frame
 
 
-def metric_rollups(samples: DataFrame, watermark_delay_s: float = 60.0) -> DataFrame:
-    """metric_samples -> metric_rollups_1m rows: 1-minute min/max/avg/last/samples per series."""
-    src = samples.where(F.col("ts").isNotNull() & F.col("value").isNotNull())
-    if samples.isStreaming:
-        src = src.withWatermark("ts", f"{int(watermark_delay_s * 1000)} milliseconds")
-    return (
-        src.groupBy("cluster", "broker_id", "signal", "listener", "request", "attribute",
-                    F.window("ts", "1 minute").alias("w"))
-        .agg(F.min("value").alias("min"), F.max("value").alias("max"), F.avg("value").alias("avg"),
-             F.max_by("value", "ts").alias("last"), F.count("*").alias("samples"))
-        .select("cluster", "broker_id", "signal", "listener", "request", "attribute",
-                F.col("w.start").alias("minute"), "min", "max", "avg", "last", "samples",
-                F.to_date(F.col("w.start")).alias("date"))
-    )
+# The series a 1-minute rollup row is kept per (and its MERGE key, with the minute).
+ROLLUP_SERIES = ("cluster", "broker_id", "signal", "listener", "request", "attribute")
+
+
+def minute_rollups(samples: pl.DataFrame, touched: pl.DataFrame) -> pl.DataFrame:
+    """metric_rollups_1m rows (min/max/avg/last/samples per series and minute) of the (cluster, minute) pairs of
+    `touched`'s samples, from `samples` (every sample of those minutes: a minute's row is recomputed whole, as a
+    streaming aggregation in update mode would emit it)."""
+    minute = pl.col("ts").dt.truncate("1m")
+    valid = pl.col("ts").is_not_null() & pl.col("value").is_not_null()
+    keys = touched.filter(valid).select("cluster", minute.alias("minute")).unique()
+    if keys.is_empty():
+        return pl.DataFrame()
+    rows = samples.filter(valid).with_columns(minute=minute).join(keys, on=["cluster", "minute"], how="semi")
+    return (rows.group_by([*ROLLUP_SERIES, "minute"])
+            .agg(min=pl.col("value").min(), max=pl.col("value").max(), avg=pl.col("value").mean(),
+                 last=pl.col("value").sort_by("ts").last(), samples=pl.len().cast(pl.Int64))
+            .with_columns(date=pl.col("minute").dt.date()))
 
 
 # ------------------------------------------------------------------------------------------------ the rules (polars)

@@ -219,7 +219,7 @@ def _start(r: dict[str, Any]) -> int:
 
 
 def _served_breakdown(detail: str | None) -> dict[str, Any]:
-    """A `served` event's request-log breakdown (events.served_input: JSON of latency_rows.SERVED_BREAKDOWN)."""
+    """A `served` event's request-log breakdown (events.pairing_events: JSON of latency_rows.SERVED_BREAKDOWN)."""
     if not detail:
         return {}
     try:

@@ -1,10 +1,11 @@
 """`planewatch pipeline [--once] --input DIR --lake DIR --checkpoints DIR`: the streaming jobs, locally.
 
 Ingestion of logs and metrics (files, Kafka topics and/or live Prometheus endpoints, conf/pipeline.yaml) into the
-Delta tables, with the log and metric rules in its micro-batches (jobs/batch_detect.py), then pairing and the latency
-rules (jobs/detect.py), in one SparkSession (master local[2] by default, Spark UI off, loopback
-only). `--scrape CLUSTER_JSON` (repeatable) scrapes the exporters a planewatch cluster.json lists on every trigger.
-`--once` processes what is there (one scrape per endpoint) and stops; otherwise the queries run until Ctrl-C.
+Delta tables, one streaming query per input family and source, each micro-batch also pairing control requests and
+running its family's rules (jobs/batch_detect.py), in one SparkSession (master local[2] by default, Spark UI off,
+loopback only). `--scrape CLUSTER_JSON` (repeatable) scrapes the exporters a planewatch cluster.json lists on
+every trigger. `--once` processes what is there (one scrape per endpoint) and stops; otherwise the queries run
+until Ctrl-C.
 """
 
 from __future__ import annotations

@@ -25,7 +25,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from jobs.detect import QUERIES as DETECT_QUERIES
 from planewatch.demo.plan import (
     ALL_RUNS,
     RUNS,
@@ -55,6 +54,7 @@ from planewatch.demo.processes import (
 )
 from planewatch.demo.watch import AlertWatcher
 from planewatch.kafka import expected as kafka_expected
+from schemas.inputs import InputFamily, SourceKind, ingest_query
 
 __all__ = ["DemoOptions", "run_demo"]
 
@@ -62,6 +62,8 @@ __all__ = ["DemoOptions", "run_demo"]
 API_START_S = 60.0
 # How long the demo waits for the pipeline's queries (Spark start, first batches) before the first scenario.
 PIPELINE_START_S = 180.0
+# The pipeline's queries over the demo's file tree (one per input family: ingestion, pairing and rules).
+FILE_QUERIES = tuple(ingest_query(f, SourceKind.FILES) for f in InputFamily)
 # After the last scenario, how long the demo waits for alerts still in flight (watermarks, windows, triggers).
 DETECTION_GRACE_S = 120.0
 # Micro-batch interval of the demo's pipeline: the detection delay's floor.
@@ -266,10 +268,10 @@ def run_demo(opts: DemoOptions, out: IO[str] = sys.stdout,
         # scrapes went unread
         if not wait_lake_ready(url, PIPELINE_START_S, children[1]):
             progress.say(f"the pipeline's tables are not all there after {PIPELINE_START_S:.0f} s; playing anyway")
-        # and once detection runs: its queries start one after the other, each after the previous one's first batch
+        # and once its file queries (ingestion and detection, one per family) run: they start one after the other
         # (up to a minute on 2 cores); an incident played meanwhile measured the start-up, not detection
-        elif not wait_queries_started(d / "checkpoints", DETECT_QUERIES, PIPELINE_START_S, children[1]):
-            progress.say(f"detection's queries have not all started after {PIPELINE_START_S:.0f} s; playing anyway")
+        elif not wait_queries_started(d / "checkpoints", FILE_QUERIES, PIPELINE_START_S, children[1]):
+            progress.say(f"the pipeline's queries have not all started after {PIPELINE_START_S:.0f} s; playing anyway")
         progress.say(f"dashboard: {url}/#token={token}")
         progress.say(f"API token: {token}   (curl -H 'Authorization: Bearer {token}' {url}/alerts)")
         progress.say(f"everything is written under {d}; logs in {d / 'logs'}")

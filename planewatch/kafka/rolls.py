@@ -32,6 +32,7 @@ from typing import Any
 
 from broker.scenarios.base import Timeline, consume_keys, produce, wait_until
 from planewatch.kafka.cluster import KafkaCluster, KafkaSetup
+from planewatch.kafka.runs import create_topic, started
 
 __all__ = ["ROLLS", "rolling_restart"]
 
@@ -236,8 +237,6 @@ def _gate(tl: Timeline, cluster_name: str, lake: Path, before: int, since: str |
 
 def rolling_restart(d: Path, tl: Timeline, setup: KafkaSetup, gated: bool) -> None:
     """Restart every broker once under load, on a timer or gated by roll-check (module docstring)."""
-    from planewatch.kafka.scenarios import create_topic, started
-
     if gated and setup.roll_check_lake is None:
         raise ValueError("rolling-restart-gated needs the lake the pipeline writes (--roll-check-lake DIR)")
     name = d.name  # the cluster's name in the lake: its directory under the demo's clusters/

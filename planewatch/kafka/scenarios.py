@@ -40,7 +40,6 @@ ones (``broker.scenarios.base.Timeline``), starts its cluster under ``DIR/cluste
 
 from __future__ import annotations
 
-import logging
 import re
 import resource
 import signal
@@ -54,8 +53,9 @@ from typing import Any
 
 from broker.protocol.error_codes import ErrorCode
 from broker.scenarios.base import Load, Timeline, open_connections, verify_load, wait_until
-from planewatch.kafka.cluster import KafkaCluster, KafkaClusterSpec, KafkaSetup
+from planewatch.kafka.cluster import KafkaCluster, KafkaSetup
 from planewatch.kafka.rolls import ROLLS, rolling_restart
+from planewatch.kafka.runs import CLIENT_LOG, admin_client, create_topic, started
 
 __all__ = ["KRAFT_ONLY", "SCENARIOS", "ZOOKEEPER_ONLY", "scenario_names"]
 
@@ -136,46 +136,6 @@ def _settle(setup: KafkaSetup) -> float:
     return max(SCRAPE_SETTLE_S, setup.scrape_interval_s + SCRAPE_MARGIN_S)
 
 
-@contextmanager
-def started(spec: KafkaClusterSpec, tl: Timeline) -> Iterator[KafkaCluster]:
-    """Start an Apache Kafka cluster, report it, always stop it."""
-    cluster = KafkaCluster(spec)
-    try:
-        cluster.start()
-        tl.emit("cluster-started", engine="apache-kafka", kafka_version=spec.version, brokers=spec.brokers,
-                mode="kraft" if spec.is_kraft else "zookeeper", control_plane=cluster.control_plane,
-                bootstrap=cluster.bootstrap_servers())
-        yield cluster
-    finally:
-        cluster.stop()
-        tl.emit("cluster-stopped")
-
-
-# librdkafka's connection errors while a scenario kills brokers on purpose are expected: logged at DEBUG here.
-_CLIENT_LOG = logging.getLogger("planewatch.kafka.clients")
-_CLIENT_LOG.addHandler(logging.NullHandler())
-_CLIENT_LOG.propagate = False
-
-
-def _admin(cluster: KafkaCluster) -> Any:
-    from confluent_kafka.admin import AdminClient
-
-    return AdminClient({"bootstrap.servers": cluster.bootstrap_servers()}, logger=_CLIENT_LOG)
-
-
-def create_topic(cluster: KafkaCluster, topic: str, partitions: int, rf: int,
-                 config: dict[str, str] | None = None) -> None:
-    """Create a topic with Kafka's admin API and wait until every partition has a leader."""
-    from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
-
-    admin = _admin(cluster)
-    for fut in admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=rf,
-                                             config=config or {})]).values():
-        fut.result(60)
-    wait_until(f"leaders of {topic}", lambda: all(
-        p.leader >= 0 for p in admin.list_topics(topic, timeout=10).topics[topic].partitions.values()))
-
-
 def leaders(admin: Any, topic: str) -> dict[int, int]:
     """partition -> leader (-1: none) from the cluster's metadata; {} while the metadata request times out (a
     saturated data plane answers Metadata late too)."""
@@ -200,7 +160,7 @@ def _broker_count(admin: Any) -> int:
 
 def controller_id(cluster: KafkaCluster) -> int:
     """The active controller's id as the cluster's metadata names it."""
-    return int(_admin(cluster).list_topics(timeout=10).controller_id)
+    return int(admin_client(cluster).list_topics(timeout=10).controller_id)
 
 
 def healthy(d: Path, tl: Timeline, setup: KafkaSetup) -> None:
@@ -251,7 +211,7 @@ class _BacklogLoad:
 
         p = Producer({"bootstrap.servers": self.bootstrap, "acks": "1", "compression.type": "none",
                       "linger.ms": 20, "batch.size": 1_000_000, "message.max.bytes": 1_900_000,
-                      "queue.buffering.max.kbytes": 16_384, "message.timeout.ms": 60_000}, logger=_CLIENT_LOG)
+                      "queue.buffering.max.kbytes": 16_384, "message.timeout.ms": 60_000}, logger=CLIENT_LOG)
         value = os.urandom(BACKLOG_VALUE_BYTES // 2).hex().encode()  # text: gzip has work to do
         end = time.monotonic() + self.max_seconds
         while not self._stop.is_set() and time.monotonic() < end:
@@ -272,7 +232,7 @@ def produce_backlog_run(d: Path, tl: Timeline, setup: KafkaSetup, *, control: bo
         create_topic(cluster, "backlog", 6, 3, {"compression.type": "gzip", "max.message.bytes": "2000000"})
         # chosen before the backlog (which delays Metadata answers too): not the active controller, whose stop would
         # be a controller failover, another incident
-        admin = _admin(cluster)
+        admin = admin_client(cluster)
         active = controller_id(cluster)
         victim = max(b for b in cluster.brokers if b != active)
         load = _BacklogLoad(cluster.bootstrap_servers(), "backlog", BACKLOG_PRODUCERS, BACKLOG_SECONDS).start()
@@ -374,7 +334,7 @@ def broker_bounce(d: Path, tl: Timeline, setup: KafkaSetup) -> None:
         tl.emit("broker-killed", broker=victim, signal="SIGKILL", broker_epoch=old)
         # its ZooKeeper session must expire first: a broker restarted while /brokers/ids/N still holds the old
         # session's node exits with NodeExistsException (Kafka 3.9)
-        admin = _admin(cluster)
+        admin = admin_client(cluster)
         wait_until(f"broker {victim}'s session expired", lambda: _broker_count(admin) == len(cluster.brokers) - 1)
         cluster.start_broker(victim)
         new = _broker_epoch(cluster, victim, after=old)
@@ -406,7 +366,7 @@ def controller_failover(d: Path, tl: Timeline, setup: KafkaSetup) -> None:
                          timeout_s=90)
         tl.emit("controller-elected", controller_id=new)
         cluster.start_broker(active)
-        admin = _admin(cluster)
+        admin = admin_client(cluster)
         wait_until(f"broker {active} registered again", lambda: _broker_count(admin) == len(cluster.brokers))
         tl.emit("broker-restarted", broker=active)
         create_topic(cluster, "after-failover", 3, 3)
@@ -468,7 +428,7 @@ def broker_fenced(d: Path, tl: Timeline, setup: KafkaSetup) -> None:
         finally:
             proc.send_signal(signal.SIGCONT)
         tl.emit("broker-resumed", broker=victim)
-        admin = _admin(cluster)
+        admin = admin_client(cluster)
         wait_until("ISR restored", lambda: all(
             victim in p.isrs for p in admin.list_topics("fence", timeout=10).topics["fence"].partitions.values()),
             timeout_s=UNFENCE_TIMEOUT_S)
@@ -481,7 +441,7 @@ def controller_overload(d: Path, tl: Timeline, setup: KafkaSetup) -> None:
     from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 
     with _kraft_under_load(d, tl, setup, "controller-overload", "overload", 90) as cluster:
-        admin = _admin(cluster)
+        admin = admin_client(cluster)
         tl.emit("controller-overload-started", waves=OVERLOAD_WAVES, partitions_per_wave=OVERLOAD_TOPICS *
                 OVERLOAD_PARTITIONS)
         for wave in range(OVERLOAD_WAVES):
@@ -533,7 +493,7 @@ def metadata_publish_slow(d: Path, tl: Timeline, setup: KafkaSetup) -> None:
 
     with _kraft_under_load(d, tl, setup, "metadata-publish-slow", "publish", 120) as cluster:
         victim = max(cluster.brokers)
-        admin = _admin(cluster)
+        admin = admin_client(cluster)
         with cpu_quota(cluster.brokers[victim].popen.pid, STARVED_CPU_SHARE, f"planewatch-starve-{victim}"):
             tl.emit("broker-starved", broker=victim, cpu_share=STARVED_CPU_SHARE)
             for wave in range(STARVE_WAVES):
@@ -575,7 +535,7 @@ def elections(d: Path, tl: Timeline, setup: KafkaSetup) -> None:
                     rate=500).start()
         tl.emit("load-started", topic="elr")
         time.sleep(KRAFT_SETTLE_S)
-        admin = _admin(cluster)
+        admin = admin_client(cluster)
         out_of_sync, eligible, last = sorted(cluster.brokers)
         for victim, left in ((out_of_sync, {eligible, last}), (eligible, {last})):
             cluster.kill_broker(victim, signal.SIGTERM)

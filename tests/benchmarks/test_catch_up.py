@@ -31,5 +31,5 @@ def test_batches_of_the_pipeline_log(tmp_path: Path) -> None:
         "quarantine=0, unused=0, seconds=7.5, path='executors')\n"
         "x INFO jobs.ingest_batch: ingest_logs_files batch 4: BatchReport(batch_id=4, raw=600, silver={}, "
         "quarantine=0, unused=0, seconds=0.5, path='driver')\n"
-        "x INFO jobs.detect: detect_pairing batch 4: 3 request row(s)\n")
+        "x INFO jobs.batch_detect: ingest_logs_files batch 4: pairing 3 request row(s) {}, log rules 0 candidate(s)\n")
     assert batches(log) == {"ingest_logs_files": {"batches": 2, "max_raw": 500000, "max_s": 7.5, "total_s": 8.0}}

@@ -146,8 +146,8 @@ def test_batch_seconds_from_the_pipeline_log() -> None:
     lines = [
         "2026-11-28 01:00:00,000 INFO jobs.ingest_batch: ingest_logs_files batch 7: BatchReport(batch_id=7, raw=10, "
         "silver={'state_change_events': 10}, quarantine=0, unused=0, seconds=1.25, path='driver', stages={})",
-        "2026-11-28 01:00:01,000 INFO jobs.detect: detect_pairing batch 3: 4 request row(s), 0 candidate(s), 0 alert "
-        "row(s); pairing 100 ms, latency merge 200 ms, detectors 50 ms, alerts 150 ms",
+        "2026-11-28 01:00:01,000 INFO jobs.batch_detect: ingest_logs_files batch 7: pairing 4 request row(s) {'pair': "
+        "0.1}, log rules 0 candidate(s), 0 alert row(s); pairing 500 ms, rules 20 ms, alerts 150 ms",
         "2026-11-28 01:00:02,000 WARNING jobs.runner: something else",
     ]
-    assert batch_seconds(lines) == {"ingest_logs_files": [1.25], "detect_pairing": [0.5]}
+    assert batch_seconds(lines) == {"ingest_logs_files": [1.25], "ingest_logs_files.pairing": [0.5]}

@@ -38,10 +38,10 @@ def test_a_writer_resolves_only_its_own_types_on_the_same_broker_and_listener(tm
 
 
 def _writers(tmp_path: Path) -> tuple[Path, AlertWriter, AlertWriter]:
-    """A lake and the metric and latency queries' alert writers over it."""
+    """A lake and the metric and log families' alert writers over it."""
     settings = pipeline_settings(tmp_path, once=False)
     return (Path(settings.lake), AlertWriter(settings, DetectQuery.METRIC, "test-metric-alerts", CFG),
-            AlertWriter(settings, DetectQuery.LATENCY, "test-latency-alerts", CFG))
+            AlertWriter(settings, DetectQuery.LOG, "test-log-alerts", CFG))
 
 
 def _candidate(type_: AlertType, ts: dt.datetime, **evidence: float) -> dict[str, object]:

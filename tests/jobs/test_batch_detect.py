@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from jobs.batch_detect import LogRules, MetricRules
+from jobs.batch_detect import LogRules, MetricRules, SilverBatch
 from jobs.io.settings import Settings
 from pipelines.detection.config import DetectionConfig
 from schemas.tables import METRIC_ROLLUPS_1M, METRIC_SAMPLES, REQUEST_EVENTS, STATE_CHANGE_EVENTS, Table
@@ -65,19 +65,19 @@ def settings(tmp_path: Path) -> Settings:
 def test_log_rules_write_once_per_batch_and_resolve_by_event_time(settings: Settings, tmp_path: Path) -> None:
     rules = LogRules(settings, "ingest_logs_files", "r1", CFG)
     sc = table(STATE_CHANGE_EVENTS, [stale("c", 1), stale("c", 2)])
-    rules({STATE_CHANGE_EVENTS.name: loader(sc)}, 0)
+    rules(SilverBatch({STATE_CHANGE_EVENTS.name: loader(sc)}), 0)
     [a] = alerts(tmp_path / "lake")
     assert (a["type"], a["broker_id"], a["severity"], a["value"], a["threshold"], a["status"]) == (
         "STALE_BROKER_EPOCH", 3, "warning", 2.0, 1.0, "open")
     version = DeltaTable(str(tmp_path / "lake" / "alerts")).version()
-    rules({STATE_CHANGE_EVENTS.name: loader(sc)}, 0)  # a replayed batch: no second write
+    rules(SilverBatch({STATE_CHANGE_EVENTS.name: loader(sc)}), 0)  # a replayed batch: no second write
     assert DeltaTable(str(tmp_path / "lake" / "alerts")).version() == version
-    # a batch of request-log rows only; its event time passes the alert's last sighting by more than the hysteresis
-    # plus the watermark delay, which the next batch's resolution reads
-    later = 2 + CFG.resolve_after_s + CFG.watermark_delay_s + 1
-    rules({REQUEST_EVENTS.name: loader(table(REQUEST_EVENTS, [fetch("c", later)]))}, 1)
+    # a batch of request-log rows only, its event time short of the alert's last sighting plus the hysteresis and
+    # the watermark delay: still open; the next one passes it, and the batch's own event time resolves it
+    later = 2 + CFG.resolve_after_s + CFG.watermark_delay_s
+    rules(SilverBatch({REQUEST_EVENTS.name: loader(table(REQUEST_EVENTS, [fetch("c", later - 1)]))}), 1)
     assert [a["status"] for a in alerts(tmp_path / "lake")] == ["open"]
-    rules({REQUEST_EVENTS.name: loader(table(REQUEST_EVENTS, [fetch("c", later + 1)]))}, 2)
+    rules(SilverBatch({REQUEST_EVENTS.name: loader(table(REQUEST_EVENTS, [fetch("c", later + 1)]))}), 2)
     [a] = alerts(tmp_path / "lake")
     assert a["status"] == "resolved"
     assert a["resolved_at"] == t(2 + CFG.resolve_after_s)
@@ -85,14 +85,14 @@ def test_log_rules_write_once_per_batch_and_resolve_by_event_time(settings: Sett
 
 def test_a_writer_resolves_only_the_clusters_its_query_reads(settings: Settings, tmp_path: Path) -> None:
     rules = LogRules(settings, "ingest_logs_files", "r1", CFG)
-    rules({STATE_CHANGE_EVENTS.name: loader(table(STATE_CHANGE_EVENTS, [stale("a", 1)]))}, 0)
+    rules(SilverBatch({STATE_CHANGE_EVENTS.name: loader(table(STATE_CHANGE_EVENTS, [stale("a", 1)]))}), 0)
     other = LogRules(settings, "ingest_logs_kafka", "r2", CFG)  # another source, another cluster, far later
     for batch, sec in enumerate((1000.0, 1001.0)):
-        other({REQUEST_EVENTS.name: loader(table(REQUEST_EVENTS, [fetch("b", sec)]))}, batch)
+        other(SilverBatch({REQUEST_EVENTS.name: loader(table(REQUEST_EVENTS, [fetch("b", sec)]))}), batch)
     assert [(a["cluster"], a["status"]) for a in alerts(tmp_path / "lake")] == [("a", "open")]
     # nor does another cluster of the same source: each cluster's own event time resolves its alerts
     for batch, sec in enumerate((1000.0, 1001.0), start=1):
-        rules({REQUEST_EVENTS.name: loader(table(REQUEST_EVENTS, [fetch("b", sec)]))}, batch)
+        rules(SilverBatch({REQUEST_EVENTS.name: loader(table(REQUEST_EVENTS, [fetch("b", sec)]))}), batch)
     assert [(a["cluster"], a["status"]) for a in alerts(tmp_path / "lake")] == [("a", "open")]
 
 
@@ -110,7 +110,7 @@ def test_metric_windows_take_earlier_batches_samples_from_silver(settings: Setti
     for batch, sec in enumerate((0.0, 2.0, 4.0, 6.0)):
         rows = table(METRIC_SAMPLES, [_queue(sec, cap)])
         write_deltalake(path, rows, partition_by=list(METRIC_SAMPLES.partition_by), mode="append")  # the commit
-        rules({METRIC_SAMPLES.name: loader(rows)}, batch)
+        rules(SilverBatch({METRIC_SAMPLES.name: loader(rows)}), batch)
     found = [a for a in alerts(tmp_path / "lake") if a["type"] == "REQUEST_QUEUE_SATURATED"]
     assert [(a["broker_id"], a["severity"], a["value"], a["listener"]) for a in found] == [
         (1, "critical", cap, "data-plane")]
@@ -126,7 +126,7 @@ def test_one_scrape_a_minute_one_batch_each_fires_by_the_second_saturated_scrape
     for batch, (sec, value) in enumerate(((0.0, 3.0), (60.0, 3.0), (120.0, 3.0), (180.0, 480.0), (240.0, 490.0))):
         rows = table(METRIC_SAMPLES, [_queue(sec, value)])
         write_deltalake(path, rows, partition_by=list(METRIC_SAMPLES.partition_by), mode="append")
-        rules({METRIC_SAMPLES.name: loader(rows)}, batch)
+        rules(SilverBatch({METRIC_SAMPLES.name: loader(rows)}), batch)
         found = [a for a in alerts(tmp_path / "lake") if a["type"] == "REQUEST_QUEUE_SATURATED"]
         assert bool(found) == (sec == 240.0), f"after the scrape at {sec:g} s: {found}"
     assert [(a["broker_id"], a["value"]) for a in found] == [(1, 480.0)]
@@ -142,7 +142,7 @@ def test_a_late_sample_is_not_judged_again(settings: Settings, tmp_path: Path) -
     def batch(batch_id: int, points: list[tuple[float, float]]) -> None:
         rows = table(METRIC_SAMPLES, [_queue(sec, value) for sec, value in points])
         write_deltalake(path, rows, partition_by=list(METRIC_SAMPLES.partition_by), mode="append")
-        rules({METRIC_SAMPLES.name: loader(rows)}, batch_id)
+        rules(SilverBatch({METRIC_SAMPLES.name: loader(rows)}), batch_id)
 
     batch(0, [(0.0, 500.0), (2.0, 500.0), (4.0, 500.0)])
     batch(1, [(quiet_from, 0.0)])
@@ -176,12 +176,12 @@ def test_a_shutdown_is_judged_once_its_clusters_samples_reach_it(settings: Setti
                     partition_by=list(METRIC_SAMPLES.partition_by))
     shutdown = {"cluster": "c", "broker_id": 2, "ts": t(12), "level": "INFO", "event": "controlled_shutdown_started",
                 "message": "Starting controlled shutdown"}
-    rules({STATE_CHANGE_EVENTS.name: loader(table(STATE_CHANGE_EVENTS, [shutdown]))}, 0)
+    rules(SilverBatch({STATE_CHANGE_EVENTS.name: loader(table(STATE_CHANGE_EVENTS, [shutdown]))}), 0)
     assert alerts(lake) == []  # the samples reach 0 s only: judged now, the cluster would read safe
     # the scrapes at 10 s (broker 3 not back in the ISR: 4 under-replicated on broker 1) and 15 s arrive
     write_deltalake(str(lake / METRIC_SAMPLES.name), table(METRIC_SAMPLES, _scrape("c", 10, 4.0) + _scrape(
         "c", 15, 4.0)), mode="append", partition_by=list(METRIC_SAMPLES.partition_by))
-    rules({REQUEST_EVENTS.name: loader(table(REQUEST_EVENTS, [fetch("c", 16)]))}, 1)
+    rules(SilverBatch({REQUEST_EVENTS.name: loader(table(REQUEST_EVENTS, [fetch("c", 16)]))}), 1)
     [a] = alerts(lake)
     assert (a["type"], a["broker_id"], a["severity"]) == ("ROLL_TOO_FAST", 2, "warning")
     assert "broker 1: 4 under-replicated" in a["summary"]
@@ -202,7 +202,7 @@ def test_a_metric_alert_reads_its_brokers_history_from_the_rollups(settings: Set
     for batch, sec in enumerate((0.0, 2.0, 4.0)):
         rows = table(METRIC_SAMPLES, [_queue(sec, 500.0)])
         write_deltalake(path, rows, partition_by=list(METRIC_SAMPLES.partition_by), mode="append")
-        rules({METRIC_SAMPLES.name: loader(rows)}, batch)
+        rules(SilverBatch({METRIC_SAMPLES.name: loader(rows)}), batch)
     [found] = [a for a in alerts(tmp_path / "lake") if a["type"] == "REQUEST_QUEUE_SATURATED"]
     assert "[against: its own p90 over the previous 60 min 2.0 requests (30 one-minute values)]" in found["summary"]
 
@@ -225,7 +225,7 @@ def test_a_queued_control_request_is_compared_with_the_request_logs_earlier_ones
     slow = table(REQUEST_EVENTS, [_control(0.0, 4_300.0, corr=77)])
     write_deltalake(str(tmp_path / "lake" / REQUEST_EVENTS.name), slow, partition_by=list(REQUEST_EVENTS.partition_by),
                     mode="append")
-    rules({REQUEST_EVENTS.name: loader(slow)}, 0)
+    rules(SilverBatch({REQUEST_EVENTS.name: loader(slow)}), 0)
     [a] = [a for a in alerts(tmp_path / "lake") if a["type"] == "CONTROL_REQUEST_QUEUED_BEHIND_DATA"]
     assert a["summary"].endswith("[against: its own p90 in the request queue over the last 60 min 10 ms (10 requests "
                                  "under 100 ms); its peers' median 1 ms (6 requests)]"), a["summary"]

@@ -17,7 +17,6 @@ from deltalake import CommitProperties, DeltaTable, Transaction, WriterPropertie
 from jobs.io.settings import MaintenanceSettings
 from jobs.maintenance import Maintainer
 from lake import maintenance
-from lake.log import ReaderPosition
 from lake.maintenance import cleanup_log, compactable_partitions, expired_predicate, maintain_table
 from schemas.tables import ALERTS, INCIDENTS, METRIC_SAMPLES, Table
 from tests.api.lake import alert, samples
@@ -136,21 +135,6 @@ def test_the_log_behind_the_newest_checkpoint_is_deleted_and_the_table_reads_the
     assert table.version() == commits - 1
     assert table.transaction_version("writer") == commits - 1
     assert len(lake_rows(tmp_path, "metric_samples")) == commits
-
-
-@pytest.mark.parametrize(("reader", "kept_from"), [(ReaderPosition(49, False), 50),  # reads commits 50..
-                                                    (ReaderPosition(49, True), 0),  # loads version 49: no checkpoint
-                                                    (ReaderPosition(101, True), 99),  # loads 101 from checkpoint 99
-                                                    (ReaderPosition(101, False), 99)])  # the newest checkpoint
-def test_the_log_a_streaming_reader_needs_stays(tmp_path: Path, reader: ReaderPosition, kept_from: int) -> None:
-    path = str(tmp_path / "metric_samples")
-    for batch in range(105):  # a checkpoint at version 99
-        _append(path, _samples(TODAY, 1, batch), "writer", batch)
-    cleanup_log(path, 0.0, dt.datetime.now(dt.UTC) + dt.timedelta(seconds=1), reader)
-    versions = sorted(int(p.name[:20]) for p in (Path(path) / "_delta_log").glob("*.json"))
-    assert versions[0] == kept_from
-    if reader.snapshot:  # the version it loads again still loads
-        assert DeltaTable(path, version=reader.version).version() == reader.version
 
 
 def test_resolved_alerts_past_their_retention_are_deleted_open_ones_kept(tmp_path: Path) -> None:

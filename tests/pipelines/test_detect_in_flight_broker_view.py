@@ -1,6 +1,7 @@
 """In-flight reports are bounded by what the broker itself shows (`in_flight.BrokerView`): event time counts for a
 request only while its broker is alive, and a failed-over controller's unanswered sends are not in flight once the
-broker serves its successor. Through the operator's group logic (pandas rows as Spark hands them, no Spark)."""
+broker serves its successor. Through the group step (pipelines.detection.pairing_groups.step_group, pandas rows as a
+task hands them)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from typing import Any
 import pandas as pd
 
 from pipelines.detection.in_flight import IN_FLIGHT_FLAG, BrokerView
-from pipelines.detection.operator import _dump, _events_by_key, _load, _merge_views, _step_group
-from pipelines.detection.pairing import PairingParams, PairingState
+from pipelines.detection.pairing import PairingParams
+from pipelines.detection.pairing_groups import step_group
 
 LEVELS = {"LeaderAndIsr": (5_000, 30_000), "UpdateMetadata": (5_000, 30_000), "StopReplica": (5_000, 30_000)}
 P = PairingParams(timeout_ms=120_000, max_skew_ms=5_000, in_flight_ms=LEVELS)
@@ -28,18 +29,14 @@ def _row(kind: str, ts_ms: int, broker: int = 2, controller: int = 1, corr: int 
 
 
 class Group:
-    """One (cluster, bucket) group's state across batches, as pairing_function keeps it (through its JSON blob)."""
+    """One (cluster, bucket) group's state across batches, as the log batches keep it (its JSON value)."""
 
     def __init__(self) -> None:
         self.blob: str | None = None
 
     def batch(self, rows: list[dict[str, Any]], watermark: int) -> list[dict[str, Any]]:
-        states: dict[tuple[int, int], PairingState]
-        states, views = _load(self.blob)
-        events, seen = _events_by_key(pd.DataFrame(rows, columns=COLS)) if rows else ({}, {})
-        views = _merge_views(views, seen)
-        out = _step_group("c1", states, events, views, watermark, P)
-        self.blob = _dump(states, views)
+        out, new = step_group("c1", self.blob, pd.DataFrame(rows, columns=COLS) if rows else None, watermark, P)
+        self.blob = new.blob if new is not None else None
         return out
 
 

@@ -39,7 +39,7 @@ def events(lines: list[str]) -> list[Event]:
         route, row = parse_line(raw_log(line, i))
         assert route == "state_change", line
         kind = KIND[row["event"]]
-        detail = f"{row['topic']}-{row['partition']}" if kind == "received" else None  # as events.pairing_input
+        detail = f"{row['topic']}-{row['partition']}" if kind == "received" else None  # as events.pairing_events
         out.append(Event(kind, int(row["ts"].timestamp() * 1000), row["request"], row["correlation_id"],
                          row["controller_epoch"], row["partitions"], row["elapsed_ms"], detail=detail))
     return out
@@ -162,7 +162,7 @@ REQUEST_LOG_26 = (
 
 
 def served(line: str) -> Event:
-    """A request-log line as the pairing event events.served_input makes of its request_events row."""
+    """A request-log line as the pairing event events.pairing_events makes of its request_events row."""
     route, row = parse_line(raw_log(line, 0, "request"))
     assert route == "request", line
     return Event("served", int(row["ts"].timestamp() * 1000), row["api_name"], row["correlation_id"],

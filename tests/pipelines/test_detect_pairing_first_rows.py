@@ -1,5 +1,5 @@
 """Pairing's `first` rows (pure logic): a row marked first is the first of its request, and a request's first row is
-marked so; the job appends those rows instead of merging them (jobs.detect.PairingBatch), so one wrongly marked
+marked so; the job appends those rows instead of merging them (jobs.log_pairing.LogPairing), so one wrongly marked
 first would duplicate a request in control_request_latency, and one wrongly not marked costs a MERGE."""
 
 from __future__ import annotations

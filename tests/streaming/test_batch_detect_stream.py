@@ -43,8 +43,7 @@ def _settings(tmp: Path, sink: dict | None = None):
 
 def _run(spark, tmp: Path, sink: dict | None = None) -> None:
     # the ingest job alone, as `spark-submit jobs/ingest_metrics.py` runs it: its batches run the metric rules
-    assert run_pipeline(spark, _settings(tmp, sink), families=("metrics",), detection=True,
-                        detect_queries=False) == 0
+    assert run_pipeline(spark, _settings(tmp, sink), families=("metrics",), detection=True) == 0
 
 
 def _at_once(lake: Path) -> list[dict]:

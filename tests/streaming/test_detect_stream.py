@@ -1,12 +1,13 @@
-"""The detect job end to end: silver Delta tables -> jobs/detect.py (streaming, --once) -> gold Delta tables.
+"""Pairing in the log family's micro-batches, end to end: Kafka log files -> the log query (--once) -> silver,
+control_request_latency, pairing_state and alerts in Delta.
 
-Silver rows are written straight into Delta (as the ingest job would); the job reads them through the
-planewatch_delta streaming source, pairs, detects and MERGEs. Two scenarios:
+The lines go through the pipeline's own file source, parser and batch; metric samples (the brokers' heartbeats)
+are written straight into metric_samples, as the metric family would have committed them before. Two scenarios:
   * the outside check's fixture (Kafka 2.8 INFO logs, broker 2's LeaderAndIsr 17 takes 13973 ms): exactly one
     alert, DELAYED_LEADER_AND_ISR on broker 2, and a latency row with the numbers the logs say;
-  * a quiet cluster whose LeaderAndIsr never finishes: only metric heartbeats follow, over two runs of the job
-    (state kept in the checkpoint, the same lines shipped twice) -> LEADER_AND_ISR_NOT_COMPLETED; a healthy
-    cluster in the same lake gets no alert.
+  * a quiet cluster whose LeaderAndIsr never finishes: only metric heartbeats follow, over two runs of the query
+    (the pairing state kept in pairing_state, the same lines shipped twice) -> LEADER_AND_ISR_NOT_COMPLETED; a
+    healthy cluster in the same lake gets no alert.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
-from schemas.tables import METRIC_SAMPLES, REQUEST_EVENTS, STATE_CHANGE_EVENTS
+from jobs.runner import run_pipeline
+from schemas.tables import METRIC_SAMPLES
 from tests.lake_helpers import lake_rows, pipeline_settings
 
 pytestmark = [pytest.mark.spark, pytest.mark.streaming, pytest.mark.slow]
@@ -31,6 +33,7 @@ def _ts(text: str) -> dt.datetime:
 
 
 def append(lake: Path, table, rows: list[dict]) -> None:
+    """Rows written straight into a Delta table, as the pipeline's other family would have committed them."""
     import pyarrow as pa
     from deltalake import write_deltalake
 
@@ -47,38 +50,23 @@ def append(lake: Path, table, rows: list[dict]) -> None:
     )
 
 
-def log_rows(cluster: str, broker: int, lines: list[str]) -> list[dict]:
-    """state_change_events rows of log lines as the ingest job writes them: through the pipeline's own parser."""
-    import pyarrow as pa
-
-    from pipelines.parsing.engine import route_records
-    from schemas.tables import RAW_LOGS
-
-    raw = [{"cluster": cluster, "broker_id": broker, "log_kind": "state-change", "line": line,
-            "line_bytes": len(line), "source": "test", "source_offset": i, "date": dt.date(2024, 1, 1)}
-           for i, line in enumerate(lines)]
-    keep = set(STATE_CHANGE_EVENTS.names) - {"source", "source_offset", "ingest_ts", "batch_id", "date"}
-    return [{k: v for k, v in r.items() if k in keep}
-            for route, r in route_records(pa.Table.from_pylist(raw, RAW_LOGS.to_arrow()), "logs")
-            if route == "state_change"]
+def write_log(root: Path, cluster: str, broker: int, lines: list[str], name: str = "state-change.log") -> None:
+    """Append `lines` to broker `broker`'s log file `name` in the input tree (`<cluster>/broker-<id>/`)."""
+    path = root / cluster / f"broker-{broker}" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as fh:
+        fh.writelines(f"{line}\n" for line in lines)
 
 
-def settings_for(tmp: Path, **detection):
-    return pipeline_settings(tmp, detection=detection)
+def settings_for(tmp: Path, on_executors: bool = False, **detection):
+    """The log query over `tmp/input`; `on_executors`: every batch processed (and paired) on the executors."""
+    sink = {"driver_batch_max_rows": 0} if on_executors else {}
+    return pipeline_settings(tmp, files=tmp / "input", detection=detection, sink=sink)
 
 
-def run_detect(spark, settings) -> None:
-    from jobs.detect import start_detection_queries
-
-    queries = start_detection_queries(spark, settings)
-    try:
-        for q in queries:
-            assert q.awaitTermination(timeout=300), f"{q.name} did not finish"
-            assert q.exception() is None, q.exception()
-    finally:
-        for q in queries:
-            if q.isActive:
-                q.stop()
+def run_logs(spark, settings) -> None:
+    """The log family's query over what the input tree holds (--once)."""
+    assert run_pipeline(spark, settings, families=("logs",)) == 0
 
 
 def table(lake: Path, name: str) -> list[dict]:
@@ -91,30 +79,15 @@ def _operations(path: Path) -> list[str]:
 
 
 def test_fixture_replay_pairs_and_alerts_exactly_once(spark, tmp_path):
+    if not FIXTURE.is_dir():
+        pytest.skip(f"{FIXTURE} is not here")
     lake = tmp_path / "lake"
-    rows = []
+    settings = settings_for(tmp_path)
     for b in (1, 2):
-        rows += log_rows("demo-cluster", b, (FIXTURE / f"broker-{b}" / "state-change.log").read_text().splitlines())
-    append(lake, STATE_CHANGE_EVENTS, rows)
-    append(
-        lake,
-        REQUEST_EVENTS,
-        [
-            {
-                "cluster": "demo-cluster",
-                "broker_id": 2,
-                "ts": _ts("2021-03-02 08:00:14,978"),
-                "api_key": 4,
-                "api_name": "LeaderAndIsr",
-                "correlation_id": 17,
-                "listener": "CONTROLLER",
-                "total_time_ms": 13974.2,
-                "request_queue_time_ms": 0.061,
-                "local_time_ms": 13973.7,
-                "error_code": 0,
-            }
-        ],
-    )
+        write_log(tmp_path / "input", "demo-cluster", b,
+                  (FIXTURE / f"broker-{b}" / "state-change.log").read_text().splitlines())
+    write_log(tmp_path / "input", "demo-cluster", 2, (FIXTURE / "broker-2" / "kafka-request.log").read_text()
+              .splitlines(), "kafka-request.log")
     samples = []
     for f in sorted((FIXTURE / "broker-2" / "metrics").glob("*.prom")):
         for line in f.read_text().splitlines():
@@ -138,9 +111,7 @@ def test_fixture_replay_pairs_and_alerts_exactly_once(spark, tmp_path):
                     }
                 )
     append(lake, METRIC_SAMPLES, samples)
-
-    settings = settings_for(tmp_path)
-    run_detect(spark, settings)
+    run_logs(spark, settings)
 
     lat = {(r["broker_id"], r["request"], r["correlation_id"]): r for r in table(lake, "control_request_latency")}
     lai = lat[(2, "LeaderAndIsr", 17)]
@@ -153,16 +124,19 @@ def test_fixture_replay_pairs_and_alerts_exactly_once(spark, tmp_path):
     assert lai["controller_epoch"] == 9
     assert lai["sent_ts"] == _ts("2021-03-02 08:00:01,004")
     assert lat[(1, "LeaderAndIsr", 16)]["end_to_end_ms"] == 36.0
-    assert lat[(2, "UpdateMetadata", 18)]["controller_queue_ms"] == 13927.0
+    # queued at the controller until the LeaderAndIsr before it was answered: its response left at 14,978 (request log)
+    assert lat[(2, "UpdateMetadata", 18)]["controller_queue_ms"] == 13928.0
     assert len(lat) == 4
     # each request's one row was appended (its first row, into an empty table), not merged
     assert sorted(r["request_key"] for r in table(lake, "control_request_latency")) == sorted(
         r["request_key"] for r in lat.values())
     assert _operations(lake / "control_request_latency") == ["CREATE TABLE", "WRITE"]
-    # the pairing's checkpoint reset: the query pairs everything again, and the requests already in the table are
-    # merged (they started before what the table held), so each request keeps one row
-    shutil.rmtree(settings.checkpoint_path("detect_pairing"))
-    run_detect(spark, settings)
+    # the log query's checkpoint and the pairing state reset: the query reads and pairs everything again, and the
+    # requests already in the table are merged (they started before what the table held), so each request keeps one
+    # row
+    shutil.rmtree(settings.checkpoint_path("ingest_logs_files"))
+    shutil.rmtree(lake / "pairing_state")
+    run_logs(spark, settings)
     again = table(lake, "control_request_latency")
     assert sorted(r["request_key"] for r in again) == sorted(r["request_key"] for r in lat.values())
     assert _operations(lake / "control_request_latency")[-1] == "MERGE"
@@ -171,68 +145,41 @@ def test_fixture_replay_pairs_and_alerts_exactly_once(spark, tmp_path):
     assert [(a["type"], a["broker_id"], a["status"]) for a in alerts] == [("DELAYED_LEADER_AND_ISR", 2, "open")]
     assert "took 13973 ms on broker 2: " in alerts[0]["summary"]
     assert "(6 ms of it waiting for a lock, inferred from the log lines' times)" in alerts[0]["summary"]
-    rollups = table(lake, "metric_rollups_1m")
-    rqs = [r for r in rollups if r["signal"] == "RequestQueueSize"]
-    # scrapes at 08:00:00, :15, :30, :45 -> one minute
-    assert [(r["minute"], r["min"], r["max"], r["avg"], r["last"], r["samples"]) for r in rqs] == [
-        (_ts("2021-03-02 08:00:00,000"), 0.0, 9.0, 4.5, 9.0, 4)
-    ]
 
 
-def test_quiet_cluster_never_completed_fires_with_heartbeats(spark, tmp_path):
+@pytest.mark.parametrize("on_executors", [False, True], ids=["driver", "executors"])
+def test_quiet_cluster_never_completed_fires_with_heartbeats(spark, tmp_path, on_executors):
     lake = tmp_path / "lake"
     t0 = dt.datetime(2024, 5, 10, 9, 0, tzinfo=dt.UTC)
 
-    def line(cluster, sec, msg, broker):
+    def line(sec, msg):
         stamp = (t0 + dt.timedelta(seconds=sec)).strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
-        (row,) = log_rows(cluster, broker, [f"[{stamp}] INFO {msg} (state.change.logger)"])
-        return row
+        return f"[{stamp}] INFO {msg} (state.change.logger)"
 
-    stuck = [
-        line(
-            "quiet",
-            0.000,
-            "[Controller id=1 epoch=4] Sending LeaderAndIsr request to broker 3 with 1 "
-            "become-leader and 0 become-follower partitions",
-            1,
-        ),
-        line(
-            "quiet",
-            0.004,
-            "[Broker id=3] Handling LeaderAndIsr request correlationId 8 from controller 1 for 1 partitions",
-            3,
-        ),
-    ]
-    healthy = [
-        line(
-            "healthy",
-            0.000,
-            "[Controller id=1 epoch=2] Sending LeaderAndIsr request to broker 2 with 1 "
-            "become-leader and 0 become-follower partitions",
-            1,
-        ),
-        line(
-            "healthy",
-            0.003,
-            "[Broker id=2] Handling LeaderAndIsr request correlationId 3 from controller 1 for 1 partitions",
-            2,
-        ),
-        line(
-            "healthy",
-            0.020,
-            "[Broker id=2] Finished LeaderAndIsr request in 17ms correlationId 3 from controller 1 for 1 partitions",
-            2,
-        ),
-    ]
-    append(lake, STATE_CHANGE_EVENTS, stuck + healthy)
-    settings = settings_for(tmp_path, never_completed_timeout_s=60, watermark_delay_s=5)
-    run_detect(spark, settings)
+    stuck_send = [line(0.000, "[Controller id=1 epoch=4] Sending LeaderAndIsr request to broker 3 with 1 "
+                              "become-leader and 0 become-follower partitions")]
+    stuck_broker = [line(0.004, "[Broker id=3] Handling LeaderAndIsr request correlationId 8 from controller 1 for "
+                                "1 partitions")]
+    root = tmp_path / "input"
+    write_log(root, "quiet", 1, stuck_send)
+    write_log(root, "quiet", 3, stuck_broker)
+    write_log(root, "healthy", 1, [line(0.000, "[Controller id=1 epoch=2] Sending LeaderAndIsr request to broker 2 "
+                                               "with 1 become-leader and 0 become-follower partitions")])
+    write_log(root, "healthy", 2, [
+        line(0.003, "[Broker id=2] Handling LeaderAndIsr request correlationId 3 from controller 1 for 1 partitions"),
+        line(0.020, "[Broker id=2] Finished LeaderAndIsr request in 17ms correlationId 3 from controller 1 for 1 "
+                    "partitions"),
+    ])
+    settings = settings_for(tmp_path, on_executors, never_completed_timeout_s=60, watermark_delay_s=5)
+    run_logs(spark, settings)
     assert table(lake, "alerts") == []
     # the stuck request is still young (no in-flight report yet): it has no row until it ends or is reported
     assert [r for r in table(lake, "control_request_latency") if r["cluster"] == "quiet"] == []
+    assert {r["cluster"] for r in table(lake, "pairing_state")} == {"quiet", "healthy"}
 
     # the cluster stays quiet: the same lines shipped again (duplicates) and metric heartbeats every 10 s
-    append(lake, STATE_CHANGE_EVENTS, stuck)
+    write_log(root, "quiet", 1, stuck_send)
+    write_log(root, "quiet", 3, stuck_broker)
     beats = [
         {
             "cluster": c,
@@ -246,7 +193,7 @@ def test_quiet_cluster_never_completed_fires_with_heartbeats(spark, tmp_path):
         for c in ("quiet", "healthy")
     ]
     append(lake, METRIC_SAMPLES, beats)
-    run_detect(spark, settings)
+    run_logs(spark, settings)
 
     alerts = table(lake, "alerts")
     assert [(a["type"], a["cluster"], a["broker_id"]) for a in alerts] == [("LEADER_AND_ISR_NOT_COMPLETED", "quiet", 3)]

@@ -1,20 +1,55 @@
 # ruff: noqa: E501  (verbatim Kafka log lines)
-"""Pairing through Spark (batch query, same operator code as the stream): silver rows of real Kafka log texts (as the
-pipeline's parser makes them) -> pairing events -> control_request_latency rows. TRACE 2.2-2.5 logs pair by correlation id (the controller's
-`Received response` line), 2.7+ INFO logs by order; UpdateMetadata to a broker set fans out per broker."""
+"""Pairing a log batch's rows: silver rows of real Kafka log texts (as the pipeline's parser makes them) -> pairing
+events -> groups stepped from no state (on the driver, and on Spark's executors through the same group function) ->
+control_request_latency rows. TRACE 2.2-2.5 logs pair by correlation id (the controller's `Received response` line),
+2.7+ INFO logs by order; UpdateMetadata to a broker set fans out per broker."""
 
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from pipelines.detection.config import DetectionConfig
-from pipelines.detection.events import pairing_input
-from pipelines.detection.operator import pair_requests
-from schemas.tables import STATE_CHANGE_EVENTS
+from pipelines.detection.events import pairing_events
+from pipelines.detection.pairing_groups import (
+    GROUP_OUTPUT,
+    LATENCY_COLUMNS,
+    bucket_of,
+    group_function,
+    latency_table,
+    pairing_params,
+    step_groups,
+)
+from schemas.tables import REQUEST_EVENTS, STATE_CHANGE_EVENTS
 
-pytestmark = pytest.mark.spark
+NOW = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
+
+
+def _arrow(rows: list[tuple], table) -> pa.Table:
+    return pa.Table.from_pylist([dict(zip(table.names, r, strict=True)) for r in rows], table.to_arrow())
+
+
+def pair(sc: list[tuple], rq: list[tuple] | None = None, cfg: DetectionConfig | None = None) -> pa.Table:
+    """The rows' control_request_latency rows, paired on the driver from no state with no watermark (a batch)."""
+    events = pairing_events(_arrow(sc, STATE_CHANGE_EVENTS), _arrow(rq or [], REQUEST_EVENTS))
+    rows, _ = step_groups(events, {}, {}, pairing_params(cfg or DetectionConfig()))
+    return latency_table(rows, NOW)
+
+
+def pair_on_spark(spark: Any, sc: list[tuple], cfg: DetectionConfig | None = None) -> pa.Table:
+    """The same through Spark: one applyInPandas over (cluster, bucket) groups calling the group function."""
+    from pyspark.sql import functions as F
+
+    events = pairing_events(_arrow(sc, STATE_CHANGE_EVENTS), _arrow([], REQUEST_EVENTS))
+    frame = spark.createDataFrame(events).where(F.col("broker_id") >= 0)
+    frame = frame.withColumn("bucket", F.pmod("broker_id", F.lit(64)))
+    out = pa.table(frame.groupBy("cluster", "bucket").applyInPandas(
+        group_function(pairing_params(cfg or DetectionConfig()), {}), GROUP_OUTPUT).toArrow())
+    rows = out.filter(pa.compute.invert(pa.compute.fill_null(out["is_state"], False))).select(list(LATENCY_COLUMNS))
+    return latency_table(rows, NOW)
 
 TRACE = """\
 [2019-06-12 10:15:02,114] TRACE [Controller id=1 epoch=7] Sending become-follower LeaderAndIsr request PartitionState(controllerEpoch=7, leader=2, leaderEpoch=12, isr=2,3, zkVersion=31, replicas=1,2,3, isNew=false) to broker 1 for partition orders-4 (state.change.logger)
@@ -51,10 +86,9 @@ def silver(cluster: str, text: str) -> list[tuple]:
     return rows
 
 
-def test_trace_and_info_logs_pair_in_spark(spark):
-    df = spark.createDataFrame(silver("trace", TRACE) + silver("info", INFO), STATE_CHANGE_EVENTS.to_spark())
-    out = {(r["cluster"], r["broker_id"], r["request"]): r.asDict()
-           for r in pair_requests(pairing_input(df), DetectionConfig()).collect()}
+def test_trace_and_info_logs_pair():
+    out = {(r["cluster"], r["broker_id"], r["request"]): r
+           for r in pair(silver("trace", TRACE) + silver("info", INFO)).to_pylist()}
     assert set(out) == {("trace", 1, "LeaderAndIsr"), ("info", 2, "LeaderAndIsr"), ("info", 1, "UpdateMetadata"),
                         ("info", 2, "UpdateMetadata")}
     t = out[("trace", 1, "LeaderAndIsr")]
@@ -89,10 +123,20 @@ REFERENCE = """\
 """
 
 
-def test_reference_trace_burst_is_one_request_and_a_deleted_broker_drops_its_sends(spark):
-    df = spark.createDataFrame(silver("ref", REFERENCE), STATE_CHANGE_EVENTS.to_spark())
-    out = sorted((r.asDict() for r in pair_requests(pairing_input(df), DetectionConfig()).collect()),
-                 key=lambda r: (r["request"], r["sent_ts"]))
+@pytest.mark.spark
+def test_the_executors_pair_as_the_driver_does(spark):
+    rows = silver("trace", TRACE) + silver("info", INFO) + silver("ref", REFERENCE)
+    key = ["cluster", "broker_id", "request", "request_key"]
+    here = pair(rows).drop_columns(["updated_at"]).sort_by([(k, "ascending") for k in key])
+    there = pair_on_spark(spark, rows).drop_columns(["updated_at"]).sort_by([(k, "ascending") for k in key])
+    assert here.num_rows == 7
+    assert there.to_pylist() == here.to_pylist()
+    assert bucket_of(70) == 6
+    assert bucket_of(-1) == -1
+
+
+def test_reference_trace_burst_is_one_request_and_a_deleted_broker_drops_its_sends():
+    out = sorted(pair(silver("ref", REFERENCE)).to_pylist(), key=lambda r: (r["request"], r["sent_ts"]))
     got = [(r["request"], r["correlation_id"], r["queue_ms"], r["partitions"], r["status"], r["flags"]) for r in out]
     assert got == [
         ("LeaderAndIsr", 1, 28.0, 2, "completed", None),
@@ -128,28 +172,24 @@ def backfill_day(brokers: tuple[int, ...], unshipped: int, slow: tuple[int, int]
 BACKFILL_REQUESTS = 2_880  # one every 30 s for a day, per broker
 
 
-def test_a_days_backfill_in_one_batch_gives_every_request_its_row_and_its_alert(spark):
+def test_a_days_backfill_in_one_batch_gives_every_request_its_row_and_its_alert():
     from pipelines.detection.latency_detectors import latency_candidates
     from pipelines.detection.pairing import MAX_PENDING_SENDS
 
-    df = spark.createDataFrame(silver("bf", backfill_day((2,), 4, slow=(2, 1_000))), STATE_CHANGE_EVENTS.to_spark())
-    latency = pair_requests(pairing_input(df), DetectionConfig()).persist()
-    try:
-        got = [r.asDict() for r in latency.collect()]
-        shipped = [r for r in got if r["broker_id"] == 2]
-        assert sorted(r["correlation_id"] for r in shipped) == list(range(BACKFILL_REQUESTS))
-        assert {(r["status"], r["pairing"], r["queue_ms"]) for r in shipped} == {("completed", "order", 5.0)}
-        assert {r["correlation_id"]: r["end_to_end_ms"] for r in shipped if r["end_to_end_ms"] > 25} == {1_000: 20_005.0}
-        # the broker whose log is missing: beyond the bound its sends are emitted `evicted` (the newest 64 wait)
-        unshipped = [r for r in got if r["broker_id"] == 4]
-        assert len(unshipped) == BACKFILL_REQUESTS - MAX_PENDING_SENDS
-        assert {r["status"] for r in unshipped} == {"evicted"}
-        # the slow request raises its alert; evicted requests (outcome unknown) raise none
-        empty = STATE_CHANGE_EVENTS.to_arrow().empty_table()
-        alerts = [(c["type"], c["broker_id"]) for c in latency_candidates(latency.toArrow(), empty, DetectionConfig())]
-        assert alerts == [("DELAYED_LEADER_AND_ISR", 2)]
-    finally:
-        latency.unpersist()
+    latency = pair(silver("bf", backfill_day((2,), 4, slow=(2, 1_000))))
+    got = latency.to_pylist()
+    shipped = [r for r in got if r["broker_id"] == 2]
+    assert sorted(r["correlation_id"] for r in shipped) == list(range(BACKFILL_REQUESTS))
+    assert {(r["status"], r["pairing"], r["queue_ms"]) for r in shipped} == {("completed", "order", 5.0)}
+    assert {r["correlation_id"]: r["end_to_end_ms"] for r in shipped if r["end_to_end_ms"] > 25} == {1_000: 20_005.0}
+    # the broker whose log is missing: beyond the bound its sends are emitted `evicted` (the newest 64 wait)
+    unshipped = [r for r in got if r["broker_id"] == 4]
+    assert len(unshipped) == BACKFILL_REQUESTS - MAX_PENDING_SENDS
+    assert {r["status"] for r in unshipped} == {"evicted"}
+    # the slow request raises its alert; evicted requests (outcome unknown) raise none
+    empty = STATE_CHANGE_EVENTS.to_arrow().empty_table()
+    alerts = [(c["type"], c["broker_id"]) for c in latency_candidates(latency, empty, DetectionConfig())]
+    assert alerts == [("DELAYED_LEADER_AND_ISR", 2)]
 
 
 ERA_2_6 = """\
@@ -164,10 +204,7 @@ REQUEST_LOG_2_6 = """\
 """
 
 
-def test_kafka_2_6_requests_end_where_the_request_log_says(spark):
-    import pyarrow as pa
-
-    from pipelines.detection.events import served_input
+def test_kafka_2_6_requests_end_where_the_request_log_says():
     from pipelines.parsing.engine import route_records
     from schemas.tables import RAW_LOGS, REQUEST_EVENTS
 
@@ -176,10 +213,7 @@ def test_kafka_2_6_requests_end_where_the_request_log_says(spark):
            for i, line in enumerate(REQUEST_LOG_2_6.splitlines())]
     requests = [tuple(r.get(n) for n in REQUEST_EVENTS.names)
                 for _, r in route_records(pa.Table.from_pylist(raw, RAW_LOGS.to_arrow()), "logs")]
-    sc = spark.createDataFrame(silver("k26", ERA_2_6), STATE_CHANGE_EVENTS.to_spark())
-    rq = spark.createDataFrame(requests, REQUEST_EVENTS.to_spark())
-    out = {r["correlation_id"]: r.asDict()
-           for r in pair_requests(pairing_input(sc).unionByName(served_input(rq)), DetectionConfig()).collect()}
+    out = {r["correlation_id"]: r for r in pair(silver("k26", ERA_2_6), requests).to_pylist()}
     assert set(out) == {17, 18}
     for corr, (e2e, status) in {17: (13987.0, "completed"), 18: (22.0, "completed")}.items():
         assert (out[corr]["end_to_end_ms"], out[corr]["status"], out[corr]["flags"]) == (e2e, status, None)
@@ -190,7 +224,7 @@ def test_kafka_2_6_requests_end_where_the_request_log_says(spark):
     assert r["witnesses"] == "controller_log,broker_log,request_log"
 
 
-def test_a_kafka_2_4_lock_wait_is_timed_and_raises_lock_contention(spark):
+def test_a_kafka_2_4_lock_wait_is_timed_and_raises_lock_contention():
     """Kafka 2.4 at its default TRACE: LeaderAndIsr 51 waited 4.2 s for replicaStateChangeLock behind an
     UpdateMetadata; its Received lines (before the lock) and first Handling line (inside it) time the wait."""
     import polars as pl
@@ -199,10 +233,10 @@ def test_a_kafka_2_4_lock_wait_is_timed_and_raises_lock_contention(spark):
     from tests.pipelines.test_detect_pairing_eras import LOCK_24
 
     rows = silver("k24", "\n".join(LOCK_24))
-    sc = spark.createDataFrame(rows, STATE_CHANGE_EVENTS.to_spark())
-    latency = pair_requests(pairing_input(sc), DetectionConfig())
-    out = {r["correlation_id"]: r.asDict() for r in latency.collect()}
+    latency = pair(rows)
+    out = {r["correlation_id"]: r for r in latency.to_pylist()}
     assert (out[51]["lock_wait_ms"], out[51]["processing_ms"]) == (4212.0, 68.0)
     assert out[50]["request"] == "UpdateMetadata"  # 2.4's generated UpdateMetadataPartitionState lines pair too
-    alerts = detect_lock_contention(pl.from_arrow(latency.toArrow()), pl.from_arrow(sc.toArrow()), DetectionConfig())
+    alerts = detect_lock_contention(pl.from_arrow(latency), pl.from_arrow(_arrow(rows, STATE_CHANGE_EVENTS)),
+                                    DetectionConfig())
     assert [(a["type"], a["broker_id"], a["value"]) for a in alerts] == [("LOCK_CONTENTION", 3, 4212.0)]

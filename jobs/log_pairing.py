@@ -1,0 +1,411 @@
+"""Pairing inside the log family's micro-batch: the batch's silver rows -> control_request_latency rows and the
+latency rules' candidates, the pairing state committed with the batch (lake.state.StateTable, table
+`pairing_state`), so rows, state and alerts commit exactly once together under the batch's app transactions.
+
+One event-time clock per cluster drives every log rule (`LogClock`): the highest log line time seen, and the
+metric family's latest sample per broker read back from `metric_samples` (counted METRIC_HEARTBEAT_LAG_S in the
+past: samples reach the lake before the log lines of the same seconds). It is kept in the state table with the
+groups. A batch's watermark is its cluster's event time after the batch, less `detection.watermark_delay_s`: the pairing
+expires and reports requests by it and the alerts resolve by it. A pairing event older than its cluster's latest log
+line before the batch, less the delay, is late and not paired (counted), as a streaming operator drops it (the
+metric samples do not make log lines late: they lead them). What a batch read of the metric family is written to the query's checkpoint before
+it is used (`pairing_inputs/<batch>.json`), so a replay pairs with the same clock.
+
+Where the groups are stepped follows the batch's placement: on the driver (pipelines.detection.pairing_groups.
+step_groups) for a batch the driver processed, or in one Spark job (`applyInPandas` over (cluster, bucket), a task
+per group set) over the batch's committed silver files when the executors processed it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lake.log import newest_time
+from lake.merge import DeltaMerger
+from lake.read import LatestTable
+from lake.state import StateTable
+from pipelines.detection.baselines import BASELINE_TYPES, add_baselines, history_spans
+from pipelines.detection.events import METRIC_HEARTBEAT_LAG_S, PAIRING_SCHEMA, metric_heartbeats, pairing_events
+from pipelines.detection.latency_detectors import latency_candidates, state_change_spans
+from pipelines.detection.pairing_groups import (
+    GROUP_OUTPUT,
+    PAIRING_BUCKETS,
+    GroupKey,
+    GroupState,
+    bucket_of,
+    group_function,
+    latency_table,
+    pairing_params,
+    step_groups,
+)
+from pipelines.detection.rule_common import frame as polars_frame
+from schemas.alerts import AlertType
+from schemas.events import LatencyStatus
+from schemas.tables import CONTROL_REQUEST_LATENCY, METRIC_SAMPLES, PAIRING_STATE, STATE_CHANGE_EVENTS
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from pipelines.detection.config import DetectionConfig
+
+__all__ = ["CLOCK_BUCKET", "ExecutorInput", "LogClock", "LogPairing", "PairingOutcome"]
+
+log = logging.getLogger(__name__)
+
+# The bucket of a cluster's clock row in pairing_state (groups are 0..PAIRING_BUCKETS-1).
+CLOCK_BUCKET = -1
+# The times of a control_request_latency row by which the pairing tells a request new to the table.
+REQUEST_TIMES = ("sent_ts", "handling_ts", "finished_ts")
+# The metric read of a cluster the clock has not seen yet starts this long before the batch's first line of it.
+FIRST_METRIC_LOOKBACK = dt.timedelta(minutes=5)
+# The metric read reaches this far past the wall clock (scrapes of hosts whose clocks run ahead).
+METRIC_READ_AHEAD = dt.timedelta(hours=1)
+# A query's checkpoint keeps the inputs of this many newest batches (a replay is of the last one or two).
+KEEP_INPUTS = 100
+INPUTS_DIR = "pairing_inputs"
+_UTC = dt.UTC
+
+
+def _ms(t: dt.datetime) -> int:
+    return int((t if t.tzinfo else t.replace(tzinfo=_UTC)).timestamp() * 1000)
+
+
+def _time(ms: int) -> dt.datetime:
+    return dt.datetime.fromtimestamp(ms / 1000, tz=_UTC)
+
+
+@dataclass
+class LogClock:
+    """One cluster's event time: its latest log line, its latest metric sample, and each broker's latest sample
+    (epoch ms)."""
+
+    log_ms: int | None = None
+    metric_ms: int | None = None
+    alive: dict[int, int] = field(default_factory=dict)
+
+    def event_ms(self) -> int | None:
+        lagged = None if self.metric_ms is None else self.metric_ms - int(METRIC_HEARTBEAT_LAG_S * 1000)
+        known = [t for t in (self.log_ms, lagged) if t is not None]
+        return max(known) if known else None
+
+    def to_json(self) -> str:
+        return json.dumps({"log_ms": self.log_ms, "metric_ms": self.metric_ms,
+                           "alive": {str(b): t for b, t in self.alive.items()}}, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> LogClock:
+        raw = json.loads(text)
+        return cls(raw.get("log_ms"), raw.get("metric_ms"), {int(b): int(t) for b, t in raw.get("alive", {}).items()})
+
+
+@dataclass
+class PairingOutcome:
+    """What pairing made of one log batch: the latency rules' candidates, the watermark of each cluster, counts."""
+
+    candidates: list[dict[str, Any]]
+    watermarks: dict[str, dt.datetime]
+    moved: set[str] = field(default_factory=set)  # the clusters whose event time the batch moved
+    rows: int = 0
+    late: int = 0
+    evicted: int = 0
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+class LogPairing:
+    """The pairing of one log query: its state (in memory, and in `pairing_state` as of its last batch)."""
+
+    def __init__(self, settings: Any, query: str, run_id: str, cfg: DetectionConfig, checkpoint: str | None
+                 ) -> None:
+        self.cfg = cfg
+        self.params = pairing_params(cfg)
+        self.delay_ms = int(cfg.watermark_delay_s * 1000)
+        prefix = f"{query}.{run_id}"
+        self.state = StateTable(settings.table_path(PAIRING_STATE.name), PAIRING_STATE, f"{prefix}:pairing_state")
+        latency_path = settings.table_path(CONTROL_REQUEST_LATENCY.name)
+        self.latency = DeltaMerger(latency_path, CONTROL_REQUEST_LATENCY, f"{prefix}:control_request_latency",
+                                   ["request_key"])
+        self.samples = LatestTable(settings.table_path(METRIC_SAMPLES.name), METRIC_SAMPLES.to_arrow())
+        self.state_changes = LatestTable(settings.table_path(STATE_CHANGE_EVENTS.name),
+                                         STATE_CHANGE_EVENTS.to_arrow())
+        self.latency_rows = LatestTable(latency_path, CONTROL_REQUEST_LATENCY.to_arrow())
+        # a request's first row is appended only when it started after everything the table held when this query
+        # started: an earlier one may be there already (the query's checkpoint was reset, or its last run crashed
+        # between the commit and the checkpoint), and a MERGE finds it
+        self.appends_after = newest_time(latency_path, REQUEST_TIMES)
+        self.inputs_dir = os.path.join(checkpoint, INPUTS_DIR) if checkpoint else None
+        self.groups: dict[GroupKey, GroupState] = {}
+        self.clocks: dict[str, LogClock] = {}
+        self._loaded_for: int | None = None  # the batch whose state `groups` and `clocks` hold
+
+    # -- state ----------------------------------------------------------------------------------------------
+    def _ensure_state(self, batch_id: int) -> None:
+        """Hold the state as of before `batch_id` (read from the table unless the previous batch left it here)."""
+        if self._loaded_for is not None and self._loaded_for == batch_id - 1:
+            return
+        rows = self.state.load(batch_id).to_pylist()
+        self.groups = {(r["cluster"], int(r["bucket"])): GroupState(r["state"], r["deadline"])
+                       for r in rows if r["bucket"] != CLOCK_BUCKET}
+        self.clocks = {r["cluster"]: LogClock.from_json(r["state"]) for r in rows if r["bucket"] == CLOCK_BUCKET}
+
+    def _state_rows(self, clusters: set[str], batch_id: int) -> pa.Table:
+        rows = [{"cluster": c, "bucket": b, "state": s.blob, "deadline": s.deadline, "batch_id": batch_id}
+                for (c, b), s in self.groups.items() if c in clusters]
+        rows += [{"cluster": c, "bucket": CLOCK_BUCKET, "state": self.clocks[c].to_json(), "deadline": None,
+                  "batch_id": batch_id} for c in sorted(clusters) if c in self.clocks]
+        return pa.Table.from_pylist(rows, PAIRING_STATE.to_arrow())
+
+    # -- the metric family's heartbeats -------------------------------------------------------------------------
+    def _metric_latest(self, times: pa.Table, batch_id: int) -> pa.Table:
+        """(cluster, broker_id, ts) of the latest metric sample per broker since the clock's, for the clusters of
+        the batch and of the state; recorded in the checkpoint before use, read from there by a replay."""
+        schema = pa.schema([("cluster", pa.string()), ("broker_id", pa.int32()), ("ts", pa.timestamp("us", "UTC"))])
+        recorded = self._recorded(batch_id)
+        if recorded is not None:
+            return pa.Table.from_pylist([{"cluster": c, "broker_id": b, "ts": _time(t)} for c, b, t in recorded],
+                                        schema)
+        firsts: dict[str, int] = {}
+        if times.num_rows:
+            per = times.group_by("cluster").aggregate([("ts", "min")])
+            firsts = {c: _ms(t) for c, t in zip(per["cluster"].to_pylist(), per["ts_min"].to_pylist(), strict=True)}
+        spans = []
+        until = dt.datetime.now(_UTC) + METRIC_READ_AHEAD
+        for cluster in sorted(set(firsts) | set(self.clocks)):
+            clock = self.clocks.get(cluster)
+            if clock is not None and clock.metric_ms is not None:
+                lo = _time(clock.metric_ms)
+            elif cluster in firsts:
+                lo = _time(firsts[cluster]) - FIRST_METRIC_LOOKBACK
+            else:
+                continue
+            spans.append((cluster, lo, max(until, lo)))
+        latest = schema.empty_table()
+        if spans and self.samples.exists():
+            rows = self.samples.read_spans(spans).select(["cluster", "broker_id", "ts"])
+            rows = rows.filter(pc.is_valid(rows["broker_id"]))
+            if rows.num_rows:
+                latest = rows.group_by(["cluster", "broker_id"]).aggregate([("ts", "max")]).rename_columns(
+                    ["cluster", "broker_id", "ts"]).cast(schema)
+        self._record(batch_id, [(c, b, _ms(t)) for c, b, t in zip(
+            latest["cluster"].to_pylist(), latest["broker_id"].to_pylist(), latest["ts"].to_pylist(), strict=True)])
+        return latest
+
+    def _recorded(self, batch_id: int) -> list[tuple[str, int, int]] | None:
+        if self.inputs_dir is None:
+            return None
+        try:
+            with open(os.path.join(self.inputs_dir, f"{batch_id}.json"), encoding="utf-8") as fh:
+                return [(str(c), int(b), int(t)) for c, b, t in json.load(fh)["metric_latest"]]
+        except (OSError, ValueError, KeyError):
+            return None
+
+    def _record(self, batch_id: int, latest: list[tuple[str, int, int]]) -> None:
+        if self.inputs_dir is None:
+            return
+        os.makedirs(self.inputs_dir, exist_ok=True)
+        tmp = os.path.join(self.inputs_dir, f".{batch_id}.json.tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump({"metric_latest": latest}, fh)
+        os.replace(tmp, os.path.join(self.inputs_dir, f"{batch_id}.json"))
+        old = sorted(int(n[:-5]) for n in os.listdir(self.inputs_dir) if n.endswith(".json") and n[:-5].isdigit())
+        for b in old[:-KEEP_INPUTS]:
+            os.remove(os.path.join(self.inputs_dir, f"{b}.json"))
+
+    # -- the clock -----------------------------------------------------------------------------------------------
+    def _advance(self, times: pa.Table, metric_latest: pa.Table) -> set[str]:
+        """Move the clocks by the batch's log times (`cluster`, `ts`) and the metric read; returns the clusters whose
+        clock moved."""
+        moved: set[str] = set()
+        if times.num_rows:
+            per = times.group_by("cluster").aggregate([("ts", "max")])
+            for cluster, top in zip(per["cluster"].to_pylist(), per["ts_max"].to_pylist(), strict=True):
+                clock = self.clocks.setdefault(cluster, LogClock())
+                if clock.log_ms is None or _ms(top) > clock.log_ms:
+                    clock.log_ms = _ms(top)
+                    moved.add(cluster)
+        for cluster, broker, ts in zip(metric_latest["cluster"].to_pylist(), metric_latest["broker_id"].to_pylist(),
+                                       metric_latest["ts"].to_pylist(), strict=True):
+            clock = self.clocks.setdefault(cluster, LogClock())
+            t = _ms(ts)
+            if clock.metric_ms is None or t > clock.metric_ms:
+                clock.metric_ms = t
+                moved.add(cluster)
+            if clock.alive.get(int(broker), -1) < t:
+                clock.alive[int(broker)] = t
+                moved.add(cluster)
+        return moved
+
+    def watermarks_ms(self) -> dict[str, int]:
+        """Each cluster's watermark (epoch ms): its event time less the watermark delay."""
+        return {c: t - self.delay_ms for c, clock in self.clocks.items() if (t := clock.event_ms()) is not None}
+
+    def _alive_heartbeats(self, keys: set[GroupKey]) -> pa.Table:
+        """Heartbeat events of the metric family's latest sample of each broker of the groups `keys`."""
+        rows = [{"cluster": c, "broker_id": b, "ts": _time(t)} for c, clock in self.clocks.items()
+                for b, t in clock.alive.items() if (c, bucket_of(b)) in keys]
+        if not rows:
+            return PAIRING_SCHEMA.empty_table()
+        schema = pa.schema([("cluster", pa.string()), ("broker_id", pa.int32()), ("ts", pa.timestamp("us", "UTC"))])
+        return metric_heartbeats(pa.Table.from_pylist(rows, schema))
+
+    # -- the batch ---------------------------------------------------------------------------------------------
+    def _late(self, events: pa.Table, before: Mapping[str, int]) -> tuple[pa.Table, int]:
+        """The batch's events less those older than their cluster's watermark before the batch (heartbeats stay)."""
+        if not events.num_rows or not before:
+            return events, 0
+        frame = pl.from_arrow(events)
+        assert isinstance(frame, pl.DataFrame)
+        mark = pl.col("cluster").replace_strict({c: _time(t) for c, t in before.items()}, default=None,
+                                                return_dtype=pl.Datetime("us", "UTC"))
+        late = ((pl.col("ts") < mark) & (pl.col("kind") != "heartbeat")).fill_null(False)
+        kept = frame.filter(~late)
+        return kept.to_arrow().cast(PAIRING_SCHEMA), frame.height - kept.height
+
+    def __call__(self, state_changes: pa.Table, requests: pa.Table, batch_id: int,
+                 on_executors: ExecutorInput | None = None) -> PairingOutcome:
+        """Pair the batch's rows (`state_changes`, `requests`: its silver rows; `on_executors`: step the groups in a
+        Spark job over the batch's committed files instead), commit the latency rows and the state; returns the
+        latency rules' candidates and the watermarks."""
+        t0 = time.perf_counter()
+        self._ensure_state(batch_id)
+        # lateness is judged against the log lines seen before (the metric samples lead the logs on purpose)
+        before = {c: clock.log_ms - self.delay_ms for c, clock in self.clocks.items() if clock.log_ms is not None}
+        if on_executors is None:
+            events, late = self._late(pairing_events(state_changes, requests), before)
+            times = events.select(["cluster", "ts"])
+        else:
+            events, late, times = PAIRING_SCHEMA.empty_table(), 0, on_executors.times
+        metric_latest = self._metric_latest(times, batch_id)
+        moved = self._advance(times, metric_latest)
+        marks = self.watermarks_ms()
+        t1 = time.perf_counter()
+        if on_executors is None:
+            keys = {(c, bucket_of(b)) for c, b in zip(events["cluster"].to_pylist(), events["broker_id"].to_pylist(),
+                                                      strict=True) if b >= 0}
+            keys |= {k for k, s in self.groups.items()
+                     if s.deadline is not None and k[0] in marks and marks[k[0]] >= s.deadline}
+            stepped = pa.concat_tables([events, self._alive_heartbeats(keys)])
+            rows, changed = step_groups(stepped, self.groups, marks, self.params)
+            latency = latency_table(rows, dt.datetime.now(_UTC))
+        else:
+            latency, changed, late = self._step_on_executors(on_executors, before, marks)
+        t2 = time.perf_counter()
+        for key, new in changed.items():
+            if new is None:
+                self.groups.pop(key, None)
+            else:
+                self.groups[key] = new
+        clusters = {k[0] for k in changed} | moved
+        append = self._appendable(latency)
+        self.latency.insert_arrow(latency.filter(append).drop_columns(["first_row"]), batch_id)
+        self.latency.write_arrow(latency.filter(pc.invert(append)).drop_columns(["first_row"]), batch_id)
+        self.state.commit(self._state_rows(clusters, batch_id), sorted(clusters), batch_id)
+        self._loaded_for = batch_id
+        t3 = time.perf_counter()
+        cands = self._candidates(latency)
+        evicted = int(pc.sum(pc.equal(latency["status"], LatencyStatus.EVICTED.value)).as_py() or 0) \
+            if latency.num_rows else 0
+        if evicted:  # the rows are in control_request_latency with that status: this says the bound was reached
+            log.warning("pairing batch %d: %d open request(s) evicted by pairing's state bound (status %s)",
+                        batch_id, evicted, LatencyStatus.EVICTED.value)
+        if late:
+            log.warning("pairing batch %d: %d line(s) older than their cluster's watermark were not paired (late)",
+                        batch_id, late)
+        timings = {"clock": t1 - t0, "pair": t2 - t1, "commit": t3 - t2, "latency rules": time.perf_counter() - t3}
+        return PairingOutcome(cands, {c: _time(t) for c, t in marks.items()}, moved, latency.num_rows, late, evicted,
+                              {k: round(v, 3) for k, v in timings.items()})
+
+    def _appendable(self, tbl: pa.Table) -> pa.ChunkedArray:
+        """The rows of `tbl` to append rather than merge: first rows (no earlier row of theirs was emitted) of
+        requests that started after `appends_after`."""
+        if tbl.num_rows == 0:
+            return pa.chunked_array([pa.array([], pa.bool_())])
+        first = pc.fill_null(tbl["first_row"], False)
+        if self.appends_after is None:
+            return first
+        start = pc.coalesce(tbl["sent_ts"], tbl["handling_ts"], tbl["finished_ts"])
+        after = pc.fill_null(pc.greater(start, pa.scalar(self.appends_after, pa.timestamp("us", "UTC"))), False)
+        return pc.and_(first, after)
+
+    def _candidates(self, latency: pa.Table) -> list[dict[str, Any]]:
+        """The latency rules over the batch's changed requests, with the state-change lines a slow or still-open
+        one needs (fetcher bursts, lock waits, elections) and the slow ones' baselines."""
+        if latency.num_rows == 0:
+            return []
+        slowest = pc.max(latency["processing_ms"]).as_py()
+        open_ = pc.is_in(latency["status"], pa.array([LatencyStatus.NEVER_COMPLETED.value,
+                                                      LatencyStatus.IN_FLIGHT.value]))
+        needed = bool(pc.any(open_).as_py()) or (
+            slowest is not None and slowest >= self.cfg.threshold(AlertType.LOCK_CONTENTION).warning)
+        spans = state_change_spans(latency, self.cfg) if needed else []
+        fetch = self.state_changes.read_spans(spans) if spans else STATE_CHANGE_EVENTS.to_arrow().empty_table()
+        cands = latency_candidates(latency, fetch, self.cfg)
+        slow = [c for c in cands if c["type"] in BASELINE_TYPES]
+        if slow and self.latency_rows.exists():
+            window = dt.timedelta(seconds=self.cfg.baseline_window_s)
+            add_baselines(cands, polars_frame(self.latency_rows.read_spans(history_spans(slow, window), "sent_ts")),
+                          window, self.cfg)
+        return cands
+
+    # -- on the executors --------------------------------------------------------------------------------------
+    def _step_on_executors(self, inputs: ExecutorInput, before: Mapping[str, int], marks: Mapping[str, int]
+                           ) -> tuple[pa.Table, dict[GroupKey, GroupState | None], int]:
+        """The groups stepped in one Spark job over the batch's pairing events (computed by the tasks from the
+        committed silver files), the metric heartbeats and the groups' states."""
+        spark = inputs.spark
+        extra = [{"cluster": c, "controller_id": -1, "broker_id": b, "kind": "state", "ts": None, "request": None,
+                  "correlation_id": None, "controller_epoch": None, "partitions": None, "elapsed_ms": None,
+                  "lock_wait_ms": None, "detail": s.blob} for (c, b), s in self.groups.items()]
+        driver_rows = pa.concat_tables([pa.Table.from_pylist(extra, PAIRING_SCHEMA),
+                                        self._alive_heartbeats(set(self.groups))])
+        frames: list[DataFrame] = [spark.createDataFrame(driver_rows)] if driver_rows.num_rows else []
+        frames += inputs.events
+        if not frames:
+            return latency_table([], dt.datetime.now(_UTC)), {}, 0
+        union = frames[0]
+        for f in frames[1:]:
+            union = union.unionByName(f)
+        from pyspark.sql import functions as F  # the executors' path only: the driver's path runs no Spark
+
+        marks_at = {c: _time(t) for c, t in before.items()}
+        late_mark = F.lit(None).cast("timestamp")
+        for cluster, mark in marks_at.items():
+            late_mark = F.when(F.col("cluster") == cluster, F.lit(mark)).otherwise(late_mark)
+        is_late = (F.col("kind").isin("state", "heartbeat") == F.lit(False)) & (F.col("ts") < late_mark)
+        counted = union.withColumn("_late", F.coalesce(is_late, F.lit(False)))
+        bucket = F.when(F.col("broker_id") >= 0, F.pmod(F.col("broker_id"), F.lit(PAIRING_BUCKETS))).otherwise(-1)
+        grouped = (counted.where(~F.col("_late") & (bucket >= 0)).drop("_late")
+                   .withColumn("bucket", bucket).groupBy("cluster", "bucket"))
+        out = pa.table(grouped.applyInPandas(group_function(self.params, marks), GROUP_OUTPUT).toArrow())
+        late = int(counted.where(F.col("_late")).count()) if marks_at else 0
+        is_state = pc.fill_null(out["is_state"], False)
+        states = out.filter(is_state)
+        changed: dict[GroupKey, GroupState | None] = {}
+        for c, b, blob, deadline in zip(*(states[n].to_pylist() for n in ("cluster", "bucket", "blob", "deadline")),
+                                        strict=True):
+            new = None if blob is None else GroupState(blob, deadline)
+            if self.groups.get((c, b)) != new:
+                changed[(c, b)] = new
+        rows = out.filter(pc.invert(is_state)).select([n.split(" ")[0] for n in GROUP_OUTPUT.split(", ")][:-4])
+        return latency_table(rows, dt.datetime.now(_UTC)), changed, late
+
+
+@dataclass
+class ExecutorInput:
+    """A batch whose rows the executors staged: its pairing events as Spark frames over its committed silver files
+    (the tasks make them), and the `cluster` and `ts` of its rows (two columns of those files, read here) for the
+    clock."""
+
+    spark: SparkSession
+    events: Sequence[DataFrame]
+    times: pa.Table
