@@ -5,11 +5,11 @@ latency rules' candidates, the pairing state committed with the batch (lake.stat
 One event-time clock per cluster drives every log rule (`LogClock`): the highest log line time seen, and the
 metric family's latest sample per broker read back from `metric_samples` (counted METRIC_HEARTBEAT_LAG_S in the
 past: samples reach the lake before the log lines of the same seconds). It is kept in the state table with the
-groups. A batch's watermark is its cluster's event time after the batch, less `detection.watermark_delay_s`: the pairing
-expires and reports requests by it and the alerts resolve by it. A pairing event older than its cluster's latest log
-line before the batch, less the delay, is late and not paired (counted), as a streaming operator drops it (the
-metric samples do not make log lines late: they lead them). What a batch read of the metric family is written to the query's checkpoint before
-it is used (`pairing_inputs/<batch>.json`), so a replay pairs with the same clock.
+groups. A batch's watermark is its cluster's event time after the batch, less `detection.watermark_delay_s`: the
+pairing expires and reports requests by it and the alerts resolve by it. A pairing event older than its cluster's
+latest log line before the batch, less the delay, is late and not paired (counted), as a streaming operator drops it
+(the metric samples do not make log lines late: they lead them). What a batch read of the metric family is written
+to the query's checkpoint before it is used (`pairing_inputs/<batch>.json`), so a replay pairs with the same clock.
 
 Where the groups are stepped follows the batch's placement: on the driver (pipelines.detection.pairing_groups.
 step_groups) for a batch the driver processed, or in one Spark job (`applyInPandas` over (cluster, bucket), a task
