@@ -50,7 +50,7 @@ benchmarks: $(STAMP) ## run every benchmark and print the numbers
 	$(VENV)/bin/python -m benchmarks
 
 cluster-up: $(STAMP) ## start a local Spark standalone cluster on 127.0.0.1:7077 (master + 1 worker)
-	$(VENV)/bin/python -m jobs.local_cluster up --dir var/spark-cluster --port 7077
+	$(VENV)/bin/python -m jobs.run.local_cluster up --dir var/spark-cluster --port 7077
 
 cluster-down: ## stop the local Spark standalone cluster
-	$(VENV)/bin/python -m jobs.local_cluster down --dir var/spark-cluster
+	$(VENV)/bin/python -m jobs.run.local_cluster down --dir var/spark-cluster

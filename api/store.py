@@ -26,6 +26,7 @@ no version was ever readable (a corrupt first commit, a lake directory that does
 table is missing). A query slower than ``query_timeout_s`` is abandoned -> `TableUnavailable` as well.
 """
 
+# Over 500 lines: one object owns the lake's handles, their per-version snapshots and the query slots under one lock.
 from __future__ import annotations
 
 import logging

@@ -1,4 +1,4 @@
-"""A backlog of log files read batch by batch: by log time (planewatch's file source, jobs.io.time_align) against
+"""A backlog of log files read batch by batch: by log time (planewatch's file source, jobs.sources.time_align) against
 listing order (what the source did before, and what a tail of each file in turn does).
 
     .venv/bin/python -m benchmarks.backlog_plan [--brokers 30] [--minutes 60] [--budget-mib 64]
@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from jobs.io import file_tail
-from jobs.io.time_align import line_time
+from jobs import file_tail
+from jobs.sources.time_align import line_time
 
 T0 = dt.datetime(2026, 11, 28, 9, 0, tzinfo=dt.UTC)
 # Every this many seconds the controller sends each broker a request (the soak's chatter: 30 brokers, 15 lines/s).

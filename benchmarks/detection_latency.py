@@ -4,7 +4,7 @@ readable in Delta, with the streaming queries on a 1-second trigger.
 Run: ``.venv/bin/python -m benchmarks.detection_latency [--incidents N]``
 
 The whole pipeline: Kafka log lines appended to a state-change.log under the input directory -> the log family's
-query (jobs.ingest: ingestion, pairing and the log rules in one micro-batch) -> `alerts`.
+query (jobs.ingest.queries: ingestion, pairing and the log rules in one micro-batch) -> `alerts`.
 
 Each incident is a LeaderAndIsr on a fresh broker that takes 8 s (DELAYED_LEADER_AND_ISR, warning at 5 s): the
 controller's Sending line and the broker's Handling line are written first, then the Finished line (the line
@@ -71,12 +71,12 @@ def main() -> int:
     import logging
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
-    for name in ("jobs.batch_detect", "jobs.ingest_batch"):  # per-batch breakdowns: where an incident's seconds go
+    for name in ("jobs.detect.rules", "jobs.ingest.batch"):  # per-batch breakdowns: where an incident's seconds go
         logging.getLogger(name).setLevel(logging.INFO)
 
-    from jobs.ingest import start_ingest_queries
-    from jobs.io.session import build_session
-    from jobs.io.settings import Settings
+    from jobs.ingest.queries import start_ingest_queries
+    from jobs.run.session import build_session
+    from jobs.run.settings import Settings
 
     tmp = Path(tempfile.mkdtemp(prefix="pw-detect-bench-"))
     inp = tmp / "input" / CLUSTER / "broker-1"

@@ -183,8 +183,8 @@ def _count(path: str) -> int:
 
 def latency(spark: Any, tmp: Path, samples: int = 5) -> list[float]:
     """Append one line to a growing file; seconds until its row is readable in raw_logs (trigger 1 s)."""
-    from jobs.io.settings import parse_settings
-    from jobs.runner import run_pipeline
+    from jobs.run.runner import run_pipeline
+    from jobs.run.settings import parse_settings
 
     inp = tmp / "lat-input" / "broker-1"
     inp.mkdir(parents=True)
@@ -196,7 +196,7 @@ def latency(spark: Any, tmp: Path, samples: int = 5) -> list[float]:
          "sources": {"files": {"path": str(tmp / "lat-input")}}, "quality": {"enabled": True, "sample_limit": 100}},
         "bench",
     )  # fmt: skip
-    from jobs.ingest import start_ingest_queries
+    from jobs.ingest.queries import start_ingest_queries
 
     queries = start_ingest_queries(spark, s, "logs")
     del run_pipeline
@@ -226,8 +226,8 @@ def latency(spark: Any, tmp: Path, samples: int = 5) -> list[float]:
 def _ingest_logs(spark: Any, tmp: Path, lake: str, batch_bytes: int, driver_max_rows: int | None
                  ) -> tuple[float, int, int]:
     """The ingest job over tmp/input into tmp/<lake> (quality on): (seconds, raw rows, silver rows)."""
-    from jobs.io.settings import parse_settings
-    from jobs.runner import run_pipeline
+    from jobs.run.runner import run_pipeline
+    from jobs.run.settings import parse_settings
 
     raw: dict[str, Any] = {
         "lake": str(tmp / lake), "checkpoints": str(tmp / f"{lake}-ck"), "trigger": {"once": True},
@@ -260,9 +260,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from jobs.io.session import build_session
-    from jobs.io.settings import parse_settings
-    from jobs.runner import run_pipeline
+    from jobs.run.runner import run_pipeline
+    from jobs.run.session import build_session
+    from jobs.run.settings import parse_settings
 
     tmp = Path(tempfile.mkdtemp(prefix="pw-bench-"))
     log = tmp / "input" / "bench" / "broker-1" / "state-change.log"

@@ -79,8 +79,8 @@ def bench_spark(path: Path, n: int) -> float:
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
-    from jobs.io.session import LOCAL_CONF
-    from jobs.io.staging import stage_on_executors
+    from jobs.ingest.staging import stage_on_executors
+    from jobs.run.session import LOCAL_CONF
     from pipelines.parsing.engine import run_engine
     from schemas.routes import RAW_TABLES, ROUTE_TABLES
     from schemas.tables import QUARANTINE

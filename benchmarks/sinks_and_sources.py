@@ -3,7 +3,7 @@
     .venv/bin/python -m benchmarks.sinks_and_sources [--lines 200000] [--trickle-batches 8] [--kafka-records 100000]
         [--startup-runs 2]
 
-1. Session start-up (a fresh JVM each, `jobs.io.session.build_session` + a first job) with and without the
+1. Session start-up (a fresh JVM each, `jobs.run.session.build_session` + a first job) with and without the
    delta-spark / spark-sql-kafka jars (`PLANEWATCH_JVM_DIR` pointed at an empty directory hides them).
 2. Sinks: the ingest job (planewatch_files, bronze + silver + quarantine + dq_results, quality off so only the
    writers differ) over the same state-change log, once per `sink.mode`:
@@ -40,8 +40,8 @@ READ_REPEATS = 5
 STARTUP_SNIPPET = """
 import time, sys
 t = time.perf_counter()
-from jobs.io.session import build_session
-from jobs.io.settings import parse_settings
+from jobs.run.session import build_session
+from jobs.run.settings import parse_settings
 spark = build_session(parse_settings({}, "bench"), "startup")
 spark.range(10).count()
 print(f"{time.perf_counter() - t:.2f}")
@@ -62,8 +62,8 @@ def startup_seconds(with_jars: bool) -> float:
 def _ingest(spark: Any, tmp: Path, name: str, inp: Path, sink: dict[str, Any], batch_bytes: int,
             kafka: dict[str, Any] | None = None) -> tuple[float, int, int]:
     """One --once ingest run of the logs into tmp/<name>: (seconds, raw rows, micro-batches)."""
-    from jobs.io.settings import parse_settings
-    from jobs.runner import run_pipeline
+    from jobs.run.runner import run_pipeline
+    from jobs.run.settings import parse_settings
 
     sources: dict[str, Any] = {"files": {"path": str(inp), "max_bytes_per_batch": batch_bytes}}
     if kafka is not None:
@@ -138,9 +138,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from jobs.io.jars import spark_jars
-    from jobs.io.session import build_session
-    from jobs.io.settings import parse_settings
+    from jobs.run.jars import spark_jars
+    from jobs.run.session import build_session
+    from jobs.run.settings import parse_settings
 
     if spark_jars() is None:
         print("the jars are not fetched: python -m planewatch.kafka.artifacts fetch spark", file=sys.stderr)

@@ -20,7 +20,7 @@ What it does (everything under one run directory: ``--dir``, kept, or a temp dir
    files and bytes on disk (removed files included); per checkpoint its bytes, files and newest offset file's size;
    RSS, PSS, threads, open files and CPU (cores) of the pipeline's and the API's whole process trees (JVM and Python
    workers), and the JVM's own RSS and threads; the micro-batch durations the pipeline logged since the last sample
-   (jobs.ingest_batch's BatchReport, the log batches' pairing); GET /alerts latency p50/p99 over 20 requests;
+   (jobs.ingest.batch's BatchReport, the log batches' pairing); GET /alerts latency p50/p99 over 20 requests;
    GET /health's data age of control_request_latency and metric_samples (does the pipeline keep up); the input
    tree's files and bytes;
 4. each incident's detection delay: from the Finished line's flush to its alert (that broker, started at the
@@ -192,7 +192,7 @@ class TreeMeter:
                 f"{n}.open_files": fds, f"{n}.cpu_cores": cores, f"{n}.processes": len(cpu), **jvm}
 
 
-# jobs.ingest_batch: "<query> batch <id>: BatchReport(..., seconds=<s>, ...)"; jobs.batch_detect's log rules:
+# jobs.ingest.batch: "<query> batch <id>: BatchReport(..., seconds=<s>, ...)"; jobs.detect.rules's log rules:
 # "<query> batch <id>: pairing ...; pairing <ms> ms, rules <ms> ms, alerts <ms> ms" (inside the batch's seconds).
 _INGEST_BATCH = re.compile(r" (?P<q>\w+) batch \d+: BatchReport\(.*?\bseconds=(?P<s>[0-9.eE+-]+)")
 _PAIRING_BATCH = re.compile(r" (?P<q>\w+) batch \d+: pairing .*; pairing (?P<ms>\d+) ms, rules \d+ ms, alerts \d+ ms")

@@ -1,13 +1,13 @@
 """Ingest Kafka metrics (JSON lines, Prometheus text) into raw_metrics, metric_samples, quarantine (Delta).
 Each micro-batch also recomputes the 1-minute rollups of the minutes its samples fall in (metric_rollups_1m) and
-runs every metric rule over the sliding windows its samples fall in (jobs.batch_detect), writing `alerts`;
+runs every metric rule over the sliding windows its samples fall in (jobs.detect.rules), writing `alerts`;
 `--no-detect` leaves that out.
 
     spark-submit --master 'local[2]' jobs/ingest_metrics.py --config conf/pipeline.yaml [--once] [--input DIR ...]
     spark-submit --master spark://127.0.0.1:7077 jobs/ingest_metrics.py --config conf/pipeline.yaml --once
 
 (With the venv not activated, set PYSPARK_PYTHON=.venv/bin/python; see README.) The analytics packages are
-zipped and shipped to the executors automatically on a non-local master (jobs.io.session), so no --py-files.
+zipped and shipped to the executors automatically on a non-local master (jobs.run.session), so no --py-files.
 """
 
 from __future__ import annotations
@@ -17,6 +17,6 @@ import sys
 
 if __name__ == "__main__":
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from jobs.runner import main
+    from jobs.run.runner import main
 
     sys.exit(main(sys.argv[1:], families=("metrics",), app="planewatch-ingest-metrics"))

@@ -1,5 +1,5 @@
 """Table maintenance of the lake: retention, small-file compaction, Delta log cleanup and vacuum of one table
-(`maintain_table`), run every `maintenance.interval_s` beside the streaming queries by jobs.maintenance.Maintainer.
+(`maintain_table`), run every `maintenance.interval_s` beside the streaming queries by jobs.run.maintenance.Maintainer.
 
 Why: every trigger commits one small Parquet file per table and partition and one log entry per table (measured: about
 1,200 files an hour per silver table, 28,000 a day). Readers (the metric rules' history, the API's snapshots) pay
@@ -57,7 +57,7 @@ __all__ = ["FAILURES_BEFORE_ERROR", "MaintenancePolicy", "TableReport", "cleanup
 
 
 class MaintenancePolicy(Protocol):
-    """What a pass needs of the pipeline's `maintenance` settings (jobs.io.settings.MaintenanceSettings)."""
+    """What a pass needs of the pipeline's `maintenance` settings (jobs.run.settings.MaintenanceSettings)."""
 
     @property
     def retention_days(self) -> Mapping[str, int]: ...

@@ -6,7 +6,7 @@ Theory of operation (append, `mode="delta-rs"`, the default; no delta-spark jar 
    committed; a batch whose id is not above it is a replay and writes nothing.
 2. The batch's rows are staged as Parquet files under `<table>/_pending/<app>-b<batch>-<attempt>/` (partitioned
    Hive-style by the table's `partition_by`; no `key=value` in the pending directory's own name, or Spark's reader
-   would take it for a partition): by the executors or the driver with pyarrow (:mod:`jobs.io.staging`:
+   would take it for a partition): by the executors or the driver with pyarrow (:mod:`jobs.ingest.staging`:
    `open_pending`, then `commit_pending` with the files the successful task attempts reported). A small Arrow table
    on the driver (dq_results) is appended directly (`write_arrow`).
 3. The driver lists the files, reads numRecords/min/max/nullCount from each Parquet footer, writes a manifest of
@@ -17,7 +17,7 @@ Theory of operation (append, `mode="delta-rs"`, the default; no delta-spark jar 
    a committed batch is only leftover scaffolding and is removed too. So a table never holds a file twice, and
    never keeps a file no commit references (besides what `vacuum` would remove anyway).
 
-`mode="delta-spark"` (the session needs delta-spark: jobs.io.jars) commits with delta-spark's own writer: staged
+`mode="delta-spark"` (the session needs delta-spark: jobs.run.jars) commits with delta-spark's own writer: staged
 files (`open_pending` / `commit_pending`, the same staging as delta-rs, only the committer differs) are read by Spark
 and appended by it. The executors write the files into the table and the driver's Delta commit carries
 `SetTransaction(app_id, batch_id)` through the `txnAppId`/`txnVersion` writer options, so delta-spark itself skips
@@ -168,7 +168,7 @@ class DeltaSink:
     """Idempotent append of micro-batches to one Delta table (one app id = one query x table).
 
     A batch is staged as Parquet files (`open_pending`, the files written under it, `commit_pending`: the ingest
-    job's path, jobs.io.staging) or, when small and on the driver, appended from Arrow (`write_arrow`).
+    job's path, jobs.ingest.staging) or, when small and on the driver, appended from Arrow (`write_arrow`).
     """
 
     def __init__(self, path: str, table: Table, app_id: str, mode: str = "delta-rs") -> None:

@@ -3,7 +3,7 @@
 `read_delta(spark, path)` reads exactly the snapshot's active files, listed by delta-rs (never a directory listing,
 which would include removed files), when that is the whole table: reader protocol 1, as both sinks write. A table
 whose readers need more (column mapping, deletion vectors: reader protocol 2 and up) is read natively with delta-spark
-(`format("delta")`, the session must have loaded it: jobs.io.jars). The file list is the default because it is the
+(`format("delta")`, the session must have loaded it: jobs.run.jars). The file list is the default because it is the
 faster: one partition of a 200k-row table counted in 0.32 s against 0.79 s natively (benchmarks.sinks_and_sources);
 `native=True` asks for delta-spark regardless. `read_files` is how a batch's committed files reach the executors
 (the delta-spark committer, a replay's bronze rows, the pairing of a batch the executors processed).
@@ -32,7 +32,7 @@ __all__ = ["read_delta", "read_files"]
 # The highest reader protocol whose snapshot is just its active Parquet files (2 adds column mapping, 3 reader
 # features such as deletion vectors): up to it delta-rs's file list reads a table exactly.
 FILE_LIST_READER_VERSION = 1
-# The SQL extension a session that reads Delta natively has loaded (jobs.io.jars puts it in the session's conf).
+# The SQL extension a session that reads Delta natively has loaded (jobs.run.jars puts it in the session's conf).
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 
 
@@ -61,7 +61,7 @@ def read_delta(spark: SparkSession, path: str, version: int | None = None,
         native = dt.protocol().min_reader_version > FILE_LIST_READER_VERSION
         if native and DELTA_EXTENSION not in (spark.conf.get("spark.sql.extensions", "") or ""):
             raise LakeError(f"{path} needs a Delta reader of protocol {dt.protocol().min_reader_version} "
-                                  "(column mapping or deletion vectors): a session with delta-spark (jobs.io.jars)")
+                                  "(column mapping or deletion vectors): a session with delta-spark (jobs.run.jars)")
     if native:
         return _read_native(spark, path, version, partitions_in)
     schema = _spark_schema(table_schema(dt))

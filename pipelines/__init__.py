@@ -1,1 +1,11 @@
-"""pipelines."""
+"""Pure transformations of the analytics: Arrow and polars in and out, no Spark session, no I/O.
+
+* `parsing/`: the one parse-and-validate engine and the pattern tables of Kafka's log and metric formats;
+* `quality/`: the silver tables' expectation suites (hard rules in the engine, Great Expectations on samples);
+* `detection/`: pairing, every alert type's detector, baselines, the alert lifecycle and incidents;
+* `roll_safety`: the roll-safety verdict of one cluster at one moment.
+"""
+
+from __future__ import annotations
+
+__all__: list[str] = []

@@ -5,7 +5,7 @@
 
 Where each part comes from:
 
-* pipeline keys (`conf/pipeline.yaml`): the keys :func:`jobs.io.settings.parse_settings` accepts (each section
+* pipeline keys (`conf/pipeline.yaml`): the keys :func:`jobs.run.settings.parse_settings` accepts (each section
   names its known keys when it meets an unknown one, so they are probed, not listed here), each key's default (what
   `parse_settings` gives when the key is absent from the file), the value and the comment the file gives it;
 * `detection:`: the fields of :class:`pipelines.detection.config.DetectionConfig` and
@@ -164,7 +164,7 @@ class PipelineKey:
 
 
 def _parse(raw: Mapping[str, Any]) -> Any:
-    from jobs.io.settings import parse_settings
+    from jobs.run.settings import parse_settings
 
     return parse_settings(raw, "conf/pipeline.yaml")
 
@@ -181,7 +181,7 @@ def _nested(path: Sequence[str], leaf: Any) -> dict[str, Any]:
 def _known_keys(path: tuple[str, ...]) -> list[str] | None:
     """The keys the settings section at `path` accepts (None: `path` is a value, not a section), probed by handing
     `parse_settings` a key it cannot know."""
-    from jobs.io.settings import SettingsError
+    from jobs.run.settings import SettingsError
 
     try:
         _parse(_nested(path, {_PROBE: 1}))
@@ -239,7 +239,7 @@ def pipeline_keys(yaml_text: str) -> list[PipelineKey]:
         if known is None:
             present, value = _lookup(raw, path)
             if not present:
-                raise ValueError(f"pipeline key {'.'.join(path)} is accepted by jobs.io.settings but not shown in "
+                raise ValueError(f"pipeline key {'.'.join(path)} is accepted by jobs.run.settings but not shown in "
                                  "conf/pipeline.yaml: add it there, with its default and a comment")
             without = dict(_flatten(_parse(_without(raw, path))))
             changed = [k for k in full if full[k] != without[k]]
@@ -293,10 +293,10 @@ def _section_of(key: PipelineKey) -> str:
 
 
 def _settings_docs() -> dict[str, tuple[str, dict[str, str]]]:
-    """Per pipeline section, what the settings classes of :mod:`jobs.io.settings` say of it: the class docstring's
+    """Per pipeline section, what the settings classes of :mod:`jobs.run.settings` say of it: the class docstring's
     text after its "`section`:" and the comments of its fields. The top level is the class `parse_settings`
     returns."""
-    import jobs.io.settings as module
+    import jobs.run.settings as module
 
     docs: dict[str, tuple[str, dict[str, str]]] = {"": ("", source_comments(type(_parse({}))))}
     for _, cls in inspect.getmembers(module, inspect.isclass):
@@ -491,7 +491,7 @@ def _broker_part() -> list[str]:
 
 def render(yaml_text: str | None = None) -> str:
     """docs/configuration.md's text (from conf/pipeline.yaml's text, default the repository's)."""
-    from jobs.io.settings import DEFAULT_CONFIG
+    from jobs.run.settings import DEFAULT_CONFIG
 
     text = DEFAULT_CONFIG.read_text(encoding="utf-8") if yaml_text is None else yaml_text
     parts: list[Callable[[], list[str]]] = [

@@ -1,7 +1,7 @@
 """What an input file is: its family (logs or metrics), its log kind or metric format, told by name or content.
 
 `raw_logs.log_kind` and `raw_metrics.metric_format` hold these values. The file and Kafka sources
-(:mod:`jobs.io.paths`, :mod:`jobs.io.sources`) and ``planewatch parse`` classify with these tables. The
+(:mod:`jobs.sources.paths`, :mod:`jobs.sources.streams`) and ``planewatch parse`` classify with these tables. The
 file-name regexes apply to a file's name (its last path element).
 """
 

@@ -1,7 +1,7 @@
 """The ingest vocabulary: where a family's records go (routes, tables) and why one was quarantined (stages).
 
 The parse-and-validate engine (pipelines.parsing.engine) decides each record's route; the ingest job (jobs/) writes
-each route's table. Both read the words from here, so the job's I/O (jobs.io) needs no pipelines code to know what a
+each route's table. Both read the words from here, so the job's I/O (jobs) needs no pipelines code to know what a
 batch writes, and a scrape's reader says "this record is a failed read" in the engine's own words.
 
 * A record of family ``logs`` / ``metrics`` is kept whole in its bronze table (:data:`RAW_TABLES`).

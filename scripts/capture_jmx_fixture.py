@@ -2,7 +2,7 @@
 
 Runs one scenario of :mod:`planewatch.kafka.scenarios` (default: the KIP-402 connection storm) on the jars fetched by
 ``python -m planewatch.kafka.artifacts``, scrapes every broker's JMX exporter agent every ``--interval`` seconds
-with :func:`jobs.io.scrape.scrape` (the pipeline's own scraper), and writes the samples of the metric families
+with :func:`jobs.sources.scrape.scrape` (the pipeline's own scraper), and writes the samples of the metric families
 planewatch reads, stamped with the scrape time (Prometheus text with timestamps), to ``OUT/broker-<id>.prom``, plus
 a PROVENANCE file. Usage::
 
@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from broker.scenarios.base import Timeline
-from jobs.io.scrape import scrape
+from jobs.sources.scrape import scrape
 from planewatch.kafka import scenarios
 
 # The families kept: what the metric rules read (the rest of an answer is JVM and per-topic noise).
@@ -76,7 +76,7 @@ def main() -> None:
             t.join()
     (a.out / "PROVENANCE").write_text(
         f"Apache Kafka {a.version}, scenario {a.scenario} (timeline.jsonl), JMX exporter agent answers scraped every "
-        f"{a.interval} s by jobs.io.scrape.scrape at {time.strftime('%Y-%m-%d')}; captured by "
+        f"{a.interval} s by jobs.sources.scrape.scrape at {time.strftime('%Y-%m-%d')}; captured by "
         "scripts/capture_jmx_fixture.py: only the families planewatch reads (acceptor, request handler pool, socket "
         "server, request channel, RequestMetrics of the control requests), each sample stamped with its scrape time.\n")
 

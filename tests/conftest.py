@@ -26,7 +26,7 @@ os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
 def spark() -> Iterator[SparkSession]:
     from pyspark.sql import SparkSession
 
-    from jobs.io.jars import jar_conf, spark_jars
+    from jobs.run.jars import jar_conf, spark_jars
 
     builder = (
         SparkSession.builder.master("local[2]")

@@ -1,7 +1,7 @@
 """The pipeline's settings and its lake, as the tests build and read them.
 
 * `pipeline_settings`: a run's Settings under one directory (its lake and checkpoints), a YAML-shaped mapping
-  merged over that, through `jobs.io.settings.parse_settings` (the validation a config file gets).
+  merged over that, through `jobs.run.settings.parse_settings` (the validation a config file gets).
 * `stage_and_commit`: a batch appended as the ingest job appends it (staged files, one commit);
 * `lake_table` and `lake_rows`: a Delta table of a lake as the readers of the lake read it, through
   `lake.read` (plain types whatever a writer chose: a MERGE writes `string_view`).
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from jobs.io.settings import Settings
+    from jobs.run.settings import Settings
     from lake.sink import DeltaSink, SinkResult
 
 
@@ -33,7 +33,7 @@ def pipeline_settings(root: Path, *, once: bool = True, files: Path | None = Non
     """Settings with the lake at ``root/lake`` and the checkpoints at ``root/ck``; ``once``: one trigger and stop;
     ``files``: the file source's directory (and its ``max_bytes_per_batch``); ``sections``: more of the mapping
     (``sink={...}``, ``sources={...}``, ``quality={...}``), merged key by key over the above."""
-    from jobs.io.settings import parse_settings
+    from jobs.run.settings import parse_settings
 
     raw: dict[str, Any] = {"lake": str(root / "lake"), "checkpoints": str(root / "ck")}
     if once:
@@ -64,9 +64,9 @@ def lake_rows(lake: Path, name: str) -> list[dict[str, Any]]:
 
 def stage_and_commit(sink: DeltaSink, data: pa.Table, batch_id: int) -> SinkResult:
     """Append `data` to the sink's table as batch `batch_id` the way the ingest job does: staged as Parquet files per
-    partition under the sink's pending directory (jobs.io.staging.PartitionFiles), then committed (a replay stages
+    partition under the sink's pending directory (jobs.ingest.staging.PartitionFiles), then committed (a replay stages
     nothing)."""
-    from jobs.io.staging import PartitionFiles
+    from jobs.ingest.staging import PartitionFiles
     from lake.sink import SinkResult
 
     pending = sink.open_pending(batch_id)

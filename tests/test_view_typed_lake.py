@@ -18,10 +18,10 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from api.store import LakeStore
-from jobs.alert_writer import AlertWriter
-from jobs.batch_detect import MetricRules
-from jobs.io.settings import Settings
-from jobs.log_pairing import LogPairing
+from jobs.detect.alerts import AlertWriter
+from jobs.detect.pairing import LogPairing
+from jobs.detect.rules import MetricRules
+from jobs.run.settings import Settings
 from pipelines.detection.config import DetectionConfig
 from pipelines.detection.latency_detectors import state_change_spans
 from planewatch.commands import sql

@@ -1,1 +1,11 @@
-"""The service's routers, one module per resource."""
+"""The service's routers, one module per resource.
+
+`alerts` (GET /alerts, /alerts/{id}), `incidents` (GET /incidents, /incidents/{id}), `brokers` (GET /brokers and a
+broker's metrics), `control_requests` (GET /control-requests), `cluster` (GET /cluster), `roll_safety` (GET
+/clusters/{cluster}/roll-safety), `alertmanager` (GET /api/v2/alerts), `runbook` (GET /runbook/{type}), `dashboard`
+(GET / and /panels/{panel}), `docs` (GET /docs), `health` (GET /health, open).
+"""
+
+from __future__ import annotations
+
+__all__: list[str] = []

@@ -2,6 +2,9 @@
 
 It grows into the reference cluster's controller (events queue, broker registration and epochs, the cached
 UpdateMetadata payload shared by all brokers).
+
+Modules: `channel` (The controller's channel to the brokers (Kafka 2.8 `ControllerChannelManager` /...); `requests`
+(Pure helpers of the controller side); `sender` (The controller's request batches).
 """
 
 from __future__ import annotations

@@ -62,6 +62,10 @@ How the broker uses it (one :class:`LogManager` per broker; call :meth:`LogManag
 
 Errors are :class:`LogError` subclasses carrying Kafka's error code (CORRUPT_MESSAGE, MESSAGE_TOO_LARGE,
 OFFSET_OUT_OF_RANGE, KAFKA_STORAGE_ERROR): bad input never corrupts the log.
+
+Modules: `config` (Log configuration); `epoch_cache` (The leader epoch cache (`LeaderEpochFileCache`)); `errors`
+(The log package's exception hierarchy); `file_pool` (A bounded pool of open descriptors for the segment files
+(`.log`, `.index`,...); `results` (Value types of the log's public API).
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ Kafka 2.2 (commit 4b29487, KAFKA-7719) and that this broker registers is
 ``name=ControlPlaneAcceptorBlockedPercent``). It is a NANOSECONDS meter of the time the acceptor thread was blocked
 (all processors' new-connection queues full, or waiting for a ``max.connections`` slot), so its MeanRate and
 OneMinuteRate read as a fraction 0..1.
+
+Modules: `prometheus` (Prometheus exposition with the names prometheus/jmx_exporter's `kafka-2_0_0.yml` rules...).
 """
 
 from __future__ import annotations

@@ -23,6 +23,15 @@ Body conventions (every API, every version):
 
 :data:`SUPPORTED` is what the broker may advertise; :data:`REGISTRY` holds the schema tables (more
 versions than advertised, for clients and tools).  :mod:`.records` parses and patches record batches.
+
+Modules: `api` (The codec's public entry points); `api_keys` (API keys and their `ApiKeys` names (the `request=` tag
+of Kafka's RequestMetrics)); `batch` (Record batch v2 (magic 2) headers); `codec` (Schema compiler); `compression`
+(The record batch compression codecs (attribute bits 0-2)); `error_bodies` (Error bodies per API); `error_codes`
+(Kafka error codes, named exactly as `org.apache.kafka.common.protocol.Errors` (3.8)); `errors` (The protocol
+package's exception hierarchy (one base, translated once at the receive...); `json_view` (KIP-673 JSON views of
+requests and responses (`kafka-request.log` since 2.8)); `releases` (The API version ranges of Kafka releases);
+`request_header` (The decoded request header, a plain value); `varint` (Kafka's variable-length integers
+(`ByteUtils`)).
 """
 
 from __future__ import annotations

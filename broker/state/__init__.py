@@ -1,5 +1,10 @@
 """Broker state: partition roles and leader epochs, the metadata cache, controller and broker epochs, and the
-``replicaStateChangeLock`` that serialises LeaderAndIsr, StopReplica and UpdateMetadata (see replica_manager)."""
+``replicaStateChangeLock`` that serialises LeaderAndIsr, StopReplica and UpdateMetadata (see replica_manager).
+
+Modules: `decisions` (Pure decisions of the control requests); `metadata_cache` (The broker's metadata cache, fed by
+UpdateMetadata and read by Metadata requests...); `model` (Value types of a broker's replica and metadata state, and
+the hooks the data plane...).
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Incidents: the alerts of one broker (or of a cluster) in one time span, put down to one cause.
 
 Pure: alert rows in (`alerts` columns), incident rows out (`incidents` columns but `updated_at`); no Spark, no Delta.
-The alert writer (jobs.alert_writer) calls :func:`group_incidents` over the recent alerts of the clusters a batch
+The alert writer (jobs.detect.alerts) calls :func:`group_incidents` over the recent alerts of the clusters a batch
 touched and merges the result, so alerts and incidents are written by one path.
 
 * **Grouping.** An alert is live over [started_at, end], `end` its resolved_at, or last_seen_at plus the

@@ -8,7 +8,7 @@ the number of samples and the samples themselves (`points`, time-ordered, exact 
 short condition is seen whole by some window wherever it falls (tumbling windows split a 10-20 s condition that
 straddles a boundary into two halves too small to count). Windows are aligned on the epoch, as Spark's `window()`
 aligns them. The ingest job judges the windows its batch's samples fall in, over every sample of them (the earlier
-ones read back from silver: jobs.batch_detect). Each detector then reads window rows; "sustained" means: for
+ones read back from silver: jobs.detect.rules). Each detector then reads window rows; "sustained" means: for
 the queue rules, a run of at least `min_samples` CONSECUTIVE samples of the window all at or above the warning level
 (its lowest sample is the value; the window's other samples do not matter, so a burst shorter than the window
 counts); for the other rules at least `min_samples` samples in the window (for the capacity rules, the idle ratios,
@@ -30,6 +30,7 @@ for the ratio meters a Count with at least two samples wins over all of them (th
 a young meter's OneMinuteRate is 0 until its first 5-second tick).
 """
 
+# Over 500 lines: the windows and every metric rule read the same window rows.
 from __future__ import annotations
 
 import datetime as dt

@@ -62,6 +62,7 @@ Edge cases, each with a flag on the row:
     Received lines follow the Handling line: the gap is not there, and no lock wait is taken from them.
 """
 
+# Over 500 lines: one state machine and its theory of operation; its handlers share the key's state.
 from __future__ import annotations
 
 import json

@@ -20,6 +20,7 @@ groups, ``[0-9]`` rather than ``\\d``, no look-around and no back-references (``
 A group name ``field__x`` feeds column ``field``; several alternatives may feed the same column.
 """
 
+# Over 500 lines: a table of data, one entry per Kafka log layout and message, with its provenance.
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -7,6 +7,8 @@ Two uses of the same suite (SPARK-RECIPES section 7: GE on Spark costs ~2 s per 
   `validate`, reason = the first expectation it failed).
 * `gx.validate_sample(pdf, suite)`: Great Expectations itself (offline, ephemeral context, pandas path) on a bounded
   sample of the batch; its results go to the `dq_results` table.
+
+Modules: `rules` (suites and the hard rules), `gx` (Great Expectations on a sample); `suites/` the suites' JSON.
 """
 
 from __future__ import annotations

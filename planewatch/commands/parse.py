@@ -2,7 +2,7 @@
 
 JSON lines of parsed events on stdout (the silver tables' field names, plus `table`), rejected records with their
 reasons on stderr, and a one-line summary on stderr. Files are cut into records by the file source's own splitter
-(:func:`jobs.io.file_tail.buffer_records`) and parsed by the pipeline's engine (:mod:`pipelines.parsing.engine`),
+(:func:`jobs.sources.file_tail.buffer_records`) and parsed by the pipeline's engine (:mod:`pipelines.parsing.engine`),
 so the rows are the ones the pipeline writes (before the quality rules).
 """
 
@@ -55,8 +55,8 @@ def _clean(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _raw_rows(files: list[str], kind: str, cluster: str) -> list[dict[str, Any]]:
-    from jobs.io.file_tail import MAX_LINE_BYTES, buffer_records
-    from jobs.io.paths import broker_id_from_path
+    from jobs.sources.file_tail import MAX_LINE_BYTES, buffer_records
+    from jobs.sources.paths import broker_id_from_path
 
     now = dt.datetime.now(dt.UTC)
     rows: list[dict[str, Any]] = []

@@ -2,7 +2,7 @@
 
 Ingestion of logs and metrics (files, Kafka topics and/or live Prometheus endpoints, conf/pipeline.yaml) into the
 Delta tables, one streaming query per input family and source, each micro-batch also pairing control requests and
-running its family's rules (jobs/batch_detect.py), in one SparkSession (master local[2] by default, Spark UI off,
+running its family's rules (jobs/detect/rules.py), in one SparkSession (master local[2] by default, Spark UI off,
 loopback only). `--scrape CLUSTER_JSON` (repeatable) scrapes the exporters a planewatch cluster.json lists on
 every trigger. `--once` processes what is there (one scrape per endpoint) and stops; otherwise the queries run
 until Ctrl-C.
@@ -16,7 +16,7 @@ import sys
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from jobs.io.settings import add_arguments
+    from jobs.run.settings import add_arguments
 
     add_arguments(parser)
     parser.add_argument("--master", help="Spark master (default spark.master of the config: local[2])")
@@ -25,8 +25,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from jobs.io import PipelineIOError
-    from jobs.io.settings import load_settings
+    from jobs import PipelineIOError
+    from jobs.run.settings import load_settings
 
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
@@ -40,8 +40,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"planewatch pipeline: {exc}", file=sys.stderr)
         return 2
     from broker.lifecycle import deferred_stop_signals
-    from jobs.io.session import build_session
-    from jobs.runner import run_pipeline
+    from jobs.run.runner import run_pipeline
+    from jobs.run.session import build_session
 
     spark = None
     try:

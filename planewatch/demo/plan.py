@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from jobs.runner import QUERY_RESTART
+from jobs.run.runner import QUERY_RESTART
 from planewatch.kafka.cluster import SCRAPE_INTERVAL_S as KAFKA_SCRAPE_INTERVAL_S
 
 __all__ = [
@@ -293,7 +293,7 @@ class ProcessFailure:
     error: str
 
 
-# The pipeline's restart warning (jobs.runner.QUERY_RESTART) as a pattern: family, error, restart number.
+# The pipeline's restart warning (jobs.run.runner.QUERY_RESTART) as a pattern: family, error, restart number.
 _RESTART = re.compile(re.escape(QUERY_RESTART).replace("%s", "(.*?)").replace("%d", r"(\d+)") + "$")
 # A line of a Python traceback's last frame or a logged error: what a dead child's log is summarised by.
 _ERROR_LINE = re.compile(r"^(?:[\w.]+(?:Error|Exception|Exit|Interrupt)\b|.* (?:ERROR|CRITICAL) )")

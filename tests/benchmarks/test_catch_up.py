@@ -27,9 +27,9 @@ def test_backfill_writes_the_gap_on_its_own_clock_with_its_incidents(tmp_path: P
 def test_batches_of_the_pipeline_log(tmp_path: Path) -> None:
     log = tmp_path / "pipeline.log"
     log.write_text(
-        "x INFO jobs.ingest_batch: ingest_logs_files batch 3: BatchReport(batch_id=3, raw=500000, silver={}, "
+        "x INFO jobs.ingest.batch: ingest_logs_files batch 3: BatchReport(batch_id=3, raw=500000, silver={}, "
         "quarantine=0, unused=0, seconds=7.5, path='executors')\n"
-        "x INFO jobs.ingest_batch: ingest_logs_files batch 4: BatchReport(batch_id=4, raw=600, silver={}, "
+        "x INFO jobs.ingest.batch: ingest_logs_files batch 4: BatchReport(batch_id=4, raw=600, silver={}, "
         "quarantine=0, unused=0, seconds=0.5, path='driver')\n"
-        "x INFO jobs.batch_detect: ingest_logs_files batch 4: pairing 3 request row(s) {}, log rules 0 candidate(s)\n")
+        "x INFO jobs.detect.rules: ingest_logs_files batch 4: pairing 3 request row(s) {}, log rules 0 candidate(s)\n")
     assert batches(log) == {"ingest_logs_files": {"batches": 2, "max_raw": 500000, "max_s": 7.5, "total_s": 8.0}}

@@ -13,7 +13,7 @@ import pytest
 
 from benchmarks.soak import batch_seconds, period_size, slope_per_hour, trends
 from benchmarks.soak_load import CLUSTER, KafkaOutput, Load
-from jobs.io.paths import describe, is_finished
+from jobs.sources.paths import describe, is_finished
 from pipelines.parsing.engine import route_records
 from schemas.tables import RAW_LOGS, RAW_METRICS
 
@@ -144,10 +144,10 @@ def test_period_and_slope() -> None:
 
 def test_batch_seconds_from_the_pipeline_log() -> None:
     lines = [
-        "2026-11-28 01:00:00,000 INFO jobs.ingest_batch: ingest_logs_files batch 7: BatchReport(batch_id=7, raw=10, "
+        "2026-11-28 01:00:00,000 INFO jobs.ingest.batch: ingest_logs_files batch 7: BatchReport(batch_id=7, raw=10, "
         "silver={'state_change_events': 10}, quarantine=0, unused=0, seconds=1.25, path='driver', stages={})",
-        "2026-11-28 01:00:01,000 INFO jobs.batch_detect: ingest_logs_files batch 7: pairing 4 request row(s) {'pair': "
+        "2026-11-28 01:00:01,000 INFO jobs.detect.rules: ingest_logs_files batch 7: pairing 4 request row(s) {'pair': "
         "0.1}, log rules 0 candidate(s), 0 alert row(s); pairing 500 ms, rules 20 ms, alerts 150 ms",
-        "2026-11-28 01:00:02,000 WARNING jobs.runner: something else",
+        "2026-11-28 01:00:02,000 WARNING jobs.run.runner: something else",
     ]
     assert batch_seconds(lines) == {"ingest_logs_files": [1.25], "ingest_logs_files.pairing": [0.5]}

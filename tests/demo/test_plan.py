@@ -186,8 +186,8 @@ def test_the_visible_moment_is_the_alerts_started_at() -> None:
 
 
 def test_query_restarts_are_read_from_the_pipelines_log() -> None:
-    lines = ["2026-11-27 10:00:00,000 INFO jobs.runner: started",
-             "2026-11-27 10:01:00,000 WARNING jobs.runner: ingest logs failed (ArrowNotImplementedError: Function "
+    lines = ["2026-11-27 10:00:00,000 INFO jobs.run.runner: started",
+             "2026-11-27 10:01:00,000 WARNING jobs.run.runner: ingest logs failed (ArrowNotImplementedError: Function "
              "'equal' has no kernel matching input types (string, string_view)); restart 1 from the checkpoint"]
     got = query_restarts(lines)
     assert got == [ProcessFailure("pipeline", "logs query failed (restart 1)",

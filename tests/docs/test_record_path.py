@@ -60,16 +60,13 @@ def test_order_and_revisits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     assert out["revisited_files"] == ["jobs/a.py", "pipelines/b.py"]
 
 
-def test_path_counts_leave_out_the_vocabulary_and_nested_callbacks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Stage files are the project files less schemas/; a stage file is visited again only when the path had left
-    it (none of its frames on the stack), not when a callee calls back into it."""
+def test_the_static_closure_adds_the_modules_a_touched_function_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reader of LogPairing.__init__ opens the modules whose names it uses without calling into them: the table
+    definitions it reads (schemas/tables.py) and the classes it builds (lake.state, lake.merge), and through the
+    names' definitions what they name in turn."""
     monkeypatch.setattr(sys, "modules", dict(sys.modules))
-    record_path = _load(SCRIPT, "record_path_counts")
-    order = [{"file": f} for f in ("jobs/a.py", "schemas/t.py", "jobs/b.py", "pipelines/c.py")]
-    revisits = [
-        {"earlier": "jobs/a.py", "earlier_on_stack": "start"},  # a callback: a is still on the stack
-        {"earlier": "jobs/b.py", "earlier_on_stack": None},  # the path left b and comes back
-        {"earlier": "schemas/t.py", "earlier_on_stack": None},  # the vocabulary, read by every stage
-    ]
-    counts = record_path.path_counts({"order": order, "revisits": revisits})
-    assert counts == {"stage_files": 3, "vocabulary_files": ["schemas/t.py"], "stage_revisits": ["jobs/b.py"]}
+    record_path = _load(SCRIPT, "record_path_closure")
+    closure = record_path.static_closure([{"file": "jobs/detect/pairing.py", "functions": ["LogPairing.__init__"]}])
+    assert {"schemas/tables.py", "lake/state.py", "lake/merge.py", "lake/read.py"} <= set(closure)
+    assert "jobs/detect/pairing.py" not in closure  # called into: counted as such
+    assert all(f.split("/")[0] in record_path.PROJECT for f in closure)

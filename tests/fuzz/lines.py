@@ -1,6 +1,6 @@
 """Hypothesis strategies of the parser fuzz tests: text records, and mutations of valid ones.
 
-Valid records are real ones: the copied Kafka log and scrape samples (tests/pipelines/fixtures) and the parser
+Valid records are real ones: the copied Kafka log and scrape samples (tests/pipelines/parsing/fixtures) and the parser
 cases (tests/pipelines/parse_cases*.py), the same lines the parser tests pin whole rows for.
 """
 
@@ -10,7 +10,7 @@ import re
 
 from hypothesis import strategies as st
 
-from jobs.io.file_tail import MAX_LINE_BYTES
+from jobs.sources.file_tail import MAX_LINE_BYTES
 
 __all__ = ["arbitrary_text", "mutated_line"]
 

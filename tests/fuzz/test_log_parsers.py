@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from tests.fuzz.budget import examples
 from tests.fuzz.engine_helpers import reconciled
 from tests.fuzz.lines import arbitrary_text, mutated_line
-from tests.pipelines.parse_cases import ALL_LOG_CASES
-from tests.pipelines.parse_helpers import log_fixture_rows, parse_all, raw_log
+from tests.pipelines.parsing.parse_cases import ALL_LOG_CASES
+from tests.pipelines.parsing.parse_helpers import log_fixture_rows, parse_all, raw_log
 
 pytestmark = pytest.mark.fuzz
 

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from tests.fuzz.budget import examples
 from tests.fuzz.engine_helpers import reconciled
 from tests.fuzz.lines import arbitrary_text, mutated_line
-from tests.pipelines.parse_helpers import metric_fixture_rows, parse_all, raw_metric
-from tests.pipelines.parse_metric_cases import METRIC_CASES
+from tests.pipelines.parsing.parse_helpers import metric_fixture_rows, parse_all, raw_metric
+from tests.pipelines.parsing.parse_metric_cases import METRIC_CASES
 
 pytestmark = pytest.mark.fuzz
 

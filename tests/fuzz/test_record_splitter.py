@@ -1,4 +1,4 @@
-"""Property tests of the one record splitter (jobs.io.file_tail): no byte lost or duplicated, however a buffer is
+"""Property tests of the one record splitter (jobs.sources.file_tail): no byte lost or duplicated, however a buffer is
 made and however a file is cut into pieces."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jobs.io.file_tail import Piece, buffer_records, read_piece
+from jobs.sources.file_tail import Piece, buffer_records, read_piece
 from tests.fuzz.budget import examples
 
 pytestmark = pytest.mark.fuzz

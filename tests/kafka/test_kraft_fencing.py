@@ -14,7 +14,7 @@ from pipelines.detection.kraft_detectors import kraft_candidates
 from pipelines.detection.rule_common import frame
 from planewatch.kafka.cluster import KafkaCluster, KafkaClusterSpec
 from schemas.tables import STATE_CHANGE_EVENTS
-from tests.pipelines.parse_helpers import parse_all, raw_log
+from tests.pipelines.parsing.parse_helpers import parse_all, raw_log
 from tests.polling import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]

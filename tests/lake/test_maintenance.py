@@ -1,4 +1,4 @@
-"""The lake's table maintenance (lake.maintenance, run by jobs.maintenance) on real Delta tables: retention by
+"""The lake's table maintenance (lake.maintenance, run by jobs.run.maintenance) on real Delta tables: retention by
 partition and by age, compaction of small files, vacuum, and exactly-once appends that go on while it runs."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import CommitProperties, DeltaTable, Transaction, WriterProperties, write_deltalake
 
-from jobs.io.settings import MaintenanceSettings
-from jobs.maintenance import Maintainer
+from jobs.run.maintenance import Maintainer
+from jobs.run.settings import MaintenanceSettings
 from lake import maintenance
 from lake.maintenance import cleanup_log, compactable_partitions, expired_predicate, maintain_table
 from schemas.tables import ALERTS, INCIDENTS, METRIC_SAMPLES, Table

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from jobs.io.jars import session_has_delta
+from jobs.run.jars import session_has_delta
 from lake.sink import DeltaSink
 from lake.spark_read import read_delta
 from schemas.tables import DQ_RESULTS, RAW_LOGS

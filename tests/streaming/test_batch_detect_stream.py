@@ -1,9 +1,9 @@
-"""The metric rules inside the ingest micro-batches (jobs.batch_detect), end to end on the session's Spark.
+"""The metric rules inside the ingest micro-batches (jobs.detect.rules), end to end on the session's Spark.
 
 Apache Kafka 3.9.1's jmx_exporter scrapes of a connection storm (tests/fixtures/kafka/kafka-3.9.1-connection-storm-jmx)
 go through the files source a scrape or two per micro-batch, so every 30 s window is built from samples of several
 batches (the earlier ones read back from metric_samples). The alert the batches write must be the one the rules give
-over all samples at once (tests/pipelines/test_detect_counters.py checks that value against the scrapes), also when
+over all samples at once (tests/pipelines/detection/test_counters.py checks that value against the scrapes), also when
 the input arrives across two runs of the job (a restart between them), and a run with nothing new writes nothing.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
-from jobs.runner import run_pipeline
+from jobs.run.runner import run_pipeline
 from pipelines.detection.config import DetectionConfig
 from pipelines.detection.lifecycle import Candidate, apply_lifecycle
 from pipelines.detection.metric_detectors import metric_candidates, metric_windows
@@ -30,7 +30,7 @@ STORM = Path(__file__).resolve().parent.parent / "fixtures" / "kafka" / "kafka-3
 BATCH_BYTES = 16_384
 
 
-# the three paths a batch can take (jobs.ingest_batch): each hands the rules the rows its own way
+# the three paths a batch can take (jobs.ingest.batch): each hands the rules the rows its own way
 # process() on the driver, on the executors; delta-spark's committer (behind the same path: staged on the executors)
 SINKS = {"driver": {}, "executors": {"driver_batch_max_rows": 0},
          "delta-spark": {"mode": "delta-spark", "driver_batch_max_rows": 0}}
@@ -80,7 +80,7 @@ def _same_as_at_once(lake: Path) -> list[dict]:
 def test_batches_raise_the_alert_all_samples_give(spark, tmp_path: Path, path: str, caplog) -> None:
     (tmp_path / "input" / "storm").mkdir(parents=True)
     shutil.copy(STORM / "broker-1.prom", tmp_path / "input" / "storm" / "broker-1.prom")
-    with caplog.at_level(logging.INFO, logger="jobs.ingest_batch"):
+    with caplog.at_level(logging.INFO, logger="jobs.ingest.batch"):
         _run(spark, tmp_path, SINKS[path])
     taken = {"driver": "driver"}.get(path, "executors")
     assert f"path='{taken}'" in caplog.text

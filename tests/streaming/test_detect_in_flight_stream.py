@@ -78,7 +78,7 @@ def test_a_quiet_log_source_still_reports_the_stuck_request_while_metrics_come_i
     """Live (not --once): after the stuck request's lines no log line comes, and the log query's idle batches
     (sources.files.idle_batch_s) move its event time on the metric samples that keep arriving: the request is
     reported in flight with no further log line."""
-    from jobs.ingest import start_ingest_queries
+    from jobs.ingest.queries import start_ingest_queries
     from tests.lake_helpers import pipeline_settings
     from tests.polling import wait_until
 

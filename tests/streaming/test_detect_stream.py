@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
-from jobs.runner import run_pipeline
+from jobs.run.runner import run_pipeline
 from schemas.tables import METRIC_SAMPLES
 from tests.lake_helpers import lake_rows, pipeline_settings
 

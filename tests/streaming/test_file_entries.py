@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from jobs.io.entries import NotRegularFile, entry_problem, open_regular
-from jobs.io.file_tail import Planned, plan, read_piece, split
+from jobs.sources.entries import NotRegularFile, entry_problem, open_regular
+from jobs.sources.file_tail import Planned, plan, read_piece, split
 
 L1 = "[2021-03-02 08:00:01,010] INFO [Broker id=2] Handling LeaderAndIsr request correlationId 17 (state.change.logger)"
 # A walk that blocks on a FIFO never returns: the test gives it this long, then unblocks it and fails.

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from jobs.io import file_tail
-from jobs.io.file_tail import plan, read_piece, split
-from jobs.io.paths import broker_id_from_path, classify_name, describe, sniff
+from jobs import file_tail
+from jobs.sources.file_tail import plan, read_piece, split
+from jobs.sources.paths import broker_id_from_path, classify_name, describe, sniff
 
 L1 = "[2021-03-02 08:00:01,010] INFO [Broker id=2] Handling LeaderAndIsr request correlationId 17 (state.change.logger)"
 

@@ -169,7 +169,7 @@ def test_hostile_tree_pipeline_completes_reports_and_reconciles(tmp_path: Path) 
 
 def test_a_tree_without_regular_files_still_reports_its_entries(spark, tmp_path: Path) -> None:
     """A batch that reads no record (nothing but a broken link) still writes its dq rows."""
-    from jobs.runner import run_pipeline
+    from jobs.run.runner import run_pipeline
 
     root = tmp_path / "input" / "broker-1"
     root.mkdir(parents=True)

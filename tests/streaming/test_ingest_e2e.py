@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.runner import run_pipeline
+from jobs.run.runner import run_pipeline
 from schemas.dq import BYTES_EXPECTATION
 from tests.lake_helpers import lake_rows, pipeline_settings
 

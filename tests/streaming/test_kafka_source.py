@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.runner import run_pipeline
+from jobs.run.runner import run_pipeline
 from tests.lake_helpers import lake_rows, lake_table, pipeline_settings
 from tests.polling import wait_until
 

@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 from deltalake import DeltaTable
 
-from jobs.io.checkpoints import APP_ID_FILE, SCRAPE_SPOOL_DIR
-from jobs.io.prometheus_source import entry_scrapes
-from jobs.io.scrape import ScrapeStore
-from jobs.runner import run_pipeline
-from tests.jobs.scrape_helpers import answering, broker_process, free_port
+from jobs.run.runner import run_pipeline
+from jobs.sources.checkpoints import APP_ID_FILE, SCRAPE_SPOOL_DIR
+from jobs.sources.prometheus_source import entry_scrapes
+from jobs.sources.scrape import ScrapeStore
+from tests.jobs.sources.scrape_helpers import answering, broker_process, free_port
 from tests.lake_helpers import lake_rows, pipeline_settings
 from tests.polling import wait_until
 
@@ -94,7 +94,7 @@ def test_scrapes_into_bronze_silver_quarantine_reconcile_and_restart(spark, tmp_
     with broker_process(tmp_path / "broker") as good, answering() as garbage:
         cluster_dir = _cluster_json(tmp_path / "clusters", {1: good, 2: garbage, 3: down})
         settings = pipeline_settings(tmp_path, sources=_sources(cluster_dir))
-        with caplog.at_level(logging.INFO, logger="jobs.ingest_batch"):
+        with caplog.at_level(logging.INFO, logger="jobs.ingest.batch"):
             assert run_pipeline(spark, settings, families=("metrics",), detection=False) == 0
         # a scrape batch small by its logged offsets is processed on the driver: the stream Spark handed it, read
         # once (stage `read`)

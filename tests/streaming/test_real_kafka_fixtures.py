@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.runner import run_pipeline
+from jobs.run.runner import run_pipeline
 from tests.lake_helpers import lake_rows, pipeline_settings
 
 pytestmark = [pytest.mark.spark, pytest.mark.streaming, pytest.mark.slow]

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from jobs.io.jars import session_has_delta
-from jobs.runner import run_pipeline
+from jobs.run.jars import session_has_delta
+from jobs.run.runner import run_pipeline
 from tests.lake_helpers import lake_rows, pipeline_settings
 from tests.streaming.test_crash_restart import BATCH_BYTES, _run_and_kill, _write_input
 

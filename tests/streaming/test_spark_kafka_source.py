@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from jobs.io.jars import session_has_kafka
-from jobs.io.kafka_stream import checkpoint_reader
-from jobs.runner import run_pipeline
+from jobs.run.jars import session_has_kafka
+from jobs.run.runner import run_pipeline
+from jobs.sources.kafka_stream import checkpoint_reader
 from tests.lake_helpers import lake_rows, pipeline_settings
 from tests.streaming.test_kafka_source import FIXTURE_LOG, _produce, broker  # noqa: F401 - the broker fixture
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.local_cluster import start_cluster, stop_cluster
+from jobs.run.local_cluster import start_cluster, stop_cluster
 from tests.lake_helpers import lake_table
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]

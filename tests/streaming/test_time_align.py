@@ -1,4 +1,4 @@
-"""A backlog of log files read by log time (jobs.io.time_align through file_tail.plan): every batch takes each file
+"""A backlog of log files read by log time (jobs.sources.time_align through file_tail.plan): every batch takes each file
 up to one time, within the byte budget, and every byte once; without a backlog nothing changes."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from jobs.io import time_align
-from jobs.io.file_tail import plan, read_piece, split
-from jobs.io.time_align import line_time
+from jobs import time_align
+from jobs.sources.file_tail import plan, read_piece, split
+from jobs.sources.time_align import line_time
 
 T0 = dt.datetime(2026, 11, 28, 10, 0, tzinfo=dt.UTC)
 # Batches a backlog may take at most (a bounded loop).
@@ -105,7 +105,7 @@ def test_without_a_backlog_the_plan_does_not_align(tmp_path: Path, monkeypatch: 
         calls.append(budget)
         return real(files, budget)
 
-    monkeypatch.setattr("jobs.io.file_tail.align", counting)
+    monkeypatch.setattr("jobs.sources.file_tail.align", counting)
     end = plan(str(tmp_path), "logs", {}, 1 << 20).files
     assert calls == []
     (v,) = end.values()

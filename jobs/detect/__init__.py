@@ -1,0 +1,14 @@
+"""Detection inside a family's micro-batch, over the rows it just committed: the I/O around pipelines/detection.
+
+* `rules`: `LogRules` (the log family: pairing, then the log rules) and `MetricRules` (the metric family: 1-minute
+  rollups, then the metric rules over sliding windows), and `SilverBatch`, what a batch hands them;
+* `pairing`: `LogPairing`, the pairing state (table `pairing_state`) and the per-cluster event-time clock;
+* `alerts`: `AlertSink`, the process's one writer of `alerts` (and, through `incidents`, of `incidents`), and
+  `AlertWriter`, a query's hand into it;
+* `incidents`: alerts -> incidents, regrouped after each alerts MERGE;
+* `roll_inputs`: what ROLL_TOO_FAST reads of the lake around a controlled shutdown.
+"""
+
+from __future__ import annotations
+
+__all__: list[str] = []

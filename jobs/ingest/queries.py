@@ -1,0 +1,107 @@
+"""The ingest streaming queries shared by jobs/ingest_logs.py, jobs/ingest_metrics.py and `planewatch pipeline`.
+
+One query per (family, source): `ingest_logs_files`, `ingest_logs_kafka`, `ingest_metrics_files`,
+`ingest_metrics_kafka`, `ingest_metrics_prometheus` (live endpoints scraped every trigger; a failed scrape is one raw
+record the parser quarantines with stage `source`). Each query's micro-batches are handled by its
+`jobs.ingest.batch.IngestBatch`: bronze, the parse-and-validate engine, silver and quarantine, the family's
+detection over the batch's silver rows (jobs.detect.rules: the logs' pairing and rules, the metrics' rollups and
+rules; alerts), dq_results.
+
+A query's checkpoint (jobs.sources.checkpoints) holds its run id: every table is written under the app id
+`<query>.<run id>:<table>`, so a new checkpoint (batch ids restart at 0) gets new app ids.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from typing import TYPE_CHECKING
+
+from jobs.detect.rules import batch_detect
+from jobs.ingest.batch import IngestBatch
+from jobs.run.settings import Settings, interval_seconds
+from jobs.sources.checkpoints import SCRAPE_SPOOL_DIR, app_run_id
+from jobs.sources.kafka_stream import kafka_stream
+from jobs.sources.streams import register_sources
+from schemas.inputs import SourceKind, ingest_query
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
+
+__all__ = ["start_ingest_queries"]
+
+log = logging.getLogger(__name__)
+
+
+def start_ingest_queries(spark: SparkSession, settings: Settings, family: str, detect: bool = True
+                         ) -> list[StreamingQuery]:
+    """Start the ingest queries of `family` (logs | metrics) for every enabled source; returns them running.
+
+    detect: run the family's rules in each micro-batch (jobs.detect.rules), writing `alerts`."""
+    queries: list[StreamingQuery] = []
+    for name, stream in _streams(spark, settings, family, detect):
+        checkpoint = settings.checkpoint_path(name)
+        run_id = app_run_id(checkpoint)
+        handler = IngestBatch(settings, family, name, run_id,
+                              checkpoint if name == ingest_query(family, SourceKind.FILES) else None,
+                              checkpoint if name == ingest_query(family, SourceKind.PROMETHEUS) else None,
+                              batch_detect(settings, family, name, run_id) if detect else None)
+        handler.ensure_tables()
+        handler.quality.prepare()
+        writer = stream.writeStream.queryName(name).option("checkpointLocation", checkpoint).foreachBatch(handler)
+        writer = (
+            writer.trigger(availableNow=True)
+            if settings.once
+            else writer.trigger(processingTime=settings.trigger_for(family))
+        )
+        queries.append(writer.start())
+        log.info("started %s (checkpoint %s)", name, checkpoint)
+    return queries
+
+
+def _streams(spark: SparkSession, settings: Settings, family: str, detect: bool
+             ) -> list[tuple[str, DataFrame]]:
+    """(query name, source stream) of every enabled source of `family`; `detect`: the batches pair and detect (a
+    log query's files then yield a batch every `sources.files.idle_batch_s` even without news)."""
+    register_sources(spark)
+    streams: list[tuple[str, DataFrame]] = []
+    if settings.files.enabled:
+        reader = (
+            spark.readStream.format("planewatch_files")
+            .option("family", family)
+            .option("maxBytesPerTrigger", settings.files.max_bytes_per_batch)
+            .option("tailQuietS", settings.files.tail_quiet_s)
+            .option("cleanFinished", settings.files.clean_finished)
+            # a log batch without news moves the pairing's event time (jobs.detect.pairing); metrics need none
+            .option("idleBatchS", settings.files.idle_batch_s if family == "logs" and detect else 0)
+            .option("defaultCluster", settings.default_cluster)
+        )
+        if settings.cluster:
+            reader = reader.option("cluster", settings.cluster)
+        streams.append((ingest_query(family, SourceKind.FILES), reader.load(os.path.abspath(settings.files.path))))
+    topics = settings.kafka.logs_topics if family == "logs" else settings.kafka.metrics_topics
+    if settings.kafka.enabled and topics:
+        name = ingest_query(family, SourceKind.KAFKA)
+        streams.append((name, kafka_stream(spark, settings, family, topics, settings.checkpoint_path(name))))
+    prom = settings.prometheus
+    if prom.enabled and family == "metrics":
+        name = ingest_query(family, SourceKind.PROMETHEUS)
+        root = os.path.abspath(settings.files.path) if settings.files.enabled else None
+        targets = [{"url": t.url, "cluster": t.cluster, "broker_id": t.broker_id} for t in prom.targets]
+        reader = (
+            spark.readStream.format("planewatch_prometheus")
+            .option("targets", json.dumps(targets))
+            .option("clusterJson", json.dumps([{"path": os.path.abspath(p), "root": root} for p in prom.cluster_json]))
+            .option("interval", prom.interval_s or interval_seconds(settings.trigger_for("metrics")))
+            .option("timeout", prom.timeout_s)
+            .option("defaultCluster", settings.default_cluster)
+            .option("spoolDir", os.path.join(os.path.abspath(settings.checkpoint_path(name)), SCRAPE_SPOOL_DIR))
+            # scrape on the interval's clock, not when a batch is planned: a slow batch must not leave a gap
+            .option("scrapeAhead", str(not settings.once).lower())
+        )
+        if settings.cluster:
+            reader = reader.option("cluster", settings.cluster)
+        streams.append((name, reader.load()))
+    return streams

@@ -1,0 +1,153 @@
+"""Run the streaming queries of the pipeline in one SparkSession: one query per input family and source, each
+micro-batch ingesting, pairing and detecting (jobs.ingest.batch, jobs.detect.rules).
+
+Used by the spark-submit shells (jobs/ingest_logs.py, jobs/ingest_metrics.py: one family each) and `planewatch
+pipeline` (both). `--once`: every query runs with availableNow (what is there when it starts), one family after the
+other, metrics first: the log family's pairing reads the metric family's latest samples as its brokers' heartbeats,
+so a request stuck in the logs' last batch is judged with the samples that followed it. Continuous: all queries
+run until one fails or the process is interrupted (SIGINT/SIGTERM stop them cleanly), and the lake's table
+maintenance (jobs.run.maintenance: retention, compaction, log cleanup, vacuum) runs beside them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import threading
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from jobs.run.settings import Settings, add_arguments, load_settings
+from schemas.inputs import InputFamily
+
+# jobs.ingest.queries, jobs.run.maintenance and jobs.run.session are imported in the functions that use them: every
+# `planewatch` command imports this module while it builds its parser (planewatch.demo.plan takes QUERY_RESTART),
+# the API's process too, and they bring in pyspark, pyarrow, deltalake and polars: +0.5 s and +110 MB per CLI
+# process (measured).
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
+
+__all__ = ["FAMILIES_ALL", "QUERY_RESTART", "main", "run_pipeline"]
+
+log = logging.getLogger(__name__)
+FAMILIES_ALL: tuple[str, ...] = tuple(f.value for f in InputFamily)
+# --once runs the families in this order: the log family's pairing reads the metric family's samples.
+ONCE_ORDER: tuple[str, ...] = (InputFamily.METRICS.value, InputFamily.LOGS.value)
+# How often the continuous runner checks its queries for failure.
+POLL_S = 1.0
+# At a stop, how long the pipeline waits for a maintenance step under way (one delta-rs operation on one table).
+MAINTENANCE_STOP_JOIN_S = 60.0
+# A failed ingest query is restarted from its checkpoint this many times (safe: the sink is exactly-once). On a
+# loaded machine Spark's Python planner worker can miss its 10 s connect-back window; that must not end the run.
+MAX_RESTARTS = 3
+RESTART_BACKOFF_S = 2.0
+# The warning logged when an ingest query failed and is restarted (its family, the error, the restart's number):
+# `planewatch demo` reads it back from the pipeline's log to report the failure.
+QUERY_RESTART = "ingest %s failed (%s); restart %d from the checkpoint"
+
+
+def _await_all(queries: Sequence[StreamingQuery]) -> None:
+    for q in queries:
+        q.awaitTermination()
+        exc = q.exception()
+        if exc is not None:
+            raise RuntimeError(f"query {q.name} failed: {exc}")
+
+
+def run_pipeline(
+    spark: SparkSession, settings: Settings, families: Sequence[str] = FAMILIES_ALL, detection: bool = True,
+) -> int:
+    """Run the families' queries until done (--once) or stopped; returns a process exit code.
+
+    detection: False = ingestion only (no pairing, no rule runs, no alert is written)."""
+    from jobs.ingest.queries import start_ingest_queries  # lazy: pyspark in every CLI process (note at the imports)
+    from jobs.run.maintenance import (
+        Maintainer,  # lazy: pyarrow and deltalake in every CLI process (note at the imports)
+    )
+
+    queries: list[StreamingQuery] = []
+    maintainer: Maintainer | None = None
+    stop = threading.Event()
+
+    def _stop(signum: int, _frame: Any) -> None:
+        log.info("signal %d: stopping the queries", signum)
+        stop.set()
+
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGHUP):  # as Ctrl-C (KeyboardInterrupt) stops them
+            signal.signal(sig, _stop)
+    try:
+        if settings.once:
+            # one family at a time (the 2 cores are shared by the queries anyway), metrics first (ONCE_ORDER)
+            for family in sorted(families, key=lambda f: ONCE_ORDER.index(f) if f in ONCE_ORDER else len(ONCE_ORDER)):
+                for attempt in range(MAX_RESTARTS + 1):
+                    started = start_ingest_queries(spark, settings, family, detection)
+                    queries += started
+                    try:
+                        _await_all(started)
+                        break
+                    except RuntimeError as exc:
+                        if attempt == MAX_RESTARTS:
+                            raise
+                        log.warning(QUERY_RESTART, family, exc, attempt + 1)
+                        _stop_all(started)
+                        time.sleep(RESTART_BACKOFF_S * (attempt + 1))
+            return 0
+        by_family = {family: start_ingest_queries(spark, settings, family, detection) for family in families}
+        for started in by_family.values():
+            queries += started
+        if settings.maintenance.enabled:
+            maintainer = Maintainer(settings).start()
+        restarts = dict.fromkeys(by_family, 0)
+        while not stop.is_set():
+            for family, started in by_family.items():
+                dead = [q for q in started if not q.isActive]
+                if not dead:
+                    continue
+                if restarts[family] >= MAX_RESTARTS:
+                    raise RuntimeError(f"query {dead[0].name} stopped: {dead[0].exception()}")
+                restarts[family] += 1
+                log.warning(QUERY_RESTART, family, dead[0].exception(), restarts[family])
+                _stop_all(started)
+                time.sleep(RESTART_BACKOFF_S * restarts[family])
+                by_family[family] = start_ingest_queries(spark, settings, family, detection)
+                queries += by_family[family]
+            time.sleep(POLL_S)
+        return 0
+    finally:
+        if maintainer is not None:
+            maintainer.stop(MAINTENANCE_STOP_JOIN_S)
+        _stop_all(queries)
+
+
+def _stop_all(queries: Sequence[StreamingQuery]) -> None:
+    for q in queries:
+        try:
+            if q.isActive:
+                q.stop()
+        except Exception:  # stopping during a batch logs noise; never mask the real error
+            log.debug("stop of %s failed", q.name, exc_info=True)
+
+
+def main(argv: Sequence[str] | None = None, families: Sequence[str] = FAMILIES_ALL, app: str = "planewatch") -> int:
+    """Entry point of the spark-submit shells: parse flags, load settings, build the session, run."""
+    from jobs.run.session import build_session  # lazy: pyspark in every CLI process (note at the imports)
+
+    parser = argparse.ArgumentParser(prog=app, description=__doc__)
+    add_arguments(parser)
+    parser.add_argument("--no-detect", action="store_true", help="ingestion only (no rule runs, no alert is written)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    settings = load_settings(args.config, args)
+    spark = build_session(settings, app)
+    spark.sparkContext.setLogLevel("WARN")
+    try:
+        return run_pipeline(spark, settings, families, detection=not args.no_detect)
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        spark.stop()

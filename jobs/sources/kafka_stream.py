@@ -1,0 +1,90 @@
+"""The ingest queries' Kafka stream: Spark's own `kafka` source or the Python data source `planewatch_kafka`.
+
+Both give the raw-record columns (jobs.sources.streams.RAW_RECORD_DDL) through the one record mapping of
+jobs.sources.kafka_records, so the bronze rows are the same whichever reads. `sources.kafka.reader` chooses:
+
+- `spark`: spark-sql-kafka (the session must have loaded it: jobs.run.jars); consumers are cached per executor and
+  fetch in the JVM, the mapping runs over its Arrow batches (`mapInArrow`);
+- `python`: planewatch_kafka (confluent-kafka in the Python workers);
+- `auto`: Spark's where its jar is loaded, unless the query's checkpoint was started by the other reader: the two
+  keep their offsets in different forms, so a checkpoint stays with the reader that began it.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING
+
+from jobs.run.jars import JarsMissing, session_has_kafka
+from jobs.sources.checkpoints import latest_logged_offset
+from jobs.sources.kafka_records import kafka_arrow_to_raw
+from jobs.sources.streams import RAW_RECORD_DDL
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from jobs.run.settings import Settings
+
+__all__ = ["checkpoint_reader", "choose_reader", "kafka_stream"]
+
+
+def checkpoint_reader(checkpoint: str) -> str | None:
+    """Which reader wrote the newest offsets of `checkpoint` (`python`, `spark`), None when it has none."""
+    end = latest_logged_offset(checkpoint)
+    if end is None:
+        return None
+    # planewatch_kafka: {"partitions": {"<topic>/<partition>": offset}}; Spark: {"<topic>": {"<partition>": offset}}
+    parts = end.get("partitions")
+    if isinstance(parts, dict) and all("/" in str(k) for k in parts):
+        return "python"
+    return "spark"
+
+
+def choose_reader(setting: str, has_jar: bool, checkpoint: str) -> str:
+    """The reader a query uses (`spark` or `python`) for `sources.kafka.reader: setting`."""
+    if setting == "auto":
+        return checkpoint_reader(checkpoint) or ("spark" if has_jar else "python")
+    return setting
+
+
+def kafka_stream(spark: SparkSession, settings: Settings, family: str, topics: tuple[str, ...],
+                 checkpoint: str) -> DataFrame:
+    """The raw-record stream of `topics` for the ingest query whose checkpoint is `checkpoint`.
+
+    Raises:
+        JarsMissing: the reader is `spark` and the session has no spark-sql-kafka.
+    """
+    k = settings.kafka
+    has_jar = session_has_kafka(spark)
+    reader = choose_reader(k.reader, has_jar, checkpoint)
+    if reader == "python":
+        stream = (
+            spark.readStream.format("planewatch_kafka")
+            .option("bootstrap.servers", k.bootstrap_servers)
+            .option("topics", ",".join(topics))
+            .option("family", family)
+            .option("startingOffsets", k.starting_offsets)
+            .option("maxRecordsPerTrigger", k.max_records_per_batch)
+            .option("defaultCluster", settings.default_cluster)
+        )
+        if settings.cluster:
+            stream = stream.option("cluster", settings.cluster)
+        return stream.load()
+    if not has_jar:
+        raise JarsMissing(f"the Kafka query of {checkpoint} reads with Spark's kafka source (sources.kafka.reader: "
+                          f"{k.reader}) and the session has no spark-sql-kafka; python -m planewatch.kafka.artifacts "
+                          "fetch spark, or sources.kafka.reader: python with a new checkpoint")
+    records = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", k.bootstrap_servers)
+        .option("subscribe", ",".join(topics))
+        .option("startingOffsets", k.starting_offsets)
+        .option("maxOffsetsPerTrigger", k.max_records_per_batch)
+        # as planewatch_kafka: records removed by retention before they were read are skipped, not a failure
+        .option("failOnDataLoss", "false")
+        .load()
+        .select("key", "value", "topic", "partition", "offset")
+    )
+    to_raw = functools.partial(kafka_arrow_to_raw, family=family, default_cluster=settings.default_cluster,
+                               cluster=settings.cluster)
+    return records.mapInArrow(to_raw, RAW_RECORD_DDL)
