@@ -248,10 +248,13 @@ def group_function(params: PairingParams, watermarks: Mapping[str, int]
                                watermarks.get(cluster, 0), params)
         out = _frame(rows)
         out["is_state"] = False
-        state = dict.fromkeys(LATENCY_COLUMNS) | {
-            "cluster": cluster, "is_state": True, "bucket": bucket, "blob": new.blob if new else None,
-            "deadline": new.deadline if new else None}
-        return pd.concat([out, pd.DataFrame([state])], ignore_index=True).reindex(
+        # the state row in the same dtypes as the rows (a concat of an all-null row of other dtypes is ambiguous)
+        state = _frame([dict.fromkeys(LATENCY_COLUMNS) | {"cluster": cluster}])
+        state["is_state"] = True
+        state["bucket"] = bucket
+        state["blob"] = new.blob if new else None
+        state["deadline"] = new.deadline if new else None
+        return pd.concat([out, state], ignore_index=True).reindex(
             columns=[c.split(" ")[0] for c in GROUP_OUTPUT.split(", ")])
 
     return fn
