@@ -184,8 +184,11 @@ class LogPairing:
             clock = self.clocks.get(cluster)
             if clock is not None and clock.metric_ms is not None:
                 lo = _time(clock.metric_ms)
-            elif cluster in firsts:
-                lo = _time(firsts[cluster]) - FIRST_METRIC_LOOKBACK
+            elif cluster in firsts or (clock is not None and clock.log_ms is not None):
+                # no sample of the cluster seen yet: from a while before its first log line the pairing knows
+                first = firsts.get(cluster) or (clock.log_ms if clock is not None else None)
+                assert first is not None
+                lo = _time(first) - FIRST_METRIC_LOOKBACK
             else:
                 continue
             spans.append((cluster, lo, max(until, lo)))

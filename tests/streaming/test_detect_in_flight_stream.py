@@ -102,7 +102,8 @@ def test_a_quiet_log_source_still_reports_the_stuck_request_while_metrics_come_i
     write_log(root, "live", 1, [at(1.0, SEND)])
     queries = start_ingest_queries(spark, settings, "logs")
     try:
-        wait_until(lambda: table(lake, "pairing_state"), 120, "the send's pairing state committed")
+        wait_until(lambda: (lake / "pairing_state" / "_delta_log").is_dir() and table(lake, "pairing_state"), 120,
+                   "the send's pairing state committed")
         seen: list[float] = []
 
         def stuck_reported() -> bool:
@@ -114,7 +115,8 @@ def test_a_quiet_log_source_still_reports_the_stuck_request_while_metrics_come_i
                 seen.append(t.timestamp())
             for q in queries:
                 assert q.exception() is None, q.exception()
-            return any(a["type"] == "DELAYED_LEADER_AND_ISR" for a in table(lake, "alerts"))
+            return (lake / "alerts" / "_delta_log").is_dir() and any(
+                a["type"] == "DELAYED_LEADER_AND_ISR" for a in table(lake, "alerts"))
 
         wait_until(stuck_reported, 120, "DELAYED_LEADER_AND_ISR in flight", interval=0.5)
     finally:
