@@ -26,7 +26,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import polars as pl
 import pyarrow as pa
@@ -38,6 +38,7 @@ from jobs.detect.roll_inputs import RollInputs
 from lake.merge import DeltaMerger
 from lake.read import LatestTable, committed_rows
 from lake.spark_read import read_files
+from lake.tables import ensure_table
 from pipelines.detection.baselines import QUEUED_TYPE, add_queue_baselines, history_spans
 from pipelines.detection.config import DetectionConfig
 from pipelines.detection.events import (
@@ -66,7 +67,16 @@ from pipelines.roll_safety import utc_frame
 from schemas.alerts import DetectQuery
 from schemas.events import Event
 from schemas.inputs import InputFamily
-from schemas.tables import METRIC_ROLLUPS_1M, METRIC_SAMPLES, REQUEST_EVENTS, STATE_CHANGE_EVENTS
+from schemas.tables import (
+    ALERTS,
+    CONTROL_REQUEST_LATENCY,
+    INCIDENTS,
+    METRIC_ROLLUPS_1M,
+    METRIC_SAMPLES,
+    PAIRING_STATE,
+    REQUEST_EVENTS,
+    STATE_CHANGE_EVENTS,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -96,7 +106,12 @@ class SilverBatch:
     spark: SparkSession | None = None
 
 
-BatchDetect = Callable[[SilverBatch, int], None]
+class BatchDetect(Protocol):
+    """A family's detection in its micro-batches: the tables it writes created up front, then one call a batch."""
+
+    def ensure_tables(self) -> None: ...
+
+    def __call__(self, silver: SilverBatch, batch_id: int) -> None: ...
 # What a queued control request's baseline reads of the request log's earlier rows.
 QUEUE_HISTORY_COLUMNS = ["cluster", "broker_id", "api_name", "correlation_id", "ts", "request_queue_time_ms"]
 # A minute's rollup is recomputed from every sample of the minute: the history read reaches this far around the batch.
@@ -153,11 +168,20 @@ class _BatchRules:
 
     role: DetectQuery
 
+    # the tables the family's detection writes besides alerts and incidents
+    writes: tuple[Table, ...] = ()
+
     def __init__(self, settings: Settings, query: str, run_id: str, cfg: DetectionConfig) -> None:
+        self.settings = settings
         self.cfg = cfg
         self.query = query
         self.alerts = AlertWriter(settings, self.role, f"{query}-alerts-{run_id}", cfg)
         self.clock = EventClock(cfg.watermark_delay_s)
+
+    def ensure_tables(self) -> None:
+        """Create every table the rules write (empty), so readers find them before the first row."""
+        for table in (*self.writes, ALERTS, INCIDENTS):
+            ensure_table(self.settings.table_path(table.name), table)
 
     def _write(self, cands: list[dict[str, Any]], watermarks: dict[str, dt.datetime], batch_id: int) -> int:
         """Merge the batch's candidates; the writer updates and resolves the alerts of the clusters this query has
@@ -175,10 +199,10 @@ class LogRules(_BatchRules):
     (request-log form), BROKER_FENCED, BROKER_HEARTBEAT_TIMEOUT, QUORUM_UNSTABLE -> alerts."""
 
     role = DetectQuery.LOG
+    writes = (CONTROL_REQUEST_LATENCY, PAIRING_STATE)
 
     def __init__(self, settings: Settings, query: str, run_id: str, cfg: DetectionConfig) -> None:
         super().__init__(settings, query, run_id, cfg)
-        self.settings = settings
         self.pairing = LogPairing(settings, query, run_id, cfg, settings.checkpoint_path(query))
         self.state_changes = LatestTable(settings.table_path(STATE_CHANGE_EVENTS.name),
                                          STATE_CHANGE_EVENTS.to_arrow())
@@ -313,6 +337,7 @@ class MetricRules(_BatchRules):
     back from metric_samples) -> every metric rule -> alerts."""
 
     role = DetectQuery.METRIC
+    writes = (METRIC_ROLLUPS_1M,)
 
     def __init__(self, settings: Settings, query: str, run_id: str, cfg: DetectionConfig) -> None:
         super().__init__(settings, query, run_id, cfg)

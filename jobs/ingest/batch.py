@@ -188,6 +188,8 @@ class IngestBatch:
         """Create every table this query writes (empty), so readers find them before the first row."""
         for sink in (self.raw_sink, *self.silver_sinks.values(), self.quarantine_sink, self.dq_sink):
             ensure_table(sink.path, sink.table)
+        if self.detect is not None:
+            self.detect.ensure_tables()
 
     @property
     def driver_max_rows(self) -> int:
