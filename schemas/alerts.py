@@ -139,7 +139,8 @@ class AlertOwner:
     detectors: tuple[str, ...]
 
 
-_LAT, _MET, _RM, _KR = "latency_detectors.", "metric_detectors.", "request_metrics.", "kraft_detectors."
+_LAT, _LOG, _MET, _RM, _KR = ("latency_detectors.", "log_detectors.", "metric_detectors.", "request_metrics.",
+                              "kraft_detectors.")
 OWNERS: dict[AlertType, AlertOwner] = {
     AlertType.DELAYED_LEADER_AND_ISR: AlertOwner(DetectQuery.LOG, (_LAT + "detect_delayed_leader_and_isr",)),
     AlertType.LEADER_AND_ISR_NOT_COMPLETED: AlertOwner(
@@ -147,9 +148,9 @@ OWNERS: dict[AlertType, AlertOwner] = {
     AlertType.DELAYED_UPDATE_METADATA: AlertOwner(DetectQuery.LOG, (_LAT + "detect_delayed_update_metadata",)),
     AlertType.DELAYED_STOP_REPLICA: AlertOwner(DetectQuery.LOG, (_LAT + "detect_delayed_stop_replica",)),
     AlertType.LOCK_CONTENTION: AlertOwner(DetectQuery.LOG, (_LAT + "detect_lock_contention",)),
-    AlertType.STALE_BROKER_EPOCH: AlertOwner(DetectQuery.LOG, (_LAT + "detect_stale_broker_epoch",)),
+    AlertType.STALE_BROKER_EPOCH: AlertOwner(DetectQuery.LOG, (_LOG + "detect_stale_broker_epoch",)),
     AlertType.CONTROL_REQUEST_QUEUED_BEHIND_DATA: AlertOwner(
-        DetectQuery.LOG, (_LAT + "detect_control_request_queued_behind_data",)),
+        DetectQuery.LOG, (_LOG + "detect_control_request_queued_behind_data",)),
     AlertType.CONTROL_REQUEST_QUEUE_DELAY: AlertOwner(
         DetectQuery.METRIC,
         (_MET + "detect_queue_saturated_without_control_plane", _RM + "detect_control_request_queue_time")),

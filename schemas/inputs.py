@@ -10,7 +10,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 __all__ = ["LOG_FILE_NAMES", "LOG_KIND_BY_LOGGER", "METRIC_FILE_EXTENSIONS", "InputFamily", "LogKind", "MetricFormat",
-           "SourceKind", "ingest_query"]
+           "Placement", "SourceKind", "ingest_query"]
 
 
 class InputFamily(StrEnum):
@@ -76,6 +76,15 @@ METRIC_FILE_EXTENSIONS: dict[str, MetricFormat] = {
     ".prom": MetricFormat.PROMETHEUS,
     ".txt": MetricFormat.PROMETHEUS,
 }
+
+
+class Placement(StrEnum):
+    """Where an ingest micro-batch's engine runs (jobs.ingest.batch: `auto` picks one per batch)."""
+
+    #: in the driver's process: it reads the batch and stages it, no Spark job
+    DRIVER = "driver"
+    #: in Spark's tasks, a task per core, each reading its share where it can
+    EXECUTORS = "executors"
 
 
 class SourceKind(StrEnum):

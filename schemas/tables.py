@@ -30,6 +30,7 @@ __all__ = [
     "QUARANTINE_RECORD_CHARS",
     "RAW_LOGS",
     "RAW_METRICS",
+    "RAW_RECORDS",
     "REQUEST_EVENTS",
     "STATE_CHANGE_EVENTS",
     "TABLES",
@@ -112,6 +113,26 @@ class Table:
 
 def _c(name: str, type_: str, doc: str = "", nullable: bool = True) -> Column:
     return Column(name, type_, nullable, doc)
+
+
+# A source record as every reader hands it to a batch (the Spark data sources' schema, jobs.sources): not a Delta
+# table (not in TABLES); bronze keeps each record with its batch (RAW_LOGS, RAW_METRICS).
+RAW_RECORDS = Table(
+    "raw_records",
+    "source",
+    (
+        _c("cluster", "string"),
+        _c("broker_id", "int"),
+        _c("kind", "string", "the log kind or metric format the reader told from the file, topic or target"),
+        _c("line", "string", "the record: one log event (its continuation lines included) or one metric line"),
+        _c("line_bytes", "long"),
+        _c("source", "string", "file path, kafka:<topic>/<partition> or URL"),
+        _c("source_offset", "long"),
+        _c("ingest_ts", "timestamp"),
+        _c("truncated", "boolean", "the record was longer than the reader keeps"),
+    ),
+    doc="a source record as the readers hand it to a batch",
+)
 
 
 # Provenance columns shared by every table fed from a source record: where the record came from, exactly.

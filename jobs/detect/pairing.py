@@ -36,6 +36,7 @@ from lake.merge import DeltaMerger
 from lake.read import LatestTable
 from lake.state import StateTable
 from pipelines.detection.baselines import BASELINE_TYPES, add_baselines, history_spans
+from pipelines.detection.candidates import frame as polars_frame
 from pipelines.detection.events import METRIC_HEARTBEAT_LAG_S, PAIRING_SCHEMA, metric_heartbeats, pairing_events
 from pipelines.detection.latency_detectors import latency_candidates, state_change_spans
 from pipelines.detection.pairing_groups import (
@@ -49,7 +50,6 @@ from pipelines.detection.pairing_groups import (
     pairing_params,
     step_groups,
 )
-from pipelines.detection.rule_common import frame as polars_frame
 from schemas.alerts import AlertType
 from schemas.events import LatencyStatus
 from schemas.tables import CONTROL_REQUEST_LATENCY, METRIC_SAMPLES, PAIRING_STATE, STATE_CHANGE_EVENTS

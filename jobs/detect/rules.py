@@ -4,7 +4,7 @@ detect query reading silver added a second trigger and batch, 3-6 s under load o
 
 * :class:`LogRules` (log batches): STALE_BROKER_EPOCH, CONTROL_REQUEST_QUEUED_BEHIND_DATA and the KRaft
   controller's BROKER_FENCED, BROKER_HEARTBEAT_TIMEOUT and QUORUM_UNSTABLE
-  (pipelines.detection.latency_detectors.log_candidates), from the batch's state_change_events and request_events
+  (pipelines.detection.log_detectors.log_candidates), from the batch's state_change_events and request_events
   rows; a batch holding a quorum election reads the window's earlier elections back from state_change_events.
 * :class:`MetricRules` (metric batches): every metric rule (pipelines.detection.metric_detectors.metric_candidates) over
   the sliding windows the batch's samples fall in. A window also holds earlier batches' samples: they are read back
@@ -50,7 +50,7 @@ from pipelines.detection.events import (
     pairing_events,
 )
 from pipelines.detection.kraft_detectors import ELECTION_COLUMNS, KRAFT_EVENTS, SHUTDOWN_COLUMNS, SHUTDOWN_ECHO_S
-from pipelines.detection.latency_detectors import log_candidates
+from pipelines.detection.log_detectors import log_candidates
 from pipelines.detection.metric_baselines import add_metric_baselines
 from pipelines.detection.metric_detectors import (
     BASELINE_SPECS,

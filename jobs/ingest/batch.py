@@ -2,20 +2,18 @@
 
 A batch of source records (jobs.sources.streams.RAW_RECORD_DDL):
 
-1. is read ONCE, by its source kind's one reader, where `process()` runs: a file batch's pieces (the ranges its
-   logged offsets name) by the file source's reader (jobs.sources.file_tail.read_piece, what its stream's `read` runs):
-   on the driver, or by each executor task its share, no record passing through the JVM; a scrape batch's answers
-   by the scrape reader (jobs.sources.prometheus_source.read_scrape: from the spool on the driver, through the stream on
-   the executors); anything else (Kafka) through the stream Spark hands the batch. A replayed batch whose bronze rows
-   the crashed attempt committed is read from those committed files instead (so its silver rows carry its bronze
-   rows' `ingest_ts`). Where `process()` runs is decided before anything is read;
+1. is read ONCE, by its one reader, where `process()` runs: jobs.ingest.readers.READERS[(kind, placement)], the
+   kind (a replay's committed bronze files, a file batch's pieces, a scrape batch's spooled answers, else the
+   stream Spark handed the batch) and the placement (driver or executors) decided before anything is read;
 2. is handed to one pure `process()` (the engine, pipelines.parsing.engine.run_engine, with the family and the
    quality suites bound): each record is routed to a silver table, to `quarantine` (parser rejects, stage
    `parse`/`source`; rows failing a hard quality rule, stage `validate`) or to recognised-but-unused (kept in bronze
    only, counted); the route and stage vocabulary is schemas.routes;
 3. is staged as Parquet files per table (bronze, each silver table, quarantine) and committed per table
    (jobs.ingest.staging.write_batch, lake.sink.DeltaSink.commit_pending);
-4. its rules run on the committed silver rows (jobs.detect.rules), then its dq_results rows are written
+4. its family's detection runs on the committed silver rows (jobs.detect.rules: the log family pairs and runs its
+   rules, the metric family rolls up and runs its rules; a log batch without records too: it moves the pairing's
+   event time), then its dq_results rows are written
    (jobs.ingest.quality, schemas.dq): per hard rule, Great Expectations on a sample, the reconciliation
    raw = silver + quarantine + unused, and a file query's byte reconciliation and skipped input entries
    (jobs.sources.file_accounting).
@@ -48,18 +46,9 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from jobs.detect.rules import SilverBatch
-from jobs.ingest.bronze import arrow_to_raw, to_raw
 from jobs.ingest.quality import IngestQuality
-from jobs.ingest.staging import (
-    FilesOutcome,
-    local_file,
-    read_pieces,
-    sample_rows,
-    stage_on_driver,
-    stage_on_executors,
-    stage_pieces_on_executors,
-    write_batch,
-)
+from jobs.ingest.readers import READERS, BatchInput, BatchKind
+from jobs.ingest.staging import FilesOutcome, local_file, sample_rows, write_batch
 from jobs.run.settings import Settings
 from jobs.sources.checkpoints import logged_offset
 from jobs.sources.file_accounting import file_batch_rows
@@ -67,11 +56,10 @@ from jobs.sources.file_tail import file_batch_bytes, logged_file_pieces
 from jobs.sources.prometheus_source import logged_scrape_records, scrape_batch_bytes
 from lake.read import committed_rows
 from lake.sink import DeltaSink
-from lake.spark_read import read_files
 from lake.tables import ensure_table
 from pipelines.parsing.engine import run_engine
 from schemas.dq import RECONCILIATION_SUITE, RECORDS_EXPECTATION, DqResult
-from schemas.inputs import InputFamily
+from schemas.inputs import InputFamily, Placement
 from schemas.routes import RAW_TABLES, REJECTED, ROUTE_TABLES, UNUSED, VALIDATE
 from schemas.tables import DQ_RESULTS, QUARANTINE
 
@@ -91,7 +79,7 @@ log = logging.getLogger(__name__)
 # 200 bytes), so the default sink.driver_batch_max_rows (20,000) takes file batches up to ~4 MB to the driver.
 DRIVER_RECORD_BYTES = 200
 # Where process() may run: auto (per batch: IngestBatch.where_for), or always one of the two.
-WHERE = ("auto", "driver", "executors")
+WHERE = ("auto", *(p.value for p in Placement))
 
 
 @dataclass
@@ -205,7 +193,8 @@ class IngestBatch:
             # a log batch without records still moves the pairing's event time (a tick of a quiet source: the
             # metric family's samples show its brokers alive, and a stuck request is reported in flight)
             if self.detect is not None and (not written.empty or self.family == InputFamily.LOGS):
-                self.detect(SilverBatch(written.rows, written.paths, report.path == "executors", df.sparkSession),
+                self.detect(SilverBatch(written.rows, written.paths, report.path == Placement.EXECUTORS,
+                                        df.sparkSession),
                             batch_id)
                 report.lap("detect")
             # write the dq rows
@@ -223,7 +212,8 @@ class IngestBatch:
         if self.where != "auto":
             return self.where
         size = self._logged_bytes(batch_id) if self.driver_max_rows else None
-        return "driver" if size is not None and size <= self.driver_max_rows * DRIVER_RECORD_BYTES else "executors"
+        small = size is not None and size <= self.driver_max_rows * DRIVER_RECORD_BYTES
+        return Placement.DRIVER.value if small else Placement.EXECUTORS.value
 
     def _logged_bytes(self, batch_id: int) -> int | None:
         """The bytes of input batch `batch_id` reads, from its offsets in the query's offset log (a file or scrape
@@ -244,44 +234,33 @@ class IngestBatch:
             return None
         return logged_file_pieces(self.files_checkpoint, batch_id, self.family)
 
-    def _read_here(self, df: DataFrame, bronze_files: list[str] | None, pieces: list[Piece] | None, batch_id: int
-                   ) -> pa.Table:
-        """The batch's bronze rows, read by the driver with its source kind's one reader: a replay's committed bronze
-        files; a file batch's pieces (read_piece); a scrape batch's spooled answers (read_scrape); else the stream
-        Spark handed the batch (one Spark job)."""
-        if bronze_files is not None:
-            return committed_rows(bronze_files, self.raw_table)
-        schema = self.raw_table.to_arrow()
-        if pieces is not None:
-            return pa.Table.from_batches(list(read_pieces(pieces, self.family, batch_id)), schema)
-        if self.scrape_checkpoint is not None:
-            records = logged_scrape_records(self.scrape_checkpoint, batch_id)
-            if records is not None:  # else the spool no longer holds them all: the stream reads them
-                return pa.Table.from_batches([arrow_to_raw(b, self.family, batch_id) for b in records], schema)
-        return pa.table(to_raw(df, self.family, batch_id).toArrow())
+    def _input(self, df: DataFrame, batch_id: int, pending: Mapping[str, str], report: BatchReport) -> BatchInput:
+        """What holds the batch's records (readers.BatchKind), decided before anything is read: a replay whose bronze
+        rows the crashed attempt committed (no pending directory for bronze: nothing to stage), a file batch's
+        pieces, a scrape batch's spooled answers, else the stream Spark handed the batch."""
+        batch = BatchInput(df, self.family, batch_id, self.raw_table, self.raw_sink.path, BatchKind.STREAM,
+                           on_read=lambda: report.lap("read"))
+        if self.raw_table.name not in pending:
+            batch.kind, batch.bronze_files = BatchKind.REPLAY, [local_file(u) for u in self.raw_sink.batch_files(
+                batch_id)]
+        elif (pieces := self._file_pieces(batch_id)) is not None:
+            batch.kind, batch.pieces = BatchKind.FILES, pieces
+        elif self.scrape_checkpoint is not None and report.path == Placement.DRIVER and (
+                scraped := logged_scrape_records(self.scrape_checkpoint, batch_id)) is not None:
+            batch.kind, batch.scraped = BatchKind.SCRAPES, list(scraped)
+        return batch
 
     def _one_path(self, df: DataFrame, suites: dict[str, Suite], report: BatchReport) -> TablesWritten:
-        """The batch read once (`df`: the source's records Spark handed it), through `process()`, staged as files per
-        table and committed per table."""
+        """The batch read once by its one reader (readers.READERS[(kind, placement)]), through `process()`, staged as
+        files per table and committed per table."""
         batch_id, family = report.batch_id, self.family
-        where = report.path = self.where_for(batch_id)
+        placement = Placement(self.where_for(batch_id))
+        report.path = placement.value
         process = functools.partial(run_engine, family=family, suites=suites or None)
+
         def job(pending: Mapping[str, str]) -> FilesOutcome:
-            # a replay whose bronze rows the crashed attempt committed (no pending directory: nothing to stage) reads
-            # them, not the source again
-            bronze_files = None if self.raw_table.name in pending else [
-                local_file(u) for u in self.raw_sink.batch_files(batch_id)]
-            pieces = self._file_pieces(batch_id) if bronze_files is None else None
-            if where == "executors":
-                if pieces is not None:
-                    return stage_pieces_on_executors(df.sparkSession, pieces, family, process, batch_id, pending)
-                source = to_raw(df, family, batch_id) if bronze_files is None else read_files(
-                    df.sparkSession, self.raw_sink.path, self.raw_table.to_spark(), self.raw_table.partition_by,
-                    bronze_files)
-                return stage_on_executors(source, family, process, pending)
-            rows = self._read_here(df, bronze_files, pieces, batch_id)
-            report.lap("read")
-            return stage_on_driver(rows, family, process, pending)
+            batch = self._input(df, batch_id, pending, report)
+            return READERS[(batch.kind, placement)](batch, process, pending)
 
         sinks = [self.raw_sink, *self.silver_sinks.values(), self.quarantine_sink]
         outcome, results = write_batch(job, batch_id, sinks)

@@ -55,6 +55,7 @@ from jobs.sources.paths import FileInfo, classify_name, describe, ignored_name, 
 from jobs.sources.record_split import Records, split_records
 from jobs.sources.time_align import Aligned, FileRange, align
 from schemas.inputs import InputFamily
+from schemas.tables import RAW_RECORDS
 
 __all__ = [
     "MAX_LINE_BYTES",
@@ -101,10 +102,8 @@ SPLIT_BYTES = 8 * 1024 * 1024
 CONTINUATION_TAIL_BYTES = 1024 * 1024
 FINGERPRINT_BYTES = 64
 _SCAN_BLOCK = 64 * 1024
-OUTPUT_SCHEMA_DDL = (
-    "cluster string, broker_id int, kind string, line string, line_bytes long, source string, "
-    "source_offset long, ingest_ts timestamp, truncated boolean"
-)
+# the readers' record schema (schemas.tables.RAW_RECORDS) in Spark's DDL
+OUTPUT_SCHEMA_DDL = RAW_RECORDS.ddl()
 
 
 @dataclass(frozen=True)

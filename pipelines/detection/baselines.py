@@ -16,15 +16,14 @@ request type (:func:`add_queue_baselines`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 import polars as pl
 
+from pipelines.detection.candidates import half_up
 from pipelines.detection.config import DetectionConfig
-from pipelines.detection.rule_common import half_up
 from schemas.alerts import AlertType
 from schemas.events import LatencyStatus
 
@@ -80,10 +79,8 @@ def _against(c: dict[str, Any], span: pl.DataFrame, measure: pl.Expr, level: flo
     if peers is not None:
         parts.append(f"its peers' median {half_up(peers)} ms ({peers_n} requests)")
     c["summary"] = f"{c['summary']} [against: {'; '.join(parts)}]"
-    ev = json.loads(c["evidence"] or "{}")
-    ev["baseline"] = {"window_s": window.total_seconds(), "own_p90_ms": own, "own_requests": own_n,
-                      "peers_median_ms": peers, "peers_requests": peers_n, "text": "; ".join(parts)}
-    c["evidence"] = json.dumps(ev, separators=(",", ":"))
+    c["evidence"]["baseline"] = {"window_s": window.total_seconds(), "own_p90_ms": own, "own_requests": own_n,
+                                 "peers_median_ms": peers, "peers_requests": peers_n, "text": "; ".join(parts)}
 
 
 def add_baselines(candidates: Sequence[dict[str, Any]], history: pl.DataFrame, window: timedelta,
@@ -124,7 +121,7 @@ def add_queue_baselines(candidates: Sequence[dict[str, Any]], history: pl.DataFr
     for c in candidates:
         if c["type"] != QUEUED_TYPE or c.get("broker_id") is None:
             continue
-        ev = json.loads(c["evidence"] or "{}")
+        ev = c["evidence"]
         api, corr = ev.get("api_name"), ev.get("correlation_id")
         if api is None:
             continue
@@ -137,8 +134,5 @@ def add_queue_baselines(candidates: Sequence[dict[str, Any]], history: pl.DataFr
 
 
 def _request_key(c: dict[str, Any]) -> str | None:
-    try:
-        key = json.loads(c["evidence"] or "{}").get("request_key")
-    except ValueError:
-        return None
+    key = c["evidence"].get("request_key")
     return key if isinstance(key, str) else None

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from pipelines.detection.rule_common import candidate_rows, evidence, level, severity
+from pipelines.detection.candidates import Evidence, candidate_rows, evidence, level, severity
 from schemas.alerts import AlertType
 from schemas.events import Event
 
@@ -108,7 +108,7 @@ def detect_broker_fenced(state_changes: pl.DataFrame, cfg: DetectionConfig,
     rows = rows.join(_unfenced(state_changes), on=["cluster", "broker_id"], how="left").with_columns(
         unfenced_at=pl.when(pl.col("unfenced_at") >= pl.col("last_ts")).then(pl.col("unfenced_at")))
 
-    def describe(r: Mapping[str, Any]) -> tuple[str, str]:
+    def describe(r: Mapping[str, Any]) -> tuple[str, Evidence]:
         by = "the active controller" if r["controller"] is None else f"the active controller (node {r['controller']})"
         summary = (f"Broker {r['broker_id']} was fenced by {by}: no heartbeat reached it within the broker session "
                    "timeout (broker.session.timeout.ms), so the partitions it led elected other leaders and it left "
@@ -127,7 +127,7 @@ def detect_broker_heartbeat_timeout(state_changes: pl.DataFrame, cfg: DetectionC
     t = AlertType.BROKER_HEARTBEAT_TIMEOUT
     rows = _kraft(state_changes, cfg, t, Event.KRAFT_HEARTBEAT_EXPIRED)
 
-    def describe(r: Mapping[str, Any]) -> tuple[str, str]:
+    def describe(r: Mapping[str, Any]) -> tuple[str, Evidence]:
         node = "" if r["controller"] is None else f" (node {r['controller']})"
         summary = (f"The active controller{node} timed out {r['n']} heartbeat(s) of broker {r['broker_id']} in its "
                    "event queue: the controller is overloaded (its event queue time, CONTROLLER_EVENT_QUEUE_DELAY), "
@@ -169,7 +169,7 @@ def detect_quorum_unstable(elections: pl.DataFrame, batch: pl.DataFrame, cfg: De
             .drop("ts").rename({"last_ts": "ts"}).with_columns(last_ts=pl.col("ts")))
     minutes = cfg.quorum_window_s / 60
 
-    def describe(r: Mapping[str, Any]) -> tuple[str, str]:
+    def describe(r: Mapping[str, Any]) -> tuple[str, Evidence]:
         summary = (f"The KRaft controller quorum elected {r['n']} active controllers within {minutes:g} minutes (the "
                    f"latest: node {r['controller']}): each election leaves the cluster without an active controller "
                    "for a while (no metadata changes, no fencing or unfencing). Controllers that lose their "

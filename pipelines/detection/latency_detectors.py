@@ -1,9 +1,8 @@
-"""Detectors over control-request latency rows (gold control_request_latency) and broker/request log events.
+"""The latency rules: detectors over the control_request_latency rows a log batch's pairing changed.
 
-Each is a pure function over polars frames of one micro-batch's rows (the latency rows pairing emitted, the
-state_change_events and request_events rows it read) returning candidate-alert rows (the fields of
-lifecycle.Candidate). :func:`latency_candidates` runs the latency rules (the detect job's pairing query),
-:func:`log_candidates` the log rules (the ingest job's log batches).
+Each is a pure function over polars frames (the latency rows pairing emitted, the state_change_events lines around
+them) returning candidate-alert rows (the fields of lifecycle.Candidate). :func:`latency_candidates` runs them all;
+the log rules over the batch's own rows are in log_detectors.
 """
 
 from __future__ import annotations
@@ -14,11 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from pipelines.detection.events import CONTROL_REQUESTS, FETCHER_EVENTS, LOCK_WAIT_EVENTS, STALE_EVENTS
+from pipelines.detection.candidates import Evidence, candidate_rows, evidence, frame, half_up, level, setting, severity
+from pipelines.detection.events import CONTROL_REQUESTS, FETCHER_EVENTS, LOCK_WAIT_EVENTS
 from pipelines.detection.in_flight import IN_FLIGHT_FLAG
-from pipelines.detection.kraft_detectors import kraft_candidates
 from pipelines.detection.latency_rows import BREAKDOWN_COLUMNS
-from pipelines.detection.rule_common import candidate_rows, evidence, frame, half_up, level, setting, severity
 from schemas.alerts import AlertType
 from schemas.events import ControlRequest, Event, LatencyStatus
 
@@ -28,15 +26,14 @@ if TYPE_CHECKING:
     from pipelines.detection.config import DetectionConfig
 
 __all__ = [
-    "detect_control_request_queued_behind_data",
     "detect_delayed_leader_and_isr",
     "detect_delayed_stop_replica",
     "detect_delayed_update_metadata",
     "detect_leader_and_isr_not_completed",
     "detect_lock_contention",
-    "detect_stale_broker_epoch",
     "latency_candidates",
-    "log_candidates",
+    "state_change_spans",
+    "time_split",
 ]
 
 Rows = list[dict[str, Any]]
@@ -44,8 +41,6 @@ Rows = list[dict[str, Any]]
 # Rows with these flags are not the control plane's fault: the broker restarted or was declared gone by the
 # controller, or the controller moved.
 EXCUSED_FLAGS = r"broker_restart|broker_gone|controller_failover"
-# How many of a broker's stale-epoch lines an alert's evidence quotes.
-STALE_LINES_QUOTED = 5
 _LATENCY_EVIDENCE = ("request_key", "request", "controller_id", "controller_epoch", "correlation_id", "broker_id",
                      "sent_ts", "handling_ts", "finished_ts", "end_to_end_ms", "queue_ms", "processing_ms",
                      "lock_wait_ms", "controller_queue_ms", "partitions", "status", "pairing", "flags",
@@ -185,7 +180,7 @@ def _delayed(latency: pl.DataFrame, cfg: DetectionConfig, request: ControlReques
     rows = pl.concat([done, _without_replaced(rows.filter(status != LatencyStatus.COMPLETED.value), state_changes,
                                               "ts")])
 
-    def describe(r: Mapping[str, Any]) -> tuple[str, str]:
+    def describe(r: Mapping[str, Any]) -> tuple[str, Evidence]:
         if r["status"] == LatencyStatus.IN_FLIGHT.value:
             summary = (f"{_who(r)} to broker {r['broker_id']} has been running for {half_up(r['value'])} ms and has "
                        f"not finished (in flight): {what}")
@@ -240,7 +235,7 @@ def detect_leader_and_isr_not_completed(latency: pl.DataFrame, cfg: DetectionCon
         severity=pl.lit("critical"), ts=pl.col("_deadline"), value=timeout_ms, threshold=timeout_ms,
         **_request_listener())
 
-    def describe(r: Mapping[str, Any]) -> tuple[str, str]:
+    def describe(r: Mapping[str, Any]) -> tuple[str, Evidence]:
         how = " started but" if r["handling_ts"] is not None else " was sent but"
         sent: datetime = r["_started"]
         summary = (f"{_who(r)} to broker {r['broker_id']}{how} did not finish within {half_up(r['value'] / 1000)} s "
@@ -323,7 +318,7 @@ def detect_lock_contention(latency: pl.DataFrame, state_changes: pl.DataFrame, c
     rows = rows.with_columns(value=value, severity=severity(cfg, t, value), threshold=warn,
                              ts=pl.coalesce("finished_ts", "handling_ts"), **_request_listener())
 
-    def describe(r: Mapping[str, Any]) -> tuple[str, str]:
+    def describe(r: Mapping[str, Any]) -> tuple[str, Evidence]:
         corr = "?" if r["correlation_id"] is None else r["correlation_id"]
         summary = (f"{r['request']} correlationId {corr} on broker {r['broker_id']} waited "
                    f"{half_up(r['lock_wait_ms'] or 0.0)} ms for replicaStateChangeLock")
@@ -335,82 +330,6 @@ def detect_lock_contention(latency: pl.DataFrame, state_changes: pl.DataFrame, c
                         "log-start-offset/checkpoint lines (fetcher partitionMapLock contention)")
         request = {f: r.get(f) for f in _LATENCY_EVIDENCE}
         return summary, evidence(r, ("fetcher_lines", "fetcher_lock_ms"), request=request)
-
-    return candidate_rows(rows, t, describe)
-
-
-def _control_plane_listener(cfg: DetectionConfig) -> pl.Expr:
-    """True where a row's listener (upper-cased) is one of its cluster's control-plane listeners."""
-    listener = pl.col("listener").str.to_uppercase()
-    default = listener.is_in(list(cfg.control_plane_listeners))
-    expr: Any = None
-    for name in sorted(cfg.overrides):
-        own = listener.is_in(list(cfg.for_cluster(name).control_plane_listeners))
-        expr = (pl.when(pl.col("cluster") == name).then(own) if expr is None
-                else expr.when(pl.col("cluster") == name).then(own))
-    return default if expr is None else expr.otherwise(default)
-
-
-def detect_control_request_queued_behind_data(requests: pl.DataFrame, cfg: DetectionConfig) -> Rows:
-    """CONTROL_REQUEST_QUEUED_BEHIND_DATA (request-log form): a control request (LeaderAndIsr, UpdateMetadata,
-    StopReplica) waited in the request queue of a listener that is not the control plane (KIP-291 not configured,
-    or the controller fell back to the inter-broker listener). The metric forms live in metric_detectors and
-    request_metrics."""
-    t = AlertType.CONTROL_REQUEST_QUEUED_BEHIND_DATA
-    rows = requests.filter(pl.col("api_name").is_in(CONTROL_REQUESTS) & pl.col("listener").is_not_null()
-                           & ~_control_plane_listener(cfg))
-    value = pl.col("request_queue_time_ms").cast(pl.Float64)
-    rows = rows.with_columns(value=value, severity=severity(cfg, t, value), threshold=level(cfg, t, "warning"))
-
-    def describe(r: Mapping[str, Any]) -> tuple[str, str]:
-        summary = (f"{r['api_name']} correlationId {r['correlation_id']} waited {half_up(r['value'])} ms in broker "
-                   f"{r['broker_id']}'s shared request queue on data-plane listener {r['listener']}: configure "
-                   "control.plane.listener.name (KIP-291)")
-        return summary, evidence(r, ("api_name", "correlation_id", "client_id", "listener", "total_time_ms",
-                                     "request_queue_time_ms", "local_time_ms", "ts", "source", "source_offset"))
-
-    return candidate_rows(rows, t, describe)
-
-
-def detect_stale_broker_epoch(state_changes: pl.DataFrame, requests: pl.DataFrame, cfg: DetectionConfig) -> Rows:
-    """STALE_BROKER_EPOCH: a broker rejected control requests for a stale broker epoch (KafkaApis log line, or a
-    request-log control response with error code 77). One candidate per broker and batch, value = rejections.
-
-    One rejection has up to two witnesses, the log line and its request-log entry, so they are not added: per
-    request type, the rejections are the larger of the two witnesses' counts (a request log without the broker epoch
-    still matches). A line shipped twice (same time and text; same correlation id in the request log) counts once."""
-    t = AlertType.STALE_BROKER_EPOCH
-    logs = state_changes.filter(_is(STALE_EVENTS)).select(
-        "cluster", "broker_id", "ts", api=pl.col("request"), line=pl.col("message"),
-        broker_epoch=pl.col("broker_epoch").cast(pl.Int64),
-        current_broker_epoch=pl.col("current_broker_epoch").cast(pl.Int64), witness=pl.lit("log"),
-    ).unique(["cluster", "broker_id", "ts", "line"], keep="first", maintain_order=True)
-    errs = requests.filter(pl.col("api_name").is_in(CONTROL_REQUESTS) & (pl.col("error_code") == 77)).unique(
-        ["cluster", "broker_id", "api_name", "correlation_id"], keep="first", maintain_order=True).select(
-        "cluster", "broker_id", "ts", api=pl.col("api_name"),
-        line=pl.format("{} correlationId {} answered STALE_BROKER_EPOCH", "api_name", "correlation_id"),
-        broker_epoch=pl.col("broker_epoch").cast(pl.Int64), current_broker_epoch=pl.lit(None, dtype=pl.Int64),
-        witness=pl.lit("request log"))
-    both = pl.concat([logs, errs], how="vertical_relaxed")
-    if both.is_empty():
-        return []
-    rejections = (both.group_by("cluster", "broker_id", "api", "witness").agg(n=pl.len())
-                  .group_by("cluster", "broker_id", "api").agg(n=pl.col("n").max())
-                  .group_by("cluster", "broker_id").agg(n=pl.col("n").sum()))
-    agg = both.sort("ts").group_by("cluster", "broker_id").agg(
-        last_ts=pl.col("ts").max(), first_ts=pl.col("ts").min(),
-        lines=pl.col("line").head(STALE_LINES_QUOTED), request_epoch=pl.col("broker_epoch").max(),
-        current_epoch=pl.col("current_broker_epoch").max()).join(rejections, on=["cluster", "broker_id"])
-    rows = agg.with_columns(value=pl.col("n").cast(pl.Float64), ts=pl.col("last_ts"),
-                            severity=severity(cfg, t, pl.col("n").cast(pl.Float64)),
-                            threshold=level(cfg, t, "warning"), listener=pl.lit(None, dtype=pl.String))
-
-    def describe(r: Mapping[str, Any]) -> tuple[str, str]:
-        epochs = ("" if r["current_epoch"] is None
-                  else f" (request epoch {r['request_epoch']} < current {r['current_epoch']})")
-        summary = (f"Broker {r['broker_id']} rejected {r['n']} control request(s) as carrying a stale broker "
-                   f"epoch{epochs}: the controller holds an old registration of this broker")
-        return summary, evidence(r, ("n", "first_ts", "last_ts", "lines", "request_epoch", "current_epoch"))
 
     return candidate_rows(rows, t, describe)
 
@@ -442,14 +361,3 @@ def latency_candidates(latency: pa.Table, state_changes: pa.Table, cfg: Detectio
         *detect_delayed_stop_replica(lat_rows, cfg, sc),
         *detect_lock_contention(lat_rows, sc, cfg),
     ]
-
-
-def log_candidates(state_changes: pa.Table, requests: pa.Table, cfg: DetectionConfig,
-                   elections: pa.Table | None = None, granted: pa.Table | None = None) -> Rows:
-    """The log rules' candidates from a log batch's rows: stale broker epochs, control requests queued on a
-    data-plane listener, and the KRaft control plane's fencing, heartbeat timeouts and elections (kraft_detectors;
-    `elections`: the quorum's elections of the window before the batch)."""
-    sc, rq = frame(state_changes), frame(requests)
-    return [*detect_stale_broker_epoch(sc, rq, cfg), *detect_control_request_queued_behind_data(rq, cfg),
-            *kraft_candidates(sc, cfg, None if elections is None else frame(elections),
-                              None if granted is None else frame(granted))]

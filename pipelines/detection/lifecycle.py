@@ -50,7 +50,7 @@ class Candidate:
     value: float | None
     threshold: float | None
     summary: str
-    evidence: str
+    evidence: Mapping[str, Any]  # a JSON object (pipelines.detection.candidates.Evidence), serialised here once
 
     @property
     def key(self) -> tuple[str, str, int | None, str | None]:
@@ -73,10 +73,7 @@ def _worse(a: str | None, b: str | None) -> str:
 
 
 def _evidence(c: Candidate, fired: int, found_late_s: float | None = None) -> str:
-    try:
-        data: Any = json.loads(c.evidence) if c.evidence else {}
-    except ValueError:
-        data = {"raw": c.evidence}
+    data = dict(c.evidence)
     late = {} if found_late_s is None else {"found_late_s": round(found_late_s, 1)}
     doc = json.dumps({"firings": fired, **late, "latest": data}, default=str, sort_keys=True)
     return doc if len(doc) <= MAX_EVIDENCE_CHARS else doc[: MAX_EVIDENCE_CHARS - 20] + '..."(truncated)'

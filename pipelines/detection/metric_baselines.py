@@ -21,15 +21,14 @@ clause in brackets, as the slow requests' baselines (pipelines.detection.baselin
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
 
+from pipelines.detection.candidates import NANOS_PER_SECOND, fmt1
 from pipelines.detection.config import DetectionConfig
-from pipelines.detection.rule_common import NANOS_PER_SECOND, fmt1
 from schemas.alerts import AlertType
 
 __all__ = ["HISTORY_MIN_MINUTES", "REQUEST_RULE_SPECS", "BaselineSpec", "MeasureKind", "add_metric_baselines",
@@ -127,10 +126,7 @@ def _minute_levels(rows: pl.DataFrame, kind: str, stat: str, from_count: bool) -
 
 
 def _evidence(c: dict[str, Any]) -> dict[str, Any]:
-    try:
-        ev = json.loads(c.get("evidence") or "{}")
-    except ValueError:
-        return {}
+    ev = c.get("evidence")
     return ev if isinstance(ev, dict) else {}
 
 
@@ -194,7 +190,7 @@ def add_metric_baselines(candidates: Sequence[dict[str, Any]], rollups: pl.DataF
             continue
         base["text"] = text
         ev["baseline"] = {k: v for k, v in base.items() if v is not None}
-        c["evidence"] = json.dumps(ev, separators=(",", ":"))
+        c["evidence"] = ev
         c["summary"] = f"{c['summary']} [against: {text}]"
 
 

@@ -41,6 +41,22 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from pipelines.detection.candidates import (
+    CONTROL_PLANE_PREFIX,
+    NANOS_PER_SECOND,
+    Evidence,
+    attribute_key,
+    candidate_rows,
+    evidence,
+    fmt1,
+    frame,
+    level,
+    setting,
+    severity,
+    steps,
+    window_text,
+    without_control_plane,
+)
 from pipelines.detection.config import CONTROL_PLANE_QUEUE_CAPACITY
 from pipelines.detection.metric_baselines import (
     REQUEST_RULE_SPECS,
@@ -55,21 +71,6 @@ from pipelines.detection.request_metrics import (
     detect_leader_and_isr_total_time_high,
     request_metric_wanted,
     series_key,
-)
-from pipelines.detection.rule_common import (
-    CONTROL_PLANE_PREFIX,
-    NANOS_PER_SECOND,
-    attribute_key,
-    candidate_rows,
-    evidence,
-    fmt1,
-    frame,
-    level,
-    setting,
-    severity,
-    steps,
-    window_text,
-    without_control_plane,
 )
 from schemas.alerts import AlertType
 from schemas.signals import START_SIGNALS, Signal
@@ -486,7 +487,7 @@ def _rule(windows: pl.DataFrame, cfg: DetectionConfig, rule: MetricRule, advice:
         severity=severity(cfg, t, pl.col("_measure")), listener_raw=pl.col("listener"), listener=plane,
         ts=pl.col("last_ts"))
 
-    def describe(r: Mapping[str, Any]) -> tuple[str, str]:
+    def describe(r: Mapping[str, Any]) -> tuple[str, Evidence]:
         doc = {**r, "listener": r["listener_raw"]}
         fields = [f if f != "listener_raw" else "listener" for f in _EVIDENCE]
         if rule.kind == "events":
@@ -606,7 +607,7 @@ def detect_queue_saturated_without_control_plane(windows: pl.DataFrame, cfg: Det
                          ts=pl.col("last_ts"), cp_series=pl.lit(0))
            .with_columns(severity=pl.when(pl.col("vmin") / pl.col("_cap") >= sat).then(pl.lit("warning"))))
 
-    def describe(r: Mapping[str, Any]) -> tuple[str, str]:
+    def describe(r: Mapping[str, Any]) -> tuple[str, Evidence]:
         summary = (f"RequestQueueSize on broker {r['broker_id']} stayed at >= {fmt1(r['vmin'])} of "
                    f"{fmt1(r['_cap'])}{window_text(r)} and the broker has no control plane: controller requests "
                    "wait behind data requests; configure control.plane.listener.name (KIP-291)")

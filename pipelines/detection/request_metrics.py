@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from pipelines.detection.rule_common import (
+from pipelines.detection.candidates import (
+    Evidence,
     attribute_key,
     candidate_rows,
     evidence,
@@ -131,7 +132,7 @@ def detect_leader_and_isr_total_time_high(windows: pl.DataFrame, cfg: DetectionC
     t = AlertType.LEADER_AND_ISR_TOTAL_TIME_HIGH
     rows = _first_per_value(_judged(windows, Signal.TotalTimeMs.value, (ControlRequest.LEADER_AND_ISR.value,)))
 
-    def describe(r: Mapping[str, Any]) -> tuple[str, str]:
+    def describe(r: Mapping[str, Any]) -> tuple[str, Evidence]:
         summary = (f"LeaderAndIsr requests on broker {r['broker_id']} took up to {half_up(r['value'])} ms "
                    f"(RequestMetrics TotalTimeMs){window_text(r, samples=False)}: its partitions waited for their new "
                    "leaders and followers")
@@ -147,7 +148,7 @@ def detect_control_request_queue_time(windows: pl.DataFrame, cfg: DetectionConfi
     rows = _first_per_value(without_control_plane(_judged(windows, Signal.RequestQueueTimeMs.value, _CONTROL),
                                                   windows))
 
-    def describe(r: Mapping[str, Any]) -> tuple[str, str]:
+    def describe(r: Mapping[str, Any]) -> tuple[str, Evidence]:
         summary = (f"{r['request']} requests waited up to {half_up(r['value'])} ms in broker {r['broker_id']}'s "
                    f"request queue (RequestMetrics RequestQueueTimeMs){window_text(r, samples=False)} and the broker "
                    "has no control plane: configure control.plane.listener.name (KIP-291)")

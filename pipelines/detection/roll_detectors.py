@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from pipelines.detection.rule_common import candidate_rows, evidence, level, severity
+from pipelines.detection.candidates import Evidence, candidate_rows, evidence, level, severity
 from pipelines.roll_safety import DEFAULT_THRESHOLDS, RollThresholds, Verdict, roll_verdict
 from schemas.alerts import AlertType
 from schemas.events import Event
@@ -120,7 +120,7 @@ def detect_roll_too_fast(shutdowns: pl.DataFrame, samples: pl.DataFrame, request
         severity=severity(cfg, t, pl.col("value")), threshold=level(cfg, t, "warning"),
         listener=pl.lit(None, dtype=pl.String))
 
-    def describe(r: Mapping[str, Any]) -> tuple[str, str]:
+    def describe(r: Mapping[str, Any]) -> tuple[str, Evidence]:
         quoted = "; ".join(r["reasons"][:REASONS_QUOTED])
         more = len(r["reasons"]) - REASONS_QUOTED
         summary = (f"Broker {r['broker_id']} began a controlled shutdown while the cluster was not safe to roll "

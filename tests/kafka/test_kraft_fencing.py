@@ -9,9 +9,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from pipelines.detection.candidates import frame
 from pipelines.detection.config import DetectionConfig
 from pipelines.detection.kraft_detectors import kraft_candidates
-from pipelines.detection.rule_common import frame
 from planewatch.kafka.cluster import KafkaCluster, KafkaClusterSpec
 from schemas.tables import STATE_CHANGE_EVENTS
 from tests.pipelines.parsing.parse_helpers import parse_all, raw_log

@@ -105,7 +105,7 @@ def test_every_alert_type_has_an_owner_that_exists_and_thresholds():
 
 
 # The detector modules that read each writer's input.
-_DETECTOR_MODULES = {DetectQuery.LOG: {"latency_detectors", "kraft_detectors", "roll_detectors"},
+_DETECTOR_MODULES = {DetectQuery.LOG: {"latency_detectors", "log_detectors", "kraft_detectors", "roll_detectors"},
                      DetectQuery.METRIC: {"metric_detectors", "request_metrics"}}
 
 

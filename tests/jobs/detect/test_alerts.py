@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 from pathlib import Path
 
 from jobs.detect.alerts import AlertWriter
@@ -47,7 +46,7 @@ def _writers(tmp_path: Path) -> tuple[Path, AlertWriter, AlertWriter]:
 def _candidate(type_: AlertType, ts: dt.datetime, **evidence: float) -> dict[str, object]:
     return {"type": type_.value, "severity": "warning", "cluster": "c1", "broker_id": 2, "listener": None, "ts": ts,
             "value": 1.0, "threshold": 1.0, "summary": f"{type_.value} on broker 2",
-            "evidence": json.dumps(evidence)}
+            "evidence": evidence}
 
 
 def test_the_writers_alerts_of_one_broker_become_one_incident_that_resolves_with_them(tmp_path: Path) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -35,7 +34,7 @@ def history(rows: list[dict[str, Any]]) -> pl.DataFrame:
 def slow(broker: int = 2, e2e: float = 9000.0) -> dict[str, Any]:
     return {"type": "DELAYED_LEADER_AND_ISR", "cluster": "c1", "broker_id": broker, "ts": T0 + 50 * timedelta(
         minutes=1), "summary": "LeaderAndIsr took 9000 ms on broker 2", "value": e2e,
-        "evidence": json.dumps({"request_key": "the-slow-one"})}
+        "evidence": {"request_key": "the-slow-one"}}
 
 
 def test_a_slow_request_is_compared_with_its_brokers_p90_and_its_peers_median() -> None:
@@ -46,7 +45,7 @@ def test_a_slow_request_is_compared_with_its_brokers_p90_and_its_peers_median() 
     rows += [request(2, 45.5, 6000.0)]  # an earlier slow one (an alert of its own): not part of the baseline
     c = slow()
     add_baselines([c], history(rows), HOUR, DetectionConfig())
-    ev = json.loads(c["evidence"])["baseline"]
+    ev = c["evidence"]["baseline"]
     assert (ev["own_p90_ms"], ev["own_requests"]) == (48.0, 10)
     assert (ev["peers_median_ms"], ev["peers_requests"]) == (30.0, 10)
     assert c["summary"].endswith("[against: its own p90 over the last 60 min 48 ms (10 requests under 5000 ms); "
@@ -57,5 +56,5 @@ def test_too_few_requests_give_no_baseline_and_other_alerts_none() -> None:
     few = [request(2, m, 40.0) for m in range(BASELINE_MIN_REQUESTS - 1)]
     c, other = slow(), {**slow(), "type": "LOCK_CONTENTION"}
     add_baselines([c, other], history(few), HOUR, DetectionConfig())
-    assert "baseline" not in json.loads(c["evidence"])
+    assert "baseline" not in c["evidence"]
     assert other["summary"] == slow()["summary"]

@@ -19,10 +19,10 @@ from pipelines.detection.kraft_detectors import ELECTION_COLUMNS, detect_broker_
 from pipelines.detection.latency_detectors import (
     detect_delayed_leader_and_isr,
     latency_candidates,
-    log_candidates,
     state_change_spans,
     time_split,
 )
+from pipelines.detection.log_detectors import log_candidates
 from pipelines.detection.metric_detectors import metric_candidates, metric_windows
 from pipelines.detection.roll_detectors import detect_roll_too_fast
 from schemas.tables import CONTROL_REQUEST_LATENCY, METRIC_SAMPLES, REQUEST_EVENTS, STATE_CHANGE_EVENTS
@@ -365,7 +365,7 @@ def test_detector_fires(found, type_, case, broker):
     for h in hits:
         assert h["severity"] in ("warning", "critical")
         assert h["summary"]
-        assert h["evidence"].startswith("{")
+        assert isinstance(h["evidence"], dict)
 
 
 FIRE_ONLY = ("dln", "umf", "rqs-override", "lockf", "accc", "accyoung", "netp", "rhcp", "rhcount", "malspike")
@@ -392,7 +392,7 @@ def test_a_fenced_broker_is_named_with_its_controller_and_unfencing(found):
     (hit,) = of(found, "fence-fire", "BROKER_FENCED")
     assert hit["summary"].startswith("Broker 3 was fenced by the active controller (node 100): no heartbeat")
     assert "it was unfenced again since" in hit["summary"]
-    assert '"controller":100' in hit["evidence"]
+    assert hit["evidence"]["controller"] == 100
 
 
 def test_delayed_leader_and_isr_summary_is_actionable(found):
@@ -415,7 +415,7 @@ def test_a_slow_handler_behind_a_working_control_plane_says_so():
     (hit,) = detect_delayed_leader_and_isr(pl.from_arrow(table), DetectionConfig())
     assert hit["summary"] == ("LeaderAndIsr correlationId 17 from controller 1 took 9913 ms on broker 2: 56 ms in the "
                               "broker's request queue (listener CONTROLLER), 9854 ms in the handler")
-    assert '"local_ms":9854.0' in hit["evidence"]
+    assert hit["evidence"]["local_ms"] == 9854.0
 
 
 def test_delayed_leader_and_isr_leaves_out_the_wait_behind_the_previous_request():
@@ -554,7 +554,7 @@ def test_a_roll_too_fast_names_what_was_not_ok_just_before_the_shutdown(found):
     (hit,) = of(found, "roll-fire", "ROLL_TOO_FAST")
     assert hit["summary"].startswith("Broker 2 began a controlled shutdown while the cluster was not safe to roll "
                                      "(verdict wait just before): wait UNDER_REPLICATED: broker 1: 4 under-replicated")
-    assert '"verdict":"wait"' in hit["evidence"]
+    assert hit["evidence"]["verdict"] == "wait"
 
 
 

@@ -14,7 +14,7 @@ HYST = timedelta(minutes=5)
 
 def cand(sec: float, value: float = 10.0, sev: str = "warning", broker: int = 2, type_: str = "ACCEPTOR_BLOCKED"):
     return Candidate(type_, sev, "c1", broker, "PLAINTEXT", T0 + timedelta(seconds=sec), value, 0.05,
-                     f"value {value}", json.dumps({"value": value}))
+                     f"value {value}", {"value": value})
 
 
 def test_first_candidate_opens_alert_with_stable_id():

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 from typing import Any
 
 import polars as pl
@@ -60,18 +59,18 @@ def rollups(broker: int, minutes: int, signal: str = _IDLE, attribute: str = "On
 def test_a_saturated_broker_is_compared_with_its_idle_peers() -> None:
     [c] = alerts(samples({1: 0.95, 2: 0.05, 3: 0.90}), AlertType.REQUEST_HANDLER_SATURATED)
     assert c["broker_id"] == 2
-    base = json.loads(c["evidence"])["baseline"]
+    base = c["evidence"]["baseline"]
     assert (round(base["peers_median"], 3), base["peers"]) == (0.925, 2)
     add_metric_baselines([c], pl.DataFrame(), HOUR, CFG, BASELINE_SPECS)
     assert c["summary"].endswith("[against: its peers' median around the same time 92.5% (2 brokers)]")
-    assert json.loads(c["evidence"])["baseline"]["text"] == "its peers' median around the same time 92.5% (2 brokers)"
+    assert c["evidence"]["baseline"]["text"] == "its peers' median around the same time 92.5% (2 brokers)"
 
 
 def test_a_whole_cluster_saturated_shows_its_peers_saturated_too() -> None:
     found = alerts(samples({1: 0.04, 2: 0.05, 3: 0.06}), AlertType.REQUEST_HANDLER_SATURATED)
     assert sorted(c["broker_id"] for c in found) == [1, 2, 3]
     two = next(c for c in found if c["broker_id"] == 2)
-    assert json.loads(two["evidence"])["baseline"]["peers_median"] == 0.05
+    assert two["evidence"]["baseline"]["peers_median"] == 0.05
 
 
 def test_its_own_history_is_the_tail_on_the_alerts_side() -> None:
@@ -81,7 +80,7 @@ def test_its_own_history_is_the_tail_on_the_alerts_side() -> None:
     hist = pl.concat([rollups(2, 50, avg=0.97), rollups(2, 5, avg=0.60).with_columns(
         pl.col("minute") - dt.timedelta(minutes=50))])
     add_metric_baselines([c], hist, HOUR, CFG, BASELINE_SPECS)
-    base = json.loads(c["evidence"])["baseline"]
+    base = c["evidence"]["baseline"]
     assert (base["own_quantile"], base["own"], base["own_minutes"]) == ("p10", 0.97, 55)
     assert "its own p10 over the previous 60 min 97.0% (55 one-minute values)" in c["summary"]
 
@@ -89,7 +88,7 @@ def test_its_own_history_is_the_tail_on_the_alerts_side() -> None:
 def test_a_short_history_says_so() -> None:
     [c] = alerts(samples({1: 0.95, 2: 0.05}), AlertType.REQUEST_HANDLER_SATURATED)
     add_metric_baselines([c], rollups(2, HISTORY_MIN_MINUTES - 2), HOUR, CFG, BASELINE_SPECS)
-    base = json.loads(c["evidence"])["baseline"]
+    base = c["evidence"]["baseline"]
     assert "own" not in base
     assert f"its own history: {HISTORY_MIN_MINUTES - 2} min only" in base["text"]
 
@@ -104,7 +103,7 @@ def test_a_count_history_is_read_from_its_rise_across_minutes() -> None:
     [c] = alerts(tbl, AlertType.REQUEST_HANDLER_SATURATED)
     assert c["broker_id"] == 2
     add_metric_baselines([c], rollups(2, 20, attribute="Count", last=counts), HOUR, CFG, BASELINE_SPECS)
-    base = json.loads(c["evidence"])["baseline"]
+    base = c["evidence"]["baseline"]
     assert (round(base["own"], 6), base["own_minutes"]) == (0.8, 20)
     assert round(base["peers_median"], 6) == 0.9
 
@@ -141,6 +140,6 @@ def test_peers_are_read_around_the_same_time_not_at_the_same_window_start() -> N
                          "value": v, "source": f"b{broker}", "source_offset": i, "date": at.date()})
     tbl = pa.Table.from_pylist([{k: r.get(k) for k in METRIC_SAMPLES.names} for r in rows], METRIC_SAMPLES.to_arrow())
     three = next(c for c in alerts(tbl, AlertType.METADATA_APPLY_LAG) if c["broker_id"] == 3)
-    assert json.loads(three["evidence"])["window_start"] > "2026-11-28T09:00:18.5"  # after the peers' peak
-    base = json.loads(three["evidence"])["baseline"]
+    assert three["evidence"]["window_start"] > "2026-11-28T09:00:18.5"  # after the peers' peak
+    base = three["evidence"]["baseline"]
     assert (base["peers_median"], base["peers"]) == (18_050.0, 2)

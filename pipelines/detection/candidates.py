@@ -1,5 +1,5 @@
-"""Shared helpers of the detectors (polars): per-cluster levels, severity, the steps of a metric window's samples,
-the candidate rows and the text of their summaries and evidence.
+"""How every detector makes its candidates (polars): per-cluster levels, severity, the steps of a metric window's
+samples, the candidate rows and the text of their summaries and evidence.
 
 Every detector runs on the driver over what one micro-batch produced, collected once to Arrow (request rows, log
 rows, the metric windows it updated): at most thousands of rows, where polars answers in milliseconds what a Spark
@@ -8,7 +8,6 @@ plan per rule took seconds to plan and run on a busy machine.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
@@ -24,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CONTROL_PLANE_PREFIX",
     "NANOS_PER_SECOND",
+    "Evidence",
     "attribute_key",
     "candidate_rows",
     "evidence",
@@ -37,6 +37,10 @@ __all__ = [
     "window_text",
     "without_control_plane",
 ]
+
+# A candidate's evidence: a JSON object whose values are JSON values already (times as ISO-8601 text); baselines add
+# to it, and the alert row serialises it once.
+Evidence = dict[str, Any]
 
 # Control-plane signals are named so by Kafka (ControlPlaneRequestQueueSize, ControlPlane...IdlePercent).
 CONTROL_PLANE_PREFIX = "ControlPlane"
@@ -100,8 +104,8 @@ def steps(rows: pl.DataFrame, *extra: str) -> pl.DataFrame:
                             prev_value=pl.col("value").shift(1).over("_wid"))
 
 
-def candidate_rows(frame: pl.DataFrame, alert_type: str, describe: Callable[[Mapping[str, Any]], tuple[str, str]]
-                   ) -> list[dict[str, Any]]:
+def candidate_rows(frame: pl.DataFrame, alert_type: str,
+                   describe: Callable[[Mapping[str, Any]], tuple[str, Evidence]]) -> list[dict[str, Any]]:
     """Candidate alerts (the fields of lifecycle.Candidate) from `frame`'s rows that have a severity and a time;
     `frame` holds severity, cluster, broker_id, listener, ts, value, threshold and whatever `describe` reads to give
     each row its (summary, evidence)."""
@@ -151,7 +155,8 @@ def _json_value(v: Any) -> Any:
     return v
 
 
-def evidence(r: Mapping[str, Any], fields: Iterable[str], **extra: Any) -> str:
-    """A JSON object of `fields` of `r` (and `extra`), nulls left out, times as ISO-8601 UTC."""
+def evidence(r: Mapping[str, Any], fields: Iterable[str], **extra: Any) -> Evidence:
+    """The evidence of `fields` of `r` (and `extra`), nulls left out, times as ISO-8601 UTC: a JSON object, serialised
+    once, when the alert row is made (pipelines.detection.lifecycle)."""
     doc = {**{f: r.get(f) for f in fields}, **extra}
-    return json.dumps({k: _json_value(v) for k, v in doc.items() if v is not None}, separators=(",", ":"))
+    return {k: _json_value(v) for k, v in doc.items() if v is not None}
