@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from jobs import file_tail
+from jobs.sources import file_tail
 from jobs.sources.time_align import line_time
 
 T0 = dt.datetime(2026, 11, 28, 9, 0, tzinfo=dt.UTC)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs import file_tail
+from jobs.sources import file_tail
 from jobs.sources.file_tail import plan, read_piece, split
 from jobs.sources.paths import broker_id_from_path, classify_name, describe, sniff
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs import time_align
+from jobs.sources import time_align
 from jobs.sources.file_tail import plan, read_piece, split
 from jobs.sources.time_align import line_time
 
