@@ -1,5 +1,5 @@
-"""sink.mode delta-spark against delta-rs: the same input gives equal tables; kill -9 mid-batch in delta-spark mode,
-then a restart, equals a clean delta-spark run."""
+"""sink.mode delta-spark against delta-rs: the same input gives equal tables, the pairing's included; kill -9
+mid-batch in delta-spark mode, then a restart, equals a clean delta-spark run."""
 
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ from tests.streaming.test_crash_restart import BATCH_BYTES, _run_and_kill, _writ
 
 pytestmark = [pytest.mark.spark, pytest.mark.streaming, pytest.mark.slow, pytest.mark.integration]
 
-TABLES = ("raw_logs", "state_change_events", "request_events", "quarantine", "dq_results")
-# Columns stamped by the run (read time, batch numbering, wall-clock of a check), not by the input.
-RUN_COLUMNS = {"ingest_ts", "date", "batch_id", "run_ts", "duration_ms"}
+TABLES = ("raw_logs", "state_change_events", "request_events", "quarantine", "dq_results", "control_request_latency",
+          "pairing_state")
+# Columns stamped by the run (read time, batch numbering, wall-clock of a check or a write), not by the input.
+RUN_COLUMNS = {"ingest_ts", "date", "batch_id", "run_ts", "duration_ms", "updated_at"}
 
 
 def _snapshot(lake: Path) -> dict[str, list[tuple]]:
@@ -39,14 +40,15 @@ def clean_runs(spark, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, d
     for mode in ("delta-rs", "delta-spark"):
         settings = pipeline_settings(tmp / mode, files=inp, max_bytes_per_batch=BATCH_BYTES,
                                      quality={"enabled": False}, sink={"mode": mode})
-        assert run_pipeline(spark, settings, families=("logs",), detection=False) == 0
+        assert run_pipeline(spark, settings, families=("logs",)) == 0
         snaps[mode] = _snapshot(tmp / mode / "lake")
     return inp, snaps
 
 
 def test_both_sink_modes_write_equal_tables(clean_runs) -> None:
     _inp, snaps = clean_runs
-    assert len(snaps["delta-rs"]["raw_logs"]) == 132
+    assert len(snaps["delta-rs"]["raw_logs"]) == 372
+    assert len(snaps["delta-rs"]["control_request_latency"]) == 120
     for t in TABLES:
         assert snaps["delta-spark"][t] == snaps["delta-rs"][t], t
 
