@@ -59,7 +59,15 @@ from lake.log import added_files
 from lake.read import HIVE_NULL
 from lake.spark_read import read_files
 from lake.stats import footer_stats
-from lake.tables import COMMIT_RETRIES, COMMIT_RETRY_SLEEP_S, app_slug, batch_commit, ensure_table, local_path
+from lake.tables import (
+    COMMIT_RETRIES,
+    COMMIT_RETRY_SLEEP_S,
+    HISTORY_SCAN,
+    app_slug,
+    batch_commit,
+    ensure_table,
+    local_path,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -79,9 +87,6 @@ log = logging.getLogger(__name__)
 
 PENDING_DIR = "_pending"  # leading underscore: Delta and Spark readers ignore it
 SINK_MODES = ("delta-rs", "delta-spark")
-# delta-spark mode: the sink looks for its own commit among this many newest commits of the table (other queries
-# appending to the same table, e.g. quarantine, commit in between; a handful per batch at most).
-HISTORY_SCAN = 50
 # delta-spark on a remote table stages a batch's files under <$PLANEWATCH_STAGING_DIR or the temp dir>/STAGING_DIR.
 STAGING_ENV = "PLANEWATCH_STAGING_DIR"
 STAGING_DIR = "planewatch-staging"

@@ -24,18 +24,14 @@ from deltalake.exceptions import CommitFailedError
 
 from lake import LakeError
 from lake.read import read_table
-from lake.tables import COMMIT_RETRIES, COMMIT_RETRY_SLEEP_S, batch_commit, ensure_table, local_path
+from lake.tables import COMMIT_RETRIES, COMMIT_RETRY_SLEEP_S, HISTORY_SCAN, batch_commit, ensure_table, local_path
 
 if TYPE_CHECKING:
     from schemas.tables import Table
 
-__all__ = ["HISTORY_SCAN", "StateTable"]
+__all__ = ["StateTable"]
 
 log = logging.getLogger(__name__)
-
-# A replay looks for its first attempt's commit among this many newest commits (the maintenance and other
-# writers commit in between; a handful at most).
-HISTORY_SCAN = 50
 
 
 def _sql_string(value: str) -> str:
@@ -51,13 +47,16 @@ class StateTable:
         self.path = local_path(path)
         self.table = table
         self.app_id = app_id
-        self._ensured = False
+        self._table: DeltaTable | None = None
 
     def _open(self) -> DeltaTable:
-        if not self._ensured:
+        """The table at its latest version, through one handle brought up to date with the new commits only."""
+        if self._table is None:
             ensure_table(self.path, self.table)
-            self._ensured = True
-        return DeltaTable(self.path)
+            self._table = DeltaTable(self.path)
+        else:
+            self._table.update_incremental()
+        return self._table
 
     def load(self, batch_id: int) -> pa.Table:
         """The state as of before batch `batch_id`: the latest snapshot, or for a replay of a batch this app already

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "COMMIT_RETRIES",
     "COMMIT_RETRY_SLEEP_S",
+    "HISTORY_SCAN",
     "CommitFailedError",
     "add_missing_columns",
     "app_slug",
@@ -40,6 +41,9 @@ log = logging.getLogger(__name__)
 # delta-rs reports the conflict and a blind append is safe to retry.
 COMMIT_RETRIES = 5
 COMMIT_RETRY_SLEEP_S = 0.2
+# A writer looks for its own commit of a batch among this many newest commits (other queries and the maintenance
+# commit in between; a handful per batch at most).
+HISTORY_SCAN = 50
 
 
 def batch_commit(app_id: str, batch_id: int) -> CommitProperties:

@@ -75,6 +75,8 @@ METRIC_READ_AHEAD = dt.timedelta(hours=1)
 KEEP_INPUTS = 100
 INPUTS_DIR = "pairing_inputs"
 _UTC = dt.UTC
+# The metric family's latest sample per broker, as the clock reads it.
+LATEST_SCHEMA = pa.schema([("cluster", pa.string()), ("broker_id", pa.int32()), ("ts", pa.timestamp("us", "UTC"))])
 
 
 def _ms(t: dt.datetime) -> int:
@@ -169,7 +171,7 @@ class LogPairing:
     def _metric_latest(self, times: pa.Table, batch_id: int) -> pa.Table:
         """(cluster, broker_id, ts) of the latest metric sample per broker since the clock's, for the clusters of
         the batch and of the state; recorded in the checkpoint before use, read from there by a replay."""
-        schema = pa.schema([("cluster", pa.string()), ("broker_id", pa.int32()), ("ts", pa.timestamp("us", "UTC"))])
+        schema = LATEST_SCHEMA
         recorded = self._recorded(batch_id)
         if recorded is not None:
             return pa.Table.from_pylist([{"cluster": c, "broker_id": b, "ts": _time(t)} for c, b, t in recorded],
@@ -184,10 +186,8 @@ class LogPairing:
             clock = self.clocks.get(cluster)
             if clock is not None and clock.metric_ms is not None:
                 lo = _time(clock.metric_ms)
-            elif cluster in firsts or (clock is not None and clock.log_ms is not None):
+            elif (first := firsts.get(cluster, clock.log_ms if clock is not None else None)) is not None:
                 # no sample of the cluster seen yet: from a while before its first log line the pairing knows
-                first = firsts.get(cluster) or (clock.log_ms if clock is not None else None)
-                assert first is not None
                 lo = _time(first) - FIRST_METRIC_LOOKBACK
             else:
                 continue
@@ -258,8 +258,7 @@ class LogPairing:
                 for b, t in clock.alive.items() if (c, bucket_of(b)) in keys]
         if not rows:
             return PAIRING_SCHEMA.empty_table()
-        schema = pa.schema([("cluster", pa.string()), ("broker_id", pa.int32()), ("ts", pa.timestamp("us", "UTC"))])
-        return metric_heartbeats(pa.Table.from_pylist(rows, schema))
+        return metric_heartbeats(pa.Table.from_pylist(rows, LATEST_SCHEMA))
 
     # -- the batch ---------------------------------------------------------------------------------------------
     def _late(self, events: pa.Table, before: Mapping[str, int]) -> tuple[pa.Table, int]:
