@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-__all__ = ["EXIT_CODES", "SEVERITY_ORDER", "CheckStatus", "RollCheck", "RollVerdict"]
+__all__ = ["EXIT_CODES", "SEVERITY_ORDER", "CheckStatus", "RestartRisk", "RollCheck", "RollVerdict"]
 
 
 class RollVerdict(StrEnum):
@@ -58,6 +58,34 @@ class RollCheck(StrEnum):
     PREFERRED_LEADERS = "PREFERRED_LEADERS"
     #: control requests in flight, or open alerts about slow or stuck ones (control_request_latency, alerts)
     CONTROL_REQUESTS = "CONTROL_REQUESTS"
+    #: the cluster answered the Admin API (topics, configs, DescribeCluster, DescribeQuorum)
+    ADMIN_API = "ADMIN_API"
+    #: restarting the broker asked about would leave partitions without an in-sync replica (offline, or an unclean
+    #: leader); or partitions have no leader now
+    RESTART_OFFLINE = "RESTART_OFFLINE"
+    #: restarting the broker asked about would leave partitions' ISR below min.insync.replicas
+    RESTART_UNDER_MIN_ISR = "RESTART_UNDER_MIN_ISR"
+    #: the partitions the broker asked about leads, which fail over when it stops (informational)
+    RESTART_LEADERSHIP = "RESTART_LEADERSHIP"
+    #: the broker asked about has every replica back in its ISR (a restarted broker has recovered)
+    REPLICAS_IN_SYNC = "REPLICAS_IN_SYNC"
+    #: KRaft: a majority of the controller quorum's voters is caught up, and stays so without the controller asked
+    #: about (DescribeQuorum)
+    CONTROLLER_QUORUM = "CONTROLLER_QUORUM"
+
+
+class RestartRisk(StrEnum):
+    """What a broker's restart would do to one partition it hosts (pipelines.restart_probe.exposure)."""
+
+    #: it is the only in-sync replica: no leader until it is back
+    offline = "offline"
+    #: it is the only in-sync replica and the topic allows unclean election: an out-of-sync replica leads, records
+    #: acknowledged only by this broker are lost
+    data_loss = "data_loss"
+    #: the ISR without it is below min.insync.replicas: acks=all producers get NotEnoughReplicas
+    acks_all_blocked = "acks_all_blocked"
+    #: it leads the partition and another in-sync replica takes over: acks=1 producers see a leader change
+    leader_moves = "leader_moves"
 
 
 # A verdict is its worst check: lower index is worse. `skipped` and `ok` never make it worse than safe.

@@ -11,7 +11,7 @@ Modules: `alter_configs` (AlterConfigs (api key 33)); `alter_partition_reassignm
 key 19)); `delete_acls` (DeleteAcls (api key 31)); `delete_groups` (DeleteGroups (api key 42)); `delete_records`
 (DeleteRecords (api key 21)); `delete_topics` (DeleteTopics (api key 20)); `describe_acls` (DescribeAcls (api key
 29)); `describe_cluster` (DescribeCluster (api key 60)); `describe_configs` (DescribeConfigs (api key 32));
-`describe_groups` (DescribeGroups (api key 15)); `describe_log_dirs` (DescribeLogDirs (api key 35)); `elect_leaders`
+`describe_groups` (DescribeGroups (api key 15)); `describe_log_dirs` (DescribeLogDirs (api key 35)); `describe_quorum` (DescribeQuorum (api key 55)); `elect_leaders`
 (ElectLeaders (api key 43)); `fetch` (Fetch (api key 1)); `find_coordinator` (FindCoordinator (api key 10));
 `heartbeat` (Heartbeat (api key 12)); `incremental_alter_configs` (IncrementalAlterConfigs (api key 44));
 `init_producer_id` (InitProducerId (api key 22)); `join_group` (JoinGroup (api key 11)); `leader_and_isr`
@@ -46,6 +46,7 @@ from . import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_quorum,
     elect_leaders,
     fetch,
     find_coordinator,
@@ -109,6 +110,8 @@ _MODULES = (
     elect_leaders,
     alter_partition_reassignments,
     list_partition_reassignments,
+    # client side only: planewatch's roll probe asks a KRaft cluster; the broker does not serve it
+    describe_quorum,
 )
 
 REGISTRY: dict[int, tuple[Message, Message]] = {m.REQUEST.api_key: (m.REQUEST, m.RESPONSE) for m in _MODULES}

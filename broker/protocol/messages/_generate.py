@@ -54,6 +54,7 @@ GENERATED = {
     "DescribeAcls": "describe_acls",
     "CreateAcls": "create_acls",
     "DeleteAcls": "delete_acls",
+    "DescribeQuorum": "describe_quorum",
 }
 
 #: validVersions as Kafka 3.9 has them.  Kafka 4 (KIP-896) dropped old versions from ``validVersions`` but left every

@@ -1,0 +1,220 @@
+"""A cluster described through Kafka's Admin API, for the roll-safety verdict (:mod:`pipelines.restart_probe`).
+
+Topics, partitions with their ISR, topic configs and DescribeCluster come from confluent-kafka's AdminClient (the
+connection's librdkafka properties, TLS and SASL included, as the operator's other clients have them); the KRaft
+metadata quorum from DescribeQuorum (api key 55), which librdkafka does not offer, sent with planewatch's own codec
+(:mod:`broker.protocol`) to a bootstrap broker, which forwards it to the active controller. DescribeQuorum is asked
+over PLAINTEXT and SSL; over SASL the quorum is reported unknown (:class:`AdminUnavailable` names why).
+
+Connections per cluster come from a YAML file (``PLANEWATCH_ADMIN_CLUSTERS``, `planewatch roll-check --admin-config`)::
+
+    clusters:
+      prod-eu:
+        bootstrap.servers: kafka-0.prod-eu:9093
+        security.protocol: SASL_SSL
+        sasl.mechanism: SCRAM-SHA-512
+        sasl.username: planewatch
+        sasl.password: file:/run/secrets/prod-eu-password   # or env:PROD_EU_PASSWORD
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import ssl
+import struct
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, ConfigResource
+
+from broker.protocol import ApiKey, ProtocolError, decode_response, encode_request
+from pipelines.restart_probe import (
+    DEFAULT_FETCH_TIMEOUT_MS,
+    ClusterState,
+    PartitionState,
+    QuorumState,
+    VoterState,
+)
+
+__all__ = ["ADMIN_TIMEOUT_S", "AdminConfigError", "AdminUnavailable", "describe_cluster", "load_admin_clusters"]
+
+# How long one description may take (metadata, configs, DescribeCluster, DescribeQuorum): a roll gate that waits
+# longer than this for a cluster answers unknown.
+ADMIN_TIMEOUT_S = 10.0
+# The KRaft metadata log: DescribeQuorum describes its one partition.
+METADATA_TOPIC = "__cluster_metadata"
+# DescribeQuorum v1 has each voter's last caught-up time (KIP-836, Kafka 3.3+); v2 adds nothing the check reads.
+QUORUM_VERSION = 1
+# A response frame larger than this is not DescribeQuorum's (a few hundred bytes per voter).
+MAX_RESPONSE_BYTES = 1 << 20
+_PROPS_FOR_SOCKET = ("security.protocol", "ssl.ca.location", "ssl.certificate.location", "ssl.key.location",
+                     "ssl.key.password", "enable.ssl.certificate.verification")
+_CLIENT_ID = "planewatch-roll-probe"
+
+
+class AdminConfigError(ValueError):
+    """The admin connections file is unreadable or malformed, or a secret it points at is missing."""
+
+
+class AdminUnavailable(RuntimeError):
+    """The cluster could not be described (unreachable, refused, timed out); the message says why."""
+
+
+def _secret(value: Any, where: str) -> str:
+    text = str(value)
+    if text.startswith("file:"):
+        try:
+            return Path(text[5:]).read_text().strip()
+        except OSError as e:
+            raise AdminConfigError(f"{where}: cannot read {text[5:]}: {e.strerror}") from None
+    if text.startswith("env:"):
+        if text[4:] not in os.environ:
+            raise AdminConfigError(f"{where}: environment variable {text[4:]} is not set")
+        return os.environ[text[4:]]
+    return text
+
+
+def load_admin_clusters(path: Path) -> dict[str, dict[str, str]]:
+    """cluster -> librdkafka properties from the YAML file at `path` (module docstring); `file:` and `env:` values
+    are read."""
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise AdminConfigError(f"{path}: {e}") from None
+    clusters = doc.get("clusters") if isinstance(doc, dict) else None
+    if not isinstance(clusters, dict):
+        raise AdminConfigError(f"{path}: expected a mapping under `clusters:`")
+    out = {}
+    for name, props in clusters.items():
+        if not isinstance(props, dict) or "bootstrap.servers" not in props:
+            raise AdminConfigError(f"{path}: cluster {name!r} needs a mapping with bootstrap.servers")
+        out[str(name)] = {str(k): _secret(v, f"{path}: {name}.{k}") for k, v in props.items()}
+    return out
+
+
+def _partitions(admin: AdminClient, timeout: float) -> tuple[list[PartitionState], list[int]]:
+    md = admin.list_topics(timeout=timeout)
+    parts = [PartitionState(t.topic, p.id, int(p.leader), tuple(p.replicas), tuple(p.isrs))
+             for t in md.topics.values() if t.error is None for p in t.partitions.values()]
+    return parts, sorted(md.brokers)
+
+
+def _topic_configs(admin: AdminClient, topics: list[str], timeout: float) -> tuple[dict[str, int], dict[str, bool]]:
+    min_isr: dict[str, int] = {}
+    unclean: dict[str, bool] = {}
+    if not topics:
+        return min_isr, unclean
+    futures = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics],
+                                     request_timeout=timeout)
+    for res, fut in futures.items():
+        entries = fut.result(timeout=timeout)
+        if "min.insync.replicas" in entries:
+            min_isr[res.name] = int(entries["min.insync.replicas"].value)
+        if "unclean.leader.election.enable" in entries:
+            unclean[res.name] = entries["unclean.leader.election.enable"].value == "true"
+    return min_isr, unclean
+
+
+def _fetch_timeout_ms(admin: AdminClient, broker: int, timeout: float) -> int:
+    res = ConfigResource(ConfigResource.Type.BROKER, str(broker))
+    entries = admin.describe_configs([res], request_timeout=timeout)[res].result(timeout=timeout)
+    entry = entries.get("controller.quorum.fetch.timeout.ms")
+    return int(entry.value) if entry is not None and entry.value else DEFAULT_FETCH_TIMEOUT_MS
+
+
+def _connect(props: Mapping[str, str], timeout: float) -> socket.socket:
+    protocol = props.get("security.protocol", "PLAINTEXT").upper()
+    if protocol.startswith("SASL"):
+        raise AdminUnavailable("DescribeQuorum over SASL is not supported: the quorum cannot be checked")
+    host, _, port = props["bootstrap.servers"].split(",")[0].strip().rpartition(":")
+    sock = socket.create_connection((host.strip("[]"), int(port)), timeout=timeout)
+    if protocol != "SSL":
+        return sock
+    ctx = ssl.create_default_context(cafile=props.get("ssl.ca.location"))
+    if props.get("enable.ssl.certificate.verification", "true") == "false":
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    if "ssl.certificate.location" in props:
+        ctx.load_cert_chain(props["ssl.certificate.location"], props.get("ssl.key.location"),
+                            props.get("ssl.key.password"))
+    return ctx.wrap_socket(sock, server_hostname=host.strip("[]"))
+
+
+def _exchange(sock: socket.socket, api_key: int, version: int, correlation_id: int,
+              body: dict[str, Any]) -> dict[str, Any]:
+    sock.sendall(encode_request(api_key, version, correlation_id, _CLIENT_ID, body))
+    size = struct.unpack(">i", _read(sock, 4))[0]
+    if not 0 < size <= MAX_RESPONSE_BYTES:
+        raise AdminUnavailable(f"response of {size} bytes to api key {api_key}")
+    got, out = decode_response(api_key, version, _read(sock, size))
+    if got != correlation_id:
+        raise AdminUnavailable(f"response for correlation id {got}, expected {correlation_id}")
+    return out
+
+
+def _read(sock: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise AdminUnavailable("the broker closed the connection")
+        buf += chunk
+    return bytes(buf)
+
+
+def _quorum(props: Mapping[str, str], timeout: float) -> QuorumState | None:
+    """The metadata quorum, or None when the cluster has none (ZooKeeper mode: its brokers do not list
+    DescribeQuorum in ApiVersions)."""
+    try:
+        with _connect(props, timeout) as sock:
+            versions = _exchange(sock, ApiKey.API_VERSIONS, 0, 1, {})
+            keys = {k["api_key"]: k for k in versions["api_keys"]}
+            if ApiKey.DESCRIBE_QUORUM not in keys:
+                return None
+            version = min(QUORUM_VERSION, keys[ApiKey.DESCRIBE_QUORUM]["max_version"])
+            asked = int(time.time() * 1000)
+            body = _exchange(sock, ApiKey.DESCRIBE_QUORUM, version, 2, {
+                "topics": [{"topic_name": METADATA_TOPIC, "partitions": [{"partition_index": 0}]}]})
+    except (OSError, ProtocolError) as e:
+        raise AdminUnavailable(f"DescribeQuorum: {type(e).__name__}: {e}") from None
+    if body["error_code"]:
+        raise AdminUnavailable(f"DescribeQuorum: error code {body['error_code']}")
+    (part,) = body["topics"][0]["partitions"]
+    if part["error_code"]:
+        raise AdminUnavailable(f"DescribeQuorum: partition error code {part['error_code']}")
+
+    def states(rows: list[dict[str, Any]]) -> tuple[VoterState, ...]:
+        return tuple(VoterState(r["replica_id"], r["log_end_offset"], r.get("last_caught_up_timestamp", -1))
+                     for r in rows)
+
+    return QuorumState(part["leader_id"], part["leader_epoch"], part["high_watermark"],
+                       states(part["current_voters"]), states(part["observers"]), asked)
+
+
+def describe_cluster(props: Mapping[str, str], timeout: float = ADMIN_TIMEOUT_S) -> ClusterState:
+    """The cluster at `props` (librdkafka properties) now.
+
+    Raises:
+        AdminUnavailable: it could not be described within `timeout`; the message says why.
+    """
+    taken = int(time.time() * 1000)
+    admin = AdminClient({**props, "client.id": _CLIENT_ID, "socket.timeout.ms": str(int(timeout * 1000))})
+    try:
+        parts, brokers = _partitions(admin, timeout)
+        min_isr, unclean = _topic_configs(admin, sorted({p.topic for p in parts}), timeout)
+        live = admin.describe_cluster(request_timeout=timeout).result(timeout=timeout)
+        live_ids = tuple(sorted(int(n.id) for n in live.nodes)) or tuple(brokers)
+        quorum = _quorum({k: v for k, v in props.items() if k in _PROPS_FOR_SOCKET or k == "bootstrap.servers"},
+                         timeout)
+        fetch_timeout = _fetch_timeout_ms(admin, live_ids[0], timeout) if quorum and live_ids else \
+            DEFAULT_FETCH_TIMEOUT_MS
+    except KafkaException as e:
+        raise AdminUnavailable(f"{e.args[0].str() if e.args and hasattr(e.args[0], 'str') else e}") from None
+    except TimeoutError:
+        raise AdminUnavailable(f"no answer within {timeout:g} s") from None
+    return ClusterState(taken, live_ids, tuple(parts), min_isr, unclean, quorum, fetch_timeout)
