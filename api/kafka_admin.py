@@ -30,7 +30,7 @@ from typing import Any
 
 import yaml
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient, ConfigResource
+from confluent_kafka.admin import AdminClient, ConfigResource  # type: ignore[attr-defined]
 
 from broker.protocol import ApiKey, ProtocolError, decode_response, encode_request
 from pipelines.restart_probe import (
@@ -99,7 +99,7 @@ def load_admin_clusters(path: Path) -> dict[str, dict[str, str]]:
 
 def _partitions(admin: AdminClient, timeout: float) -> tuple[list[PartitionState], list[int]]:
     md = admin.list_topics(timeout=timeout)
-    parts = [PartitionState(t.topic, p.id, int(p.leader), tuple(p.replicas), tuple(p.isrs))
+    parts = [PartitionState(str(t.topic), p.id, int(p.leader), tuple(p.replicas), tuple(p.isrs))
              for t in md.topics.values() if t.error is None for p in t.partitions.values()]
     return parts, sorted(md.brokers)
 

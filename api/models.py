@@ -278,6 +278,8 @@ class RollReason(BaseModel):
     threshold: float | None = None
     broker_id: int | None = None
     age_s: float | None = None
+    partitions: list[str] = Field(default_factory=list, description="the partitions the check is about (the Admin "
+                                  "API's per-partition checks), sorted")
 
 
 class RollSafetyPublic(BaseModel):

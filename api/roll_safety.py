@@ -1,29 +1,35 @@
 """The roll-safety verdict read from the lake: the SQL over metric_samples, control_request_latency and alerts that
-feeds :func:`pipelines.roll_safety.roll_verdict` (the API's GET /clusters/{cluster}/roll-safety and
+feeds :func:`pipelines.roll_safety.roll_verdict`, with the cluster's own description through the Admin API when a
+connection is configured for it (:mod:`api.kafka_admin`) (the API's GET /clusters/{cluster}/roll-safety and
 `planewatch roll-check` both call :func:`cluster_verdict`)."""
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
 import polars as pl
 
+from api.kafka_admin import AdminUnavailable, describe_cluster
 from api.queries import lit_date, lit_ts, name_literal
 from api.store import LakeStore, TableMissing
+from pipelines.restart_probe import admin_reasons
 from pipelines.roll_safety import (
     CONTROL_REQUEST_ALERTS,
     DEFAULT_THRESHOLDS,
     ROLL_SIGNALS,
+    Reason,
     RollThresholds,
     Verdict,
     roll_verdict,
     utc_frame,
 )
+from schemas.roll_safety import CheckStatus, RollCheck
 from schemas.tables import ALERTS, CONTROL_REQUEST_LATENCY, METRIC_SAMPLES
 
-__all__ = ["cluster_verdict", "verdict_json"]
+__all__ = ["cluster_verdict", "described", "verdict_json"]
 
 def _latest_sql(cluster: str, now: dt.datetime, th: RollThresholds) -> str:
     since = now - dt.timedelta(seconds=th.membership_s)
@@ -68,9 +74,24 @@ def _frame(store: LakeStore, sql: str, table: str, schema: dict[str, Any]) -> pl
 _TS = pl.Datetime("us", "UTC")
 
 
+def described(cluster: str, admin: Mapping[str, Mapping[str, str]] | None, node: int | None) -> list[Reason]:
+    """The reasons of `cluster`'s own description through the Admin API (pipelines.restart_probe) for `node`, when
+    `admin` (cluster -> librdkafka properties) has a connection for it; a skipped ADMIN_API reason otherwise."""
+    props = (admin or {}).get(cluster)
+    if props is None:
+        return [Reason(RollCheck.ADMIN_API, CheckStatus.skipped, f"no Admin API connection configured for "
+                       f"{cluster!r}: the per-partition and quorum checks are not made", "Admin API")]
+    try:
+        return admin_reasons(describe_cluster(props), None, node)
+    except AdminUnavailable as e:
+        return admin_reasons(None, str(e), node)
+
+
 def cluster_verdict(store: LakeStore, cluster: str, now: dt.datetime, th: RollThresholds = DEFAULT_THRESHOLDS,
-                    broker_id: int | None = None, since: dt.datetime | None = None) -> Verdict:
-    """The verdict of `cluster` as of `now` from the lake behind `store`.
+                    broker_id: int | None = None, since: dt.datetime | None = None,
+                    admin: Mapping[str, Mapping[str, str]] | None = None) -> Verdict:
+    """The verdict of `cluster` as of `now` from the lake behind `store`, and from the cluster itself through the
+    Admin API when `admin` has a connection for it (:func:`described`).
 
     Raises:
         TableUnavailable: a table exists but cannot be read (a missing table reads as no rows).
@@ -83,7 +104,8 @@ def cluster_verdict(store: LakeStore, cluster: str, now: dt.datetime, th: RollTh
                        "status": pl.String})
     alerts = _frame(store, _alerts_sql(cluster, now), ALERTS.name,
                     {"type": pl.String, "broker_id": pl.Int32, "started_at": _TS, "resolved_at": _TS})
-    return roll_verdict(cluster, latest, requests, alerts, now, th, broker_id, since)
+    return roll_verdict(cluster, latest, requests, alerts, now, th, broker_id, since,
+                        described(cluster, admin, broker_id))
 
 
 def verdict_json(v: Verdict) -> dict[str, Any]:

@@ -22,6 +22,9 @@ class Settings(BaseSettings):
 
     lake: Path = Field(default=Path("var/lake"), description="lake directory: one Delta table per sub-directory")
     cluster_dir: Path | None = Field(default=None, description="a reference cluster's directory (holds cluster.json)")
+    admin_clusters: Path | None = Field(
+        default=None, description="YAML file of Admin API connections per cluster (api.kafka_admin): the "
+        "roll-safety verdict's per-partition and quorum checks")
     api_token: str | None = Field(default=None, description="bearer token for every data endpoint; unset = open")
     alertmanager_url: str | None = Field(
         default=None,

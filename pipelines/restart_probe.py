@@ -25,14 +25,18 @@ from dataclasses import dataclass, field
 from pipelines.roll_safety import Reason
 from schemas.roll_safety import CheckStatus, RestartRisk, RollCheck
 
-__all__ = ["DEFAULT_FETCH_TIMEOUT_MS", "NAMES_SHOWN", "ClusterState", "Exposure", "PartitionState", "QuorumState",
-           "Recovery", "VoterState", "admin_reasons", "exposure", "quorum_reasons", "recovery"]
+__all__ = ["DEFAULT_FETCH_TIMEOUT_MS", "NAMES_SHOWN", "PARTITIONS_LISTED", "ClusterState", "Exposure",
+           "PartitionState", "QuorumState", "Recovery", "VoterState", "admin_reasons", "exposure", "quorum_reasons",
+           "recovery"]
 
 # Kafka's default `controller.quorum.fetch.timeout.ms` (QuorumConfig): a voter that has not caught up with the
 # leader within it is not counted as caught up (Strimzi's rule, strimzi/proposals #91).
 DEFAULT_FETCH_TIMEOUT_MS = 2000
 # Partition names quoted per consequence (every count is complete; the names are the first ones, sorted).
 NAMES_SHOWN = 10
+# Partitions listed per reason (the API's `partitions`): a check's full list up to this many; the count is always
+# complete. A broker of a large cluster hosts a few thousand replicas: the list stays a few hundred kB at most.
+PARTITIONS_LISTED = 10_000
 # The default of `min.insync.replicas` (a topic without the config, on a broker without the override).
 DEFAULT_MIN_ISR = 1
 
@@ -174,7 +178,7 @@ def _broker_reasons(state: ClusterState, broker: int) -> list[Reason]:
         names = exp.risks.get(risk, ())
         if names:
             out.append(Reason(check, status, f"restarting broker {broker}: {len(names)} {what}: {_names(names)}",
-                              "Admin API", float(len(names)), 0, broker, age))
+                              "Admin API", float(len(names)), 0, broker, age, names[:PARTITIONS_LISTED]))
     for check in (RollCheck.RESTART_OFFLINE, RollCheck.RESTART_UNDER_MIN_ISR):
         if not any(r.check == check for r in out):
             out.append(Reason(check, CheckStatus.ok, f"restarting broker {broker}: no partition of its "
@@ -183,14 +187,14 @@ def _broker_reasons(state: ClusterState, broker: int) -> list[Reason]:
     out.append(Reason(RollCheck.RESTART_LEADERSHIP, CheckStatus.ok,
                       f"restarting broker {broker}: {len(moves)} partition(s) it leads fail over to another in-sync "
                       f"replica (acks=1 producers see a leader change)" + (f": {_names(moves)}" if moves else ""),
-                      "Admin API", float(len(moves)), None, broker, age))
+                      "Admin API", float(len(moves)), None, broker, age, moves[:PARTITIONS_LISTED]))
     rec = recovery(state, broker)
     status = CheckStatus.ok if rec.in_sync == rec.replicas else CheckStatus.wait
     out.append(Reason(RollCheck.REPLICAS_IN_SYNC, status,
                       f"broker {broker}: {rec.in_sync} of {rec.replicas} replica(s) in their ISR"
                       + (f"; out: {_names(rec.out_of_sync)}" if rec.out_of_sync else "")
                       + f"; leads {rec.leading_preferred} of the {rec.preferred} it is preferred leader of",
-                      "Admin API", rec.in_sync_share, 1.0, broker, age))
+                      "Admin API", rec.in_sync_share, 1.0, broker, age, rec.out_of_sync[:PARTITIONS_LISTED]))
     return out
 
 
@@ -240,7 +244,8 @@ def admin_reasons(state: ClusterState | None, error: str | None, node: int | Non
     offline = sorted(p.name for p in state.partitions if p.leader < 0)
     if offline:
         out.append(Reason(RollCheck.RESTART_OFFLINE, CheckStatus.unsafe, f"{len(offline)} partition(s) have no "
-                          f"leader now: {_names(offline)}", "Admin API", float(len(offline)), 0))
+                          f"leader now: {_names(offline)}", "Admin API", float(len(offline)), 0, None, 0.0,
+                          tuple(offline[:PARTITIONS_LISTED])))
     voters = {v.node for v in state.quorum.voters} if state.quorum else set()
     if state.quorum is not None:
         out += quorum_reasons(state.quorum, node if node in voters else None, state.fetch_timeout_ms)

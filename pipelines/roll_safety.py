@@ -25,7 +25,7 @@ required check is ``unknown``, never ``ok``.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -104,6 +104,7 @@ class Reason:
     threshold: float | None = None
     broker_id: int | None = None
     age_s: float | None = None  # how old the data behind it is
+    partitions: tuple[str, ...] = ()  # the partitions it is about (the Admin API's checks), sorted
 
 
 @dataclass(frozen=True)
@@ -286,17 +287,18 @@ def _control_requests(in_flight: pl.DataFrame, open_alerts: pl.DataFrame, now: d
 
 def roll_verdict(cluster: str, latest: pl.DataFrame, requests: pl.DataFrame, alerts: pl.DataFrame,
                  now: dt.datetime, th: RollThresholds = DEFAULT_THRESHOLDS, broker_id: int | None = None,
-                 since: dt.datetime | None = None) -> Verdict:
+                 since: dt.datetime | None = None, described: Sequence[Reason] = ()) -> Verdict:
     """The verdict of `cluster` at `now` from its inputs (module docstring). `since`: the last change the caller
     made (a restart): every node must have been scraped after it, or the verdict is unknown (data from before the
-    change says nothing of the cluster after it)."""
+    change says nothing of the cluster after it). `described`: the reasons the cluster's own description gave
+    (pipelines.restart_probe.admin_reasons), weighed with the rest."""
     members_from = now - dt.timedelta(seconds=th.membership_s)
     lat = _Latest(latest.filter(pl.col("ts").is_between(members_from, now)), now)
     nodes = sorted(int(b) for b in lat.rows.get_column("broker_id").unique().to_list())
     if not nodes:
         reason = Reason(RollCheck.NODES_FRESH, CheckStatus.unknown, f"no metric sample of cluster {cluster!r} in "
                         f"the last {th.membership_s:g} s")
-        return Verdict(cluster, RollVerdict.unknown, now, "unknown", [], [reason], broker_id)
+        return Verdict(cluster, RollVerdict.unknown, now, "unknown", [], [reason, *described], broker_id)
     kraft = bool(lat.of(_S.RaftCurrentLeader))
     reasons = [
         *_fresh(lat, nodes, th, since),
@@ -322,5 +324,6 @@ def roll_verdict(cluster: str, latest: pl.DataFrame, requests: pl.DataFrame, ale
     else:
         reasons += [Reason(c, CheckStatus.skipped, "KRaft only: the cluster runs in ZooKeeper mode")
                     for c in (RollCheck.QUORUM_LEADER, RollCheck.FENCED_BROKERS, RollCheck.METADATA_LAG)]
+    reasons += described
     return Verdict(cluster, _worst(r.status for r in reasons), now, "kraft" if kraft else "zookeeper", nodes,
                    reasons, broker_id)

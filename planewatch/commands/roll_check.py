@@ -1,5 +1,6 @@
 """`planewatch roll-check --cluster C [--broker N]`: may the next broker be restarted now? Exit status 0 = safe,
-1 = wait (or unsafe), 2 = unknown (missing or stale data), 3 = the lake could not be read; the verdict and every
+1 = wait (or unsafe), 2 = unknown (missing or stale data, or a cluster that cannot be described), 3 = the lake could
+not be read, 4 = the Admin API connections could not be read; the verdict and every
 check's reason are printed (``--json``: as GET /clusters/{cluster}/roll-safety answers).
 
 Reads the same lake tables as the API (api.roll_safety); scripts poll it before each restart:
@@ -17,10 +18,13 @@ from dataclasses import fields
 from datetime import UTC, datetime
 from pathlib import Path
 
+from api.kafka_admin import AdminConfigError
 from pipelines.roll_safety import DEFAULT_THRESHOLDS, RollThresholds
 
 # exit status when the lake cannot be read (a table unreadable or the query timed out)
 LAKE_UNREADABLE = 3
+# exit status when the Admin API connections cannot be read
+ADMIN_CONFIG_INVALID = 4
 # how long one read of the lake may take
 QUERY_TIMEOUT_S = 30.0
 
@@ -37,6 +41,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--broker", type=int, default=None, help="the broker to restart next (reported)")
     parser.add_argument("--lake", type=Path, default=Path("var/lake"), help="lake directory (default: var/lake)")
     parser.add_argument("--json", action="store_true", help="print the verdict as JSON")
+    parser.add_argument("--admin-config", type=Path, default=None, metavar="YAML",
+                        help="Admin API connections per cluster (docs/roll-safety.md): check the partitions the "
+                             "broker's restart would put at risk and the controller quorum")
+    parser.add_argument("--bootstrap-server", default=None, metavar="HOST:PORT",
+                        help="the cluster's bootstrap servers, as Kafka's tools take them (instead of --admin-config)")
+    parser.add_argument("--command-config", type=Path, default=None, metavar="PROPERTIES",
+                        help="client properties for --bootstrap-server (librdkafka names: security.protocol, "
+                             "sasl.*, ssl.*)")
     parser.add_argument("--since", type=iso_time, default=None, metavar="TIME",
                         help="the last change made, ISO 8601 (e.g. the restart's `date -u +%%FT%%TZ`): every node "
                              "must have been scraped after it, else unknown")
@@ -46,6 +58,34 @@ def configure(parser: argparse.ArgumentParser) -> None:
                             help=f"threshold (default {getattr(DEFAULT_THRESHOLDS, f.name):g})")
 
 
+def read_properties(path: Path) -> dict[str, str]:
+    """A Java-style .properties file (`key=value` or `key: value` lines; `#` and `!` comments)."""
+    out = {}
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise AdminConfigError(f"{path}: {e.strerror}") from None
+    for n, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line[0] in "#!":
+            continue
+        key, sep, value = (line.partition("=") if "=" in line else line.partition(":"))
+        if not sep:
+            raise AdminConfigError(f"{path}:{n}: expected key=value")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _admin(args: argparse.Namespace) -> dict[str, dict[str, str]] | None:
+    """cluster -> Admin API connection from --admin-config, or --bootstrap-server (+ --command-config)."""
+    from api.kafka_admin import load_admin_clusters
+
+    if args.bootstrap_server:
+        props = read_properties(args.command_config) if args.command_config else {}
+        return {args.cluster: {**props, "bootstrap.servers": args.bootstrap_server}}
+    return load_admin_clusters(args.admin_config) if args.admin_config else None
+
+
 def run(args: argparse.Namespace) -> int:
     """Print the verdict; the exit status says it (module docstring)."""
     from api.roll_safety import cluster_verdict, verdict_json
@@ -53,9 +93,14 @@ def run(args: argparse.Namespace) -> int:
     from schemas.roll_safety import EXIT_CODES
 
     th = RollThresholds(**{f.name: getattr(args, f.name) for f in fields(RollThresholds)})
+    try:
+        admin = _admin(args)
+    except AdminConfigError as e:
+        print(f"planewatch roll-check: {e}", file=sys.stderr)
+        return ADMIN_CONFIG_INVALID
     store = LakeStore(args.lake, background_reload=False, query_timeout_s=QUERY_TIMEOUT_S)
     try:
-        v = cluster_verdict(store, args.cluster, datetime.now(UTC), th, args.broker, args.since)
+        v = cluster_verdict(store, args.cluster, datetime.now(UTC), th, args.broker, args.since, admin)
     except TableUnavailable as e:
         print(f"planewatch roll-check: cannot read the lake: {e}", file=sys.stderr)
         return LAKE_UNREADABLE

@@ -11,17 +11,18 @@ Modules: `alter_configs` (AlterConfigs (api key 33)); `alter_partition_reassignm
 key 19)); `delete_acls` (DeleteAcls (api key 31)); `delete_groups` (DeleteGroups (api key 42)); `delete_records`
 (DeleteRecords (api key 21)); `delete_topics` (DeleteTopics (api key 20)); `describe_acls` (DescribeAcls (api key
 29)); `describe_cluster` (DescribeCluster (api key 60)); `describe_configs` (DescribeConfigs (api key 32));
-`describe_groups` (DescribeGroups (api key 15)); `describe_log_dirs` (DescribeLogDirs (api key 35)); `describe_quorum` (DescribeQuorum (api key 55)); `elect_leaders`
-(ElectLeaders (api key 43)); `fetch` (Fetch (api key 1)); `find_coordinator` (FindCoordinator (api key 10));
-`heartbeat` (Heartbeat (api key 12)); `incremental_alter_configs` (IncrementalAlterConfigs (api key 44));
-`init_producer_id` (InitProducerId (api key 22)); `join_group` (JoinGroup (api key 11)); `leader_and_isr`
-(LeaderAndIsr (api key 4), hand-written from Kafka 3.8's LeaderAndIsrRequest.json /...); `leave_group` (LeaveGroup
-(api key 13)); `list_groups` (ListGroups (api key 16)); `list_offsets` (ListOffsets (api key 2));
-`list_partition_reassignments` (ListPartitionReassignments (api key 46)); `metadata` (Metadata (api key 3));
-`offset_commit` (OffsetCommit (api key 8)); `offset_fetch` (OffsetFetch (api key 9)); `offset_for_leader_epoch`
-(OffsetForLeaderEpoch (api key 23)); `produce` (Produce (api key 0)); `stop_replica` (StopReplica (api key 5), hand-
-written from Kafka 3.8's StopReplicaRequest.json /...); `sync_group` (SyncGroup (api key 14)); `update_metadata`
-(UpdateMetadata (api key 6), hand-written from Kafka 3.8's UpdateMetadataRequest.json /...).
+`describe_groups` (DescribeGroups (api key 15)); `describe_log_dirs` (DescribeLogDirs (api key 35));
+`describe_quorum` (DescribeQuorum (api key 55)); `elect_leaders` (ElectLeaders (api key 43)); `fetch` (Fetch (api
+key 1)); `find_coordinator` (FindCoordinator (api key 10)); `heartbeat` (Heartbeat (api key 12));
+`incremental_alter_configs` (IncrementalAlterConfigs (api key 44)); `init_producer_id` (InitProducerId (api key
+22)); `join_group` (JoinGroup (api key 11)); `leader_and_isr` (LeaderAndIsr (api key 4), hand-written from Kafka
+3.8's LeaderAndIsrRequest.json /...); `leave_group` (LeaveGroup (api key 13)); `list_groups` (ListGroups (api key
+16)); `list_offsets` (ListOffsets (api key 2)); `list_partition_reassignments` (ListPartitionReassignments (api key
+46)); `metadata` (Metadata (api key 3)); `offset_commit` (OffsetCommit (api key 8)); `offset_fetch` (OffsetFetch
+(api key 9)); `offset_for_leader_epoch` (OffsetForLeaderEpoch (api key 23)); `produce` (Produce (api key 0));
+`stop_replica` (StopReplica (api key 5), hand- written from Kafka 3.8's StopReplicaRequest.json /...); `sync_group`
+(SyncGroup (api key 14)); `update_metadata` (UpdateMetadata (api key 6), hand-written from Kafka 3.8's
+UpdateMetadataRequest.json /...).
 """
 
 from __future__ import annotations
