@@ -128,11 +128,22 @@ def _fetch_timeout_ms(admin: AdminClient, broker: int, timeout: float) -> int:
 
 
 def _connect(props: Mapping[str, str], timeout: float) -> socket.socket:
+    """A connection to the first bootstrap server that accepts one (a broker being restarted does not)."""
     protocol = props.get("security.protocol", "PLAINTEXT").upper()
     if protocol.startswith("SASL"):
         raise AdminUnavailable("DescribeQuorum over SASL is not supported: the quorum cannot be checked")
-    host, _, port = props["bootstrap.servers"].split(",")[0].strip().rpartition(":")
-    sock = socket.create_connection((host.strip("[]"), int(port)), timeout=timeout)
+    refused: list[str] = []
+    for server in props["bootstrap.servers"].split(","):
+        host, _, port = server.strip().rpartition(":")
+        try:
+            return _wrap(socket.create_connection((host.strip("[]"), int(port)), timeout=timeout), host, protocol,
+                         props)
+        except OSError as e:
+            refused.append(f"{server.strip()}: {e}")
+    raise AdminUnavailable(f"no bootstrap server accepted a connection ({'; '.join(refused)})")
+
+
+def _wrap(sock: socket.socket, host: str, protocol: str, props: Mapping[str, str]) -> socket.socket:
     if protocol != "SSL":
         return sock
     ctx = ssl.create_default_context(cafile=props.get("ssl.ca.location"))
