@@ -4,10 +4,11 @@ A log batch's CONTROLLED_SHUTDOWN_STARTED rows (`[KafkaServer id=N] Starting con
 `[BrokerLifecycleManager id=N] Beginning controlled shutdown.`) are each judged by the roll-safety verdict
 (:func:`pipelines.roll_safety.roll_verdict`, the one GET /clusters/{cluster}/roll-safety serves) as it stood just
 before the line: ``wait`` raises a warning, ``unsafe`` a critical alert, each naming the checks that were not ok at
-that moment. ``unknown`` raises nothing (nothing vouches either way), nor does ``safe``. A kill -9 logs no line and
-is not judged, nor is the stop of a whole cluster (every broker still running, a broker killed or stopped before
-them left out, begins its shutdown or gets its SIGTERM within CLUSTER_STOP_S; the other brokers' lines are read back
-from the lake when the shutdown is judged).
+that moment (leadership away from the preferred replicas, NOT_JUDGED, does not count). ``unknown`` raises nothing
+(nothing vouches either way), nor does ``safe``. A kill -9 logs no line and is not judged, nor is the stop of a
+whole cluster (every broker still running, a broker killed or stopped before them left out, begins its shutdown or
+gets its SIGTERM within CLUSTER_STOP_S; the other brokers' lines are read back from the lake when the shutdown is
+judged).
 """
 
 from __future__ import annotations
@@ -19,16 +20,17 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from pipelines.detection.candidates import Evidence, candidate_rows, evidence, level, severity
-from pipelines.roll_safety import DEFAULT_THRESHOLDS, RollThresholds, Verdict, roll_verdict
+from pipelines.roll_safety import DEFAULT_THRESHOLDS, Reason, RollThresholds, Verdict, roll_verdict
 from schemas.alerts import AlertType
 from schemas.events import Event
-from schemas.roll_safety import CheckStatus, RollVerdict
+from schemas.roll_safety import SEVERITY_ORDER, CheckStatus, RollCheck, RollVerdict
 from schemas.signals import Signal
 
 if TYPE_CHECKING:
     from pipelines.detection.config import DetectionConfig
 
-__all__ = ["CLUSTER_STOP_S", "JUST_BEFORE", "SHUTDOWN_EVENTS", "STOP_EVENTS", "VERDICT_VALUE", "detect_roll_too_fast"]
+__all__ = ["CLUSTER_STOP_S", "JUST_BEFORE", "NOT_JUDGED", "SHUTDOWN_EVENTS", "STOP_EVENTS", "VERDICT_VALUE",
+           "detect_roll_too_fast"]
 
 Rows = list[dict[str, Any]]
 SHUTDOWN_EVENTS = (Event.CONTROLLED_SHUTDOWN_STARTED,)
@@ -47,8 +49,20 @@ CLUSTER_STOP_S = 5.0
 # Three: one late or failed scrape is not a stop.
 STOPPED_AFTER_SCRAPES = 3
 STOPPED_MIN_S = 15.0
+# Checks a shutdown is not judged by: leadership away from the preferred replicas is how every roll leaves a cluster
+# until Kafka's preferred-leader election runs (auto.leader.rebalance.enable, every 300 s by default) or the tool
+# that rolls runs one; a roll gate may wait for it (roll-check), but a roll that does not is no risk to page about.
+# (A healthy roll gated as Strimzi gates it, on under-replication only, raised ROLL_TOO_FAST over "21 partitions not
+# led by their preferred replica" on Apache Kafka 3.9.1.)
+NOT_JUDGED = (RollCheck.PREFERRED_LEADERS,)
 # Reasons quoted in a summary (every one is in the evidence).
 REASONS_QUOTED = 4
+
+
+def _worst_of(reasons: list[Reason]) -> RollVerdict:
+    """The verdict the judged reasons give (the worst of them; safe when none is bad)."""
+    found = {RollVerdict(x.status.value) for x in reasons if x.status.value in RollVerdict.__members__}
+    return next((v for v in SEVERITY_ORDER if v in found), RollVerdict.safe)
 
 
 def _running(r: Mapping[str, Any], samples: pl.DataFrame) -> set[int]:
@@ -107,11 +121,13 @@ def detect_roll_too_fast(shutdowns: pl.DataFrame, samples: pl.DataFrame, request
     t = AlertType.ROLL_TOO_FAST
     rows = []
     for r, v in _judged(shutdowns, samples, requests, alerts, th, stops):
-        if v.verdict not in VERDICT_VALUE:
+        bad = [x for x in v.reasons if x.status not in (CheckStatus.ok, CheckStatus.skipped)
+               and x.check not in NOT_JUDGED]
+        verdict = _worst_of(bad)
+        if verdict not in VERDICT_VALUE:
             continue
-        bad = [x for x in v.reasons if x.status not in (CheckStatus.ok, CheckStatus.skipped)]
         rows.append({"cluster": r["cluster"], "broker_id": r["broker_id"], "ts": r["ts"],
-                     "value": VERDICT_VALUE[v.verdict], "verdict": v.verdict.value, "mode": v.mode,
+                     "value": VERDICT_VALUE[verdict], "verdict": verdict.value, "mode": v.mode,
                      "reasons": [f"{x.status.value} {x.check.value}: {x.text}" for x in bad],
                      "line": r["message"]})
     if not rows:

@@ -169,6 +169,18 @@ def test_control_requests_in_flight_or_alerted_say_wait(mode: str) -> None:
     assert verdict(healthy(mode), alerts=resolved).verdict == RollVerdict.safe
 
 
+@pytest.mark.parametrize("mode", ["zookeeper", "kraft"])
+def test_an_update_metadata_answered_without_a_line_is_not_in_flight(mode: str) -> None:
+    """A broker's start brings an UpdateMetadata for 0 partitions that the broker does not log at Kafka's shipped
+    levels; the pairing completes it, without a finish time, once a later request to the broker is handled. It was
+    never a request to wait on (a healthy roll on 3.9.1 said ROLL_TOO_FAST over one "in flight for 145 s")."""
+    silent = pl.DataFrame([{"broker_id": 2, "request": "UpdateMetadata", "sent_ts": NOW - dt.timedelta(seconds=145),
+                            "status": "completed"}], schema=NO_REQUESTS.schema)
+    assert verdict(healthy(mode), in_flight=silent).verdict == RollVerdict.safe
+    pending = silent.with_columns(status=pl.lit("in_flight"))
+    assert verdict(healthy(mode), in_flight=pending).verdict == RollVerdict.wait
+
+
 def test_a_verdict_in_the_past_reads_the_inputs_as_they_stood() -> None:
     """ROLL_TOO_FAST judges the moment a shutdown began: later samples, finishes and resolutions do not count."""
     values = healthy("kraft")

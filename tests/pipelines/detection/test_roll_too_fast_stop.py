@@ -73,3 +73,25 @@ def test_brokers_sigtermed_together_stop_the_cluster_though_one_alone_logged_its
                              for b in (1, 2, 3)], schema={"cluster": pl.String, "broker_id": pl.Int32, "ts": TS})
     assert detect_roll_too_fast(one, whole, requests, alerts, DetectionConfig(), stops=sigterms) == []
     assert detect_roll_too_fast(one, whole, requests, alerts, DetectionConfig()) != []  # without them: a roll
+
+
+def test_a_healthy_roll_gated_on_under_replication_raises_nothing() -> None:
+    """A roll gated as Strimzi gates it (under-replicated partitions back to 0) on Apache Kafka 3.9.1 with Kafka's
+    shipped log4j levels: leadership still away from the preferred replicas, and the UpdateMetadata for 0 partitions
+    a broker's start brings (answered without a line of its own), are no roll too fast."""
+    healthy = samples(killed_after_s=1000.0)  # every broker running, nothing under-replicated
+    imbalance = healthy.filter(pl.col("broker_id") == 1).unique("ts").with_columns(
+        signal=pl.lit("PreferredReplicaImbalanceCount"), value=pl.lit(21.0))
+    requests = pl.DataFrame([{"cluster": "c", "broker_id": 2, "request": "UpdateMetadata",
+                              "sent_ts": T0 + dt.timedelta(seconds=-85), "finished_ts": None,
+                              "status": "completed"}],
+                            schema={"cluster": pl.String, "broker_id": pl.Int32, "request": pl.String,
+                                    "sent_ts": TS, "finished_ts": TS, "status": pl.String})
+    alerts = pl.DataFrame(schema={"cluster": pl.String, "type": pl.String, "broker_id": pl.Int32,
+                                  "started_at": TS, "resolved_at": TS})
+    got = detect_roll_too_fast(shutdowns((3, 60.0)), pl.concat([healthy, imbalance]), requests, alerts,
+                               DetectionConfig())
+    assert got == []
+    stuck = requests.with_columns(status=pl.lit("in_flight"))  # a request really in flight still is one
+    (c,) = detect_roll_too_fast(shutdowns((3, 60.0)), healthy, stuck, alerts, DetectionConfig())
+    assert "CONTROL_REQUESTS" in str(c["summary"])
