@@ -8,7 +8,9 @@ brokers (DescribeCluster), and on KRaft the metadata quorum (DescribeQuorum: eac
 * **before a broker's restart** (:func:`exposure`): the partitions it would take offline (it is their only in-sync
   replica: no leader until it is back, unless unclean election is on, which loses data instead), those whose ISR
   without it is below ``min.insync.replicas`` (acks=all producers get NotEnoughReplicas), and those it leads that
-  will fail over (acks=1 producers see a leader change; what the old leader acknowledged alone may be lost);
+  will fail over (acks=1 producers see a leader change; what the old leader acknowledged alone may be lost). A risk
+  is ``unsafe`` when it is structural (:func:`structural`: too few replicas for the topic's min.insync.replicas,
+  every restart hits it) and ``wait`` when it comes from replicas still catching up (the last restart's);
 * **after a broker's restart** (:func:`recovery`): the share of its replicas back in their ISR, and of the partitions
   it is preferred leader of that it leads again;
 * **before a controller's restart** (:func:`quorum_reasons`): whether a majority of the voters stays caught up
@@ -27,7 +29,7 @@ from schemas.roll_safety import CheckStatus, RestartRisk, RollCheck
 
 __all__ = ["DEFAULT_FETCH_TIMEOUT_MS", "NAMES_SHOWN", "PARTITIONS_LISTED", "ClusterState", "Exposure",
            "PartitionState", "QuorumState", "Recovery", "VoterState", "admin_reasons", "exposure", "quorum_reasons",
-           "recovery"]
+           "recovery", "structural"]
 
 # Kafka's default `controller.quorum.fetch.timeout.ms` (QuorumConfig): a voter that has not caught up with the
 # leader within it is not counted as caught up (Strimzi's rule, strimzi/proposals #91).
@@ -131,11 +133,22 @@ def exposure(state: ClusterState, broker: int) -> Exposure:
         rest = [b for b in p.isr if b != broker]
         if not rest:
             out[RestartRisk.data_loss if state.unclean.get(p.topic, False) else RestartRisk.offline].append(p.name)
-        elif len(rest) < state.min_isr.get(p.topic, DEFAULT_MIN_ISR):
+        elif len(rest) < _min_isr(state, p):
             out[RestartRisk.acks_all_blocked].append(p.name)
         if rest and p.leader == broker:
             out[RestartRisk.leader_moves].append(p.name)
     return Exposure(broker, hosted, {r: tuple(sorted(v)) for r, v in out.items() if v})
+
+
+def _min_isr(state: ClusterState, p: PartitionState) -> int:
+    return state.min_isr.get(p.topic, DEFAULT_MIN_ISR)
+
+
+def structural(state: ClusterState, p: PartitionState) -> bool:
+    """Whether partition `p`'s risk stays however long one waits: its replicas without any one of them are
+    fewer than min.insync.replicas (or it has one replica), so every restart of a replica puts it at risk. Other
+    risks come from replicas out of the ISR now (catching up after the last restart): waiting ends them."""
+    return len(p.replicas) - 1 < max(1, _min_isr(state, p))
 
 
 def recovery(state: ClusterState, broker: int) -> Recovery:
@@ -173,12 +186,20 @@ def _broker_reasons(state: ClusterState, broker: int) -> list[Reason]:
                        f"({rec.in_sync}/{rec.replicas} of its replicas in sync)", "DescribeCluster", None, None,
                        broker, age)]
     exp = exposure(state, broker)
+    by_name = {p.name: p for p in state.partitions}
     out = []
     for risk, (check, status, what) in _RISK_CHECKS.items():
         names = exp.risks.get(risk, ())
-        if names:
-            out.append(Reason(check, status, f"restarting broker {broker}: {len(names)} {what}: {_names(names)}",
-                              "Admin API", float(len(names)), 0, broker, age, names[:PARTITIONS_LISTED]))
+        lasting = tuple(n for n in names if structural(state, by_name[n]))
+        passing = tuple(n for n in names if n not in lasting)
+        if lasting:
+            out.append(Reason(check, status, f"restarting broker {broker}: {len(lasting)} {what} (too few replicas "
+                              f"for min.insync.replicas: waiting does not help): {_names(lasting)}", "Admin API",
+                              float(len(lasting)), 0, broker, age, lasting[:PARTITIONS_LISTED]))
+        if passing:
+            out.append(Reason(check, CheckStatus.wait, f"restarting broker {broker} now: {len(passing)} {what} "
+                              f"until their other replicas are back in sync: {_names(passing)}", "Admin API",
+                              float(len(passing)), 0, broker, age, passing[:PARTITIONS_LISTED]))
     for check in (RollCheck.RESTART_OFFLINE, RollCheck.RESTART_UNDER_MIN_ISR):
         if not any(r.check == check for r in out):
             out.append(Reason(check, CheckStatus.ok, f"restarting broker {broker}: no partition of its "

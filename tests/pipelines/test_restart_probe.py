@@ -109,3 +109,13 @@ def test_asking_about_a_controller_skips_the_broker_checks() -> None:
     s = state(P("t", 0, 1, (1,), (1,)), quorum=quorum({100: 0, 101: 0, 102: 0}))
     checks = [r.check for r in admin_reasons(s, None, 101)]
     assert checks == [RollCheck.ADMIN_API, RollCheck.CONTROLLER_QUORUM]
+
+
+def test_a_risk_from_replicas_still_catching_up_is_waited_for_and_one_from_too_few_replicas_is_unsafe() -> None:
+    """Broker 2 just restarted and is not back in `wide`'s ISR: restarting broker 1 now would leave `wide` below
+    min.insync.replicas, but only until broker 2 catches up (wait); `narrow` has two replicas for a min of two: every
+    restart of either blocks acks=all producers, however long one waits (unsafe)."""
+    s = state(P("wide", 0, 1, (1, 2, 3), (1, 3)), P("narrow", 0, 1, (1, 3), (1, 3)),
+              min_isr={"wide": 2, "narrow": 2})
+    got = [(r.status, r.partitions) for r in admin_reasons(s, None, 1) if r.check == RollCheck.RESTART_UNDER_MIN_ISR]
+    assert got == [(CheckStatus.unsafe, ("narrow-0",)), (CheckStatus.wait, ("wide-0",))]
