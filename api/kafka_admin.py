@@ -41,7 +41,8 @@ from pipelines.restart_probe import (
     VoterState,
 )
 
-__all__ = ["ADMIN_TIMEOUT_S", "AdminConfigError", "AdminUnavailable", "describe_cluster", "load_admin_clusters"]
+__all__ = ["ADMIN_TIMEOUT_S", "AdminConfigError", "AdminUnavailable", "describe_cluster", "load_admin_clusters",
+           "read_properties"]
 
 # How long one description may take (metadata, configs, DescribeCluster, DescribeQuorum): a roll gate that waits
 # longer than this for a cluster answers unknown.
@@ -94,6 +95,24 @@ def load_admin_clusters(path: Path) -> dict[str, dict[str, str]]:
         if not isinstance(props, dict) or "bootstrap.servers" not in props:
             raise AdminConfigError(f"{path}: cluster {name!r} needs a mapping with bootstrap.servers")
         out[str(name)] = {str(k): _secret(v, f"{path}: {name}.{k}") for k, v in props.items()}
+    return out
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    """A Java-style .properties file (`key=value` or `key: value` lines; `#` and `!` comments)."""
+    out = {}
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise AdminConfigError(f"{path}: {e.strerror}") from None
+    for n, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line[0] in "#!":
+            continue
+        key, sep, value = (line.partition("=") if "=" in line else line.partition(":"))
+        if not sep:
+            raise AdminConfigError(f"{path}:{n}: expected key=value")
+        out[key.strip()] = value.strip()
     return out
 
 
@@ -228,4 +247,5 @@ def describe_cluster(props: Mapping[str, str], timeout: float = ADMIN_TIMEOUT_S)
         raise AdminUnavailable(f"{e.args[0].str() if e.args and hasattr(e.args[0], 'str') else e}") from None
     except TimeoutError:
         raise AdminUnavailable(f"no answer within {timeout:g} s") from None
-    return ClusterState(taken, live_ids, tuple(parts), min_isr, unclean, quorum, fetch_timeout)
+    controller = int(live.controller.id) if live.controller is not None else -1
+    return ClusterState(taken, live_ids, tuple(parts), min_isr, unclean, quorum, fetch_timeout, controller)

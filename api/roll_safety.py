@@ -25,11 +25,12 @@ from pipelines.roll_safety import (
     Verdict,
     roll_verdict,
     utc_frame,
+    worst,
 )
 from schemas.roll_safety import CheckStatus, RollCheck
 from schemas.tables import ALERTS, CONTROL_REQUEST_LATENCY, METRIC_SAMPLES
 
-__all__ = ["cluster_verdict", "described", "verdict_json"]
+__all__ = ["admin_verdict", "cluster_verdict", "described", "verdict_json"]
 
 def _latest_sql(cluster: str, now: dt.datetime, th: RollThresholds) -> str:
     since = now - dt.timedelta(seconds=th.membership_s)
@@ -74,22 +75,31 @@ def _frame(store: LakeStore, sql: str, table: str, schema: dict[str, Any]) -> pl
 _TS = pl.Datetime("us", "UTC")
 
 
-def described(cluster: str, admin: Mapping[str, Mapping[str, str]] | None, node: int | None) -> list[Reason]:
-    """The reasons of `cluster`'s own description through the Admin API (pipelines.restart_probe) for `node`, when
-    `admin` (cluster -> librdkafka properties) has a connection for it; a skipped ADMIN_API reason otherwise."""
+def described(cluster: str, admin: Mapping[str, Mapping[str, str]] | None, node: int | None,
+              restarted: int | None = None) -> list[Reason]:
+    """The reasons of `cluster`'s own description through the Admin API (pipelines.restart_probe) for `node` and
+    the node `restarted` last, when `admin` (cluster -> librdkafka properties) has a connection for it; a skipped
+    ADMIN_API reason otherwise."""
     props = (admin or {}).get(cluster)
     if props is None:
         return [Reason(RollCheck.ADMIN_API, CheckStatus.skipped, f"no Admin API connection configured for "
                        f"{cluster!r}: the per-partition and quorum checks are not made", "Admin API")]
     try:
-        return admin_reasons(describe_cluster(props), None, node)
+        return admin_reasons(describe_cluster(props), None, node, restarted)
     except AdminUnavailable as e:
-        return admin_reasons(None, str(e), node)
+        return admin_reasons(None, str(e), node, restarted)
+
+
+def admin_verdict(cluster: str, props: Mapping[str, str], now: dt.datetime, node: int | None = None,
+                  restarted: int | None = None) -> Verdict:
+    """The verdict from the cluster's own description alone (no lake: `planewatch roll` without --lake)."""
+    reasons = described(cluster, {cluster: props}, node, restarted)
+    return Verdict(cluster, worst(r.status for r in reasons), now, "admin", [], reasons, node)
 
 
 def cluster_verdict(store: LakeStore, cluster: str, now: dt.datetime, th: RollThresholds = DEFAULT_THRESHOLDS,
                     broker_id: int | None = None, since: dt.datetime | None = None,
-                    admin: Mapping[str, Mapping[str, str]] | None = None) -> Verdict:
+                    admin: Mapping[str, Mapping[str, str]] | None = None, restarted: int | None = None) -> Verdict:
     """The verdict of `cluster` as of `now` from the lake behind `store`, and from the cluster itself through the
     Admin API when `admin` has a connection for it (:func:`described`).
 
@@ -105,7 +115,7 @@ def cluster_verdict(store: LakeStore, cluster: str, now: dt.datetime, th: RollTh
     alerts = _frame(store, _alerts_sql(cluster, now), ALERTS.name,
                     {"type": pl.String, "broker_id": pl.Int32, "started_at": _TS, "resolved_at": _TS})
     return roll_verdict(cluster, latest, requests, alerts, now, th, broker_id, since,
-                        described(cluster, admin, broker_id))
+                        described(cluster, admin, broker_id, restarted))
 
 
 def verdict_json(v: Verdict) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from schemas.roll_safety import CheckStatus, RestartRisk, RollCheck
 
 __all__ = ["DEFAULT_FETCH_TIMEOUT_MS", "NAMES_SHOWN", "PARTITIONS_LISTED", "ClusterState", "Exposure",
            "PartitionState", "QuorumState", "Recovery", "VoterState", "admin_reasons", "exposure", "quorum_reasons",
-           "recovery", "structural"]
+           "recovery", "roll_order", "structural"]
 
 # Kafka's default `controller.quorum.fetch.timeout.ms` (QuorumConfig): a voter that has not caught up with the
 # leader within it is not counted as caught up (Strimzi's rule, strimzi/proposals #91).
@@ -90,6 +90,7 @@ class ClusterState:
     unclean: Mapping[str, bool] = field(default_factory=dict)  # topic -> unclean.leader.election.enable
     quorum: QuorumState | None = None  # KRaft only
     fetch_timeout_ms: int = DEFAULT_FETCH_TIMEOUT_MS
+    controller: int = -1  # DescribeCluster's controller: ZooKeeper mode's true one (KRaft: a random broker)
 
 
 @dataclass(frozen=True)
@@ -253,9 +254,37 @@ def quorum_reasons(quorum: QuorumState, node: int | None, fetch_timeout_ms: int)
                    f"({majority})", "DescribeQuorum", float(len(left)), float(majority), node)]
 
 
-def admin_reasons(state: ClusterState | None, error: str | None, node: int | None) -> list[Reason]:
+def roll_order(state: ClusterState) -> list[int]:
+    """The order to restart every node in: the brokers by id with ZooKeeper mode's controller last among them, then
+    the KRaft controllers, the quorum leader last (each restart of the active controller moves it: once is enough)."""
+    quorum = state.quorum
+    zk_controller = state.controller if quorum is None else -1
+    brokers = sorted(state.brokers, key=lambda b: (b == zk_controller, b))
+    if quorum is None:
+        return brokers
+    voters = sorted((v.node for v in quorum.voters), key=lambda n: (n == quorum.leader, n))
+    return [*brokers, *(v for v in voters if v not in brokers)]
+
+
+def _recovered(state: ClusterState, restarted: int) -> Reason:
+    """Whether the node restarted last is back: registered, every replica in its ISR."""
+    rec = recovery(state, restarted)
+    if restarted not in state.brokers:
+        return Reason(RollCheck.REPLICAS_IN_SYNC, CheckStatus.wait, f"broker {restarted} (restarted last) is not "
+                      "registered as a live broker yet", "DescribeCluster", 0.0, 1.0, restarted, 0.0)
+    status = CheckStatus.ok if rec.in_sync == rec.replicas else CheckStatus.wait
+    return Reason(RollCheck.REPLICAS_IN_SYNC, status, f"broker {restarted} (restarted last): {rec.in_sync} of "
+                  f"{rec.replicas} replica(s) back in their ISR" + (f"; out: {_names(rec.out_of_sync)}"
+                                                                    if rec.out_of_sync else ""),
+                  "Admin API", rec.in_sync_share, 1.0, restarted, 0.0, rec.out_of_sync[:PARTITIONS_LISTED])
+
+
+def admin_reasons(state: ClusterState | None, error: str | None, node: int | None,
+                  restarted: int | None = None) -> list[Reason]:
     """Roll-safety reasons from an Admin API snapshot for the node asked about (a broker or a KRaft voter; None:
-    the cluster only). `state` None with `error`: the cluster could not be described (unknown, never safe)."""
+    the cluster only) and, when given, the node `restarted` last (a broker must be back in every ISR; a voter is
+    judged by the quorum check). `state` None with `error`: the cluster could not be described (unknown, never
+    safe)."""
     if state is None:
         return [Reason(RollCheck.ADMIN_API, CheckStatus.unknown,
                        f"the cluster could not be described through the Admin API: {error or 'no answer'}",
@@ -272,4 +301,6 @@ def admin_reasons(state: ClusterState | None, error: str | None, node: int | Non
         out += quorum_reasons(state.quorum, node if node in voters else None, state.fetch_timeout_ms)
     if node is not None and node not in voters:
         out += _broker_reasons(state, node)
+    if restarted is not None and restarted != node and restarted not in voters:
+        out.append(_recovered(state, restarted))
     return out

@@ -36,7 +36,7 @@ from schemas.roll_safety import SEVERITY_ORDER, CheckStatus, RollCheck, RollVerd
 from schemas.signals import START_SIGNALS, Signal
 
 __all__ = ["CONTROL_REQUEST_ALERTS", "DEFAULT_THRESHOLDS", "ROLL_SIGNALS", "Reason", "RollThresholds", "Verdict",
-           "in_flight_at", "open_at", "roll_verdict", "utc_frame"]
+           "in_flight_at", "open_at", "roll_verdict", "utc_frame", "worst"]
 
 _S = Signal
 ROLL_SIGNALS: tuple[str, ...] = tuple(s.value for s in (
@@ -132,6 +132,12 @@ def utc_frame(table: pa.Table) -> pl.DataFrame:
     assert isinstance(frame, pl.DataFrame)
     return frame.with_columns(pl.col(c).dt.convert_time_zone("UTC").dt.cast_time_unit("us")
                               for c, typ in frame.schema.items() if isinstance(typ, pl.Datetime))
+
+
+def worst(statuses: Iterable[CheckStatus]) -> RollVerdict:
+    """The verdict a set of check outcomes gives: the worst of them (SEVERITY_ORDER); safe when all are ok or
+    skipped."""
+    return _worst(statuses)
 
 
 def _worst(statuses: Iterable[CheckStatus]) -> RollVerdict:

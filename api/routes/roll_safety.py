@@ -24,6 +24,8 @@ def roll_safety(
     cluster: Annotated[str, Path(pattern=NAME_PATTERN)],
     thresholds: Annotated[RollThresholdsQuery, Query()],
     broker_id: Annotated[int | None, Query(ge=0, le=MAX_BROKER_ID, description="the broker to restart next")] = None,
+    restarted_broker: Annotated[int | None, Query(ge=0, le=MAX_BROKER_ID, description="the node restarted last: "
+                                                  "with an Admin API connection, it must be back in every ISR")] = None,
     since: Annotated[datetime | None, Query(description="the last change made (a restart): every node must have "
                                                         "been scraped after it, else unknown")] = None,
 ) -> RollSafetyPublic:
@@ -39,5 +41,5 @@ def roll_safety(
         except AdminConfigError as e:
             raise HTTPException(500, f"admin connections: {e}") from None
     v = cluster_verdict(store, cluster, datetime.now(UTC), RollThresholds(**thresholds.model_dump()), broker_id,
-                        utc(since, "since"), admin)
+                        utc(since, "since"), admin, restarted_broker)
     return RollSafetyPublic.model_validate(verdict_json(v))

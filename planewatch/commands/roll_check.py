@@ -18,7 +18,6 @@ from dataclasses import fields
 from datetime import UTC, datetime
 from pathlib import Path
 
-from api.kafka_admin import AdminConfigError
 from pipelines.roll_safety import DEFAULT_THRESHOLDS, RollThresholds
 
 # exit status when the lake cannot be read (a table unreadable or the query timed out)
@@ -35,12 +34,8 @@ def iso_time(text: str) -> datetime:
     return t if t.tzinfo else t.replace(tzinfo=UTC)
 
 
-def configure(parser: argparse.ArgumentParser) -> None:
-    """Arguments of `planewatch roll-check`."""
-    parser.add_argument("--cluster", required=True, help="the cluster (its name in the lake)")
-    parser.add_argument("--broker", type=int, default=None, help="the broker to restart next (reported)")
-    parser.add_argument("--lake", type=Path, default=Path("var/lake"), help="lake directory (default: var/lake)")
-    parser.add_argument("--json", action="store_true", help="print the verdict as JSON")
+def add_admin_arguments(parser: argparse.ArgumentParser) -> None:
+    """The Admin API connection's arguments (roll-check and roll)."""
     parser.add_argument("--admin-config", type=Path, default=None, metavar="YAML",
                         help="Admin API connections per cluster (docs/roll-safety.md): check the partitions the "
                              "broker's restart would put at risk and the controller quorum")
@@ -49,6 +44,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--command-config", type=Path, default=None, metavar="PROPERTIES",
                         help="client properties for --bootstrap-server (librdkafka names: security.protocol, "
                              "sasl.*, ssl.*)")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Arguments of `planewatch roll-check`."""
+    parser.add_argument("--cluster", required=True, help="the cluster (its name in the lake)")
+    parser.add_argument("--broker", type=int, default=None, help="the broker to restart next (reported)")
+    parser.add_argument("--lake", type=Path, default=Path("var/lake"), help="lake directory (default: var/lake)")
+    parser.add_argument("--json", action="store_true", help="print the verdict as JSON")
+    parser.add_argument("--restarted", type=int, default=None, metavar="NODE",
+                        help="the node restarted last: with an Admin API connection, it must be back in every ISR")
+    add_admin_arguments(parser)
     parser.add_argument("--since", type=iso_time, default=None, metavar="TIME",
                         help="the last change made, ISO 8601 (e.g. the restart's `date -u +%%FT%%TZ`): every node "
                              "must have been scraped after it, else unknown")
@@ -58,27 +64,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
                             help=f"threshold (default {getattr(DEFAULT_THRESHOLDS, f.name):g})")
 
 
-def read_properties(path: Path) -> dict[str, str]:
-    """A Java-style .properties file (`key=value` or `key: value` lines; `#` and `!` comments)."""
-    out = {}
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise AdminConfigError(f"{path}: {e.strerror}") from None
-    for n, line in enumerate(text.splitlines(), 1):
-        line = line.strip()
-        if not line or line[0] in "#!":
-            continue
-        key, sep, value = (line.partition("=") if "=" in line else line.partition(":"))
-        if not sep:
-            raise AdminConfigError(f"{path}:{n}: expected key=value")
-        out[key.strip()] = value.strip()
-    return out
+def admin_connections(args: argparse.Namespace) -> dict[str, dict[str, str]] | None:
+    """cluster -> Admin API connection from --admin-config, or --bootstrap-server (+ --command-config).
 
-
-def _admin(args: argparse.Namespace) -> dict[str, dict[str, str]] | None:
-    """cluster -> Admin API connection from --admin-config, or --bootstrap-server (+ --command-config)."""
-    from api.kafka_admin import load_admin_clusters
+    Raises:
+        AdminConfigError: a file is unreadable or malformed.
+    """
+    from api.kafka_admin import load_admin_clusters, read_properties
 
     if args.bootstrap_server:
         props = read_properties(args.command_config) if args.command_config else {}
@@ -93,14 +85,17 @@ def run(args: argparse.Namespace) -> int:
     from schemas.roll_safety import EXIT_CODES
 
     th = RollThresholds(**{f.name: getattr(args, f.name) for f in fields(RollThresholds)})
+    from api.kafka_admin import AdminConfigError
+
     try:
-        admin = _admin(args)
+        admin = admin_connections(args)
     except AdminConfigError as e:
         print(f"planewatch roll-check: {e}", file=sys.stderr)
         return ADMIN_CONFIG_INVALID
     store = LakeStore(args.lake, background_reload=False, query_timeout_s=QUERY_TIMEOUT_S)
     try:
-        v = cluster_verdict(store, args.cluster, datetime.now(UTC), th, args.broker, args.since, admin)
+        v = cluster_verdict(store, args.cluster, datetime.now(UTC), th, args.broker, args.since, admin,
+                            args.restarted)
     except TableUnavailable as e:
         print(f"planewatch roll-check: cannot read the lake: {e}", file=sys.stderr)
         return LAKE_UNREADABLE
