@@ -56,6 +56,9 @@ MAX_RESPONSE_BYTES = 1 << 20
 _PROPS_FOR_SOCKET = ("security.protocol", "ssl.ca.location", "ssl.certificate.location", "ssl.key.location",
                      "ssl.key.password", "enable.ssl.certificate.verification")
 _CLIENT_ID = "planewatch-roll-probe"
+# librdkafka's syslog level for the probe's client: warnings and worse (its info lines, such as the purge of unserved
+# background events when a client closes, say nothing to an operator); the connection's properties may override it
+LOG_LEVEL = "4"
 
 
 class AdminConfigError(ValueError):
@@ -233,7 +236,8 @@ def describe_cluster(props: Mapping[str, str], timeout: float = ADMIN_TIMEOUT_S)
         AdminUnavailable: it could not be described within `timeout`; the message says why.
     """
     taken = int(time.time() * 1000)
-    admin = AdminClient({**props, "client.id": _CLIENT_ID, "socket.timeout.ms": str(int(timeout * 1000))})
+    admin = AdminClient({"log_level": LOG_LEVEL, **props, "client.id": _CLIENT_ID,
+                         "socket.timeout.ms": str(int(timeout * 1000))})
     try:
         parts, brokers = _partitions(admin, timeout)
         min_isr, unclean = _topic_configs(admin, sorted({p.topic for p in parts}), timeout)

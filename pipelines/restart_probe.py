@@ -220,8 +220,11 @@ def _broker_reasons(state: ClusterState, broker: int) -> list[Reason]:
     return out
 
 
-def quorum_reasons(quorum: QuorumState, node: int | None, fetch_timeout_ms: int) -> list[Reason]:
-    """The quorum's state, and whether restarting `node` (a voter) leaves a caught-up majority."""
+def quorum_reasons(quorum: QuorumState, node: int | None, fetch_timeout_ms: int,
+                   restarted: int | None = None) -> list[Reason]:
+    """The quorum's state, and whether restarting `node` (a voter) leaves a caught-up majority. A voter not caught
+    up because it was `restarted` last is catching up: what it holds back is waited for; any other voter not caught
+    up may stay so (down, partitioned, overloaded): what it holds back is unsafe."""
     voters = sorted(v.node for v in quorum.voters)
     # the leader reports its own wall clock as its last caught-up time: the followers' times are measured against
     # it, so a skew between the asker's clock and the leader's does not count
@@ -236,15 +239,20 @@ def quorum_reasons(quorum: QuorumState, node: int | None, fetch_timeout_ms: int)
     if quorum.leader < 0:
         return [Reason(RollCheck.CONTROLLER_QUORUM, CheckStatus.wait, f"{head}: no quorum leader, an election is "
                        "under way", "DescribeQuorum", float(len(caught)), float(majority), node)]
+    recovering = restarted in voters and restarted not in caught
+    short = CheckStatus.wait if recovering else CheckStatus.unsafe
+    if recovering:
+        head += f"; controller {restarted} (restarted last) is catching up"
     if len(caught) < majority:
-        return [Reason(RollCheck.CONTROLLER_QUORUM, CheckStatus.unsafe, f"{head}: fewer than a majority "
+        return [Reason(RollCheck.CONTROLLER_QUORUM, short, f"{head}: fewer than a majority "
                        f"({majority}) caught up", "DescribeQuorum", float(len(caught)), float(majority), node)]
     if node is None or node not in voters:
-        return [Reason(RollCheck.CONTROLLER_QUORUM, CheckStatus.ok, head, "DescribeQuorum", float(len(caught)),
+        status = CheckStatus.wait if recovering else CheckStatus.ok
+        return [Reason(RollCheck.CONTROLLER_QUORUM, status, head, "DescribeQuorum", float(len(caught)),
                        float(majority), node)]
     left = [v for v in caught if v != node]
     if len(left) < majority:
-        return [Reason(RollCheck.CONTROLLER_QUORUM, CheckStatus.unsafe,
+        return [Reason(RollCheck.CONTROLLER_QUORUM, short,
                        f"{head}: without controller {node}, {len(left)} caught-up voter(s) of {len(voters)} is "
                        f"below a majority ({majority}): restarting it stops the metadata quorum",
                        "DescribeQuorum", float(len(left)), float(majority), node)]
@@ -298,7 +306,8 @@ def admin_reasons(state: ClusterState | None, error: str | None, node: int | Non
                           tuple(offline[:PARTITIONS_LISTED])))
     voters = {v.node for v in state.quorum.voters} if state.quorum else set()
     if state.quorum is not None:
-        out += quorum_reasons(state.quorum, node if node in voters else None, state.fetch_timeout_ms)
+        out += quorum_reasons(state.quorum, node if node in voters else None, state.fetch_timeout_ms,
+                              restarted if restarted in voters else None)
     if node is not None and node not in voters:
         out += _broker_reasons(state, node)
     if restarted is not None and restarted != node and restarted not in voters:

@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "api": ("api", "serve alerts, latencies and metrics over REST and a dashboard page"),
     "sql": ("sql", "run SQL over the Delta tables"),
     "roll-check": ("roll_check", "may the next broker be restarted now? (exit 0 safe, 1 wait, 2 unknown)"),
+    "roll": ("roll", "restart a cluster's nodes one by one, each after a safe verdict, controllers last"),
     "demo": ("demo", "the main job: cluster, incidents, pipeline and API on embedded defaults"),
 }
 

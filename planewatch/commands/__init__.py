@@ -1,6 +1,6 @@
 """One module per CLI command: `configure(parser)` and `run(args) -> int`.
 
-`pipeline`, `api`, `sql`, `roll_check`, `parse` (the analytics); `broker`, `cluster`, `control`, `scenario` (the
+`pipeline`, `api`, `sql`, `roll_check`, `roll`, `parse` (the analytics); `broker`, `cluster`, `control`, `scenario` (the
 reference broker); `demo` (everything together).
 """
 

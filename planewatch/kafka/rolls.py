@@ -1,15 +1,18 @@
 """Rolling restarts of Apache Kafka under a produce load: one on a fixed timer, as careless automation does, and one
 that waits for `planewatch roll-check` before each restart; what the clients saw in each.
 
-Both restart every broker once, in id order: SIGTERM (a controlled shutdown), wait for the process to exit, start
-it again, and
+The first two restart every broker once, in id order: SIGTERM (a controlled shutdown), wait for the process to
+exit, start it again, and
 
 * ``rolling-restart-timer``: start it without waiting and stop the next broker ROLL_INTERVAL_S after the previous
   stop began (a Type=simple `systemctl restart` and a fixed pause); then wait until the cluster recovered;
 * ``rolling-restart-gated``: wait until it logs that it started; before each stop (and at the end) run
   `planewatch roll-check --cluster NAME --lake LAKE --since RESTARTED` every ROLL_CHECK_POLL_S until it exits 0 (at
   most ROLL_CHECK_TIMEOUT_S), recording each verdict and its reasons in the timeline. `--since` is the time the
-  last restart returned: data scraped before it says nothing of the cluster after it.
+  last restart returned: data scraped before it says nothing of the cluster after it;
+* ``rolling-restart-driven``: `planewatch roll --bootstrap-server ...` chooses the order (brokers, then on KRaft a
+  quorum of DRIVEN_CONTROLLERS controllers, the leader last) and gates each restart on the Admin API alone; its
+  restart command asks this process to restart the node (SIGTERM, start, wait until started).
 
 Meanwhile a producer (acks=all, a topic of min.insync.replicas=2) records each message's delivery time and errors,
 and a metadata watcher polls the topic's leaders and ISRs: the time each partition had no leader, the time it had
@@ -67,6 +70,10 @@ WATCH_INTERVAL_S = 0.5
 # default); a roll that waits for it (the verdict's PREFERRED_LEADERS) would take 5 minutes a broker, so both rolls
 # run with 15 s (a KRaft controller's setting; in ZooKeeper mode the controller broker's)
 ROLL_BROKER_CONFIG = {"leader.imbalance.check.interval.seconds": "15"}
+# `planewatch roll` on KRaft restarts the controllers too: a quorum of three, so that one may go at a time
+DRIVEN_CONTROLLERS = 3
+# how often `planewatch roll`'s gate asks the Admin API
+DRIVEN_POLL_S = 2.0
 # before the roll: leaders settled and the scrapers' first samples taken (the gate needs fresh data)
 SETTLE_S = 20.0
 
@@ -235,12 +242,15 @@ def _gate(tl: Timeline, cluster_name: str, lake: Path, before: int, since: str |
         time.sleep(ROLL_CHECK_POLL_S)
 
 
-def rolling_restart(d: Path, tl: Timeline, setup: KafkaSetup, gated: bool) -> None:
-    """Restart every broker once under load, on a timer or gated by roll-check (module docstring)."""
+def rolling_restart(d: Path, tl: Timeline, setup: KafkaSetup, mode: str) -> None:
+    """Restart every node once under load, on a timer, gated by roll-check, or by `planewatch roll` (module
+    docstring)."""
+    gated = mode == GATED
     if gated and setup.roll_check_lake is None:
         raise ValueError("rolling-restart-gated needs the lake the pipeline writes (--roll-check-lake DIR)")
     name = d.name  # the cluster's name in the lake: its directory under the demo's clusters/
-    with started(setup.spec(d / "cluster", extra=ROLL_BROKER_CONFIG, controller_extra=ROLL_BROKER_CONFIG),
+    quorum = {"controllers": DRIVEN_CONTROLLERS} if mode == DRIVEN and setup.is_kraft else {}
+    with started(setup.spec(d / "cluster", extra=ROLL_BROKER_CONFIG, controller_extra=ROLL_BROKER_CONFIG, **quorum),
                  tl) as cluster:
         create_topic(cluster, ROLL_TOPIC, ROLL_PARTITIONS, 3, {"min.insync.replicas": str(ROLL_MIN_ISR),
                                                                "leader.replication.throttled.replicas": "*",
@@ -253,16 +263,17 @@ def rolling_restart(d: Path, tl: Timeline, setup: KafkaSetup, gated: bool) -> No
         time.sleep(max(SETTLE_S, 2 * setup.scrape_interval_s))
         started_at = time.monotonic()
         producer.measure_from(started_at)
-        tl.emit("roll-started", gated=gated)
+        tl.emit("roll-started", gated=gated, mode=mode)
         waited = 0.0
         try:
-            waited = _roll(cluster, tl, setup, gated, name)
+            waited = _drive(cluster, tl, d, name) if mode == DRIVEN else _roll(cluster, tl, setup, gated, name)
         finally:
             producer.stop()
             watch.stop()
         roll_s = time.monotonic() - started_at
-        report = {**producer.report(), **watch.report(), "roll_s": round(roll_s, 1), "gated": gated,
-                  "gate_wait_s": waited, "restarts": len(cluster.brokers)}
+        report = {**producer.report(), **watch.report(), "roll_s": round(roll_s, 1), "gated": gated, "mode": mode,
+                  "gate_wait_s": waited, "restarts": len(cluster.brokers) + (len(cluster.controllers)
+                                                                              if mode == DRIVEN else 0)}
         keys = set(consume_keys(cluster.bootstrap_servers(), ROLL_TOPIC, ROLL_PARTITIONS, len(set(producer.acked))))
         report["lost"] = len(set(producer.acked) - keys)
         tl.emit("roll-finished", **report)
@@ -338,4 +349,64 @@ def _isr_full(cluster: KafkaCluster) -> bool:
     return bool(states) and all(len(p["isr"]) == len(p["replicas"]) for p in states)
 
 
-ROLLS = {"rolling-restart-timer": False, "rolling-restart-gated": True}
+def _drive(cluster: KafkaCluster, tl: Timeline, d: Path, name: str) -> float:
+    """`planewatch roll` over the cluster (Admin API gate, no lake), its restart command a request this process
+    serves: the command leaves `<node>.req` in a directory and returns once `<node>.done` appears (as `systemctl
+    restart` returns once the unit started). Each of its steps goes to the timeline; the seconds it ran."""
+    queue = d / "restart-requests"
+    queue.mkdir(parents=True, exist_ok=True)
+    cmd = (f"touch {queue}/{{node}}.req && while [ ! -e {queue}/{{node}}.done ]; do sleep 0.2; done && "
+           f"rm {queue}/{{node}}.done")
+    began = time.monotonic()
+    driver = subprocess.Popen([sys.executable, "-m", "planewatch.cli", "roll", "--cluster", name, "--bootstrap-server",
+                               cluster.bootstrap_servers(), "--restart-cmd", cmd, "--poll-s", str(DRIVEN_POLL_S),
+                               "--gate-timeout-s", str(ROLL_CHECK_TIMEOUT_S), "--json"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    steps = threading.Thread(target=_steps, args=(driver, tl), name="roll-steps", daemon=True)
+    steps.start()
+    try:
+        while driver.poll() is None and time.monotonic() - began < ROLL_MAX_SECONDS:
+            for req in sorted(queue.glob("*.req")):
+                node = int(req.stem)
+                req.unlink()
+                _restart(cluster, tl, node)
+                (queue / f"{node}.done").touch()
+            time.sleep(WATCH_INTERVAL_S)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+        driver.wait(30)
+        steps.join(30)
+    tl.emit("roll-driver-exited", exit_status=driver.returncode)
+    cluster.write_json()
+    return round(time.monotonic() - began, 1)
+
+
+def _steps(driver: subprocess.Popen[str], tl: Timeline) -> None:
+    """`planewatch roll --json`'s lines into the timeline."""
+    assert driver.stdout is not None
+    for line in driver.stdout:
+        try:
+            step = json.loads(line)
+        except ValueError:
+            tl.emit("roll-output", line=line.rstrip()[-300:])
+            continue
+        tl.emit(f"roll-{step.pop('step', 'step')}", **{k: v for k, v in step.items() if k != "at"})
+
+
+def _restart(cluster: KafkaCluster, tl: Timeline, node: int) -> None:
+    """SIGTERM one node (a controlled shutdown), wait for it to exit, start it again."""
+    if node in cluster.controllers:
+        cluster.kill_controller(node, signal.SIGTERM)
+        tl.emit("controller-stopped", node=node, signal="SIGTERM")
+        cluster.start_controller(node)
+        tl.emit("controller-restarted", node=node)
+        return
+    cluster.kill_broker(node, signal.SIGTERM)
+    tl.emit("broker-stopped", broker=node, signal="SIGTERM")
+    cluster.start_broker(node, wait=True)
+    tl.emit("broker-restarted", broker=node)
+
+
+TIMER, GATED, DRIVEN = "timer", "gated", "driven"
+ROLLS = {"rolling-restart-timer": TIMER, "rolling-restart-gated": GATED, "rolling-restart-driven": DRIVEN}

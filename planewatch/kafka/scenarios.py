@@ -31,6 +31,8 @@
                                            waves grow the metadata log: it applies the log late, its peers do not
 ``rolling-restart-timer`` / ``-gated``     every broker restarted once under acks=all load, on a fixed timer or
                                            each after `planewatch roll-check` says safe (planewatch.kafka.rolls)
+``rolling-restart-driven``                 `planewatch roll` restarts every node (KRaft: three controllers too),
+                                           each after the Admin API's verdict says safe
 =========================================  ====================================================================
 
 KAFKA-6974's asynchronous fetcher and the cacheable UpdateMetadata were never shipped by Apache Kafka; their
@@ -583,7 +585,7 @@ SCENARIOS: dict[str, Scenario] = {
     "quorum-unstable": quorum_unstable,
     "elections": elections,
     "metadata-publish-slow": metadata_publish_slow,
-    **{name: partial(rolling_restart, gated=gated) for name, gated in ROLLS.items()},
+    **{name: partial(rolling_restart, mode=mode) for name, mode in ROLLS.items()},
 }
 # ZooKeeper-mode mechanisms (KIP-291 control plane, broker epochs fenced by the broker, a broker as controller).
 ZOOKEEPER_ONLY = frozenset({"produce-backlog-with-control-plane", "produce-backlog-without-control-plane",

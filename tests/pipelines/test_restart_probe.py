@@ -119,3 +119,19 @@ def test_a_risk_from_replicas_still_catching_up_is_waited_for_and_one_from_too_f
               min_isr={"wide": 2, "narrow": 2})
     got = [(r.status, r.partitions) for r in admin_reasons(s, None, 1) if r.check == RollCheck.RESTART_UNDER_MIN_ISR]
     assert got == [(CheckStatus.unsafe, ("narrow-0",)), (CheckStatus.wait, ("wide-0",))]
+
+
+def test_a_voter_catching_up_after_its_restart_holds_the_next_one_back_as_wait_not_unsafe() -> None:
+    """Controller 101 was restarted last and is not caught up yet: restarting 102 now would leave one caught-up voter
+    of three, but only until 101 catches up (wait); were 101 not the one restarted last, nothing says it will
+    (unsafe). The final gate (no next node) waits for it too."""
+    q = quorum({100: 0, 101: 9_000, 102: 100})
+    (r,) = quorum_reasons(q, 102, 2000, restarted=101)
+    assert r.status == CheckStatus.wait, r.text
+    assert "101 (restarted last) is catching up" in r.text
+    (r,) = quorum_reasons(q, 102, 2000)
+    assert r.status == CheckStatus.unsafe
+    (r,) = quorum_reasons(q, None, 2000, restarted=101)
+    assert r.status == CheckStatus.wait
+    (r,) = quorum_reasons(quorum({100: 0, 101: 100, 102: 100}), None, 2000, restarted=101)
+    assert r.status == CheckStatus.ok
