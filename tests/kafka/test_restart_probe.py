@@ -6,7 +6,10 @@ cluster is unknown."""
 
 from __future__ import annotations
 
+import json
 import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +26,9 @@ from schemas.roll_safety import CheckStatus, RollCheck
 from tests.polling import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(420)]
+
+# The console script of the environment running the tests.
+PLANEWATCH = Path(sys.executable).with_name("planewatch")
 
 # topic -> (partitions, replication factor, min.insync.replicas): one of each consequence on three brokers
 TOPICS = {"rf1": (3, 1, 1), "edge": (3, 2, 2), "wide": (3, 3, 2)}
@@ -47,9 +53,10 @@ def _start(tmp: Path, version: str, controllers: int = 1) -> KafkaCluster:
     return cluster
 
 
-@pytest.fixture(params=["3.9.1", "4.4.0"])
-def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[KafkaCluster]:
-    c = _start(tmp_path / "c", request.param)
+@pytest.fixture(scope="module", params=["3.9.1", "4.4.0"])
+def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    """One cluster per version for the module (its tests run in file order: the killed broker's last)."""
+    c = _start(tmp_path_factory.mktemp("probe") / "c", request.param)
     try:
         yield c
     finally:
@@ -97,6 +104,22 @@ def test_each_brokers_pre_restart_lists_equal_what_the_admin_api_shows(cluster: 
         assert got[RollCheck.REPLICAS_IN_SYNC][0].status == CheckStatus.ok
 
 
+def test_planewatch_roll_stops_before_a_restart_that_waiting_cannot_make_safe(cluster: KafkaCluster,
+                                                                             tmp_path: Path) -> None:
+    """`rf1` (one replica) and `edge` (two replicas for a min.insync.replicas of two) put every broker's restart at
+    risk however long one waits: the roll stops at its first gate, unsafe, and restarts nothing."""
+    marker = tmp_path / "restarted"
+    done = subprocess.run([str(PLANEWATCH), "roll", "--cluster", "probe", "--bootstrap-server",
+                           cluster.bootstrap_servers(), "--restart-cmd", f"touch {marker}", "--json"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 1, done.stderr
+    steps = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert [s["step"] for s in steps] == ["plan", "gate", "stopped"], done.stderr[-3000:]
+    assert steps[-1]["why"] == "unsafe"
+    assert any("RESTART_OFFLINE" in r for r in steps[-1]["reasons"])
+    assert not marker.exists()
+
+
 def test_a_killed_broker_is_waited_for_and_recovered_once_back_in_sync(cluster: KafkaCluster) -> None:
     cluster.kill_broker(3)
 
@@ -112,6 +135,7 @@ def test_a_killed_broker_is_waited_for_and_recovered_once_back_in_sync(cluster: 
     assert (RollCheck.RESTART_OFFLINE, CheckStatus.wait) in statuses  # not registered: down
     assert (RollCheck.RESTART_OFFLINE, CheckStatus.unsafe) in statuses  # its RF=1 partitions have no leader
     cluster.start_broker(3)
+    cluster.write_json()
 
     def recovered() -> bool:
         try:
