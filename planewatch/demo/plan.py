@@ -126,6 +126,10 @@ EXTRA_RUNS: tuple[DemoRun, ...] = (
             "rolling-restart-timer", KAFKA_KRAFT),
     DemoRun("kraft-rolling-restart-gated", "KRaft on Apache Kafka: the same roll gated by planewatch roll-check",
             "rolling-restart-gated", KAFKA_KRAFT),
+    DemoRun("kafka-rolling-restart-driven", "Apache Kafka: planewatch roll restarts every broker, each after the "
+            "Admin API's verdict says safe, the controller last", "rolling-restart-driven", KAFKA_ZK),
+    DemoRun("kraft-rolling-restart-driven", "KRaft on Apache Kafka: planewatch roll restarts every broker, then "
+            "three controllers quorum-aware, the active one last", "rolling-restart-driven", KAFKA_KRAFT),
     # as operators run Kafka: its shipped log4j levels and a public exporter stack's namings
     DemoRun("kafka-connection-storm-strimzi", "KIP-402 on Apache Kafka with Strimzi's exporter namings and Kafka's "
             "shipped log4j levels", "connection-storm", KAFKA_ZK, "strimzi", "shipped"),

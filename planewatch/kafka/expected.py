@@ -72,6 +72,9 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     # the gated roll restarts a broker only once roll-check says safe
     "kafka-rolling-restart-gated": (AlertType.ROLL_TOO_FAST,),
     "kraft-rolling-restart-gated": (AlertType.ROLL_TOO_FAST,),
+    # planewatch roll restarts a node only on a safe verdict: nothing is too fast
+    "kafka-rolling-restart-driven": (AlertType.ROLL_TOO_FAST,),
+    "kraft-rolling-restart-driven": (AlertType.ROLL_TOO_FAST,),
     # the control plane keeps the controller's requests out of the produce backlog
     "kafka-produce-backlog-with-control-plane": _CONTROL_REQUEST_ALERTS,
     "kafka-produce-backlog-without-control-plane": (AlertType.LOCK_CONTENTION, AlertType.STALE_BROKER_EPOCH,
