@@ -21,7 +21,7 @@ A snapshot that could not be taken is ``unknown``, never ``safe``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pipelines.roll_safety import Reason
@@ -29,7 +29,7 @@ from schemas.roll_safety import CheckStatus, RestartRisk, RollCheck
 
 __all__ = ["DEFAULT_FETCH_TIMEOUT_MS", "NAMES_SHOWN", "PARTITIONS_LISTED", "ClusterState", "Exposure",
            "PartitionState", "QuorumState", "Recovery", "VoterState", "admin_reasons", "exposure", "quorum_reasons",
-           "recovery", "roll_order", "structural"]
+           "recovery", "recovery_eta_s", "roll_order", "structural"]
 
 # Kafka's default `controller.quorum.fetch.timeout.ms` (QuorumConfig): a voter that has not caught up with the
 # leader within it is not counted as caught up (Strimzi's rule, strimzi/proposals #91).
@@ -159,6 +159,20 @@ def recovery(state: ClusterState, broker: int) -> Recovery:
     preferred = [p for p in mine if p.replicas and p.replicas[0] == broker]
     return Recovery(broker, len(mine), len(mine) - len(out), len(preferred),
                     sum(1 for p in preferred if p.leader == broker), tuple(out))
+
+
+def recovery_eta_s(progress: Sequence[tuple[float, float]]) -> float | None:
+    """Seconds until a restarted broker is back in every ISR, from its own catch-up so far: `progress` is (seconds,
+    share of its replicas in sync) as successive descriptions saw it; the share's rate from the first to the last
+    extrapolated to 1. None while it has not moved forward (nothing to extrapolate from)."""
+    if len(progress) < 2:
+        return None
+    (t0, s0), (t1, s1) = progress[0], progress[-1]
+    if s1 >= 1.0:
+        return 0.0
+    if t1 <= t0 or s1 <= s0:
+        return None
+    return (1.0 - s1) * (t1 - t0) / (s1 - s0)
 
 
 def _names(names: Iterable[str]) -> str:

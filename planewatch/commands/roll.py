@@ -6,7 +6,8 @@ then the KRaft controllers, the quorum leader last. Before each restart the gate
 to restart next and the node restarted last (it must be registered and back in every ISR; a voter must leave a
 caught-up majority), from the cluster itself through the Admin API and, with --lake, from planewatch's lake too
 (every node scraped since the last restart, nothing under-replicated, no control request in flight). The gate
-polls every --poll-s while the verdict is `wait` or `unknown`; `unsafe` stops the roll (exit 1) with its reasons, as
+polls every --poll-s while the verdict is `wait` or `unknown` (with an estimate of when the broker restarted last is
+back in every ISR, from its own catch-up rate so far); `unsafe` stops the roll (exit 1) with its reasons, as
 does a gate that is not `safe` within --gate-timeout-s or a restart command that fails. Each step is printed (with
 --json, one JSON object per line). The last restart is followed by a gate for its recovery.
 
@@ -92,15 +93,24 @@ class _Roll:
 
     def gate(self, node: int | None, restarted: int | None, since: datetime | None) -> bool:
         """Wait for `safe` about `node` (None: the cluster after the last restart); False when the roll must stop."""
+        from pipelines.restart_probe import recovery_eta_s
+
         began = time.monotonic()
         said: tuple[str, list[str]] | None = None
+        progress: list[tuple[float, float]] = []  # the restarted broker's share of replicas in sync, over time
         while True:
             v = self.verdict(node, restarted, since)
             reasons = [f"{r.status.value} {r.check.value}: {r.text}" for r in v.reasons
                        if r.status.value not in ("ok", "skipped")]
             waited = round(time.monotonic() - began, 1)
+            share = next((r.value for r in v.reasons if r.check.value == "REPLICAS_IN_SYNC"
+                          and r.broker_id == restarted and r.value is not None), None)
+            if share is not None:
+                progress.append((waited, share))
             if (v.verdict.value, reasons) != said:
-                self.say("gate", node=node, verdict=v.verdict.value, waited_s=waited, reasons=reasons)
+                eta = recovery_eta_s(progress)
+                self.say("gate", node=node, verdict=v.verdict.value, waited_s=waited,
+                         **({} if eta is None else {"recovered_in_s": round(eta, 1)}), reasons=reasons)
                 said = (v.verdict.value, reasons)
             if v.verdict.value == "safe":
                 return True

@@ -14,6 +14,7 @@ from pipelines.restart_probe import (
     exposure,
     quorum_reasons,
     recovery,
+    recovery_eta_s,
 )
 from schemas.roll_safety import CheckStatus, RestartRisk, RollCheck
 
@@ -135,3 +136,10 @@ def test_a_voter_catching_up_after_its_restart_holds_the_next_one_back_as_wait_n
     assert r.status == CheckStatus.wait
     (r,) = quorum_reasons(quorum({100: 0, 101: 100, 102: 100}), None, 2000, restarted=101)
     assert r.status == CheckStatus.ok
+
+
+def test_a_restarted_brokers_recovery_is_extrapolated_from_its_own_catch_up_rate() -> None:
+    assert recovery_eta_s([(0.0, 0.5)]) is None  # one look: no rate yet
+    assert recovery_eta_s([(0.0, 0.5), (4.0, 0.5)]) is None  # not moving: nothing to extrapolate
+    assert recovery_eta_s([(0.0, 0.25), (5.0, 0.5)]) == pytest.approx(10.0)
+    assert recovery_eta_s([(0.0, 0.25), (5.0, 1.0)]) == 0.0
