@@ -193,17 +193,29 @@ WINDOW_KEYS = ("cluster", "broker_id", "sig", "listener", "attribute")
 SCRAPE_JITTER = 0.25
 
 
+# Metadata lag gauges of a node that has applied no record yet: Kafka computes the lag as the wall clock minus the
+# last applied record's append time, which starts at 0, so a KRaft controller's first scrape after its start reads
+# the epoch itself (Apache Kafka 4.4.0, a controller restarted in a roll: LastAppliedRecordLagMs 1,796,543,775,400 ms,
+# then 390 ms a scrape later: a critical METADATA_APPLY_LAG on a healthy roll). A lag within UNSET_LAG_SLACK_MS of
+# the sample's own epoch milliseconds is that "nothing applied yet", not a lag: left out like an idle meter's 0.
+METADATA_LAG_SIGNALS: tuple[str, ...] = (_S.LastAppliedRecordLagMs.value, _S.MetadataApplyLagMs.value)
+UNSET_LAG_SLACK_MS = 86_400_000.0  # a day: no real lag comes near the epoch's 56 years, clock skew included
+
+
 def detection_samples(samples: pl.DataFrame) -> pl.DataFrame:
     """The metric_samples rows the rules read, with their series key `sig`: finite values of DETECTION_SIGNALS (only
-    the control requests' RequestMetrics), without the idle meters' exact zeros (not measured yet, see IDLE_METERS).
+    the control requests' RequestMetrics), without the idle meters' exact zeros (not measured yet, see IDLE_METERS)
+    and the metadata lags of a node that applied no record yet (METADATA_LAG_SIGNALS).
     With the quality rules off an +Inf could reach silver, and a window's "at least inf of 20 requests" is no
     evidence."""
     v = pl.col("value")
     src = samples.filter(pl.col("ts").is_not_null() & v.is_not_null() & v.is_finite()
                          & pl.col("signal").is_in(DETECTION_SIGNALS) & request_metric_wanted())
     src = src.with_columns(sig=series_key())
-    unmeasured = (pl.col("sig").is_in(IDLE_METERS)
-                  & pl.col("attribute").fill_null("").str.to_lowercase().is_in(METER_ATTRIBUTES) & (v == 0.0))
+    epoch_ms = pl.col("ts").dt.epoch("ms").cast(pl.Float64)
+    unmeasured = ((pl.col("sig").is_in(IDLE_METERS)
+                   & pl.col("attribute").fill_null("").str.to_lowercase().is_in(METER_ATTRIBUTES) & (v == 0.0))
+                  | (pl.col("signal").is_in(METADATA_LAG_SIGNALS) & (v >= epoch_ms - UNSET_LAG_SLACK_MS)))
     return _without_warmup(src.filter(~unmeasured))
 
 

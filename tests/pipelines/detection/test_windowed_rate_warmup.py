@@ -75,3 +75,24 @@ def test_an_old_incarnation_is_judged_from_its_first_sample() -> None:
     found = saturated(scrapes(0.1, 5.0, started=old, first_s=16.0, last_s=60.0))
     assert found
     assert min(c["ts"] for c in found) < STARTED + dt.timedelta(seconds=WINDOWED_RATE_WARMUP_S)
+
+
+def lag_scrapes(lags_ms: list[float], interval_s: float = 5.0) -> pa.Table:
+    rows = []
+    for i, lag in enumerate(lags_ms):
+        at = STARTED + dt.timedelta(seconds=i * interval_s)
+        rows.append({"cluster": "ops", "broker_id": 100, "ts": at, "signal": Signal.LastAppliedRecordLagMs.value,
+                     "attribute": "Value", "value": lag if lag >= 0 else at.timestamp() * 1000, "source": "s",
+                     "source_offset": i, "date": at.date()})
+    return pa.Table.from_pylist([{n: r.get(n) for n in METRIC_SAMPLES.names} for r in rows], METRIC_SAMPLES.to_arrow())
+
+
+def lagging(tbl: pa.Table) -> list[dict[str, object]]:
+    return [c for c in metric_candidates(metric_windows(tbl, CFG), CFG) if c["type"] == AlertType.METADATA_APPLY_LAG]
+
+
+def test_a_controller_that_applied_no_record_yet_is_not_lagging_but_a_real_lag_still_is() -> None:
+    """Apache Kafka 4.4.0: a KRaft controller's first scrape after its restart reads LastAppliedRecordLagMs as the
+    wall clock itself (no record applied: its append time is 0), then 390 ms."""
+    assert lagging(lag_scrapes([-1, 390, 360, 380] * 6)) == []  # -1: the epoch ms of the sample
+    assert lagging(lag_scrapes([-1, 40_000, 45_000, 50_000] * 6))  # a real lag after the start still alerts
