@@ -80,3 +80,27 @@ def test_stale_or_missing_data_is_never_safe(make_client: ClientFactory, tmp_pat
     assert client.get("/clusters/other/roll-safety", headers=AUTH).json()["verdict"] == "unknown"
     assert main(["roll-check", "--cluster", "c1", "--lake", str(lake)]) == 2
     assert main(["roll-check", "--cluster", "c1", "--lake", str(tmp_path / "empty")]) == 2
+
+
+def test_a_configured_cluster_that_cannot_be_described_is_unknown_never_safe(
+        make_client: ClientFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The lake says safe; the Admin API connection configured for the cluster answers nothing: unknown, with the
+    reason, in the API and in roll-check; a malformed connections file is the service's error, named."""
+    from planewatch.kafka.cluster import free_port
+
+    lake = tmp_path / "lake"
+    scrape(lake, KRAFT_HEALTHY, datetime.now(UTC) - timedelta(seconds=5))
+    admin = tmp_path / "admin.yaml"
+    admin.write_text(f"clusters:\n  c1:\n    bootstrap.servers: 127.0.0.1:{free_port()}\n")
+    client = make_client(lake, admin_clusters=admin)
+    body = client.get("/clusters/c1/roll-safety?broker_id=2", headers=AUTH).json()
+    assert body["verdict"] == "unknown", body
+    (reason,) = [r for r in body["reasons"] if r["check"] == "ADMIN_API"]
+    assert reason["status"] == "unknown"
+    assert "could not be described" in reason["text"]
+    assert main(["roll-check", "--cluster", "c1", "--lake", str(lake), "--admin-config", str(admin)]) == 2
+    assert "ADMIN_API" in capsys.readouterr().out
+    admin.write_text("clusters: [not, a, mapping]\n")
+    assert client.get("/clusters/c1/roll-safety", headers=AUTH).status_code == 500
+    assert main(["roll-check", "--cluster", "c1", "--lake", str(lake), "--admin-config", str(admin)]) == 4
+    assert "expected a mapping" in capsys.readouterr().err
