@@ -3,7 +3,8 @@
 * `parsing/`: the one parse-and-validate engine and the pattern tables of Kafka's log and metric formats;
 * `quality/`: the silver tables' expectation suites (hard rules in the engine, Great Expectations on samples);
 * `detection/`: pairing, every alert type's detector, baselines, the alert lifecycle and incidents;
-* `roll_safety`: the roll-safety verdict of one cluster at one moment.
+* `roll_safety`: the roll-safety verdict of one cluster at one moment; `restart_probe`: what restarting one node
+  would do, from the cluster's own description (partitions, ISR, the controller quorum).
 """
 
 from __future__ import annotations
