@@ -32,6 +32,7 @@ __all__ = [
     "RAW_METRICS",
     "RAW_RECORDS",
     "REQUEST_EVENTS",
+    "ROLL_STEPS",
     "STATE_CHANGE_EVENTS",
     "TABLES",
     "Column",
@@ -432,6 +433,24 @@ PAIRING_STATE = Table(
     doc="what pairing remembers between log batches, written with each batch under its app transaction",
 )
 
+ROLL_STEPS = Table(
+    "roll_steps",
+    "gold",
+    (
+        _c("roll_id", "string", "one `planewatch roll` run", nullable=False),
+        _c("step", "long", "the step's number in its roll", nullable=False),
+        _c("cluster", "string", nullable=False),
+        _c("kind", "string", "plan | gate | restarted | stopped | rolled"),
+        _c("node", "int", "the node the step is about (a gate: the node to restart next; null: the cluster)"),
+        _c("verdict", "string", "a gate's verdict: safe | wait | unsafe | unknown"),
+        _c("at", "timestamp", "when the step was taken"),
+        _c("detail", "string", "JSON: a gate's reasons, a restart's command and duration, a stop's why"),
+    ),
+    partition_by=(),
+    doc="the steps of the rolls `planewatch roll --lake` drove, each gate with the verdict it acted on (written by "
+        "the roll alone; ROLL_TOO_FAST defers to a gate's fresher verdict)",
+)
+
 TABLES: dict[str, Table] = {
     t.name: t
     for t in (
@@ -445,6 +464,7 @@ TABLES: dict[str, Table] = {
         ALERTS,
         INCIDENTS,
         METRIC_ROLLUPS_1M,
+        ROLL_STEPS,
         DQ_RESULTS,
         PAIRING_STATE,
     )

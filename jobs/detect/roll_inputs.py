@@ -1,7 +1,7 @@
 """The roll-safety inputs of a log batch's shutdowns, read from the lake on the driver (ROLL_TOO_FAST:
 pipelines.detection.roll_detectors): metric samples of ROLL_SIGNALS over the membership window before each
-cluster's shutdowns, control requests sent within the in-flight window before them, and the control-request alerts
-open then."""
+cluster's shutdowns, control requests sent within the in-flight window before them, the control-request alerts
+open then, and the gates `planewatch roll` recorded before them (roll_steps)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ import polars as pl
 import pyarrow.compute as pc
 
 from lake.read import LatestTable
+from pipelines.detection.roll_detectors import GATE_VOUCHES_S
 from pipelines.roll_safety import CONTROL_REQUEST_ALERTS, DEFAULT_THRESHOLDS, ROLL_SIGNALS, RollThresholds, utc_frame
-from schemas.tables import ALERTS, CONTROL_REQUEST_LATENCY, METRIC_SAMPLES
+from schemas.tables import ALERTS, CONTROL_REQUEST_LATENCY, METRIC_SAMPLES, ROLL_STEPS
 
 __all__ = ["RollInputs"]
 
@@ -22,6 +23,7 @@ SAMPLES_AFTER_S = 60.0
 _SAMPLE_COLUMNS = ["cluster", "broker_id", "signal", "attribute", "value", "ts"]
 _REQUEST_COLUMNS = ["cluster", "broker_id", "request", "sent_ts", "finished_ts", "status"]
 _ALERT_COLUMNS = ["cluster", "type", "broker_id", "started_at", "resolved_at"]
+_GATE_COLUMNS = ["cluster", "node", "verdict", "at"]
 
 
 class RollInputs:
@@ -32,6 +34,7 @@ class RollInputs:
         self.samples = LatestTable(table_path(METRIC_SAMPLES.name), METRIC_SAMPLES.to_arrow())
         self.requests = LatestTable(table_path(CONTROL_REQUEST_LATENCY.name), CONTROL_REQUEST_LATENCY.to_arrow())
         self.alerts = LatestTable(table_path(ALERTS.name), ALERTS.to_arrow())
+        self.steps = LatestTable(table_path(ROLL_STEPS.name), ROLL_STEPS.to_arrow())
 
     def _spans(self, shutdowns: pl.DataFrame, before_s: float, after_s: float = 0.0
                ) -> list[tuple[str, dt.datetime, dt.datetime]]:
@@ -68,3 +71,17 @@ class RollInputs:
             alerts = self.alerts.read(where=pc.field("cluster").isin(clusters)
                                       & pc.field("type").isin(list(CONTROL_REQUEST_ALERTS))).select(_ALERT_COLUMNS)
         return utc_frame(samples), utc_frame(requests), utc_frame(alerts)
+
+    def gates(self, shutdowns: pl.DataFrame) -> pl.DataFrame:
+        """The `planewatch roll` gates (roll_steps, kind gate) of the shutdowns' clusters from GATE_VOUCHES_S before
+        their first shutdown on (cluster, node, verdict, at); none when no roll recorded any."""
+        none = pl.DataFrame(schema={"cluster": pl.String, "node": pl.Int32, "verdict": pl.String,
+                                    "at": pl.Datetime("us", "UTC")})
+        if not self.steps.exists():
+            return none
+        rows = self.steps.read(where=pc.field("cluster").isin(shutdowns.get_column("cluster").unique().to_list())
+                               & (pc.field("kind") == "gate"))
+        if rows.num_rows == 0:
+            return none
+        lo = shutdowns.get_column("ts").min() - dt.timedelta(seconds=GATE_VOUCHES_S)  # type: ignore[operator]
+        return utc_frame(rows.select(_GATE_COLUMNS)).filter(pl.col("at") >= lo)

@@ -256,7 +256,8 @@ class LogRules(_BatchRules):
         stops = None if not self.state_changes.exists() else utc_frame(self.state_changes.read_spans(
             _cluster_spans(judged.select(CLOCK_COLUMNS).to_arrow(), near, near),
             where=pc.field("event").isin([e.value for e in STOP_EVENTS])).select(["cluster", "broker_id", "ts"]))
-        return detect_roll_too_fast(judged, samples, requests, alerts, self.cfg, stops=stops)
+        return detect_roll_too_fast(judged, samples, requests, alerts, self.cfg, stops=stops,
+                                    gates=self.roll.gates(judged))
 
     def _queue_baselines(self, cands: list[dict[str, Any]]) -> None:
         """The queued control requests' baselines (pipelines.detection.baselines.add_queue_baselines): the request

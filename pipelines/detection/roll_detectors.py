@@ -29,8 +29,8 @@ from schemas.signals import Signal
 if TYPE_CHECKING:
     from pipelines.detection.config import DetectionConfig
 
-__all__ = ["CLUSTER_STOP_S", "JUST_BEFORE", "NOT_JUDGED", "SHUTDOWN_EVENTS", "STOP_EVENTS", "VERDICT_VALUE",
-           "detect_roll_too_fast"]
+__all__ = ["CLUSTER_STOP_S", "GATE_VOUCHES_S", "JUST_BEFORE", "NOT_JUDGED", "SHUTDOWN_EVENTS", "STOP_EVENTS",
+           "VERDICT_VALUE", "detect_roll_too_fast"]
 
 Rows = list[dict[str, Any]]
 SHUTDOWN_EVENTS = (Event.CONTROLLED_SHUTDOWN_STARTED,)
@@ -55,6 +55,13 @@ STOPPED_MIN_S = 15.0
 # (A healthy roll gated as Strimzi gates it, on under-replication only, raised ROLL_TOO_FAST over "21 partitions not
 # led by their preferred replica" on Apache Kafka 3.9.1.)
 NOT_JUDGED = (RollCheck.PREFERRED_LEADERS,)
+# A `planewatch roll` gate that said safe about a broker vouches for that broker's shutdown this long after it: the
+# restart command runs right after the gate (an ssh and a systemctl stop take seconds), with room for the clocks of
+# the roll's host and the broker's. The gate read the cluster itself through the Admin API, partition by partition:
+# the last scrape before the shutdown can be seconds older and still show the previous broker catching up (Apache
+# Kafka 3.9.1, scrapes every 5 s: a gate's safe 2 s before broker 2's shutdown, and ROLL_TOO_FAST over "3
+# under-replicated partitions" from the scrape before it).
+GATE_VOUCHES_S = 60.0
 # Reasons quoted in a summary (every one is in the evidence).
 REASONS_QUOTED = 4
 
@@ -110,17 +117,30 @@ def _judged(shutdowns: pl.DataFrame, samples: pl.DataFrame, requests: pl.DataFra
     return out
 
 
+def _vouched(r: Mapping[str, Any], gates: pl.DataFrame | None) -> bool:
+    """Whether a `planewatch roll` gate said safe about `r`'s broker within GATE_VOUCHES_S before its shutdown."""
+    if gates is None or gates.is_empty():
+        return False
+    lo = r["ts"] - dt.timedelta(seconds=GATE_VOUCHES_S)
+    return not gates.filter((pl.col("cluster") == r["cluster"]) & (pl.col("node") == r["broker_id"])
+                            & (pl.col("verdict") == "safe") & pl.col("at").is_between(lo, r["ts"])).is_empty()
+
+
 def detect_roll_too_fast(shutdowns: pl.DataFrame, samples: pl.DataFrame, requests: pl.DataFrame,
                          alerts: pl.DataFrame, cfg: DetectionConfig, th: RollThresholds = DEFAULT_THRESHOLDS,
-                         stops: pl.DataFrame | None = None) -> Rows:
+                         stops: pl.DataFrame | None = None, gates: pl.DataFrame | None = None) -> Rows:
     """Candidates for the shutdowns whose verdict just before was wait or unsafe. `shutdowns`: state_change_events
     rows of SHUTDOWN_EVENTS (cluster, broker_id, ts, message); `stops`: rows of STOP_EVENTS around them (cluster,
     broker_id, ts: the other brokers being stopped, read back from the lake); `samples`, `requests`, `alerts`: the
     roll-safety inputs (pipelines.roll_safety) of those clusters, with a `cluster` column, reaching back the
-    membership and in-flight windows before the first shutdown."""
+    membership and in-flight windows before the first shutdown; `gates`: the roll_steps gates of `planewatch roll`
+    (cluster, node, verdict, at): a shutdown its gate said safe about within GATE_VOUCHES_S is not judged (the
+    gate read the cluster itself, partition by partition, fresher than the last scrape)."""
     t = AlertType.ROLL_TOO_FAST
     rows = []
     for r, v in _judged(shutdowns, samples, requests, alerts, th, stops):
+        if _vouched(r, gates):
+            continue
         bad = [x for x in v.reasons if x.status not in (CheckStatus.ok, CheckStatus.skipped)
                and x.check not in NOT_JUDGED]
         verdict = _worst_of(bad)

@@ -5,7 +5,8 @@ The order (pipelines.restart_probe.roll_order): the brokers by id with ZooKeeper
 then the KRaft controllers, the quorum leader last. Before each restart the gate asks the verdict about the node
 to restart next and the node restarted last (it must be registered and back in every ISR; a voter must leave a
 caught-up majority), from the cluster itself through the Admin API and, with --lake, from planewatch's lake too
-(every node scraped since the last restart, nothing under-replicated, no control request in flight). The gate
+(every node scraped since the last restart, nothing under-replicated, no control request in flight), and records
+every step in the lake's roll_steps (ROLL_TOO_FAST defers to the gate's verdict, fresher than a scrape). The gate
 polls every --poll-s while the verdict is `wait` or `unknown` (with an estimate of when the broker restarted last is
 back in every ISR, from its own catch-up rate so far); `unsafe` stops the roll (exit 1) with its reasons, as
 does a gate that is not `safe` within --gate-timeout-s or a restart command that fails. Each step is printed (with
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -61,9 +63,33 @@ def configure(parser: argparse.ArgumentParser) -> None:
 class _Roll:
     args: argparse.Namespace
     props: dict[str, str]
+    roll_id: str = ""
+    steps: int = 0
+    recorder: Any = None  # lake.merge.DeltaMerger of roll_steps, with --lake
+
+    def record(self, kind: str, at: datetime, fields: dict[str, Any]) -> None:
+        """The step into the lake's roll_steps (with --lake), exactly once per step of this roll."""
+        if self.args.lake is None:
+            return
+        import pyarrow as pa
+
+        from lake.merge import DeltaMerger
+        from schemas.tables import ROLL_STEPS
+
+        if self.recorder is None:
+            self.recorder = DeltaMerger(str(self.args.lake / ROLL_STEPS.name), ROLL_STEPS, f"roll.{self.roll_id}",
+                                        ("roll_id", "step"))
+        self.steps += 1
+        node = fields.get("node")
+        detail = {k: v for k, v in fields.items() if k not in ("node", "verdict")}
+        row = {"roll_id": self.roll_id, "step": self.steps, "cluster": self.args.cluster, "kind": kind,
+               "node": node if isinstance(node, int) else None, "verdict": fields.get("verdict"), "at": at,
+               "detail": json.dumps(detail, default=str)}
+        self.recorder.insert_arrow(pa.Table.from_pylist([row], ROLL_STEPS.to_arrow()), self.steps)
 
     def say(self, step: str, **fields: Any) -> None:
         at = datetime.now(UTC)
+        self.record(step, at, fields)
         if self.args.json:
             print(json.dumps({"at": at.isoformat(), "step": step, **fields}, default=str), flush=True)
             return
@@ -159,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"planewatch roll: no Admin API connection for {args.cluster!r} (--bootstrap-server or "
               "--admin-config)", file=sys.stderr)
         return ADMIN_CONFIG_INVALID
-    roll = _Roll(args, admin[args.cluster])
+    roll = _Roll(args, admin[args.cluster], f"{args.cluster}-{datetime.now(UTC):%Y%m%dT%H%M%S}-{os.getpid()}")
     try:
         state = describe_cluster(roll.props)
     except AdminUnavailable as e:

@@ -11,7 +11,8 @@ exit, start it again, and
   most ROLL_CHECK_TIMEOUT_S), recording each verdict and its reasons in the timeline. `--since` is the time the
   last restart returned: data scraped before it says nothing of the cluster after it;
 * ``rolling-restart-driven``: `planewatch roll --bootstrap-server ...` chooses the order (brokers, then on KRaft a
-  quorum of DRIVEN_CONTROLLERS controllers, the leader last) and gates each restart on the Admin API alone; its
+  quorum of DRIVEN_CONTROLLERS controllers, the leader last) and gates each restart on the Admin API (with
+  --roll-check-lake, on the lake's signals too, its steps recorded in the lake's roll_steps); its
   restart command asks this process to restart the node (SIGTERM, start, wait until started).
 
 Meanwhile a producer (acks=all, a topic of min.insync.replicas=2) records each message's delivery time and errors,
@@ -266,7 +267,8 @@ def rolling_restart(d: Path, tl: Timeline, setup: KafkaSetup, mode: str) -> None
         tl.emit("roll-started", gated=gated, mode=mode)
         waited = 0.0
         try:
-            waited = _drive(cluster, tl, d, name) if mode == DRIVEN else _roll(cluster, tl, setup, gated, name)
+            waited = (_drive(cluster, tl, d, name, setup.roll_check_lake) if mode == DRIVEN
+                      else _roll(cluster, tl, setup, gated, name))
         finally:
             producer.stop()
             watch.stop()
@@ -349,8 +351,9 @@ def _isr_full(cluster: KafkaCluster) -> bool:
     return bool(states) and all(len(p["isr"]) == len(p["replicas"]) for p in states)
 
 
-def _drive(cluster: KafkaCluster, tl: Timeline, d: Path, name: str) -> float:
-    """`planewatch roll` over the cluster (Admin API gate, no lake), its restart command a request this process
+def _drive(cluster: KafkaCluster, tl: Timeline, d: Path, name: str, lake: Path | None) -> float:
+    """`planewatch roll` over the cluster (Admin API gate; with `lake`, the lake's signals too and its steps recorded
+    in roll_steps), its restart command a request this process
     serves: the command leaves `<node>.req` in a directory and returns once `<node>.done` appears (as `systemctl
     restart` returns once the unit started). Each of its steps goes to the timeline; the seconds it ran."""
     queue = d / "restart-requests"
@@ -360,7 +363,8 @@ def _drive(cluster: KafkaCluster, tl: Timeline, d: Path, name: str) -> float:
     began = time.monotonic()
     driver = subprocess.Popen([sys.executable, "-m", "planewatch.cli", "roll", "--cluster", name, "--bootstrap-server",
                                cluster.bootstrap_servers(), "--restart-cmd", cmd, "--poll-s", str(DRIVEN_POLL_S),
-                               "--gate-timeout-s", str(ROLL_CHECK_TIMEOUT_S), "--json"],
+                               "--gate-timeout-s", str(ROLL_CHECK_TIMEOUT_S), "--json",
+                               *(("--lake", str(lake)) if lake is not None else ())],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     steps = threading.Thread(target=_steps, args=(driver, tl), name="roll-steps", daemon=True)
     steps.start()

@@ -95,3 +95,28 @@ def test_a_healthy_roll_gated_on_under_replication_raises_nothing() -> None:
     stuck = requests.with_columns(status=pl.lit("in_flight"))  # a request really in flight still is one
     (c,) = detect_roll_too_fast(shutdowns((3, 60.0)), healthy, stuck, alerts, DetectionConfig())
     assert "CONTROL_REQUESTS" in str(c["summary"])
+
+
+def test_a_planewatch_roll_gate_that_said_safe_just_before_vouches_for_the_shutdown() -> None:
+    """The last scrape before broker 2's shutdown still shows broker 3's replicas catching up (3 under-replicated on
+    broker 1); `planewatch roll`'s gate read the cluster itself 2 s before the shutdown and said safe: the fresher
+    witness wins. A gate about another node, a gate that said wait, or one too long before vouch for nothing."""
+    requests = pl.DataFrame(schema={"cluster": pl.String, "broker_id": pl.Int32, "request": pl.String,
+                                    "sent_ts": TS, "finished_ts": TS, "status": pl.String})
+    alerts = pl.DataFrame(schema={"cluster": pl.String, "type": pl.String, "broker_id": pl.Int32,
+                                  "started_at": TS, "resolved_at": TS})
+
+    def gate(node: int, verdict: str, before_s: float) -> pl.DataFrame:
+        return pl.DataFrame([{"cluster": "c", "node": node, "verdict": verdict,
+                              "at": T0 + dt.timedelta(seconds=62.0 - before_s)}],
+                            schema={"cluster": pl.String, "node": pl.Int32, "verdict": pl.String, "at": TS})
+
+    def judged(gates: pl.DataFrame | None) -> list[dict[str, object]]:
+        return detect_roll_too_fast(shutdowns((2, 62.0)), samples(), requests, alerts, DetectionConfig(),
+                                    gates=gates)
+
+    assert len(judged(None)) == 1
+    assert judged(gate(2, "safe", 2.0)) == []
+    assert len(judged(gate(1, "safe", 2.0))) == 1
+    assert len(judged(gate(2, "wait", 2.0))) == 1
+    assert len(judged(gate(2, "safe", 600.0))) == 1
