@@ -62,7 +62,13 @@ from pipelines.detection.metric_detectors import (
     metric_windows,
     minute_rollups,
 )
-from pipelines.detection.roll_detectors import CLUSTER_STOP_S, SHUTDOWN_EVENTS, STOP_EVENTS, detect_roll_too_fast
+from pipelines.detection.roll_detectors import (
+    CLUSTER_STOP_S,
+    ISR_EVENTS,
+    SHUTDOWN_EVENTS,
+    STOP_EVENTS,
+    detect_roll_too_fast,
+)
 from pipelines.roll_safety import utc_frame
 from schemas.alerts import DetectQuery
 from schemas.events import Event
@@ -252,12 +258,17 @@ class LogRules(_BatchRules):
         if judged.is_empty():
             return []
         samples, requests, alerts = self.roll.read(judged)  # the windows before the judged shutdowns only
-        near = dt.timedelta(seconds=CLUSTER_STOP_S)
-        stops = None if not self.state_changes.exists() else utc_frame(self.state_changes.read_spans(
-            _cluster_spans(judged.select(CLOCK_COLUMNS).to_arrow(), near, near),
-            where=pc.field("event").isin([e.value for e in STOP_EVENTS])).select(["cluster", "broker_id", "ts"]))
+        stops = isr = None
+        if self.state_changes.exists():  # the stops and ISR lines of the membership window up to the shutdowns
+            recent = utc_frame(self.state_changes.read_spans(
+                _cluster_spans(judged.select(CLOCK_COLUMNS).to_arrow(),
+                               dt.timedelta(seconds=self.roll.th.membership_s), dt.timedelta(seconds=CLUSTER_STOP_S)),
+                where=pc.field("event").isin([e.value for e in (*STOP_EVENTS, *ISR_EVENTS)])).select(
+                    ["cluster", "broker_id", "ts", "event", "topic", "partition", "message"]))
+            stops = recent.filter(pl.col("event").is_in([e.value for e in STOP_EVENTS]))
+            isr = recent.filter(pl.col("event").is_in([e.value for e in ISR_EVENTS]))
         return detect_roll_too_fast(judged, samples, requests, alerts, self.cfg, stops=stops,
-                                    gates=self.roll.gates(judged))
+                                    gates=self.roll.gates(judged), isr=isr)
 
     def _queue_baselines(self, cands: list[dict[str, Any]]) -> None:
         """The queued control requests' baselines (pipelines.detection.baselines.add_queue_baselines): the request

@@ -9,6 +9,13 @@ that moment (leadership away from the preferred replicas, NOT_JUDGED, does not c
 whole cluster (every broker still running, a broker killed or stopped before them left out, begins its shutdown or
 gets its SIGTERM within CLUSTER_STOP_S; the other brokers' lines are read back from the lake when the shutdown is
 judged).
+
+The last scrape before a shutdown can be seconds older than the shutdown: a roll gated on the cluster itself (the
+Admin API's ISRs, as Strimzi and `planewatch roll` gate) restarts the next broker moments after the previous one is
+back in every ISR, and that scrape still counts its partitions under-replicated. The leaders log each ISR change
+(`ISR updated to 3,2,1 ...`, INFO at Kafka's shipped levels) to the millisecond: after a leader's last scrape, the
+distinct partitions whose ISR took the broker stopped last back count as recovered (:func:`_rejoined`), and a
+`planewatch roll` gate that said safe about the broker vouches for its shutdown (GATE_VOUCHES_S).
 """
 
 from __future__ import annotations
@@ -29,8 +36,8 @@ from schemas.signals import Signal
 if TYPE_CHECKING:
     from pipelines.detection.config import DetectionConfig
 
-__all__ = ["CLUSTER_STOP_S", "GATE_VOUCHES_S", "JUST_BEFORE", "NOT_JUDGED", "SHUTDOWN_EVENTS", "STOP_EVENTS",
-           "VERDICT_VALUE", "detect_roll_too_fast"]
+__all__ = ["CLUSTER_STOP_S", "GATE_VOUCHES_S", "ISR_EVENTS", "JUST_BEFORE", "NOT_JUDGED", "SHUTDOWN_EVENTS",
+           "STOP_EVENTS", "VERDICT_VALUE", "detect_roll_too_fast"]
 
 Rows = list[dict[str, Any]]
 SHUTDOWN_EVENTS = (Event.CONTROLLED_SHUTDOWN_STARTED,)
@@ -55,6 +62,10 @@ STOPPED_MIN_S = 15.0
 # (A healthy roll gated as Strimzi gates it, on under-replication only, raised ROLL_TOO_FAST over "21 partitions not
 # led by their preferred replica" on Apache Kafka 3.9.1.)
 NOT_JUDGED = (RollCheck.PREFERRED_LEADERS,)
+# The leaders' ISR lines (server.log, INFO at Kafka's shipped levels: `[Partition roll-2 broker=3] ISR updated to
+# 3,2,1 and version updated to 6`, or `Expanding ISR from 3,1 to 3,1,2`), and the list of the ISR they set.
+ISR_EVENTS = (Event.ISR_UPDATED, Event.ISR_EXPANDING)
+_ISR_LIST = r"(?:ISR updated to|Expanding ISR from [0-9,]* to) ([0-9,]+)"
 # A `planewatch roll` gate that said safe about a broker vouches for that broker's shutdown this long after it: the
 # restart command runs right after the gate (an ssh and a systemctl stop take seconds), with room for the clocks of
 # the roll's host and the broker's. The gate read the cluster itself through the Admin API, partition by partition:
@@ -99,10 +110,48 @@ def _cluster_stop(r: Mapping[str, Any], stops: pl.DataFrame, samples: pl.DataFra
     return bool(brokers) and brokers <= set(near.get_column("broker_id").to_list())
 
 
+def _rejoined(r: Mapping[str, Any], samples: pl.DataFrame, stops: pl.DataFrame | None,
+              isr: pl.DataFrame | None) -> pl.DataFrame:
+    """UnderReplicatedPartitions as the leaders' own ISR lines tell it after their last scrape before `r` (module
+    docstring): each leader whose last sample counted N under-replicated partitions, and whose ISR lines since then
+    and before `r` took the broker stopped last back into M distinct partitions' ISR, counts N - M at its last such
+    line. The broker stopped last: the newest stop of another broker of the cluster before `r` (its controlled
+    shutdown or SIGTERM); none known, no line counts. Rows in the samples' columns; none when nothing rejoined."""
+    out = samples.clear()
+    if isr is None or stops is None or isr.is_empty():
+        return out
+    at = r["ts"] - JUST_BEFORE
+    earlier = stops.filter((pl.col("cluster") == r["cluster"]) & (pl.col("broker_id") != r["broker_id"])
+                           & (pl.col("ts") < r["ts"] - dt.timedelta(seconds=CLUSTER_STOP_S)))
+    if earlier.is_empty():
+        return out
+    back = int(earlier.sort("ts").get_column("broker_id")[-1])
+    urp = (samples.filter((pl.col("cluster") == r["cluster"]) & (pl.col("ts") < at)
+                          & (pl.col("signal") == Signal.UnderReplicatedPartitions.value))
+           .sort("ts").unique("broker_id", keep="last").filter(pl.col("value") > 0))
+    rows = []
+    for b, value, ts in urp.select("broker_id", "value", "ts").iter_rows():
+        lines = isr.filter((pl.col("cluster") == r["cluster"]) & (pl.col("broker_id") == b)
+                           & pl.col("ts").is_between(ts, at, closed="right"))
+        if lines.is_empty():
+            continue
+        latest = lines.sort("ts").unique(["topic", "partition"], keep="last")
+        members = latest.get_column("message").str.extract(_ISR_LIST, 1).str.split(",")
+        rejoined = int(members.list.contains(str(back)).fill_null(False).sum())
+        if rejoined:
+            rows.append({"cluster": r["cluster"], "broker_id": b, "ts": lines.get_column("ts").max(),
+                         "signal": Signal.UnderReplicatedPartitions.value, "attribute": "Value",
+                         "value": max(0.0, float(value) - rejoined)})
+    return pl.concat([out, pl.DataFrame(rows, schema=out.select(list(rows[0])).schema)],
+                     how="diagonal_relaxed") if rows else out
+
+
 def _judged(shutdowns: pl.DataFrame, samples: pl.DataFrame, requests: pl.DataFrame, alerts: pl.DataFrame,
-            th: RollThresholds, stops: pl.DataFrame | None) -> list[tuple[dict[str, Any], Verdict]]:
+            th: RollThresholds, stops: pl.DataFrame | None,
+            isr: pl.DataFrame | None = None) -> list[tuple[dict[str, Any], Verdict]]:
     """Each shutdown row that is not part of a whole cluster's stop, with the verdict of its cluster just before it
-    (every input of its cluster)."""
+    (every input of its cluster; under-replication as the leaders' ISR lines tell it since their last scrape,
+    _rejoined)."""
     out = []
     seen = shutdowns.select("cluster", "broker_id", "ts")
     every = seen if stops is None else pl.concat([seen, stops.select("cluster", "broker_id", "ts")],
@@ -111,8 +160,9 @@ def _judged(shutdowns: pl.DataFrame, samples: pl.DataFrame, requests: pl.DataFra
         if _cluster_stop(r, every, samples):
             continue
         of = pl.col("cluster") == r["cluster"]
-        v = roll_verdict(r["cluster"], samples.filter(of), requests.filter(of), alerts.filter(of),
-                         r["ts"] - JUST_BEFORE, th, r["broker_id"])
+        mine = pl.concat([samples.filter(of), _rejoined(r, samples, stops, isr)], how="diagonal_relaxed")
+        v = roll_verdict(r["cluster"], mine, requests.filter(of), alerts.filter(of), r["ts"] - JUST_BEFORE, th,
+                         r["broker_id"])
         out.append((r, v))
     return out
 
@@ -128,17 +178,21 @@ def _vouched(r: Mapping[str, Any], gates: pl.DataFrame | None) -> bool:
 
 def detect_roll_too_fast(shutdowns: pl.DataFrame, samples: pl.DataFrame, requests: pl.DataFrame,
                          alerts: pl.DataFrame, cfg: DetectionConfig, th: RollThresholds = DEFAULT_THRESHOLDS,
-                         stops: pl.DataFrame | None = None, gates: pl.DataFrame | None = None) -> Rows:
+                         stops: pl.DataFrame | None = None, gates: pl.DataFrame | None = None,
+                         isr: pl.DataFrame | None = None) -> Rows:
     """Candidates for the shutdowns whose verdict just before was wait or unsafe. `shutdowns`: state_change_events
     rows of SHUTDOWN_EVENTS (cluster, broker_id, ts, message); `stops`: rows of STOP_EVENTS around them (cluster,
     broker_id, ts: the other brokers being stopped, read back from the lake); `samples`, `requests`, `alerts`: the
     roll-safety inputs (pipelines.roll_safety) of those clusters, with a `cluster` column, reaching back the
     membership and in-flight windows before the first shutdown; `gates`: the roll_steps gates of `planewatch roll`
     (cluster, node, verdict, at): a shutdown its gate said safe about within GATE_VOUCHES_S is not judged (the
-    gate read the cluster itself, partition by partition, fresher than the last scrape)."""
+    gate read the cluster itself, partition by partition, fresher than the last scrape); `isr`: state_change_events
+    rows of ISR_EVENTS (cluster, broker_id, ts, topic, partition, message) over the membership window before the
+    shutdowns, and `stops` reaching as far back: the leaders' ISR lines since their last scrape count the
+    partitions the broker stopped last rejoined (_rejoined)."""
     t = AlertType.ROLL_TOO_FAST
     rows = []
-    for r, v in _judged(shutdowns, samples, requests, alerts, th, stops):
+    for r, v in _judged(shutdowns, samples, requests, alerts, th, stops, isr):
         if _vouched(r, gates):
             continue
         bad = [x for x in v.reasons if x.status not in (CheckStatus.ok, CheckStatus.skipped)

@@ -120,3 +120,38 @@ def test_a_planewatch_roll_gate_that_said_safe_just_before_vouches_for_the_shutd
     assert len(judged(gate(1, "safe", 2.0))) == 1
     assert len(judged(gate(2, "wait", 2.0))) == 1
     assert len(judged(gate(2, "safe", 600.0))) == 1
+
+
+def test_the_leaders_isr_lines_after_their_last_scrape_count_the_partitions_back_in_sync() -> None:
+    """Broker 3 was stopped (t=8 s) and restarted; broker 1's last scrape (t=60 s) counts 3 partitions
+    under-replicated; it logs `ISR updated to 1,2,3` for all three at t=61 s, and broker 2 begins its controlled
+    shutdown at t=62 s (a roll gated on the Admin API's ISRs, as Strimzi gates): not too fast. Two of three back, a
+    line without broker 3, or lines older than the scrape leave it too fast."""
+    running = samples(killed_after_s=1000.0).with_columns(  # all three running; broker 1 counts 3 since t=10 s
+        value=pl.when((pl.col("broker_id") == 1) & (pl.col("signal") == "UnderReplicatedPartitions")
+                      & (pl.col("ts") > T0 + dt.timedelta(seconds=10))).then(3.0).otherwise(pl.col("value")))
+    requests = pl.DataFrame(schema={"cluster": pl.String, "broker_id": pl.Int32, "request": pl.String,
+                                    "sent_ts": TS, "finished_ts": TS, "status": pl.String})
+    alerts = pl.DataFrame(schema={"cluster": pl.String, "type": pl.String, "broker_id": pl.Int32,
+                                  "started_at": TS, "resolved_at": TS})
+    stops = pl.DataFrame([{"cluster": "c", "broker_id": 3, "ts": T0 + dt.timedelta(seconds=8)}],
+                         schema={"cluster": pl.String, "broker_id": pl.Int32, "ts": TS})
+
+    def isr(*lines: tuple[float, int, str]) -> pl.DataFrame:
+        return pl.DataFrame([{"cluster": "c", "broker_id": 1, "ts": T0 + dt.timedelta(seconds=at), "topic": "roll",
+                              "partition": p, "message": f"ISR updated to {members}  and version updated to 9"}
+                             for at, p, members in lines],
+                            schema={"cluster": pl.String, "broker_id": pl.Int32, "ts": TS, "topic": pl.String,
+                                    "partition": pl.Int32, "message": pl.String})
+
+    def judged(lines: pl.DataFrame) -> list[dict[str, object]]:
+        return detect_roll_too_fast(shutdowns((2, 62.0)), running, requests, alerts, DetectionConfig(), stops=stops,
+                                    isr=lines)
+
+    assert len(judged(isr())) == 1  # the scrape alone: too fast
+    assert judged(isr((61.0, 0, "1,2,3"), (61.0, 1, "1,3,2"), (61.1, 2, "1,2,3"))) == []
+    assert len(judged(isr((61.0, 0, "1,2,3"), (61.0, 1, "1,3,2")))) == 1
+    assert len(judged(isr((61.0, 0, "1,2"), (61.0, 1, "1,2"), (61.1, 2, "1,2")))) == 1
+    assert len(judged(isr((59.0, 0, "1,2,3"), (59.0, 1, "1,3,2"), (59.1, 2, "1,2,3")))) == 1
+    # a partition's latest line is what counts: back in, then out again
+    assert len(judged(isr((61.0, 0, "1,2,3"), (61.0, 1, "1,3,2"), (61.1, 2, "1,2,3"), (61.5, 2, "1,2")))) == 1
