@@ -2,8 +2,8 @@
 
     planewatch scenario healthy|produce-backlog|connection-storm|fetcher-lock|broker-bounce|controller-failover
     planewatch scenario metadata-lag|broker-fenced|controller-overload|quorum-unstable|elections --kafka 4.4.0
-    planewatch scenario rolling-restart-timer|rolling-restart-gated|rolling-restart-driven --kafka 3.9.1|4.4.0
-        [--roll-check-lake DIR]
+    planewatch scenario rolling-restart-timer|rolling-restart-gated|rolling-restart-driven|rolling-restart-isr-gated
+        --kafka 3.9.1|4.4.0 [--roll-check-lake DIR]
 
 Each scenario starts its own cluster under ``DIR`` (default ``var/scenario/NAME``), is bounded in time, stops the
 cluster at the end, and prints what it did and when as JSON lines (also appended to ``DIR/scenario-NAME.jsonl``,
@@ -32,12 +32,14 @@ if TYPE_CHECKING:
 
 NAMES = ("healthy", "produce-backlog", "connection-storm", "fetcher-lock", "broker-bounce", "controller-failover",
          "metadata-lag", "broker-fenced", "controller-overload", "quorum-unstable", "elections",
-         "metadata-publish-slow", "rolling-restart-timer", "rolling-restart-gated", "rolling-restart-driven")
+         "metadata-publish-slow", "rolling-restart-timer", "rolling-restart-gated", "rolling-restart-driven",
+         "rolling-restart-isr-gated")
 # The scenarios of KRaft's own mechanisms: Apache Kafka only (planewatch.kafka.scenarios.KRAFT_ONLY).
 KRAFT_NAMES = ("metadata-lag", "broker-fenced", "controller-overload", "quorum-unstable", "elections",
                "metadata-publish-slow")
 # Apache Kafka in either mode only (planewatch.kafka.rolls).
-KAFKA_NAMES = ("rolling-restart-timer", "rolling-restart-gated", "rolling-restart-driven")
+KAFKA_NAMES = ("rolling-restart-timer", "rolling-restart-gated", "rolling-restart-driven",
+         "rolling-restart-isr-gated")
 HALVES = ("produce-backlog-with-control-plane", "produce-backlog-without-control-plane", "fetcher-lock-locked",
           "fetcher-lock-async")
 

@@ -128,6 +128,11 @@ EXTRA_RUNS: tuple[DemoRun, ...] = (
             "rolling-restart-gated", KAFKA_KRAFT),
     DemoRun("kafka-rolling-restart-driven", "Apache Kafka: planewatch roll restarts every broker, each after the "
             "Admin API's verdict says safe, the controller last", "rolling-restart-driven", KAFKA_ZK),
+    DemoRun("kafka-rolling-restart-strimzi", "Apache Kafka with Kafka's shipped log4j levels and Strimzi's exporter "
+            "namings: each restart once every ISR is full again, as Strimzi rolls", "rolling-restart-isr-gated",
+            KAFKA_ZK, "strimzi", "shipped"),
+    DemoRun("kraft-rolling-restart-strimzi", "KRaft on Apache Kafka, shipped log4j levels, Strimzi's namings: each "
+            "restart once every ISR is full again", "rolling-restart-isr-gated", KAFKA_KRAFT, "strimzi", "shipped"),
     DemoRun("kraft-rolling-restart-driven", "KRaft on Apache Kafka: planewatch roll restarts every broker, then "
             "three controllers quorum-aware, the active one last", "rolling-restart-driven", KAFKA_KRAFT),
     # as operators run Kafka: its shipped log4j levels and a public exporter stack's namings

@@ -75,6 +75,10 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     # planewatch roll restarts a node only on a safe verdict: nothing is too fast
     "kafka-rolling-restart-driven": (AlertType.ROLL_TOO_FAST,),
     "kraft-rolling-restart-driven": (AlertType.ROLL_TOO_FAST,),
+    # a roll that waits for every ISR, with Kafka's shipped log4j levels: no ROLL_TOO_FAST (neither from a broker
+    # start's UpdateMetadata for 0 partitions, silent at INFO, nor from a scrape older than the shutdown)
+    "kafka-rolling-restart-strimzi": (AlertType.ROLL_TOO_FAST,),
+    "kraft-rolling-restart-strimzi": (AlertType.ROLL_TOO_FAST,),
     # the control plane keeps the controller's requests out of the produce backlog
     "kafka-produce-backlog-with-control-plane": _CONTROL_REQUEST_ALERTS,
     "kafka-produce-backlog-without-control-plane": (AlertType.LOCK_CONTENTION, AlertType.STALE_BROKER_EPOCH,

@@ -10,6 +10,8 @@ exit, start it again, and
   `planewatch roll-check --cluster NAME --lake LAKE --since RESTARTED` every ROLL_CHECK_POLL_S until it exits 0 (at
   most ROLL_CHECK_TIMEOUT_S), recording each verdict and its reasons in the timeline. `--since` is the time the
   last restart returned: data scraped before it says nothing of the cluster after it;
+* ``rolling-restart-isr-gated``: as Strimzi's roller waits, before each restart every partition's ISR full again
+  (the Admin API's metadata), then SIGTERM, start, wait until started; no planewatch in the loop;
 * ``rolling-restart-driven``: `planewatch roll --bootstrap-server ...` chooses the order (brokers, then on KRaft a
   quorum of DRIVEN_CONTROLLERS controllers, the leader last) and gates each restart on the Admin API (with
   --roll-check-lake, on the lake's signals too, its steps recorded in the lake's roll_steps); its
@@ -268,6 +270,7 @@ def rolling_restart(d: Path, tl: Timeline, setup: KafkaSetup, mode: str) -> None
         waited = 0.0
         try:
             waited = (_drive(cluster, tl, d, name, setup.roll_check_lake) if mode == DRIVEN
+                      else _isr_gated(cluster, tl) if mode == ISR_GATED
                       else _roll(cluster, tl, setup, gated, name))
         finally:
             producer.stop()
@@ -351,6 +354,24 @@ def _isr_full(cluster: KafkaCluster) -> bool:
     return bool(states) and all(len(p["isr"]) == len(p["replicas"]) for p in states)
 
 
+def _isr_gated(cluster: KafkaCluster, tl: Timeline) -> float:
+    """Restart every broker, each once every partition's ISR is full again (the Admin API's metadata, polled every
+    WATCH_INTERVAL_S), as Strimzi's roller waits for under-replication; the seconds it waited."""
+    waited = 0.0
+    for broker in sorted(cluster.brokers):
+        began = time.monotonic()
+        while not _isr_full(cluster) and time.monotonic() - began < RECOVERY_TIMEOUT_S:
+            time.sleep(WATCH_INTERVAL_S)
+        waited += time.monotonic() - began
+        tl.emit("isr-gate-passed", before_broker=broker, waited_s=round(time.monotonic() - began, 1))
+        _restart(cluster, tl, broker)
+    began = time.monotonic()
+    while not _isr_full(cluster) and time.monotonic() - began < RECOVERY_TIMEOUT_S:
+        time.sleep(WATCH_INTERVAL_S)
+    tl.emit("roll-recovered" if _isr_full(cluster) else "roll-not-recovered")
+    return round(waited + time.monotonic() - began, 1)
+
+
 def _drive(cluster: KafkaCluster, tl: Timeline, d: Path, name: str, lake: Path | None) -> float:
     """`planewatch roll` over the cluster (Admin API gate; with `lake`, the lake's signals too and its steps recorded
     in roll_steps), its restart command a request this process
@@ -412,5 +433,6 @@ def _restart(cluster: KafkaCluster, tl: Timeline, node: int) -> None:
     tl.emit("broker-restarted", broker=node)
 
 
-TIMER, GATED, DRIVEN = "timer", "gated", "driven"
-ROLLS = {"rolling-restart-timer": TIMER, "rolling-restart-gated": GATED, "rolling-restart-driven": DRIVEN}
+TIMER, GATED, DRIVEN, ISR_GATED = "timer", "gated", "driven", "isr-gated"
+ROLLS = {"rolling-restart-timer": TIMER, "rolling-restart-gated": GATED, "rolling-restart-driven": DRIVEN,
+         "rolling-restart-isr-gated": ISR_GATED}

@@ -33,6 +33,7 @@
                                            each after `planewatch roll-check` says safe (planewatch.kafka.rolls)
 ``rolling-restart-driven``                 `planewatch roll` restarts every node (KRaft: three controllers too),
                                            each after the Admin API's verdict says safe
+``rolling-restart-isr-gated``              each broker restarted once every ISR is full again, as Strimzi rolls
 =========================================  ====================================================================
 
 KAFKA-6974's asynchronous fetcher and the cacheable UpdateMetadata were never shipped by Apache Kafka; their
