@@ -43,6 +43,8 @@ ROLL_SIGNALS: tuple[str, ...] = tuple(s.value for s in (
     _S.OfflinePartitionsCount, _S.UnderMinIsrPartitionCount, _S.UnderReplicatedPartitions, _S.ActiveControllerCount,
     _S.RaftCurrentLeader, _S.FencedBrokerCount, _S.MetadataApplyLagMs, _S.LastAppliedRecordLagMs,
     _S.EventQueueTimeMs, _S.PreferredReplicaImbalanceCount)) + tuple(START_SIGNALS)
+# Which start a node's incarnation is told by, first choice first (as _starts prefers them).
+_START_RANK = {name: i for i, name in enumerate(START_SIGNALS)}
 # Attributes a gauge's value comes under (jmx_exporter: Value; a JSON reporter may leave it empty). The event queue
 # histogram is read at its median: its percentiles come from an exponentially decaying reservoir, and one slow
 # event (a controller failover's) kept the 99th percentile above 1 s for minutes on Apache Kafka 3.9.1 (a gated
@@ -145,6 +147,26 @@ def _worst(statuses: Iterable[CheckStatus]) -> RollVerdict:
     return next((v for v in SEVERITY_ORDER if v in found), RollVerdict.safe)
 
 
+def _current_incarnation(rows: pl.DataFrame) -> pl.DataFrame:
+    """`rows` without the samples a node's previous process took: those older than its newest start
+    (START_SIGNALS: jmx_exporter's process start, else Kafka's app-info start-time-ms). A broker just restarted
+    may not export a gauge again for a scrape or two, and its previous process's value would stand for it: on
+    Apache Kafka 3.9.1 with Strimzi's namings, the old controller's ActiveControllerCount 1 beside its successor's
+    (a false "2 active controllers" and ROLL_TOO_FAST in a healthy roll)."""
+    to_s = pl.col("signal").replace_strict(START_SIGNALS, default=None, return_dtype=pl.Float64)
+    starts = (rows.filter(pl.col("signal").is_in(list(START_SIGNALS)))
+              .with_columns(_rank=pl.col("signal").replace_strict(_START_RANK, default=len(_START_RANK)))
+              .sort("_rank").unique("broker_id", keep="first")
+              .select("broker_id", _started=pl.col("value") * to_s))
+    if starts.is_empty():
+        return rows
+    sampled_s = pl.col("ts").dt.epoch("us").cast(pl.Float64) / 1e6
+    return (rows.join(starts, on="broker_id", how="left")
+            .filter(pl.col("_started").is_null() | (sampled_s >= pl.col("_started"))
+                    | pl.col("signal").is_in(list(START_SIGNALS)))
+            .drop("_started"))
+
+
 class _Latest:
     """The newest value per (node, signal) of the gauges the checks read, with the data's age."""
 
@@ -153,8 +175,9 @@ class _Latest:
         attr = pl.col("attribute").fill_null("")
         keep = ((pl.col("signal") == _S.EventQueueTimeMs.value) & (attr == _QUEUE_ATTRIBUTE)) | (
             (pl.col("signal") != _S.EventQueueTimeMs.value) & attr.is_in(_GAUGE_ATTRIBUTES))
-        self.rows = (latest.filter(keep & pl.col("value").is_not_null() & pl.col("ts").is_not_null())
-                     .sort("ts").unique(["broker_id", "signal"], keep="last"))
+        rows = (latest.filter(keep & pl.col("value").is_not_null() & pl.col("ts").is_not_null())
+                .sort("ts").unique(["broker_id", "signal"], keep="last"))
+        self.rows = _current_incarnation(rows)
 
     def of(self, signal: Signal) -> list[tuple[int, float, float]]:
         """(node, value, age s) of `signal`, per node that reports it."""

@@ -247,3 +247,19 @@ def test_requests_a_roll_does_not_wait_for() -> None:
     assert v.verdict == RollVerdict.wait
     (r,) = [r for r in v.reasons if r.check == RollCheck.CONTROL_REQUESTS]
     assert r.broker_id == 2
+
+
+def test_a_restarted_nodes_samples_from_its_previous_process_do_not_count() -> None:
+    """Apache Kafka 3.9.1, Strimzi's namings: broker 1, the controller, restarted 3 s ago; the controller moved to
+    broker 2; broker 1's new process has not exported ActiveControllerCount yet, and its newest value (1, 8 s old) is
+    its previous process's. It is not a second active controller; once its new process says 0, nothing changes."""
+    values = healthy("zookeeper") | {(2, "ActiveControllerCount"): 1}
+    rows = latest(values, {1: 8.0, 2: 2.0, 3: 2.0})
+    start = pl.DataFrame([{"broker_id": 1, "signal": "ProcessStartTimeSeconds", "attribute": "Value",
+                           "value": (NOW - dt.timedelta(seconds=3)).timestamp(), "ts": NOW - dt.timedelta(seconds=1)}],
+                         schema=rows.schema)
+    assert roll_verdict("c1", rows, NO_REQUESTS, NO_ALERTS, NOW).verdict == RollVerdict.unsafe  # 2 controllers
+    v = roll_verdict("c1", pl.concat([rows, start]), NO_REQUESTS, NO_ALERTS, NOW)
+    assert statuses(v, RollCheck.ACTIVE_CONTROLLER) == {CheckStatus.ok}
+    # its previous process's under-replicated count is not a reading of the cluster either
+    assert statuses(v, RollCheck.UNDER_REPLICATED) == {CheckStatus.ok}
