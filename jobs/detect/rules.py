@@ -64,7 +64,7 @@ from pipelines.detection.metric_detectors import (
 )
 from pipelines.detection.roll_detectors import (
     CLUSTER_STOP_S,
-    ISR_EVENTS,
+    FRESHER_EVENTS,
     SHUTDOWN_EVENTS,
     STOP_EVENTS,
     detect_roll_too_fast,
@@ -263,10 +263,10 @@ class LogRules(_BatchRules):
             recent = utc_frame(self.state_changes.read_spans(
                 _cluster_spans(judged.select(CLOCK_COLUMNS).to_arrow(),
                                dt.timedelta(seconds=self.roll.th.membership_s), dt.timedelta(seconds=CLUSTER_STOP_S)),
-                where=pc.field("event").isin([e.value for e in (*STOP_EVENTS, *ISR_EVENTS)])).select(
-                    ["cluster", "broker_id", "ts", "event", "topic", "partition", "message"]))
+                where=pc.field("event").isin([e.value for e in (*STOP_EVENTS, *FRESHER_EVENTS)])).select(
+                    ["cluster", "broker_id", "ts", "event", "topic", "partition", "target_broker_id", "message"]))
             stops = recent.filter(pl.col("event").is_in([e.value for e in STOP_EVENTS]))
-            isr = recent.filter(pl.col("event").is_in([e.value for e in ISR_EVENTS]))
+            isr = recent.filter(pl.col("event").is_in([e.value for e in FRESHER_EVENTS]))
         return detect_roll_too_fast(judged, samples, requests, alerts, self.cfg, stops=stops,
                                     gates=self.roll.gates(judged), isr=isr)
 

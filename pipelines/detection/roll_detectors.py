@@ -14,7 +14,8 @@ The last scrape before a shutdown can be seconds older than the shutdown: a roll
 Admin API's ISRs, as Strimzi and `planewatch roll` gate) restarts the next broker moments after the previous one is
 back in every ISR, and that scrape still counts its partitions under-replicated. The leaders log each ISR change
 (`ISR updated to 3,2,1 ...`, INFO at Kafka's shipped levels) to the millisecond: after a leader's last scrape, the
-distinct partitions whose ISR took the broker stopped last back count as recovered (:func:`_rejoined`), and a
+distinct partitions whose ISR took the broker stopped last back count as recovered (:func:`_rejoined`), as each
+broker the KRaft controller logged unfencing since its last scrape counts as unfenced (:func:`_unfenced`), and a
 `planewatch roll` gate that said safe about the broker vouches for its shutdown (GATE_VOUCHES_S).
 """
 
@@ -36,8 +37,8 @@ from schemas.signals import Signal
 if TYPE_CHECKING:
     from pipelines.detection.config import DetectionConfig
 
-__all__ = ["CLUSTER_STOP_S", "GATE_VOUCHES_S", "ISR_EVENTS", "JUST_BEFORE", "NOT_JUDGED", "SHUTDOWN_EVENTS",
-           "STOP_EVENTS", "VERDICT_VALUE", "detect_roll_too_fast"]
+__all__ = ["CLUSTER_STOP_S", "FRESHER_EVENTS", "GATE_VOUCHES_S", "ISR_EVENTS", "JUST_BEFORE", "NOT_JUDGED",
+           "SHUTDOWN_EVENTS", "STOP_EVENTS", "VERDICT_VALUE", "detect_roll_too_fast"]
 
 Rows = list[dict[str, Any]]
 SHUTDOWN_EVENTS = (Event.CONTROLLED_SHUTDOWN_STARTED,)
@@ -65,6 +66,9 @@ NOT_JUDGED = (RollCheck.PREFERRED_LEADERS,)
 # The leaders' ISR lines (server.log, INFO at Kafka's shipped levels: `[Partition roll-2 broker=3] ISR updated to
 # 3,2,1 and version updated to 6`, or `Expanding ISR from 3,1 to 3,1,2`), and the list of the ISR they set.
 ISR_EVENTS = (Event.ISR_UPDATED, Event.ISR_EXPANDING)
+# KRaft: the active controller's unfence grants (controller.log, INFO), fresher than its FencedBrokerCount scrape.
+_UNFENCED = Event.KRAFT_BROKER_UNFENCED.value
+FRESHER_EVENTS = (*ISR_EVENTS, Event.KRAFT_BROKER_UNFENCED)
 _ISR_LIST = r"(?:ISR updated to|Expanding ISR from [0-9,]* to) ([0-9,]+)"
 # A `planewatch roll` gate that said safe about a broker vouches for that broker's shutdown this long after it: the
 # restart command runs right after the gate (an ssh and a systemctl stop take seconds), with room for the clocks of
@@ -132,6 +136,7 @@ def _rejoined(r: Mapping[str, Any], samples: pl.DataFrame, stops: pl.DataFrame |
     rows = []
     for b, value, ts in urp.select("broker_id", "value", "ts").iter_rows():
         lines = isr.filter((pl.col("cluster") == r["cluster"]) & (pl.col("broker_id") == b)
+                           & pl.col("event").is_in([e.value for e in ISR_EVENTS])
                            & pl.col("ts").is_between(ts, at, closed="right"))
         if lines.is_empty():
             continue
@@ -142,8 +147,31 @@ def _rejoined(r: Mapping[str, Any], samples: pl.DataFrame, stops: pl.DataFrame |
             rows.append({"cluster": r["cluster"], "broker_id": b, "ts": lines.get_column("ts").max(),
                          "signal": Signal.UnderReplicatedPartitions.value, "attribute": "Value",
                          "value": max(0.0, float(value) - rejoined)})
+    rows += _unfenced(r, samples, isr, at)
     return pl.concat([out, pl.DataFrame(rows, schema=out.select(list(rows[0])).schema)],
                      how="diagonal_relaxed") if rows else out
+
+
+def _unfenced(r: Mapping[str, Any], samples: pl.DataFrame, lines: pl.DataFrame, at: dt.datetime
+              ) -> list[dict[str, Any]]:
+    """KRaft: FencedBrokerCount as the active controller's own unfence lines tell it after its last scrape before
+    `r` (`The request from broker N to unfence has been granted ...`): each distinct broker unfenced since counts
+    one fenced broker less, at the last such line."""
+    if "target_broker_id" not in lines.columns:
+        return []
+    fenced = (samples.filter((pl.col("cluster") == r["cluster"]) & (pl.col("ts") < at)
+                             & (pl.col("signal") == Signal.FencedBrokerCount.value))
+              .sort("ts").unique("broker_id", keep="last").filter(pl.col("value") > 0))
+    out = []
+    for b, value, ts in fenced.select("broker_id", "value", "ts").iter_rows():
+        grants = lines.filter((pl.col("cluster") == r["cluster"]) & (pl.col("event") == _UNFENCED)
+                              & pl.col("ts").is_between(ts, at, closed="right"))
+        n = grants.get_column("target_broker_id").drop_nulls().n_unique()
+        if n:
+            out.append({"cluster": r["cluster"], "broker_id": b, "ts": grants.get_column("ts").max(),
+                        "signal": Signal.FencedBrokerCount.value, "attribute": "Value",
+                        "value": max(0.0, float(value) - n)})
+    return out
 
 
 def _judged(shutdowns: pl.DataFrame, samples: pl.DataFrame, requests: pl.DataFrame, alerts: pl.DataFrame,
@@ -187,9 +215,10 @@ def detect_roll_too_fast(shutdowns: pl.DataFrame, samples: pl.DataFrame, request
     membership and in-flight windows before the first shutdown; `gates`: the roll_steps gates of `planewatch roll`
     (cluster, node, verdict, at): a shutdown its gate said safe about within GATE_VOUCHES_S is not judged (the
     gate read the cluster itself, partition by partition, fresher than the last scrape); `isr`: state_change_events
-    rows of ISR_EVENTS (cluster, broker_id, ts, topic, partition, message) over the membership window before the
-    shutdowns, and `stops` reaching as far back: the leaders' ISR lines since their last scrape count the
-    partitions the broker stopped last rejoined (_rejoined)."""
+    rows of FRESHER_EVENTS (cluster, broker_id, ts, event, topic, partition, target_broker_id, message) over the
+    membership window before the shutdowns, and `stops` reaching as far back: the leaders' ISR lines since their
+    last scrape count the partitions the broker stopped last rejoined (_rejoined), the controller's unfence lines
+    the brokers unfenced (_unfenced)."""
     t = AlertType.ROLL_TOO_FAST
     rows = []
     for r, v in _judged(shutdowns, samples, requests, alerts, th, stops, isr):

@@ -138,11 +138,12 @@ def test_the_leaders_isr_lines_after_their_last_scrape_count_the_partitions_back
                          schema={"cluster": pl.String, "broker_id": pl.Int32, "ts": TS})
 
     def isr(*lines: tuple[float, int, str]) -> pl.DataFrame:
-        return pl.DataFrame([{"cluster": "c", "broker_id": 1, "ts": T0 + dt.timedelta(seconds=at), "topic": "roll",
-                              "partition": p, "message": f"ISR updated to {members}  and version updated to 9"}
+        return pl.DataFrame([{"cluster": "c", "broker_id": 1, "ts": T0 + dt.timedelta(seconds=at),
+                              "event": "isr_updated", "topic": "roll", "partition": p,
+                              "message": f"ISR updated to {members}  and version updated to 9"}
                              for at, p, members in lines],
-                            schema={"cluster": pl.String, "broker_id": pl.Int32, "ts": TS, "topic": pl.String,
-                                    "partition": pl.Int32, "message": pl.String})
+                            schema={"cluster": pl.String, "broker_id": pl.Int32, "ts": TS, "event": pl.String,
+                                    "topic": pl.String, "partition": pl.Int32, "message": pl.String})
 
     def judged(lines: pl.DataFrame) -> list[dict[str, object]]:
         return detect_roll_too_fast(shutdowns((2, 62.0)), running, requests, alerts, DetectionConfig(), stops=stops,
@@ -155,3 +156,44 @@ def test_the_leaders_isr_lines_after_their_last_scrape_count_the_partitions_back
     assert len(judged(isr((59.0, 0, "1,2,3"), (59.0, 1, "1,3,2"), (59.1, 2, "1,2,3")))) == 1
     # a partition's latest line is what counts: back in, then out again
     assert len(judged(isr((61.0, 0, "1,2,3"), (61.0, 1, "1,3,2"), (61.1, 2, "1,2,3"), (61.5, 2, "1,2")))) == 1
+
+
+def test_the_controllers_unfence_lines_after_its_last_scrape_count_the_brokers_unfenced() -> None:
+    """KRaft: the active controller's last scrape (t=60 s) counts broker 3 fenced (it restarted); its controller.log
+    grants broker 3's unfencing at t=61 s; broker 2 begins its controlled shutdown at t=62 s: not too fast. Without
+    the line, too fast."""
+    rows = []
+    for t in range(0, 61, 5):
+        at = T0 + dt.timedelta(seconds=t)
+        for b in (1, 2, 3, 100):
+            rows.append({"cluster": "c", "broker_id": b, "ts": at, "signal": "RaftCurrentLeader", "attribute": "Value",
+                         "value": 100.0})
+            if b != 100:
+                for sig in ("UnderReplicatedPartitions", "UnderMinIsrPartitionCount"):
+                    rows.append({"cluster": "c", "broker_id": b, "ts": at, "signal": sig, "attribute": "Value",
+                                 "value": 0.0})
+        for sig, v in (("ActiveControllerCount", 1.0), ("OfflinePartitionsCount", 0.0),
+                       ("FencedBrokerCount", 1.0 if t >= 30 else 0.0)):
+            rows.append({"cluster": "c", "broker_id": 100, "ts": at, "signal": sig, "attribute": "Value", "value": v})
+    kraft = pl.DataFrame(rows, schema={"cluster": pl.String, "broker_id": pl.Int32, "ts": TS, "signal": pl.String,
+                                       "attribute": pl.String, "value": pl.Float64})
+    requests = pl.DataFrame(schema={"cluster": pl.String, "broker_id": pl.Int32, "request": pl.String,
+                                    "sent_ts": TS, "finished_ts": TS, "status": pl.String})
+    alerts = pl.DataFrame(schema={"cluster": pl.String, "type": pl.String, "broker_id": pl.Int32,
+                                  "started_at": TS, "resolved_at": TS})
+    stops = pl.DataFrame([{"cluster": "c", "broker_id": 3, "ts": T0 + dt.timedelta(seconds=28)}],
+                         schema={"cluster": pl.String, "broker_id": pl.Int32, "ts": TS})
+    grant = pl.DataFrame([{"cluster": "c", "broker_id": 100, "ts": T0 + dt.timedelta(seconds=61),
+                           "event": "kraft_broker_unfenced", "topic": None, "partition": None,
+                           "target_broker_id": 3, "message": "The request from broker 3 to unfence has been granted"}],
+                         schema={"cluster": pl.String, "broker_id": pl.Int32, "ts": TS, "event": pl.String,
+                                 "topic": pl.String, "partition": pl.Int32, "target_broker_id": pl.Int32,
+                                 "message": pl.String})
+
+    def judged(lines: pl.DataFrame) -> list[dict[str, object]]:
+        return detect_roll_too_fast(shutdowns((2, 62.0)), kraft, requests, alerts, DetectionConfig(), stops=stops,
+                                    isr=lines)
+
+    (c,) = judged(grant.clear())
+    assert "FENCED_BROKERS" in str(c["summary"])
+    assert judged(grant) == []
