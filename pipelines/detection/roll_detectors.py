@@ -114,13 +114,25 @@ def _cluster_stop(r: Mapping[str, Any], stops: pl.DataFrame, samples: pl.DataFra
     return bool(brokers) and brokers <= set(near.get_column("broker_id").to_list())
 
 
+def _back_in(lines: pl.DataFrame, back: int) -> set[tuple[str, int]]:
+    """The partitions whose latest ISR line among `lines` has broker `back` in their ISR."""
+    if lines.is_empty():
+        return set()
+    latest = lines.sort("ts").unique(["topic", "partition"], keep="last")
+    members = latest.get_column("message").str.extract(_ISR_LIST, 1).str.split(",")
+    has = latest.with_columns(_in=members.list.contains(str(back)).fill_null(False)).filter(pl.col("_in"))
+    return {(str(t), int(p)) for t, p in has.select("topic", "partition").iter_rows()}
+
+
 def _rejoined(r: Mapping[str, Any], samples: pl.DataFrame, stops: pl.DataFrame | None,
               isr: pl.DataFrame | None) -> pl.DataFrame:
     """UnderReplicatedPartitions as the leaders' own ISR lines tell it after their last scrape before `r` (module
     docstring): each leader whose last sample counted N under-replicated partitions, and whose ISR lines since then
-    and before `r` took the broker stopped last back into M distinct partitions' ISR, counts N - M at its last such
-    line. The broker stopped last: the newest stop of another broker of the cluster before `r` (its controlled
-    shutdown or SIGTERM); none known, no line counts. Rows in the samples' columns; none when nothing rejoined."""
+    and before `r` took the broker stopped last back into M distinct partitions' ISR, counts N - M; partitions
+    another leader logged back after every such sample (leadership moves in a roll) count for what is left. At the
+    newest line counted. The broker stopped last: the newest stop of another broker of the cluster before `r` (its
+    controlled shutdown or SIGTERM); none known, no line counts. Rows in the samples' columns; none when nothing
+    rejoined."""
     out = samples.clear()
     if isr is None or stops is None or isr.is_empty():
         return out
@@ -133,20 +145,27 @@ def _rejoined(r: Mapping[str, Any], samples: pl.DataFrame, stops: pl.DataFrame |
     urp = (samples.filter((pl.col("cluster") == r["cluster"]) & (pl.col("ts") < at)
                           & (pl.col("signal") == Signal.UnderReplicatedPartitions.value))
            .sort("ts").unique("broker_id", keep="last").filter(pl.col("value") > 0))
-    rows = []
+    lines = isr.filter((pl.col("cluster") == r["cluster"]) & pl.col("event").is_in([e.value for e in ISR_EVENTS])
+                       & (pl.col("ts") <= at))
+    left: dict[int, tuple[float, dt.datetime]] = {}
+    counted: set[tuple[str, int]] = set()
     for b, value, ts in urp.select("broker_id", "value", "ts").iter_rows():
-        lines = isr.filter((pl.col("cluster") == r["cluster"]) & (pl.col("broker_id") == b)
-                           & pl.col("event").is_in([e.value for e in ISR_EVENTS])
-                           & pl.col("ts").is_between(ts, at, closed="right"))
-        if lines.is_empty():
-            continue
-        latest = lines.sort("ts").unique(["topic", "partition"], keep="last")
-        members = latest.get_column("message").str.extract(_ISR_LIST, 1).str.split(",")
-        rejoined = int(members.list.contains(str(back)).fill_null(False).sum())
-        if rejoined:
-            rows.append({"cluster": r["cluster"], "broker_id": b, "ts": lines.get_column("ts").max(),
-                         "signal": Signal.UnderReplicatedPartitions.value, "attribute": "Value",
-                         "value": max(0.0, float(value) - rejoined)})
+        mine = _back_in(lines.filter((pl.col("broker_id") == b) & (pl.col("ts") > ts)), back)
+        counted |= mine
+        left[int(b)] = (float(value) - len(mine), ts)
+    short = [b for b, (n, _) in left.items() if n > 0]
+    if short:
+        since = max(left[b][1] for b in short)
+        spare = len(_back_in(lines.filter(pl.col("ts") > since), back) - counted)
+        for b in short:
+            take = min(float(spare), left[b][0])
+            left[b], spare = (left[b][0] - take, left[b][1]), int(spare - take)
+    newest = lines.filter(pl.col("ts") > urp.get_column("ts").min()).get_column("ts").max() if not urp.is_empty() \
+        else None
+    rows = [{"cluster": r["cluster"], "broker_id": b, "ts": newest, "signal": Signal.UnderReplicatedPartitions.value,
+             "attribute": "Value", "value": max(0.0, n)}
+            for b, (n, _), v in zip(left, left.values(), urp.get_column("value").to_list(), strict=True)
+            if newest is not None and n < v]
     rows += _unfenced(r, samples, isr, at)
     return pl.concat([out, pl.DataFrame(rows, schema=out.select(list(rows[0])).schema)],
                      how="diagonal_relaxed") if rows else out

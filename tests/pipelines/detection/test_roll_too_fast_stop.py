@@ -137,8 +137,8 @@ def test_the_leaders_isr_lines_after_their_last_scrape_count_the_partitions_back
     stops = pl.DataFrame([{"cluster": "c", "broker_id": 3, "ts": T0 + dt.timedelta(seconds=8)}],
                          schema={"cluster": pl.String, "broker_id": pl.Int32, "ts": TS})
 
-    def isr(*lines: tuple[float, int, str]) -> pl.DataFrame:
-        return pl.DataFrame([{"cluster": "c", "broker_id": 1, "ts": T0 + dt.timedelta(seconds=at),
+    def isr(*lines: tuple[float, int, str], leader: int = 1) -> pl.DataFrame:
+        return pl.DataFrame([{"cluster": "c", "broker_id": leader, "ts": T0 + dt.timedelta(seconds=at),
                               "event": "isr_updated", "topic": "roll", "partition": p,
                               "message": f"ISR updated to {members}  and version updated to 9"}
                              for at, p, members in lines],
@@ -154,6 +154,8 @@ def test_the_leaders_isr_lines_after_their_last_scrape_count_the_partitions_back
     assert len(judged(isr((61.0, 0, "1,2,3"), (61.0, 1, "1,3,2")))) == 1
     assert len(judged(isr((61.0, 0, "1,2"), (61.0, 1, "1,2"), (61.1, 2, "1,2")))) == 1
     assert len(judged(isr((59.0, 0, "1,2,3"), (59.0, 1, "1,3,2"), (59.1, 2, "1,2,3")))) == 1
+    # leadership moved: another leader logs them back after broker 1's last scrape
+    assert judged(isr((61.0, 0, "2,1,3"), (61.0, 1, "2,3,1"), (61.1, 2, "2,1,3"), leader=2)) == []
     # a partition's latest line is what counts: back in, then out again
     assert len(judged(isr((61.0, 0, "1,2,3"), (61.0, 1, "1,3,2"), (61.1, 2, "1,2,3"), (61.5, 2, "1,2")))) == 1
 
