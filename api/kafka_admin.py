@@ -2,8 +2,9 @@
 
 Topics, partitions with their ISR, topic configs and DescribeCluster come from confluent-kafka's AdminClient (the
 connection's librdkafka properties, TLS and SASL included, as the operator's other clients have them); the KRaft
-metadata quorum from DescribeQuorum (api key 55), which librdkafka does not offer, sent with planewatch's own codec
-(:mod:`broker.protocol`) to a bootstrap broker, which forwards it to the active controller. DescribeQuorum is asked
+metadata quorum from DescribeQuorum (api key 55), which librdkafka does not offer, sent over the reference broker's
+own blocking client (:class:`broker.network.client.BlockingClient`, planewatch's codec) to a bootstrap broker, which
+forwards it to the active controller. DescribeQuorum is asked
 over PLAINTEXT and SSL; over SASL the quorum is reported unknown (:class:`AdminUnavailable` names why).
 
 Connections per cluster come from a YAML file (``PLANEWATCH_ADMIN_CLUSTERS``, `planewatch roll-check --admin-config`)::
@@ -20,19 +21,19 @@ Connections per cluster come from a YAML file (``PLANEWATCH_ADMIN_CLUSTERS``, `p
 from __future__ import annotations
 
 import os
-import socket
 import ssl
-import struct
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource  # type: ignore[attr-defined]
 
-from broker.protocol import ApiKey, ProtocolError, decode_response, encode_request
+from broker.network.client import BlockingClient, ClientError
+from broker.properties import PropertiesSyntaxError, load_properties_file
+from broker.protocol import ApiKey
 from pipelines.restart_probe import (
     DEFAULT_FETCH_TIMEOUT_MS,
     ClusterState,
@@ -51,10 +52,6 @@ ADMIN_TIMEOUT_S = 10.0
 METADATA_TOPIC = "__cluster_metadata"
 # DescribeQuorum v1 has each voter's last caught-up time (KIP-836, Kafka 3.3+); v2 adds nothing the check reads.
 QUORUM_VERSION = 1
-# A response frame larger than this is not DescribeQuorum's (a few hundred bytes per voter).
-MAX_RESPONSE_BYTES = 1 << 20
-_PROPS_FOR_SOCKET = ("security.protocol", "ssl.ca.location", "ssl.certificate.location", "ssl.key.location",
-                     "ssl.key.password", "enable.ssl.certificate.verification")
 _CLIENT_ID = "planewatch-roll-probe"
 # librdkafka's syslog level for the probe's client: warnings and worse (its info lines, such as the purge of unserved
 # background events when a client closes, say nothing to an operator); the connection's properties may override it
@@ -102,21 +99,15 @@ def load_admin_clusters(path: Path) -> dict[str, dict[str, str]]:
 
 
 def read_properties(path: Path) -> dict[str, str]:
-    """A Java-style .properties file (`key=value` or `key: value` lines; `#` and `!` comments)."""
-    out = {}
+    """Client properties from a Java .properties file, as Kafka's tools take `--command-config` (broker.properties).
+
+    Raises:
+        AdminConfigError: the file cannot be read or has a malformed escape.
+    """
     try:
-        text = path.read_text()
-    except OSError as e:
-        raise AdminConfigError(f"{path}: {e.strerror}") from None
-    for n, line in enumerate(text.splitlines(), 1):
-        line = line.strip()
-        if not line or line[0] in "#!":
-            continue
-        key, sep, value = (line.partition("=") if "=" in line else line.partition(":"))
-        if not sep:
-            raise AdminConfigError(f"{path}:{n}: expected key=value")
-        out[key.strip()] = value.strip()
-    return out
+        return load_properties_file(path)
+    except (OSError, PropertiesSyntaxError) as e:
+        raise AdminConfigError(f"{path}: {e}") from None
 
 
 def _partitions(admin: AdminClient, timeout: float) -> tuple[list[PartitionState], list[int]]:
@@ -149,25 +140,13 @@ def _fetch_timeout_ms(admin: AdminClient, broker: int, timeout: float) -> int:
     return int(entry.value) if entry is not None and entry.value else DEFAULT_FETCH_TIMEOUT_MS
 
 
-def _connect(props: Mapping[str, str], timeout: float) -> socket.socket:
-    """A connection to the first bootstrap server that accepts one (a broker being restarted does not)."""
-    protocol = props.get("security.protocol", "PLAINTEXT").upper()
-    if protocol.startswith("SASL"):
-        raise AdminUnavailable("DescribeQuorum over SASL is not supported: the quorum cannot be checked")
-    refused: list[str] = []
-    for server in props["bootstrap.servers"].split(","):
-        host, _, port = server.strip().rpartition(":")
-        try:
-            return _wrap(socket.create_connection((host.strip("[]"), int(port)), timeout=timeout), host, protocol,
-                         props)
-        except OSError as e:
-            refused.append(f"{server.strip()}: {e}")
-    raise AdminUnavailable(f"no bootstrap server accepted a connection ({'; '.join(refused)})")
+class _Endpoint(NamedTuple):
+    host: str
+    port: int
 
 
-def _wrap(sock: socket.socket, host: str, protocol: str, props: Mapping[str, str]) -> socket.socket:
-    if protocol != "SSL":
-        return sock
+def _tls(props: Mapping[str, str]) -> ssl.SSLContext:
+    """The TLS context of an SSL listener from the connection's librdkafka properties."""
     ctx = ssl.create_default_context(cafile=props.get("ssl.ca.location"))
     if props.get("enable.ssl.certificate.verification", "true") == "false":
         ctx.check_hostname = False
@@ -175,46 +154,52 @@ def _wrap(sock: socket.socket, host: str, protocol: str, props: Mapping[str, str
     if "ssl.certificate.location" in props:
         ctx.load_cert_chain(props["ssl.certificate.location"], props.get("ssl.key.location"),
                             props.get("ssl.key.password"))
-    return ctx.wrap_socket(sock, server_hostname=host.strip("[]"))
+    return ctx
 
 
-def _exchange(sock: socket.socket, api_key: int, version: int, correlation_id: int,
-              body: dict[str, Any]) -> dict[str, Any]:
-    sock.sendall(encode_request(api_key, version, correlation_id, _CLIENT_ID, body))
-    size = struct.unpack(">i", _read(sock, 4))[0]
-    if not 0 < size <= MAX_RESPONSE_BYTES:
-        raise AdminUnavailable(f"response of {size} bytes to api key {api_key}")
-    got, out = decode_response(api_key, version, _read(sock, size))
-    if got != correlation_id:
-        raise AdminUnavailable(f"response for correlation id {got}, expected {correlation_id}")
-    return out
+def _describe_quorum(client: BlockingClient) -> dict[str, Any] | None:
+    """DescribeQuorum's body from `client`'s broker; None when the broker does not list the API (ZooKeeper mode)."""
+    versions = client.round_trip(ApiKey.API_VERSIONS, 0, 1, client.encode(ApiKey.API_VERSIONS, 0, 1, {}))
+    keys = {k["api_key"]: k for k in versions["api_keys"]}
+    if ApiKey.DESCRIBE_QUORUM not in keys:
+        return None
+    version = min(QUORUM_VERSION, keys[ApiKey.DESCRIBE_QUORUM]["max_version"])
+    body = {"topics": [{"topic_name": METADATA_TOPIC, "partitions": [{"partition_index": 0}]}]}
+    return client.round_trip(ApiKey.DESCRIBE_QUORUM, version, 2,
+                             client.encode(ApiKey.DESCRIBE_QUORUM, version, 2, body))
 
 
-def _read(sock: socket.socket, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise AdminUnavailable("the broker closed the connection")
-        buf += chunk
-    return bytes(buf)
+def _ask_quorum(props: Mapping[str, str], timeout: float) -> tuple[dict[str, Any] | None, int]:
+    """(DescribeQuorum's body or None, when it was asked in epoch ms) from the first bootstrap server that answers
+    (a broker being restarted does not)."""
+    protocol = props.get("security.protocol", "PLAINTEXT").upper()
+    if protocol.startswith("SASL"):
+        raise AdminUnavailable("DescribeQuorum over SASL is not supported: the quorum cannot be checked")
+    tls = _tls(props) if protocol == "SSL" else None
+    refused: list[str] = []
+    for server in props["bootstrap.servers"].split(","):
+        host, _, port = server.strip().rpartition(":")
+        if not port.isdigit():
+            refused.append(f"{server.strip()!r}: not host:port")
+            continue
+        client = BlockingClient(_Endpoint(host.strip("[]"), int(port)), peer=server.strip(), client_id=_CLIENT_ID,
+                                timeout_s=timeout, tls=tls)
+        try:
+            asked = int(time.time() * 1000)
+            return _describe_quorum(client), asked
+        except ClientError as e:
+            refused.append(f"{server.strip()}: {e}")
+        finally:
+            client.close()
+    raise AdminUnavailable(f"DescribeQuorum: no bootstrap server answered ({'; '.join(refused)})")
 
 
 def _quorum(props: Mapping[str, str], timeout: float) -> QuorumState | None:
     """The metadata quorum, or None when the cluster has none (ZooKeeper mode: its brokers do not list
     DescribeQuorum in ApiVersions)."""
-    try:
-        with _connect(props, timeout) as sock:
-            versions = _exchange(sock, ApiKey.API_VERSIONS, 0, 1, {})
-            keys = {k["api_key"]: k for k in versions["api_keys"]}
-            if ApiKey.DESCRIBE_QUORUM not in keys:
-                return None
-            version = min(QUORUM_VERSION, keys[ApiKey.DESCRIBE_QUORUM]["max_version"])
-            asked = int(time.time() * 1000)
-            body = _exchange(sock, ApiKey.DESCRIBE_QUORUM, version, 2, {
-                "topics": [{"topic_name": METADATA_TOPIC, "partitions": [{"partition_index": 0}]}]})
-    except (OSError, ProtocolError) as e:
-        raise AdminUnavailable(f"DescribeQuorum: {type(e).__name__}: {e}") from None
+    body, asked = _ask_quorum(props, timeout)
+    if body is None:
+        return None
     if body["error_code"]:
         raise AdminUnavailable(f"DescribeQuorum: error code {body['error_code']}")
     (part,) = body["topics"][0]["partitions"]
@@ -243,8 +228,7 @@ def describe_cluster(props: Mapping[str, str], timeout: float = ADMIN_TIMEOUT_S)
         min_isr, unclean = _topic_configs(admin, sorted({p.topic for p in parts}), timeout)
         live = admin.describe_cluster(request_timeout=timeout).result(timeout=timeout)
         live_ids = tuple(sorted(int(n.id) for n in live.nodes)) or tuple(brokers)
-        quorum = _quorum({k: v for k, v in props.items() if k in _PROPS_FOR_SOCKET or k == "bootstrap.servers"},
-                         timeout)
+        quorum = _quorum(props, timeout)
         fetch_timeout = _fetch_timeout_ms(admin, live_ids[0], timeout) if quorum and live_ids else \
             DEFAULT_FETCH_TIMEOUT_MS
     except KafkaException as e:

@@ -224,13 +224,7 @@ def _broker_reasons(state: ClusterState, broker: int) -> list[Reason]:
                       f"restarting broker {broker}: {len(moves)} partition(s) it leads fail over to another in-sync "
                       f"replica (acks=1 producers see a leader change)" + (f": {_names(moves)}" if moves else ""),
                       "Admin API", float(len(moves)), None, broker, age, moves[:PARTITIONS_LISTED]))
-    rec = recovery(state, broker)
-    status = CheckStatus.ok if rec.in_sync == rec.replicas else CheckStatus.wait
-    out.append(Reason(RollCheck.REPLICAS_IN_SYNC, status,
-                      f"broker {broker}: {rec.in_sync} of {rec.replicas} replica(s) in their ISR"
-                      + (f"; out: {_names(rec.out_of_sync)}" if rec.out_of_sync else "")
-                      + f"; leads {rec.leading_preferred} of the {rec.preferred} it is preferred leader of",
-                      "Admin API", rec.in_sync_share, 1.0, broker, age, rec.out_of_sync[:PARTITIONS_LISTED]))
+    out.append(_in_sync(state, broker, f"broker {broker}"))
     return out
 
 
@@ -288,17 +282,19 @@ def roll_order(state: ClusterState) -> list[int]:
     return [*brokers, *(v for v in voters if v not in brokers)]
 
 
-def _recovered(state: ClusterState, restarted: int) -> Reason:
-    """Whether the node restarted last is back: registered, every replica in its ISR."""
-    rec = recovery(state, restarted)
-    if restarted not in state.brokers:
-        return Reason(RollCheck.REPLICAS_IN_SYNC, CheckStatus.wait, f"broker {restarted} (restarted last) is not "
-                      "registered as a live broker yet", "DescribeCluster", 0.0, 1.0, restarted, 0.0)
+def _in_sync(state: ClusterState, broker: int, who: str) -> Reason:
+    """REPLICAS_IN_SYNC of `broker` (`who` names it): registered, every replica in its ISR, and how many of the
+    partitions it is preferred leader of it leads again."""
+    if broker not in state.brokers:
+        return Reason(RollCheck.REPLICAS_IN_SYNC, CheckStatus.wait, f"{who} is not registered as a live broker yet",
+                      "DescribeCluster", 0.0, 1.0, broker, 0.0)
+    rec = recovery(state, broker)
     status = CheckStatus.ok if rec.in_sync == rec.replicas else CheckStatus.wait
-    return Reason(RollCheck.REPLICAS_IN_SYNC, status, f"broker {restarted} (restarted last): {rec.in_sync} of "
-                  f"{rec.replicas} replica(s) back in their ISR" + (f"; out: {_names(rec.out_of_sync)}"
-                                                                    if rec.out_of_sync else ""),
-                  "Admin API", rec.in_sync_share, 1.0, restarted, 0.0, rec.out_of_sync[:PARTITIONS_LISTED])
+    return Reason(RollCheck.REPLICAS_IN_SYNC, status,
+                  f"{who}: {rec.in_sync} of {rec.replicas} replica(s) in their ISR"
+                  + (f"; out: {_names(rec.out_of_sync)}" if rec.out_of_sync else "")
+                  + f"; leads {rec.leading_preferred} of the {rec.preferred} it is preferred leader of",
+                  "Admin API", rec.in_sync_share, 1.0, broker, 0.0, rec.out_of_sync[:PARTITIONS_LISTED])
 
 
 def admin_reasons(state: ClusterState | None, error: str | None, node: int | None,
@@ -325,5 +321,5 @@ def admin_reasons(state: ClusterState | None, error: str | None, node: int | Non
     if node is not None and node not in voters:
         out += _broker_reasons(state, node)
     if restarted is not None and restarted != node and restarted not in voters:
-        out.append(_recovered(state, restarted))
+        out.append(_in_sync(state, restarted, f"broker {restarted} (restarted last)"))
     return out

@@ -43,7 +43,7 @@ ROLL_SIGNALS: tuple[str, ...] = tuple(s.value for s in (
     _S.OfflinePartitionsCount, _S.UnderMinIsrPartitionCount, _S.UnderReplicatedPartitions, _S.ActiveControllerCount,
     _S.RaftCurrentLeader, _S.FencedBrokerCount, _S.MetadataApplyLagMs, _S.LastAppliedRecordLagMs,
     _S.EventQueueTimeMs, _S.PreferredReplicaImbalanceCount)) + tuple(START_SIGNALS)
-# Which start a node's incarnation is told by, first choice first (as _starts prefers them).
+# Which start a node's incarnation is told by, first choice first.
 _START_RANK = {name: i for i, name in enumerate(START_SIGNALS)}
 # Attributes a gauge's value comes under (jmx_exporter: Value; a JSON reporter may leave it empty). The event queue
 # histogram is read at its median: its percentiles come from an exponentially decaying reservoir, and one slow
@@ -139,25 +139,26 @@ def utc_frame(table: pa.Table) -> pl.DataFrame:
 def worst(statuses: Iterable[CheckStatus]) -> RollVerdict:
     """The verdict a set of check outcomes gives: the worst of them (SEVERITY_ORDER); safe when all are ok or
     skipped."""
-    return _worst(statuses)
-
-
-def _worst(statuses: Iterable[CheckStatus]) -> RollVerdict:
     found = {RollVerdict(s.value) if s.value in RollVerdict.__members__ else RollVerdict.safe for s in statuses}
     return next((v for v in SEVERITY_ORDER if v in found), RollVerdict.safe)
 
 
-def _current_incarnation(rows: pl.DataFrame) -> pl.DataFrame:
-    """`rows` without the samples a node's previous process took: those older than its newest start
-    (START_SIGNALS: jmx_exporter's process start, else Kafka's app-info start-time-ms). A broker just restarted
-    may not export a gauge again for a scrape or two, and its previous process's value would stand for it: on
-    Apache Kafka 3.9.1 with Strimzi's namings, the old controller's ActiveControllerCount 1 beside its successor's
-    (a false "2 active controllers" and ROLL_TOO_FAST in a healthy roll)."""
+def _newest_starts(rows: pl.DataFrame) -> pl.DataFrame:
+    """Each node's start (`_started`, s since the epoch) from its newest START_SIGNALS rows: jmx_exporter's process
+    start, else Kafka's app-info start-time-ms."""
     to_s = pl.col("signal").replace_strict(START_SIGNALS, default=None, return_dtype=pl.Float64)
-    starts = (rows.filter(pl.col("signal").is_in(list(START_SIGNALS)))
-              .with_columns(_rank=pl.col("signal").replace_strict(_START_RANK, default=len(_START_RANK)))
-              .sort("_rank").unique("broker_id", keep="first")
-              .select("broker_id", _started=pl.col("value") * to_s))
+    return (rows.filter(pl.col("signal").is_in(list(START_SIGNALS)))
+            .with_columns(_rank=pl.col("signal").replace_strict(_START_RANK, default=len(_START_RANK)))
+            .sort("_rank").unique("broker_id", keep="first")
+            .select("broker_id", _started=pl.col("value") * to_s))
+
+
+def _current_incarnation(rows: pl.DataFrame, starts: pl.DataFrame) -> pl.DataFrame:
+    """`rows` without the samples a node's previous process took: those older than its newest start (`starts`,
+    _newest_starts). A broker just restarted may not export a gauge again for a scrape or two, and its previous
+    process's value would stand for it: on Apache Kafka 3.9.1 with Strimzi's namings, the old controller's
+    ActiveControllerCount 1 beside its successor's (a false "2 active controllers" and ROLL_TOO_FAST in a healthy
+    roll)."""
     if starts.is_empty():
         return rows
     sampled_s = pl.col("ts").dt.epoch("us").cast(pl.Float64) / 1e6
@@ -177,7 +178,9 @@ class _Latest:
             (pl.col("signal") != _S.EventQueueTimeMs.value) & attr.is_in(_GAUGE_ATTRIBUTES))
         rows = (latest.filter(keep & pl.col("value").is_not_null() & pl.col("ts").is_not_null())
                 .sort("ts").unique(["broker_id", "signal"], keep="last"))
-        self.rows = _current_incarnation(rows)
+        starts = _newest_starts(rows)
+        self.starts = {int(b): float(v) for b, v in starts.iter_rows()}  # node -> its process start, epoch s
+        self.rows = _current_incarnation(rows, starts)
 
     def of(self, signal: Signal) -> list[tuple[int, float, float]]:
         """(node, value, age s) of `signal`, per node that reports it."""
@@ -186,12 +189,6 @@ class _Latest:
 
     def age(self, ts: dt.datetime) -> float:
         return max(0.0, (self.now - ts).total_seconds())
-
-
-def _starts(lat: _Latest) -> dict[int, float]:
-    """Each node's start (s since the epoch, schemas.signals.START_SIGNALS): jmx_exporter's process start, else
-    Kafka's app-info start-time-ms."""
-    return {b: v * START_SIGNALS[s] for s in reversed(START_SIGNALS) for b, v, _ in lat.of(Signal(s))}
 
 
 def _missing(check: RollCheck, signal: Signal) -> Reason:
@@ -351,7 +348,7 @@ def roll_verdict(cluster: str, latest: pl.DataFrame, requests: pl.DataFrame, ale
                    "ms median wait in the controller's event queue"),
         *_optional(lat, RollCheck.PREFERRED_LEADERS, _S.PreferredReplicaImbalanceCount, th.max_preferred_imbalance,
                    "partition(s) not led by their preferred replica"),
-        *_control_requests(in_flight_at(requests, now, th, _starts(lat)),
+        *_control_requests(in_flight_at(requests, now, th, lat.starts),
                            open_at(alerts, now), now),
     ]
     if kraft:
@@ -363,5 +360,5 @@ def roll_verdict(cluster: str, latest: pl.DataFrame, requests: pl.DataFrame, ale
         reasons += [Reason(c, CheckStatus.skipped, "KRaft only: the cluster runs in ZooKeeper mode")
                     for c in (RollCheck.QUORUM_LEADER, RollCheck.FENCED_BROKERS, RollCheck.METADATA_LAG)]
     reasons += described
-    return Verdict(cluster, _worst(r.status for r in reasons), now, "kraft" if kraft else "zookeeper", nodes,
+    return Verdict(cluster, worst(r.status for r in reasons), now, "kraft" if kraft else "zookeeper", nodes,
                    reasons, broker_id)

@@ -1,11 +1,12 @@
-"""A blocking Kafka client connection: one request in flight, used by the broker's own outbound channels.
+"""A blocking Kafka client connection: one request in flight, used by the broker's own outbound channels (and by the
+roll probe's DescribeQuorum, :mod:`api.kafka_admin`).
 
 The controller's channel to each broker (:mod:`broker.controller.channel`) and each replica fetcher's connection to
 its leader (:mod:`broker.fetcher.thread`) talk to a single peer, one request at a time, from one thread. A
 :class:`BlockingClient` is that connection:
 
-* :meth:`~BlockingClient.connect` opens a TCP connection (``TCP_NODELAY``) with the client's timeout, which is also
-  the timeout of every later send and receive on it;
+* :meth:`~BlockingClient.connect` opens a TCP connection (``TCP_NODELAY``; TLS when given a context) with the
+  client's timeout, which is also the timeout of every later send and receive on it;
 * :meth:`~BlockingClient.encode` frames a request (header with the client id and the caller's correlation id);
   :meth:`~BlockingClient.round_trip` sends a framed request (connecting first when needed), reads the size-prefixed
   response, refuses a size above :data:`MAX_RESPONSE_BYTES`, decodes it with :mod:`broker.protocol` and checks its
@@ -21,6 +22,7 @@ its leader (:mod:`broker.fetcher.thread`) talk to a single peer, one request at 
 from __future__ import annotations
 
 import socket
+import ssl
 import struct
 from typing import Any, Protocol
 
@@ -80,9 +82,11 @@ class BlockingClient:
         peer: how error messages name the peer (``broker 1``, ``leader 2``).
         client_id: the ``client_id`` of every request header.
         timeout_s: connect timeout, and timeout of each send and receive.
+        tls: when given, the connection is TLS (an SSL listener) with this context.
     """
 
-    def __init__(self, endpoint: HostPort, *, peer: str, client_id: str, timeout_s: float) -> None:
+    def __init__(self, endpoint: HostPort, *, peer: str, client_id: str, timeout_s: float,
+                 tls: ssl.SSLContext | None = None) -> None:
         if timeout_s <= 0:
             raise ValueError("timeout_s must be > 0")
         self.host = endpoint.host
@@ -90,6 +94,7 @@ class BlockingClient:
         self.peer = peer
         self.client_id = client_id
         self.timeout_s = timeout_s
+        self.tls = tls
         self._sock: socket.socket | None = None
 
     @property
@@ -111,6 +116,8 @@ class BlockingClient:
             raise _error(exc) from exc
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self.tls is not None:
+                sock = self.tls.wrap_socket(sock, server_hostname=self.host)
         except OSError as exc:
             sock.close()
             raise _error(exc) from exc

@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from pipelines.detection.candidates import Evidence, candidate_rows, evidence, level, severity
-from pipelines.roll_safety import DEFAULT_THRESHOLDS, Reason, RollThresholds, Verdict, roll_verdict
+from pipelines.roll_safety import DEFAULT_THRESHOLDS, RollThresholds, Verdict, roll_verdict, worst
 from schemas.alerts import AlertType
 from schemas.events import Event
-from schemas.roll_safety import SEVERITY_ORDER, CheckStatus, RollCheck, RollVerdict
+from schemas.roll_safety import CheckStatus, RollCheck, RollVerdict
 from schemas.signals import Signal
 
 if TYPE_CHECKING:
@@ -81,12 +81,6 @@ GATE_VOUCHES_S = 60.0
 REASONS_QUOTED = 4
 
 
-def _worst_of(reasons: list[Reason]) -> RollVerdict:
-    """The verdict the judged reasons give (the worst of them; safe when none is bad)."""
-    found = {RollVerdict(x.status.value) for x in reasons if x.status.value in RollVerdict.__members__}
-    return next((v for v in SEVERITY_ORDER if v in found), RollVerdict.safe)
-
-
 def _running(r: Mapping[str, Any], samples: pl.DataFrame) -> set[int]:
     """The brokers of `r`'s cluster still running just before `r` (those reporting UnderReplicatedPartitions): each
     whose newest sample is at most STOPPED_AFTER_SCRAPES of the cluster's scrape intervals (its median step) older
@@ -124,51 +118,57 @@ def _back_in(lines: pl.DataFrame, back: int) -> set[tuple[str, int]]:
     return {(str(t), int(p)) for t, p in has.select("topic", "partition").iter_rows()}
 
 
-def _rejoined(r: Mapping[str, Any], samples: pl.DataFrame, stops: pl.DataFrame | None,
-              isr: pl.DataFrame | None) -> pl.DataFrame:
-    """UnderReplicatedPartitions as the leaders' own ISR lines tell it after their last scrape before `r` (module
-    docstring): each leader whose last sample counted N under-replicated partitions, and whose ISR lines since then
-    and before `r` took the broker stopped last back into M distinct partitions' ISR, counts N - M; partitions
-    another leader logged back after every such sample (leadership moves in a roll) count for what is left. At the
-    newest line counted. The broker stopped last: the newest stop of another broker of the cluster before `r` (its
-    controlled shutdown or SIGTERM); none known, no line counts. Rows in the samples' columns; none when nothing
-    rejoined."""
+def _fresher(r: Mapping[str, Any], samples: pl.DataFrame, stops: pl.DataFrame | None,
+             lines: pl.DataFrame | None) -> pl.DataFrame:
+    """Samples the lines logged after the last scrapes before `r` stand for (module docstring): the leaders' ISR
+    lines for UnderReplicatedPartitions (:func:`_rejoined`), the KRaft controller's unfence lines for
+    FencedBrokerCount (:func:`_unfenced`). Rows in the samples' columns; none when no line says more."""
     out = samples.clear()
-    if isr is None or stops is None or isr.is_empty():
+    if lines is None or lines.is_empty():
         return out
     at = r["ts"] - JUST_BEFORE
+    rows = [*_rejoined(r, samples, stops, lines, at), *_unfenced(r, samples, lines, at)]
+    return pl.concat([out, pl.DataFrame(rows, schema=out.select(list(rows[0])).schema)],
+                     how="diagonal_relaxed") if rows else out
+
+
+def _rejoined(r: Mapping[str, Any], samples: pl.DataFrame, stops: pl.DataFrame | None, lines: pl.DataFrame,
+              at: dt.datetime) -> list[dict[str, Any]]:
+    """UnderReplicatedPartitions as the leaders' own ISR lines tell it after their last scrape before `r`: each
+    leader whose last sample counted N under-replicated partitions, and whose ISR lines since then and before `r`
+    took the broker stopped last back into M distinct partitions' ISR, counts N - M; partitions another leader
+    logged back after every such sample (leadership moves in a roll) count for what is left. At the newest line
+    counted. The broker stopped last: the newest stop of another broker of the cluster before `r` (its controlled
+    shutdown or SIGTERM); none known, no line counts."""
+    if stops is None:
+        return []
     earlier = stops.filter((pl.col("cluster") == r["cluster"]) & (pl.col("broker_id") != r["broker_id"])
                            & (pl.col("ts") < r["ts"] - dt.timedelta(seconds=CLUSTER_STOP_S)))
-    if earlier.is_empty():
-        return out
-    back = int(earlier.sort("ts").get_column("broker_id")[-1])
     urp = (samples.filter((pl.col("cluster") == r["cluster"]) & (pl.col("ts") < at)
                           & (pl.col("signal") == Signal.UnderReplicatedPartitions.value))
            .sort("ts").unique("broker_id", keep="last").filter(pl.col("value") > 0))
-    lines = isr.filter((pl.col("cluster") == r["cluster"]) & pl.col("event").is_in([e.value for e in ISR_EVENTS])
+    if earlier.is_empty() or urp.is_empty():
+        return []
+    back = int(earlier.sort("ts").get_column("broker_id")[-1])
+    isr = lines.filter((pl.col("cluster") == r["cluster"]) & pl.col("event").is_in([e.value for e in ISR_EVENTS])
                        & (pl.col("ts") <= at))
-    left: dict[int, tuple[float, dt.datetime]] = {}
+    sampled = {int(b): (float(v), ts) for b, v, ts in urp.select("broker_id", "value", "ts").iter_rows()}
+    left: dict[int, float] = {}
     counted: set[tuple[str, int]] = set()
-    for b, value, ts in urp.select("broker_id", "value", "ts").iter_rows():
-        mine = _back_in(lines.filter((pl.col("broker_id") == b) & (pl.col("ts") > ts)), back)
+    for b, (value, ts) in sampled.items():
+        mine = _back_in(isr.filter((pl.col("broker_id") == b) & (pl.col("ts") > ts)), back)
         counted |= mine
-        left[int(b)] = (float(value) - len(mine), ts)
-    short = [b for b, (n, _) in left.items() if n > 0]
+        left[b] = value - len(mine)
+    short = [b for b, n in left.items() if n > 0]
     if short:
-        since = max(left[b][1] for b in short)
-        spare = len(_back_in(lines.filter(pl.col("ts") > since), back) - counted)
+        spare = len(_back_in(isr.filter(pl.col("ts") > max(sampled[b][1] for b in short)), back) - counted)
         for b in short:
-            take = min(float(spare), left[b][0])
-            left[b], spare = (left[b][0] - take, left[b][1]), int(spare - take)
-    newest = lines.filter(pl.col("ts") > urp.get_column("ts").min()).get_column("ts").max() if not urp.is_empty() \
-        else None
-    rows = [{"cluster": r["cluster"], "broker_id": b, "ts": newest, "signal": Signal.UnderReplicatedPartitions.value,
-             "attribute": "Value", "value": max(0.0, n)}
-            for b, (n, _), v in zip(left, left.values(), urp.get_column("value").to_list(), strict=True)
-            if newest is not None and n < v]
-    rows += _unfenced(r, samples, isr, at)
-    return pl.concat([out, pl.DataFrame(rows, schema=out.select(list(rows[0])).schema)],
-                     how="diagonal_relaxed") if rows else out
+            take = min(spare, int(left[b]))
+            left[b], spare = left[b] - take, spare - take
+    newest = isr.filter(pl.col("ts") > urp.get_column("ts").min()).get_column("ts").max()
+    return [{"cluster": r["cluster"], "broker_id": b, "ts": newest, "signal": Signal.UnderReplicatedPartitions.value,
+             "attribute": "Value", "value": max(0.0, n)} for b, n in left.items()
+            if newest is not None and n < sampled[b][0]]
 
 
 def _unfenced(r: Mapping[str, Any], samples: pl.DataFrame, lines: pl.DataFrame, at: dt.datetime
@@ -198,7 +198,7 @@ def _judged(shutdowns: pl.DataFrame, samples: pl.DataFrame, requests: pl.DataFra
             isr: pl.DataFrame | None = None) -> list[tuple[dict[str, Any], Verdict]]:
     """Each shutdown row that is not part of a whole cluster's stop, with the verdict of its cluster just before it
     (every input of its cluster; under-replication as the leaders' ISR lines tell it since their last scrape,
-    _rejoined)."""
+    _fresher)."""
     out = []
     seen = shutdowns.select("cluster", "broker_id", "ts")
     every = seen if stops is None else pl.concat([seen, stops.select("cluster", "broker_id", "ts")],
@@ -207,7 +207,7 @@ def _judged(shutdowns: pl.DataFrame, samples: pl.DataFrame, requests: pl.DataFra
         if _cluster_stop(r, every, samples):
             continue
         of = pl.col("cluster") == r["cluster"]
-        mine = pl.concat([samples.filter(of), _rejoined(r, samples, stops, isr)], how="diagonal_relaxed")
+        mine = pl.concat([samples.filter(of), _fresher(r, samples, stops, isr)], how="diagonal_relaxed")
         v = roll_verdict(r["cluster"], mine, requests.filter(of), alerts.filter(of), r["ts"] - JUST_BEFORE, th,
                          r["broker_id"])
         out.append((r, v))
@@ -245,7 +245,7 @@ def detect_roll_too_fast(shutdowns: pl.DataFrame, samples: pl.DataFrame, request
             continue
         bad = [x for x in v.reasons if x.status not in (CheckStatus.ok, CheckStatus.skipped)
                and x.check not in NOT_JUDGED]
-        verdict = _worst_of(bad)
+        verdict = worst(x.status for x in bad)
         if verdict not in VERDICT_VALUE:
             continue
         rows.append({"cluster": r["cluster"], "broker_id": r["broker_id"], "ts": r["ts"],

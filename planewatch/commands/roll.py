@@ -36,7 +36,7 @@ POLL_S = 5.0
 GATE_TIMEOUT_S = 900.0
 # How long one restart command may run.
 RESTART_TIMEOUT_S = 300.0
-# A restart counts as done with the command's exit; the gate then waits for the node to be back.
+# Exit status when the roll stops before its end (unsafe, a gate timed out, a restart command failed).
 STOPPED = 1
 
 
@@ -50,13 +50,25 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--controller-restart-cmd", default=None, metavar="CMD",
                         help="shell command that restarts one KRaft controller (default: --restart-cmd)")
     parser.add_argument("--lake", type=Path, default=None, help="planewatch's lake: gate on its signals too")
-    parser.add_argument("--nodes", default=None, metavar="IDS",
-                        help="comma-separated node ids to restart, in the roll's order (default: every node)")
+    parser.add_argument("--nodes", type=_node_ids, default=None, metavar="IDS",
+                        help="comma-separated node ids to restart, in this order (default: every node, in the "
+                             "roll's order)")
     parser.add_argument("--poll-s", type=float, default=POLL_S, help=f"gate poll interval (default {POLL_S:g})")
     parser.add_argument("--gate-timeout-s", type=float, default=GATE_TIMEOUT_S,
                         help=f"longest wait for a safe verdict (default {GATE_TIMEOUT_S:g})")
     parser.add_argument("--dry-run", action="store_true", help="print the order and the first gate, restart nothing")
     parser.add_argument("--json", action="store_true", help="print each step as a JSON line")
+
+
+def _node_ids(text: str) -> list[int]:
+    """--nodes: comma-separated node ids."""
+    try:
+        ids = [int(n) for n in text.split(",") if n.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated node ids, got {text!r}") from None
+    if not ids or any(n < 0 for n in ids):
+        raise argparse.ArgumentTypeError(f"expected comma-separated node ids, got {text!r}")
+    return ids
 
 
 @dataclass
@@ -66,6 +78,11 @@ class _Roll:
     roll_id: str = ""
     steps: int = 0
     recorder: Any = None  # lake.merge.DeltaMerger of roll_steps, with --lake
+    store: Any = None  # api.store.LakeStore of --lake, opened at the first gate and kept for the roll
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
 
     def record(self, kind: str, at: datetime, fields: dict[str, Any]) -> None:
         """The step into the lake's roll_steps (with --lake), exactly once per step of this roll."""
@@ -107,15 +124,14 @@ class _Roll:
         now = datetime.now(UTC)
         if self.args.lake is None:
             return admin_verdict(self.args.cluster, self.props, now, node, restarted)
-        store = LakeStore(self.args.lake, background_reload=False, query_timeout_s=QUERY_TIMEOUT_S)
+        if self.store is None:
+            self.store = LakeStore(self.args.lake, background_reload=False, query_timeout_s=QUERY_TIMEOUT_S)
         try:
-            return cluster_verdict(store, self.args.cluster, now, broker_id=node, since=since,
+            return cluster_verdict(self.store, self.args.cluster, now, broker_id=node, since=since,
                                    admin={self.args.cluster: self.props}, restarted=restarted)
         except TableUnavailable as e:
             return Verdict(self.args.cluster, RollVerdict.unknown, now, "unknown", [],
                            [Reason(RollCheck.NODES_FRESH, CheckStatus.unknown, f"the lake cannot be read: {e}")], node)
-        finally:
-            store.close()
 
     def gate(self, node: int | None, restarted: int | None, since: datetime | None) -> bool:
         """Wait for `safe` about `node` (None: the cluster after the last restart); False when the roll must stop."""
@@ -172,8 +188,7 @@ class _Roll:
 
 def run(args: argparse.Namespace) -> int:
     """Roll the cluster (module docstring)."""
-    from api.kafka_admin import AdminConfigError, AdminUnavailable, describe_cluster
-    from pipelines.restart_probe import roll_order
+    from api.kafka_admin import AdminConfigError
     from planewatch.commands.roll_check import admin_connections
 
     try:
@@ -187,14 +202,25 @@ def run(args: argparse.Namespace) -> int:
         return ADMIN_CONFIG_INVALID
     roll = _Roll(args, admin[args.cluster], f"{args.cluster}-{datetime.now(UTC):%Y%m%dT%H%M%S}-{os.getpid()}")
     try:
+        return _run(roll)
+    finally:
+        roll.close()
+
+
+def _run(roll: _Roll) -> int:
+    """The roll itself (module docstring): its exit status."""
+    from api.kafka_admin import AdminUnavailable, describe_cluster
+    from pipelines.restart_probe import roll_order
+
+    args = roll.args
+    try:
         state = describe_cluster(roll.props)
     except AdminUnavailable as e:
         print(f"planewatch roll: cannot describe {args.cluster!r}: {e}", file=sys.stderr)
         return STOPPED
     order = roll_order(state)
     if args.nodes:
-        wanted = [int(n) for n in args.nodes.split(",")]
-        order = [n for n in wanted if n in order] + [n for n in wanted if n not in order]
+        order = list(args.nodes)
     voters = {v.node for v in state.quorum.voters} if state.quorum else set()
     roll.say("plan", order=order, controllers=sorted(voters), mode="kraft" if state.quorum else "zookeeper")
     restarted: int | None = None

@@ -294,11 +294,8 @@ def _roll(cluster: KafkaCluster, tl: Timeline, setup: KafkaSetup, gated: bool, n
         if gated:
             assert setup.roll_check_lake is not None
             waited += _gate(tl, name, setup.roll_check_lake, broker, restarted)
-        cluster.kill_broker(broker, signal.SIGTERM)
-        tl.emit("broker-stopped", broker=broker, signal="SIGTERM")
-        cluster.start_broker(broker, wait=gated)
+        _restart(cluster, tl, broker, wait=gated)
         restarted = datetime.now(UTC).isoformat()
-        tl.emit("broker-restarted", broker=broker)
         if not gated and i < len(brokers) - 1:
             time.sleep(max(0.0, began + ROLL_INTERVAL_S - time.monotonic()))
     if gated:
@@ -307,13 +304,7 @@ def _roll(cluster: KafkaCluster, tl: Timeline, setup: KafkaSetup, gated: bool, n
     wait_until("every broker started", lambda: all(cluster.broker_started(b) for b in brokers),
                timeout_s=RECOVERY_TIMEOUT_S)
     cluster.write_json()
-    end = time.monotonic() + RECOVERY_TIMEOUT_S
-    while not _isr_full(cluster):
-        if time.monotonic() > end:  # what the careless roll left: reported, and the clients' numbers still are
-            tl.emit("roll-not-recovered", after_s=RECOVERY_TIMEOUT_S, partitions=_partition_states(cluster))
-            return waited
-        time.sleep(WATCH_INTERVAL_S)
-    tl.emit("roll-recovered")
+    _await_isr_full(cluster, tl)  # what the careless roll left is reported, and the clients' numbers still are
     return waited
 
 
@@ -354,22 +345,30 @@ def _isr_full(cluster: KafkaCluster) -> bool:
     return bool(states) and all(len(p["isr"]) == len(p["replicas"]) for p in states)
 
 
+def _await_isr_full(cluster: KafkaCluster, tl: Timeline | None = None) -> float:
+    """Poll until every partition's ISR is full (at most RECOVERY_TIMEOUT_S); with `tl`, say whether the roll
+    recovered. The seconds it waited."""
+    began = time.monotonic()
+    while not (full := _isr_full(cluster)) and time.monotonic() - began < RECOVERY_TIMEOUT_S:
+        time.sleep(WATCH_INTERVAL_S)
+    if tl is not None:
+        if full:
+            tl.emit("roll-recovered")
+        else:
+            tl.emit("roll-not-recovered", after_s=RECOVERY_TIMEOUT_S, partitions=_partition_states(cluster))
+    return time.monotonic() - began
+
+
 def _isr_gated(cluster: KafkaCluster, tl: Timeline) -> float:
     """Restart every broker, each once every partition's ISR is full again (the Admin API's metadata, polled every
     WATCH_INTERVAL_S), as Strimzi's roller waits for under-replication; the seconds it waited."""
     waited = 0.0
     for broker in sorted(cluster.brokers):
-        began = time.monotonic()
-        while not _isr_full(cluster) and time.monotonic() - began < RECOVERY_TIMEOUT_S:
-            time.sleep(WATCH_INTERVAL_S)
-        waited += time.monotonic() - began
-        tl.emit("isr-gate-passed", before_broker=broker, waited_s=round(time.monotonic() - began, 1))
+        took = _await_isr_full(cluster)
+        waited += took
+        tl.emit("isr-gate-passed", before_broker=broker, waited_s=round(took, 1))
         _restart(cluster, tl, broker)
-    began = time.monotonic()
-    while not _isr_full(cluster) and time.monotonic() - began < RECOVERY_TIMEOUT_S:
-        time.sleep(WATCH_INTERVAL_S)
-    tl.emit("roll-recovered" if _isr_full(cluster) else "roll-not-recovered")
-    return round(waited + time.monotonic() - began, 1)
+    return round(waited + _await_isr_full(cluster, tl), 1)
 
 
 def _drive(cluster: KafkaCluster, tl: Timeline, d: Path, name: str, lake: Path | None) -> float:
@@ -419,8 +418,9 @@ def _steps(driver: subprocess.Popen[str], tl: Timeline) -> None:
         tl.emit(f"roll-{step.pop('step', 'step')}", **{k: v for k, v in step.items() if k != "at"})
 
 
-def _restart(cluster: KafkaCluster, tl: Timeline, node: int) -> None:
-    """SIGTERM one node (a controlled shutdown), wait for it to exit, start it again."""
+def _restart(cluster: KafkaCluster, tl: Timeline, node: int, wait: bool = True) -> None:
+    """SIGTERM one node (a controlled shutdown), wait for it to exit, start it again (a broker: with `wait`, until it
+    logs that it started)."""
     if node in cluster.controllers:
         cluster.kill_controller(node, signal.SIGTERM)
         tl.emit("controller-stopped", node=node, signal="SIGTERM")
@@ -429,7 +429,7 @@ def _restart(cluster: KafkaCluster, tl: Timeline, node: int) -> None:
         return
     cluster.kill_broker(node, signal.SIGTERM)
     tl.emit("broker-stopped", broker=node, signal="SIGTERM")
-    cluster.start_broker(node, wait=True)
+    cluster.start_broker(node, wait=wait)
     tl.emit("broker-restarted", broker=node)
 
 

@@ -13,6 +13,10 @@ from pipelines.detection.roll_detectors import detect_roll_too_fast
 T0 = dt.datetime(2026, 11, 28, 19, 0, tzinfo=dt.UTC)
 TS = pl.Datetime("us", "UTC")
 STOP = "Starting controlled shutdown"
+NO_REQUESTS = pl.DataFrame(schema={"cluster": pl.String, "broker_id": pl.Int32, "request": pl.String,
+                                   "sent_ts": TS, "finished_ts": TS, "status": pl.String})
+NO_ALERTS = pl.DataFrame(schema={"cluster": pl.String, "type": pl.String, "broker_id": pl.Int32,
+                                 "started_at": TS, "resolved_at": TS})
 
 
 def samples(killed_after_s: float = 10.0, last_s: float = 60.0, step_s: float = 5.0) -> pl.DataFrame:
@@ -41,11 +45,7 @@ def shutdowns(*at: tuple[int, float]) -> pl.DataFrame:
 
 
 def judge(stops: pl.DataFrame) -> list[dict[str, object]]:
-    requests = pl.DataFrame(schema={"cluster": pl.String, "broker_id": pl.Int32, "request": pl.String,
-                                    "sent_ts": TS, "finished_ts": TS, "status": pl.String})
-    alerts = pl.DataFrame(schema={"cluster": pl.String, "type": pl.String, "broker_id": pl.Int32,
-                                  "started_at": TS, "resolved_at": TS})
-    return detect_roll_too_fast(stops, samples(), requests, alerts, DetectionConfig())
+    return detect_roll_too_fast(stops, samples(), NO_REQUESTS, NO_ALERTS, DetectionConfig())
 
 
 def test_the_rest_of_a_cluster_stopped_together_after_a_broker_was_killed_is_no_roll() -> None:
@@ -61,18 +61,14 @@ def test_one_running_broker_stopping_alone_while_replicas_are_missing_is_too_fas
 def test_brokers_sigtermed_together_stop_the_cluster_though_one_alone_logged_its_controlled_shutdown() -> None:
     """Apache Kafka 4.4.0, a KRaft cluster stopped: all three brokers log `Terminating process due to signal
     SIGTERM` within 0.2 s, only one `Beginning controlled shutdown.`: the SIGTERMs say the others stop too."""
-    requests = pl.DataFrame(schema={"cluster": pl.String, "broker_id": pl.Int32, "request": pl.String,
-                                    "sent_ts": TS, "finished_ts": TS, "status": pl.String})
-    alerts = pl.DataFrame(schema={"cluster": pl.String, "type": pl.String, "broker_id": pl.Int32,
-                                  "started_at": TS, "resolved_at": TS})
     whole = samples(killed_after_s=100.0)  # all three running, broker 1 reporting under-replicated partitions
     whole = whole.with_columns(pl.when((pl.col("broker_id") == 1) & (pl.col("signal") == "UnderReplicatedPartitions"))
                                .then(2.0).otherwise(pl.col("value")).alias("value"))
     one = shutdowns((3, 62.0))
     sigterms = pl.DataFrame([{"cluster": "c", "broker_id": b, "ts": T0 + dt.timedelta(seconds=61.98 + b / 10)}
                              for b in (1, 2, 3)], schema={"cluster": pl.String, "broker_id": pl.Int32, "ts": TS})
-    assert detect_roll_too_fast(one, whole, requests, alerts, DetectionConfig(), stops=sigterms) == []
-    assert detect_roll_too_fast(one, whole, requests, alerts, DetectionConfig()) != []  # without them: a roll
+    assert detect_roll_too_fast(one, whole, NO_REQUESTS, NO_ALERTS, DetectionConfig(), stops=sigterms) == []
+    assert detect_roll_too_fast(one, whole, NO_REQUESTS, NO_ALERTS, DetectionConfig()) != []  # without them: a roll
 
 
 def test_a_healthy_roll_gated_on_under_replication_raises_nothing() -> None:
@@ -87,13 +83,11 @@ def test_a_healthy_roll_gated_on_under_replication_raises_nothing() -> None:
                               "status": "completed"}],
                             schema={"cluster": pl.String, "broker_id": pl.Int32, "request": pl.String,
                                     "sent_ts": TS, "finished_ts": TS, "status": pl.String})
-    alerts = pl.DataFrame(schema={"cluster": pl.String, "type": pl.String, "broker_id": pl.Int32,
-                                  "started_at": TS, "resolved_at": TS})
-    got = detect_roll_too_fast(shutdowns((3, 60.0)), pl.concat([healthy, imbalance]), requests, alerts,
+    got = detect_roll_too_fast(shutdowns((3, 60.0)), pl.concat([healthy, imbalance]), requests, NO_ALERTS,
                                DetectionConfig())
     assert got == []
     stuck = requests.with_columns(status=pl.lit("in_flight"))  # a request really in flight still is one
-    (c,) = detect_roll_too_fast(shutdowns((3, 60.0)), healthy, stuck, alerts, DetectionConfig())
+    (c,) = detect_roll_too_fast(shutdowns((3, 60.0)), healthy, stuck, NO_ALERTS, DetectionConfig())
     assert "CONTROL_REQUESTS" in str(c["summary"])
 
 
@@ -101,10 +95,6 @@ def test_a_planewatch_roll_gate_that_said_safe_just_before_vouches_for_the_shutd
     """The last scrape before broker 2's shutdown still shows broker 3's replicas catching up (3 under-replicated on
     broker 1); `planewatch roll`'s gate read the cluster itself 2 s before the shutdown and said safe: the fresher
     witness wins. A gate about another node, a gate that said wait, or one too long before vouch for nothing."""
-    requests = pl.DataFrame(schema={"cluster": pl.String, "broker_id": pl.Int32, "request": pl.String,
-                                    "sent_ts": TS, "finished_ts": TS, "status": pl.String})
-    alerts = pl.DataFrame(schema={"cluster": pl.String, "type": pl.String, "broker_id": pl.Int32,
-                                  "started_at": TS, "resolved_at": TS})
 
     def gate(node: int, verdict: str, before_s: float) -> pl.DataFrame:
         return pl.DataFrame([{"cluster": "c", "node": node, "verdict": verdict,
@@ -112,7 +102,7 @@ def test_a_planewatch_roll_gate_that_said_safe_just_before_vouches_for_the_shutd
                             schema={"cluster": pl.String, "node": pl.Int32, "verdict": pl.String, "at": TS})
 
     def judged(gates: pl.DataFrame | None) -> list[dict[str, object]]:
-        return detect_roll_too_fast(shutdowns((2, 62.0)), samples(), requests, alerts, DetectionConfig(),
+        return detect_roll_too_fast(shutdowns((2, 62.0)), samples(), NO_REQUESTS, NO_ALERTS, DetectionConfig(),
                                     gates=gates)
 
     assert len(judged(None)) == 1
@@ -130,10 +120,6 @@ def test_the_leaders_isr_lines_after_their_last_scrape_count_the_partitions_back
     running = samples(killed_after_s=1000.0).with_columns(  # all three running; broker 1 counts 3 since t=10 s
         value=pl.when((pl.col("broker_id") == 1) & (pl.col("signal") == "UnderReplicatedPartitions")
                       & (pl.col("ts") > T0 + dt.timedelta(seconds=10))).then(3.0).otherwise(pl.col("value")))
-    requests = pl.DataFrame(schema={"cluster": pl.String, "broker_id": pl.Int32, "request": pl.String,
-                                    "sent_ts": TS, "finished_ts": TS, "status": pl.String})
-    alerts = pl.DataFrame(schema={"cluster": pl.String, "type": pl.String, "broker_id": pl.Int32,
-                                  "started_at": TS, "resolved_at": TS})
     stops = pl.DataFrame([{"cluster": "c", "broker_id": 3, "ts": T0 + dt.timedelta(seconds=8)}],
                          schema={"cluster": pl.String, "broker_id": pl.Int32, "ts": TS})
 
@@ -146,8 +132,8 @@ def test_the_leaders_isr_lines_after_their_last_scrape_count_the_partitions_back
                                     "topic": pl.String, "partition": pl.Int32, "message": pl.String})
 
     def judged(lines: pl.DataFrame) -> list[dict[str, object]]:
-        return detect_roll_too_fast(shutdowns((2, 62.0)), running, requests, alerts, DetectionConfig(), stops=stops,
-                                    isr=lines)
+        return detect_roll_too_fast(shutdowns((2, 62.0)), running, NO_REQUESTS, NO_ALERTS, DetectionConfig(),
+                                    stops=stops, isr=lines)
 
     assert len(judged(isr())) == 1  # the scrape alone: too fast
     assert judged(isr((61.0, 0, "1,2,3"), (61.0, 1, "1,3,2"), (61.1, 2, "1,2,3"))) == []
@@ -179,10 +165,6 @@ def test_the_controllers_unfence_lines_after_its_last_scrape_count_the_brokers_u
             rows.append({"cluster": "c", "broker_id": 100, "ts": at, "signal": sig, "attribute": "Value", "value": v})
     kraft = pl.DataFrame(rows, schema={"cluster": pl.String, "broker_id": pl.Int32, "ts": TS, "signal": pl.String,
                                        "attribute": pl.String, "value": pl.Float64})
-    requests = pl.DataFrame(schema={"cluster": pl.String, "broker_id": pl.Int32, "request": pl.String,
-                                    "sent_ts": TS, "finished_ts": TS, "status": pl.String})
-    alerts = pl.DataFrame(schema={"cluster": pl.String, "type": pl.String, "broker_id": pl.Int32,
-                                  "started_at": TS, "resolved_at": TS})
     stops = pl.DataFrame([{"cluster": "c", "broker_id": 3, "ts": T0 + dt.timedelta(seconds=28)}],
                          schema={"cluster": pl.String, "broker_id": pl.Int32, "ts": TS})
     grant = pl.DataFrame([{"cluster": "c", "broker_id": 100, "ts": T0 + dt.timedelta(seconds=61),
@@ -193,7 +175,7 @@ def test_the_controllers_unfence_lines_after_its_last_scrape_count_the_brokers_u
                                  "message": pl.String})
 
     def judged(lines: pl.DataFrame) -> list[dict[str, object]]:
-        return detect_roll_too_fast(shutdowns((2, 62.0)), kraft, requests, alerts, DetectionConfig(), stops=stops,
+        return detect_roll_too_fast(shutdowns((2, 62.0)), kraft, NO_REQUESTS, NO_ALERTS, DetectionConfig(), stops=stops,
                                     isr=lines)
 
     (c,) = judged(grant.clear())
