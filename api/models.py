@@ -52,6 +52,10 @@ class AlertPublic(BaseModel):
     value: float | None = None
     threshold: float | None = None
     updated_at: datetime | None = None
+    expected: str | None = Field(default=None, description='"rolling restart": a roll in progress explains it, it '
+                                 "is recorded and not paged (pipelines.roll_awareness); null: it pages")
+    roll_note: str | None = Field(default=None, description="how a roll bears on it (why expected, or why it pages "
+                                  "during a roll); null when no roll covers its start")
 
 
 class IncidentPublic(BaseModel):

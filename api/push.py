@@ -20,6 +20,7 @@ import httpx
 
 from api.alertmanager import plan_push, to_alertmanager
 from api.incident_index import incident_fields, incident_index
+from api.roll_awareness import annotate
 from api.settings import Settings
 from api.store import LakeStore, TableUnavailable
 from schemas.tables import ALERTS
@@ -91,7 +92,9 @@ class AlertPusher:
             rows = self._hold_for_incidents(rows, time.monotonic())
         now_mono = time.monotonic()
         resend = now_mono - self._last_resend >= self.settings.resend_interval_s
+        rows, quiet = await asyncio.to_thread(self._not_expected, rows, resend)
         plan = plan_push(self._known, rows, resend_all_open=resend)
+        plan.state.update(quiet)
         if plan.send and not await self._post(plan.send):
             return 0
         self._known = plan.state
@@ -99,6 +102,34 @@ class AlertPusher:
             self._last_resend = now_mono
         self.pushed += len(plan.send)
         return len(plan.send)
+
+    def _not_expected(self, rows: list[dict[str, Any]], resend: bool) -> tuple[list[dict[str, Any]], dict[str, str]]:
+        """The rows to plan, without the alerts a roll in progress explains (api.roll_awareness: recorded as
+        `expected: rolling restart`, not paged), and the state to remember of expected alerts already resolved (never
+        pushed, never judged again). Only the rows this round could send are judged; an expected alert still open is
+        judged again every round, and pages once it outlasts its roll's recovery bound."""
+        known = self._known
+        judged = [r for r in rows if (known is None and r.get("status") == "open")
+                  or (known is not None and (known.get(str(r["alert_id"])) != r.get("status")
+                                             or (resend and r.get("status") == "open")))]
+        if not judged:
+            return rows, {}
+        try:
+            marks = {str(a["alert_id"]): a for a in annotate(self.store, judged, datetime.now(UTC))}
+        except TableUnavailable as e:  # rolls unknown: page as if none were on
+            log.warning("alerts pushed without roll awareness: %s", e)
+            return rows, {}
+        quiet: dict[str, str] = {}
+        out: list[dict[str, Any]] = []
+        for r in rows:
+            mark = marks.get(str(r["alert_id"]))
+            if mark is None or mark["expected"] is None or (known or {}).get(str(r["alert_id"])) == "open":
+                out.append(r)
+                continue
+            log.info("alert %s (%s) not paged: %s", r["alert_id"], r["type"], mark["roll_note"])
+            if r.get("status") != "open":
+                quiet[str(r["alert_id"])] = str(r.get("status"))
+        return out, quiet
 
     def _hold_for_incidents(self, rows: list[dict[str, Any]], now: float) -> list[dict[str, Any]]:
         """The rows to push now: an open alert written a moment before its incident waits for it (pushed without

@@ -30,7 +30,7 @@ from pipelines.roll_safety import (
 from schemas.roll_safety import CheckStatus, RollCheck
 from schemas.tables import ALERTS, CONTROL_REQUEST_LATENCY, METRIC_SAMPLES
 
-__all__ = ["admin_verdict", "cluster_verdict", "described", "verdict_json"]
+__all__ = ["admin_verdict", "cluster_verdict", "described", "lake_frame", "verdict_json"]
 
 def _latest_sql(cluster: str, now: dt.datetime, th: RollThresholds) -> str:
     since = now - dt.timedelta(seconds=th.membership_s)
@@ -62,7 +62,7 @@ def _alerts_sql(cluster: str, now: dt.datetime) -> str:
     )
 
 
-def _frame(store: LakeStore, sql: str, table: str, schema: dict[str, Any]) -> pl.DataFrame:
+def lake_frame(store: LakeStore, sql: str, table: str, schema: dict[str, Any]) -> pl.DataFrame:
     """The query's rows as polars with UTC timestamps; an empty frame of `schema` when the table does not exist
     yet (a lake whose pipeline has not written it)."""
     try:
@@ -106,13 +106,13 @@ def cluster_verdict(store: LakeStore, cluster: str, now: dt.datetime, th: RollTh
     Raises:
         TableUnavailable: a table exists but cannot be read (a missing table reads as no rows).
     """
-    latest = _frame(store, _latest_sql(cluster, now, th), METRIC_SAMPLES.name,
+    latest = lake_frame(store, _latest_sql(cluster, now, th), METRIC_SAMPLES.name,
                     {"broker_id": pl.Int32, "signal": pl.String, "attribute": pl.String, "value": pl.Float64,
                      "ts": _TS})
-    requests = _frame(store, _requests_sql(cluster, now, th), CONTROL_REQUEST_LATENCY.name,
+    requests = lake_frame(store, _requests_sql(cluster, now, th), CONTROL_REQUEST_LATENCY.name,
                       {"broker_id": pl.Int32, "request": pl.String, "sent_ts": _TS, "finished_ts": _TS,
                        "status": pl.String})
-    alerts = _frame(store, _alerts_sql(cluster, now), ALERTS.name,
+    alerts = lake_frame(store, _alerts_sql(cluster, now), ALERTS.name,
                     {"type": pl.String, "broker_id": pl.Int32, "started_at": _TS, "resolved_at": _TS})
     return roll_verdict(cluster, latest, requests, alerts, now, th, broker_id, since,
                         described(cluster, admin, broker_id, restarted))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import pyarrow as pa
@@ -13,6 +13,7 @@ from api.deps import DEFAULT_LIMIT, MAX_BROKER_ID, MAX_LIMIT, NAME_PATTERN, Stor
 from api.models import AlertPublic, AlertsPublic
 from api.public_paths import scrub_text, scrub_value
 from api.queries import AlertFilter, CursorError, decode_cursor, filter_alerts, parse_evidence, rows
+from api.roll_awareness import annotate
 from schemas.alerts import AlertStatus, Severity
 from schemas.tables import ALERTS
 
@@ -66,13 +67,14 @@ def list_alerts(
         until=until,
     )
 
-    def answer(snap: pa.Table) -> bytes:
+    def answer(snap: pa.Table) -> tuple[list[dict[str, Any]], int, str | None]:
         page, count, next_cursor = filter_alerts(snap, f, position, min(limit, MAX_LIMIT))
-        body = AlertsPublic(data=[to_public(r, store.lake) for r in rows(page)], count=count, next_cursor=next_cursor)
-        return body.model_dump_json().encode()
+        return rows(page), count, next_cursor
 
-    content = store.memo(ALERTS.name, ("list", f, position, min(limit, MAX_LIMIT)), answer)
-    return Response(content=content, media_type="application/json")
+    page, count, next_cursor = store.memo(ALERTS.name, ("list", f, position, min(limit, MAX_LIMIT)), answer)
+    data = [to_public(r, store.lake) for r in annotate(store, page, datetime.now(UTC))]
+    body = AlertsPublic(data=data, count=count, next_cursor=next_cursor)
+    return Response(content=body.model_dump_json().encode(), media_type="application/json")
 
 
 @router.get(
@@ -81,13 +83,12 @@ def list_alerts(
 def get_alert(store: StoreDep, alert_id: Annotated[str, Path(pattern=ID_PATTERN)]) -> Response:
     """One alert with its evidence (the rows and numbers that made it fire), parsed from JSON."""
 
-    def answer(snap: pa.Table) -> bytes | None:
+    def answer(snap: pa.Table) -> list[dict[str, Any]]:
         hit = snap.filter(pc.fill_null(pc.equal(snap["alert_id"], alert_id), False))
-        if hit.num_rows == 0:
-            return None
-        return to_public(rows(hit.slice(0, 1))[0], store.lake).model_dump_json().encode()
+        return rows(hit.slice(0, 1))
 
-    content = store.memo(ALERTS.name, ("one", alert_id), answer)
-    if content is None:
+    found = store.memo(ALERTS.name, ("one", alert_id), answer)
+    if not found:
         raise HTTPException(status_code=404, detail=f"no alert {alert_id}")
-    return Response(content=content, media_type="application/json")
+    row = annotate(store, found, datetime.now(UTC))[0]
+    return Response(content=to_public(row, store.lake).model_dump_json().encode(), media_type="application/json")
