@@ -27,6 +27,7 @@ from api.routes import (
     health,
     incidents,
     roll_safety,
+    rolls,
     runbook,
 )
 from api.settings import Settings, get_settings
@@ -128,6 +129,7 @@ def create_app() -> FastAPI:
     app.include_router(runbook.router)
     app.mount(docs.SWAGGER_URL, StaticFiles(directory=docs.SWAGGER_DIR), name="swagger")
     app.include_router(dashboard.page_router)
-    for r in (alerts, incidents, brokers, control_requests, cluster, roll_safety, alertmanager, dashboard):
+    for r in (alerts, incidents, brokers, control_requests, cluster, roll_safety, rolls, alertmanager,
+              dashboard):
         app.include_router(r.router)
     return app

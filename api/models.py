@@ -27,9 +27,12 @@ __all__ = [
     "MetricsPublic",
     "PanelPublic",
     "PartitionLeader",
+    "RollDeclaration",
+    "RollPublic",
     "RollReason",
     "RollSafetyPublic",
     "RollThresholdsQuery",
+    "RollsPublic",
     "TableHealth",
 ]
 
@@ -309,3 +312,31 @@ class RollThresholdsQuery(BaseModel):
     max_event_queue_ms: float = Field(default=_TH.max_event_queue_ms, ge=0)
     max_preferred_imbalance: int = Field(default=_TH.max_preferred_imbalance, ge=0)
     in_flight_window_s: float = Field(default=_TH.in_flight_window_s, gt=0, le=86_400)
+
+
+class RollDeclaration(BaseModel):
+    """A roll a script declares before it restarts the first node."""
+
+    nodes: list[int] = Field(default_factory=list, max_length=10_000, description="the nodes it will restart")
+    roll_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.\-]{1,64}$",
+                                description="its own id (a retry with the same id declares nothing new)")
+
+
+class RollPublic(BaseModel):
+    """A roll of a cluster, declared (roll_id set) or seen from its stop lines (pipelines.roll_awareness.Roll)."""
+
+    cluster: str
+    roll_id: str | None = None
+    started_at: datetime
+    last_restart_at: datetime
+    ended_at: datetime | None = None
+    nodes: list[int]
+    pace_s: float = Field(description="median time between its restarts")
+    recovery_s: float = Field(description="how long its symptoms are expected for before they page")
+    description: str
+
+
+class RollsPublic(BaseModel):
+    """The rolls of a cluster, newest first."""
+
+    data: list[RollPublic]

@@ -2,7 +2,8 @@
 
 `alerts` (GET /alerts, /alerts/{id}), `incidents` (GET /incidents, /incidents/{id}), `brokers` (GET /brokers and a
 broker's metrics), `control_requests` (GET /control-requests), `cluster` (GET /cluster), `roll_safety` (GET
-/clusters/{cluster}/roll-safety), `alertmanager` (GET /api/v2/alerts), `runbook` (GET /runbook/{type}), `dashboard`
+/clusters/{cluster}/roll-safety), `rolls` (GET and POST /clusters/{cluster}/rolls: declared and seen rolls),
+`alertmanager` (GET /api/v2/alerts), `runbook` (GET /runbook/{type}), `dashboard`
 (GET / and /panels/{panel}), `docs` (GET /docs), `health` (GET /health, open).
 """
 

@@ -48,12 +48,15 @@ class AnchorServers:
     """Alertmanager plus one Prometheus per stack on 127.0.0.1 (see the module docstring).
 
     ``scrape_interval_s`` / ``evaluation_interval_s`` override every stack's own (tests only); ``logs`` is where the
-    servers' output goes (default: the temporary directory).
+    servers' output goes (default: the temporary directory); ``webhook_url``: Alertmanager notifies it of every
+    alert at once (a pager's stand-in that counts pages).
     """
 
     def __init__(self, stacks: Sequence[Stack] = STACKS, *, logs: Path | None = None,
-                 scrape_interval_s: float | None = None, evaluation_interval_s: float | None = None) -> None:
+                 scrape_interval_s: float | None = None, evaluation_interval_s: float | None = None,
+                 webhook_url: str | None = None) -> None:
         self.stacks = tuple(stacks)
+        self.webhook_url = webhook_url
         self.logs = logs
         self.scrape_interval_s = scrape_interval_s
         self.evaluation_interval_s = evaluation_interval_s
@@ -89,7 +92,7 @@ class AnchorServers:
         root = Path(self._tmp.name)
         am_dir = root / "alertmanager"
         am_dir.mkdir()
-        (am_dir / "alertmanager.yml").write_text(alertmanager_config())
+        (am_dir / "alertmanager.yml").write_text(alertmanager_config(self.webhook_url))
         am_port = free_port(0)
         self.alertmanager_url = f"http://127.0.0.1:{am_port}"
         self._child("alertmanager", [alertmanager, f"--config.file={am_dir / 'alertmanager.yml'}",

@@ -127,8 +127,15 @@ def prometheus_config(stack: Stack, *, alertmanager: str, targets_file: Path, sc
     return str(yaml.safe_dump(doc, sort_keys=False))
 
 
-def alertmanager_config() -> str:
-    """alertmanager.yml: every alert to one receiver that notifies nobody (the benchmark reads Alertmanager's API)."""
-    doc = {"route": {"receiver": "benchmark", "group_by": ["alertname", ANCHOR_LABEL]},
-           "receivers": [{"name": "benchmark"}]}
+def alertmanager_config(webhook_url: str | None = None) -> str:
+    """alertmanager.yml: every alert to one receiver that notifies nobody (the benchmark reads Alertmanager's API),
+    or, with `webhook_url`, that notifies it of each alert on its own at once (group_wait 0: a page's delay is
+    planewatch's, not the grouping's)."""
+    if webhook_url is None:
+        doc: dict[str, object] = {"route": {"receiver": "benchmark", "group_by": ["alertname", ANCHOR_LABEL]},
+                                  "receivers": [{"name": "benchmark"}]}
+    else:
+        doc = {"route": {"receiver": "pager", "group_by": ["..."], "group_wait": "0s", "group_interval": "1s",
+                         "repeat_interval": "1h"},
+               "receivers": [{"name": "pager", "webhook_configs": [{"url": webhook_url, "send_resolved": False}]}]}
     return str(yaml.safe_dump(doc, sort_keys=False))
