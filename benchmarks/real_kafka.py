@@ -14,13 +14,19 @@ the streaming pipeline scraping the clusters' JMX exporters, then prints per run
 (after the demo, one ``planewatch pipeline --once`` over the same checkpoints reads what the demo's pipeline had not
 read yet when it stopped: the demo stops once every incident is caught)
 * each injected incident's alert and its delay from the incident to the alert being readable in GET /alerts, and any
-  alert where none was expected. Numbers depend on the machine's load: run it alone.
+  alert where none was expected;
+* the pages: the demo's API pushes its alerts to a real Alertmanager (Debian's, group_wait 0, every alert its own
+  group) whose webhook receiver counts each notification per run, with its delay from the alert's start (a healthy
+  roll's symptoms are expected and page nothing; a ROLL_TOO_FAST pages). ``--no-pages`` leaves Alertmanager out.
+
+Numbers depend on the machine's load: run it alone.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -29,6 +35,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from benchmarks.anchors.pager import Pager
+from benchmarks.anchors.servers import AnchorServers
 from planewatch.demo.plan import ALL_RUNS
 
 KAFKA_RUNS = tuple(r.name for r in ALL_RUNS if r.kafka)
@@ -59,7 +67,11 @@ def _kafka_records(cluster: Path) -> tuple[int, int, set[str]]:
     return records, handling, files
 
 
-def summarize(d: Path, runs: list[str]) -> list[dict[str, Any]]:
+# How often the demo's API pushes its alerts while paging is measured (its default is 5 s).
+PUSH_INTERVAL_S = 1.0
+
+
+def summarize(d: Path, runs: list[str], pages: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """Per run: the numbers of the module docstring, from the demo's directory."""
     lake = d / "lake"
     raw = _table(lake, "raw_logs")
@@ -92,7 +104,8 @@ def summarize(d: Path, runs: list[str]) -> list[dict[str, Any]]:
                     "latency_rows": {f"{k[0]}/{k[1]}": v for k, v in sorted(lat.items())},
                     "metric_samples": len(run_samples),
                     "metric_samples_known_signal": sum(1 for s in run_samples if s["signal"] in known),
-                    "quarantined_metric_rows": dict(q_metrics), "incidents": incidents, "unexpected": unexpected})
+                    "quarantined_metric_rows": dict(q_metrics), "incidents": incidents, "unexpected": unexpected,
+                    "pages": None if pages is None else [p for p in pages if p["cluster"] == run]})
     return out
 
 
@@ -108,6 +121,9 @@ def _print(rows: list[dict[str, Any]], elapsed_s: float) -> None:
         for i in r["incidents"]:
             print(f"  incident -> {i['alert']}: " + (f"caught in {i['delay_s']:.1f} s" if i["caught"] else "MISSED"))
         print(f"  unexpected alerts: {', '.join(r['unexpected']) or 'none'}")
+        if r["pages"] is not None:
+            print("  pages: " + (", ".join(f"{p['type']} broker {p['broker_id']} {p['delay_s']:.1f} s after its start"
+                                           for p in r["pages"]) or "none"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -116,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", type=Path, default=Path("var/bench-real-kafka"))
     parser.add_argument("--json", type=Path, default=None, help="also write the numbers here")
     parser.add_argument("--summarize-only", action="store_true", help="only read an earlier run's --dir")
+    parser.add_argument("--no-pages", dest="pages", action="store_false",
+                        help="run without Alertmanager (no page counts)")
     parser.add_argument("--scrape-interval", type=float, default=None, metavar="SECONDS",
                         help="how often the exporters are scraped (default: the demo's)")
     args = parser.parse_args(argv)
@@ -124,17 +142,25 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"not Apache Kafka runs: {', '.join(unknown)} (known: {', '.join(KAFKA_RUNS)})")
     start = time.monotonic()
+    pages: list[dict[str, Any]] | None = None
     if not args.summarize_only:
         cmd = [sys.executable, "-m", "planewatch.cli", "demo", "--dir", str(args.dir), "--port", "0", "--runs",
                ",".join(runs), "--no-serve", "--duration", str(300 * len(runs) + 300)]
         if args.scrape_interval is not None:
             cmd += ["--scrape-interval", str(args.scrape_interval)]
-        subprocess.run(cmd, check=False)
+        if args.pages:
+            with Pager() as pager, AnchorServers((), webhook_url=pager.url) as servers:
+                env = {**os.environ, "PLANEWATCH_ALERTMANAGER_URL": servers.alertmanager_url,
+                       "PLANEWATCH_PUSH_INTERVAL_S": str(PUSH_INTERVAL_S)}
+                subprocess.run(cmd, check=False, env=env)
+                pages = pager.pages()
+        else:
+            subprocess.run(cmd, check=False)
         # the demo stops once every incident is caught: the last runs' lines may still be unread; drain them
         drain = [sys.executable, "-m", "planewatch.cli", "pipeline", "--once", "--input", str(args.dir / "clusters"),
                  "--lake", str(args.dir / "lake"), "--checkpoints", str(args.dir / "checkpoints")]
         subprocess.run(drain, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    rows = summarize(args.dir.resolve(), runs)
+    rows = summarize(args.dir.resolve(), runs, pages)
     _print(rows, time.monotonic() - start)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))

@@ -3,18 +3,16 @@ GET /alerts, and pages through a real Alertmanager (a healthy roll's symptoms pa
 
 from __future__ import annotations
 
-import json
 import shutil
-import threading
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from benchmarks.anchors.pager import Pager
+from benchmarks.anchors.servers import AnchorServers
 from pipelines.roll_awareness import EXPECTED, MIN_RECOVERY_S
 from schemas.events import Event
 from schemas.tables import ALERTS, STATE_CHANGE_EVENTS
@@ -89,43 +87,13 @@ def test_a_declared_roll_is_recorded_once_and_ended(make_client: ClientFactory, 
                                                                            ("nightly-7", 2, "rolled")]
 
 
-class _Pager(BaseHTTPRequestHandler):
-    pages: list[tuple[float, dict[str, Any]]]
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.pages.extend((time.time(), a) for a in body["alerts"])
-        self.send_response(200)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
-@pytest.fixture
-def pager() -> Iterator[tuple[str, list[tuple[float, dict[str, Any]]]]]:
-    pages: list[tuple[float, dict[str, Any]]] = []
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), type("Pager", (_Pager,), {"pages": pages}))
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
-    t.start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}/page", pages
-    srv.shutdown()
-    srv.server_close()
-    t.join(timeout=5)
-
-
 @pytest.mark.integration
 @pytest.mark.skipif(not (shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")),
                     reason="Alertmanager is not installed (scripts/bootstrap.sh installs it)")
 def test_through_alertmanager_a_healthy_rolls_symptoms_page_nothing_and_a_bad_roll_pages_at_once(
-        make_client: ClientFactory, rolling_lake: tuple[Path, datetime],
-        pager: tuple[str, list[tuple[float, dict[str, Any]]]]) -> None:
-    from benchmarks.anchors.servers import AnchorServers
-
+        make_client: ClientFactory, rolling_lake: tuple[Path, datetime]) -> None:
     lake, now = rolling_lake
-    url, pages = pager
-    with AnchorServers((), webhook_url=url) as servers:
+    with Pager() as pager, AnchorServers((), webhook_url=pager.url) as servers:
         make_client(lake, alertmanager_url=servers.alertmanager_url, push_interval_s=0.5, resend_interval_s=3600)
         symptoms = [alert(1, started=now - timedelta(seconds=100), broker_id=2),
                     alert(2, started=now - timedelta(seconds=235), broker_id=2, type="METADATA_APPLY_LAG",
@@ -136,10 +104,10 @@ def test_through_alertmanager_a_healthy_rolls_symptoms_page_nothing_and_a_bad_ro
                alert(4, started=now - timedelta(seconds=290), broker_id=1, type="METADATA_APPLY_LAG")]
         written = time.time()
         write(lake, ALERTS, bad)
-        wait_until(lambda: {p["annotations"]["alert_id"] for _, p in pages} >= {"a00003", "a00004"}, PAGE_WITHIN_S,
+        wait_until(lambda: {p["alert_id"] for p in pager.pages()} >= {"a00003", "a00004"}, PAGE_WITHIN_S,
                    "ROLL_TOO_FAST and the unrecovered restart paged")
-        delay = max(t for t, _ in pages) - written
+        delay = max(p["at"] for p in pager.pages()) - written
         time.sleep(QUIET_FOR_S)
-    paged = sorted(p["annotations"]["alert_id"] for _, p in pages)
+        paged = sorted(p["alert_id"] for p in pager.pages())
     assert paged == ["a00003", "a00004"], paged
     assert delay < PAGE_WITHIN_S
