@@ -122,6 +122,10 @@ class Event(StrEnum):
     KRAFT_LEADERS_TRANSITION = "kraft_leaders_transition"
     #: `Transitioning P partition(s) to local followers.`
     KRAFT_FOLLOWERS_TRANSITION = "kraft_followers_transition"
+    #: `Skipped the become-leader state change for t-0 with topic id .., partition registration .. since it is
+    #: already the leader with leader epoch E. Current high watermark H, ISR [1,2,3], ...`: a metadata change of a
+    #: partition it leads that keeps its leader (an ISR change applied from the metadata log, logged with the ISR)
+    KRAFT_LEADER_UNCHANGED = "kraft_leader_unchanged"
     #: `Deleting P partition(s).`
     KRAFT_PARTITIONS_DELETING = "kraft_partitions_deleting"
     #: `Stopped fetchers as part of become-follower for P partitions`

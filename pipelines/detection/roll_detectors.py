@@ -63,13 +63,16 @@ STOPPED_MIN_S = 15.0
 # (A healthy roll gated as Strimzi gates it, on under-replication only, raised ROLL_TOO_FAST over "21 partitions not
 # led by their preferred replica" on Apache Kafka 3.9.1.)
 NOT_JUDGED = (RollCheck.PREFERRED_LEADERS,)
-# The leaders' ISR lines (server.log, INFO at Kafka's shipped levels: `[Partition roll-2 broker=3] ISR updated to
-# 3,2,1 and version updated to 6`, or `Expanding ISR from 3,1 to 3,1,2`), and the list of the ISR they set.
-ISR_EVENTS = (Event.ISR_UPDATED, Event.ISR_EXPANDING)
+# The leaders' ISR lines (INFO at Kafka's shipped levels), and the list of the ISR they set: server.log's
+# `[Partition roll-2 broker=3] ISR updated to 3,2,1 and version updated to 6` or `Expanding ISR from 3,1 to 3,1,2`;
+# on KRaft, state-change.log's `Skipped the become-leader state change for roll-3 ... Current high watermark H, ISR
+# [1,2,3], ...` (the ISR applied from the metadata log, which on 4.4.0 often arrives before the AlterPartition answer
+# and leaves no `ISR updated` line) and a new leader's `... starts at leader epoch E ... ISR [1,3], ...`.
+ISR_EVENTS = (Event.ISR_UPDATED, Event.ISR_EXPANDING, Event.KRAFT_LEADER_UNCHANGED, Event.LEADER_STARTED)
 # KRaft: the active controller's unfence grants (controller.log, INFO), fresher than its FencedBrokerCount scrape.
 _UNFENCED = Event.KRAFT_BROKER_UNFENCED.value
 FRESHER_EVENTS = (*ISR_EVENTS, Event.KRAFT_BROKER_UNFENCED)
-_ISR_LIST = r"(?:ISR updated to|Expanding ISR from [0-9,]* to) ([0-9,]+)"
+_ISR_LIST = r"(?:ISR updated to |Expanding ISR from [0-9,]* to |, ISR \[)([0-9,]+)"
 # A `planewatch roll` gate that said safe about a broker vouches for that broker's shutdown this long after it: the
 # restart command runs right after the gate (an ssh and a systemctl stop take seconds), with room for the clocks of
 # the roll's host and the broker's. The gate read the cluster itself through the Admin API, partition by partition:

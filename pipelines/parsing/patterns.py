@@ -328,7 +328,8 @@ MESSAGES: tuple[Message, ...] = (
     _m(Event.LEADER_SKIPPED, "Skipped the become-leader state change ",
        rf"Skipped the become-leader state change after marking its partition as leader with correlation id "
        rf"(?P<correlation_id>{_N}) from controller (?P<controller_id>{_N}) epoch (?P<controller_epoch>{_N}) for "
-       rf"partition {_TP} .*", "broker", "2.2+", "LeaderAndIsr", consts=_ONE),
+       rf"partition {_TP} .*", "broker", "2.2+", "LeaderAndIsr", consts=_ONE,
+       contains=" after marking its partition as leader "),
     _m(Event.FOLLOWER_SKIPPED, "Skipped the become-follower state change ",
        rf"Skipped the become-follower state change after marking its partition as follower with correlation id "
        rf"(?P<correlation_id>{_N}) from controller (?P<controller_id>{_N}) epoch (?P<controller_epoch>{_N}) for "
@@ -370,6 +371,10 @@ MESSAGES: tuple[Message, ...] = (
     _m(Event.KRAFT_LEADERS_TRANSITION, "Transitioning ",
        rf"Transitioning (?P<become_leader>(?P<partitions>{_N})) partition\(s\) to local leaders\.", "kraft", "kraft",
        contains=" to local leaders"),
+    _m(Event.KRAFT_LEADER_UNCHANGED, "Skipped the become-leader state change ",
+       rf"Skipped the become-leader state change for {_TP} with topic id .* since it is already the leader with "
+       rf"leader epoch (?P<leader_epoch>{_N})\. Current high watermark {_N}, ISR \[[0-9,]*\].*", "kraft", "kraft",
+       contains=" since it is already the leader "),
     _m(Event.KRAFT_FOLLOWERS_TRANSITION, "Transitioning ",
        rf"Transitioning (?P<become_follower>(?P<partitions>{_N})) partition\(s\) to local followers\.", "kraft",
        "kraft"),

@@ -181,3 +181,41 @@ def test_the_controllers_unfence_lines_after_its_last_scrape_count_the_brokers_u
     (c,) = judged(grant.clear())
     assert "FENCED_BROKERS" in str(c["summary"])
     assert judged(grant) == []
+
+
+def test_kraft_leaders_that_apply_the_isr_from_the_metadata_log_witness_it_too() -> None:
+    """Kafka 4.4.0, a roll gated as Strimzi gates it: the restarted broker's ISR expansion reached its leaders
+    through the metadata log before the AlterPartition answer, so they logged `Skipped the become-leader state
+    change ... ISR [1,2,3]` (state-change.log) and no `ISR updated to` (seen: 4 of 5 partitions; a false
+    ROLL_TOO_FAST before these lines counted). A new leader's `starts at leader epoch ... ISR [..]` counts too."""
+    running = samples(killed_after_s=1000.0).with_columns(
+        value=pl.when((pl.col("broker_id") == 1) & (pl.col("signal") == "UnderReplicatedPartitions")
+                      & (pl.col("ts") > T0 + dt.timedelta(seconds=10))).then(2.0).otherwise(pl.col("value")))
+    stops = pl.DataFrame([{"cluster": "c", "broker_id": 3, "ts": T0 + dt.timedelta(seconds=8)}],
+                         schema={"cluster": pl.String, "broker_id": pl.Int32, "ts": TS})
+    skipped = ("Skipped the become-leader state change for roll-{p} with topic id Some(OJwNLNfWS2u7qTa8C7fguw), "
+               "partition registration PartitionRegistration(replicas=[1, 2, 3], directories=[a, b, c], "
+               "isr=[{spaced}], removingReplicas=[], addingReplicas=[], elr=[], lastKnownElr=[], leader=1, "
+               "leaderRecoveryState=RECOVERED, leaderEpoch=0, partitionEpoch=2) and isNew=false since it is already "
+               "the leader with leader epoch 0. Current high watermark 2779, ISR [{isr}], adding replicas [] and "
+               "removing replicas [].")
+    started = ("Leader roll-{p} with topic id Some(OJwNLNfWS2u7qTa8C7fguw) starts at leader epoch 1 from offset 2860 "
+               "with partition epoch 3, high watermark 2860, ISR [{isr}], adding replicas [] and removing replicas [] "
+               ". Previous leader Some(2) and previous leader epoch was 0.")
+
+    def lines(*rows: tuple[str, int, str]) -> pl.DataFrame:
+        return pl.DataFrame([{"cluster": "c", "broker_id": 1, "ts": T0 + dt.timedelta(seconds=61), "event": event,
+                              "topic": "roll", "partition": p,
+                              "message": (skipped if event == "kraft_leader_unchanged" else started).format(
+                                  p=p, isr=isr, spaced=isr.replace(",", ", "))}
+                             for event, p, isr in rows],
+                            schema={"cluster": pl.String, "broker_id": pl.Int32, "ts": TS, "event": pl.String,
+                                    "topic": pl.String, "partition": pl.Int32, "message": pl.String})
+
+    def judged(isr: pl.DataFrame) -> list[dict[str, object]]:
+        return detect_roll_too_fast(shutdowns((2, 62.0)), running, NO_REQUESTS, NO_ALERTS, DetectionConfig(),
+                                    stops=stops, isr=isr)
+
+    assert len(judged(lines())) == 1
+    assert judged(lines(("kraft_leader_unchanged", 3, "1,2,3"), ("leader_started", 0, "1,3"))) == []
+    assert len(judged(lines(("kraft_leader_unchanged", 3, "1,2"), ("leader_started", 0, "1,3")))) == 1

@@ -580,6 +580,23 @@ BROKER_CASES: list[Case] = [
     ),
     st(
         "INFO",
+        "Broker id=2",
+        "Skipped the become-leader state change for roll-3 with topic id Some(OJwNLNfWS2u7qTa8C7fguw), partition "
+        "registration PartitionRegistration(replicas=[2, 1, 3], directories=[N02EjWh45ehjt1auQOUjTg, "
+        "xGGUNHCdexpmk5kzpPpKlw, 2V9_yMFNP4XpGXrholZYxw], isr=[1, 2, 3], removingReplicas=[], addingReplicas=[], "
+        "elr=[], lastKnownElr=[], leader=2, leaderRecoveryState=RECOVERED, leaderEpoch=0, partitionEpoch=2) and "
+        "isNew=false since it is already the leader with leader epoch 0. Current high watermark 2779, ISR [1,2,3], "
+        "adding replicas [] and removing replicas [].",
+        broker=2,
+        role="kraft",
+        topic="roll",
+        partition=3,
+        leader_epoch=0,
+        event="kraft_leader_unchanged",
+        kafka_format="kraft",
+    ),
+    st(
+        "INFO",
         "Broker id=3",
         "Deleting 3 partition(s).",
         broker=3,
