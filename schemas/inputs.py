@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-__all__ = ["LOG_FILE_NAMES", "LOG_KIND_BY_LOGGER", "METRIC_FILE_EXTENSIONS", "InputFamily", "LogKind", "MetricFormat",
+__all__ = ["LOG_FILE_NAMES", "LOG_KIND_BY_LOGGER", "METRIC_FILE_EXTENSIONS", "Envelope", "InputFamily", "LogKind",
+           "MetricFormat", "OriginField",
            "Placement", "SourceKind", "ingest_query"]
 
 
@@ -49,6 +50,40 @@ class MetricFormat(StrEnum):
     JSON = "json"
     #: Prometheus text exposition (a JMX-exporter scrape)
     PROMETHEUS = "prometheus"
+
+
+class Envelope(StrEnum):
+    """How a Kafka record of a logs topic carries its log line (`sources.kafka.logs_envelope`): as itself, or inside
+    a log shipper's JSON envelope (jobs.sources.envelopes names the fields of each)."""
+
+    #: the record's value is the line; its key may name the broker (`broker-2`, `2`)
+    RAW = "raw"
+    #: rsyslog's omkafka with the project's template (conf/rsyslog/planewatch.conf): host, file, offset, line
+    RSYSLOG = "rsyslog"
+    #: Vector's kafka sink, JSON codec (file or kubernetes_logs source)
+    VECTOR = "vector"
+    #: Fluent Bit's kafka output, `Format json` (tail input, optional kubernetes filter)
+    FLUENT_BIT = "fluent-bit"
+    #: Filebeat's kafka output, JSON codec (filestream/log or container input, add_kubernetes_metadata)
+    FILEBEAT = "filebeat"
+    #: the OpenTelemetry collector's kafka exporter, `encoding: otlp_json` (filelog receiver): one record may carry
+    #: several log records
+    OTEL = "otel"
+
+
+class OriginField(StrEnum):
+    """What an envelope says about where its line was written: the fields mapping rules read
+    (`sources.kafka.logs_mapping`) and the origin of a line (host and file: the same line shipped twice)."""
+
+    HOST = "host"
+    FILE = "file"
+    POD = "pod"
+    CONTAINER = "container"
+    NAMESPACE = "namespace"
+    #: the `strimzi.io/cluster` label of a Strimzi pod, where the shipper adds pod labels
+    STRIMZI_CLUSTER = "strimzi_cluster"
+    #: the Kafka record's key
+    KEY = "key"
 
 
 # Kafka's file names (log4j.properties, with DailyRollingFileAppender's `.yyyy-MM-dd-HH` suffix when rotated).

@@ -18,6 +18,8 @@ from typing import Any
 import yaml
 
 from jobs import PipelineIOError
+from jobs.sources.envelopes import MappingError, MappingRule, rules_from_config
+from schemas.inputs import Envelope
 
 __all__ = [
     "DEFAULT_CONFIG",
@@ -99,6 +101,10 @@ class KafkaSourceSettings:
     starting_offsets: str = "earliest"
     max_records_per_batch: int = 200_000
     reader: str = DEFAULT_KAFKA_READER
+    # how a log record carries its line (schemas.inputs.Envelope) and the rules that name its cluster and broker
+    # (jobs.sources.envelopes: preset names and {field, pattern, cluster} mappings, in order)
+    logs_envelope: str = Envelope.RAW.value
+    logs_mapping: tuple[MappingRule, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -214,6 +220,16 @@ class Settings:
         return os.path.join(self.checkpoints, query)
 
 
+def _mapping(kafka: _Reader) -> tuple[MappingRule, ...]:
+    items = kafka.raw.get("logs_mapping") or []
+    if not isinstance(items, list):
+        raise kafka.fail("logs_mapping", "expected a list of preset names and {field, pattern, cluster} mappings")
+    try:
+        return rules_from_config(items)
+    except MappingError as e:
+        raise kafka.fail("logs_mapping", str(e)) from e
+
+
 class _Reader:
     """Typed access to one YAML mapping with key paths in the errors."""
 
@@ -323,7 +339,7 @@ def parse_settings(raw: Mapping[str, Any] | None, source: str = "<settings>") ->
     kafka = sources.section(
         "kafka",
         {"enabled", "bootstrap_servers", "logs_topics", "metrics_topics", "starting_offsets", "max_records_per_batch",
-         "reader"},
+         "reader", "logs_envelope", "logs_mapping"},
     )
     quality = top.section("quality", {"enabled", "sample_limit", "ge_interval_s"})
     conf = spark.raw.get("conf") or {}
@@ -340,6 +356,8 @@ def parse_settings(raw: Mapping[str, Any] | None, source: str = "<settings>") ->
         starting_offsets=kafka.choice("starting_offsets", "earliest", ("earliest", "latest")),
         max_records_per_batch=kafka.pos_int("max_records_per_batch", 200_000),
         reader=kafka.choice("reader", DEFAULT_KAFKA_READER, KAFKA_READERS),
+        logs_envelope=kafka.choice("logs_envelope", Envelope.RAW.value, tuple(e.value for e in Envelope)),
+        logs_mapping=_mapping(kafka),
     )
     if k.enabled and not (k.logs_topics or k.metrics_topics):
         raise kafka.fail("logs_topics", "sources.kafka is enabled but names no logs_topics or metrics_topics")

@@ -2,9 +2,11 @@
 
 `planewatch_kafka` (the Python data source) calls `raw_kafka_batch` on the records it consumed; Spark's own `kafka`
 source (jobs.sources.kafka_stream) runs it over the source's Arrow batches (`mapInArrow`). So a record becomes the same
-bronze row whichever reader read it: the line is the value as UTF-8 (invalid bytes replaced, the line break
-stripped), the broker id comes from the key (`broker-2` or `2`), the kind is sniffed from the value's first bytes,
-the source is `kafka:<topic>/<partition>` and the source offset the record's offset.
+bronze row whichever reader read it. A log record goes through its shipper's envelope and the mapping rules
+(jobs.sources.envelopes: the line, its cluster, broker, kind and origin; `raw`: the value is the line, the key may
+name the broker). A metric record's line is the value as UTF-8 (invalid bytes replaced, the line break stripped),
+the broker id comes from the key (`broker-2` or `2`), the kind is sniffed from the value's first bytes, the source is
+`kafka:<topic>/<partition>` and the source offset the record's offset.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
 
+from jobs.sources.envelopes import MappingRule, open_envelopes
 from jobs.sources.paths import broker_id_from_path, sniff
-from schemas.inputs import InputFamily, LogKind, MetricFormat
+from schemas.inputs import Envelope, InputFamily, LogKind, MetricFormat
 
 __all__ = ["RAW_NAMES", "SNIFF_BYTES", "kafka_arrow_to_raw", "raw_kafka_batch", "record_fields"]
 
@@ -52,8 +55,19 @@ def raw_kafka_batch(
     default_cluster: str,
     cluster: str | None,
     now: dt.datetime,
+    envelope: Envelope = Envelope.RAW,
+    rules: Sequence[MappingRule] = (),
 ) -> pa.RecordBatch:
     """The raw-record batch of some Kafka records (parallel sequences; `sources` as `kafka:<topic>/<partition>`)."""
+    if family == InputFamily.LOGS:
+        rows = open_envelopes(values, keys, sources, offsets, envelope, rules, cluster, default_cluster).to_arrow()
+        n = rows.num_rows
+        typed = {"cluster": pa.string(), "broker_id": pa.int32(), "kind": pa.string(), "line": pa.string(),
+                 "line_bytes": pa.int64(), "source": pa.string(), "source_offset": pa.int64()}
+        return pa.RecordBatch.from_arrays(
+            [*(rows.column(name).combine_chunks().cast(t) for name, t in typed.items()),
+             pa.array([now] * n, pa.timestamp("us", tz="UTC")), pa.array([False] * n, pa.bool_())],
+            names=list(RAW_NAMES))
     cols: tuple[list[object], ...] = ([], [], [], [], [])
     for value, key in zip(values, keys, strict=True):
         for col, v in zip(cols, record_fields(value, key, family, default_cluster, cluster), strict=True):
@@ -76,7 +90,8 @@ def raw_kafka_batch(
 
 
 def kafka_arrow_to_raw(
-    batches: Iterator[pa.RecordBatch], family: str, default_cluster: str, cluster: str | None
+    batches: Iterator[pa.RecordBatch], family: str, default_cluster: str, cluster: str | None,
+    envelope: Envelope = Envelope.RAW, rules: Sequence[MappingRule] = (),
 ) -> Iterator[pa.RecordBatch]:
     """`mapInArrow` function over Spark's Kafka source rows (key, value, topic, partition, offset)."""
     for batch in batches:
@@ -94,4 +109,6 @@ def kafka_arrow_to_raw(
             default_cluster,
             cluster,
             dt.datetime.now(dt.UTC),
+            envelope,
+            rules,
         )

@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING
 
 from jobs.run.jars import JarsMissing, session_has_kafka
 from jobs.sources.checkpoints import latest_logged_offset
+from jobs.sources.envelopes import rules_json
 from jobs.sources.kafka_records import kafka_arrow_to_raw
 from jobs.sources.streams import RAW_RECORD_DDL
+from schemas.inputs import Envelope, InputFamily
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -69,6 +71,8 @@ def kafka_stream(spark: SparkSession, settings: Settings, family: str, topics: t
         )
         if settings.cluster:
             stream = stream.option("cluster", settings.cluster)
+        if family == InputFamily.LOGS:
+            stream = stream.option("envelope", k.logs_envelope).option("mapping", rules_json(k.logs_mapping))
         return stream.load()
     if not has_jar:
         raise JarsMissing(f"the Kafka query of {checkpoint} reads with Spark's kafka source (sources.kafka.reader: "
@@ -86,5 +90,5 @@ def kafka_stream(spark: SparkSession, settings: Settings, family: str, topics: t
         .select("key", "value", "topic", "partition", "offset")
     )
     to_raw = functools.partial(kafka_arrow_to_raw, family=family, default_cluster=settings.default_cluster,
-                               cluster=settings.cluster)
+                               cluster=settings.cluster, envelope=Envelope(k.logs_envelope), rules=k.logs_mapping)
     return records.mapInArrow(to_raw, RAW_RECORD_DDL)

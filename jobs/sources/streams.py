@@ -28,6 +28,7 @@ from pyspark.sql.streaming.datasource import ReadMaxRows, SupportsTriggerAvailab
 
 from jobs import PipelineIOError
 from jobs.run.settings import CLEAN_FINISHED, DEFAULT_TAIL_QUIET_S
+from jobs.sources.envelopes import MappingError, rules_from_config
 from jobs.sources.file_tail import (
     OUTPUT_SCHEMA_DDL,
     Piece,
@@ -41,6 +42,7 @@ from jobs.sources.file_tail import (
 from jobs.sources.kafka_records import raw_kafka_batch
 from jobs.sources.paths import FAMILIES
 from jobs.sources.prometheus_source import PrometheusStreamSource
+from schemas.inputs import Envelope
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -232,6 +234,11 @@ class _KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.max_records = int(options.get("maxrecordspertrigger", DEFAULT_MAX_RECORDS_PER_TRIGGER))
         self.cluster = options.get("cluster") or None
         self.default_cluster = options.get("defaultcluster", "default")
+        try:
+            self.envelope = Envelope(options.get("envelope", Envelope.RAW.value))
+            self.rules = rules_from_config(json.loads(options.get("mapping") or "[]"))
+        except (ValueError, MappingError) as exc:
+            raise PipelineIOError(f"planewatch_kafka: options envelope/mapping: {exc}") from exc
         self.available_now: dict[str, int] | None = None
 
     def _watermarks(self) -> dict[str, tuple[int, int]]:
@@ -340,7 +347,7 @@ class _KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return
         source = f"kafka:{p.topic}/{p.partition}"
         yield raw_kafka_batch(values, keys, [source] * len(offsets), offsets, self.family, self.default_cluster,
-                              self.cluster, dt.datetime.now(dt.UTC))
+                              self.cluster, dt.datetime.now(dt.UTC), self.envelope, self.rules)
 
     def commit(self, end: dict[str, Any]) -> None:
         del end
@@ -351,7 +358,9 @@ class KafkaStreamSource(DataSource):
 
     Options: `bootstrap.servers`, `topics` (comma-separated), `family` (logs | metrics), `startingOffsets`
     (earliest | latest, first run only), `maxRecordsPerTrigger` (default 200,000), `cluster`/`defaultCluster`,
-    and any `kafka.<librdkafka property>`. The record key may name the broker (`broker-2` or `2`).
+    `envelope` (schemas.inputs.Envelope, default raw) and `mapping` (a JSON list of mapping rules:
+    jobs.sources.envelopes), and any `kafka.<librdkafka property>`. A raw record's key may name the broker
+    (`broker-2` or `2`).
     """
 
     @classmethod

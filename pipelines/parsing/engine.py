@@ -32,7 +32,7 @@ from pipelines.parsing.engine_logs import parse_logs
 from pipelines.parsing.engine_metrics import parse_metrics
 from pipelines.parsing.stages import CUT_REASON, QUARANTINE_RECORD_CHARS, cut_by_reader
 from pipelines.quality.rules import REASON, split_valid_arrow
-from schemas.routes import RAW_TABLES, ROUTE_TABLES
+from schemas.routes import RAW_TABLES, ROUTE_TABLES, SOURCE_ERROR_FORMAT, SOURCE_STAGE
 from schemas.tables import METRIC_SAMPLES, QUARANTINE, Table
 
 if TYPE_CHECKING:
@@ -82,7 +82,8 @@ def _select(routed: pl.DataFrame, family: str, route: str) -> pl.DataFrame:
         return rows.select(*raw_names, pl.col("_reason").alias("reason"))
     if route == "rejected":
         target = pl.col("_target") if family == "logs" else pl.lit(METRIC_SAMPLES.name)
-        stage = pl.lit("parse") if family == "logs" else pl.col("_stage")
+        stage = (pl.when(pl.col("log_kind") == SOURCE_ERROR_FORMAT).then(pl.lit(SOURCE_STAGE))
+                 .otherwise(pl.lit("parse")) if family == "logs" else pl.col("_stage"))
         return rows.select(
             "cluster", "broker_id", target.alias("target_table"), stage.alias("stage"),
             pl.col("_reason").alias("reason"),

@@ -34,6 +34,7 @@ from pipelines.parsing import patterns as P
 from pipelines.parsing.rust_regex import to_rust
 from pipelines.parsing.stages import API_BY_KEY, API_ID, REQUEST_PREFIX, typed
 from schemas.inputs import LogKind
+from schemas.routes import SOURCE_ERROR_FORMAT
 from schemas.tables import REQUEST_EVENTS, STATE_CHANGE_EVENTS
 
 __all__ = ["ROUTES", "parse_logs", "ts_expr"]
@@ -403,8 +404,11 @@ def _finish(lf: pl.LazyFrame, present: list[int], requests: bool) -> pl.LazyFram
     ok = pl.col("_layout_ok")
     ts_ok = pl.col("ts").is_not_null()
     gc = pl.col("log_kind") == LogKind.GC.value
+    # a record its source could not open (a shipper's envelope, jobs.sources.envelopes): its first line says why
+    src = pl.col("log_kind") == SOURCE_ERROR_FORMAT
     route = (
-        pl.when(gc).then(pl.lit("unused"))
+        pl.when(src).then(pl.lit("rejected"))
+        .when(gc).then(pl.lit("unused"))
         .when(~ok | ~ts_ok).then(pl.lit("rejected"))
         .when(pl.col("_is_req") & req_valid).then(pl.lit("request"))
         .when(pl.col("_is_req")).then(pl.lit("rejected"))
@@ -412,7 +416,8 @@ def _finish(lf: pl.LazyFrame, present: list[int], requests: bool) -> pl.LazyFram
         .otherwise(pl.lit("unused"))
     )
     reason = (
-        pl.when(gc).then(pl.lit(GC_LOG_UNUSED))
+        pl.when(src).then(pl.col("line").str.split("\n").list.first())
+        .when(gc).then(pl.lit(GC_LOG_UNUSED))
         .when(~ok).then(pl.lit("no recognisable log4j layout"))
         .when(~ts_ok).then(pl.lit("unparseable timestamp: ") + pl.col("_ts"))
         .when(pl.col("_is_req") & req_valid).then(pl.lit(None, pl.String))
