@@ -6,6 +6,7 @@
 #   - chromium (Debian), the headless browser of the dashboard test
 #   - Maven (Debian), which fetches the JVM artifacts of jvm/pom.xml (Apache Kafka, the JMX exporter agent,
 #     spark-sql-kafka, delta-spark) into .jvm/ (skipped when already there)
+#   - rsyslog and rsyslog-kafka (omkafka): the shipper of the shipped log path
 #   - Prometheus (with promtool) and Alertmanager (Debian's prometheus, prometheus-alertmanager): the anchors
 #     of benchmarks.versus_prometheus, which starts them itself on 127.0.0.1 (the packages' services are unused)
 set -euo pipefail
@@ -18,6 +19,10 @@ command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>
 command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
 command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
 command -v prometheus-alertmanager >/dev/null 2>&1 || need_apt+=(prometheus-alertmanager)
+# rsyslog with omkafka: the log shipper of the shipped path (jobs.sources.envelopes' rsyslog envelope); started by
+# planewatch itself on 127.0.0.1-only ports (the package's own service is unused)
+[ -x /usr/sbin/rsyslogd ] || need_apt+=(rsyslog)
+ls /usr/lib/*/rsyslog/omkafka.so >/dev/null 2>&1 || need_apt+=(rsyslog-kafka)
 if [ ${#need_apt[@]} -gt 0 ]; then
     echo "bootstrap: installing ${need_apt[*]} with apt-get"
     SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"

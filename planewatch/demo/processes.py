@@ -26,7 +26,7 @@ __all__ = ["Child", "StartFailed", "free_port", "planewatch_cmd", "wait_http_ok"
            "wait_queries_started"]
 
 # Graceful stop budget per child kind before SIGKILL of its process group.
-STOP_TIMEOUT_S = {"scenario": 45.0, "pipeline": 60.0, "api": 10.0}
+STOP_TIMEOUT_S = {"scenario": 45.0, "pipeline": 60.0, "api": 10.0, "shipper": 10.0}
 # Poll interval when waiting for an HTTP endpoint.
 HTTP_POLL_S = 0.25
 
