@@ -1,7 +1,8 @@
 """ROLL_TOO_FAST: a broker began a controlled shutdown while the cluster was not safe to roll.
 
-A log batch's CONTROLLED_SHUTDOWN_STARTED rows (`[KafkaServer id=N] Starting controlled shutdown`, KRaft's
-`[BrokerLifecycleManager id=N] Beginning controlled shutdown.`) are each judged by the roll-safety verdict
+A log batch's SHUTDOWN_EVENTS rows (`[KafkaServer id=N] Starting controlled shutdown`, KRaft's
+`[BrokerLifecycleManager id=N] Beginning controlled shutdown.`, or the broker's `Terminating process due to signal
+SIGTERM`, the first of them per stop) are each judged by the roll-safety verdict
 (:func:`pipelines.roll_safety.roll_verdict`, the one GET /clusters/{cluster}/roll-safety serves) as it stood just
 before the line: ``wait`` raises a warning, ``unsafe`` a critical alert, each naming the checks that were not ok at
 that moment (leadership away from the preferred replicas, NOT_JUDGED, does not count). ``unknown`` raises nothing
@@ -38,10 +39,15 @@ if TYPE_CHECKING:
     from pipelines.detection.config import DetectionConfig
 
 __all__ = ["CLUSTER_STOP_S", "FRESHER_EVENTS", "GATE_VOUCHES_S", "ISR_EVENTS", "JUST_BEFORE", "NOT_JUDGED",
-           "SHUTDOWN_EVENTS", "STOP_EVENTS", "VERDICT_VALUE", "detect_roll_too_fast"]
+           "SAME_STOP_S", "SHUTDOWN_EVENTS", "STOP_EVENTS", "VERDICT_VALUE", "detect_roll_too_fast"]
 
 Rows = list[dict[str, Any]]
-SHUTDOWN_EVENTS = (Event.CONTROLLED_SHUTDOWN_STARTED,)
+# What starts a broker's shutdown: its controlled shutdown's first line, or its SIGTERM line: Apache Kafka 4.4.0
+# often logs no `Beginning controlled shutdown.` (in a timer roll, brokers 1 and 2 logged only `Terminating process
+# due to signal SIGTERM`, broker 3 both). The two lines of one stop (ms apart) are one shutdown (SAME_STOP_S).
+SHUTDOWN_EVENTS = (Event.CONTROLLED_SHUTDOWN_STARTED, Event.PROCESS_SIGTERM)
+# Lines of one broker's stop this close together are one shutdown (its SIGTERM, then its controlled shutdown's line).
+SAME_STOP_S = 5.0
 # What tells a broker is being stopped, for the whole-cluster check: its controlled shutdown, or its SIGTERM (Apache
 # Kafka 4.4.0: of three brokers SIGTERMed together, only one logged `Beginning controlled shutdown.`).
 STOP_EVENTS = (Event.CONTROLLED_SHUTDOWN_STARTED, Event.PROCESS_SIGTERM)
@@ -196,6 +202,14 @@ def _unfenced(r: Mapping[str, Any], samples: pl.DataFrame, lines: pl.DataFrame, 
     return out
 
 
+def _first_lines(shutdowns: pl.DataFrame) -> pl.DataFrame:
+    """The first line of each broker's stop (SAME_STOP_S); lines without a broker (a KRaft controller's, ZooKeeper's
+    SIGTERM) are no broker's shutdown."""
+    rows = shutdowns.filter(pl.col("broker_id").is_not_null()).sort("ts")
+    gap = pl.col("ts").diff().over("cluster", "broker_id").dt.total_seconds()
+    return rows.filter(gap.is_null() | (gap > SAME_STOP_S))
+
+
 def _judged(shutdowns: pl.DataFrame, samples: pl.DataFrame, requests: pl.DataFrame, alerts: pl.DataFrame,
             th: RollThresholds, stops: pl.DataFrame | None,
             isr: pl.DataFrame | None = None) -> list[tuple[dict[str, Any], Verdict]]:
@@ -203,6 +217,7 @@ def _judged(shutdowns: pl.DataFrame, samples: pl.DataFrame, requests: pl.DataFra
     (every input of its cluster; under-replication as the leaders' ISR lines tell it since their last scrape,
     _fresher)."""
     out = []
+    shutdowns = _first_lines(shutdowns)
     seen = shutdowns.select("cluster", "broker_id", "ts")
     every = seen if stops is None else pl.concat([seen, stops.select("cluster", "broker_id", "ts")],
                                                  how="vertical_relaxed")

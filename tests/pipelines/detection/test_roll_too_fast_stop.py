@@ -58,6 +58,20 @@ def test_one_running_broker_stopping_alone_while_replicas_are_missing_is_too_fas
     assert "UNDER_REPLICATED" in str(c["summary"])
 
 
+def test_a_broker_that_logs_only_its_sigterm_is_judged_and_one_stops_two_lines_are_one_shutdown() -> None:
+    """Apache Kafka 4.4.0 in a timer roll: brokers 1 and 2 logged only `Terminating process due to signal SIGTERM`
+    (no `Beginning controlled shutdown.`), broker 3 both, 15 ms apart: each stop is one shutdown, judged."""
+    sigterm = "Terminating process due to signal SIGTERM"
+    only = pl.DataFrame([{"cluster": "c", "broker_id": 2, "ts": T0 + dt.timedelta(seconds=62), "message": sigterm}],
+                        schema={"cluster": pl.String, "broker_id": pl.Int32, "ts": TS, "message": pl.String})
+    [c] = judge(only)
+    assert (c["type"], c["broker_id"]) == ("ROLL_TOO_FAST", 2)
+    both = pl.concat([only, shutdowns((2, 62.015))])
+    assert len(judge(both)) == 1
+    # a controller's SIGTERM (its log names no broker) is no broker's shutdown
+    assert judge(only.with_columns(broker_id=pl.lit(None, pl.Int32))) == []
+
+
 def test_brokers_sigtermed_together_stop_the_cluster_though_one_alone_logged_its_controlled_shutdown() -> None:
     """Apache Kafka 4.4.0, a KRaft cluster stopped: all three brokers log `Terminating process due to signal
     SIGTERM` within 0.2 s, only one `Beginning controlled shutdown.`: the SIGTERMs say the others stop too."""
