@@ -43,6 +43,12 @@ ROUTES = ("state_change", "request", "rejected", "unused")
 # The reason of every line of a JVM GC log (LogKind.GC): written by Kafka's scripts on purpose, so recognised and
 # counted as unused, never quarantined.
 GC_LOG_UNUSED = "JVM GC log: recognised, not used"
+# A line of a Java stack trace on its own: a shipper that sends each physical line as a record (rsyslog's imfile
+# without startmsg.regex, whose offsets are then the records' own) sends a multi-line record's lines apart. The file
+# source joins them to their record; alone, they are recognised and unused, never quarantined.
+CONTINUATION_UNUSED = "a continuation line of a multi-line log record (a stack trace), shipped on its own"
+CONTINUATION = (r"^(?:\s+\S|Caused by: |Suppressed: |\.\.\. [0-9]+ more|"
+                r"[A-Za-z_$][\w$]*(?:\.[\w$]+)+(?:Exception|Error|Throwable)(?::|$))")
 # Marks a match: an empty group at the start of a pattern is "" when the pattern matched and null when it did not.
 _OK = "_ok"
 _SC_TYPES = {c.name: c.type for c in STATE_CHANGE_EVENTS.columns}
@@ -406,9 +412,10 @@ def _finish(lf: pl.LazyFrame, present: list[int], requests: bool) -> pl.LazyFram
     gc = pl.col("log_kind") == LogKind.GC.value
     # a record its source could not open (a shipper's envelope, jobs.sources.envelopes): its first line says why
     src = pl.col("log_kind") == SOURCE_ERROR_FORMAT
+    cont = ~ok & pl.col("line").str.contains(CONTINUATION).fill_null(False)
     route = (
         pl.when(src).then(pl.lit("rejected"))
-        .when(gc).then(pl.lit("unused"))
+        .when(gc | cont).then(pl.lit("unused"))
         .when(~ok | ~ts_ok).then(pl.lit("rejected"))
         .when(pl.col("_is_req") & req_valid).then(pl.lit("request"))
         .when(pl.col("_is_req")).then(pl.lit("rejected"))
@@ -418,6 +425,7 @@ def _finish(lf: pl.LazyFrame, present: list[int], requests: bool) -> pl.LazyFram
     reason = (
         pl.when(src).then(pl.col("line").str.split("\n").list.first())
         .when(gc).then(pl.lit(GC_LOG_UNUSED))
+        .when(cont).then(pl.lit(CONTINUATION_UNUSED))
         .when(~ok).then(pl.lit("no recognisable log4j layout"))
         .when(~ts_ok).then(pl.lit("unparseable timestamp: ") + pl.col("_ts"))
         .when(pl.col("_is_req") & req_valid).then(pl.lit(None, pl.String))

@@ -3,8 +3,10 @@ host (its `localHostname` the host's name), imfile tailing the host's Kafka log 
 followed, a state file per log in the work directory), omkafka producing each line in the project's template
 (conf/rsyslog/planewatch.conf: host, file, offset, line; jobs.sources.envelopes' `rsyslog` envelope).
 
-A Java stack trace is one record with its lines (a new record starts at a log4j timestamp, `startmsg.regex`); the
-last record of a file goes out after READ_TIMEOUT_S of quiet. Each rsyslogd is a :class:`Child` in its own process
+Each physical line is one record with its own byte offset: imfile's `startmsg.regex` would join a stack trace's
+lines, but rsyslog 8.2302 then reports the offset of a record's end, not its start, and two records may share one
+(measured), so a line's origin would not be unique; the engine counts a stack-trace line shipped alone as
+recognised and unused. Each rsyslogd is a :class:`Child` in its own process
 group, its configuration and state under `work/<host>/`; :meth:`RsyslogShipper.kill` (SIGKILL, a crash) and
 :meth:`RsyslogShipper.start_host` replay what operators see after a crash: the lines since the last persisted read
 position are read and sent again (at least once).
@@ -24,20 +26,15 @@ from types import TracebackType
 
 from planewatch.demo.processes import Child
 
-__all__ = ["PERSIST_STATE_LINES", "READ_TIMEOUT_S", "RsyslogMissing", "RsyslogShipper", "ShippedHost",
+__all__ = ["PERSIST_STATE_LINES", "RsyslogMissing", "RsyslogShipper", "ShippedHost",
            "rsyslog_config", "rsyslogd"]
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "conf" / "rsyslog" / "planewatch.conf"
-# A multi-line record (a stack trace) is complete at the next record's first line, or after this much quiet.
-READ_TIMEOUT_S = 1
 # imfile writes a file's read position to its state file every this many lines (and at a clean stop): a crash
 # re-sends at most this many lines per file (at least once; planewatch stores each line once).
 PERSIST_STATE_LINES = 100
 # librdkafka batches for at most this long before it sends (omkafka's producer; rsyslog's default is 0.5 s).
 LINGER_MS = 50
-# A log4j line's start (Apache Kafka's `[%d] %p ...` and Strimzi's `%d{ISO8601} %p ...`): a line that does not start
-# so continues the record before it.
-STARTMSG_REGEX = r"^(\\[)?[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9]{2}:"
 # rsyslogd writes its pid file and stops within this long of SIGTERM.
 START_TIMEOUT_S = 15.0
 STOP_TIMEOUT_S = 10.0
@@ -76,7 +73,8 @@ def rsyslog_config(host: ShippedHost, work: Path, bootstrap: str, topic: str,
     params = ", ".join(_quote(f"{k}={v}") for k, v in conf.items())
     brokers = ", ".join(_quote(b) for b in bootstrap.split(","))
     return f"""# rsyslog for {host.name}: {host.logs_dir} -> {topic} (planewatch.kafka.shipper)
-global(workDirectory={_quote(str(work))} localHostname={_quote(host.name)} maxMessageSize="1m")
+global(workDirectory={_quote(str(work))} localHostname={_quote(host.name)} maxMessageSize="1m"
+       parser.escapeControlCharactersOnReceive="off")
 module(load="imfile" mode="inotify")
 module(load="omkafka")
 include(file={_quote(str(TEMPLATE))})
@@ -87,7 +85,6 @@ ruleset(name="kafka") {{
          action.resumeInterval="1")
 }}
 input(type="imfile" file={_quote(str(host.logs_dir / "*.log"))} tag="kafka:" addMetadata="on" ruleset="kafka"
-      startmsg.regex={_quote(STARTMSG_REGEX)} readTimeout="{READ_TIMEOUT_S}"
       persistStateInterval="{PERSIST_STATE_LINES}" reopenOnTruncate="on")
 """
 
