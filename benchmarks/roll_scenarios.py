@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import signal
 import sys
 import time
@@ -173,7 +174,8 @@ def topic(c: KafkaCluster, name: str, partitions: int, rf: int, min_isr: int, **
     try:
         yield
     finally:
-        for f in _admin(c).delete_topics([name]).values():
+        admin = _admin(c)  # kept: a future outlived by its client fails with "handle destroyed"
+        for f in admin.delete_topics([name]).values():
             f.result(60)
         _wait(lambda: all(p.topic != name for p in describe_cluster(
             {"bootstrap.servers": c.bootstrap_servers()}).partitions), SETTLE_TIMEOUT_S, f"topic {name} deleted")
@@ -282,6 +284,7 @@ def _lagging_voter(p: Player) -> None:
 
 def run_version(version: str, d: Path) -> list[Ask]:
     controllers = 3 if version.startswith("4.") else 1
+    shutil.rmtree(d / version, ignore_errors=True)  # a fresh cluster: an earlier run's topics and quorum are gone
     cluster = KafkaCluster(KafkaClusterSpec(d / version, version, brokers=3, controllers=controllers,
                                             jmx_exporter=False))
     print(f"\nApache Kafka {version} ({'KRaft' if controllers == 3 else 'ZooKeeper mode'}, 3 brokers)", flush=True)
