@@ -5,7 +5,8 @@
 * `file_tail`: the file source's reader (byte ranges of growing and rotated files); `entries` (regular files
   only), `paths` (what a file is: family, kind, cluster, broker), `record_split` (the one line splitter),
   `time_align` (a backlog read up to one log time);
-* `kafka_stream` (Spark's `kafka` source or `planewatch_kafka`), `kafka_records` (Kafka records -> raw records);
+* `kafka_stream` (Spark's `kafka` source or `planewatch_kafka`), `kafka_records` (Kafka records -> raw records),
+  `envelopes` (a log shipper's JSON around the line, and the mapping rules naming each record's cluster and broker);
 * `prometheus_source` (`planewatch_prometheus`: live exporters scraped every trigger), `scrape` (the HTTP scrapes),
   `scrape_pacing` (each target's timeout and back-off);
 * `checkpoints` (a query's run id and Spark's offset log read back), `file_accounting` (what a file batch left out).
