@@ -7,7 +7,8 @@
   filters, cursors, SQL), `readonly_sql` (SQL that can only read: `planewatch sql`), `panels` (the dashboard's SQL
   files under sql/), `models` (the response models);
 * `incident_index`, `alertmanager`, `push`: alerts in Alertmanager's shape, pushed to one; `roll_safety` (the verdict
-  from the lake and the cluster), `kafka_admin` (a cluster described through Kafka's Admin API), `cluster_info`
+  from the lake and the cluster), `roll_awareness` (the rolls of the lake, the `expected` mark of alerts, declared
+  rolls), `kafka_admin` (a cluster described through Kafka's Admin API), `cluster_info`
   (GET /cluster), `public_paths` (paths shown relative, never absolute).
 """
 

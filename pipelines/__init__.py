@@ -4,7 +4,8 @@
 * `quality/`: the silver tables' expectation suites (hard rules in the engine, Great Expectations on samples);
 * `detection/`: pairing, every alert type's detector, baselines, the alert lifecycle and incidents;
 * `roll_safety`: the roll-safety verdict of one cluster at one moment; `restart_probe`: what restarting one node
-  would do, from the cluster's own description (partitions, ISR, the controller quorum).
+  would do, from the cluster's own description (partitions, ISR, the controller quorum); `roll_awareness`: the rolls
+  stop lines and roll_steps show, and whether an alert is what a roll in progress causes (expected, not paged).
 """
 
 from __future__ import annotations

@@ -238,6 +238,7 @@ def open_envelopes(values: Sequence[bytes | None], keys: Sequence[bytes | None],
         "key": _utf8(keys, keep_null=True),
         "_ksource": pl.Series(list(sources), dtype=pl.String),
         "_koffset": pl.Series(list(offsets), dtype=pl.Int64),
+        "_value_bytes": pl.Series([len(v or b"") for v in values], dtype=pl.Int64),
     }).with_columns(pl.col("_orig").str.strip_chars_end("\r\n")).with_columns(pl.col("_orig").alias("_text"))
     if envelope == Envelope.RAW:
         frame = frame.with_columns(pl.col("_text").alias("_line"), pl.lit(0).alias("_n"),
@@ -301,7 +302,10 @@ def _finish(frame: pl.DataFrame, envelope: Envelope, rules: Sequence[MappingRule
         pl.when(pl.col("_reject").is_null()).then(_kind(pl.col("file"), pl.col("_line")))
         .otherwise(pl.lit(SOURCE_ERROR_FORMAT)).alias("kind"),
         line.alias("line"),
-        line.str.len_bytes().cast(pl.Int64).alias("line_bytes"),
+        # a raw record's size is its value's (the engine's cut check compares it with the line); an opened one's, its
+        # line's
+        (pl.col("_value_bytes") if envelope == Envelope.RAW else line.str.len_bytes().cast(pl.Int64))
+        .alias("line_bytes"),
         pl.when(keyed).then(pl.concat_str([origin, pl.lit(":"), pl.col("file")])).otherwise(pl.col("_ksource"))
         .alias("source"),
         pl.when(keyed).then(pl.col("_origin_offset"))

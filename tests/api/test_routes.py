@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -24,37 +25,45 @@ from tests.api.lake import (
 from tests.polling import wait_until
 
 OPEN_PATHS = {"/health", "/livez", "/", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"}
-PATH_VALUES = {"alert_id": "a00001", "incident_id": "i0001", "broker_id": "1", "panel": "open_alerts", "cluster": "c1"}
+PATH_VALUES = {"alert_id": "a00001", "incident_id": "i0001", "broker_id": "1", "panel": "open_alerts", "cluster": "c1",
+               "roll_id": "r1"}
 
 
 def _iso(t: datetime) -> str:
     return t.isoformat().replace("+00:00", "Z")
 
 
-def _data_paths(client: TestClient) -> list[str]:
-    """Every GET path of the OpenAPI schema except the open ones, with example path parameters."""
-    paths = []
-    for p in client.get("/openapi.json").json()["paths"]:
+def _data_routes(client: TestClient) -> list[tuple[str, str]]:
+    """Every (method, path) of the OpenAPI schema except the open paths, with example path parameters."""
+    routes = []
+    for p, ops in client.get("/openapi.json").json()["paths"].items():
         if p in OPEN_PATHS:
             continue
         for k, v in PATH_VALUES.items():
             p = p.replace("{" + k + "}", v)
-        paths.append(p + ("?name=RequestQueueSize" if p.endswith("/metrics") else ""))
-    return paths
+        routes += [(m.upper(), p + ("?name=RequestQueueSize" if p.endswith("/metrics") else "")) for m in ops]
+    return routes
+
+
+def _data_paths(client: TestClient) -> list[str]:
+    """Every GET path of the OpenAPI schema except the open ones, with example path parameters."""
+    return [p for m, p in _data_routes(client) if m == "GET"]
 
 
 def test_every_data_route_needs_the_token(client: TestClient) -> None:
-    paths = _data_paths(client)
+    routes = _data_routes(client)
     assert {"/alerts", "/alerts/a00001", "/brokers", "/control-requests", "/cluster", "/api/v2/alerts"} <= {
-        p.split("?")[0] for p in paths
+        p.split("?")[0] for m, p in routes if m == "GET"
     }
-    for p in paths:
-        missing = client.get(p)
-        assert missing.status_code == 401, p
+    assert ("POST", "/clusters/c1/rolls") in routes
+    for m, p in routes:
+        body: dict[str, Any] = {"json": {}} if m == "POST" else {}
+        missing = client.request(m, p, **body)
+        assert missing.status_code == 401, (m, p)
         assert missing.headers["www-authenticate"] == "Bearer"
-        assert client.get(p, headers={"Authorization": "Bearer wrong"}).status_code == 401, p
-        assert client.get(p, headers={"Authorization": f"Basic {TOKEN}"}).status_code == 401, p
-        assert client.get(p, headers=AUTH).status_code in (200, 404, 503), p
+        assert client.request(m, p, headers={"Authorization": "Bearer wrong"}, **body).status_code == 401, (m, p)
+        assert client.request(m, p, headers={"Authorization": f"Basic {TOKEN}"}, **body).status_code == 401, (m, p)
+        assert client.request(m, p, headers=AUTH, **body).status_code in (200, 201, 404, 503), (m, p)
 
 
 def test_open_routes_need_no_token(client: TestClient) -> None:
