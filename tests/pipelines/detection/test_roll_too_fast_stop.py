@@ -48,6 +48,26 @@ def judge(stops: pl.DataFrame) -> list[dict[str, object]]:
     return detect_roll_too_fast(stops, samples(), NO_REQUESTS, NO_ALERTS, DetectionConfig())
 
 
+ISR_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
+    "cluster": pl.String, "broker_id": pl.Int32, "ts": TS, "event": pl.String, "topic": pl.String,
+    "partition": pl.Int32, "message": pl.String}
+
+
+def running(urp: float) -> pl.DataFrame:
+    """All three brokers running; broker 1 counts `urp` under-replicated partitions since t=10 s."""
+    return samples(killed_after_s=1000.0).with_columns(
+        value=pl.when((pl.col("broker_id") == 1) & (pl.col("signal") == "UnderReplicatedPartitions")
+                      & (pl.col("ts") > T0 + dt.timedelta(seconds=10))).then(urp).otherwise(pl.col("value")))
+
+
+def judged_after_broker_3(urp: float, isr: pl.DataFrame) -> list[dict[str, object]]:
+    """Broker 3 stopped at t=8 s and came back; broker 2 begins its shutdown at t=62 s; `isr`: the leaders' lines."""
+    stops = pl.DataFrame([{"cluster": "c", "broker_id": 3, "ts": T0 + dt.timedelta(seconds=8)}],
+                         schema={"cluster": pl.String, "broker_id": pl.Int32, "ts": TS})
+    return detect_roll_too_fast(shutdowns((2, 62.0)), running(urp), NO_REQUESTS, NO_ALERTS, DetectionConfig(),
+                                stops=stops, isr=isr)
+
+
 def test_the_rest_of_a_cluster_stopped_together_after_a_broker_was_killed_is_no_roll() -> None:
     assert judge(shutdowns((1, 62.0), (2, 62.1))) == []
 
@@ -131,23 +151,14 @@ def test_the_leaders_isr_lines_after_their_last_scrape_count_the_partitions_back
     under-replicated; it logs `ISR updated to 1,2,3` for all three at t=61 s, and broker 2 begins its controlled
     shutdown at t=62 s (a roll gated on the Admin API's ISRs, as Strimzi gates): not too fast. Two of three back, a
     line without broker 3, or lines older than the scrape leave it too fast."""
-    running = samples(killed_after_s=1000.0).with_columns(  # all three running; broker 1 counts 3 since t=10 s
-        value=pl.when((pl.col("broker_id") == 1) & (pl.col("signal") == "UnderReplicatedPartitions")
-                      & (pl.col("ts") > T0 + dt.timedelta(seconds=10))).then(3.0).otherwise(pl.col("value")))
-    stops = pl.DataFrame([{"cluster": "c", "broker_id": 3, "ts": T0 + dt.timedelta(seconds=8)}],
-                         schema={"cluster": pl.String, "broker_id": pl.Int32, "ts": TS})
-
     def isr(*lines: tuple[float, int, str], leader: int = 1) -> pl.DataFrame:
         return pl.DataFrame([{"cluster": "c", "broker_id": leader, "ts": T0 + dt.timedelta(seconds=at),
                               "event": "isr_updated", "topic": "roll", "partition": p,
                               "message": f"ISR updated to {members}  and version updated to 9"}
-                             for at, p, members in lines],
-                            schema={"cluster": pl.String, "broker_id": pl.Int32, "ts": TS, "event": pl.String,
-                                    "topic": pl.String, "partition": pl.Int32, "message": pl.String})
+                             for at, p, members in lines], schema=ISR_SCHEMA)
 
     def judged(lines: pl.DataFrame) -> list[dict[str, object]]:
-        return detect_roll_too_fast(shutdowns((2, 62.0)), running, NO_REQUESTS, NO_ALERTS, DetectionConfig(),
-                                    stops=stops, isr=lines)
+        return judged_after_broker_3(3.0, lines)
 
     assert len(judged(isr())) == 1  # the scrape alone: too fast
     assert judged(isr((61.0, 0, "1,2,3"), (61.0, 1, "1,3,2"), (61.1, 2, "1,2,3"))) == []
@@ -202,11 +213,6 @@ def test_kraft_leaders_that_apply_the_isr_from_the_metadata_log_witness_it_too()
     through the metadata log before the AlterPartition answer, so they logged `Skipped the become-leader state
     change ... ISR [1,2,3]` (state-change.log) and no `ISR updated to` (seen: 4 of 5 partitions; a false
     ROLL_TOO_FAST before these lines counted). A new leader's `starts at leader epoch ... ISR [..]` counts too."""
-    running = samples(killed_after_s=1000.0).with_columns(
-        value=pl.when((pl.col("broker_id") == 1) & (pl.col("signal") == "UnderReplicatedPartitions")
-                      & (pl.col("ts") > T0 + dt.timedelta(seconds=10))).then(2.0).otherwise(pl.col("value")))
-    stops = pl.DataFrame([{"cluster": "c", "broker_id": 3, "ts": T0 + dt.timedelta(seconds=8)}],
-                         schema={"cluster": pl.String, "broker_id": pl.Int32, "ts": TS})
     skipped = ("Skipped the become-leader state change for roll-{p} with topic id Some(OJwNLNfWS2u7qTa8C7fguw), "
                "partition registration PartitionRegistration(replicas=[1, 2, 3], directories=[a, b, c], "
                "isr=[{spaced}], removingReplicas=[], addingReplicas=[], elr=[], lastKnownElr=[], leader=1, "
@@ -222,13 +228,10 @@ def test_kraft_leaders_that_apply_the_isr_from_the_metadata_log_witness_it_too()
                               "topic": "roll", "partition": p,
                               "message": (skipped if event == "kraft_leader_unchanged" else started).format(
                                   p=p, isr=isr, spaced=isr.replace(",", ", "))}
-                             for event, p, isr in rows],
-                            schema={"cluster": pl.String, "broker_id": pl.Int32, "ts": TS, "event": pl.String,
-                                    "topic": pl.String, "partition": pl.Int32, "message": pl.String})
+                             for event, p, isr in rows], schema=ISR_SCHEMA)
 
     def judged(isr: pl.DataFrame) -> list[dict[str, object]]:
-        return detect_roll_too_fast(shutdowns((2, 62.0)), running, NO_REQUESTS, NO_ALERTS, DetectionConfig(),
-                                    stops=stops, isr=isr)
+        return judged_after_broker_3(2.0, isr)
 
     assert len(judged(lines())) == 1
     assert judged(lines(("kraft_leader_unchanged", 3, "1,2,3"), ("leader_started", 0, "1,3"))) == []
