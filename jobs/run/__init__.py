@@ -5,7 +5,6 @@
 * `jars`: the JVM packages a session may load (spark-sql-kafka, delta-spark);
 * `runner`: `run_pipeline`, the families' queries until done (--once) or stopped, restarted from their checkpoints;
 * `maintenance`: `Maintainer`, the lake maintenance thread (lake.maintenance does the work);
-* `warmup`: `warm_executors`, the executors' Python workers warmed before a continuous run's first batch;
 * `local_cluster`: a Spark standalone cluster on 127.0.0.1 (`make cluster-up`).
 """
 

@@ -20,7 +20,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from jobs.run.settings import Settings, add_arguments, load_settings
-from jobs.run.warmup import warm_executors
 from schemas.inputs import InputFamily
 
 # jobs.ingest.queries, jobs.run.maintenance and jobs.run.session are imported in the functions that use them: every
@@ -98,7 +97,6 @@ def run_pipeline(
                         _stop_all(started)
                         time.sleep(RESTART_BACKOFF_S * (attempt + 1))
             return 0
-        warm_executors(spark)  # a continuous run's first batches find the Python workers warm
         by_family = {family: start_ingest_queries(spark, settings, family, detection) for family in families}
         for started in by_family.values():
             queries += started
