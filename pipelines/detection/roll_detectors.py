@@ -90,11 +90,13 @@ GATE_VOUCHES_S = 60.0
 REASONS_QUOTED = 4
 
 
-def _running(r: Mapping[str, Any], samples: pl.DataFrame) -> set[int]:
+def _running(r: Mapping[str, Any], samples: pl.DataFrame, stops: pl.DataFrame) -> set[int]:
     """The brokers of `r`'s cluster still running just before `r` (those reporting UnderReplicatedPartitions): each
     whose newest sample is at most STOPPED_AFTER_SCRAPES of the cluster's scrape intervals (its median step) older
-    than the newest of any broker. A broker killed or stopped earlier has fallen silent: a cluster stopped whole
-    after it is still a cluster stopped whole."""
+    than the newest of any broker, and not sampled last before a stop line of its own (`stops`) older than `r` by
+    CLUSTER_STOP_S. A broker killed or stopped earlier has fallen silent or said so: a cluster stopped whole after it
+    is still a cluster stopped whole (seen: a scenario SIGTERMed brokers 1 and 2 together 14 s after broker 3, whose
+    last scrape was still within the silence bound)."""
     urp = (samples.filter((pl.col("cluster") == r["cluster"]) & (pl.col("ts") < r["ts"])
                           & (pl.col("signal") == Signal.UnderReplicatedPartitions.value))
            .select("broker_id", "ts").unique())
@@ -105,13 +107,16 @@ def _running(r: Mapping[str, Any], samples: pl.DataFrame) -> set[int]:
         fractional=True)).to_series().drop_nulls().median())
     gap = dt.timedelta(seconds=max(STOPPED_AFTER_SCRAPES * float(step or 0.0), STOPPED_MIN_S))  # type: ignore[arg-type]
     newest = last.get_column("ts").max()
-    return {int(b) for b, t in last.iter_rows() if newest - t <= gap}
+    stopped = dict(stops.filter((pl.col("cluster") == r["cluster"]) & pl.col("broker_id").is_not_null()
+                                & (pl.col("ts") < r["ts"] - dt.timedelta(seconds=CLUSTER_STOP_S)))
+                   .group_by("broker_id").agg(pl.col("ts").max()).iter_rows())
+    return {int(b) for b, t in last.iter_rows() if newest - t <= gap and not (b in stopped and t <= stopped[b])}
 
 
 def _cluster_stop(r: Mapping[str, Any], stops: pl.DataFrame, samples: pl.DataFrame) -> bool:
     """Whether every broker of `r`'s cluster still running (:func:`_running`) was being stopped (`stops`: its
     controlled shutdown or its SIGTERM) within CLUSTER_STOP_S of `r`: the whole cluster stopped, not a roll."""
-    brokers = _running(r, samples)
+    brokers = _running(r, samples, stops)
     near = stops.filter((pl.col("cluster") == r["cluster"])
                         & (pl.col("ts") - r["ts"]).dt.total_seconds().abs().le(CLUSTER_STOP_S))
     return bool(brokers) and brokers <= set(near.get_column("broker_id").to_list())

@@ -72,6 +72,18 @@ def test_the_rest_of_a_cluster_stopped_together_after_a_broker_was_killed_is_no_
     assert judge(shutdowns((1, 62.0), (2, 62.1))) == []
 
 
+def test_the_rest_stopped_together_soon_after_a_broker_stopped_with_a_line_is_no_roll() -> None:
+    """A scenario SIGTERMed broker 3 (its lines say so) and, 14 s later, brokers 1 and 2 together: broker 3's last
+    scrape is still within the silence bound, but its own stop line says it is gone: the cluster stopped whole."""
+    stopped = samples(killed_after_s=48.0)  # broker 3's last scrape at t=45 s, its stop at t=48 s
+    stops = pl.concat([shutdowns((3, 48.0)), shutdowns((1, 62.0), (2, 62.01))])
+    assert detect_roll_too_fast(shutdowns((1, 62.0), (2, 62.01)), stopped, NO_REQUESTS, NO_ALERTS,
+                                DetectionConfig(), stops=stops.drop("message")) == []
+    # without broker 3's line, its silence is too short to tell: judged as a roll
+    assert detect_roll_too_fast(shutdowns((1, 62.0), (2, 62.01)), stopped, NO_REQUESTS, NO_ALERTS,
+                                DetectionConfig(), stops=shutdowns((1, 62.0), (2, 62.01)).drop("message")) != []
+
+
 def test_one_running_broker_stopping_alone_while_replicas_are_missing_is_too_fast() -> None:
     [c] = judge(shutdowns((2, 62.0)))
     assert (c["type"], c["broker_id"]) == ("ROLL_TOO_FAST", 2)
