@@ -46,7 +46,7 @@ from benchmarks.anchors.restart_rules import Truth, redpanda_pre_restart, strimz
 from pipelines.restart_probe import admin_reasons
 from pipelines.roll_safety import worst
 from planewatch.kafka.cluster import KafkaCluster, KafkaClusterSpec, free_port
-from planewatch.kafka.rolls import _throttle
+from planewatch.kafka.rolls import throttle_replication
 from schemas.roll_safety import CheckStatus, RollVerdict
 
 __all__ = ["Ask", "main", "play"]
@@ -224,7 +224,7 @@ def play(p: Player) -> None:
 
 def _slow_catch_up(p: Player, brokers: list[int]) -> None:
     c, slow, nxt = p.cluster, brokers[1], brokers[2]
-    _throttle(c)
+    throttle_replication(c)
     alter = _admin(c)
     from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource  # type: ignore[attr-defined]
 

@@ -40,7 +40,7 @@ from broker.scenarios.base import Timeline, consume_keys, produce, wait_until
 from planewatch.kafka.cluster import KafkaCluster, KafkaSetup
 from planewatch.kafka.runs import create_topic, started
 
-__all__ = ["ROLLS", "rolling_restart"]
+__all__ = ["ROLLS", "rolling_restart", "throttle_replication"]
 
 ROLL_TOPIC = "roll"
 ROLL_PARTITIONS = 6
@@ -258,7 +258,7 @@ def rolling_restart(d: Path, tl: Timeline, setup: KafkaSetup, mode: str) -> None
         create_topic(cluster, ROLL_TOPIC, ROLL_PARTITIONS, 3, {"min.insync.replicas": str(ROLL_MIN_ISR),
                                                                "leader.replication.throttled.replicas": "*",
                                                                "follower.replication.throttled.replicas": "*"})
-        _throttle(cluster)
+        throttle_replication(cluster)
         tl.emit("replication-throttled", bytes_per_s=REPLICATION_THROTTLE_BYTES)
         producer = _Producer(cluster.bootstrap_servers()).start()
         watch = _MetadataWatch(cluster.bootstrap_servers()).start()
@@ -308,7 +308,7 @@ def _roll(cluster: KafkaCluster, tl: Timeline, setup: KafkaSetup, gated: bool, n
     return waited
 
 
-def _throttle(cluster: KafkaCluster) -> None:
+def throttle_replication(cluster: KafkaCluster) -> None:
     """Every broker's replication throttle (dynamic broker configs: a restart keeps them)."""
     from confluent_kafka.admin import (  # type: ignore[attr-defined]
         AdminClient,
