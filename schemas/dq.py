@@ -9,6 +9,9 @@ Each micro-batch of an ingest query writes, for the batch (`batch_id`) and a tab
   or one row `great_expectations error: ...` (:data:`GE_ERROR_PREFIX`) when it could not run;
 * suite `reconciliation` (:data:`RECONCILIATION_SUITE`): `raw == silver + quarantine + unused` over the bronze
   table's records, and for a file query `file bytes: read + waiting == seen`;
+* suite `duplicates` (:data:`DEDUP_SUITE`), a Kafka log query with a shipper's envelope only, written by the next
+  batch from the batch's progress (jobs.sources.dedup): the records dropped as delivered twice
+  (:data:`DEDUP_EXPECTATION`) and `records read == raw + duplicates` (:data:`DEDUP_BALANCE_EXPECTATION`);
 * suite `source_files` (:data:`SKIPPED_SUITE`), a file query only: each input entry skipped as not a regular file
   (`skipped <path>: <reason>`, once) and their count (`regular files only`) whenever it changes.
 """
@@ -21,6 +24,9 @@ from typing import Any
 
 __all__ = [
     "BYTES_EXPECTATION",
+    "DEDUP_BALANCE_EXPECTATION",
+    "DEDUP_EXPECTATION",
+    "DEDUP_SUITE",
     "GE_ERROR_CHARS",
     "GE_ERROR_PREFIX",
     "RECONCILIATION_SUITE",
@@ -34,6 +40,9 @@ __all__ = [
 RECONCILIATION_SUITE = "reconciliation"
 RECORDS_EXPECTATION = "raw == silver + quarantine + unused"
 BYTES_EXPECTATION = "file bytes: read + waiting == seen"
+DEDUP_SUITE = "duplicates"
+DEDUP_EXPECTATION = "a record delivered again within the horizon is stored once"
+DEDUP_BALANCE_EXPECTATION = "records read == raw + duplicates"
 SKIPPED_SUITE = "source_files"
 SKIPPED_EXPECTATION = "regular files only"
 GE_ERROR_PREFIX = "great_expectations error: "

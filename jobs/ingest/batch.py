@@ -16,7 +16,8 @@ A batch of source records (jobs.sources.streams.RAW_RECORD_DDL):
    event time), then its dq_results rows are written
    (jobs.ingest.quality, schemas.dq): per hard rule, Great Expectations on a sample, the reconciliation
    raw = silver + quarantine + unused, and a file query's byte reconciliation and skipped input entries
-   (jobs.sources.file_accounting).
+   (jobs.sources.file_accounting); a de-duplicating Kafka log query's `duplicates` rows of the batch before
+   (jobs.sources.dedup).
 
 Where `process()` runs is a parameter of that one path, not another path (`IngestBatch.where`, by default chosen
 per batch before it is read): `driver` reads the batch here (no Spark job, but for a stream's batch: one, to
@@ -51,6 +52,7 @@ from jobs.ingest.readers import READERS, BatchInput, BatchKind
 from jobs.ingest.staging import FilesOutcome, local_file, sample_rows, write_batch
 from jobs.run.settings import Settings
 from jobs.sources.checkpoints import logged_offset
+from jobs.sources.dedup import dedup_results
 from jobs.sources.file_accounting import file_batch_rows
 from jobs.sources.file_tail import file_batch_bytes, logged_file_pieces
 from jobs.sources.prometheus_source import logged_scrape_records, scrape_batch_bytes
@@ -171,6 +173,10 @@ class IngestBatch:
         self.dq_sink = DeltaSink(settings.table_path(DQ_RESULTS.name), DQ_RESULTS, f"{prefix}:dq_results", mode)
         self.quality = IngestQuality(settings.quality, [s.table.name for s in self.silver_sinks.values()])
         self.reports: list[BatchReport] = []
+        # the query's last progress (a dict, None before its first batch), set once the query runs: a de-duplicating
+        # query's `duplicates` rows of a batch come from it (jobs.sources.dedup), written by the next batch
+        self.last_progress: Callable[[], Mapping[str, Any] | None] | None = None
+        self._dedup_reported = -1  # the last batch whose `duplicates` rows were written
 
     def ensure_tables(self) -> None:
         """Create every table this query writes (empty), so readers find them before the first row."""
@@ -198,7 +204,7 @@ class IngestBatch:
                             batch_id)
                 report.lap("detect")
             # write the dq rows
-            self._write_dq(self._dq_results(written, suites, report), report)
+            self._write_dq(self._dq_results(written, suites, report) + self._dedup_results(), report)
         except BaseException:
             log.exception("batch %d failed", batch_id)
             raise
@@ -307,6 +313,16 @@ class IngestBatch:
                 report.lap(f"ge:{table}")
         results.append(report.reconciliation(self.raw_table.name))
         return results + self._file_results(batch_id)
+
+    def _dedup_results(self) -> list[DqResult]:
+        """The `duplicates` rows of the query's last finished batch not reported yet (jobs.sources.dedup)."""
+        progress = self.last_progress() if self.last_progress is not None else None
+        if not progress or int(progress.get("batchId", -1)) <= self._dedup_reported:
+            return []
+        done = int(progress["batchId"])
+        raw = next((r.raw for r in reversed(self.reports) if r.batch_id == done), None)
+        self._dedup_reported = done
+        return dedup_results(progress, raw, self.raw_table.name, dt.datetime.now(dt.UTC))
 
     def _file_results(self, batch_id: int) -> list[DqResult]:
         """A file query's rows about its input (jobs.sources.file_accounting): the byte reconciliation, and the entries

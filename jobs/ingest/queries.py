@@ -13,10 +13,11 @@ A query's checkpoint (jobs.sources.checkpoints) holds its run id: every table is
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from jobs.detect.rules import batch_detect
 from jobs.ingest.batch import IngestBatch
@@ -56,9 +57,16 @@ def start_ingest_queries(spark: SparkSession, settings: Settings, family: str, d
             if settings.once
             else writer.trigger(processingTime=settings.trigger_for(family))
         )
-        queries.append(writer.start())
+        query = writer.start()
+        handler.last_progress = functools.partial(_progress, query)
+        queries.append(query)
         log.info("started %s (checkpoint %s)", name, checkpoint)
     return queries
+
+
+def _progress(query: StreamingQuery) -> dict[str, Any] | None:
+    """`query`'s last progress as a dict (None before its first batch)."""
+    return query.lastProgress
 
 
 def _streams(spark: SparkSession, settings: Settings, family: str, detect: bool

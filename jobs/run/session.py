@@ -23,6 +23,7 @@ from pyspark.sql import SparkSession
 
 from jobs.run.jars import JarsMissing, jar_conf, require_spark_jars, session_has_delta, session_has_kafka, spark_jars
 from jobs.run.settings import Settings
+from jobs.sources.dedup import DEDUP_STATE_PROVIDER
 
 __all__ = ["JIT_HUGE_METHODS", "LOCAL_CONF", "PACKAGES", "build_session", "check_jars", "jars_needed", "package_zip"]
 
@@ -63,6 +64,9 @@ BASE_CONF = {
     "spark.ui.retainedJobs": "100",
     "spark.ui.retainedStages": "100",
     "spark.sql.streaming.numRecentProgressUpdates": "20",
+    # The Kafka log query's kept origins (jobs.sources.dedup): on local disk, not in the heap; no other query keeps
+    # state.
+    "spark.sql.streaming.stateStore.providerClass": DEDUP_STATE_PROVIDER,
     # A query's checkpoint keeps the offsets and commits of this many batches (Spark's default 100). The batches read
     # back their own offsets and their predecessor's (jobs.sources.checkpoints.logged_offset), so a handful would do; a
     # file source's offset lists every file of the tree, so each kept batch costs its size again.

@@ -51,6 +51,11 @@ SINK_MODES = ("delta-rs", "delta-spark")
 # (confluent-kafka), or auto: Spark's where its jar is loaded. The default is planewatch_kafka: it read the same
 # records ~20% faster than Spark's source here (benchmarks.sinks_and_sources; README, "Sinks and Kafka readers").
 KAFKA_READERS = ("auto", "spark", "python")
+# rsyslog re-sends at most its unpersisted lines (planewatch.kafka.shipper.PERSIST_STATE_LINES) when it restarts, and
+# an agent restarted by systemd or Kubernetes is back within a minute or two; a logging cluster down for minutes holds
+# the shipper's queue, not its duplicates. 15 minutes covers both with margin and keeps one key per record of those
+# minutes (a fleet of 40k lines/s: 36M keys, on disk in RocksDB).
+DEFAULT_DEDUP_HORIZON = "15 minutes"
 DEFAULT_KAFKA_READER = "python"
 
 
@@ -105,6 +110,9 @@ class KafkaSourceSettings:
     # (jobs.sources.envelopes: preset names and {field, pattern, cluster} mappings, in order)
     logs_envelope: str = Envelope.RAW.value
     logs_mapping: tuple[MappingRule, ...] = ()
+    # a shipped record whose origin was kept within this long (processing time) is dropped as delivered twice
+    # (jobs.sources.dedup; "0 seconds": off)
+    logs_dedup_horizon: str = DEFAULT_DEDUP_HORIZON
 
 
 @dataclass(frozen=True)
@@ -339,7 +347,7 @@ def parse_settings(raw: Mapping[str, Any] | None, source: str = "<settings>") ->
     kafka = sources.section(
         "kafka",
         {"enabled", "bootstrap_servers", "logs_topics", "metrics_topics", "starting_offsets", "max_records_per_batch",
-         "reader", "logs_envelope", "logs_mapping"},
+         "reader", "logs_envelope", "logs_mapping", "logs_dedup_horizon"},
     )
     quality = top.section("quality", {"enabled", "sample_limit", "ge_interval_s"})
     conf = spark.raw.get("conf") or {}
@@ -358,6 +366,7 @@ def parse_settings(raw: Mapping[str, Any] | None, source: str = "<settings>") ->
         reader=kafka.choice("reader", DEFAULT_KAFKA_READER, KAFKA_READERS),
         logs_envelope=kafka.choice("logs_envelope", Envelope.RAW.value, tuple(e.value for e in Envelope)),
         logs_mapping=_mapping(kafka),
+        logs_dedup_horizon=kafka.str_("logs_dedup_horizon", DEFAULT_DEDUP_HORIZON, _INTERVAL) or DEFAULT_DEDUP_HORIZON,
     )
     if k.enabled and not (k.logs_topics or k.metrics_topics):
         raise kafka.fail("logs_topics", "sources.kafka is enabled but names no logs_topics or metrics_topics")

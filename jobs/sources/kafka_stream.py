@@ -8,6 +8,8 @@ jobs.sources.kafka_records, so the bronze rows are the same whichever reads. `so
 - `python`: planewatch_kafka (confluent-kafka in the Python workers);
 - `auto`: Spark's where its jar is loaded, unless the query's checkpoint was started by the other reader: the two
   keep their offsets in different forms, so a checkpoint stays with the reader that began it.
+
+A log stream with a shipper's envelope then drops the records delivered twice (jobs.sources.dedup).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from jobs.run.jars import JarsMissing, session_has_kafka
 from jobs.sources.checkpoints import latest_logged_offset
+from jobs.sources.dedup import drop_redelivered
 from jobs.sources.envelopes import rules_json
 from jobs.sources.kafka_records import kafka_arrow_to_raw
 from jobs.sources.streams import RAW_RECORD_DDL
@@ -73,7 +76,7 @@ def kafka_stream(spark: SparkSession, settings: Settings, family: str, topics: t
             stream = stream.option("cluster", settings.cluster)
         if family == InputFamily.LOGS:
             stream = stream.option("envelope", k.logs_envelope).option("mapping", rules_json(k.logs_mapping))
-        return stream.load()
+        return _kept_once(stream.load(), settings, family)
     if not has_jar:
         raise JarsMissing(f"the Kafka query of {checkpoint} reads with Spark's kafka source (sources.kafka.reader: "
                           f"{k.reader}) and the session has no spark-sql-kafka; python -m planewatch.kafka.artifacts "
@@ -91,4 +94,11 @@ def kafka_stream(spark: SparkSession, settings: Settings, family: str, topics: t
     )
     to_raw = functools.partial(kafka_arrow_to_raw, family=family, default_cluster=settings.default_cluster,
                                cluster=settings.cluster, envelope=Envelope(k.logs_envelope), rules=k.logs_mapping)
-    return records.mapInArrow(to_raw, RAW_RECORD_DDL)
+    return _kept_once(records.mapInArrow(to_raw, RAW_RECORD_DDL), settings, family)
+
+
+def _kept_once(stream: DataFrame, settings: Settings, family: str) -> DataFrame:
+    """A log stream without the shipped records delivered twice (jobs.sources.dedup); a metric stream as it is."""
+    if family != InputFamily.LOGS:
+        return stream
+    return drop_redelivered(stream, settings.kafka.logs_dedup_horizon, Envelope(settings.kafka.logs_envelope))

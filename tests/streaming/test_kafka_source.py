@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import json
 import os
 import signal
 import socket
@@ -12,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from jobs.run.runner import run_pipeline
+from schemas.dq import DEDUP_BALANCE_EXPECTATION, DEDUP_EXPECTATION, DEDUP_SUITE
 from tests.lake_helpers import lake_rows, lake_table, pipeline_settings
 from tests.polling import wait_until
 
@@ -106,3 +109,54 @@ def test_kafka_topic_to_tables_bounded_batches_and_restart(spark, tmp_path: Path
     assert run_pipeline(spark, settings, families=("logs",), detection=False) == 0
     raw2 = lake_table(lake, "raw_logs")
     assert raw2.num_rows == len(lines) + 1
+
+
+def _shipped(lines: list[str], offsets: list[int]) -> list[bytes]:
+    """rsyslog records (conf/rsyslog/planewatch.conf's template) of broker 2's state-change log, at `offsets`."""
+    return [json.dumps({"host": "kafka-2.kd", "file": "/var/log/kafka/state-change.log", "offset": off,
+                        "line": line}).encode() for line, off in zip(lines, offsets, strict=True)]
+
+
+def test_records_delivered_twice_are_kept_once_and_counted(spark, tmp_path: Path, broker: str) -> None:
+    """A shipper's re-sent records (same origin: host, file, offset), through another partition, in the same and in
+    later batches, are one bronze and one silver row each; the `duplicates` dq rows count them, and records read ==
+    raw + duplicates holds per batch."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": broker})
+    for f in admin.create_topics([NewTopic("shipped", num_partitions=2, replication_factor=1)]).values():
+        f.result(30)
+    lines = [line for line in FIXTURE_LOG.read_text().splitlines() if line.strip()]
+    offsets = list(itertools.accumulate((len(line) + 1 for line in lines), initial=0))[:-1]
+    records = _shipped(lines, offsets)
+    again = records[: len(records) // 2]  # a restarted shipper's re-sent half, through the other partition
+    p = Producer({"bootstrap.servers": broker, "acks": "all", "log_level": 0})
+    for rec in records:
+        p.produce("shipped", rec, partition=0)
+    for rec in again:
+        p.produce("shipped", rec, partition=1)
+    assert p.flush(30) == 0
+    settings = pipeline_settings(
+        tmp_path,
+        sources={"files": {"enabled": False},
+                 "kafka": {"enabled": True, "bootstrap_servers": broker, "logs_topics": ["shipped"],
+                           "max_records_per_batch": 4, "logs_envelope": "rsyslog", "logs_mapping": ["host"]}},
+        quality={"enabled": False},
+    )  # fmt: skip
+    assert run_pipeline(spark, settings, families=("logs",), detection=False) == 0
+    lake = tmp_path / "lake"
+    raw = lake_rows(lake, "raw_logs")
+    assert sorted((r["source"], r["source_offset"]) for r in raw) == sorted(
+        ("kafka-2.kd:/var/log/kafka/state-change.log", off) for off in offsets)
+    assert {(r["cluster"], r["broker_id"]) for r in raw} == {("kd", 2)}
+    assert sorted(r["line"] for r in raw) == sorted(lines)
+    events = lake_rows(lake, "state_change_events")
+    assert len({(e["source"], e["source_offset"]) for e in events}) == len(events)
+    dq = [r for r in lake_rows(lake, "dq_results") if r["suite"] == DEDUP_SUITE]
+    counted = [r for r in dq if r["expectation"] == DEDUP_EXPECTATION]
+    balance = [r for r in dq if r["expectation"] == DEDUP_BALANCE_EXPECTATION]
+    assert sum(r["unexpected_count"] for r in counted) == len(again)
+    assert sum(r["element_count"] for r in counted) == len(records) + len(again)
+    assert balance
+    assert all(r["success"] for r in balance)
