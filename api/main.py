@@ -21,6 +21,7 @@ from api.routes import (
     alerts,
     brokers,
     cluster,
+    clusters,
     control_requests,
     dashboard,
     docs,
@@ -129,7 +130,7 @@ def create_app() -> FastAPI:
     app.include_router(runbook.router)
     app.mount(docs.SWAGGER_URL, StaticFiles(directory=docs.SWAGGER_DIR), name="swagger")
     app.include_router(dashboard.page_router)
-    for r in (alerts, incidents, brokers, control_requests, cluster, roll_safety, rolls, alertmanager,
+    for r in (alerts, incidents, brokers, control_requests, cluster, clusters, roll_safety, rolls, alertmanager,
               dashboard):
         app.include_router(r.router)
     return app

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -153,6 +153,30 @@ class BrokersPublic(BaseModel):
     metrics_source: str | None = Field(
         default=None, description="metric_rollups_1m, metric_samples, or null (no metrics)"
     )
+    unavailable: list[str] = Field(default_factory=list, description="tables that could not be read just now")
+
+
+class ClusterInputPublic(BaseModel):
+    """What one cluster sent of one input family (GET /clusters)."""
+
+    last_read: datetime | None = Field(description="when planewatch last read a record of it (newest ingest_ts)")
+    records: int = Field(description="records kept in the bronze table")
+    last_day: date = Field(description="the newest day (UTC) with records")
+    last_day_kinds: dict[str, int] = Field(description="records of that day per log kind or metric format")
+    last_day_brokers: list[int] = Field(description="brokers that sent on that day")
+
+
+class ClusterSummaryPublic(BaseModel):
+    cluster: str
+    logs: ClusterInputPublic | None = None
+    metrics: ClusterInputPublic | None = None
+    open_alerts: int
+    open_alert_types: dict[str, int]
+
+
+class ClustersPublic(BaseModel):
+    data: list[ClusterSummaryPublic]
+    count: int
     unavailable: list[str] = Field(default_factory=list, description="tables that could not be read just now")
 
 
