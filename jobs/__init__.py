@@ -19,8 +19,13 @@ heavy on its own.
 
 from __future__ import annotations
 
-__all__ = ["PipelineIOError"]
+__all__ = ["PipelineIOError", "SourceRefused"]
 
 
 class PipelineIOError(Exception):
     """Base class of the errors raised by the jobs (bad settings, unreadable inputs, missing jars)."""
+
+
+class SourceRefused(PipelineIOError):
+    """A source refused the pipeline (a wrong password, a certificate not trusted): retrying cannot help, so the run
+    stops with the source's address and the client's reason."""

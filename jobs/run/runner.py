@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import signal
 import threading
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from jobs import SourceRefused
 from jobs.run.settings import Settings, add_arguments, load_settings
 from schemas.inputs import InputFamily
 
@@ -31,7 +33,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
-__all__ = ["FAMILIES_ALL", "QUERY_RESTART", "main", "run_pipeline"]
+__all__ = ["FAMILIES_ALL", "QUERY_RESTART", "main", "query_failure", "run_pipeline"]
 
 log = logging.getLogger(__name__)
 FAMILIES_ALL: tuple[str, ...] = tuple(f.value for f in InputFamily)
@@ -48,14 +50,34 @@ RESTART_BACKOFF_S = 2.0
 # The warning logged when an ingest query failed and is restarted (its family, the error, the restart's number):
 # `planewatch demo` reads it back from the pipeline's log to report the failure.
 QUERY_RESTART = "ingest %s failed (%s); restart %d from the checkpoint"
+# A jobs error raised in a Python worker, as Spark's wrapped traceback quotes it (up to Spark's SQLSTATE suffix).
+_JOBS_ERROR = re.compile(r"^jobs\.(\w+): (.+?)(?:\s+SQLSTATE: \w+)*$", re.MULTILINE)
+
+
+def query_failure(text: str) -> str:
+    """What a failed query's error says in one line: the jobs' own error raised in a Python worker (the last
+    `jobs.<Error>: message` line of Spark's wrapped traceback), else the text's first line."""
+    found = _JOBS_ERROR.findall(text)
+    return found[-1][1].strip() if found else (text.strip().splitlines() or [""])[0]
+
+
+def _failed(q: StreamingQuery, exc: object) -> Exception:
+    """The error a failed query raises here: SourceRefused (no restart helps) or a RuntimeError to restart on."""
+    text = str(exc)
+    if f"{SourceRefused.__name__}:" in text:
+        return SourceRefused(query_failure(text))
+    return RuntimeError(f"query {q.name} failed: {query_failure(text)}")
 
 
 def _await_all(queries: Sequence[StreamingQuery]) -> None:
     for q in queries:
-        q.awaitTermination()
-        exc = q.exception()
-        if exc is not None:
-            raise RuntimeError(f"query {q.name} failed: {exc}")
+        try:
+            q.awaitTermination()
+        except Exception as exc:  # StreamingQueryException: Spark's text around the worker's traceback
+            raise _failed(q, exc) from None
+        error = q.exception()
+        if error is not None:
+            raise _failed(q, error)
 
 
 def run_pipeline(
@@ -90,7 +112,7 @@ def run_pipeline(
                     try:
                         _await_all(started)
                         break
-                    except RuntimeError as exc:
+                    except RuntimeError as exc:  # not SourceRefused: that one stops the run
                         if attempt == MAX_RESTARTS:
                             raise
                         log.warning(QUERY_RESTART, family, exc, attempt + 1)
@@ -108,8 +130,9 @@ def run_pipeline(
                 dead = [q for q in started if not q.isActive]
                 if not dead:
                     continue
-                if restarts[family] >= MAX_RESTARTS:
-                    raise RuntimeError(f"query {dead[0].name} stopped: {dead[0].exception()}")
+                failure = _failed(dead[0], dead[0].exception())
+                if isinstance(failure, SourceRefused) or restarts[family] >= MAX_RESTARTS:
+                    raise failure
                 restarts[family] += 1
                 log.warning(QUERY_RESTART, family, dead[0].exception(), restarts[family])
                 _stop_all(started)
@@ -147,6 +170,9 @@ def main(argv: Sequence[str] | None = None, families: Sequence[str] = FAMILIES_A
     spark.sparkContext.setLogLevel("WARN")
     try:
         return run_pipeline(spark, settings, families, detection=not args.no_detect)
+    except SourceRefused as exc:
+        log.error("%s", exc)
+        return 1
     except KeyboardInterrupt:
         return 130
     finally:

@@ -11,7 +11,7 @@ import argparse
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ import yaml
 
 from jobs import PipelineIOError
 from jobs.sources.envelopes import MappingError, MappingRule, rules_from_config
+from jobs.sources.kafka_security import PROTOCOLS, SASL_MECHANISMS, KafkaSecurity
 from schemas.inputs import Envelope
 
 __all__ = [
@@ -113,6 +114,8 @@ class KafkaSourceSettings:
     # a shipped record whose origin was kept within this long (processing time) is dropped as delivered twice
     # (jobs.sources.dedup; "0 seconds": off)
     logs_dedup_horizon: str = DEFAULT_DEDUP_HORIZON
+    # how the source logs in to a secured cluster (jobs.sources.kafka_security: files and variables, no secret)
+    security: KafkaSecurity = field(default_factory=KafkaSecurity)
 
 
 @dataclass(frozen=True)
@@ -226,6 +229,23 @@ class Settings:
     def checkpoint_path(self, query: str) -> str:
         """Where query `query` keeps its checkpoint."""
         return os.path.join(self.checkpoints, query)
+
+
+def _security(sec: _Reader) -> KafkaSecurity:
+    """`sources.kafka.security`, checked: a SASL protocol names its user and one place for the password."""
+    out = KafkaSecurity(
+        protocol=sec.choice("protocol", "PLAINTEXT", PROTOCOLS),
+        sasl_mechanism=sec.choice("sasl_mechanism", "SCRAM-SHA-512", SASL_MECHANISMS),
+        **{name: sec.str_(name, None) for name in ("username", "password_file", "password_env", "ca_file",
+                                                   "certificate_file", "key_file")},
+    )
+    if out.sasl and not out.username:
+        raise sec.fail("username", f"protocol {out.protocol} needs a username")
+    if out.sasl and bool(out.password_file) == bool(out.password_env):
+        raise sec.fail("password_file", f"protocol {out.protocol} needs one of password_file, password_env")
+    if bool(out.certificate_file) != bool(out.key_file):
+        raise sec.fail("certificate_file", "a client certificate needs its key_file, and a key its certificate_file")
+    return out
 
 
 def _mapping(kafka: _Reader) -> tuple[MappingRule, ...]:
@@ -347,7 +367,7 @@ def parse_settings(raw: Mapping[str, Any] | None, source: str = "<settings>") ->
     kafka = sources.section(
         "kafka",
         {"enabled", "bootstrap_servers", "logs_topics", "metrics_topics", "starting_offsets", "max_records_per_batch",
-         "reader", "logs_envelope", "logs_mapping", "logs_dedup_horizon"},
+         "reader", "logs_envelope", "logs_mapping", "logs_dedup_horizon", "security"},
     )
     quality = top.section("quality", {"enabled", "sample_limit", "ge_interval_s"})
     conf = spark.raw.get("conf") or {}
@@ -367,7 +387,11 @@ def parse_settings(raw: Mapping[str, Any] | None, source: str = "<settings>") ->
         logs_envelope=kafka.choice("logs_envelope", Envelope.RAW.value, tuple(e.value for e in Envelope)),
         logs_mapping=_mapping(kafka),
         logs_dedup_horizon=kafka.str_("logs_dedup_horizon", DEFAULT_DEDUP_HORIZON, _INTERVAL) or DEFAULT_DEDUP_HORIZON,
+        security=_security(kafka.section("security", {f.name for f in fields(KafkaSecurity)})),
     )
+    if k.reader == "spark" and k.security.protocol != "PLAINTEXT":
+        raise kafka.fail("security", "applies to the python reader (planewatch_kafka); Spark's kafka reader takes "
+                                     "kafka.* options through spark.conf")
     if k.enabled and not (k.logs_topics or k.metrics_topics):
         raise kafka.fail("logs_topics", "sources.kafka is enabled but names no logs_topics or metrics_topics")
     prom = _prometheus(sources.section("prometheus", {"enabled", "targets", "cluster_json", "interval", "timeout_s"}))

@@ -6,7 +6,8 @@
   only), `paths` (what a file is: family, kind, cluster, broker), `record_split` (the one line splitter),
   `time_align` (a backlog read up to one log time);
 * `kafka_stream` (Spark's `kafka` source or `planewatch_kafka`), `kafka_records` (Kafka records -> raw records),
-  `envelopes` (a log shipper's JSON around the line, and the mapping rules naming each record's cluster and broker);
+  `envelopes` (a log shipper's JSON around the line, and the mapping rules naming each record's cluster and broker),
+  `dedup` (shipped records delivered twice kept once), `kafka_security` (SASL_SSL and mTLS to a secured cluster);
 * `prometheus_source` (`planewatch_prometheus`: live exporters scraped every trigger), `scrape` (the HTTP scrapes),
   `scrape_pacing` (each target's timeout and back-off);
 * `checkpoints` (a query's run id and Spark's offset log read back), `file_accounting` (what a file batch left out).

@@ -17,11 +17,13 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING
 
+from jobs import PipelineIOError
 from jobs.run.jars import JarsMissing, session_has_kafka
 from jobs.sources.checkpoints import latest_logged_offset
 from jobs.sources.dedup import drop_redelivered
 from jobs.sources.envelopes import rules_json
 from jobs.sources.kafka_records import kafka_arrow_to_raw
+from jobs.sources.kafka_security import reader_options
 from jobs.sources.streams import RAW_RECORD_DDL
 from schemas.inputs import Envelope, InputFamily
 
@@ -74,9 +76,15 @@ def kafka_stream(spark: SparkSession, settings: Settings, family: str, topics: t
         )
         if settings.cluster:
             stream = stream.option("cluster", settings.cluster)
+        for key, value in reader_options(k.security).items():
+            stream = stream.option(key, value)
         if family == InputFamily.LOGS:
             stream = stream.option("envelope", k.logs_envelope).option("mapping", rules_json(k.logs_mapping))
         return _kept_once(stream.load(), settings, family)
+    if k.security.protocol != "PLAINTEXT":
+        raise PipelineIOError("sources.kafka.security applies to the python reader (planewatch_kafka); Spark's kafka "
+                            "reader takes its security as kafka.* options: set sources.kafka.reader: python, or "
+                            "drop the security section and pass them through spark.conf")
     if not has_jar:
         raise JarsMissing(f"the Kafka query of {checkpoint} reads with Spark's kafka source (sources.kafka.reader: "
                           f"{k.reader}) and the session has no spark-sql-kafka; python -m planewatch.kafka.artifacts "

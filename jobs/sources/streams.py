@@ -26,7 +26,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadMaxRows, SupportsTriggerAvailableNow
 
-from jobs import PipelineIOError
+from jobs import PipelineIOError, SourceRefused
 from jobs.run.settings import CLEAN_FINISHED, DEFAULT_TAIL_QUIET_S
 from jobs.sources.envelopes import MappingError, rules_from_config
 from jobs.sources.file_tail import (
@@ -40,6 +40,7 @@ from jobs.sources.file_tail import (
     split,
 )
 from jobs.sources.kafka_records import raw_kafka_batch
+from jobs.sources.kafka_security import client_conf
 from jobs.sources.paths import FAMILIES
 from jobs.sources.prometheus_source import PrometheusStreamSource
 from schemas.inputs import Envelope
@@ -69,6 +70,10 @@ DEFAULT_MAX_RECORDS_PER_TRIGGER = 200_000
 KAFKA_POLL_S = 1.0
 KAFKA_READ_DEADLINE_S = 60.0
 KAFKA_METADATA_TIMEOUT_S = 10.0
+# librdkafka errors that mean the cluster refused us (a wrong password, a certificate not trusted either way): no
+# retry helps, so the planner fails at once with what the client says.
+REFUSED_ERRORS = {KafkaError._AUTHENTICATION: "authentication failed", KafkaError._SSL: "TLS handshake failed",
+                  KafkaError.SASL_AUTHENTICATION_FAILED: "authentication failed"}
 
 
 def _family(options: dict[str, str]) -> str:
@@ -206,17 +211,34 @@ class _KafkaRange(InputPartition):
 
 
 def _kafka_conf(options: dict[str, str], group_suffix: str) -> dict[str, Any]:
-    conf: dict[str, Any] = {
+    """librdkafka's configuration of one client (jobs.sources.kafka_security: the `kafka.*` options, the SASL
+    password read now)."""
+    return client_conf(options, {
         "bootstrap.servers": options["bootstrap.servers"],
         "group.id": f"planewatch-{group_suffix}",  # never committed: offsets live in the Spark checkpoint
         "enable.auto.commit": False,
         "enable.partition.eof": False,
         "log_level": 3,
-    }
-    for key, value in options.items():
-        if key.startswith("kafka."):
-            conf[key[len("kafka.") :]] = value
-    return conf
+    })
+
+
+def _metadata(consumer: Consumer, errors: list[KafkaError], bootstrap: str) -> Any:
+    """The cluster's metadata; a refused login or certificate fails at once with librdkafka's reason (its error
+    callback's, not list_topics' bare `transport failure`), any other failure after KAFKA_METADATA_TIMEOUT_S."""
+    deadline = time.monotonic() + KAFKA_METADATA_TIMEOUT_S
+    while True:
+        try:
+            return consumer.list_topics(timeout=min(KAFKA_POLL_S, max(0.1, deadline - time.monotonic())))
+        except KafkaException as exc:
+            consumer.poll(0)  # serves the error callback
+            refused = [e for e in errors if e.code() in REFUSED_ERRORS]
+            if refused:
+                raise SourceRefused(f"sources.kafka ({bootstrap}): {REFUSED_ERRORS[refused[0].code()]}: "
+                                    f"{refused[0].str()}") from None
+            if time.monotonic() >= deadline:
+                told = [e for e in errors if e.code() != KafkaError._ALL_BROKERS_DOWN]
+                reason = (told or [exc.args[0]])[0]
+                raise PipelineIOError(f"sources.kafka ({bootstrap}): no metadata: {reason.str()}") from None
 
 
 class _KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -242,10 +264,11 @@ class _KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.available_now: dict[str, int] | None = None
 
     def _watermarks(self) -> dict[str, tuple[int, int]]:
-        consumer = Consumer(_kafka_conf(self.options, "planner"))
+        errors: list[KafkaError] = []
+        consumer = Consumer({**_kafka_conf(self.options, "planner"), "error_cb": errors.append})
         try:
             out: dict[str, tuple[int, int]] = {}
-            meta = consumer.list_topics(timeout=KAFKA_METADATA_TIMEOUT_S)
+            meta = _metadata(consumer, errors, self.options["bootstrap.servers"])
             for topic in self.topics:
                 tmeta = meta.topics.get(topic)
                 if tmeta is None or tmeta.error is not None:

@@ -89,6 +89,9 @@ class KafkaClusterSpec:
     jmx_exporter: bool = True
     exporter: str = DEFAULT_EXPORTER  # whose metric names (exporters.EXPORTERS)
     log4j: str = "planewatch"  # which logger levels (configs.LOG4J_PROFILES)
+    # brokers also listen with configs.SECURE_LISTENERS (SASL_SSL with SCRAM, SSL with client certificates), with the
+    # key and certificate chain `broker.pem` and the trusted CAs `ca.pem` of this directory; None: PLAINTEXT only
+    tls_dir: Path | None = None
 
     @property
     def is_kraft(self) -> bool:
@@ -181,6 +184,12 @@ class KafkaCluster:
     def _controller_ids(self) -> list[int]:
         return [CONTROLLER_ID_BASE + i for i in range(self.spec.controllers)] if self.spec.is_kraft else []
 
+    def _secure_properties(self, node: configs.KafkaNode) -> dict[str, str]:
+        """A broker's TLS and SASL properties when the cluster is secured (spec.tls_dir), else none."""
+        if self.spec.tls_dir is None or node.roles != "broker":
+            return {}
+        return configs.secure_properties(str(self.spec.tls_dir / "broker.pem"), str(self.spec.tls_dir / "ca.pem"))
+
     def _write_node(self, node_dir: Path, node: configs.KafkaNode) -> Path:
         node_dir.mkdir(parents=True, exist_ok=True)
         (node_dir / "logs").mkdir(exist_ok=True)
@@ -189,7 +198,8 @@ class KafkaCluster:
             zookeeper=None if self.spec.is_kraft else f"127.0.0.1:{self.zk_port}/kafka",
             quorum_voters=self._quorum_voters() if self.spec.is_kraft else None,
             control_plane=self.control_plane,
-            extra=self.spec.extra if node.roles == "broker" else self.spec.controller_extra)
+            extra={**self._secure_properties(node), **(self.spec.extra if node.roles == "broker"
+                                                        else self.spec.controller_extra)})
         path = node_dir / "server.properties"
         path.write_text(configs.properties_text(props, f"Apache Kafka {self.spec.version}, written by planewatch"))
         version = artifacts.kafka_major_minor(self.spec.version)
@@ -258,7 +268,8 @@ class KafkaCluster:
     def start_broker(self, broker_id: int, wait: bool = True) -> None:
         """(Re)start one broker; with ``wait``, until it logs that it started and cluster.json is rewritten."""
         bdir = self.broker_dir(broker_id)
-        names = ["PLAINTEXT", *(["CONTROLLER"] if self.control_plane else []), "prometheus"]
+        secure = list(configs.SECURE_LISTENERS) if self.spec.tls_dir is not None else []
+        names = ["PLAINTEXT", *(["CONTROLLER"] if self.control_plane else []), *secure, "prometheus"]
         ports = self._node_ports(broker_id, names)
         listeners = tuple((n, ports[n]) for n in names if n != "prometheus")
         props = self._write_node(bdir, configs.KafkaNode(broker_id, "broker", str(bdir / "data"), listeners))
@@ -354,9 +365,9 @@ class KafkaCluster:
             self.write_json()
 
     # -------------------------------------------------------------------------------------------------- description
-    def bootstrap_servers(self) -> str:
-        """``127.0.0.1:p1,...`` over the PLAINTEXT listeners."""
-        return ",".join(f"127.0.0.1:{self.ports[b]['PLAINTEXT']}" for b in sorted(self.brokers))
+    def bootstrap_servers(self, listener: str = "PLAINTEXT") -> str:
+        """``127.0.0.1:p1,...`` over the listeners named `listener` (PLAINTEXT, or a SECURE_LISTENERS name)."""
+        return ",".join(f"127.0.0.1:{self.ports[b][listener]}" for b in sorted(self.brokers))
 
     def describe(self) -> dict[str, Any]:
         """The content of cluster.json."""

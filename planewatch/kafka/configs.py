@@ -35,11 +35,13 @@ __all__ = [
     "LOG4J_PROFILES",
     "LOGGERS",
     "LOG_PATTERN",
+    "SECURE_LISTENERS",
     "KafkaNode",
     "log4j2_properties",
     "log4j_properties",
     "loggers",
     "properties_text",
+    "secure_properties",
     "server_properties",
     "zookeeper_properties",
 ]
@@ -55,6 +57,11 @@ LOGGERS: Loggers = (
     ("controllerAppender", "controller.log", "org.apache.kafka.controller", "INFO"),
 )
 LOG4J_PROFILES = ("planewatch", "shipped")
+# Listener name -> security protocol of the listeners a secured cluster adds beside PLAINTEXT: SCRAM over TLS, and
+# TLS with client certificates (mTLS). Every other listener is PLAINTEXT.
+SECURE_LISTENERS = {"SASL_SSL": "SASL_SSL", "SSL": "SSL"}
+# The SCRAM mechanism of the SASL_SSL listener (Kafka's strongest; librdkafka and the JVM client both speak it).
+SCRAM_MECHANISM = "SCRAM-SHA-512"
 
 
 @dataclass(frozen=True)
@@ -102,7 +109,8 @@ def server_properties(node: KafkaNode, *, brokers: int, zookeeper: str | None, q
         props["advertised.listeners"] = _listeners(node)
         props["inter.broker.listener.name"] = "PLAINTEXT"
     props["listener.security.protocol.map"] = ",".join(
-        f"{name}:PLAINTEXT" for name in dict.fromkeys([*listener_names, "PLAINTEXT", "CONTROLLER"]))
+        f"{name}:{SECURE_LISTENERS.get(name, 'PLAINTEXT')}"
+        for name in dict.fromkeys([*listener_names, "PLAINTEXT", "CONTROLLER"]))
     if zookeeper is not None:
         props["zookeeper.connect"] = zookeeper
         # a killed broker's session ends within this (Kafka's default 18 s makes a bounce scenario slow)
@@ -126,6 +134,23 @@ def server_properties(node: KafkaNode, *, brokers: int, zookeeper: str | None, q
         })
     props.update(extra or {})
     return props
+
+
+def secure_properties(keystore_pem: str, truststore_pem: str) -> dict[str, str]:
+    """The broker properties of the SECURE_LISTENERS, as operators secure a logging cluster: ``SASL_SSL`` with SCRAM
+    (users created through the Admin API) and ``SSL`` requiring a client certificate, both with the broker's key and
+    certificate chain in one PEM file (``keystore_pem``) and the CA certificates it trusts (``truststore_pem``)."""
+    mech = SCRAM_MECHANISM.lower()
+    return {
+        "sasl.enabled.mechanisms": SCRAM_MECHANISM,
+        f"listener.name.sasl_ssl.{mech}.sasl.jaas.config":
+            "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": keystore_pem,
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": truststore_pem,
+        "listener.name.ssl.ssl.client.auth": "required",
+    }
 
 
 def zookeeper_properties(data_dir: str, port: int) -> dict[str, str]:
