@@ -48,11 +48,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scrape-interval", type=_duration, default=SCRAPE_INTERVAL_S, metavar="SECONDS",
                         help=f"how often Apache Kafka's exporters are scraped (default {SCRAPE_INTERVAL_S:g}; "
                              "operators use 15-60)")
+    parser.add_argument("--logs", default="shipped", choices=("shipped", "files", "both"),
+                        help="the Apache Kafka runs' logs: shipped by rsyslog into a logging Kafka cluster the demo "
+                             "starts (default), read from their files, or both (their shipped copy named "
+                             "<run>-shipped; planewatch/demo/shipping.py)")
 
 
 def run(args: argparse.Namespace) -> int:
     from planewatch.demo.runner import DemoOptions, run_demo
 
     opts = DemoOptions(dir=args.dir, port=args.port, duration_s=args.duration, runs=args.runs, serve=args.serve,
-                       config=args.config, scrape_interval_s=args.scrape_interval)
+                       config=args.config, scrape_interval_s=args.scrape_interval, logs=args.logs)
     return run_demo(opts)

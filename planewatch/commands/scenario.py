@@ -75,6 +75,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--roll-check-lake", type=Path, default=None, metavar="DIR",
                         help="with --kafka: the lake a pipeline writes for this cluster (rolling-restart-gated "
                              "runs planewatch roll-check on it; the cluster's name there is DIR's name of --dir)")
+    parser.add_argument("--ship-to", default=None, metavar="BOOTSTRAP",
+                        help="with --kafka: rsyslog ships the brokers' log files to this logging Kafka cluster "
+                             "(hosts named kafka-<id>.<cluster>; conf/rsyslog/planewatch.conf)")
+    parser.add_argument("--ship-topic", default="kafka-logs", metavar="TOPIC", help="with --ship-to: the topic")
+    parser.add_argument("--ship-cluster", default=None, metavar="NAME",
+                        help="with --ship-to: the cluster's name in the shipped host names (default: --dir's name)")
     parser.add_argument("--timeline", type=Path, default=None, metavar="FILE",
                         help="where the JSON-lines timeline is appended (default DIR/scenario-NAME.jsonl)")
 
@@ -122,9 +128,11 @@ def _run_kafka(args: argparse.Namespace, d: Path, tl: Timeline) -> int:
     from planewatch.kafka.artifacts import ArtifactMissing
     from planewatch.kafka.cluster import KafkaSetup
     from planewatch.kafka.scenarios import SCENARIOS, scenario_names
+    from planewatch.kafka.shipper import ShipTo
 
+    ship = None if args.ship_to is None else ShipTo(args.ship_to, args.ship_topic, args.ship_cluster or d.name)
     setup = KafkaSetup(args.kafka, True if args.kraft else None, args.exporter, args.log4j, args.scrape_interval,
-                       args.roll_check_lake)
+                       args.roll_check_lake, ship)
     try:
         names = scenario_names(setup)
     except ValueError as exc:

@@ -1,5 +1,7 @@
 """`planewatch demo`: `plan` (what it runs and how it scores, pure), `processes` (its child processes: the API, the
-pipeline, one scenario at a time), `watch` (the alert watcher polling the API) and `runner` (the whole loop).
+pipeline, one scenario at a time), `watch` (the alert watcher polling the API), `shipping` (the logging Kafka
+cluster the Apache Kafka runs ship their logs to, and the pipeline's settings reading it) and `runner` (the whole
+loop).
 """
 
 from __future__ import annotations

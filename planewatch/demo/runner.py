@@ -1,7 +1,8 @@
 """`planewatch demo`: the whole loop on one machine.
 
 1. the API (`planewatch api`, bearer token generated) and the streaming pipeline (`planewatch pipeline` over
-   ``<dir>/clusters``, continuous, short trigger) start;
+   ``<dir>/clusters``, continuous, short trigger) start; with Apache Kafka runs, first a logging Kafka cluster their
+   brokers ship their logs to through rsyslog, which the pipeline reads too (planewatch.demo.shipping, `--logs`);
 2. the scenarios run one after another, each on its own 3-broker reference cluster under
    ``<dir>/clusters/<run>/cluster`` (``<dir>/current`` points at the running one: the API's GET /cluster);
 3. the demo polls GET /alerts, waits (bounded) until every injected incident is caught, prints the
@@ -14,6 +15,7 @@ the start of each demo.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -21,9 +23,11 @@ import shutil
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import IO, Any
+
+import yaml
 
 from planewatch.demo.plan import (
     ALL_RUNS,
@@ -52,8 +56,17 @@ from planewatch.demo.processes import (
     wait_lake_ready,
     wait_queries_started,
 )
+from planewatch.demo.shipping import (
+    LOGGING_KAFKA,
+    LOGS_TOPIC,
+    logging_cluster,
+    pipeline_config,
+    run_dir,
+    shipped_name,
+)
 from planewatch.demo.watch import AlertWatcher
 from planewatch.kafka import expected as kafka_expected
+from planewatch.kafka.shipper import RsyslogMissing, rsyslogd
 from schemas.inputs import InputFamily, SourceKind, ingest_query
 
 __all__ = ["DemoOptions", "run_demo"]
@@ -64,6 +77,8 @@ API_START_S = 60.0
 PIPELINE_START_S = 180.0
 # The pipeline's queries over the demo's file tree (one per input family: ingestion, pairing and rules).
 FILE_QUERIES = tuple(ingest_query(f, SourceKind.FILES) for f in InputFamily)
+# ... and the one over the logging cluster's topic, when the Apache Kafka runs' logs are shipped
+KAFKA_LOG_QUERY = ingest_query(InputFamily.LOGS, SourceKind.KAFKA)
 # After the last scenario, how long the demo waits for alerts still in flight (watermarks, windows, triggers).
 DETECTION_GRACE_S = 120.0
 # Micro-batch interval of the demo's pipeline: the detection delay's floor.
@@ -72,7 +87,8 @@ TRIGGER = "2 seconds"
 # waits at most 5 minutes for each of four verdicts, and takes 2-4 minutes when the cluster recovers).
 RUN_TIMEOUT_S = 1500.0
 # The subdirectories the demo owns under --dir (cleared at start).
-OWNED = ("clusters", "lake", "checkpoints", "timeline", "logs", "current", "report.json")
+OWNED = ("clusters", "shipped", "logging", "pipeline.yaml", "lake", "checkpoints", "timeline", "logs", "current",
+         "report.json")
 
 
 @dataclass(frozen=True)
@@ -86,6 +102,7 @@ class DemoOptions:
     serve: bool = True
     config: Path | None = None
     scrape_interval_s: float = SCRAPE_INTERVAL_S  # Apache Kafka's exporters (the reference brokers write files)
+    logs: str = "shipped"  # how the Apache Kafka runs' logs reach planewatch (planewatch.demo.shipping.LOGS_MODES)
 
 
 class Progress:
@@ -128,19 +145,20 @@ def _env(token: str) -> dict[str, str]:
     return env
 
 
-def _point_current(d: Path, run: str) -> None:
+def _point_current(d: Path, run_home: Path) -> None:
     link = d / "current"
     if link.is_symlink() or link.exists():
         link.unlink()
-    link.symlink_to(Path("clusters") / run / "cluster")
+    link.symlink_to(run_home.relative_to(d) / "cluster")
 
 
 def _play(run: DemoRun, d: Path, env: dict[str, str], progress: Progress, deadline: float,
-          scrape_interval_s: float) -> list[dict[str, Any]]:
-    """Run one scenario as a child, echo its timeline as progress, return its events."""
+          scrape_interval_s: float, home: Path, ship: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Run one scenario as a child in `home`, echo its timeline as progress, return its events; `ship`: the
+    scenario's --ship-* arguments (its brokers' logs shipped), or none."""
     kafka = ("--kafka", run.kafka, "--exporter", run.exporter, "--log4j", run.log4j, "--scrape-interval",
-             str(scrape_interval_s), "--roll-check-lake", str(d / "lake")) if run.kafka else ()
-    cmd = planewatch_cmd("scenario", run.scenario_name, *kafka, "--dir", str(d / "clusters" / run.name),
+             str(scrape_interval_s), "--roll-check-lake", str(d / "lake"), *ship) if run.kafka else ()
+    cmd = planewatch_cmd("scenario", run.scenario_name, *kafka, "--dir", str(home),
                          "--timeline", str(d / "timeline" / f"{run.name}.jsonl"))
     child = Child("scenario", cmd, d / "logs" / f"scenario-{run.name}.log", env, pipe_stdout=True)
     events: list[dict[str, Any]] = []
@@ -202,6 +220,22 @@ def _report(d: Path, detections: Sequence[Detection], false_alarms: Sequence[Any
          "alert_polls": {"polls": watcher.polls, "failed": dict(watcher.failures)}}, indent=2))
 
 
+def _logging_kafka(stack: contextlib.ExitStack, d: Path, logs: str, runs: Sequence[DemoRun], progress: Progress
+                   ) -> str | None:
+    """Start the logging cluster when Apache Kafka runs ship their logs (`logs` not `files`): its bootstrap, or None
+    (files only: asked, no Apache Kafka run, or rsyslog missing, said)."""
+    if logs == "files" or not any(r.kafka for r in runs):
+        return None
+    try:
+        rsyslogd()
+    except RsyslogMissing as e:
+        progress.say(f"{e}: the Apache Kafka runs' logs are read from their files")
+        return None
+    progress.say(f"logging cluster: Apache Kafka {LOGGING_KAFKA}, topic {LOGS_TOPIC}; the Apache Kafka runs' "
+                 f"brokers ship their logs to it through rsyslog ({logs})")
+    return str(stack.enter_context(logging_cluster(d / "logging")).bootstrap_servers())
+
+
 def _read_lines(path: Path) -> list[str]:
     try:
         return path.read_text(encoding="utf-8", errors="replace").splitlines()
@@ -232,7 +266,9 @@ def run_demo(opts: DemoOptions, out: IO[str] = sys.stdout,
         def expected() -> tuple[Sequence[Any], dict[str, tuple[str, ...]]]:
             return (*reference.EXPECTED, *kafka.EXPECTED), {**reference.FORBIDDEN, **kafka.FORBIDDEN}
     want, forbidden = expected()
+    forbidden = dict(forbidden)
     runs = [r for r in ALL_RUNS if r.name in opts.runs]
+    logs = opts.logs
     d = opts.dir.resolve()
     d.mkdir(parents=True, exist_ok=True)
     _clear(d)
@@ -247,18 +283,27 @@ def run_demo(opts: DemoOptions, out: IO[str] = sys.stdout,
     url = f"http://127.0.0.1:{port}"
     children: list[Child] = []
     watcher: AlertWatcher | None = None
+    stack = contextlib.ExitStack()
     try:
+        bootstrap = _logging_kafka(stack, d, logs, runs, progress)
+        if bootstrap is None:
+            logs = "files"
+        homes = {r.name: run_dir(d, r.name, bool(r.kafka), logs) for r in runs}
         api = Child("api", planewatch_cmd("api", "--lake", str(d / "lake"), "--port", str(port), "--cluster-dir",
                                           str(d / "current"), "--log-level", "warning"), d / "logs" / "api.log", env)
         children.append(api)
         pipe_args = ["pipeline", "--input", str(d / "clusters"), "--lake", str(d / "lake"), "--checkpoints",
                      str(d / "checkpoints"), "--trigger", TRIGGER]
-        if opts.config is not None:
-            pipe_args += ["--config", str(opts.config)]
+        config = opts.config
+        if bootstrap is not None:  # the pipeline also reads the logging cluster's topic
+            config = d / "pipeline.yaml"
+            config.write_text(yaml.safe_dump(pipeline_config(opts.config, bootstrap), sort_keys=False))
+        if config is not None:
+            pipe_args += ["--config", str(config)]
         # Apache Kafka exports its metrics only on the JMX exporters' endpoints: scraped while each run's cluster is up
         for run in runs:
             if run.kafka:
-                pipe_args += ["--scrape", str(d / "clusters" / run.name / "cluster" / "cluster.json")]
+                pipe_args += ["--scrape", str(homes[run.name] / "cluster" / "cluster.json")]
         if any(run.kafka for run in runs):
             pipe_args += ["--scrape-interval", str(opts.scrape_interval_s)]
         children.append(Child("pipeline", planewatch_cmd(*pipe_args), d / "logs" / "pipeline.log", env))
@@ -270,7 +315,8 @@ def run_demo(opts: DemoOptions, out: IO[str] = sys.stdout,
             progress.say(f"the pipeline's tables are not all there after {PIPELINE_START_S:.0f} s; playing anyway")
         # and once its file queries (ingestion and detection, one per family) run: they start one after the other
         # (up to a minute on 2 cores); an incident played meanwhile measured the start-up, not detection
-        elif not wait_queries_started(d / "checkpoints", FILE_QUERIES, PIPELINE_START_S, children[1]):
+        elif not wait_queries_started(d / "checkpoints", FILE_QUERIES + (KAFKA_LOG_QUERY,) * (bootstrap is not None),
+                                      PIPELINE_START_S, children[1]):
             progress.say(f"the pipeline's queries have not all started after {PIPELINE_START_S:.0f} s; playing anyway")
         progress.say(f"dashboard: {url}/#token={token}")
         progress.say(f"API token: {token}   (curl -H 'Authorization: Bearer {token}' {url}/alerts)")
@@ -286,10 +332,17 @@ def run_demo(opts: DemoOptions, out: IO[str] = sys.stdout,
                 progress.say(f"a process of the demo exited: {run.name} and later runs not played (see "
                              f"{d / 'logs'})")
                 break
-            _point_current(d, run.name)
+            _point_current(d, homes[run.name])
             progress.start_run(i, run)
-            events = _play(run, d, env, progress, deadline, opts.scrape_interval_s)
-            incidents += incidents_of(run.name, events, want)
+            ship = ("--ship-to", bootstrap, "--ship-topic", LOGS_TOPIC, "--ship-cluster",
+                    shipped_name(run.name, logs)) if run.kafka and bootstrap is not None else ()
+            events = _play(run, d, env, progress, deadline, opts.scrape_interval_s, homes[run.name], ship)
+            found = incidents_of(run.name, events, want)
+            incidents += found
+            if ship and logs == "both":  # the same incidents, caught again through the shipped copy
+                copy = shipped_name(run.name, logs)
+                incidents += [replace(x, run=copy) for x in found]
+                forbidden[copy] = forbidden.get(run.name, ())
             for ev in events:
                 if ev.get("event") == "roll-finished":
                     rolls[run.name] = ev
@@ -298,12 +351,17 @@ def run_demo(opts: DemoOptions, out: IO[str] = sys.stdout,
         incident_rows = watcher.incidents()
         causes = watcher.causes(incident_rows)
         seen, names = watcher.alerts(), [r.name for r in runs]
+        engines = {r.name: r.engine for r in runs}
+        if logs == "both":
+            for r in runs:
+                if r.kafka:
+                    names.append(shipped_name(r.name, logs))
+                    engines[shipped_name(r.name, logs)] = f"{r.engine}, shipped"
         # an alert that caught an injected incident is that catch, whatever its run forbids otherwise
         caught = {x.alert.alert_id for x in detections if x.alert is not None}
         rest = [a for a in seen if a.alert_id not in caught]
         false_alarms = unexpected_alerts(rest, forbidden, names, causes, kafka_expected.EXPLAINED)
         explained = explained_alerts(rest, forbidden, names, causes, kafka_expected.EXPLAINED)
-        engines = {r.name: r.engine for r in runs}
         failures = _failures(children, d / "logs")
         _report(d, detections, false_alarms, engines, failures, watcher, causes, explained, rolls, incident_rows)
         print("\n" + render_table(detections, false_alarms, engines, failures, causes, explained) + "\n", file=out,
@@ -335,5 +393,6 @@ def run_demo(opts: DemoOptions, out: IO[str] = sys.stdout,
             watcher.stop()
         for child in reversed(children):  # pipeline before API
             child.stop()
+        stack.close()  # the logging cluster, after the pipeline reading it
         progress.current = ""
         progress.say("stopped: clusters, pipeline and API are down")

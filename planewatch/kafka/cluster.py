@@ -31,11 +31,14 @@ import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from broker.lifecycle import die_with_parent
 from planewatch.kafka import artifacts, configs
 from planewatch.kafka.exporters import DEFAULT_EXPORTER, EXPORTERS, exporter_yaml
+
+if TYPE_CHECKING:
+    from planewatch.kafka.shipper import ShipTo
 
 __all__ = ["KafkaCluster", "KafkaClusterSpec", "KafkaSetup", "KafkaStartError", "free_port"]
 
@@ -92,6 +95,8 @@ class KafkaClusterSpec:
     # brokers also listen with configs.SECURE_LISTENERS (SASL_SSL with SCRAM, SSL with client certificates), with the
     # key and certificate chain `broker.pem` and the trusted CAs `ca.pem` of this directory; None: PLAINTEXT only
     tls_dir: Path | None = None
+    # the brokers' logs leave through rsyslog to a logging cluster (planewatch.kafka.runs.started); None: not shipped
+    ship: ShipTo | None = None
 
     @property
     def is_kraft(self) -> bool:
@@ -110,11 +115,12 @@ class KafkaSetup:
     log4j: str = "planewatch"
     scrape_interval_s: float = SCRAPE_INTERVAL_S  # how often its exporters are scraped: a scenario stays up for it
     roll_check_lake: Path | None = None  # the lake a pipeline writes for this cluster (rolling-restart-gated asks it)
+    ship: ShipTo | None = None  # where its brokers' logs are shipped (rsyslog); None: they stay in their files
 
     def spec(self, directory: Path, **more: Any) -> KafkaClusterSpec:
         """The cluster to start under ``directory`` in this set-up; ``more``: the scenario's own fields."""
         return KafkaClusterSpec(directory, self.version, kraft=self.kraft, exporter=self.exporter, log4j=self.log4j,
-                                **more)
+                                ship=self.ship, **more)
 
     @property
     def is_kraft(self) -> bool:

@@ -12,22 +12,33 @@ from typing import Any
 
 from broker.scenarios.base import Timeline, wait_until
 from planewatch.kafka.cluster import KafkaCluster, KafkaClusterSpec
+from planewatch.kafka.shipper import RsyslogShipper, shipped_host
 
 __all__ = ["CLIENT_LOG", "admin_client", "create_topic", "started"]
 
 
 @contextmanager
 def started(spec: KafkaClusterSpec, tl: Timeline) -> Iterator[KafkaCluster]:
-    """Start an Apache Kafka cluster, report it, always stop it."""
+    """Start an Apache Kafka cluster, report it, always stop it; with `spec.ship`, its brokers' logs are shipped
+    by rsyslog (one per broker host) from its start until after it stopped."""
     cluster = KafkaCluster(spec)
+    shipper: RsyslogShipper | None = None
     try:
         cluster.start()
+        if spec.ship is not None:
+            hosts = [shipped_host(spec.ship, b, cluster.broker_dir(b) / "logs") for b in sorted(cluster.brokers)]
+            shipper = RsyslogShipper(hosts, spec.directory / "rsyslog", spec.ship.bootstrap, spec.ship.topic)
+            shipper.__enter__()
+            tl.emit("logs-shipped", shipper="rsyslog", to=spec.ship.bootstrap, topic=spec.ship.topic,
+                    hosts=[h.name for h in hosts])
         tl.emit("cluster-started", engine="apache-kafka", kafka_version=spec.version, brokers=spec.brokers,
                 mode="kraft" if spec.is_kraft else "zookeeper", control_plane=cluster.control_plane,
                 bootstrap=cluster.bootstrap_servers())
         yield cluster
     finally:
         cluster.stop()
+        if shipper is not None:
+            shipper.drain_and_stop()
         tl.emit("cluster-stopped")
 
 

@@ -26,8 +26,8 @@ from types import TracebackType
 
 from planewatch.demo.processes import Child
 
-__all__ = ["PERSIST_STATE_LINES", "RsyslogMissing", "RsyslogShipper", "ShippedHost",
-           "rsyslog_config", "rsyslogd"]
+__all__ = ["PERSIST_STATE_LINES", "RsyslogMissing", "RsyslogShipper", "ShipTo", "ShippedHost",
+           "rsyslog_config", "rsyslogd", "shipped_host"]
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "conf" / "rsyslog" / "planewatch.conf"
 # imfile writes a file's read position to its state file every this many lines (and at a clean stop): a crash
@@ -38,6 +38,9 @@ LINGER_MS = 50
 # rsyslogd writes its pid file and stops within this long of SIGTERM.
 START_TIMEOUT_S = 15.0
 STOP_TIMEOUT_S = 10.0
+# At the end of a run the shippers get this long to read and send the lines its brokers wrote while stopping (imfile
+# reads on inotify at once, omkafka sends within LINGER_MS); then SIGTERM, on which rsyslog drains its queue.
+DRAIN_S = 3.0
 
 
 class RsyslogMissing(RuntimeError):
@@ -60,6 +63,21 @@ class ShippedHost:
 
     name: str
     logs_dir: Path
+
+
+@dataclass(frozen=True)
+class ShipTo:
+    """Where a cluster's brokers ship their logs: a logging cluster's `bootstrap` and `topic`; each broker is a host
+    named `kafka-<id>.<cluster>` (the `host` mapping preset gives back the cluster and broker)."""
+
+    bootstrap: str
+    topic: str
+    cluster: str
+
+
+def shipped_host(ship: ShipTo, broker_id: int, logs_dir: Path) -> ShippedHost:
+    """The shipped host of one broker (named as ShipTo says)."""
+    return ShippedHost(f"kafka-{broker_id}.{ship.cluster}", logs_dir)
 
 
 def _quote(s: str) -> str:
@@ -141,6 +159,11 @@ class RsyslogShipper:
         child = self.children.pop(name)
         os.killpg(child.proc.pid, signal.SIGKILL)
         child.stop(STOP_TIMEOUT_S)
+
+    def drain_and_stop(self) -> None:
+        """Stop after DRAIN_S: the end of a run, whose last lines must still leave the hosts."""
+        time.sleep(DRAIN_S)
+        self.stop()
 
     def stop(self) -> None:
         """Stop every rsyslogd (SIGTERM: it persists its read positions and drains its queue, then exits)."""
