@@ -145,7 +145,10 @@ def main(argv: list[str] | None = None) -> int:
     pages: list[dict[str, Any]] | None = None
     if not args.summarize_only:
         cmd = [sys.executable, "-m", "planewatch.cli", "demo", "--dir", str(args.dir), "--port", "0", "--runs",
-               ",".join(runs), "--no-serve", "--duration", str(300 * len(runs) + 300)]
+               ",".join(runs), "--no-serve", "--duration", str(300 * len(runs) + 300),
+               # its accounting matches raw rows to the files Kafka wrote by path: the file path (the shipped one:
+               # benchmarks.shipped_delays)
+               "--logs", "files"]
         if args.scrape_interval is not None:
             cmd += ["--scrape-interval", str(args.scrape_interval)]
         if args.pages:

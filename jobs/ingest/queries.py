@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from jobs.detect.rules import batch_detect
 from jobs.ingest.batch import IngestBatch
-from jobs.run.settings import Settings, interval_seconds
+from jobs.run.settings import Settings, interval_seconds, split_named_path
 from jobs.sources.checkpoints import SCRAPE_SPOOL_DIR, app_run_id
 from jobs.sources.kafka_stream import kafka_stream
 from jobs.sources.streams import register_sources
@@ -64,6 +64,12 @@ def start_ingest_queries(spark: SparkSession, settings: Settings, family: str, d
     return queries
 
 
+def _cluster_json(spec: str, root: str | None) -> dict[str, str | None]:
+    """A `cluster_json` entry `[NAME=]PATH` as the Prometheus source takes it (its cluster: NAME, else by path)."""
+    name, path = split_named_path(spec)
+    return {"path": os.path.abspath(path), "root": root, "cluster": name}
+
+
 def _progress(query: StreamingQuery) -> dict[str, Any] | None:
     """`query`'s last progress as a dict (None before its first batch)."""
     return query.lastProgress
@@ -101,7 +107,7 @@ def _streams(spark: SparkSession, settings: Settings, family: str, detect: bool
         reader = (
             spark.readStream.format("planewatch_prometheus")
             .option("targets", json.dumps(targets))
-            .option("clusterJson", json.dumps([{"path": os.path.abspath(p), "root": root} for p in prom.cluster_json]))
+            .option("clusterJson", json.dumps([_cluster_json(p, root) for p in prom.cluster_json]))
             .option("interval", prom.interval_s or interval_seconds(settings.trigger_for("metrics")))
             .option("timeout", prom.timeout_s)
             .option("defaultCluster", settings.default_cluster)

@@ -444,6 +444,20 @@ def _maintenance(top: _Reader) -> MaintenanceSettings:
     )
 
 
+def named_path(spec: str) -> str:
+    """A `cluster_json` entry `[NAME=]PATH` with PATH made absolute (NAME: the cluster of its endpoints)."""
+    name, sep, path = spec.partition("=")
+    if sep and _CLUSTER.match(name) and "/" not in name:
+        return f"{name}={os.path.abspath(path)}"
+    return os.path.abspath(spec)
+
+
+def split_named_path(spec: str) -> tuple[str | None, str]:
+    """(cluster name or None, path) of a `cluster_json` entry `[NAME=]PATH`."""
+    name, sep, path = spec.partition("=")
+    return (name, path) if sep and _CLUSTER.match(name) and "/" not in name else (None, spec)
+
+
 def interval_seconds(text: str) -> float:
     """'10 seconds' / '500 milliseconds' / '1 minute' -> seconds (the trigger interval's syntax)."""
     m = re.match(r"^(\d+(?:\.\d+)?)\s*(millisecond|second|minute|hour)s?$", text.strip())
@@ -524,7 +538,7 @@ def apply_overrides(settings: Settings, args: argparse.Namespace) -> Settings:
     if getattr(args, "sink_mode", None):
         s = replace(s, sink_mode=args.sink_mode)
     if getattr(args, "scrape", None):
-        paths = tuple(os.path.abspath(p) for p in args.scrape)
+        paths = tuple(named_path(p) for p in args.scrape)
         s = replace(s, prometheus=replace(s.prometheus, enabled=True,
                                           cluster_json=s.prometheus.cluster_json + paths))
     if getattr(args, "scrape_interval", None) is not None:
@@ -548,6 +562,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sink-mode", choices=SINK_MODES, help="Delta writer (sink.mode)")
     parser.add_argument("--scrape", metavar="CLUSTER_JSON", action="append",
                         help="scrape the Prometheus endpoints a planewatch cluster.json (or its directory) lists, "
-                             "every trigger (sources.prometheus.cluster_json; repeatable)")
+                             "every trigger (sources.prometheus.cluster_json; repeatable); NAME=CLUSTER_JSON names "
+                             "their cluster")
     parser.add_argument("--scrape-interval", metavar="SECONDS", type=float, default=None,
                         help="at most one scrape per endpoint per this many seconds (sources.prometheus.interval)")

@@ -301,9 +301,13 @@ def run_demo(opts: DemoOptions, out: IO[str] = sys.stdout,
         if config is not None:
             pipe_args += ["--config", str(config)]
         # Apache Kafka exports its metrics only on the JMX exporters' endpoints: scraped while each run's cluster is up
+        # (named: a shipped run's cluster lies outside the file tree; with --logs both, its shipped copy is scraped
+        # under its own name too, so its metric alerts are there as well)
         for run in runs:
             if run.kafka:
-                pipe_args += ["--scrape", str(homes[run.name] / "cluster" / "cluster.json")]
+                scraped = {run.name, shipped_name(run.name, logs)} if bootstrap is not None else {run.name}
+                pipe_args += [a for n in sorted(scraped)
+                              for a in ("--scrape", f"{n}={homes[run.name] / 'cluster' / 'cluster.json'}")]
         if any(run.kafka for run in runs):
             pipe_args += ["--scrape-interval", str(opts.scrape_interval_s)]
         children.append(Child("pipeline", planewatch_cmd(*pipe_args), d / "logs" / "pipeline.log", env))

@@ -83,7 +83,8 @@ def test_shortened_demo_catches_every_incident(tmp_path: Path) -> None:
 
     # Nothing left running: every broker and controller process of every run's cluster is gone.
     for run in RUNS:
-        cluster = json.loads((d / "clusters" / run / "cluster" / "cluster.json").read_text())
+        home = d / "shipped" / run if (d / "shipped" / run).exists() else d / "clusters" / run  # --logs shipped
+        cluster = json.loads((home / "cluster" / "cluster.json").read_text())
         pids = [b["pid"] for b in cluster["brokers"]] + [c["pid"] for c in cluster.get("controllers", [])]
         pids += [x["pid"] for x in (cluster["controller"], cluster.get("zookeeper")) if x]
         assert not [p for p in pids if _pid_alive(p)], f"{run}: processes left behind"

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 import pytest
 
-from jobs.run.settings import SettingsError, add_arguments, load_settings, parse_settings
+from jobs.run.settings import (
+    SettingsError,
+    add_arguments,
+    load_settings,
+    named_path,
+    parse_settings,
+    split_named_path,
+)
 
 
 def test_the_shipped_config_loads() -> None:
@@ -68,3 +76,8 @@ def test_flags_override_the_file(tmp_path: Path) -> None:
     bad.write_text("lake: [unclosed\n")
     with pytest.raises(SettingsError, match="not valid YAML"):
         load_settings(bad)
+
+
+def test_a_scraped_cluster_json_may_name_its_cluster() -> None:
+    assert split_named_path(named_path("prod-eu=rel/cluster.json")) == ("prod-eu", os.path.abspath("rel/cluster.json"))
+    assert split_named_path(named_path("/a/b=c/cluster.json")) == (None, "/a/b=c/cluster.json")
