@@ -67,9 +67,10 @@ def logging_cluster(directory: Path) -> Iterator[KafkaCluster]:
     cluster = KafkaCluster(KafkaClusterSpec(directory, LOGGING_KAFKA, brokers=1, jmx_exporter=False))
     try:
         cluster.start()
-        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers()})
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers(), "log_level": 0})
         for f in admin.create_topics([NewTopic(LOGS_TOPIC, LOGS_PARTITIONS, 1)]).values():
             f.result(60)
+        del admin  # its connections end now, not when the cluster is gone (a connection-refused line at the end)
         yield cluster
     finally:
         cluster.stop()
