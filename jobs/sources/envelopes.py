@@ -15,9 +15,10 @@ A record becomes one raw record (an OpenTelemetry record: one per log record it 
 * `source` / `source_offset`: `<host or pod>:<file>` and the shipper's offset when the envelope carries both, so
   the same line shipped twice has the same origin; else the Kafka record's `kafka:<topic>/<partition>` and offset
   (an OpenTelemetry record's n-th log record: offset x OTEL_RECORDS_PER_OFFSET + n);
-* a record that cannot be opened (not JSON, no line, a cluster or broker no rule gives while rules are set) becomes a
-  `source-error` record: its line is the reason, then the head of the record; the engine quarantines it whole with
-  that reason at stage `source` (input = accepted + quarantined + unused holds per Kafka record).
+* a record over MAX_RECORD_BYTES, or one that cannot be opened (not JSON, no line, a cluster or broker no rule gives
+  while rules are set) becomes a `source-error` record: its line is the reason, then the head of the record; the
+  engine quarantines it whole with that reason at stage `source` (input = accepted + quarantined + unused holds per
+  Kafka record).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from schemas.routes import SOURCE_ERROR_FORMAT
 
 __all__ = [
     "MAPPING_PRESETS",
+    "MAX_RECORD_BYTES",
     "OTEL_RECORDS_PER_OFFSET",
     "PRESETS",
     "EnvelopeFields",
@@ -50,6 +52,10 @@ __all__ = [
 OTEL_RECORDS_PER_OFFSET = 1 << 20
 # A rejected record keeps at most this many characters of itself after its reason (quarantine cuts records too).
 REJECT_HEAD_CHARS = 500
+# A record larger than this is quarantined whole (its reason and head), not opened: Kafka's default
+# max.message.bytes and the shipper template's maxMessageSize are 1 MiB, so a larger one is not one log record (a
+# heap dump, a binary written to the wrong topic).
+MAX_RECORD_BYTES = 1 << 20
 _O = OriginField
 
 
@@ -279,7 +285,10 @@ def _finish(frame: pl.DataFrame, envelope: Envelope, rules: Sequence[MappingRule
                            pl.lit(" key="), pl.col("key").fill_null("-")])
     strict = envelope != Envelope.RAW
     reject = (
-        pl.when(~pl.col("_json")).then(pl.lit(f"{envelope.value} envelope: not a JSON object"))
+        pl.when(pl.col("_value_bytes") > MAX_RECORD_BYTES)
+        .then(pl.lit("record of ") + pl.col("_value_bytes").cast(pl.String)
+              + pl.lit(f" bytes, over the {MAX_RECORD_BYTES}-byte limit of one log record"))
+        .when(~pl.col("_json")).then(pl.lit(f"{envelope.value} envelope: not a JSON object"))
         .when(pl.col("_text").is_null()).then(pl.lit(f"{envelope.value} envelope: no log record in it"))
         .when(pl.col("_line").is_null()).then(pl.lit(f"{envelope.value} envelope: no log line in its fields"))
         .when(pl.lit(strict and bool(rules) and cluster is None) & pl.col("_cluster").is_null())

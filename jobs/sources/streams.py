@@ -218,6 +218,8 @@ def _kafka_conf(options: dict[str, str], group_suffix: str) -> dict[str, Any]:
         "group.id": f"planewatch-{group_suffix}",  # never committed: offsets live in the Spark checkpoint
         "enable.auto.commit": False,
         "enable.partition.eof": False,
+        # a range starting below the log's start (a partition created again, read from 0) starts at its first record
+        "auto.offset.reset": "earliest",
         "log_level": 3,
     })
 
@@ -301,16 +303,25 @@ class _KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         begin: dict[str, int] = dict(start["partitions"])
         budget = getattr(limit, "max_rows", None)
         end: dict[str, int] = {}
+        first: dict[str, int] = {}
         for tp in sorted(set(begin) | set(marks)):
             lo, hi = marks.get(tp, (0, begin.get(tp, 0)))
             if self.available_now is not None:
                 hi = min(hi, self.available_now.get(tp, hi))
+            at = begin.get(tp, lo)
+            if tp in marks and at > hi:
+                # past the partition's end: the topic was deleted and created again (or an unclean leader cut the
+                # log); its records start over, and partitions() reads them from the start
+                log.warning("Kafka %s: the checkpoint's position %d is past the partition's end %d (the topic was "
+                            "deleted and created again, or its log truncated): reading it from its start %d",
+                            tp, at, hi, lo)
+                at = 0
             # A new partition starts at its low watermark; a position below it (retention) moves up to it.
-            pos = max(begin.get(tp, lo), lo)
-            end[tp] = max(pos, hi)
+            first[tp] = max(at, lo)
+            end[tp] = max(first[tp], hi)
         if budget is not None:
             # Share the record budget fairly: round-robin in chunks so no partition starves.
-            want = {tp: end[tp] - max(begin.get(tp, 0), marks.get(tp, (0, 0))[0]) for tp in end}
+            want = {tp: end[tp] - first[tp] for tp in end}
             grant = dict.fromkeys(end, 0)
             left = int(budget)
             while left > 0 and any(grant[tp] < want[tp] for tp in end):
@@ -328,6 +339,8 @@ class _KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         ranges = []
         for tp, stop in sorted(end["partitions"].items()):
             begin = int(start["partitions"].get(tp, 0))
+            if int(stop) < begin:  # the partition was created again (latestOffset): from its start
+                begin = 0
             if int(stop) > begin:
                 topic, _, pid = tp.rpartition("/")
                 ranges.append(_KafkaRange(topic, int(pid), begin, int(stop)))

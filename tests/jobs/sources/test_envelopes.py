@@ -13,7 +13,7 @@ import pytest
 
 from jobs.ingest.bronze import arrow_to_raw
 from jobs.run.settings import SettingsError, load_settings
-from jobs.sources.envelopes import MappingError, open_envelopes, rules_from_config, rules_json
+from jobs.sources.envelopes import MAX_RECORD_BYTES, MappingError, open_envelopes, rules_from_config, rules_json
 from jobs.sources.kafka_records import raw_kafka_batch
 from pipelines.parsing.engine import run_engine
 from schemas.inputs import Envelope
@@ -108,6 +108,17 @@ def test_what_cannot_be_opened_is_a_source_error_with_its_reason() -> None:
         "rsyslog envelope: not a JSON object", "rsyslog envelope: no log line in its fields",
         "no mapping rule names the cluster of host=elastic-9 pod=- file=/x/server.log key=-"]
     assert rows[0]["line"].endswith("{broken")  # the head of the record follows its reason
+
+
+@pytest.mark.parametrize("envelope", [Envelope.RSYSLOG, Envelope.RAW])
+def test_a_record_over_the_size_limit_is_a_source_error_not_opened(envelope: Envelope) -> None:
+    big = {"host": "kafka-1.prod", "file": "/x/server.log", "line": SERVER + "x" * MAX_RECORD_BYTES}
+    value = json.dumps(big).encode() if envelope == Envelope.RSYSLOG else big["line"].encode()
+    rows = opened([value, {"host": "kafka-1.prod", "file": "/x/server.log", "line": SERVER}], envelope, ["host"])
+    assert rows[0]["kind"] == "source-error"
+    assert rows[0]["line"].startswith(f"record of {len(value)} bytes, over the {MAX_RECORD_BYTES}-byte limit")
+    assert len(rows[0]["line"]) < 1000  # the reason and the record's head only
+    assert rows[1]["kind"] != "source-error"
 
 
 def test_the_pipelines_cluster_setting_names_every_records_cluster() -> None:
