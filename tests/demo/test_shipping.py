@@ -1,0 +1,38 @@
+"""The demo's shipped shape (planewatch.demo.shipping) and the side-by-side delays of benchmarks.shipped_delays."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from benchmarks.shipped_delays import pairs
+from jobs.run.settings import parse_settings
+from planewatch.demo.shipping import LOGS_TOPIC, pipeline_config, run_dir, shipped_name
+
+
+def test_a_shipped_run_lives_outside_the_file_tree_unless_both_ways_are_asked(tmp_path: Path) -> None:
+    assert run_dir(tmp_path, "r", True, "shipped") == tmp_path / "shipped" / "r"
+    assert run_dir(tmp_path, "r", True, "both") == tmp_path / "clusters" / "r"
+    assert run_dir(tmp_path, "r", False, "shipped") == tmp_path / "clusters" / "r"
+    assert (shipped_name("r", "shipped"), shipped_name("r", "both")) == ("r", "r-shipped")
+
+
+def test_the_pipeline_reads_the_logging_topic_over_the_users_settings(tmp_path: Path) -> None:
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(yaml.safe_dump({"trigger": {"interval": "3 seconds"}, "sources": {"kafka": {"reader": "python"}}}))
+    raw = pipeline_config(mine, "127.0.0.1:9999")
+    settings = parse_settings(raw, "demo")
+    k = settings.kafka
+    assert (k.enabled, k.bootstrap_servers, k.logs_topics, k.logs_envelope) == (
+        True, "127.0.0.1:9999", (LOGS_TOPIC,), "rsyslog")
+    assert settings.trigger_interval == "3 seconds"
+
+
+def test_each_incident_is_paired_with_its_shipped_copy() -> None:
+    base = {"event": "broker-killed", "ts_ms": 1, "alert_type": "X", "broker_id": None}
+    report = {"incidents": [{**base, "run": "a", "delay_s": 5.0}, {**base, "run": "a-shipped", "delay_s": 6.5},
+                            {**base, "run": "b", "delay_s": 3.0}]}
+    assert pairs(report) == [
+        {"run": "a", "alert_type": "X", "broker_id": None, "files_s": 5.0, "shipped_s": 6.5},
+        {"run": "b", "alert_type": "X", "broker_id": None, "files_s": 3.0, "shipped_s": None}]
