@@ -22,10 +22,11 @@ A batch of source records (jobs.sources.streams.RAW_RECORD_DDL):
 Where `process()` runs is a parameter of that one path, not another path (`IngestBatch.where`, by default chosen
 per batch before it is read): `driver` reads the batch here (no Spark job, but for a stream's batch: one, to
 collect it) and stages it; `executors` stages it in one Spark job, a task per core. `auto` takes the driver for a
-file or scrape batch whose offsets (the query's offset log: metadata, not the input) say it holds at most about
-`sink.driver_batch_max_rows` records (DRIVER_RECORD_BYTES each), the executors otherwise (a Kafka batch: its size
-is not read to find out). Both write the same rows. (Reading a file or scrape batch through its stream instead, a
-Spark job for the driver and a pass of every record through the JVM for the executors, measured up to 40% slower.)
+batch whose offsets (the query's offset log: metadata, not the input) say it holds at most about
+`sink.driver_batch_max_rows` records (a file or scrape batch: DRIVER_RECORD_BYTES each; a Kafka batch: its offsets'
+span), the executors otherwise (a first Kafka batch too: its start is not logged). Both write the same rows.
+(Reading a file or scrape batch through its stream instead, a Spark job for the driver and a pass of every record
+through the JVM for the executors, measured up to 40% slower.)
 
 Every table is committed through the exactly-once sink (lake.sink) under its own app id
 (`<query>.<run id>:<table>`, the run id kept in the query's checkpoint: jobs.sources.checkpoints) and the batch id as
@@ -55,6 +56,7 @@ from jobs.sources.checkpoints import logged_offset
 from jobs.sources.dedup import dedup_results
 from jobs.sources.file_accounting import file_batch_rows
 from jobs.sources.file_tail import file_batch_bytes, logged_file_pieces
+from jobs.sources.kafka_stream import kafka_batch_records
 from jobs.sources.prometheus_source import logged_scrape_records, scrape_batch_bytes
 from lake.read import committed_rows
 from lake.sink import DeltaSink
@@ -145,8 +147,8 @@ class IngestBatch:
     """The foreachBatch function of one ingest query (callable(df, batch_id))."""
 
     def __init__(self, settings: Settings, family: str, query: str, run_id: str, checkpoint: str | None = None,
-                 scrape_checkpoint: str | None = None, detect: BatchDetect | None = None, where: str = "auto"
-                 ) -> None:
+                 scrape_checkpoint: str | None = None, detect: BatchDetect | None = None, where: str = "auto",
+                 kafka_checkpoint: str | None = None) -> None:
         if where not in WHERE:
             raise ValueError(f"where must be one of {WHERE}, got {where!r}")
         self.settings = settings
@@ -158,6 +160,8 @@ class IngestBatch:
         self.files_checkpoint = checkpoint
         # the query's checkpoint, when its source is planewatch_prometheus: the offset log tells each batch's bytes
         self.scrape_checkpoint = scrape_checkpoint
+        # the query's checkpoint, when its source is a Kafka topic: the offset log tells each batch's records
+        self.kafka_checkpoint = kafka_checkpoint
         self.family = family
         self.query = query
         prefix = f"{query}.{run_id}"
@@ -231,6 +235,10 @@ class IngestBatch:
             end = logged_offset(self.scrape_checkpoint, batch_id)
             start = logged_offset(self.scrape_checkpoint, batch_id - 1) if batch_id else {"targets": {}}
             return None if end is None or start is None else scrape_batch_bytes(start, end)
+        if self.kafka_checkpoint is not None and batch_id:
+            records = kafka_batch_records(logged_offset(self.kafka_checkpoint, batch_id - 1),
+                                          logged_offset(self.kafka_checkpoint, batch_id))
+            return None if records is None else records * DRIVER_RECORD_BYTES
         return None
 
     def _file_pieces(self, batch_id: int) -> list[Piece] | None:

@@ -48,7 +48,8 @@ def start_ingest_queries(spark: SparkSession, settings: Settings, family: str, d
         handler = IngestBatch(settings, family, name, run_id,
                               checkpoint if name == ingest_query(family, SourceKind.FILES) else None,
                               checkpoint if name == ingest_query(family, SourceKind.PROMETHEUS) else None,
-                              batch_detect(settings, family, name, run_id) if detect else None)
+                              batch_detect(settings, family, name, run_id) if detect else None,
+                              kafka_checkpoint=checkpoint if name == ingest_query(family, SourceKind.KAFKA) else None)
         handler.ensure_tables()
         handler.quality.prepare()
         writer = stream.writeStream.queryName(name).option("checkpointLocation", checkpoint).foreachBatch(handler)

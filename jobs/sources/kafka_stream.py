@@ -15,7 +15,7 @@ A log stream with a shipper's envelope then drops the records delivered twice (j
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from jobs import PipelineIOError
 from jobs.run.jars import JarsMissing, session_has_kafka
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from jobs.run.settings import Settings
 
-__all__ = ["checkpoint_reader", "choose_reader", "kafka_stream"]
+__all__ = ["checkpoint_reader", "choose_reader", "kafka_batch_records", "kafka_stream"]
 
 
 def checkpoint_reader(checkpoint: str) -> str | None:
@@ -45,6 +45,24 @@ def checkpoint_reader(checkpoint: str) -> str | None:
     if isinstance(parts, dict) and all("/" in str(k) for k in parts):
         return "python"
     return "spark"
+
+
+def _positions(offset: dict[str, Any]) -> dict[str, int]:
+    """`<topic>/<partition>` -> position of either reader's logged offset (checkpoint_reader names the forms)."""
+    parts = offset.get("partitions")
+    if isinstance(parts, dict) and all("/" in str(k) for k in parts):
+        return {str(k): int(v) for k, v in parts.items()}
+    return {f"{t}/{p}": int(v) for t, by in offset.items() if isinstance(by, dict) for p, v in by.items()}
+
+
+def kafka_batch_records(start: dict[str, Any] | None, end: dict[str, Any] | None) -> int | None:
+    """The records a Kafka batch reads, from its logged offsets and its predecessor's (metadata, no record read);
+    None when one is unknown (the first batch) or a partition went back (a topic created again: read it whole)."""
+    if start is None or end is None:
+        return None
+    begin, stop = _positions(start), _positions(end)
+    counts = [n - begin.get(tp, 0) for tp, n in stop.items()]
+    return None if any(c < 0 for c in counts) else sum(counts)
 
 
 def choose_reader(setting: str, has_jar: bool, checkpoint: str) -> str:

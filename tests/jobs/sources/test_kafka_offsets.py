@@ -6,6 +6,7 @@ import logging
 
 import pytest
 
+from jobs.sources.kafka_stream import kafka_batch_records
 from jobs.sources.streams import _KafkaStreamReader
 
 OPTIONS = {"bootstrap.servers": "127.0.0.1:1", "topics": "logs", "family": "logs"}
@@ -43,3 +44,11 @@ def test_the_record_budget_counts_a_created_again_partition_from_its_start(monke
 def test_a_deleted_topic_not_created_yet_keeps_its_position(monkeypatch: pytest.MonkeyPatch) -> None:
     reader = _reader({}, monkeypatch)
     assert reader.latestOffset({"partitions": {"logs/0": 500}}, None) == {"partitions": {"logs/0": 500}}
+
+
+def test_a_kafka_batch_is_sized_from_its_logged_offsets_in_either_readers_form() -> None:
+    assert kafka_batch_records({"partitions": {"logs/0": 10, "logs/1": 5}},
+                               {"partitions": {"logs/0": 25, "logs/1": 5, "logs/2": 3}}) == 18
+    assert kafka_batch_records({"logs": {"0": 10}}, {"logs": {"0": 40, "1": 2}}) == 32
+    assert kafka_batch_records(None, {"logs": {"0": 40}}) is None  # the first batch: its start is not logged
+    assert kafka_batch_records({"logs": {"0": 40}}, {"logs": {"0": 3}}) is None  # created again: read it whole
