@@ -29,6 +29,7 @@ from typing import IO, Any
 
 import yaml
 
+from pipelines.detection.metric_detectors import METRIC_RULES
 from planewatch.demo.plan import (
     ALL_RUNS,
     RUNS,
@@ -343,9 +344,9 @@ def run_demo(opts: DemoOptions, out: IO[str] = sys.stdout,
             events = _play(run, d, env, progress, deadline, opts.scrape_interval_s, homes[run.name], ship)
             found = incidents_of(run.name, events, want)
             incidents += found
-            if ship and logs == "both":  # the same incidents, caught again through the shipped copy
-                copy = shipped_name(run.name, logs)
-                incidents += [replace(x, run=copy) for x in found]
+            if ship and logs == "both":  # the same incidents, caught again through the shipped copy's lines
+                copy = shipped_name(run.name, logs)  # (a metric rule's: its samples are scraped, not shipped)
+                incidents += [replace(x, run=copy) for x in found if x.alert_type not in METRIC_RULES]
                 forbidden[copy] = forbidden.get(run.name, ())
             for ev in events:
                 if ev.get("event") == "roll-finished":
