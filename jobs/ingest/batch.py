@@ -24,7 +24,7 @@ per batch before it is read): `driver` reads the batch here (no Spark job, but f
 collect it) and stages it; `executors` stages it in one Spark job, a task per core. `auto` takes the driver for a
 batch whose offsets (the query's offset log: metadata, not the input) say it holds at most about
 `sink.driver_batch_max_rows` records (a file or scrape batch: DRIVER_RECORD_BYTES each; a Kafka batch: its offsets'
-span), the executors otherwise (a first Kafka batch too: its start is not logged). Both write the same rows.
+span; its first batch: its end, an upper bound), the executors otherwise. Both write the same rows.
 (Reading a file or scrape batch through its stream instead, a Spark job for the driver and a pass of every record
 through the JVM for the executors, measured up to 40% slower.)
 
@@ -235,9 +235,10 @@ class IngestBatch:
             end = logged_offset(self.scrape_checkpoint, batch_id)
             start = logged_offset(self.scrape_checkpoint, batch_id - 1) if batch_id else {"targets": {}}
             return None if end is None or start is None else scrape_batch_bytes(start, end)
-        if self.kafka_checkpoint is not None and batch_id:
-            records = kafka_batch_records(logged_offset(self.kafka_checkpoint, batch_id - 1),
-                                          logged_offset(self.kafka_checkpoint, batch_id))
+        if self.kafka_checkpoint is not None:
+            # the first batch starts where the query began (not logged): at most every record before its end
+            start = logged_offset(self.kafka_checkpoint, batch_id - 1) if batch_id else {}
+            records = kafka_batch_records(start, logged_offset(self.kafka_checkpoint, batch_id))
             return None if records is None else records * DRIVER_RECORD_BYTES
         return None
 

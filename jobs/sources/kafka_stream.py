@@ -57,7 +57,7 @@ def _positions(offset: dict[str, Any]) -> dict[str, int]:
 
 def kafka_batch_records(start: dict[str, Any] | None, end: dict[str, Any] | None) -> int | None:
     """The records a Kafka batch reads, from its logged offsets and its predecessor's (metadata, no record read);
-    None when one is unknown (the first batch) or a partition went back (a topic created again: read it whole)."""
+    None when one is unknown or a partition went back (a topic created again: read it whole)."""
     if start is None or end is None:
         return None
     begin, stop = _positions(start), _positions(end)

@@ -50,5 +50,6 @@ def test_a_kafka_batch_is_sized_from_its_logged_offsets_in_either_readers_form()
     assert kafka_batch_records({"partitions": {"logs/0": 10, "logs/1": 5}},
                                {"partitions": {"logs/0": 25, "logs/1": 5, "logs/2": 3}}) == 18
     assert kafka_batch_records({"logs": {"0": 10}}, {"logs": {"0": 40, "1": 2}}) == 32
-    assert kafka_batch_records(None, {"logs": {"0": 40}}) is None  # the first batch: its start is not logged
+    assert kafka_batch_records(None, {"logs": {"0": 40}}) is None
+    assert kafka_batch_records({}, {"logs": {"0": 40}}) == 40  # a first batch: at most every record before its end
     assert kafka_batch_records({"logs": {"0": 40}}, {"logs": {"0": 3}}) is None  # created again: read it whole
