@@ -10,7 +10,10 @@ machine's load: the delays differ only by the way the lines travelled (rsyslog's
 cluster, the Kafka source's trigger and de-duplication against the file source's tail).
 
 Prints per injected incident its alert's delay (incident -> alert readable in GET /alerts) through each path and the
-difference, then what the shipped path stored: records read from the topic, kept, dropped as delivered twice.
+difference (the earliest alert of the type on each cluster: not always the same alert), what the shipped path
+stored (records read from the topic, kept, dropped as delivered twice), then every alert raised through both ways
+(same type, broker and start: the same lines) with how much later the shipped twin was readable: the path's own
+cost, alert by alert.
 Numbers depend on the machine's load: run it alone.
 """
 
@@ -47,6 +50,36 @@ def pairs(report: dict[str, Any]) -> list[dict[str, Any]]:
                     "files_visible_s": r.get("visible_delay_s"),
                     "shipped_visible_s": None if s is None else s.get("visible_delay_s"), "paired": s is not None})
     return out
+
+
+def twins(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each alert of a file-path cluster with its twin of the shipped copy (same type, broker and start: raised from
+    the same lines), and how much later the twin was readable in GET /alerts (negative: earlier)."""
+    alerts = report.get("alerts", [])
+    shipped = {(a["cluster"][: -len(SHIPPED_SUFFIX)], a["type"], a["broker_id"], a["visible_ms"]): a
+               for a in alerts if a["cluster"].endswith(SHIPPED_SUFFIX)}
+    out = []
+    for a in alerts:
+        twin = shipped.get((a["cluster"], a["type"], a["broker_id"], a["visible_ms"]))
+        if twin is not None and a["visible_ms"] is not None:
+            out.append({"run": a["cluster"], "type": a["type"], "broker_id": a["broker_id"],
+                        "files_visible_s": (a["seen_ms"] - a["visible_ms"]) / 1000,
+                        "shipped_visible_s": (twin["seen_ms"] - a["visible_ms"]) / 1000,
+                        "later_s": (twin["seen_ms"] - a["seen_ms"]) / 1000})
+    return out
+
+
+def _print_twins(rows: list[dict[str, Any]]) -> None:
+    print(f"\nthe same alert through both ways (same type, broker and start):\n{'run':<44} {'alert':<34} {'broker':>6} "
+          f"{'files: from visible s':>21} {'shipped':>8} {'later s':>8}")
+    for r in rows:
+        print(f"{r['run']:<44} {r['type']:<34} {r['broker_id']!s:>6} {r['files_visible_s']:>21.1f} "
+              f"{r['shipped_visible_s']:>8.1f} {r['later_s']:>+8.1f}")
+    later = sorted(r["later_s"] for r in rows)
+    if later:
+        print(f"shipped later than files: median {statistics.median(later):+.1f} s, p90 "
+              f"{later[int(0.9 * (len(later) - 1))]:+.1f} s, max {later[-1]:+.1f} s; within {WITHIN_S:g} s: "
+              f"{sum(abs(x) <= WITHIN_S for x in later)}/{len(later)}")
 
 
 def _dedup_counts(lake: Path) -> dict[str, int]:
@@ -103,9 +136,11 @@ def main() -> int:
                               logs="both"))
     report = json.loads((d / "report.json").read_text()) if (d / "report.json").exists() else {}
     rows = pairs(report)
+    same = twins(report)
     _print(rows, _dedup_counts(d / "lake"), time.monotonic() - start)
+    _print_twins(same)
     if args.json:
-        args.json.write_text(json.dumps(rows, indent=2))
+        args.json.write_text(json.dumps({"incidents": rows, "same_alerts": same}, indent=2))
     return rc
 
 

@@ -207,7 +207,8 @@ def _wait_detections(incidents: Sequence[Incident], watcher: AlertWatcher, progr
 
 def _report(d: Path, detections: Sequence[Detection], false_alarms: Sequence[Any], engines: dict[str, str],
             failures: Sequence[ProcessFailure], watcher: AlertWatcher, causes: dict[str, str],
-            explained: Sequence[Any], rolls: Mapping[str, Any], incident_rows: Sequence[Mapping[str, Any]]) -> None:
+            explained: Sequence[Any], rolls: Mapping[str, Any], incident_rows: Sequence[Mapping[str, Any]],
+            seen: Sequence[Any]) -> None:
     rows = [{**asdict(x.incident), "engine": engines.get(x.incident.run, "reference"),
              "alert": None if x.alert is None else asdict(x.alert), "delay_s": x.delay_s,
              "visible_delay_s": x.visible_delay_s,
@@ -218,6 +219,7 @@ def _report(d: Path, detections: Sequence[Detection], false_alarms: Sequence[Any
          "rolling_restarts": dict(rolls),
          "incident_rows": [dict(i) for i in incident_rows if i.get("cluster") in engines],
          "failures": [asdict(f) for f in failures],
+         "alerts": [asdict(a) for a in seen if a.cluster in engines],
          "alert_polls": {"polls": watcher.polls, "failed": dict(watcher.failures)}}, indent=2))
 
 
@@ -368,7 +370,8 @@ def run_demo(opts: DemoOptions, out: IO[str] = sys.stdout,
         false_alarms = unexpected_alerts(rest, forbidden, names, causes, kafka_expected.EXPLAINED)
         explained = explained_alerts(rest, forbidden, names, causes, kafka_expected.EXPLAINED)
         failures = _failures(children, d / "logs")
-        _report(d, detections, false_alarms, engines, failures, watcher, causes, explained, rolls, incident_rows)
+        _report(d, detections, false_alarms, engines, failures, watcher, causes, explained, rolls, incident_rows,
+                seen)
         print("\n" + render_table(detections, false_alarms, engines, failures, causes, explained) + "\n", file=out,
               flush=True)
         print(render_incidents(incident_rows, seen, names) + "\n", file=out, flush=True)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from benchmarks.shipped_delays import pairs
+from benchmarks.shipped_delays import pairs, twins
 from jobs.run.settings import parse_settings
 from planewatch.demo.shipping import LOGS_TOPIC, pipeline_config, run_dir, shipped_name
 
@@ -35,3 +35,12 @@ def test_each_incident_is_paired_with_its_shipped_copy() -> None:
                             {**base, "run": "b", "delay_s": 3.0}]}
     assert [(r["run"], r["files_s"], r["shipped_s"], r["paired"]) for r in pairs(report)] == [
         ("a", 5.0, 6.5, True), ("b", 3.0, None, False)]
+
+
+def test_the_same_alert_through_both_ways_is_paired_by_type_broker_and_start() -> None:
+    alert = {"type": "X", "broker_id": 2, "visible_ms": 1_000}
+    report = {"alerts": [{**alert, "cluster": "a", "seen_ms": 4_000},
+                         {**alert, "cluster": "a-shipped", "seen_ms": 5_500},
+                         {**alert, "cluster": "a-shipped", "seen_ms": 9_000, "visible_ms": 2_000}]}
+    assert twins(report) == [{"run": "a", "type": "X", "broker_id": 2, "files_visible_s": 3.0,
+                              "shipped_visible_s": 4.5, "later_s": 1.5}]
