@@ -23,9 +23,10 @@ import yaml
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from planewatch.kafka.cluster import KafkaCluster, KafkaClusterSpec
+from planewatch.kafka.shipper import RsyslogShipper, ShipTo, shipped_host
 
-__all__ = ["LOGS_MODES", "LOGS_TOPIC", "SHIPPED_SUFFIX", "logging_cluster", "pipeline_config", "run_dir",
-           "shipped_name"]
+__all__ = ["LOGGING_CLUSTER", "LOGS_MODES", "LOGS_TOPIC", "SHIPPED_SUFFIX", "logging_cluster", "pipeline_config",
+           "run_dir", "shipped_name"]
 
 LOGS_MODES = ("shipped", "files", "both")
 SHIPPED_SUFFIX = "-shipped"
@@ -34,6 +35,8 @@ SHIPPED_SUFFIX = "-shipped"
 LOGGING_KAFKA = "4.4.0"
 LOGS_TOPIC = "kafka-logs"
 LOGS_PARTITIONS = 3
+# The logging cluster's own name in the lake (its broker's logs are shipped like the others').
+LOGGING_CLUSTER = "logging"
 
 
 def shipped_name(run: str, mode: str) -> str:
@@ -63,14 +66,19 @@ def pipeline_config(base: Path | None, bootstrap: str) -> dict[str, Any]:
 
 @contextmanager
 def logging_cluster(directory: Path) -> Iterator[KafkaCluster]:
-    """The logging cluster with its topic, stopped whatever happens."""
-    cluster = KafkaCluster(KafkaClusterSpec(directory, LOGGING_KAFKA, brokers=1, jmx_exporter=False))
+    """The logging cluster with its topic, stopped whatever happens. It ships its own broker's logs into its topic
+    too (cluster LOGGING_CLUSTER: the fleet's logging cluster is a Kafka cluster to watch like the others), at the
+    log levels Kafka ships (no line per request: its produce requests would be shipped as lines, which produce)."""
+    cluster = KafkaCluster(KafkaClusterSpec(directory, LOGGING_KAFKA, brokers=1, jmx_exporter=False, log4j="shipped"))
     try:
         cluster.start()
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers(), "log_level": 0})
         for f in admin.create_topics([NewTopic(LOGS_TOPIC, LOGS_PARTITIONS, 1)]).values():
             f.result(60)
         del admin  # its connections end now, not when the cluster is gone (a connection-refused line at the end)
-        yield cluster
+        hosts = [shipped_host(ShipTo(cluster.bootstrap_servers(), LOGS_TOPIC, LOGGING_CLUSTER), b,
+                              cluster.broker_dir(b) / "logs") for b in sorted(cluster.brokers)]
+        with RsyslogShipper(hosts, directory / "rsyslog", cluster.bootstrap_servers(), LOGS_TOPIC):
+            yield cluster
     finally:
         cluster.stop()
