@@ -20,17 +20,19 @@ __all__ = ["CLIENT_LOG", "admin_client", "create_topic", "started"]
 @contextmanager
 def started(spec: KafkaClusterSpec, tl: Timeline) -> Iterator[KafkaCluster]:
     """Start an Apache Kafka cluster, report it, always stop it; with `spec.ship`, its brokers' logs are shipped
-    by rsyslog (one per broker host) from its start until after it stopped."""
+    by rsyslog (one per broker host) from before its start until after it stopped."""
     cluster = KafkaCluster(spec)
     shipper: RsyslogShipper | None = None
     try:
-        cluster.start()
-        if spec.ship is not None:
-            hosts = [shipped_host(spec.ship, b, cluster.broker_dir(b) / "logs") for b in sorted(cluster.brokers)]
+        if spec.ship is not None:  # the shipper runs before Kafka starts, as on a host: the first lines leave at once
+            hosts = [shipped_host(spec.ship, b, cluster.broker_dir(b) / "logs") for b in range(1, spec.brokers + 1)]
+            for h in hosts:
+                h.logs_dir.mkdir(parents=True, exist_ok=True)
             shipper = RsyslogShipper(hosts, spec.directory / "rsyslog", spec.ship.bootstrap, spec.ship.topic)
             shipper.__enter__()
             tl.emit("logs-shipped", shipper="rsyslog", to=spec.ship.bootstrap, topic=spec.ship.topic,
                     hosts=[h.name for h in hosts])
+        cluster.start()
         tl.emit("cluster-started", engine="apache-kafka", kafka_version=spec.version, brokers=spec.brokers,
                 mode="kraft" if spec.is_kraft else "zookeeper", control_plane=cluster.control_plane,
                 bootstrap=cluster.bootstrap_servers())
