@@ -121,14 +121,17 @@ def wait_lake_ready(url: str, timeout_s: float, child: Child) -> bool:
     return False
 
 
-def wait_queries_started(checkpoints: Path, queries: Sequence[str], timeout_s: float, child: Child) -> bool:
-    """Poll until every one of `queries` has started (Spark writes its checkpoint's `metadata` file then); False when
-    the time runs out first. StartFailed when the pipeline dies."""
+def wait_queries_started(checkpoints: Path, queries: Sequence[str], timeout_s: float, child: Child,
+                         committed: Sequence[str] = ()) -> bool:
+    """Poll until every one of `queries` has started (Spark writes its checkpoint's `metadata` file then) and each of
+    `committed` has committed its first batch (its first, cold batch is behind it); False when the time runs out
+    first. StartFailed when the pipeline dies."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if not child.alive():
             raise StartFailed(f"{child.kind} exited with code {child.proc.returncode} before its queries started")
-        if all((checkpoints / q / "metadata").is_file() for q in queries):
+        if (all((checkpoints / q / "metadata").is_file() for q in queries)
+                and all((checkpoints / q / "commits" / "0").is_file() for q in committed)):
             return True
         time.sleep(HTTP_POLL_S)
     return False
