@@ -42,9 +42,9 @@ def _metrics_source(store: LakeStore) -> tuple[str | None, datetime | None]:
 
 
 @router.get("/brokers", response_model=BrokersPublic)
-def list_brokers(store: StoreDep) -> Response:
-    """Every broker seen in metrics, alerts or control requests, with its latest key metrics (within 15 minutes
-    of the newest data) and its open alerts."""
+def list_brokers(store: StoreDep, cluster: Annotated[str | None, Query(pattern=NAME_PATTERN)] = None) -> Response:
+    """Every broker seen in metrics, alerts or control requests (of `cluster` only, when given), with its latest key
+    metrics (within 15 minutes of the newest data) and its open alerts."""
     unavailable: list[str] = []
     snaps: dict[str, pa.Table | None] = {}
     for name in (ALERTS.name, CONTROL_REQUEST_LATENCY.name):
@@ -65,9 +65,13 @@ def list_brokers(store: StoreDep) -> Response:
     alerts, crl = snaps[ALERTS.name], snaps[CONTROL_REQUEST_LATENCY.name]
 
     def answer() -> bytes:
-        return _brokers(alerts, crl, latest, source, unavailable).model_dump_json().encode()
+        page = _brokers(alerts, crl, latest, source, unavailable)
+        if cluster is not None:
+            page.data = [b for b in page.data if b.cluster == cluster]
+            page.count = len(page.data)
+        return page.model_dump_json().encode()
 
-    content = store.derive(("brokers", source, tuple(unavailable)), (alerts, crl, latest), answer)
+    content = store.derive(("brokers", source, tuple(unavailable), cluster), (alerts, crl, latest), answer)
     return Response(content=content, media_type="application/json")
 
 

@@ -246,6 +246,13 @@ def test_brokers_latest_metrics_and_open_alerts(client: TestClient) -> None:
     assert body["metrics_source"] == "metric_samples"
 
 
+def test_brokers_of_one_cluster(client: TestClient) -> None:
+    assert {b["broker_id"] for b in client.get("/brokers?cluster=c1", headers=AUTH).json()["data"]} == {0, 1, 2}
+    assert client.get("/brokers?cluster=other", headers=AUTH).json() | {"unavailable": []} == {
+        "data": [], "count": 0, "metrics_source": "metric_samples", "unavailable": []}
+    assert client.get("/brokers?cluster=bad name", headers=AUTH).status_code == 422
+
+
 def test_metrics_downsampled_from_samples(client: TestClient) -> None:
     q = f"name=RequestQueueSize&since={_iso(T0)}&until={_iso(T0 + timedelta(minutes=10))}&points=10"
     body = client.get("/brokers/1/metrics?" + q, headers=AUTH).json()
