@@ -43,6 +43,7 @@ pytestmark = [
 ]
 PAGE_TIMEOUT_S = 30.0
 MARKER = "Browser-test alert: LeaderAndIsr to broker 2 waited 4321 ms"
+OTHER = "Browser-test alert of another cluster"
 
 
 def _rollups() -> list[dict[str, object]]:
@@ -88,7 +89,8 @@ def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """The service over a lake with metric rollups (the panels' SQL), or with raw samples only (the page falls back
     to /brokers/{id}/metrics, downsampled in DataFusion)."""
     lake = tmp_path / "lake"
-    alerts = [alert(i) for i in range(4)] + [alert(9, broker_id=2, summary=MARKER, severity="critical")]
+    alerts = [alert(i) for i in range(4)] + [alert(9, broker_id=2, summary=MARKER, severity="critical"),
+                                             alert(20, cluster="c2", broker_id=7, summary=OTHER)]
     write(lake, ALERTS, alerts)
     if request.param == "rollups":  # the other lake has none: a lake older than incidents shows none, no error
         write(lake, INCIDENTS, incidents(alerts))
@@ -145,10 +147,22 @@ def test_dashboard_in_headless_chromium(server: str, tmp_path: Path, request: py
             assert "AcceptorBlockedPercent (OneMinuteRate)" in charts
             lines = page.evaluate("document.querySelectorAll('#lai svg .series polyline').length")
             assert lines == 9  # 3 brokers x (queue, processing, lock wait)
-            assert page.evaluate("document.querySelectorAll('svg.bars rect').length") == 3  # open alerts per broker
-            # open incidents: broker 0's two alerts, broker 1's, broker 2's two apart (4 minutes between them)
+            assert page.evaluate("document.querySelectorAll('svg.bars rect').length") == 4  # open alerts per broker
+            # open incidents: broker 0's two alerts, broker 1's, broker 2's two apart (4 minutes between them), c2's
             shown = page.evaluate("document.querySelectorAll('[data-incident-id]').length")
-            assert shown == (4 if request.node.callspec.id == "rollups" else 0)
+            assert shown == (5 if request.node.callspec.id == "rollups" else 0)
+            assert OTHER in text
+            # one cluster chosen (GET /clusters lists both): the other's alerts and incidents leave the page
+            options = page.evaluate("Array.from(document.querySelectorAll('#cluster option')).map(o => o.value)")
+            assert options == ["", "c1", "c2"]
+            page.evaluate("const s = document.getElementById('cluster'); s.value = 'c1';"
+                          "s.dispatchEvent(new Event('change'))")
+            wait_until(lambda: OTHER not in page.evaluate("document.body.innerText"), PAGE_TIMEOUT_S,
+                       lambda: f"c2's alert to leave the page (console errors: {page.errors()})", interval=0.2)
+            assert page.evaluate("document.querySelectorAll('svg.bars rect').length") == 3
+            assert page.evaluate("document.querySelectorAll('[data-incident-id]').length") == shown - (shown > 0)
+            assert page.evaluate("sessionStorage.getItem('planewatch.cluster')") == "c1"
+            text = page.evaluate("document.body.innerText")
             assert ("SLOW_CONTROL_REQUEST" in text) == (shown > 0)
             if shown:  # an incident's timeline: its broker's control requests and queue/idle signals over its span
                 page.evaluate("document.querySelector('button[data-timeline-of]').click()")
