@@ -19,7 +19,7 @@ import yaml
 
 from jobs import PipelineIOError
 from jobs.sources.envelopes import MappingError, MappingRule, rules_from_config
-from jobs.sources.kafka_security import PROTOCOLS, SASL_MECHANISMS, KafkaSecurity
+from jobs.sources.kafka_security import PROTOCOLS, PYTHON_READER_ONLY, SASL_MECHANISMS, KafkaSecurity
 from schemas.inputs import Envelope
 
 __all__ = [
@@ -390,8 +390,7 @@ def parse_settings(raw: Mapping[str, Any] | None, source: str = "<settings>") ->
         security=_security(kafka.section("security", {f.name for f in fields(KafkaSecurity)})),
     )
     if k.reader == "spark" and k.security.protocol != "PLAINTEXT":
-        raise kafka.fail("security", "applies to the python reader (planewatch_kafka); Spark's kafka reader takes "
-                                     "kafka.* options through spark.conf")
+        raise kafka.fail("security", PYTHON_READER_ONLY)
     if k.enabled and not (k.logs_topics or k.metrics_topics):
         raise kafka.fail("logs_topics", "sources.kafka is enabled but names no logs_topics or metrics_topics")
     prom = _prometheus(sources.section("prometheus", {"enabled", "targets", "cluster_json", "interval", "timeout_s"}))
@@ -446,10 +445,8 @@ def _maintenance(top: _Reader) -> MaintenanceSettings:
 
 def named_path(spec: str) -> str:
     """A `cluster_json` entry `[NAME=]PATH` with PATH made absolute (NAME: the cluster of its endpoints)."""
-    name, sep, path = spec.partition("=")
-    if sep and _CLUSTER.match(name) and "/" not in name:
-        return f"{name}={os.path.abspath(path)}"
-    return os.path.abspath(spec)
+    name, path = split_named_path(spec)
+    return os.path.abspath(path) if name is None else f"{name}={os.path.abspath(path)}"
 
 
 def split_named_path(spec: str) -> tuple[str | None, str]:

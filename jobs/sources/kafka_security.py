@@ -23,10 +23,14 @@ from typing import Any
 
 from jobs import PipelineIOError
 
-__all__ = ["PROTOCOLS", "SASL_MECHANISMS", "KafkaSecurity", "SecretError", "client_conf", "reader_options"]
+__all__ = ["PROTOCOLS", "PYTHON_READER_ONLY", "SASL_MECHANISMS", "KafkaSecurity", "SecretError", "client_conf",
+           "reader_options"]
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_SSL", "SASL_PLAINTEXT")
 SASL_MECHANISMS = ("SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN")
+# Why a security section with Spark's own kafka reader is refused (the settings' and the query's error).
+PYTHON_READER_ONLY = ("applies to the python reader (planewatch_kafka); Spark's kafka reader takes its security as "
+                      "kafka.* options through spark.conf: set sources.kafka.reader: python, or drop the section")
 # A password file larger than this is not a password (a wrong path to a certificate bundle, a log file).
 MAX_SECRET_BYTES = 4096
 # The reader options naming where the password is (not librdkafka keys: client_conf resolves them).

@@ -23,7 +23,7 @@ from jobs.sources.checkpoints import latest_logged_offset
 from jobs.sources.dedup import drop_redelivered
 from jobs.sources.envelopes import rules_json
 from jobs.sources.kafka_records import kafka_arrow_to_raw
-from jobs.sources.kafka_security import reader_options
+from jobs.sources.kafka_security import PYTHON_READER_ONLY, reader_options
 from jobs.sources.streams import RAW_RECORD_DDL
 from schemas.inputs import Envelope, InputFamily
 
@@ -40,18 +40,20 @@ def checkpoint_reader(checkpoint: str) -> str | None:
     end = latest_logged_offset(checkpoint)
     if end is None:
         return None
-    # planewatch_kafka: {"partitions": {"<topic>/<partition>": offset}}; Spark: {"<topic>": {"<partition>": offset}}
-    parts = end.get("partitions")
-    if isinstance(parts, dict) and all("/" in str(k) for k in parts):
-        return "python"
-    return "spark"
+    return "python" if _python_form(end) else "spark"
+
+
+def _python_form(offset: dict[str, Any]) -> bool:
+    """Whether a logged offset is planewatch_kafka's {"partitions": {"<topic>/<partition>": n}} (else Spark's
+    {"<topic>": {"<partition>": n}})."""
+    parts = offset.get("partitions")
+    return isinstance(parts, dict) and all("/" in str(k) for k in parts)
 
 
 def _positions(offset: dict[str, Any]) -> dict[str, int]:
-    """`<topic>/<partition>` -> position of either reader's logged offset (checkpoint_reader names the forms)."""
-    parts = offset.get("partitions")
-    if isinstance(parts, dict) and all("/" in str(k) for k in parts):
-        return {str(k): int(v) for k, v in parts.items()}
+    """`<topic>/<partition>` -> position of either reader's logged offset (_python_form)."""
+    if _python_form(offset):
+        return {str(k): int(v) for k, v in offset["partitions"].items()}
     return {f"{t}/{p}": int(v) for t, by in offset.items() if isinstance(by, dict) for p, v in by.items()}
 
 
@@ -100,9 +102,7 @@ def kafka_stream(spark: SparkSession, settings: Settings, family: str, topics: t
             stream = stream.option("envelope", k.logs_envelope).option("mapping", rules_json(k.logs_mapping))
         return _kept_once(stream.load(), settings, family)
     if k.security.protocol != "PLAINTEXT":
-        raise PipelineIOError("sources.kafka.security applies to the python reader (planewatch_kafka); Spark's kafka "
-                            "reader takes its security as kafka.* options: set sources.kafka.reader: python, or "
-                            "drop the security section and pass them through spark.conf")
+        raise PipelineIOError(f"sources.kafka.security {PYTHON_READER_ONLY}")
     if not has_jar:
         raise JarsMissing(f"the Kafka query of {checkpoint} reads with Spark's kafka source (sources.kafka.reader: "
                           f"{k.reader}) and the session has no spark-sql-kafka; python -m planewatch.kafka.artifacts "

@@ -304,13 +304,11 @@ def run_demo(opts: DemoOptions, out: IO[str] = sys.stdout,
         if config is not None:
             pipe_args += ["--config", str(config)]
         # Apache Kafka exports its metrics only on the JMX exporters' endpoints: scraped while each run's cluster is up
-        # (named: a shipped run's cluster lies outside the file tree; with --logs both, its shipped copy is scraped
-        # under its own name too, so its metric alerts are there as well)
+        # (named: a shipped run's cluster lies outside the file tree; with --logs both, the shipped copy has no
+        # metrics: the scrape source asks an endpoint once, under one name)
         for run in runs:
             if run.kafka:
-                scraped = {run.name, shipped_name(run.name, logs)} if bootstrap is not None else {run.name}
-                pipe_args += [a for n in sorted(scraped)
-                              for a in ("--scrape", f"{n}={homes[run.name] / 'cluster' / 'cluster.json'}")]
+                pipe_args += ["--scrape", f"{run.name}={homes[run.name] / 'cluster' / 'cluster.json'}"]
         if any(run.kafka for run in runs):
             pipe_args += ["--scrape-interval", str(opts.scrape_interval_s)]
         children.append(Child("pipeline", planewatch_cmd(*pipe_args), d / "logs" / "pipeline.log", env))

@@ -23,7 +23,7 @@ import yaml
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from planewatch.kafka.cluster import KafkaCluster, KafkaClusterSpec
-from planewatch.kafka.shipper import RsyslogShipper, ShipTo, shipped_host
+from planewatch.kafka.shipper import ShipTo, cluster_shipper
 
 __all__ = ["LOGGING_CLUSTER", "LOGS_MODES", "LOGS_TOPIC", "SHIPPED_SUFFIX", "logging_cluster", "pipeline_config",
            "run_dir", "shipped_name"]
@@ -76,9 +76,8 @@ def logging_cluster(directory: Path) -> Iterator[KafkaCluster]:
         for f in admin.create_topics([NewTopic(LOGS_TOPIC, LOGS_PARTITIONS, 1)]).values():
             f.result(60)
         del admin  # its connections end now, not when the cluster is gone (a connection-refused line at the end)
-        hosts = [shipped_host(ShipTo(cluster.bootstrap_servers(), LOGS_TOPIC, LOGGING_CLUSTER), b,
-                              cluster.broker_dir(b) / "logs") for b in sorted(cluster.brokers)]
-        with RsyslogShipper(hosts, directory / "rsyslog", cluster.bootstrap_servers(), LOGS_TOPIC):
+        ship = ShipTo(cluster.bootstrap_servers(), LOGS_TOPIC, LOGGING_CLUSTER)
+        with cluster_shipper(ship, {b: cluster.broker_dir(b) / "logs" for b in cluster.brokers}, directory / "rsyslog"):
             yield cluster
     finally:
         cluster.stop()

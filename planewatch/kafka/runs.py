@@ -6,13 +6,14 @@ and the rolling restarts (planewatch.kafka.rolls).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 from broker.scenarios.base import Timeline, wait_until
 from planewatch.kafka.cluster import KafkaCluster, KafkaClusterSpec
-from planewatch.kafka.shipper import RsyslogShipper, shipped_host
+from planewatch.kafka.shipper import DRAIN_S, cluster_shipper
 
 __all__ = ["CLIENT_LOG", "admin_client", "create_topic", "started"]
 
@@ -22,16 +23,16 @@ def started(spec: KafkaClusterSpec, tl: Timeline) -> Iterator[KafkaCluster]:
     """Start an Apache Kafka cluster, report it, always stop it; with `spec.ship`, its brokers' logs are shipped
     by rsyslog (one per broker host) from before its start until after it stopped."""
     cluster = KafkaCluster(spec)
-    shipper: RsyslogShipper | None = None
+    shipping = ExitStack()
     try:
         if spec.ship is not None:  # the shipper runs before Kafka starts, as on a host: the first lines leave at once
-            hosts = [shipped_host(spec.ship, b, cluster.broker_dir(b) / "logs") for b in range(1, spec.brokers + 1)]
-            for h in hosts:
-                h.logs_dir.mkdir(parents=True, exist_ok=True)
-            shipper = RsyslogShipper(hosts, spec.directory / "rsyslog", spec.ship.bootstrap, spec.ship.topic)
-            shipper.__enter__()
+            logs = {b: cluster.broker_dir(b) / "logs" for b in range(1, spec.brokers + 1)}
+            for d in logs.values():
+                d.mkdir(parents=True, exist_ok=True)
+            shipper = shipping.enter_context(cluster_shipper(spec.ship, logs, spec.directory / "rsyslog"))
+            shipping.callback(time.sleep, DRAIN_S)  # runs first at the end: the brokers' last lines leave
             tl.emit("logs-shipped", shipper="rsyslog", to=spec.ship.bootstrap, topic=spec.ship.topic,
-                    hosts=[h.name for h in hosts])
+                    hosts=sorted(shipper.hosts))
         cluster.start()
         tl.emit("cluster-started", engine="apache-kafka", kafka_version=spec.version, brokers=spec.brokers,
                 mode="kraft" if spec.is_kraft else "zookeeper", control_plane=cluster.control_plane,
@@ -39,8 +40,7 @@ def started(spec: KafkaClusterSpec, tl: Timeline) -> Iterator[KafkaCluster]:
         yield cluster
     finally:
         cluster.stop()
-        if shipper is not None:
-            shipper.drain_and_stop()
+        shipping.close()
         tl.emit("cluster-stopped")
 
 

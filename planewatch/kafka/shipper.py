@@ -26,8 +26,8 @@ from types import TracebackType
 
 from planewatch.demo.processes import Child
 
-__all__ = ["PERSIST_STATE_LINES", "RsyslogMissing", "RsyslogShipper", "ShipTo", "ShippedHost",
-           "rsyslog_config", "rsyslogd", "shipped_host"]
+__all__ = ["DRAIN_S", "PERSIST_STATE_LINES", "RsyslogMissing", "RsyslogShipper", "ShipTo", "ShippedHost",
+           "cluster_shipper", "rsyslog_config", "rsyslogd", "shipped_host"]
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "conf" / "rsyslog" / "planewatch.conf"
 # imfile writes a file's read position to its state file every this many lines (and at a clean stop): a crash
@@ -78,6 +78,12 @@ class ShipTo:
 def shipped_host(ship: ShipTo, broker_id: int, logs_dir: Path) -> ShippedHost:
     """The shipped host of one broker (named as ShipTo says)."""
     return ShippedHost(f"kafka-{broker_id}.{ship.cluster}", logs_dir)
+
+
+def cluster_shipper(ship: ShipTo, logs_dirs: Mapping[int, Path], work: Path) -> RsyslogShipper:
+    """The shippers of a cluster's brokers (broker id -> its log directory), hosts named as `ship` says."""
+    hosts = [shipped_host(ship, b, d) for b, d in sorted(logs_dirs.items())]
+    return RsyslogShipper(hosts, work, ship.bootstrap, ship.topic)
 
 
 def _quote(s: str) -> str:
@@ -159,11 +165,6 @@ class RsyslogShipper:
         child = self.children.pop(name)
         os.killpg(child.proc.pid, signal.SIGKILL)
         child.stop(STOP_TIMEOUT_S)
-
-    def drain_and_stop(self) -> None:
-        """Stop after DRAIN_S: the end of a run, whose last lines must still leave the hosts."""
-        time.sleep(DRAIN_S)
-        self.stop()
 
     def stop(self) -> None:
         """Stop every rsyslogd (SIGTERM: it persists its read positions and drains its queue, then exits)."""

@@ -13,29 +13,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from jobs.run.runner import run_pipeline
-from jobs.sources.envelopes import open_envelopes, rules_from_config
 from planewatch.kafka.cluster import KafkaCluster, KafkaClusterSpec
-from planewatch.kafka.shipper import RsyslogMissing, RsyslogShipper, ShippedHost, rsyslogd
+from planewatch.kafka.shipper import RsyslogShipper, ShippedHost
 from schemas.dq import DEDUP_EXPECTATION, DEDUP_SUITE
-from schemas.inputs import Envelope
+from tests.kafka.shipped import NEEDS_RSYSLOG, shipped_rows
 from tests.lake_helpers import lake_rows, pipeline_settings
 from tests.polling import wait_until
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-try:
-    rsyslogd()
-    HAVE_RSYSLOG = True
-except RsyslogMissing:
-    HAVE_RSYSLOG = False
-
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(420),
-              pytest.mark.skipif(not HAVE_RSYSLOG, reason="rsyslog-kafka is not installed (scripts/bootstrap.sh)")]
+              NEEDS_RSYSLOG]
 
 TOPIC = "kafka-logs"
 CLUSTER = "shiptest"
@@ -71,31 +63,7 @@ def written(c: KafkaCluster) -> dict[tuple[str, int], str]:
 
 def shipped(c: KafkaCluster) -> list[dict[str, object]]:
     """Every record of the topic so far, opened."""
-    consumer = Consumer({"bootstrap.servers": c.bootstrap_servers(), "group.id": "shiptest", "log_level": 3,
-                         "enable.auto.commit": False})
-    try:
-        meta = consumer.list_topics(TOPIC, timeout=10).topics[TOPIC]
-        values: list[bytes | None] = []
-        sources: list[str] = []
-        offsets: list[int] = []
-        for p in meta.partitions:
-            lo, hi = consumer.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=10)
-            if hi <= lo:
-                continue
-            consumer.assign([TopicPartition(TOPIC, p, lo)])
-            got = 0
-            while got < hi - lo:
-                for m in consumer.consume(min(10_000, hi - lo - got), timeout=5):
-                    if m.error() is None:
-                        values.append(m.value())
-                        sources.append(f"kafka:{TOPIC}/{p}")
-                        offsets.append(int(m.offset() or 0))
-                        got += 1
-    finally:
-        consumer.close()
-    rows = open_envelopes(values, [None] * len(values), sources, offsets, Envelope.RSYSLOG,
-                          rules_from_config(["host"]), None, "default")
-    return rows.to_dicts()
+    return shipped_rows(c.bootstrap_servers(), TOPIC)
 
 
 @pytest.fixture(scope="module", params=["3.9.1", "4.4.0"])

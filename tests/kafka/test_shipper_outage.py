@@ -11,23 +11,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-from jobs.sources.envelopes import open_envelopes, rules_from_config
 from planewatch.kafka.cluster import KafkaCluster, KafkaClusterSpec
-from planewatch.kafka.shipper import RsyslogMissing, RsyslogShipper, ShippedHost, rsyslogd
-from schemas.inputs import Envelope
+from planewatch.kafka.shipper import RsyslogShipper, ShippedHost
+from tests.kafka.shipped import NEEDS_RSYSLOG, shipped_rows
 from tests.polling import wait_until
 
-try:
-    rsyslogd()
-    HAVE_RSYSLOG = True
-except RsyslogMissing:
-    HAVE_RSYSLOG = False
-
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300),
-              pytest.mark.skipif(not HAVE_RSYSLOG, reason="rsyslog-kafka is not installed (scripts/bootstrap.sh)")]
+              NEEDS_RSYSLOG]
 
 TOPIC = "kafka-logs"
 HOST = "kafka-4.outage"
@@ -42,33 +34,6 @@ def _line(n: int) -> str:
     t = time.gmtime()
     return (f"[{time.strftime('%Y-%m-%d %H:%M:%S', t)},000] INFO [Broker id=4] line {n} while the logging cluster "
             "may be away (state.change.logger)")
-
-
-def _shipped(c: KafkaCluster) -> list[dict[str, object]]:
-    consumer = Consumer({"bootstrap.servers": c.bootstrap_servers(), "group.id": "outage", "log_level": 0,
-                         "enable.auto.commit": False})
-    try:
-        values: list[bytes | None] = []
-        sources: list[str] = []
-        offsets: list[int] = []
-        for p in consumer.list_topics(TOPIC, timeout=10).topics[TOPIC].partitions:
-            lo, hi = consumer.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=10)
-            if hi <= lo:
-                continue
-            consumer.assign([TopicPartition(TOPIC, p, lo)])
-            got = 0
-            while got < hi - lo:
-                for m in consumer.consume(hi - lo - got, timeout=5):
-                    if m.error() is None:
-                        values.append(m.value())
-                        sources.append(f"kafka:{TOPIC}/{p}")
-                        offsets.append(int(m.offset() or 0))
-                        got += 1
-    finally:
-        consumer.close()
-    rows = open_envelopes(values, [None] * len(values), sources, offsets, Envelope.RSYSLOG,
-                          rules_from_config(["host"]), None, "default")
-    return rows.to_dicts()
 
 
 @pytest.fixture
@@ -98,7 +63,7 @@ def test_lines_logged_while_the_logging_cluster_is_down_arrive_when_it_is_back(
                 fh.write(written[-1] + "\n")
 
     def arrived() -> set[str]:
-        return {str(r["line"]) for r in _shipped(logging_kafka)}
+        return {str(r["line"]) for r in shipped_rows(logging_kafka.bootstrap_servers(), TOPIC)}
 
     with RsyslogShipper([ShippedHost(HOST, logs)], tmp_path / "rsyslog", logging_kafka.bootstrap_servers(), TOPIC):
         write(LINES_BEFORE)
@@ -112,7 +77,7 @@ def test_lines_logged_while_the_logging_cluster_is_down_arrive_when_it_is_back(
         write(LINES_AFTER)
         wait_until(lambda: arrived() >= set(written), DELIVERED_S, "every line in the topic after the outage",
                    interval=2.0)
-    rows = _shipped(logging_kafka)
+    rows = shipped_rows(logging_kafka.bootstrap_servers(), TOPIC)
     origins = [(r["source"], r["source_offset"]) for r in rows]
     by_origin = {o: r["line"] for o, r in zip(origins, rows, strict=True)}
     assert sorted(by_origin.values()) == sorted(written)  # each line once by its origin, none lost
