@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from jobs import SourceRefused
 from jobs.run.settings import Settings, add_arguments, load_settings
+from jobs.sources.kafka_security import SecretError
 from schemas.inputs import InputFamily
 
 # jobs.ingest.queries, jobs.run.maintenance and jobs.run.session are imported in the functions that use them: every
@@ -51,12 +52,14 @@ RESTART_BACKOFF_S = 2.0
 # `planewatch demo` reads it back from the pipeline's log to report the failure.
 QUERY_RESTART = "ingest %s failed (%s); restart %d from the checkpoint"
 # A jobs error raised in a Python worker, as Spark's wrapped traceback quotes it (up to Spark's SQLSTATE suffix).
-_JOBS_ERROR = re.compile(r"^jobs\.(\w+): (.+?)(?:\s+SQLSTATE: \w+)*$", re.MULTILINE)
+_JOBS_ERROR = re.compile(r"^jobs(?:\.\w+)*\.(\w+): (.+?)(?:\s+SQLSTATE: \w+)*$", re.MULTILINE)
+# The jobs' errors that no restart mends (a refused login, a secret that cannot be read): the run stops at once.
+_REFUSED = frozenset(c.__name__ for c in (SourceRefused, SecretError))
 
 
 def query_failure(text: str) -> str:
     """What a failed query's error says in one line: the jobs' own error raised in a Python worker (the last
-    `jobs.<Error>: message` line of Spark's wrapped traceback), else the text's first line."""
+    `jobs[.<module>].<Error>: message` line of Spark's wrapped traceback), else the text's first line."""
     found = _JOBS_ERROR.findall(text)
     return found[-1][1].strip() if found else (text.strip().splitlines() or [""])[0]
 
@@ -64,7 +67,8 @@ def query_failure(text: str) -> str:
 def _failed(q: StreamingQuery, exc: object) -> Exception:
     """The error a failed query raises here: SourceRefused (no restart helps) or a RuntimeError to restart on."""
     text = str(exc)
-    if f"{SourceRefused.__name__}:" in text:
+    found = _JOBS_ERROR.findall(text)
+    if found and found[-1][0] in _REFUSED:
         return SourceRefused(query_failure(text))
     return RuntimeError(f"query {q.name} failed: {query_failure(text)}")
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jobs import PipelineIOError
+from jobs import SourceRefused
 
 __all__ = ["PROTOCOLS", "PYTHON_READER_ONLY", "SASL_MECHANISMS", "KafkaSecurity", "SecretError", "client_conf",
            "reader_options"]
@@ -38,8 +38,9 @@ PASSWORD_FILE_OPTION = "saslPasswordFile"
 PASSWORD_ENV_OPTION = "saslPasswordEnv"
 
 
-class SecretError(PipelineIOError):
-    """A secret named by the settings cannot be read; the message names the setting, never the secret."""
+class SecretError(SourceRefused):
+    """A secret named by the settings cannot be read; the message names the setting, never the secret. No restart
+    mends it: the run stops (jobs.run.runner)."""
 
 
 @dataclass(frozen=True)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from jobs.run.runner import query_failure
+from jobs import SourceRefused
+from jobs.run.runner import _failed, query_failure
 from jobs.run.settings import SettingsError, parse_settings
 from jobs.sources.kafka_security import KafkaSecurity, SecretError, client_conf, reader_options
 
@@ -65,3 +67,15 @@ def test_a_failed_query_is_told_by_the_jobs_error_line() -> None:
             "jobs.SourceRefused: sources.kafka (h:1): authentication failed: bad credentials\n SQLSTATE: 38000")
     assert query_failure(text) == "sources.kafka (h:1): authentication failed: bad credentials"
     assert query_failure("java.lang.OutOfMemoryError\n at x") == "java.lang.OutOfMemoryError"
+
+
+def test_a_secret_that_cannot_be_read_stops_the_run_like_a_refused_login() -> None:
+    query = SimpleNamespace(name="ingest_logs_kafka")
+    text = ("Traceback (most recent call last):\n  File x\njobs.sources.kafka_security.SecretError: "
+            "sources.kafka.security.password_env: the variable PW is not set in this process\n SQLSTATE: 38000")
+    failed = _failed(query, text)  # type: ignore[arg-type]
+    assert isinstance(failed, SourceRefused)
+    assert str(failed) == "sources.kafka.security.password_env: the variable PW is not set in this process"
+    retried = _failed(query, "jobs.PipelineIOError: Kafka logs/0: [3, 9) not readable in time")  # type: ignore[arg-type]
+    assert isinstance(retried, RuntimeError)
+    assert str(retried) == "query ingest_logs_kafka failed: Kafka logs/0: [3, 9) not readable in time"
