@@ -127,7 +127,8 @@ class SourceKind(StrEnum):
 
     FILES = "files"
     KAFKA = "kafka"
-    PROMETHEUS = "prometheus"
+    PROMETHEUS = "prometheus"  # exporters scraped by planewatch
+    PROMETHEUS_SERVER = "prometheus_server"  # the operator's Prometheus, read through its query API
 
 
 def ingest_query(family: str, source: str) -> str:

@@ -2,7 +2,8 @@
 
 One query per (family, source): `ingest_logs_files`, `ingest_logs_kafka`, `ingest_metrics_files`,
 `ingest_metrics_kafka`, `ingest_metrics_prometheus` (live endpoints scraped every trigger; a failed scrape is one raw
-record the parser quarantines with stage `source`). Each query's micro-batches are handled by its
+record the parser quarantines with stage `source`), `ingest_metrics_prometheus_server` (the operator's Prometheus,
+read through its query API). Each query's micro-batches are handled by its
 `jobs.ingest.batch.IngestBatch`: bronze, the parse-and-validate engine, silver and quarantine, the family's
 detection over the batch's silver rows (jobs.detect.rules: the logs' pairing and rules, the metrics' rollups and
 rules; alerts), dq_results.
@@ -13,6 +14,7 @@ A query's checkpoint (jobs.sources.checkpoints) holds its run id: every table is
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import logging
@@ -24,6 +26,7 @@ from jobs.ingest.batch import IngestBatch
 from jobs.run.settings import Settings, interval_seconds, split_named_path
 from jobs.sources.checkpoints import SCRAPE_SPOOL_DIR, app_run_id
 from jobs.sources.kafka_stream import kafka_stream
+from jobs.sources.prometheus_query import rules_json
 from jobs.sources.streams import register_sources
 from schemas.inputs import SourceKind, ingest_query
 
@@ -47,7 +50,7 @@ def start_ingest_queries(spark: SparkSession, settings: Settings, family: str, d
         run_id = app_run_id(checkpoint)
         handler = IngestBatch(settings, family, name, run_id,
                               checkpoint if name == ingest_query(family, SourceKind.FILES) else None,
-                              checkpoint if name == ingest_query(family, SourceKind.PROMETHEUS) else None,
+                              checkpoint if name in _scrape_queries(family) else None,
                               batch_detect(settings, family, name, run_id) if detect else None,
                               kafka_checkpoint=checkpoint if name == ingest_query(family, SourceKind.KAFKA) else None)
         handler.ensure_tables()
@@ -63,6 +66,11 @@ def start_ingest_queries(spark: SparkSession, settings: Settings, family: str, d
         queries.append(query)
         log.info("started %s (checkpoint %s)", name, checkpoint)
     return queries
+
+
+def _scrape_queries(family: str) -> tuple[str, ...]:
+    """The queries of `family` whose offsets and spool are scrapes' (jobs.sources.prometheus_source's layout)."""
+    return (ingest_query(family, SourceKind.PROMETHEUS), ingest_query(family, SourceKind.PROMETHEUS_SERVER))
 
 
 def _cluster_json(spec: str, root: str | None) -> dict[str, str | None]:
@@ -115,6 +123,24 @@ def _streams(spark: SparkSession, settings: Settings, family: str, detect: bool
             .option("spoolDir", os.path.join(os.path.abspath(settings.checkpoint_path(name)), SCRAPE_SPOOL_DIR))
             # scrape on the interval's clock, not when a batch is planned: a slow batch must not leave a gap
             .option("scrapeAhead", str(not settings.once).lower())
+        )
+        if settings.cluster:
+            reader = reader.option("cluster", settings.cluster)
+        streams.append((name, reader.load()))
+    server = settings.prometheus_server
+    if server.enabled and family == "metrics":
+        name = ingest_query(family, SourceKind.PROMETHEUS_SERVER)
+        reader = (
+            spark.readStream.format("planewatch_prometheus_server")
+            .option("url", server.url)
+            .option("match", json.dumps(list(server.match)))
+            .option("mapping", rules_json(server.mapping))
+            .option("catchUpS", server.catch_up_s)
+            .option("maxWindowS", server.max_window_s)
+            .option("timeout", server.timeout_s)
+            .option("auth", json.dumps({k: v for k, v in dataclasses.asdict(server.auth).items() if v}))
+            .option("defaultCluster", settings.default_cluster)
+            .option("spoolDir", os.path.join(os.path.abspath(settings.checkpoint_path(name)), SCRAPE_SPOOL_DIR))
         )
         if settings.cluster:
             reader = reader.option("cluster", settings.cluster)

@@ -20,6 +20,16 @@ import yaml
 from jobs import PipelineIOError
 from jobs.sources.envelopes import MappingError, MappingRule, rules_from_config
 from jobs.sources.kafka_security import PROTOCOLS, PYTHON_READER_ONLY, SASL_MECHANISMS, KafkaSecurity
+from jobs.sources.prometheus_query import (
+    DEFAULT_CATCH_UP_S,
+    DEFAULT_MATCH,
+    DEFAULT_MAX_WINDOW_S,
+    QUERY_TIMEOUT_S,
+    LabelError,
+    LabelRule,
+    ServerAuth,
+    label_rules,
+)
 from schemas.inputs import Envelope
 
 __all__ = [
@@ -28,6 +38,7 @@ __all__ = [
     "SINK_MODES",
     "FileSourceSettings",
     "KafkaSourceSettings",
+    "ObservabilitySettings",
     "PrometheusSourceSettings",
     "PrometheusTarget",
     "QualitySettings",
@@ -141,6 +152,21 @@ class PrometheusSourceSettings:
 
 
 @dataclass(frozen=True)
+class PrometheusServerSettings:
+    """`sources.prometheus_server`: the brokers' series read from the operator's Prometheus (its query API), no
+    broker scraped a second time; `mapping` names each target's cluster and broker from its labels."""
+
+    enabled: bool = False
+    url: str = "http://127.0.0.1:9090"
+    match: tuple[str, ...] = DEFAULT_MATCH
+    mapping: tuple[LabelRule, ...] = ()
+    catch_up_s: float = DEFAULT_CATCH_UP_S  # a first start reads this far back
+    max_window_s: float = DEFAULT_MAX_WINDOW_S  # one read spans at most this much of Prometheus' time
+    timeout_s: float = QUERY_TIMEOUT_S
+    auth: ServerAuth = field(default_factory=ServerAuth)
+
+
+@dataclass(frozen=True)
 class QualitySettings:
     """`quality`: Great Expectations on every silver micro-batch (row rules in Spark, GE on a bounded sample)."""
 
@@ -188,6 +214,20 @@ class MaintenanceSettings:
     retention_days: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_RETENTION_DAYS))
 
 
+# The highest TCP port.
+MAX_PORT = 65535
+
+
+@dataclass(frozen=True)
+class ObservabilitySettings:
+    """`observability`: the pipeline's own metrics for Prometheus (jobs.run.observability)."""
+
+    # the port of the driver's /metrics; None: not served (0: a free port, logged)
+    metrics_port: int | None = None
+    # the address it listens on: loopback unless a scraper on another host needs it
+    metrics_host: str = "127.0.0.1"
+
+
 @dataclass(frozen=True)
 class Settings:
     """The whole pipeline configuration."""
@@ -211,9 +251,11 @@ class Settings:
     files: FileSourceSettings = field(default_factory=FileSourceSettings)
     kafka: KafkaSourceSettings = field(default_factory=KafkaSourceSettings)
     prometheus: PrometheusSourceSettings = field(default_factory=PrometheusSourceSettings)
+    prometheus_server: PrometheusServerSettings = field(default_factory=PrometheusServerSettings)
     quality: QualitySettings = field(default_factory=QualitySettings)
     detection: Mapping[str, Any] = field(default_factory=dict)
     maintenance: MaintenanceSettings = field(default_factory=MaintenanceSettings)
+    observability: ObservabilitySettings = field(default_factory=ObservabilitySettings)
     source_file: str = ""
 
     def trigger_for(self, family: str) -> str:
@@ -346,7 +388,7 @@ class _Reader:
 
 
 _TOP = {"cluster", "default_cluster", "lake", "checkpoints", "trigger", "spark", "sink", "sources", "quality",
-        "detection", "maintenance"}  # fmt: skip
+        "detection", "maintenance", "observability"}  # fmt: skip
 
 
 def parse_settings(raw: Mapping[str, Any] | None, source: str = "<settings>") -> Settings:
@@ -361,7 +403,7 @@ def parse_settings(raw: Mapping[str, Any] | None, source: str = "<settings>") ->
     trigger = top.section("trigger", {"interval", "metrics_interval", "once"})
     spark = top.section("spark", {"master", "conf"})
     sink = top.section("sink", {"mode", "driver_batch_max_rows"})
-    sources = top.section("sources", {"files", "kafka", "prometheus"})
+    sources = top.section("sources", {"files", "kafka", "prometheus", "prometheus_server"})
     files = sources.section("files", {"enabled", "path", "max_bytes_per_batch", "tail_quiet_s", "clean_finished",
                                       "idle_batch_s"})
     kafka = sources.section(
@@ -416,6 +458,9 @@ def parse_settings(raw: Mapping[str, Any] | None, source: str = "<settings>") ->
         ),
         kafka=k,
         prometheus=prom,
+        prometheus_server=_prometheus_server(sources.section(
+            "prometheus_server", {"enabled", "url", "match", "mapping", "catch_up", "max_window", "timeout_s",
+                                  "auth"})),
         quality=QualitySettings(
             enabled=quality.bool_("enabled", True),
             sample_limit=quality.pos_int("sample_limit", 5_000),
@@ -423,6 +468,7 @@ def parse_settings(raw: Mapping[str, Any] | None, source: str = "<settings>") ->
         ),
         detection=dict(detection),
         maintenance=_maintenance(top),
+        observability=_observability(top),
         source_file=source,
     )
 
@@ -443,6 +489,16 @@ def _maintenance(top: _Reader) -> MaintenanceSettings:
     )
 
 
+def _observability(top: _Reader) -> ObservabilitySettings:
+    o = top.section("observability", {"metrics_port", "metrics_host"})
+    d = ObservabilitySettings()
+    port = None if o.raw.get("metrics_port") is None else o.nonneg_int("metrics_port", 0)
+    if port is not None and port > MAX_PORT:
+        raise o.fail("metrics_port", f"expected a port 0-{MAX_PORT} or null, got {port}")
+    host = o.str_("metrics_host", d.metrics_host) or d.metrics_host
+    return ObservabilitySettings(metrics_port=port, metrics_host=host)
+
+
 def named_path(spec: str) -> str:
     """A `cluster_json` entry `[NAME=]PATH` with PATH made absolute (NAME: the cluster of its endpoints)."""
     name, path = split_named_path(spec)
@@ -461,6 +517,49 @@ def interval_seconds(text: str) -> float:
     if m is None:
         raise SettingsError(f"not an interval: {text!r} (expected e.g. '10 seconds')")
     return float(m.group(1)) * _UNIT_S[m.group(2)]
+
+
+def _selectors(r: _Reader) -> tuple[str, ...]:
+    """`match`: one series selector or a list of them (a selector holds commas: never split)."""
+    value = r.raw.get("match") or list(DEFAULT_MATCH)
+    value = [value] if isinstance(value, str) else value
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise r.fail("match", f'expected series selectors like \'{{job="kafka"}}\', got {value!r}')
+    return tuple(v.strip() for v in value)
+
+
+def _prometheus_server(r: _Reader) -> PrometheusServerSettings:
+    """`sources.prometheus_server`, checked: an http(s) URL, selectors, label rules, at most one bearer token or
+    basic-auth password place."""
+    items = r.raw.get("mapping") or []
+    if not isinstance(items, list):
+        raise r.fail("mapping", "expected a list of preset names and {label, pattern, cluster} rules")
+    try:
+        mapping = label_rules(items)
+    except LabelError as e:
+        raise r.fail("mapping", str(e)) from e
+    auth = r.section("auth", {f.name for f in fields(ServerAuth)})
+    a = ServerAuth(**{f.name: auth.str_(f.name, None) for f in fields(ServerAuth)})
+    if (a.bearer_token_file and a.bearer_token_env) or (a.password_file and a.password_env):
+        raise auth.fail("bearer_token_file", "name one place per secret: a file or a variable")
+    if (a.bearer_token_file or a.bearer_token_env) and a.username:
+        raise auth.fail("username", "a bearer token or basic auth, not both")
+    if a.username and not (a.password_file or a.password_env):
+        raise auth.fail("username", "basic auth needs password_file or password_env")
+    out = PrometheusServerSettings(
+        enabled=r.bool_("enabled", False),
+        url=r.str_("url", "http://127.0.0.1:9090", _URL) or "",
+        match=_selectors(r),
+        mapping=mapping,
+        catch_up_s=r.seconds("catch_up") or DEFAULT_CATCH_UP_S,
+        max_window_s=r.seconds("max_window") or DEFAULT_MAX_WINDOW_S,
+        timeout_s=r.pos_number("timeout_s", QUERY_TIMEOUT_S) or QUERY_TIMEOUT_S,
+        auth=a,
+    )
+    if out.enabled and not out.mapping:
+        raise r.fail("mapping", "sources.prometheus_server is enabled but has no label rules (presets: labels, "
+                                "jmx_exporter, strimzi, confluent)")
+    return out
 
 
 def _prometheus(r: _Reader) -> PrometheusSourceSettings:

@@ -15,13 +15,11 @@ refuses a security section with it): give it `kafka.*` options through `spark.co
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from jobs import SourceRefused
+from jobs.sources.secrets import SecretError, read_secret
 
 __all__ = ["PROTOCOLS", "PYTHON_READER_ONLY", "SASL_MECHANISMS", "KafkaSecurity", "SecretError", "client_conf",
            "reader_options"]
@@ -31,16 +29,9 @@ SASL_MECHANISMS = ("SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN")
 # Why a security section with Spark's own kafka reader is refused (the settings' and the query's error).
 PYTHON_READER_ONLY = ("applies to the python reader (planewatch_kafka); Spark's kafka reader takes its security as "
                       "kafka.* options through spark.conf: set sources.kafka.reader: python, or drop the section")
-# A password file larger than this is not a password (a wrong path to a certificate bundle, a log file).
-MAX_SECRET_BYTES = 4096
 # The reader options naming where the password is (not librdkafka keys: client_conf resolves them).
 PASSWORD_FILE_OPTION = "saslPasswordFile"
 PASSWORD_ENV_OPTION = "saslPasswordEnv"
-
-
-class SecretError(SourceRefused):
-    """A secret named by the settings cannot be read; the message names the setting, never the secret. No restart
-    mends it: the run stops (jobs.run.runner)."""
 
 
 @dataclass(frozen=True)
@@ -85,24 +76,9 @@ def reader_options(sec: KafkaSecurity) -> dict[str, str]:
 
 def _password(options: Mapping[str, str]) -> str:
     """The SASL password the options point to (a file's first line, or an environment variable)."""
-    if (path := options.get(PASSWORD_FILE_OPTION.lower(), options.get(PASSWORD_FILE_OPTION))):
-        try:
-            p = Path(path)
-            if p.stat().st_size > MAX_SECRET_BYTES:
-                raise SecretError(f"sources.kafka.security.password_file {path}: larger than {MAX_SECRET_BYTES} "
-                                  "bytes, not a password")
-            text = p.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            raise SecretError(f"sources.kafka.security.password_file {path}: cannot read it "
-                              f"({type(e).__name__}: {getattr(e, 'strerror', None) or 'not UTF-8'})") from None
-        return text.splitlines()[0] if text else ""
-    if (name := options.get(PASSWORD_ENV_OPTION.lower(), options.get(PASSWORD_ENV_OPTION))):
-        value = os.environ.get(name)
-        if value is None:
-            raise SecretError(f"sources.kafka.security.password_env: the variable {name} is not set in this "
-                              "process (executors: spark.executorEnv.*)")
-        return value
-    raise SecretError("sources.kafka.security: a SASL protocol needs password_file or password_env")
+    return read_secret("sources.kafka.security",
+                       options.get(PASSWORD_FILE_OPTION.lower(), options.get(PASSWORD_FILE_OPTION)),
+                       options.get(PASSWORD_ENV_OPTION.lower(), options.get(PASSWORD_ENV_OPTION)))
 
 
 def client_conf(options: Mapping[str, str], base: Mapping[str, Any]) -> dict[str, Any]:

@@ -81,11 +81,16 @@ __all__ = [
     "DEFAULT_INTERVAL_S",
     "INTERVAL_SLACK",
     "TARGET_RETENTION_S",
+    "PlannedScrape",
     "PrometheusStreamSource",
+    "ScrapePartition",
     "entry_scrapes",
     "logged_scrape_records",
     "planned_scrapes",
+    "read_partition",
     "scrape_batch_bytes",
+    "scrape_partitions",
+    "stream_bytes",
 ]
 
 log = logging.getLogger(__name__)
@@ -115,9 +120,35 @@ class PlannedScrape:
     scrape: Scrape
 
 
-class _ScrapePartition(InputPartition):
+class ScrapePartition(InputPartition):
+    """Planned scrapes read by one task, their answers inside."""
+
     def __init__(self, scrapes: list[PlannedScrape]) -> None:
         self.scrapes = scrapes
+
+
+def scrape_partitions(planned: list[PlannedScrape]) -> list[ScrapePartition]:
+    """`planned` in input partitions of about PARTITION_BYTES each, in order."""
+    groups: list[list[PlannedScrape]] = []
+    size = 0
+    for p in planned:
+        n = len(p.scrape.data)
+        if groups and size + n <= PARTITION_BYTES:
+            groups[-1].append(p)
+            size += n
+        else:
+            groups.append([p])
+            size = n
+    return [ScrapePartition(g) for g in groups]
+
+
+def read_partition(partition: InputPartition) -> Iterator[Any]:
+    """The raw records (pyarrow RecordBatches) of a ScrapePartition's scrapes."""
+    assert isinstance(partition, ScrapePartition)
+    for planned in partition.scrapes:
+        batch = read_scrape(planned)
+        if batch is not None:
+            yield batch
 
 
 def read_scrape(planned: PlannedScrape) -> Any:
@@ -410,25 +441,11 @@ class PrometheusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         """The scrapes the range (start, end] names, with their answers (a lost answer as a `source-error`)."""
         return planned_scrapes(self.store, start, end)
 
-    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[_ScrapePartition]:
-        groups: list[list[PlannedScrape]] = []
-        size = 0
-        for p in self.planned(start, end):
-            n = len(p.scrape.data)
-            if groups and size + n <= PARTITION_BYTES:
-                groups[-1].append(p)
-                size += n
-            else:
-                groups.append([p])
-                size = n
-        return [_ScrapePartition(g) for g in groups]
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[ScrapePartition]:
+        return scrape_partitions(self.planned(start, end))
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        assert isinstance(partition, _ScrapePartition)
-        for planned in partition.scrapes:
-            batch = read_scrape(planned)
-            if batch is not None:
-                yield batch
+        return read_partition(partition)
 
     def commit(self, end: dict[str, Any]) -> None:
         with self._lock:

@@ -42,6 +42,7 @@ from jobs.sources.file_tail import (
 from jobs.sources.kafka_records import raw_kafka_batch
 from jobs.sources.kafka_security import client_conf
 from jobs.sources.paths import FAMILIES
+from jobs.sources.prometheus_server import PrometheusServerSource
 from jobs.sources.prometheus_source import PrometheusStreamSource
 from schemas.inputs import Envelope
 
@@ -411,8 +412,9 @@ class KafkaStreamSource(DataSource):
 
 
 def register_sources(spark: SparkSession) -> None:
-    """Register planewatch_files, planewatch_kafka and planewatch_prometheus with the session."""
-    for source in (FileStreamSource, KafkaStreamSource, PrometheusStreamSource):
+    """Register planewatch_files, planewatch_kafka, planewatch_prometheus and planewatch_prometheus_server with the
+    session."""
+    for source in (FileStreamSource, KafkaStreamSource, PrometheusStreamSource, PrometheusServerSource):
         spark.dataSource.register(source)
 
 
