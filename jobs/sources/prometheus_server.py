@@ -186,8 +186,9 @@ class PrometheusServerReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                 end[key] = self._entry(before, key, t.cluster, t.broker_id, got)
                 continue
             labels = ",".join(f"{k}={v}" for k, v in sorted(t.labels.items()))
-            text = (f"prometheus target not mapped: labels {{{labels}}} give no "
-                    f"{'cluster' if t.cluster is None else 'broker'} (sources.prometheus_server.mapping); "
+            missing = " and no ".join(n for n, v in (("cluster", t.cluster), ("broker", t.broker_id)) if v is None)
+            text = (f"prometheus target not mapped: labels {{{labels}}} give no {missing} "
+                    "(sources.prometheus_server.mapping); "
                     f"{t.samples} samples not read\n{t.text[:ERROR_SAMPLE_BYTES]}")
             end[key] = self._entry(before, key, t.cluster or self.default_cluster, t.broker_id,
                                    Scrape(t.last_ms, SOURCE_ERROR_FORMAT, text.encode("utf-8")))
