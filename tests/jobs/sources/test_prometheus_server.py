@@ -52,7 +52,7 @@ def _batch(reader: PrometheusServerReader, start: dict[str, Any], end: dict[str,
 
 def _drain(reader: PrometheusServerReader, start: dict[str, Any]) -> tuple[list[list[dict[str, Any]]], dict[str, Any]]:
     """Every batch the reader plans from `start` until a read finds nothing new: (the batches' rows, the end)."""
-    batches = []
+    batches: list[list[dict[str, Any]]] = []
     for _ in range(MAX_READS):
         end = reader.latestOffset(start, None)
         if end == start:
