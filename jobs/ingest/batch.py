@@ -41,6 +41,7 @@ import datetime as dt
 import functools
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -51,6 +52,7 @@ from jobs.detect.rules import SilverBatch
 from jobs.ingest.quality import IngestQuality
 from jobs.ingest.readers import READERS, BatchInput, BatchKind
 from jobs.ingest.staging import FilesOutcome, local_file, sample_rows, write_batch
+from jobs.run import observability
 from jobs.run.settings import Settings
 from jobs.sources.checkpoints import logged_offset
 from jobs.sources.dedup import dedup_results
@@ -99,6 +101,12 @@ class BatchReport:
     path: str = ""  # where process() ran: driver | executors (IngestBatch.where_for)
     # seconds per stage (read, engine+files, ge:<table>, detect, dq): where a slow batch spends its time
     stages: dict[str, float] = field(default_factory=dict)
+    ok: bool = field(default=False, repr=False)  # every table and the dq rows committed (else it raised)
+    # quarantined records by reason: schemas.routes.REJECTED (the parser or the source refused them), else the name
+    # of the hard rule they failed
+    quarantine_reasons: dict[str, int] = field(default_factory=dict, repr=False)
+    # per cluster, the newest event time (`ts`, unix seconds) of the batch's silver rows
+    newest_event_ts: dict[str, float] = field(default_factory=dict, repr=False)
     started: float = field(default_factory=time.perf_counter, init=False, repr=False)
     _mark: float = field(init=False, repr=False)  # when the last stage ended
 
@@ -209,6 +217,7 @@ class IngestBatch:
                 report.lap("detect")
             # write the dq rows
             self._write_dq(self._dq_results(written, suites, report) + self._dedup_results(), report)
+            report.ok = True
         except BaseException:
             log.exception("batch %d failed", batch_id)
             raise
@@ -216,6 +225,7 @@ class IngestBatch:
             report.seconds = time.perf_counter() - report.started
             self.reports.append(report)
             log.info("%s batch %d: %s", self.query, batch_id, report)
+            observability.batch_done(self.family, self.query, report)
 
     def where_for(self, batch_id: int) -> str:
         """Where `process()` runs for batch `batch_id` (driver | executors), decided before the batch is read."""
@@ -296,6 +306,9 @@ class IngestBatch:
             report.silver[name] = rows_of(name, routes.get(route, 0) - sum(failed.get(name, {}).values()))
         report.quarantine = rows_of(QUARANTINE.name, routes.get(REJECTED, 0) + routes.get(VALIDATE, 0))
         report.unused = routes.get(UNUSED, 0)
+        report.quarantine_reasons = dict(Counter({REJECTED: routes.get(REJECTED, 0)})
+                                         + sum((Counter(rules) for rules in failed.values()), Counter()))
+        report.newest_event_ts = dict(outcome.newest)
         paths = {s.table.name: list(results[s.table.name].paths) if not results[s.table.name].skipped
                  else [local_file(u) for u in s.batch_files(batch_id)]
                  for s in self.silver_sinks.values() if report.silver[s.table.name]}

@@ -14,7 +14,8 @@ Theory of operation (delta-rs sink mode; the driver commits, as for every delta-
    written, all with pyarrow into Hive-style partition directories under the pending directories (one file per
    table and partition per task, a row group per chunk). Unused records are counted, not written: bronze holds them.
 3. The staging yields only descriptors (:data:`OUTPUT_DDL`): each file it wrote with its rows, the rows per parser
-   route and per failed hard rule. :func:`write_batch` sums them and commits each table's files with
+   route and per failed hard rule, the newest event time per cluster of its silver rows (the pipeline's input lag,
+   jobs.run.observability). :func:`write_batch` sums them and commits each table's files with
    :meth:`~lake.sink.DeltaSink.commit_pending`, which takes only the files the collected (successful)
    task attempts reported: a failed attempt's files are never committed.
 """
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import unquote
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from jobs.ingest.bronze import arrow_to_raw
@@ -57,6 +59,7 @@ ENGINE_BYTES = 64 * 1024 * 1024
 # polars threads in an executor's Python worker (read by polars when the worker first imports it).
 POLARS_THREADS_PER_TASK = 1
 # kind: file (name = table, path, rows) | route (name = parser route, rows) | rule (name = `<table>|<expectation>`)
+# | newest (name = cluster, rows = the newest `ts` of its silver rows in unix microseconds)
 OUTPUT_DDL = "kind string, name string, path string, rows long"
 # The characters Spark escapes in a partition directory's value (ExternalCatalogUtils.charToEscape), as %XX.
 _ESCAPE = frozenset('"#%\'*/:=?\\\x7f{[]^') | frozenset(chr(c) for c in range(1, 32))
@@ -144,6 +147,7 @@ class FilesOutcome:
     rows: dict[str, int] = field(default_factory=dict)  # table -> rows written
     routes: dict[str, int] = field(default_factory=dict)
     rules: dict[str, int] = field(default_factory=dict)  # `<table>|<expectation>` -> rows
+    newest: dict[str, float] = field(default_factory=dict)  # cluster -> the newest `ts` of its silver rows (unix s)
 
 
 def _task(batches: Iterator[pa.RecordBatch], family: str, process: Process, pending: Mapping[str, str]
@@ -155,6 +159,7 @@ def _task(batches: Iterator[pa.RecordBatch], family: str, process: Process, pend
     outputs = {t.name: PartitionFiles(t, pending[t.name]) for t in tables if t.name in pending}
     routes: dict[str, int] = {}
     rules: dict[str, int] = {}
+    newest: dict[str, int] = {}  # cluster -> microseconds
 
     def write(name: str, tbl: pa.Table) -> None:
         files = outputs.get(name)
@@ -167,6 +172,7 @@ def _task(batches: Iterator[pa.RecordBatch], family: str, process: Process, pend
         result = process(raw)
         for name, tbl in result.silver.items():
             write(name, tbl)
+            _newest_ts(tbl, newest)
         if result.quarantine is not None:
             write(QUARANTINE.name, result.quarantine)
         for route, n in result.counts.items():
@@ -193,11 +199,23 @@ def _task(batches: Iterator[pa.RecordBatch], family: str, process: Process, pend
         out += [("file", name, path, n) for path, n in files.close()]
     out += [("route", k, None, v) for k, v in routes.items()]
     out += [("rule", k, None, v) for k, v in rules.items()]
+    out += [("newest", k, None, v) for k, v in newest.items()]
     if out:
         kinds, names, paths, counts = zip(*out, strict=True)
         yield pa.RecordBatch.from_arrays(
             [pa.array(kinds, pa.string()), pa.array(names, pa.string()), pa.array(paths, pa.string()),
              pa.array(counts, pa.int64())], names=["kind", "name", "path", "rows"])
+
+
+def _newest_ts(rows: pa.Table, newest: dict[str, int]) -> None:
+    """Fold the newest `ts` per cluster of silver `rows` into `newest` (cluster -> unix microseconds)."""
+    if not rows.num_rows:
+        return
+    micros = pc.cast(pc.cast(rows.column("ts"), pa.timestamp("us", "UTC"), safe=False), pa.int64())
+    per = pa.table({"cluster": rows.column("cluster"), "us": micros}).group_by("cluster").aggregate([("us", "max")])
+    for cluster, top in zip(per["cluster"].to_pylist(), per["us_max"].to_pylist(), strict=True):
+        if cluster is not None and top is not None:
+            newest[cluster] = max(newest.get(cluster, top), top)
 
 
 def _outcome(rows: Sequence[Any]) -> FilesOutcome:
@@ -210,6 +228,8 @@ def _outcome(rows: Sequence[Any]) -> FilesOutcome:
             outcome.rows[name] = outcome.rows.get(name, 0) + rows_
         elif kind == "route":
             outcome.routes[name] = outcome.routes.get(name, 0) + rows_
+        elif kind == "newest":
+            outcome.newest[name] = max(outcome.newest.get(name, 0.0), rows_ / 1e6)
         else:
             outcome.rules[name] = outcome.rules.get(name, 0) + rows_
     return outcome

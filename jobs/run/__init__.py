@@ -5,6 +5,8 @@
 * `jars`: the JVM packages a session may load (spark-sql-kafka, delta-spark);
 * `runner`: `run_pipeline`, the families' queries until done (--once) or stopped, restarted from their checkpoints;
 * `maintenance`: `Maintainer`, the lake maintenance thread (lake.maintenance does the work);
+* `observability`: the pipeline's own metrics for Prometheus (batches, records, input lag, commits, maintenance runs),
+  served by the runner when `observability.metrics_port` is set;
 * `local_cluster`: a Spark standalone cluster on 127.0.0.1 (`make cluster-up`).
 """
 

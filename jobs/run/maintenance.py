@@ -11,6 +11,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Mapping
 
+from jobs.run import observability
 from jobs.run.settings import Settings
 from lake.maintenance import FAILURES_BEFORE_ERROR, TableReport, maintain_table
 from lake.read import is_table
@@ -68,6 +69,7 @@ class Maintainer:
                 log.info("maintenance of %s: %s", table.name, report)
         self.passes += 1
         self.last = reports
+        observability.maintenance_done(reports)
         return reports
 
     def _run(self) -> None:

@@ -25,10 +25,10 @@ from jobs.run.settings import Settings, add_arguments, load_settings
 from jobs.sources.kafka_security import SecretError
 from schemas.inputs import InputFamily
 
-# jobs.ingest.queries, jobs.run.maintenance and jobs.run.session are imported in the functions that use them: every
-# `planewatch` command imports this module while it builds its parser (planewatch.demo.plan takes QUERY_RESTART),
-# the API's process too, and they bring in pyspark, pyarrow, deltalake and polars: +0.5 s and +110 MB per CLI
-# process (measured).
+# jobs.ingest.queries, jobs.run.maintenance, jobs.run.observability and jobs.run.session are imported in the
+# functions that use them: every `planewatch` command imports this module while it builds its parser
+# (planewatch.demo.plan takes QUERY_RESTART), the API's process too, and they bring in pyspark, pyarrow, deltalake
+# and polars: +0.5 s and +110 MB per CLI process (measured).
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -91,6 +91,7 @@ def run_pipeline(
 
     detection: False = ingestion only (no pairing, no rule runs, no alert is written)."""
     from jobs.ingest.queries import start_ingest_queries  # lazy: pyspark in every CLI process (note at the imports)
+    from jobs.run import observability  # lazy: pyarrow in every CLI process (note at the imports)
     from jobs.run.maintenance import (
         Maintainer,  # lazy: pyarrow and deltalake in every CLI process (note at the imports)
     )
@@ -107,6 +108,7 @@ def run_pipeline(
         for sig in (signal.SIGTERM, signal.SIGHUP):  # as Ctrl-C (KeyboardInterrupt) stops them
             signal.signal(sig, _stop)
     try:
+        observability.start(settings, families)  # the pipeline's /metrics, when observability.metrics_port is set
         if settings.once:
             # one family at a time (the 2 cores are shared by the queries anyway), metrics first (ONCE_ORDER)
             for family in sorted(families, key=lambda f: ONCE_ORDER.index(f) if f in ONCE_ORDER else len(ONCE_ORDER)):
@@ -149,6 +151,7 @@ def run_pipeline(
         if maintainer is not None:
             maintainer.stop(MAINTENANCE_STOP_JOIN_S)
         _stop_all(queries)
+        observability.stop()
 
 
 def _stop_all(queries: Sequence[StreamingQuery]) -> None:

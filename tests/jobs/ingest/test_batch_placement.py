@@ -106,6 +106,13 @@ def test_driver_path_writes_what_the_executor_path_writes(spark: Any, tmp_path: 
         rep_e.raw, rep_e.silver, rep_e.quarantine, rep_e.unused)
     assert rep_d.balanced
     assert rep_d.raw == df.count()
+    # what the pipeline's metrics read of a report (jobs.run.observability): the same wherever process() ran
+    assert rep_d.ok
+    assert rep_e.ok
+    assert rep_d.quarantine_reasons == rep_e.quarantine_reasons
+    assert sum(rep_d.quarantine_reasons.values()) == rep_d.quarantine
+    assert rep_d.newest_event_ts == rep_e.newest_event_ts
+    assert set(rep_d.newest_event_ts) == {"c1"}
     tables = ["raw_logs", "state_change_events", "request_events"] if family == "logs" else [
         "raw_metrics", "metric_samples"]
     for t in [*tables, "quarantine"]:
