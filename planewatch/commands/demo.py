@@ -52,11 +52,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="the Apache Kafka runs' logs: shipped by rsyslog into a logging Kafka cluster the demo "
                              "starts (default), read from their files, or both (their shipped copy named "
                              "<run>-shipped; planewatch/demo/shipping.py)")
+    parser.add_argument("--metrics", default="prometheus", choices=("prometheus", "direct", "both"),
+                        help="the Apache Kafka runs' metrics: scraped by a Prometheus the demo starts, which the "
+                             "pipeline reads (default), scraped by the pipeline itself, or both (Prometheus's copy "
+                             "named <run>-prom; planewatch/demo/metrics_path.py)")
 
 
 def run(args: argparse.Namespace) -> int:
     from planewatch.demo.runner import DemoOptions, run_demo
 
     opts = DemoOptions(dir=args.dir, port=args.port, duration_s=args.duration, runs=args.runs, serve=args.serve,
-                       config=args.config, scrape_interval_s=args.scrape_interval, logs=args.logs)
+                       config=args.config, scrape_interval_s=args.scrape_interval, logs=args.logs,
+                       metrics=args.metrics)
     return run_demo(opts)

@@ -2,7 +2,9 @@
 
 1. the API (`planewatch api`, bearer token generated) and the streaming pipeline (`planewatch pipeline` over
    ``<dir>/clusters``, continuous, short trigger) start; with Apache Kafka runs, first a logging Kafka cluster their
-   brokers ship their logs to through rsyslog, which the pipeline reads too (planewatch.demo.shipping, `--logs`);
+   brokers ship their logs to through rsyslog, which the pipeline reads too (planewatch.demo.shipping, `--logs`),
+   and a Prometheus scraping their JMX exporters, which the pipeline reads (planewatch.demo.metrics_path,
+   `--metrics`);
 2. the scenarios run one after another, each on its own 3-broker reference cluster under
    ``<dir>/clusters/<run>/cluster`` (``<dir>/current`` points at the running one: the API's GET /cluster);
 3. the demo polls GET /alerts, waits (bounded) until every injected incident is caught, prints the
@@ -30,6 +32,7 @@ from typing import IO, Any
 import yaml
 
 from pipelines.detection.metric_detectors import METRIC_RULES
+from planewatch.demo.metrics_path import operator_prometheus, prometheus_name, prometheus_source
 from planewatch.demo.plan import (
     ALL_RUNS,
     RUNS,
@@ -67,6 +70,7 @@ from planewatch.demo.shipping import (
 )
 from planewatch.demo.watch import AlertWatcher
 from planewatch.kafka import expected as kafka_expected
+from planewatch.kafka.prometheus import PrometheusMissing, binary
 from planewatch.kafka.shipper import RsyslogMissing, rsyslogd
 from schemas.inputs import InputFamily, SourceKind, ingest_query
 
@@ -88,8 +92,8 @@ TRIGGER = "2 seconds"
 # waits at most 5 minutes for each of four verdicts, and takes 2-4 minutes when the cluster recovers).
 RUN_TIMEOUT_S = 1500.0
 # The subdirectories the demo owns under --dir (cleared at start).
-OWNED = ("clusters", "shipped", "logging", "pipeline.yaml", "lake", "checkpoints", "timeline", "logs", "current",
-         "report.json")
+OWNED = ("clusters", "shipped", "logging", "prometheus", "pipeline.yaml", "lake", "checkpoints", "timeline", "logs",
+         "current", "report.json")
 
 
 @dataclass(frozen=True)
@@ -104,6 +108,7 @@ class DemoOptions:
     config: Path | None = None
     scrape_interval_s: float = SCRAPE_INTERVAL_S  # Apache Kafka's exporters (the reference brokers write files)
     logs: str = "shipped"  # how the Apache Kafka runs' logs reach planewatch (planewatch.demo.shipping.LOGS_MODES)
+    metrics: str = "prometheus"  # how their metrics do (planewatch.demo.metrics_path.METRICS_MODES)
 
 
 class Progress:
@@ -246,6 +251,26 @@ def _read_lines(path: Path) -> list[str]:
         return []
 
 
+def _prometheus(stack: contextlib.ExitStack, d: Path, opts: DemoOptions, runs: Sequence[DemoRun],
+                homes: Mapping[str, Path], progress: Progress) -> str | None:
+    """Start the Prometheus scraping the Apache Kafka runs' exporters unless `--metrics direct`: its URL, or None
+    (no Apache Kafka run, or Prometheus not installed: the pipeline then scrapes them itself)."""
+    kafka_runs = [r for r in runs if r.kafka]
+    if opts.metrics == "direct" or not kafka_runs:
+        return None
+    try:
+        binary("prometheus")
+    except PrometheusMissing as e:
+        progress.say(f"{e}: the pipeline scrapes the exporters itself")
+        return None
+    cluster_jsons = {prometheus_name(r.name, opts.metrics): homes[r.name] / "cluster" / "cluster.json"
+                     for r in kafka_runs}
+    prom = stack.enter_context(operator_prometheus(d / "prometheus", opts.scrape_interval_s, cluster_jsons))
+    progress.say(f"Prometheus {prom.url} scrapes the Apache Kafka runs' exporters every {opts.scrape_interval_s:g} s; "
+                 f"the pipeline reads it ({opts.metrics})")
+    return prom.url
+
+
 def _failures(children: Sequence[Child], logs: Path) -> list[ProcessFailure]:
     """The demo's own processes that failed so far: a child that exited, and the pipeline's query restarts."""
     out = query_restarts(_read_lines(logs / "pipeline.log"))
@@ -292,25 +317,29 @@ def run_demo(opts: DemoOptions, out: IO[str] = sys.stdout,
         if bootstrap is None:
             logs = "files"
         homes = {r.name: run_dir(d, r.name, bool(r.kafka), logs) for r in runs}
+        prom_url = _prometheus(stack, d, opts, runs, homes, progress)
+        metrics = opts.metrics if prom_url is not None else "direct"
         api = Child("api", planewatch_cmd("api", "--lake", str(d / "lake"), "--port", str(port), "--cluster-dir",
                                           str(d / "current"), "--log-level", "warning"), d / "logs" / "api.log", env)
         children.append(api)
         pipe_args = ["pipeline", "--input", str(d / "clusters"), "--lake", str(d / "lake"), "--checkpoints",
                      str(d / "checkpoints"), "--trigger", TRIGGER]
         config = opts.config
-        if bootstrap is not None:  # the pipeline also reads the logging cluster's topic
+        if bootstrap is not None or prom_url is not None:  # the logging cluster's topic, the demo's Prometheus
             config = d / "pipeline.yaml"
-            config.write_text(yaml.safe_dump(pipeline_config(opts.config, bootstrap), sort_keys=False))
+            server = prometheus_source(prom_url) if prom_url is not None else None
+            config.write_text(yaml.safe_dump(pipeline_config(opts.config, bootstrap, server), sort_keys=False))
         if config is not None:
             pipe_args += ["--config", str(config)]
-        # Apache Kafka exports its metrics only on the JMX exporters' endpoints: scraped while each run's cluster is up
-        # (named: a shipped run's cluster lies outside the file tree; with --logs both, the shipped copy has no
-        # metrics: the scrape source asks an endpoint once, under one name)
-        for run in runs:
-            if run.kafka:
-                pipe_args += ["--scrape", f"{run.name}={homes[run.name] / 'cluster' / 'cluster.json'}"]
-        if any(run.kafka for run in runs):
-            pipe_args += ["--scrape-interval", str(opts.scrape_interval_s)]
+        # Apache Kafka exports its metrics only on the JMX exporters' endpoints: scraped by the demo's Prometheus, or
+        # by the pipeline itself while each run's cluster is up (named: a shipped run's cluster lies outside the file
+        # tree; with --logs both, the shipped copy has no metrics: an endpoint is asked once, under one name)
+        if metrics in ("direct", "both"):
+            for run in runs:
+                if run.kafka:
+                    pipe_args += ["--scrape", f"{run.name}={homes[run.name] / 'cluster' / 'cluster.json'}"]
+            if any(run.kafka for run in runs):
+                pipe_args += ["--scrape-interval", str(opts.scrape_interval_s)]
         children.append(Child("pipeline", planewatch_cmd(*pipe_args), d / "logs" / "pipeline.log", env))
         wait_http_ok(f"{url}/livez", API_START_S, api)
         # the first scenario starts once the pipeline's queries are up: a Kafka cluster starting beside Spark's own
@@ -351,6 +380,10 @@ def run_demo(opts: DemoOptions, out: IO[str] = sys.stdout,
                 copy = shipped_name(run.name, logs)  # (a metric rule's: its samples are scraped, not shipped)
                 incidents += [replace(x, run=copy) for x in found if x.alert_type not in METRIC_RULES]
                 forbidden[copy] = forbidden.get(run.name, ())
+            if run.kafka and metrics == "both":  # the metric incidents, caught again through Prometheus's copy
+                copy = prometheus_name(run.name, metrics)
+                incidents += [replace(x, run=copy) for x in found if x.alert_type in METRIC_RULES]
+                forbidden[copy] = forbidden.get(run.name, ())
             for ev in events:
                 if ev.get("event") == "roll-finished":
                     rolls[run.name] = ev
@@ -360,11 +393,13 @@ def run_demo(opts: DemoOptions, out: IO[str] = sys.stdout,
         causes = watcher.causes(incident_rows)
         seen, names = watcher.alerts(), [r.name for r in runs]
         engines = {r.name: r.engine for r in runs}
-        if logs == "both":
-            for r in runs:
-                if r.kafka:
-                    names.append(shipped_name(r.name, logs))
-                    engines[shipped_name(r.name, logs)] = f"{r.engine}, shipped"
+        for r in runs:
+            if r.kafka and logs == "both":
+                names.append(shipped_name(r.name, logs))
+                engines[shipped_name(r.name, logs)] = f"{r.engine}, shipped"
+            if r.kafka and metrics == "both":
+                names.append(prometheus_name(r.name, metrics))
+                engines[prometheus_name(r.name, metrics)] = f"{r.engine}, via Prometheus"
         # an alert that caught an injected incident is that catch, whatever its run forbids otherwise
         caught = {x.alert.alert_id for x in detections if x.alert is not None}
         rest = [a for a in seen if a.alert_id not in caught]

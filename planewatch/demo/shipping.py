@@ -56,12 +56,18 @@ def _merged(base: Mapping[str, Any], more: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def pipeline_config(base: Path | None, bootstrap: str) -> dict[str, Any]:
-    """The pipeline's settings: the user's (`base`, else none) with the Kafka source reading the logging topic."""
+def pipeline_config(base: Path | None, bootstrap: str | None, prometheus_server: Mapping[str, Any] | None = None
+                    ) -> dict[str, Any]:
+    """The pipeline's settings: the user's (`base`, else none) with the Kafka source reading the logging topic (when
+    `bootstrap`) and the `prometheus_server` source section (when given)."""
     raw = yaml.safe_load(base.read_text()) if base is not None else {}
-    kafka = {"enabled": True, "bootstrap_servers": bootstrap, "logs_topics": [LOGS_TOPIC],
-             "logs_envelope": "rsyslog", "logs_mapping": ["host"], "starting_offsets": "earliest"}
-    return _merged(raw or {}, {"sources": {"kafka": kafka}})
+    sources: dict[str, Any] = {}
+    if bootstrap is not None:
+        sources["kafka"] = {"enabled": True, "bootstrap_servers": bootstrap, "logs_topics": [LOGS_TOPIC],
+                            "logs_envelope": "rsyslog", "logs_mapping": ["host"], "starting_offsets": "earliest"}
+    if prometheus_server is not None:
+        sources["prometheus_server"] = dict(prometheus_server)
+    return _merged(raw or {}, {"sources": sources})
 
 
 @contextmanager
