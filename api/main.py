@@ -14,6 +14,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 
+from api.metrics import ApiMetrics, RequestMetrics
 from api.public_paths import scrub_text
 from api.push import AlertPusher
 from api.routes import (
@@ -27,6 +28,7 @@ from api.routes import (
     docs,
     health,
     incidents,
+    metrics,
     roll_safety,
     rolls,
     runbook,
@@ -125,12 +127,14 @@ def create_app() -> FastAPI:
         redoc_url=None,
     )
     app.add_exception_handler(TableUnavailable, _unavailable)
+    app.state.metrics = ApiMetrics()  # GET /metrics (api.routes.metrics); requests counted by RequestMetrics
+    app.add_middleware(RequestMetrics, metrics=app.state.metrics)
     app.include_router(health.router)
     app.include_router(docs.router)
     app.include_router(runbook.router)
     app.mount(docs.SWAGGER_URL, StaticFiles(directory=docs.SWAGGER_DIR), name="swagger")
     app.include_router(dashboard.page_router)
     for r in (alerts, incidents, brokers, control_requests, cluster, clusters, roll_safety, rolls, alertmanager,
-              dashboard):
+              dashboard, metrics):
         app.include_router(r.router)
     return app
