@@ -8,6 +8,7 @@ import re
 import shutil
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
@@ -54,7 +55,7 @@ def test_requests_are_counted_by_route_template_and_status(make_client: ClientFa
 
 
 def test_open_incidents_and_alerts_are_the_lakes(make_client: ClientFactory, tmp_path: Path) -> None:
-    resolved = {"status": "resolved", "resolved_at": T0}
+    resolved: dict[str, Any] = {"status": "resolved", "resolved_at": T0}
     rows = [alert(i, cluster="c1" if i % 4 else "c2", **(resolved if i % 5 == 0 else {}),
                   type="ACCEPTOR_BLOCKED" if i % 3 == 0 else "DELAYED_LEADER_AND_ISR") for i in range(20)]
     lake = tmp_path / "lake"
