@@ -9,7 +9,9 @@
   `envelopes` (a log shipper's JSON around the line, and the mapping rules naming each record's cluster and broker),
   `dedup` (shipped records delivered twice kept once), `kafka_security` (SASL_SSL and mTLS to a secured cluster);
 * `prometheus_source` (`planewatch_prometheus`: live exporters scraped every trigger), `scrape` (the HTTP scrapes),
-  `scrape_pacing` (each target's timeout and back-off);
+  `scrape_pacing` (each target's timeout and back-off); `prometheus_server` (`planewatch_prometheus_server`: the
+  operator's Prometheus read through its query API), `prometheus_query` (its window, query and label mapping);
+  `secrets` (a password or token named by the settings, read where a client is made);
 * `checkpoints` (a query's run id and Spark's offset log read back), `file_accounting` (what a file batch left out).
 
 No module here transforms data or opens a Delta table.

@@ -5,7 +5,8 @@
   `cluster` (ZooKeeper-mode or KRaft clusters on 127.0.0.1), `cgroup` (CPU starvation of a process);
 * `runs` (a cluster for a run's length, admin clients, topics), `scenarios` (the incidents caused on it),
   `rolls` (rolling restarts, timed or gated by roll-check), `expected` (what each run injects and what must catch
-  it); `shipper` (rsyslog shipping the brokers' log files into a Kafka topic, one rsyslogd per host).
+  it); `shipper` (rsyslog shipping the brokers' log files into a Kafka topic, one rsyslogd per host), `prometheus`
+  (an operator's Prometheus scraping the exporters: its configuration, start and stop, history backfilled).
 """
 
 from __future__ import annotations
