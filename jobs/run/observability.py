@@ -17,7 +17,7 @@ Each metric (its type; its labels): what it says, and where it comes from:
   attempt committed them: counted by the table, their reasons unknown);
 * `planewatch_input_newest_event_timestamp_seconds` (gauge; family, query, cluster): the newest event time (`ts`)
   of the cluster's silver rows the query has read since the process started (a batch of older rows, a backfill's
-  or a late line's, does not move it back);
+  or a late line's, does not move it back; a time over :data:`MAX_FUTURE_S` ahead of the clock is left out);
 * `planewatch_input_lag_seconds` (gauge; family, query, cluster): now less that, computed at each scrape, so it
   grows while nothing newer arrives;
 * `planewatch_last_commit_timestamp_seconds` (gauge; table): when an ok batch last committed rows to the table;
@@ -78,6 +78,10 @@ DURATION_BUCKETS_S = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 3
 # attempt committed: their count comes from the table, their reasons are not known).
 OTHER_REASON = "other"
 OK, FAILED = "ok", "failed"
+# An event time further than this ahead of the pipeline's clock is a bad timestamp (a broker clock set years ahead,
+# a garbled line), not input: taken as the newest, it would hold the lag at 0 for good and PlanewatchBehind silent.
+# An hour is beyond any clock skew NTP leaves.
+MAX_FUTURE_S = 3600.0
 NEWEST = "input_newest_event_timestamp_seconds"
 NEWEST_HELP = "Newest event time (unix seconds) of the cluster's rows the query has read"
 LAG = "input_lag_seconds"
@@ -148,7 +152,8 @@ def batch_updates(family: str, query: str, report: BatchReport, now: float) -> l
     if uncounted > 0:
         reasons[OTHER_REASON] = uncounted
     out += [Update("records_quarantined_total", (query, reason), float(n)) for reason, n in reasons.items()]
-    out += [Update(NEWEST, (family, query, cluster), ts) for cluster, ts in sorted(report.newest_event_ts.items())]
+    out += [Update(NEWEST, (family, query, cluster), ts) for cluster, ts in sorted(report.newest_event_ts.items())
+            if ts <= now + MAX_FUTURE_S]
     if report.raw:  # an empty batch commits nothing; one with records commits bronze and its dq rows
         tables = [RAW_TABLES[family].name, *sorted(t for t, n in report.silver.items() if n)]
         tables += [QUARANTINE.name] * bool(report.quarantine) + [DQ_RESULTS.name]

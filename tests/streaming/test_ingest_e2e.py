@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from jobs.run import observability
+from jobs.run.observability import PipelineMetrics
 from jobs.run.runner import run_pipeline
+from jobs.run.settings import ObservabilitySettings
 from schemas.dq import BYTES_EXPECTATION
 from tests.lake_helpers import lake_rows, pipeline_settings
 
@@ -32,6 +36,10 @@ def test_files_to_tables_reconcile_restart_and_replay(spark, tmp_path: Path) -> 
     shutil.copytree(REPO_FIXTURE, inp)
     lake = tmp_path / "lake"
     settings = pipeline_settings(tmp_path, files=inp, max_bytes_per_batch=4096, quality={"sample_limit": 100})
+    # the pipeline's own metrics (jobs.run.observability) see the run's batches: served here on a free port (the
+    # run's settings serve none; the run stops this server when it ends, the registry stays readable)
+    metrics = PipelineMetrics()
+    observability.start(replace(settings, observability=ObservabilitySettings(0)), ("logs",), metrics)
     assert run_pipeline(spark, settings, families=("logs",), detection=False) == 0
 
     raw = lake_rows(lake, "raw_logs")
@@ -64,6 +72,20 @@ def test_files_to_tables_reconcile_restart_and_replay(spark, tmp_path: Path) -> 
     assert [r["batch_id"] for r in by_bytes] == sorted({r["batch_id"] for r in rec})
     assert all(r["success"] and r["unexpected_count"] == 0 for r in by_bytes)
     assert by_bytes[-1]["element_count"] == sum(f.stat().st_size for f in inp.glob("*/broker-*/*.log*"))
+    # ... and counted what the tables hold
+    q = {"query": "ingest_logs_files"}
+    value = metrics.registry.get_sample_value
+    assert value("planewatch_batches_total", {**q, "outcome": "ok"}) == len({r["batch_id"] for r in raw})
+    assert value("planewatch_batches_total", {**q, "outcome": "failed"}) == 0
+    assert value("planewatch_records_read_total", q) == len(raw)
+    assert value("planewatch_records_accepted_total", q) == len(silver)
+    quarantined = [s for m in metrics.registry.collect() for s in m.samples
+                   if s.name == "planewatch_records_quarantined_total"]
+    assert sum(s.value for s in quarantined) == len(quarantine)
+    newest = value("planewatch_input_newest_event_timestamp_seconds", {**q, "family": "logs",
+                                                                        "cluster": "demo-cluster"})
+    assert newest == max(r["ts"] for r in silver).timestamp()
+    assert value("planewatch_last_commit_timestamp_seconds", {"table": "raw_logs"})
 
     # Restart after a crash that lost the last batch's commit, with a line appended meanwhile: Spark re-runs
     # the last batch (the sink writes nothing: the table versions stay), then reads only the new line.

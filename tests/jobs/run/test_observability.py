@@ -40,7 +40,8 @@ def served() -> Iterator[None]:
 def test_an_ok_batch_counts_its_records_reasons_event_times_and_commits() -> None:
     r = report(raw=10, silver={"state_change_events": 6, "request_events": 0}, quarantine=3, unused=1)
     r.quarantine_reasons = {"rejected": 1, "ts_not_null": 1}  # the third: a replay's row, its reason unknown
-    r.newest_event_ts = {"c2": 1_700_000_050.0, "c1": 1_700_000_000.0}
+    # c3's newest line is dated next year: a bad timestamp, not input (it would hold the lag at 0)
+    r.newest_event_ts = {"c2": 1_700_000_050.0, "c1": 1_700_000_000.0, "c3": NOW + 365 * 86400}
     assert batch_updates("logs", QUERY, r, NOW) == [
         Update("batches_total", (QUERY, "ok"), 1.0),
         Update("batches_total", (QUERY, "failed"), 0.0),
