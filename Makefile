@@ -30,12 +30,17 @@ test-fast: $(STAMP) ## unit tests only (no Spark, no processes)
 test-newest: $(STAMP) ## the whole suite on the newest versions pyproject's bounds allow (.venv-newest; the lock unchanged)
 	bash scripts/test_newest.sh
 
-lock: $(STAMP) ## re-resolve uv.lock after a pyproject change, keeping locked versions where they still fit
-	$(VENV)/bin/uv lock
+# uv alone, at scripts/bootstrap.sh's version: re-locking must not need the bootstrap, which refuses a stale lock
+$(VENV)/bin/uv:
+	python3.11 -m venv $(VENV)
+	$(VENV)/bin/python -m pip install -q --disable-pip-version-check "uv==$$(sed -n 's/^UV_VERSION=//p' scripts/bootstrap.sh)"
+
+lock: | $(VENV)/bin/uv ## re-resolve uv.lock after a pyproject change, keeping locked versions where they still fit
+	$(VENV)/bin/uv lock --python $(VENV)/bin/python
 	bash scripts/bootstrap.sh
 
-lock-upgrade: $(STAMP) ## move uv.lock to the newest allowed versions, install them and run the whole suite
-	$(VENV)/bin/uv lock --upgrade
+lock-upgrade: | $(VENV)/bin/uv ## move uv.lock to the newest allowed versions, install them and run the whole suite
+	$(VENV)/bin/uv lock --upgrade --python $(VENV)/bin/python
 	bash scripts/bootstrap.sh
 	$(VENV)/bin/python -m pytest
 
