@@ -9,6 +9,10 @@ Prometheus (jobs.sources.prometheus_server, `labels` preset) instead of asking t
 * `both`: the pipeline scrapes them AND reads Prometheus's copy, named ``<run>-prom`` (:data:`PROM_SUFFIX`): one
   pipeline, one lake, the same metric incidents caught both ways under the same load (benchmarks.prometheus_delays
   prints the delays side by side).
+
+The same Prometheus watches planewatch as an operator's would (:func:`planewatch_jobs`): the pipeline's metrics
+port and the API's GET /metrics (with the demo's token), and the project's rule file (PlanewatchDown, Behind,
+Failing: conf/prometheus/planewatch-rules.yml).
 """
 
 from __future__ import annotations
@@ -19,10 +23,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from jobs.sources.scrape import resolve_targets
 from planewatch.kafka.prometheus import OperatorPrometheus, ScrapeTarget
 
-__all__ = ["METRICS_MODES", "PROM_SUFFIX", "operator_prometheus", "prometheus_name", "prometheus_source"]
+__all__ = ["METRICS_MODES", "PROM_SUFFIX", "RULES", "operator_prometheus", "planewatch_jobs", "prometheus_name",
+           "prometheus_source", "watching"]
 
 METRICS_MODES = ("prometheus", "direct", "both")
 PROM_SUFFIX = "-prom"
@@ -30,6 +37,30 @@ PROM_SUFFIX = "-prom"
 SD_POLL_S = 1.0
 # The pipeline reads Prometheus from this far back on its first start: the demo's lake starts empty with Prometheus.
 CATCH_UP = "5 minutes"
+# The project's rules about planewatch itself, which the demo's Prometheus evaluates.
+RULES = Path(__file__).resolve().parents[2] / "conf" / "prometheus" / "planewatch-rules.yml"
+# The scrape jobs the rules name.
+PIPELINE_JOB, API_JOB = "planewatch-pipeline", "planewatch-api"
+
+
+def planewatch_jobs(pipeline_address: str, api_address: str, token_file: Path) -> list[dict[str, Any]]:
+    """The scrape jobs of planewatch itself: the pipeline's metrics port, the API's /metrics with its token."""
+    return [{"job_name": PIPELINE_JOB, "static_configs": [{"targets": [pipeline_address]}]},
+            {"job_name": API_JOB, "authorization": {"credentials_file": str(token_file)},
+             "static_configs": [{"targets": [api_address]}]}]
+
+
+def watching(url: str) -> str:
+    """One line on how the demo's Prometheus sees planewatch: each planewatch job's `up` and each rule's state."""
+    try:
+        with httpx.Client(base_url=url, timeout=5) as client:
+            up = client.get("/api/v1/query", params={"query": 'up{job=~"planewatch-.*"}'}).json()["data"]["result"]
+            groups = client.get("/api/v1/rules").json()["data"]["groups"]
+    except (httpx.HTTPError, ValueError, KeyError) as e:
+        return f"cannot ask Prometheus ({type(e).__name__})"
+    jobs = ", ".join(f"{r['metric']['job']} up={r['value'][1]}" for r in sorted(up, key=lambda r: r["metric"]["job"]))
+    rules = ", ".join(f"{r['name']} {r.get('state', r.get('health'))}" for g in groups for r in g["rules"])
+    return f"{jobs or 'no planewatch job scraped yet'}; rules: {rules or 'none loaded'}"
 
 
 def prometheus_name(run: str, mode: str) -> str:

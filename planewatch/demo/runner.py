@@ -32,7 +32,14 @@ from typing import IO, Any
 import yaml
 
 from pipelines.detection.metric_detectors import METRIC_RULES
-from planewatch.demo.metrics_path import operator_prometheus, prometheus_name, prometheus_source
+from planewatch.demo.metrics_path import (
+    RULES,
+    operator_prometheus,
+    planewatch_jobs,
+    prometheus_name,
+    prometheus_source,
+    watching,
+)
 from planewatch.demo.plan import (
     ALL_RUNS,
     RUNS,
@@ -252,9 +259,10 @@ def _read_lines(path: Path) -> list[str]:
 
 
 def _prometheus(stack: contextlib.ExitStack, d: Path, opts: DemoOptions, runs: Sequence[DemoRun],
-                homes: Mapping[str, Path], progress: Progress) -> str | None:
-    """Start the Prometheus scraping the Apache Kafka runs' exporters unless `--metrics direct`: its URL, or None
-    (no Apache Kafka run, or Prometheus not installed: the pipeline then scrapes them itself)."""
+                homes: Mapping[str, Path], progress: Progress, watch: Sequence[Mapping[str, object]]) -> str | None:
+    """Start the Prometheus scraping the Apache Kafka runs' exporters unless `--metrics direct`, and planewatch
+    itself (`watch`: its scrape jobs) with the project's rules: its URL, or None (no Apache Kafka run, or Prometheus
+    not installed: the pipeline then scrapes them itself)."""
     kafka_runs = [r for r in runs if r.kafka]
     if opts.metrics == "direct" or not kafka_runs:
         return None
@@ -265,7 +273,8 @@ def _prometheus(stack: contextlib.ExitStack, d: Path, opts: DemoOptions, runs: S
         return None
     cluster_jsons = {prometheus_name(r.name, opts.metrics): homes[r.name] / "cluster" / "cluster.json"
                      for r in kafka_runs}
-    prom = stack.enter_context(operator_prometheus(d / "prometheus", opts.scrape_interval_s, cluster_jsons))
+    prom = stack.enter_context(operator_prometheus(d / "prometheus", opts.scrape_interval_s, cluster_jsons,
+                                                   rule_files=[RULES], extra_jobs=watch))
     progress.say(f"Prometheus {prom.url} scrapes the Apache Kafka runs' exporters every {opts.scrape_interval_s:g} s; "
                  f"the pipeline reads it ({opts.metrics})")
     return prom.url
@@ -317,7 +326,13 @@ def run_demo(opts: DemoOptions, out: IO[str] = sys.stdout,
         if bootstrap is None:
             logs = "files"
         homes = {r.name: run_dir(d, r.name, bool(r.kafka), logs) for r in runs}
-        prom_url = _prometheus(stack, d, opts, runs, homes, progress)
+        metrics_port = free_port(0)  # the pipeline's own metrics, which the demo's Prometheus scrapes
+        token_file = d / "prometheus" / "planewatch-api-token"
+        token_file.parent.mkdir(parents=True, exist_ok=True)
+        token_file.write_text(token + "\n")
+        token_file.chmod(0o600)
+        prom_url = _prometheus(stack, d, opts, runs, homes, progress,
+                               planewatch_jobs(f"127.0.0.1:{metrics_port}", f"127.0.0.1:{port}", token_file))
         metrics = opts.metrics if prom_url is not None else "direct"
         api = Child("api", planewatch_cmd("api", "--lake", str(d / "lake"), "--port", str(port), "--cluster-dir",
                                           str(d / "current"), "--log-level", "warning"), d / "logs" / "api.log", env)
@@ -328,7 +343,10 @@ def run_demo(opts: DemoOptions, out: IO[str] = sys.stdout,
         if bootstrap is not None or prom_url is not None:  # the logging cluster's topic, the demo's Prometheus
             config = d / "pipeline.yaml"
             server = prometheus_source(prom_url) if prom_url is not None else None
-            config.write_text(yaml.safe_dump(pipeline_config(opts.config, bootstrap, server), sort_keys=False))
+            raw = pipeline_config(opts.config, bootstrap, server)
+            if prom_url is not None:
+                raw["observability"] = {**raw.get("observability", {}), "metrics_port": metrics_port}
+            config.write_text(yaml.safe_dump(raw, sort_keys=False))
         if config is not None:
             pipe_args += ["--config", str(config)]
         # Apache Kafka exports its metrics only on the JMX exporters' endpoints: scraped by the demo's Prometheus, or
@@ -416,6 +434,8 @@ def run_demo(opts: DemoOptions, out: IO[str] = sys.stdout,
         failed = sum(watcher.failures.values())
         progress.say(f"GET /alerts: {watcher.polls} polls, {failed} failed"
                      + "".join(f"; {n} x {err}" for err, n in watcher.failures.most_common()))
+        if prom_url is not None:
+            progress.say(f"Prometheus {prom_url} watching planewatch: {watching(prom_url)}")
         progress.say(f"report: {d / 'report.json'}; dashboard: {url}/#token={token}")
         if opts.serve and time.monotonic() < deadline and not failures:
             progress.say("the API and pipeline keep running for the dashboard; Ctrl-C stops everything")

@@ -65,11 +65,11 @@ def file_sd(targets: Sequence[ScrapeTarget]) -> list[dict[str, object]]:
 
 
 def prometheus_yml(targets_file: Path, scrape_interval_s: float, *, rule_files: Sequence[Path] = (),
-                   extra_jobs: Sequence[Mapping[str, object]] = ()) -> str:
+                   extra_jobs: Sequence[Mapping[str, object]] = (), remote_write: Sequence[str] = ()) -> str:
     """prometheus.yml: the `kafka` job over `targets_file` (file_sd, re-read as it changes), `extra_jobs` as given,
-    `rule_files` evaluated at the scrape interval."""
+    `rule_files` evaluated at the scrape interval, every sample pushed to the `remote_write` URLs."""
     interval = f"{scrape_interval_s:g}s"
-    conf = {
+    conf: dict[str, object] = {
         "global": {"scrape_interval": interval, "evaluation_interval": interval,
                    "scrape_timeout": f"{min(10.0, scrape_interval_s):g}s"},
         "rule_files": [str(p) for p in rule_files],
@@ -78,6 +78,8 @@ def prometheus_yml(targets_file: Path, scrape_interval_s: float, *, rule_files: 
             *extra_jobs,
         ],
     }
+    if remote_write:
+        conf["remote_write"] = [{"url": url} for url in remote_write]
     return yaml.safe_dump(conf, sort_keys=False)
 
 
@@ -85,11 +87,13 @@ class OperatorPrometheus:
     """Prometheus on 127.0.0.1 under `root` (config, file_sd list, data, log); a context manager that stops it."""
 
     def __init__(self, root: Path, scrape_interval_s: float = 15.0, *, rule_files: Sequence[Path] = (),
-                 extra_jobs: Sequence[Mapping[str, object]] = (), retention: str = "2d") -> None:
+                 extra_jobs: Sequence[Mapping[str, object]] = (), remote_write: Sequence[str] = (),
+                 retention: str = "2d") -> None:
         self.root = root
         self.scrape_interval_s = scrape_interval_s
         self.rule_files = rule_files
         self.extra_jobs = extra_jobs
+        self.remote_write = remote_write
         self.retention = retention
         self.data = root / "data"
         self.targets_file = root / "targets.json"
@@ -103,7 +107,7 @@ class OperatorPrometheus:
             self.targets_file.write_text("[]")
         config = self.root / "prometheus.yml"
         config.write_text(prometheus_yml(self.targets_file, self.scrape_interval_s, rule_files=self.rule_files,
-                                         extra_jobs=self.extra_jobs))
+                                         extra_jobs=self.extra_jobs, remote_write=self.remote_write))
         port = free_port(0)
         self.url = f"http://127.0.0.1:{port}"
         self._child = Child("prometheus", [binary("prometheus"), f"--config.file={config}",
