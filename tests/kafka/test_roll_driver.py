@@ -1,7 +1,12 @@
 """`planewatch roll` on Apache Kafka 3.9.1 (ZooKeeper mode) and 4.4.0 (KRaft, three controllers) under acks=all
 load, as `planewatch scenario rolling-restart-driven` runs it: every node restarted once, ZooKeeper's controller and
 KRaft's quorum leader last, each after a safe verdict; no produce error, no partition offline or under
-min.insync.replicas, nothing lost."""
+min.insync.replicas, nothing lost.
+
+Meanwhile an operator's Prometheus (Debian's) scrapes every node's JMX exporter at an operator's interval (30 s on
+3.9.1, 15 s on 4.4.0), its targets kept from the cluster.json through the restarts' new ports; the pipeline's reader
+of that Prometheus (planewatch_prometheus_server) then takes every node's series, each sample once, and sees the
+roll in them."""
 
 from __future__ import annotations
 
@@ -13,11 +18,35 @@ from typing import Any
 
 import pytest
 
+from jobs.sources.prometheus_query import label_rules, rules_json
+from jobs.sources.prometheus_server import PrometheusServerReader
+from planewatch.demo.metrics_path import operator_prometheus
+
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(720)]
 
 PLANEWATCH = Path(sys.executable).with_name("planewatch")
 # the scenario's bound: cluster start, 20 s of settling, six restarts with their gates, cluster stop
 SCENARIO_TIMEOUT_S = 600
+# Prometheus scrapes the exporters at these intervals (operators use 15-60 s)
+SCRAPE_S = {"3.9.1": 30.0, "4.4.0": 15.0}
+# the reader's window: the whole run (the roll lasts minutes)
+READ_BACK_S = "1800"
+
+
+def _read_all(url: str) -> list[dict[str, Any]]:
+    """Every record planewatch_prometheus_server reads of the run, batch by batch until nothing is new."""
+    reader = PrometheusServerReader({"url": url, "mapping": rules_json(label_rules(["labels"])),
+                                     "catchups": READ_BACK_S})
+    start: dict[str, Any] = reader.initialOffset()
+    rows: list[dict[str, Any]] = []
+    for _ in range(10):
+        end = reader.latestOffset(start, None)
+        if end == start:
+            return rows
+        rows += [r for p in reader.partitions(start, end) for b in reader.read(p) for r in b.to_pylist()]
+        reader.commit(end)
+        start = end
+    raise AssertionError("still reading after 10 windows")
 
 
 def _timeline(version: str, d: Path) -> list[dict[str, Any]]:
@@ -35,7 +64,10 @@ def _one(events: list[dict[str, Any]], name: str) -> dict[str, Any]:
 @pytest.mark.parametrize("version", ["3.9.1", "4.4.0"])
 def test_planewatch_roll_restarts_every_node_with_no_produce_error_and_no_partition_offline(
         version: str, tmp_path: Path) -> None:
-    events = _timeline(version, tmp_path / "roll")
+    cluster_json = tmp_path / "roll" / "cluster" / "cluster.json"
+    with operator_prometheus(tmp_path / "prometheus", SCRAPE_S[version], {"roll": cluster_json}) as prom:
+        events = _timeline(version, tmp_path / "roll")
+        scraped = _read_all(prom.url)
     assert _one(events, "roll-driver-exited")["exit_status"] == 0
     plan = _one(events, "roll-plan")
     restarted = [e["node"] for e in events if e["event"] == "roll-restarted"]
@@ -56,3 +88,13 @@ def test_planewatch_roll_restarts_every_node_with_no_produce_error_and_no_partit
     assert report["under_min_isr_s_total"] == 0
     assert report["lost"] == 0
     assert report["acked"] > 0
+    # the roll through Prometheus: every node's series, each sample once, followed through its restart (a new port:
+    # the targets kept from cluster.json) to samples after it
+    lines = [(r["broker_id"], r["line"]) for r in scraped if r["kind"] == "prometheus"]
+    assert len(lines) == len(set(lines))
+    assert {r["cluster"] for r in scraped} == {"roll"}
+    assert {b for b, _ in lines} == set(plan["order"])
+    # (the last node may stop with its cluster before its next scrape)
+    restarted_ms = [(e["node"], e["ts_ms"]) for e in events if e["event"] == "roll-restarted"]
+    for node, at in restarted_ms[:-1]:
+        assert any(b == node and int(line.split()[-1]) > at for b, line in lines), node
