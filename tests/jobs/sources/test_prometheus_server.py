@@ -6,6 +6,7 @@ credentials."""
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 from jobs import SourceRefused
 from jobs.sources.prometheus_query import label_rules, rules_json
 from jobs.sources.prometheus_server import PrometheusServerReader
+from planewatch.kafka.prometheus import OperatorPrometheus, backfill
 from schemas.routes import SOURCE_ERROR_FORMAT
 from tests.jobs.sources.prometheus_helpers import (
     BROKERS,
@@ -162,3 +164,34 @@ def test_refused_credentials_stop_the_run(tmp_path: Path) -> None:
         reader = _reader(url.removesuffix("/metrics"), auth=json.dumps({"bearer_token_file": str(token)}))
         with pytest.raises(SourceRefused, match="HTTP 401: the server refused planewatch's credentials"):
             reader.latestOffset({"until": 0, "targets": {}}, None)
+
+
+# One target per stack, as each stack's Prometheus labels it (the names are each stack's exporter rules').
+STACK_TARGETS = {
+    "jmx_exporter": ('job="kafka",instance="kafka-3.prod-us:7071"', ("prod-us", 3)),
+    "strimzi": ('job="kafka/kafka-resources-metrics",instance="10.1.2.3:9404",namespace="kafka",'
+                'strimzi_io_cluster="my-cluster",strimzi_io_kind="Kafka",pod="my-cluster-kafka-4"', ("my-cluster", 4)),
+    "confluent": ('job="kafka-broker",instance="kafka5:1234",env="dev",hostname="kafka5"', ("dev", 5)),
+}
+
+
+@pytest.fixture(scope="module")
+def stacks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Prometheus holding a few minutes of one broker of each stack."""
+    root = tmp_path_factory.mktemp("stacks")
+    last = int(time.time()) - 60
+    lines = ["# TYPE kafka_server_replicamanager_underreplicatedpartitions gauge"]
+    for labels, _ in STACK_TARGETS.values():
+        lines += [f"kafka_server_replicamanager_underreplicatedpartitions{{{labels}}} 0 {t}"
+                  for t in range(last - 300, last + 1, 15)]
+    backfill(root / "data", "\n".join([*lines, "# EOF"]) + "\n")
+    with OperatorPrometheus(root) as prom:
+        yield prom.url
+
+
+@pytest.mark.parametrize("preset", sorted(STACK_TARGETS))
+def test_each_stacks_preset_maps_its_targets_read_from_prometheus(stacks: str, preset: str) -> None:
+    reader = PrometheusServerReader({"url": stacks, "mapping": rules_json(label_rules([preset])), "catchups": "900"})
+    batches, _ = _drain(reader, reader.initialOffset())
+    mapped = {(r["cluster"], r["broker_id"]) for b in batches for r in b if r["kind"] != SOURCE_ERROR_FORMAT}
+    assert STACK_TARGETS[preset][1] in mapped
