@@ -5,18 +5,24 @@ credentials."""
 
 from __future__ import annotations
 
+import crypt
 import json
+import os
+import shutil
 import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+import yaml
 
 from jobs import SourceRefused
 from jobs.sources.prometheus_query import label_rules, rules_json
 from jobs.sources.prometheus_server import PrometheusServerReader
+from planewatch.demo.processes import Child
 from planewatch.kafka.prometheus import OperatorPrometheus, backfill
 from schemas.routes import SOURCE_ERROR_FORMAT
 from tests.jobs.sources.prometheus_helpers import (
@@ -26,7 +32,9 @@ from tests.jobs.sources.prometheus_helpers import (
     History,
     backfilled_prometheus,
 )
-from tests.jobs.sources.scrape_helpers import answering, silent
+from tests.jobs.sources.scrape_helpers import answering, free_port, silent
+from tests.kafka.tls import Tls, make_tls
+from tests.polling import wait_until
 
 pytestmark = [pytest.mark.integration]
 
@@ -195,3 +203,62 @@ def test_each_stacks_preset_maps_its_targets_read_from_prometheus(stacks: str, p
     batches, _ = _drain(reader, reader.initialOffset())
     mapped = {(r["cluster"], r["broker_id"]) for b in batches for r in b if r["kind"] != SOURCE_ERROR_FORMAT}
     assert STACK_TARGETS[preset][1] in mapped
+
+
+USER, PASSWORD = "planewatch", "s3cret-for-prometheus"
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Tls]]:
+    """A Prometheus served over TLS (a CA of the test's) with basic auth, as an operator secures it
+    (--web.config.file), holding a few minutes of one broker; yields its URL and the certificates."""
+    root = tmp_path_factory.mktemp("secured")
+    tls = make_tls(root / "tls")
+    last = int(time.time()) - 60
+    lines = [f'kafka_server_replicamanager_underreplicatedpartitions{{job="kafka",instance="kafka-1.prod:7071"}} 0 {t}'
+             for t in range(last - 300, last + 1, 15)]
+    backfill(root / "data", "\n".join(["# TYPE kafka_server_replicamanager_underreplicatedpartitions gauge", *lines,
+                                       "# EOF"]) + "\n")
+    hashed = crypt.crypt(PASSWORD, crypt.mksalt(crypt.METHOD_BLOWFISH))  # Prometheus takes bcrypt hashes
+    web = root / "web.yml"
+    web.write_text(yaml.safe_dump({"tls_server_config": {"cert_file": str(tls.broker), "key_file": str(tls.broker)},
+                                   "basic_auth_users": {USER: hashed}}))
+    (root / "prometheus.yml").write_text(yaml.safe_dump({"global": {"scrape_interval": "15s"}}))
+    port = free_port()
+    url = f"https://127.0.0.1:{port}"
+    child = Child("prometheus", [shutil.which("prometheus") or "prometheus", f"--config.file={root / 'prometheus.yml'}",
+                                 f"--storage.tsdb.path={root / 'data'}", f"--web.listen-address=127.0.0.1:{port}",
+                                 f"--web.config.file={web}", "--log.level=warn"], root / "prometheus.log",
+                  dict(os.environ))
+    try:
+        def ready() -> bool:
+            try:
+                return httpx.get(f"{url}/-/ready", verify=str(tls.ca), auth=(USER, PASSWORD), timeout=2).is_success
+            except httpx.HTTPError:
+                return False
+
+        wait_until(ready, 60, "the secured Prometheus answers /-/ready", interval=0.2)
+        yield url, tls
+    finally:
+        child.stop(10)
+
+
+@pytest.mark.parametrize("case", ["right", "wrong password", "untrusted CA"])
+def test_a_secured_prometheus_is_read_with_basic_auth_over_tls_and_refusals_stop_the_run(
+        secured: tuple[str, Tls], tmp_path: Path, case: str) -> None:
+    url, tls = secured
+    secret = tmp_path / "password"
+    secret.write_text(("wrong" if case == "wrong password" else PASSWORD) + "\n")
+    auth = {"username": USER, "password_file": str(secret), "ca_file": str(tls.ca)}
+    if case == "untrusted CA":
+        auth["ca_file"] = str(make_tls(tmp_path / "other", "another CA").ca)
+    reader = _reader(url, auth=json.dumps(auth), catchups="900")
+    start = reader.initialOffset()
+    if case == "right":
+        rows = _batch(reader, start, reader.latestOffset(start, None))
+        assert {(r["cluster"], r["broker_id"]) for r in rows} == {("prod", 1)}
+        assert len(rows) > 1
+        return
+    message = "HTTP 401: the server refused" if case == "wrong password" else "TLS handshake failed"
+    with pytest.raises(SourceRefused, match=message):
+        reader.latestOffset(start, None)
