@@ -42,6 +42,7 @@ __all__ = [
     "EnvelopeFields",
     "MappingError",
     "MappingRule",
+    "naming_problem",
     "open_envelopes",
     "rules_from_config",
     "rules_json",
@@ -108,6 +109,18 @@ PRESETS: dict[Envelope, EnvelopeFields] = {
 }
 
 
+def naming_problem(pattern: str, cluster: str | None) -> str | None:
+    """Why a naming rule's regex cannot name a cluster or broker (a bad regex; no `cluster`/`broker` group and no
+    fixed cluster), or None. The rules of shippers' envelopes and of Prometheus's labels share it."""
+    try:
+        groups = re.compile(pattern).groupindex
+    except re.error as e:
+        return f"bad regex {pattern!r}: {e}"
+    if not ({"cluster", "broker"} & set(groups)) and cluster is None:
+        return f"{pattern!r} has no (?P<cluster>..) or (?P<broker>..) group and no cluster"
+    return None
+
+
 class MappingError(ValueError):
     """A mapping rule that cannot work: an unknown field or preset, a bad regex, no `cluster`/`broker` group."""
 
@@ -122,13 +135,9 @@ class MappingRule:
     cluster: str | None = None
 
     def __post_init__(self) -> None:
-        try:
-            groups = re.compile(self.pattern).groupindex
-        except re.error as e:
-            raise MappingError(f"mapping rule on {self.field}: bad regex {self.pattern!r}: {e}") from e
-        if not ({"cluster", "broker"} & set(groups)) and self.cluster is None:
-            raise MappingError(f"mapping rule on {self.field}: {self.pattern!r} has no (?P<cluster>..) or "
-                               "(?P<broker>..) group and no cluster")
+        problem = naming_problem(self.pattern, self.cluster)
+        if problem:
+            raise MappingError(f"mapping rule on {self.field}: {problem}")
 
 
 #: Mapping presets: `strimzi` (the cluster from the pod's strimzi.io/cluster label where the shipper adds labels,

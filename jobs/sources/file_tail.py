@@ -41,9 +41,9 @@ import math
 import os
 import time
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -70,6 +70,7 @@ __all__ = [
     "list_files",
     "logged_file_pieces",
     "pack",
+    "piece_bytes",
     "plan",
     "read_piece",
     "records_batch",
@@ -77,6 +78,7 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # A record longer than this keeps only its first MAX_LINE_BYTES characters (`truncated` is set, `line_bytes` keeps
 # the original size): one multi-megabyte line must not blow up a batch or the quarantine table.
@@ -445,20 +447,26 @@ def split(family: str, start: dict[str, dict[str, Any]], end: dict[str, dict[str
     return pieces
 
 
-def pack(pieces: list[Piece], max_bytes: int = SPLIT_BYTES) -> list[list[Piece]]:
-    """Consecutive pieces grouped into Spark partitions of at most `max_bytes` (a piece larger than that is a group
-    of its own): a batch over many small files (scrapes, rotated logs, a few lines per broker) runs a few tasks, not
-    one per file, and each task pays the Python worker's fixed cost once. Deterministic for a given piece list."""
-    groups: list[list[Piece]] = []
-    size = 0
-    for piece in pieces:
-        n = piece.end - piece.start
-        if groups and size + n <= max_bytes:
-            groups[-1].append(piece)
-            size += n
+def piece_bytes(piece: Piece) -> int:
+    """The bytes a piece reads."""
+    return piece.end - piece.start
+
+
+def pack(items: Sequence[T], size: Callable[[T], int], max_bytes: int = SPLIT_BYTES) -> list[list[T]]:
+    """Consecutive items (file pieces, scrapes) grouped into Spark partitions of at most `max_bytes` by
+    `size` (an item larger than that is a group of its own): a batch over many small files (scrapes, rotated logs, a
+    few lines per broker) runs a few tasks, not one per file, and each task pays the Python worker's fixed cost once.
+    Deterministic for a given item list."""
+    groups: list[list[T]] = []
+    total = 0
+    for item in items:
+        n = size(item)
+        if groups and total + n <= max_bytes:
+            groups[-1].append(item)
+            total += n
         else:
-            groups.append([piece])
-            size = n
+            groups.append([item])
+            total = n
     return groups
 
 

@@ -30,6 +30,7 @@ from typing import Any
 import httpx
 
 from jobs import SourceRefused
+from jobs.sources.envelopes import naming_problem
 from jobs.sources.secrets import read_secret
 
 __all__ = [
@@ -91,13 +92,9 @@ class LabelRule:
     cluster: str | None = None
 
     def __post_init__(self) -> None:
-        try:
-            groups = re.compile(self.pattern).groupindex
-        except re.error as e:
-            raise LabelError(f"label rule on {self.label}: bad regex {self.pattern!r}: {e}") from e
-        if not ({"cluster", "broker"} & set(groups)) and self.cluster is None:
-            raise LabelError(f"label rule on {self.label}: {self.pattern!r} has no (?P<cluster>..) or (?P<broker>..) "
-                             "group and no cluster")
+        problem = naming_problem(self.pattern, self.cluster)
+        if problem:
+            raise LabelError(f"label rule on {self.label}: {problem}")
 
 
 _WHOLE_CLUSTER = r"^(?P<cluster>.+)$"

@@ -60,7 +60,7 @@ from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
 from jobs import PipelineIOError
 from jobs.sources.checkpoints import SCRAPE_SPOOL_DIR, logged_offset
-from jobs.sources.file_tail import OUTPUT_SCHEMA_DDL, SPLIT_BYTES, buffer_records, records_batch
+from jobs.sources.file_tail import OUTPUT_SCHEMA_DDL, SPLIT_BYTES, buffer_records, pack, records_batch
 from jobs.sources.scrape import (
     DEFAULT_TIMEOUT_S,
     MAX_BODY_BYTES,
@@ -129,17 +129,7 @@ class ScrapePartition(InputPartition):
 
 def scrape_partitions(planned: list[PlannedScrape]) -> list[ScrapePartition]:
     """`planned` in input partitions of about PARTITION_BYTES each, in order."""
-    groups: list[list[PlannedScrape]] = []
-    size = 0
-    for p in planned:
-        n = len(p.scrape.data)
-        if groups and size + n <= PARTITION_BYTES:
-            groups[-1].append(p)
-            size += n
-        else:
-            groups.append([p])
-            size = n
-    return [ScrapePartition(g) for g in groups]
+    return [ScrapePartition(g) for g in pack(planned, lambda p: len(p.scrape.data), PARTITION_BYTES)]
 
 
 def read_partition(partition: InputPartition) -> Iterator[Any]:

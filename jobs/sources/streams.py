@@ -35,6 +35,7 @@ from jobs.sources.file_tail import (
     delete_read_finished,
     forget_read,
     pack,
+    piece_bytes,
     plan,
     read_piece,
     split,
@@ -163,7 +164,7 @@ class _FileStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return now - float(start.get("planned_at", 0.0)) >= self.idle_batch_s
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[_PiecePartition]:
-        return [_PiecePartition(group) for group in pack(split(self.family, start["files"], end["files"]))]
+        return [_PiecePartition(group) for group in pack(split(self.family, start["files"], end["files"]), piece_bytes)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, _PiecePartition)

@@ -165,11 +165,11 @@ def test_pack_groups_small_pieces_in_order_and_keeps_big_ones_alone() -> None:
         return file_tail.Piece(f"/in/f{i}", 1, i, 0, size, 0, size, "metrics", "prometheus", "c", 1)
 
     pieces = [piece(0, 40), piece(1, 40), piece(2, 30), piece(3, 200), piece(4, 10), piece(5, 100)]
-    groups = file_tail.pack(pieces, max_bytes=100)
+    groups = file_tail.pack(pieces, file_tail.piece_bytes, max_bytes=100)
     assert [[p.ino for p in g] for g in groups] == [[0, 1], [2], [3], [4], [5]]
     assert [p for g in groups for p in g] == pieces  # every piece once, in order
     assert all(sum(p.end - p.start for p in g) <= 100 or len(g) == 1 for g in groups)
-    assert file_tail.pack([]) == []
+    assert file_tail.pack([], file_tail.piece_bytes) == []
 
 
 def _planned_rows(root: Path, start: dict, now: float, family: str = "logs", max_bytes: int = 1 << 20,
