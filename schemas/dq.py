@@ -33,6 +33,8 @@ __all__ = [
     "RECORDS_EXPECTATION",
     "SKIPPED_EXPECTATION",
     "SKIPPED_SUITE",
+    "SOURCE_REASON_CHARS",
+    "SOURCE_SUITE",
     "DqResult",
     "rows_suite",
 ]
@@ -45,6 +47,12 @@ DEDUP_EXPECTATION = "a record delivered again within the horizon is stored once"
 DEDUP_BALANCE_EXPECTATION = "records read == raw + duplicates"
 SKIPPED_SUITE = "source_files"
 SKIPPED_EXPECTATION = "regular files only"
+# A batch's records standing for a failed read of their source (a scrape, a Prometheus read, an unmapped target, a
+# shipper's record that cannot be opened): one row per kind of failure, its expectation the kind: the quarantine
+# reason up to its first ': ' (`prometheus read failed`, `scrape failed`, `prometheus target not mapped`).
+SOURCE_SUITE = "source"
+# ... at most this many characters of it (a reason's head names the failure; its tail, the target, varies).
+SOURCE_REASON_CHARS = 120
 GE_ERROR_PREFIX = "great_expectations error: "
 # An error row's expectation holds at most this many characters (an exception's text can carry a whole frame).
 GE_ERROR_CHARS = 500

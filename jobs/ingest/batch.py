@@ -64,7 +64,7 @@ from lake.read import committed_rows
 from lake.sink import DeltaSink
 from lake.tables import ensure_table
 from pipelines.parsing.engine import run_engine
-from schemas.dq import RECONCILIATION_SUITE, RECORDS_EXPECTATION, DqResult
+from schemas.dq import RECONCILIATION_SUITE, RECORDS_EXPECTATION, SOURCE_SUITE, DqResult
 from schemas.inputs import InputFamily, Placement
 from schemas.routes import RAW_TABLES, REJECTED, ROUTE_TABLES, UNUSED, VALIDATE
 from schemas.tables import DQ_RESULTS, QUARANTINE
@@ -107,6 +107,8 @@ class BatchReport:
     quarantine_reasons: dict[str, int] = field(default_factory=dict, repr=False)
     # per cluster, the newest event time (`ts`, unix seconds) of the batch's silver rows
     newest_event_ts: dict[str, float] = field(default_factory=dict, repr=False)
+    # per kind of source failure (schemas.dq.SOURCE_SUITE), its quarantined records: a dq_results row each
+    source_failures: dict[str, int] = field(default_factory=dict, repr=False)
     started: float = field(default_factory=time.perf_counter, init=False, repr=False)
     _mark: float = field(init=False, repr=False)  # when the last stage ended
 
@@ -309,6 +311,7 @@ class IngestBatch:
         report.quarantine_reasons = dict(Counter({REJECTED: routes.get(REJECTED, 0)})
                                          + sum((Counter(rules) for rules in failed.values()), Counter()))
         report.newest_event_ts = dict(outcome.newest)
+        report.source_failures = dict(outcome.sources)
         paths = {s.table.name: list(results[s.table.name].paths) if not results[s.table.name].skipped
                  else [local_file(u) for u in s.batch_files(batch_id)]
                  for s in self.silver_sinks.values() if report.silver[s.table.name]}
@@ -334,6 +337,9 @@ class IngestBatch:
                 results += self.quality.sample_results(table, suites[table], sample, batch_id)
                 report.lap(f"ge:{table}")
         results.append(report.reconciliation(self.raw_table.name))
+        now = dt.datetime.now(dt.UTC)
+        results += [DqResult(self.raw_table.name, batch_id, SOURCE_SUITE, kind, False, n, report.raw, now)
+                    for kind, n in sorted(report.source_failures.items())]
         return results + self._file_results(batch_id)
 
     def _dedup_results(self) -> list[DqResult]:

@@ -39,7 +39,8 @@ from jobs.ingest.bronze import arrow_to_raw
 from jobs.sources.file_tail import Piece, read_piece
 from lake.read import HIVE_NULL, committed_rows
 from lake.sink import SinkResult
-from schemas.routes import RAW_TABLES, ROUTE_TABLES
+from schemas.dq import SOURCE_REASON_CHARS
+from schemas.routes import RAW_TABLES, ROUTE_TABLES, SOURCE_STAGE
 from schemas.tables import QUARANTINE, Table
 
 if TYPE_CHECKING:
@@ -59,7 +60,8 @@ ENGINE_BYTES = 64 * 1024 * 1024
 # polars threads in an executor's Python worker (read by polars when the worker first imports it).
 POLARS_THREADS_PER_TASK = 1
 # kind: file (name = table, path, rows) | route (name = parser route, rows) | rule (name = `<table>|<expectation>`)
-# | newest (name = cluster, rows = the newest `ts` of its silver rows in unix microseconds)
+# | newest (name = cluster, rows = the newest `ts` of its silver rows in unix microseconds) | source (name = a source
+# failure's kind, schemas.dq.SOURCE_SUITE; rows = its quarantined records)
 OUTPUT_DDL = "kind string, name string, path string, rows long"
 # The characters Spark escapes in a partition directory's value (ExternalCatalogUtils.charToEscape), as %XX.
 _ESCAPE = frozenset('"#%\'*/:=?\\\x7f{[]^') | frozenset(chr(c) for c in range(1, 32))
@@ -148,6 +150,7 @@ class FilesOutcome:
     routes: dict[str, int] = field(default_factory=dict)
     rules: dict[str, int] = field(default_factory=dict)  # `<table>|<expectation>` -> rows
     newest: dict[str, float] = field(default_factory=dict)  # cluster -> the newest `ts` of its silver rows (unix s)
+    sources: dict[str, int] = field(default_factory=dict)  # a source failure's kind (schemas.dq.SOURCE_SUITE) -> rows
 
 
 def _task(batches: Iterator[pa.RecordBatch], family: str, process: Process, pending: Mapping[str, str]
@@ -160,6 +163,7 @@ def _task(batches: Iterator[pa.RecordBatch], family: str, process: Process, pend
     routes: dict[str, int] = {}
     rules: dict[str, int] = {}
     newest: dict[str, int] = {}  # cluster -> microseconds
+    sources: dict[str, int] = {}  # kind of source failure -> quarantined records
 
     def write(name: str, tbl: pa.Table) -> None:
         files = outputs.get(name)
@@ -175,6 +179,7 @@ def _task(batches: Iterator[pa.RecordBatch], family: str, process: Process, pend
             _newest_ts(tbl, newest)
         if result.quarantine is not None:
             write(QUARANTINE.name, result.quarantine)
+            _source_failures(result.quarantine, sources)
         for route, n in result.counts.items():
             routes[route] = routes.get(route, 0) + n
         for table, failed in result.failed_rules.items():
@@ -200,11 +205,23 @@ def _task(batches: Iterator[pa.RecordBatch], family: str, process: Process, pend
     out += [("route", k, None, v) for k, v in routes.items()]
     out += [("rule", k, None, v) for k, v in rules.items()]
     out += [("newest", k, None, v) for k, v in newest.items()]
+    out += [("source", k, None, v) for k, v in sources.items()]
     if out:
         kinds, names, paths, counts = zip(*out, strict=True)
         yield pa.RecordBatch.from_arrays(
             [pa.array(kinds, pa.string()), pa.array(names, pa.string()), pa.array(paths, pa.string()),
              pa.array(counts, pa.int64())], names=["kind", "name", "path", "rows"])
+
+
+def _source_failures(quarantine: pa.Table, sources: dict[str, int]) -> None:
+    """Count the quarantined records of stage `source` per kind of failure (schemas.dq.SOURCE_SUITE, vectorized)
+    into `sources`."""
+    failed = quarantine.filter(pc.equal(quarantine.column("stage"), SOURCE_STAGE)).column("reason")
+    if not len(failed):
+        return
+    head = pc.list_element(pc.split_pattern(pc.fill_null(failed, ""), ": ", max_splits=1), 0)
+    for kind in pc.value_counts(pc.utf8_slice_codeunits(head, 0, SOURCE_REASON_CHARS)).to_pylist():
+        sources[kind["values"]] = sources.get(kind["values"], 0) + kind["counts"]
 
 
 def _newest_ts(rows: pa.Table, newest: dict[str, int]) -> None:
@@ -230,6 +247,8 @@ def _outcome(rows: Sequence[Any]) -> FilesOutcome:
             outcome.routes[name] = outcome.routes.get(name, 0) + rows_
         elif kind == "newest":
             outcome.newest[name] = max(outcome.newest.get(name, 0.0), rows_ / 1e6)
+        elif kind == "source":
+            outcome.sources[name] = outcome.sources.get(name, 0) + rows_
         else:
             outcome.rules[name] = outcome.rules.get(name, 0) + rows_
     return outcome

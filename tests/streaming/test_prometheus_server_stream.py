@@ -53,6 +53,10 @@ def test_a_first_start_reads_the_hour_once_and_raises_its_backlog_found_late(spa
     assert all(q["reason"].startswith(
         f"prometheus target not mapped: labels {{instance={UNMAPPED_INSTANCE},job=kafka}}") for q in sourced)
     assert len(raw) == len(samples) + len(quarantine)
+    # ... and said in dq_results: one row per batch and kind of source failure, its records counted
+    failures = [d for d in lake_rows(lake, "dq_results") if d["suite"] == "source"]
+    assert {d["expectation"] for d in failures} == {"prometheus target not mapped"}
+    assert sum(d["unexpected_count"] for d in failures) == len(sourced)
     recon = [d for d in lake_rows(lake, "dq_results") if d["suite"] == "reconciliation"]
     assert recon
     assert all(d["success"] for d in recon)
