@@ -133,7 +133,7 @@ def _streams(spark: SparkSession, settings: Settings, family: str, detect: bool
         reader = (
             spark.readStream.format("planewatch_prometheus_server")
             .option("url", server.url)
-            .option("match", json.dumps(list(server.match)))
+            .option("match", server.match)
             .option("mapping", rules_json(server.mapping))
             .option("catchUpS", server.catch_up_s)
             .option("maxWindowS", server.max_window_s)

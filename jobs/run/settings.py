@@ -158,7 +158,7 @@ class PrometheusServerSettings:
 
     enabled: bool = False
     url: str = "http://127.0.0.1:9090"
-    match: tuple[str, ...] = DEFAULT_MATCH
+    match: str = DEFAULT_MATCH  # one series selector: one query sees every target at one instant
     mapping: tuple[LabelRule, ...] = ()
     catch_up_s: float = DEFAULT_CATCH_UP_S  # a first start reads this far back
     max_window_s: float = DEFAULT_MAX_WINDOW_S  # one read spans at most this much of Prometheus' time
@@ -519,13 +519,15 @@ def interval_seconds(text: str) -> float:
     return float(m.group(1)) * _UNIT_S[m.group(2)]
 
 
-def _selectors(r: _Reader) -> tuple[str, ...]:
-    """`match`: one series selector or a list of them (a selector holds commas: never split)."""
-    value = r.raw.get("match") or list(DEFAULT_MATCH)
-    value = [value] if isinstance(value, str) else value
-    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-        raise r.fail("match", f'expected series selectors like \'{{job="kafka"}}\', got {value!r}')
-    return tuple(v.strip() for v in value)
+def _selector(r: _Reader) -> str:
+    """`match`: one series selector (a list of one is taken too; two queries would not see one instant)."""
+    value = r.raw.get("match") or DEFAULT_MATCH
+    if isinstance(value, list) and len(value) == 1:
+        value = value[0]
+    if not isinstance(value, str) or not value.strip():
+        raise r.fail("match", f'expected one series selector like \'{{job=~"kafka|kraft"}}\' (combine several in '
+                              f"one), got {value!r}")
+    return value.strip()
 
 
 def _prometheus_server(r: _Reader) -> PrometheusServerSettings:
@@ -549,7 +551,7 @@ def _prometheus_server(r: _Reader) -> PrometheusServerSettings:
     out = PrometheusServerSettings(
         enabled=r.bool_("enabled", False),
         url=r.str_("url", "http://127.0.0.1:9090", _URL) or "",
-        match=_selectors(r),
+        match=_selector(r),
         mapping=mapping,
         catch_up_s=r.seconds("catch_up") or DEFAULT_CATCH_UP_S,
         max_window_s=r.seconds("max_window") or DEFAULT_MAX_WINDOW_S,

@@ -6,11 +6,18 @@ Theory of operation:
 * **Raw samples, not a graph**: an instant query of a range selector (`{__name__=~"kafka_.+"}[600000ms]` at time
   T) answers every sample Prometheus holds in the range, at the exporter's scrape times, unaligned and not
   interpolated (a `query_range` would step and fill). So a read is what a scrape of that target answered then.
-* **A target's samples come in order**: Prometheus scrapes a target (`job`, `instance`) in one loop, each scrape's
-  samples at one timestamp, appended at once (head isolation). A target's newest sample time read so far is thus
-  its position: the next read takes its samples after it, whenever they became visible (a scrape slower than the
-  read, a sample appended late), so each sample is read once. The window (`Window`) starts at the oldest position
-  of the targets still scraped and ends now, at most `max_window_ms` later (a catch-up goes on over several batches).
+* **A target's samples come in order**: Prometheus scrapes a target (`job`, `instance`, and the labels the mapping
+  rules read) in one loop, each scrape's samples at one timestamp, appended at once (head isolation). A target's
+  newest sample time read so far is thus its position: a read keeps only its samples after it, so each sample is
+  read once. A scrape's samples become visible when the scrape ends, at most its scrape timeout after their
+  timestamp: each read's window (`Window`) therefore starts LATE_VISIBLE_MS before the horizon the last read reached
+  (`until`) and ends now, at most `max_window_ms` later (a catch-up goes on over several batches), so a sample that
+  became visible after a read is read by the next one, a new target's first scrape too. Where the window begins
+  depends on no target: one that is gone holds nothing back. The horizon is the newest sample read at the live edge
+  (Prometheus's own clock, not planewatch's), the window's end in the past.
+* **One selector** (`{__name__=~"kafka_.+"}`, `{job=~"kafka|kraft"}`): one query sees every target at one instant
+  (two queries would each see a scrape that landed between them or not, and a target's position could pass a
+  sample one of them had not seen).
 * **Cluster and broker from labels**: `LabelRule`s (presets in :data:`LABEL_PRESETS`, for the label sets of the
   jmx_exporter, Strimzi's PodMonitors and Confluent's jmx-monitoring-stacks) name each target's cluster and broker;
   a target no rule maps becomes one `source-error` record with its labels (quarantined, counted), its samples read
@@ -56,7 +63,7 @@ __all__ = [
 
 # Kafka's series under every common rule set (the jmx_exporter's kafka-2_0_0, Strimzi's, Confluent's): their names
 # start with `kafka_`. An operator narrows it with their own selectors (`{job="kafka"}`).
-DEFAULT_MATCH = ('{__name__=~"kafka_.+"}',)
+DEFAULT_MATCH = '{__name__=~"kafka_.+"}'
 # A first start reads this far back: the hour before planewatch started, what an operator looks at first.
 DEFAULT_CATCH_UP_S = 3600.0
 # One read spans at most this much of Prometheus' time: 10 minutes of a 15 s scrape is 40 samples a series, a few
@@ -68,9 +75,14 @@ QUERY_TIMEOUT_S = 10.0
 # An answer larger than this is refused (a selector matching every series of a large Prometheus): the window is
 # then too wide or the selector too broad, which the error says.
 MAX_ANSWER_BYTES = 256 * 1024 * 1024
-# A target whose newest sample is older than this behind the window's end is no longer scraped (a broker removed, a
-# relabeled instance): it stops holding the window's start back. Prometheus marks a series stale after 5 minutes.
-TARGET_STALE_MS = 10 * 60 * 1000
+# A scrape's samples carry its start time and become visible when it ends: at most its scrape_timeout later (10 s by
+# default, never over the scrape interval; operators scrape every 15-60 s). Each read looks back this far before the
+# last read's horizon, so a slow scrape's samples are read by the next read, and planewatch's clock may be off
+# Prometheus's by a few seconds.
+LATE_VISIBLE_MS = 30_000
+# A read spans at least this much (a window of LATE_VISIBLE_MS would never move on); failed reads halve the window
+# down to it (an answer too large, Prometheus's query.max-samples).
+MIN_WINDOW_MS = 2 * LATE_VISIBLE_MS
 # The labels Prometheus gives every target (`job`, `instance`): they name the target, not the series, and leave the
 # lines like the labels the mapping rules read.
 TARGET_LABELS = ("job", "instance")
@@ -174,13 +186,19 @@ class Window:
     end_ms: int
 
 
-def window(positions: Iterable[int], until_ms: int, now_ms: int, max_window_ms: int) -> Window:
-    """The next read's window: from the oldest position of the targets still scraped (`positions`: each target's
-    newest sample read; those over TARGET_STALE_MS behind `until_ms`, the previous read's end, are left out) or the
-    previous end, to now, at most `max_window_ms` wide."""
-    live = [p for p in positions if p >= until_ms - TARGET_STALE_MS]
-    start = min([*live, until_ms])
-    return Window(start, max(start, min(now_ms, start + max_window_ms)))
+def window(until_ms: int, now_ms: int, max_window_ms: int) -> Window:
+    """The next read's window: from LATE_VISIBLE_MS before the horizon the last read reached (`until_ms`) to now, at
+    most `max_window_ms` (at least MIN_WINDOW_MS) wide."""
+    start = until_ms - LATE_VISIBLE_MS
+    return Window(start, max(start, min(now_ms, start + max(max_window_ms, MIN_WINDOW_MS))))
+
+
+def next_until(w: Window, until_ms: int, now_ms: int, newest_ms: int | None) -> int:
+    """The horizon after a read of `w`: its end when it lies in the past (a catch-up, a gap in Prometheus's data:
+    the reads move on), else the newest sample read (Prometheus's clock), never back."""
+    if w.end_ms < now_ms:
+        return max(until_ms, w.end_ms)
+    return max(until_ms, newest_ms if newest_ms is not None else until_ms)
 
 
 # ---------------------------------------------------------------------------------------------------------- query
@@ -221,13 +239,51 @@ class QueryAnswer:
     error: str | None = None
 
 
+class _Failed(Exception):
+    """A read that failed: its reason."""
+
+
 def _range_query(selector: str, w: Window) -> dict[str, str]:
     return {"query": f"{selector}[{max(1, w.end_ms - w.start_ms)}ms]", "time": f"{w.end_ms / 1000:.3f}"}
 
 
-def query_samples(url: str, selectors: Sequence[str], w: Window, auth: ServerAuth,
+def _answer(client: httpx.Client, url: str, selector: str, w: Window) -> tuple[list[dict[str, Any]], list[str]]:
+    """One selector's series and warnings, the body read up to MAX_ANSWER_BYTES; _Failed says why not."""
+    with client.stream("GET", "/api/v1/query", params=_range_query(selector, w)) as resp:
+        if resp.status_code in REFUSED_STATUSES:
+            raise SourceRefused(f"sources.prometheus_server ({url}): HTTP {resp.status_code}: the server refused "
+                                "planewatch's credentials (sources.prometheus_server.auth)")
+        body = bytearray()
+        for chunk in resp.iter_bytes():
+            body += chunk
+            if len(body) > MAX_ANSWER_BYTES:
+                raise _Failed(f"answer of {selector} larger than {MAX_ANSWER_BYTES} bytes: narrow the selector or "
+                              "max_window")
+        status = resp.status_code
+    text = body.decode("utf-8", errors="replace")
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        raise _Failed(f"HTTP {status}: not a Prometheus API answer: {text[:200]!r}") from None
+    if not isinstance(doc, dict):
+        raise _Failed(f"HTTP {status}: not a Prometheus API answer: {text[:200]!r}")
+    if status != 200 or doc.get("status") != "success":
+        raise _Failed(f"HTTP {status}: {doc.get('errorType', 'error')}: {doc.get('error', text[:200])}")
+    data = doc.get("data")
+    result = data.get("result") if isinstance(data, dict) else None
+    if not isinstance(data, dict) or data.get("resultType") != "matrix" or not isinstance(result, list):
+        got = data.get("resultType") if isinstance(data, dict) else type(data).__name__
+        raise _Failed(f"{selector}: expected a matrix (a range selector), got {got}")
+    if not all(isinstance(r, dict) and isinstance(r.get("metric"), dict) and isinstance(r.get("values"), list)
+               for r in result):
+        raise _Failed(f"{selector}: a series without its labels or values: {text[:200]!r}")
+    warnings = doc.get("warnings")
+    return result, [str(x) for x in warnings] if isinstance(warnings, list) else []
+
+
+def query_samples(url: str, selector: str, w: Window, auth: ServerAuth,
                   timeout_s: float = QUERY_TIMEOUT_S) -> QueryAnswer:
-    """Every sample of `selectors` in window `w` from the Prometheus at `url` (its /api/v1/query): a server that
+    """Every sample of `selector` in window `w` from the Prometheus at `url` (its /api/v1/query): a server that
     fails, times out or answers something else is an answer with `error`.
 
     Raises:
@@ -240,30 +296,9 @@ def query_samples(url: str, selectors: Sequence[str], w: Window, auth: ServerAut
     try:
         with httpx.Client(base_url=url.rstrip("/"), timeout=timeout_s, headers=headers, auth=auth.basic(),
                           verify=verify) as client:
-            for selector in selectors:
-                resp = client.get("/api/v1/query", params=_range_query(selector, w))
-                if resp.status_code in REFUSED_STATUSES:
-                    raise SourceRefused(f"sources.prometheus_server ({url}): HTTP {resp.status_code}: the server "
-                                        "refused planewatch's credentials (sources.prometheus_server.auth)")
-                if len(resp.content) > MAX_ANSWER_BYTES:
-                    out.error = (f"answer of {selector} larger than {MAX_ANSWER_BYTES} bytes: narrow the selector or "
-                                 "max_window")
-                    return out
-                try:
-                    doc = resp.json()
-                except ValueError:
-                    out.error = f"HTTP {resp.status_code}: not a Prometheus API answer: {resp.text[:200]!r}"
-                    return out
-                if resp.status_code != 200 or doc.get("status") != "success":
-                    out.error = (f"HTTP {resp.status_code}: {doc.get('errorType', 'error')}: "
-                                 f"{doc.get('error', resp.text[:200])}")
-                    return out
-                data = doc.get("data") or {}
-                if data.get("resultType") != "matrix":
-                    out.error = f"{selector}: expected a matrix (a range selector), got {data.get('resultType')}"
-                    return out
-                out.series += data.get("result") or []
-                out.warnings += [str(x) for x in doc.get("warnings") or []]
+            out.series, out.warnings = _answer(client, url, selector, w)
+    except _Failed as e:
+        out.error = str(e)
     except httpx.TimeoutException:
         out.error = f"timed out after {timeout_s:g} s"
     except httpx.ConnectError as e:
@@ -294,20 +329,26 @@ class TargetSamples:
     broker_id: int | None
     last_ms: int
     lines: list[tuple[str, int, str]] = field(default_factory=list)  # (series text, ts ms, value)
-    samples: int = 0
+
+    @property
+    def samples(self) -> int:
+        return len(self.lines)
 
     @property
     def text(self) -> str:
         return "".join(f"{series} {value} {ts}\n" for series, ts, value in sorted(self.lines))
 
 
-def target_key(url: str, labels: Mapping[str, str]) -> str:
-    """A target's name in the offsets and the records' `source`: the server and its `job` and `instance`."""
-    return f"{url.rstrip('/')}#job={labels.get('job', '')},instance={labels.get('instance', '')}"
+def target_key(url: str, labels: Mapping[str, str], named_by: Iterable[str] = ()) -> str:
+    """A target's name in the offsets and the records' `source`: the server, its `job` and `instance`, and the
+    labels in `named_by` it has (those the mapping rules read: two scrape configs of one address under different
+    cluster labels are two targets)."""
+    extra = "".join(f",{k}={labels[k]}" for k in sorted(set(named_by) - set(TARGET_LABELS)) if k in labels)
+    return f"{url.rstrip('/')}#job={labels.get('job', '')},instance={labels.get('instance', '')}{extra}"
 
 
 def _series_text(metric: Mapping[str, str], dropped: frozenset[str]) -> str:
-    labels = ",".join(f'{k}="{v.translate(_ESCAPES)}"' for k, v in sorted(metric.items())
+    labels = ",".join(f'{k}="{str(v).translate(_ESCAPES)}"' for k, v in sorted(metric.items())
                       if k != "__name__" and k not in dropped)
     return f"{metric.get('__name__', '')}{{{labels}}}" if labels else str(metric.get("__name__", ""))
 
@@ -315,24 +356,26 @@ def _series_text(metric: Mapping[str, str], dropped: frozenset[str]) -> str:
 def target_samples(url: str, series: Iterable[Mapping[str, Any]], positions: Mapping[str, int], since_ms: int,
                    rules: Sequence[LabelRule], cluster: str | None) -> dict[str, TargetSamples]:
     """The samples of a read per target, each after that target's position (`positions`; a target without one:
-    after `since_ms`), mapped to cluster and broker by `rules`."""
+    after `since_ms`), mapped to cluster and broker by `rules`.
+
+    Raises:
+        ValueError: a sample that is not [seconds, "value"].
+    """
     dropped = frozenset(TARGET_LABELS) | {r.label for r in rules}
     out: dict[str, TargetSamples] = {}
     for s in series:
         metric: Mapping[str, str] = s.get("metric") or {}
-        key = target_key(url, metric)
+        key = target_key(url, metric, dropped)
         t = out.get(key)
         if t is None:
-            target_labels = {k: v for k, v in metric.items() if k in dropped}
+            target_labels = {k: str(v) for k, v in metric.items() if k in dropped}
             c, b = map_target(metric, rules, cluster)
             t = out[key] = TargetSamples(key, target_labels, c, b, positions.get(key, since_ms))
         after = positions.get(key, since_ms)
         text = _series_text(metric, dropped)
         for ts_s, value in s.get("values") or []:
             ts = round(float(ts_s) * 1000)
-            if ts <= after:
-                continue
-            t.lines.append((text, ts, str(value)))
-            t.samples += 1
-            t.last_ms = max(t.last_ms, ts)
+            if ts > after:
+                t.lines.append((text, ts, str(value)))
+                t.last_ms = max(t.last_ms, ts)
     return out

@@ -3,27 +3,32 @@ operator's own Prometheus (its query API), exactly once into the raw-record colu
 broker is scraped a second time and the hour before planewatch started (or the minutes it was down) is read too.
 
     spark.readStream.format("planewatch_prometheus_server")
-         .option("url", "http://prometheus:9090").option("match", '["{job=\\"kafka\\"}"]')
+         .option("url", "http://prometheus:9090").option("match", '{job="kafka"}')
          .option("mapping", rules_json(label_rules(["strimzi"]))).load()
 
 Theory of operation (the read itself: jobs.sources.prometheus_query):
 
 * **Offsets** are `{"until": ms, "targets": {key: {cluster, broker_id, ts, from, offset}}}`: per target (the
-  server's URL with the target's `job` and `instance`), `ts` its newest sample read, and [`from`, `offset`) the bytes
-  of this batch's text in the target's stream, exactly as `planewatch_prometheus` logs a scrape. A batch of this
-  source is thus a batch of scrapes to every reader downstream (the driver path's spool read, the batch's size, the
-  byte positions of its records). `until` is the end of the latest read. The server itself is a target too (key: its
-  URL): a failed or partial read is one `source-error` record of its stream.
-* **latestOffset** (driver, once per trigger) reads the window (jobs.sources.prometheus_query.window: from the
-  oldest position of the targets still scraped to now, at most `maxWindowS` wide) and keeps each target's samples
-  after its position as one answer in the `ScrapeStore` (memory and the spool) before returning the offsets naming
-  them. A first start reads from `catchUpS` ago; after downtime the positions are where the last run stopped, so the
-  gap is read once, window by window. A read that finds nothing new ends no batch (the same offsets); one that finds
-  nothing in a window in the past (a gap in Prometheus' data) moves `until` on.
-* **Failures**: a read that fails (an HTTP error, a timeout, not Prometheus' API) or answers with warnings (a partial
-  answer) is a `source-error` record on the server's stream with the reason; the positions stay, so the next read
-  takes the same samples again and none is read twice. A target no label rule maps is one `source-error` record per
-  batch, its labels and head of samples in it (quarantined, counted); its samples are read past.
+  server's URL with the target's `job`, `instance` and the labels the mapping reads), `ts` its newest sample read,
+  and [`from`, `offset`) the bytes of this batch's text in the target's stream, exactly as `planewatch_prometheus`
+  logs a scrape. A batch of this source is thus a batch of scrapes to every reader downstream (the driver path's
+  spool read, the batch's size, the byte positions of its records). `until` is the horizon the reads reached
+  (jobs.sources.prometheus_query). The server itself is a target too (key: its URL): a failed or partial read is
+  one `source-error` record of its stream.
+* **latestOffset** (driver, once per trigger) reads the window (jobs.sources.prometheus_query.window: from a little
+  before the horizon to now, at most `maxWindowS` wide) and keeps each target's samples after its position as one
+  answer in the `ScrapeStore` (memory and the spool) before returning the offsets naming them. A first start reads
+  from `catchUpS` ago; after downtime the horizon is where the last run stopped, so the gap is read once, window by
+  window. A read that finds nothing new ends no batch (the same offsets); one that finds nothing in a window in the
+  past (a gap in Prometheus' data) moves the horizon on.
+* **Failures**: a read that fails (an HTTP error, a timeout, not Prometheus' API) is a `source-error` record on the
+  server's stream with the reason; the horizon and positions stay, so the next read takes the same samples again
+  and none is read twice, and each failure halves the next read's window (down to MIN_WINDOW_MS: an answer too
+  large, Prometheus's query.max-samples) until a read succeeds. Under availableNow (`--once`) a failure is recorded
+  once and the query ends. An answer with warnings (a partial answer: a store of a Thanos or a remote-read
+  Prometheus unavailable) is taken with a `source-error` record saying so: what the missing part held before the
+  samples read is not read again. A target no label rule maps is one `source-error` record per batch, its labels and
+  head of samples in it (quarantined, counted); its samples are read past.
 * **partitions/read/commit** are `planewatch_prometheus`' (jobs.sources.prometheus_source): the answers travel inside
   the input partitions, a replayed batch reads them from the spool.
 """
@@ -46,10 +51,12 @@ from jobs.sources.prometheus_query import (
     DEFAULT_CATCH_UP_S,
     DEFAULT_MATCH,
     DEFAULT_MAX_WINDOW_S,
+    MIN_WINDOW_MS,
     QUERY_TIMEOUT_S,
     LabelError,
     ServerAuth,
     label_rules,
+    next_until,
     query_samples,
     target_samples,
     window,
@@ -98,10 +105,7 @@ class PrometheusServerReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         self.url = (options.get("url") or "").rstrip("/")
         if not self.url.startswith(("http://", "https://")):
             raise PipelineIOError(f"planewatch_prometheus_server option url: an http(s) URL, got {self.url!r}")
-        match = _json_option(options, "match", list(DEFAULT_MATCH))
-        if not isinstance(match, list) or not match or not all(isinstance(m, str) and m for m in match):
-            raise PipelineIOError("planewatch_prometheus_server option match: a JSON list of series selectors")
-        self.match: list[str] = match
+        self.match = (options.get("match") or DEFAULT_MATCH).strip()
         try:
             self.rules = label_rules(_json_option(options, "mapping", []))
         except LabelError as exc:
@@ -114,13 +118,15 @@ class PrometheusServerReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         self.cluster = options.get("cluster") or None
         self.default_cluster = options.get("defaultcluster", "default")
         self.catch_up_ms = int(_float_option(options, "catchups", DEFAULT_CATCH_UP_S) * 1000)
-        self.max_window_ms = int(_float_option(options, "maxwindows", DEFAULT_MAX_WINDOW_S) * 1000)
+        self.max_window_ms = max(MIN_WINDOW_MS, int(_float_option(options, "maxwindows", DEFAULT_MAX_WINDOW_S) * 1000))
+        self._window_ms = self.max_window_ms  # the next read's width: halved after each failed read
         self.timeout_s = _float_option(options, "timeout", QUERY_TIMEOUT_S)
         self.store = ScrapeStore(options.get("spooldir") or None)
         self.clock = clock
         self.available_now = False
         self._cap_ms: int | None = None  # availableNow: read up to this time, then end
         self._reported: str | None = None  # the last problem of the server logged (logged on change)
+        self._said_once: set[str] = set()  # availableNow: the kinds of problem already recorded
 
     def _now_ms(self) -> int:
         return int(self.clock() * 1000)
@@ -162,22 +168,33 @@ class PrometheusServerReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         before: dict[str, dict[str, Any]] = start["targets"]
         now = self._cap_ms if self.available_now and self._cap_ms is not None else self._now_ms()
         positions = {k: int(e["ts"]) for k, e in before.items() if not e.get("server")}
-        w = window(positions.values(), until, now, self.max_window_ms)
+        w = window(until, now, self._window_ms)
         answer = query_samples(self.url, self.match, w, self.auth, self.timeout_s)
         self.store.clear(keep=set())  # every batch before this one has committed
         end = {k: e for k, e in before.items() if int(e["ts"]) >= w.end_ms - TARGET_RETENTION_S * 1000}
         if answer.error is not None:
             self._report(f"read failed: {answer.error}")
+            self._window_ms = max(MIN_WINDOW_MS, self._window_ms // 2)
+            if self._once("error"):
+                return start  # --once: said once, the query ends
             end[self.url] = self._server_record(before, f"prometheus read failed: {answer.error}", self._now_ms())
             return {"until": until, "targets": end}
         self._report(None)
+        self._window_ms = self.max_window_ms
         changed = False
-        if answer.warnings:
+        if answer.warnings and not self._once("warning"):
             end[self.url] = self._server_record(
                 before, "prometheus read partial: " + "; ".join(answer.warnings)[:ERROR_SAMPLE_BYTES], self._now_ms())
             changed = True
-        for key, t in sorted(target_samples(self.url, answer.series, positions, w.start_ms, self.rules,
-                                            self.cluster).items()):
+        try:
+            got_targets = target_samples(self.url, answer.series, positions, w.start_ms, self.rules, self.cluster)
+        except (TypeError, ValueError) as e:  # a sample that is not [seconds, "value"]: the read failed
+            if self._once("error"):
+                return start
+            end[self.url] = self._server_record(before, f"prometheus read failed: a malformed sample: {e}",
+                                                self._now_ms())
+            return {"until": until, "targets": end}
+        for key, t in sorted(got_targets.items()):
             if not t.samples:
                 continue
             changed = True
@@ -192,10 +209,21 @@ class PrometheusServerReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                     f"{t.samples} samples not read\n{t.text[:ERROR_SAMPLE_BYTES]}")
             end[key] = self._entry(before, key, t.cluster or self.default_cluster, t.broker_id,
                                    Scrape(t.last_ms, SOURCE_ERROR_FORMAT, text.encode("utf-8")))
-        if changed or w.end_ms < now:
+        newest = max((t.last_ms for t in got_targets.values() if t.samples), default=None)
+        horizon = next_until(w, until, now, newest)
+        if changed or horizon != until:
             # news, or an empty window in the past (a gap in Prometheus' data): the reads go on from its end
-            return {"until": w.end_ms, "targets": end}
+            return {"until": horizon, "targets": end}
         return start  # nothing new: the same offsets, so Spark runs no (empty) micro-batch
+
+    def _once(self, kind: str) -> bool:
+        """Under availableNow, whether a problem of `kind` was already recorded (else it is now); False otherwise."""
+        if not self.available_now:
+            return False
+        if kind in self._said_once:
+            return True
+        self._said_once.add(kind)
+        return False
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[ScrapePartition]:
         return scrape_partitions(planned_scrapes(self.store, start, end))
@@ -213,7 +241,7 @@ class PrometheusServerSource(DataSource):
     """`planewatch_prometheus_server`: the brokers' series in the operator's Prometheus, one raw row per sample (or
     per failed read, or per unmapped target).
 
-    Options: `url` (Prometheus' base URL), `match` (JSON list of series selectors, default every `kafka_` series),
+    Options: `url` (Prometheus' base URL), `match` (one series selector, default every `kafka_` series),
     `mapping` (JSON label rules: jobs.sources.prometheus_query.rules_json), `cluster` (for every target),
     `defaultCluster` (of the server's own records), `catchUpS` (a first start reads this far back, default 3600),
     `maxWindowS` (one read spans at most this, default 600), `timeout` (seconds per read, default 10), `auth` (JSON:

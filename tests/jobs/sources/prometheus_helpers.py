@@ -1,6 +1,7 @@
 """An operator's Prometheus for the tests: Debian's prometheus on 127.0.0.1 holding an hour of two brokers' Kafka
 series it never scraped (backfilled with promtool, as an operator imports history), one of them with a control-plane
-queue backlog, plus a target no label rule maps."""
+queue backlog, a third broker stopped after 20 minutes (removed from the cluster), and a target no label rule
+maps."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ HISTORY_S = 3600
 # broker 2's control-plane queue holds 15 requests (of 20) for this stretch of the hour: CONTROL_PLANE_QUEUE_BACKLOG
 BACKLOG = (1200, 1320)
 BROKERS = (1, 2)
+STOPPED_BROKER, STOPPED_AFTER_S = 3, 1200  # scraped for the hour's first 20 minutes only
 UNMAPPED_INSTANCE = "10.0.0.9:7071"
 
 
@@ -37,6 +39,15 @@ class History:
     def per_target(self) -> int:
         return len(range(self.first_s, self.last_s + 1, STEP_S)) * 2  # two series per broker
 
+    @property
+    def stopped_target(self) -> int:
+        return len(range(self.first_s, self.first_s + STOPPED_AFTER_S, STEP_S)) * 2
+
+    @property
+    def per_broker(self) -> dict[int, int]:
+        """Samples per broker Prometheus holds."""
+        return {**dict.fromkeys(BROKERS, self.per_target), STOPPED_BROKER: self.stopped_target}
+
 
 def history_text(first_s: int, last_s: int) -> str:
     """OpenMetrics text of the hour: per broker its control-plane queue and under-replicated partitions, every STEP_S;
@@ -44,8 +55,9 @@ def history_text(first_s: int, last_s: int) -> str:
     lines: list[str] = []
     for name in (QUEUE, URP):
         lines.append(f"# TYPE {name} gauge")
-        for instance in [f"kafka-{b}.prod:7071" for b in BROKERS] + [UNMAPPED_INSTANCE]:
-            for t in range(first_s, last_s + 1, STEP_S):
+        for instance in [f"kafka-{b}.prod:7071" for b in (*BROKERS, STOPPED_BROKER)] + [UNMAPPED_INSTANCE]:
+            end = first_s + STOPPED_AFTER_S - 1 if instance.startswith(f"kafka-{STOPPED_BROKER}.") else last_s
+            for t in range(first_s, end + 1, STEP_S):
                 backlog = instance.startswith("kafka-2.") and name == QUEUE and (
                     first_s + BACKLOG[0] <= t < first_s + BACKLOG[1])
                 lines.append(f'{name}{{job="kafka",instance="{instance}"}} {15 if backlog else 0} {t}')

@@ -8,11 +8,13 @@ import json
 import pytest
 
 from jobs.sources.prometheus_query import (
-    TARGET_STALE_MS,
+    LATE_VISIBLE_MS,
+    MIN_WINDOW_MS,
     LabelError,
     Window,
     label_rules,
     map_target,
+    next_until,
     rules_json,
     target_key,
     target_samples,
@@ -63,15 +65,29 @@ def test_bad_rules_are_clear_errors(items: list[object], message: str) -> None:
         label_rules(items)
 
 
-def test_the_window_starts_at_the_oldest_live_target_and_is_bounded() -> None:
-    assert window([100_000, 90_000], 100_000, 200_000, 600_000) == Window(90_000, 200_000)
-    # a catch-up: ten minutes at a time
-    assert window([0], 0, 3_600_000, 600_000) == Window(0, 600_000)
-    # a target gone (its newest sample long behind the last read) no longer holds the window back
-    until = 10 * TARGET_STALE_MS
-    assert window([1_000, until - 5_000], until, until + 10_000, 600_000) == Window(until - 5_000, until + 10_000)
-    # the clock behind the last read: an empty window, never a negative one
-    assert window([], 5_000, 4_000, 600_000) == Window(5_000, 5_000)
+def test_the_window_looks_back_for_late_scrapes_moves_on_and_is_bounded() -> None:
+    # live: from LATE_VISIBLE_MS before the horizon to now
+    assert window(100_000, 110_000, 600_000) == Window(100_000 - LATE_VISIBLE_MS, 110_000)
+    # a catch-up: ten minutes at a time, moving on by the window's end (a gap in Prometheus's data too)
+    w = window(0, 3_600_000, 600_000)
+    assert w == Window(-LATE_VISIBLE_MS, 600_000 - LATE_VISIBLE_MS)
+    assert next_until(w, 0, 3_600_000, None) == w.end_ms
+    assert window(w.end_ms, 3_600_000, 600_000).start_ms > w.start_ms
+    # at the live edge the horizon is the newest sample read (Prometheus's clock), never back
+    live = window(100_000, 110_000, 600_000)
+    assert next_until(live, 100_000, 110_000, 108_000) == 108_000
+    assert next_until(live, 100_000, 110_000, None) == 100_000
+    assert next_until(live, 100_000, 110_000, 90_000) == 100_000
+    # never narrower than MIN_WINDOW_MS (it would not move on), never negative
+    assert window(0, 10**9, 1).end_ms - window(0, 10**9, 1).start_ms == MIN_WINDOW_MS
+    assert window(5_000, 4_000, 600_000) == Window(5_000 - LATE_VISIBLE_MS, 4_000)
+
+
+def test_a_target_is_named_by_job_instance_and_the_labels_the_rules_read() -> None:
+    labels = {"job": "kafka", "instance": "10.0.0.1:7071", "cluster": "eu", "broker_id": "1", "topic": "t"}
+    assert target_key(URL, labels) == f"{URL}#job=kafka,instance=10.0.0.1:7071"
+    assert target_key(URL, labels, ("cluster", "broker_id", "node_id")) == (
+        f"{URL}#job=kafka,instance=10.0.0.1:7071,broker_id=1,cluster=eu")
 
 
 def _series(name: str, labels: dict[str, str], points: list[tuple[float, str]]) -> dict[str, object]:

@@ -26,7 +26,6 @@ from planewatch.demo.processes import Child
 from planewatch.kafka.prometheus import OperatorPrometheus, backfill
 from schemas.routes import SOURCE_ERROR_FORMAT
 from tests.jobs.sources.prometheus_helpers import (
-    BROKERS,
     HISTORY_S,
     UNMAPPED_INSTANCE,
     History,
@@ -86,7 +85,8 @@ def test_the_hour_is_read_window_by_window_each_sample_once_and_a_restart_goes_o
     samples = _samples(rows)
     assert max(samples.values()) == 1
     per_broker = Counter(broker for broker, _ in samples)
-    assert per_broker == dict.fromkeys(BROKERS, history.per_target)
+    # broker 3 stopped after 20 minutes: it holds nothing back, the others are read to the end
+    assert per_broker == history.per_broker
     assert len(batches) >= HISTORY_S // 600  # ten minutes of Prometheus' time a read
     assert {r["cluster"] for r in rows if r["kind"] != SOURCE_ERROR_FORMAT} == {"prod"}
     # the lines are what the exporter served, without the target's labels, at the scrape's time
@@ -125,7 +125,7 @@ def _start_at(history: History) -> dict[str, Any]:
     return {"until": (history.last_s - 300) * 1000, "targets": {}}
 
 
-@pytest.mark.parametrize("failure", ["HTTP 500", "timeout", "not the API"])
+@pytest.mark.parametrize("failure", ["HTTP 500", "timeout", "not the API", "not an object"])
 def test_a_failed_read_is_one_source_error_and_the_next_read_takes_the_same_samples(
         history: History, failure: str) -> None:
     start = _start_at(history)
@@ -134,6 +134,8 @@ def test_a_failed_read_is_one_source_error_and_the_next_read_takes_the_same_samp
                         "application/json")
     elif failure == "timeout":
         ctx = silent()
+    elif failure == "not an object":
+        ctx = answering(200, b"[]", "application/json")
     else:
         ctx = answering(200)
     with ctx as url:
@@ -143,12 +145,24 @@ def test_a_failed_read_is_one_source_error_and_the_next_read_takes_the_same_samp
     assert [r["kind"] for r in rows] == [SOURCE_ERROR_FORMAT]
     assert rows[0]["line"].startswith("prometheus read failed: " + {
         "HTTP 500": "HTTP 500: internal: boom", "timeout": "timed out after 0.5 s",
-        "not the API": "HTTP 200: not a Prometheus API answer"}[failure])
+        "not the API": "HTTP 200: not a Prometheus API answer",
+        "not an object": "HTTP 200: not a Prometheus API answer"}[failure])
     assert end["until"] == start["until"]  # the positions stay
     healthy = _reader(history.url)
     after = healthy.latestOffset(end, None)
     direct = healthy.latestOffset(start, None)
     assert _samples(_batch(healthy, end, after)) == _samples(_batch(healthy, start, direct))
+
+
+def test_once_a_failing_server_is_recorded_once_and_the_query_ends() -> None:
+    with answering(503, b"Service Unavailable\n", "text/plain") as url:
+        reader = _reader(url.removesuffix("/metrics"))
+        reader.prepareForTriggerAvailableNow()
+        start = reader.initialOffset()
+        end = reader.latestOffset(start, None)
+        assert [r["kind"] for r in _batch(reader, start, end)] == [SOURCE_ERROR_FORMAT]
+        reader.commit(end)
+        assert reader.latestOffset(end, None) == end  # said once: --once ends instead of looping on errors
 
 
 def test_a_partial_answer_keeps_its_samples_and_says_so(tmp_path: Path) -> None:
