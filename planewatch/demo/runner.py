@@ -93,6 +93,9 @@ FILE_QUERIES = tuple(ingest_query(f, SourceKind.FILES) for f in InputFamily)
 KAFKA_LOG_QUERY = ingest_query(InputFamily.LOGS, SourceKind.KAFKA)
 # After the last scenario, how long the demo waits for alerts still in flight (watermarks, windows, triggers).
 DETECTION_GRACE_S = 120.0
+# After every incident is caught, how long the demo waits for each catching alert's incident (written by a later
+# batch than the alert: a few triggers).
+INCIDENT_GRACE_S = 30.0
 # Micro-batch interval of the demo's pipeline: the detection delay's floor.
 TRIGGER = "2 seconds"
 # A scenario run that takes longer than this is interrupted (each is bounded below it: the gated rolling restart
@@ -215,6 +218,20 @@ def _wait_detections(incidents: Sequence[Incident], watcher: AlertWatcher, progr
             return dets
         time.sleep(1.0)
     return match(incidents, watcher.alerts())  # nothing more can come: a process of the demo exited
+
+
+def _wait_incidents(detections: Sequence[Detection], watcher: AlertWatcher, deadline: float
+                    ) -> list[dict[str, Any]]:
+    """The incidents, once each caught alert belongs to one (an alert's incident is written by a batch after the
+    alert's), or INCIDENT_GRACE_S on."""
+    end = min(deadline, time.monotonic() + INCIDENT_GRACE_S)
+    caught = {x.alert.alert_id for x in detections if x.alert is not None}
+    while True:
+        rows = watcher.incidents()
+        grouped = {aid for inc in rows for aid in inc.get("alert_ids", [])}
+        if caught <= grouped or time.monotonic() > end:
+            return rows
+        time.sleep(1.0)
 
 
 def _report(d: Path, detections: Sequence[Detection], false_alarms: Sequence[Any], engines: dict[str, str],
@@ -407,7 +424,7 @@ def run_demo(opts: DemoOptions, out: IO[str] = sys.stdout,
                     rolls[run.name] = ev
         progress.current = ""
         detections = _wait_detections(incidents, watcher, progress, deadline, children)
-        incident_rows = watcher.incidents()
+        incident_rows = _wait_incidents(detections, watcher, deadline)
         causes = watcher.causes(incident_rows)
         seen, names = watcher.alerts(), [r.name for r in runs]
         engines = {r.name: r.engine for r in runs}
