@@ -276,10 +276,11 @@ def _read_lines(path: Path) -> list[str]:
 
 
 def _prometheus(stack: contextlib.ExitStack, d: Path, opts: DemoOptions, runs: Sequence[DemoRun],
-                homes: Mapping[str, Path], progress: Progress, watch: Sequence[Mapping[str, object]]) -> str | None:
+                homes: Mapping[str, Path], progress: Progress, pipeline_address: str, api_address: str, token: str
+                ) -> str | None:
     """Start the Prometheus scraping the Apache Kafka runs' exporters unless `--metrics direct`, and planewatch
-    itself (`watch`: its scrape jobs) with the project's rules: its URL, or None (no Apache Kafka run, or Prometheus
-    not installed: the pipeline then scrapes them itself)."""
+    itself (the pipeline's metrics at `pipeline_address`, the API's with `token`) with the project's rules: its URL,
+    or None (no Apache Kafka run, or Prometheus not installed: the pipeline then scrapes them itself)."""
     kafka_runs = [r for r in runs if r.kafka]
     if opts.metrics == "direct" or not kafka_runs:
         return None
@@ -290,6 +291,11 @@ def _prometheus(stack: contextlib.ExitStack, d: Path, opts: DemoOptions, runs: S
         return None
     cluster_jsons = {prometheus_name(r.name, opts.metrics): homes[r.name] / "cluster" / "cluster.json"
                      for r in kafka_runs}
+    token_file = d / "prometheus" / "planewatch-api-token"
+    token_file.parent.mkdir(parents=True, exist_ok=True)
+    token_file.write_text(token + "\n")
+    token_file.chmod(0o600)
+    watch = planewatch_jobs(pipeline_address, api_address, token_file)
     prom = stack.enter_context(operator_prometheus(d / "prometheus", opts.scrape_interval_s, cluster_jsons,
                                                    rule_files=[RULES], extra_jobs=watch))
     progress.say(f"Prometheus {prom.url} scrapes the Apache Kafka runs' exporters every {opts.scrape_interval_s:g} s; "
@@ -344,12 +350,8 @@ def run_demo(opts: DemoOptions, out: IO[str] = sys.stdout,
             logs = "files"
         homes = {r.name: run_dir(d, r.name, bool(r.kafka), logs) for r in runs}
         metrics_port = free_port(0)  # the pipeline's own metrics, which the demo's Prometheus scrapes
-        token_file = d / "prometheus" / "planewatch-api-token"
-        token_file.parent.mkdir(parents=True, exist_ok=True)
-        token_file.write_text(token + "\n")
-        token_file.chmod(0o600)
-        prom_url = _prometheus(stack, d, opts, runs, homes, progress,
-                               planewatch_jobs(f"127.0.0.1:{metrics_port}", f"127.0.0.1:{port}", token_file))
+        prom_url = _prometheus(stack, d, opts, runs, homes, progress, f"127.0.0.1:{metrics_port}",
+                               f"127.0.0.1:{port}", token)
         metrics = opts.metrics if prom_url is not None else "direct"
         api = Child("api", planewatch_cmd("api", "--lake", str(d / "lake"), "--port", str(port), "--cluster-dir",
                                           str(d / "current"), "--log-level", "warning"), d / "logs" / "api.log", env)

@@ -6,9 +6,7 @@ loads the rules and answers queries over planewatch's metrics."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
@@ -20,7 +18,7 @@ import pytest
 from jobs.ingest.batch import BatchReport
 from jobs.run import observability
 from jobs.run.settings import parse_settings
-from planewatch.demo.processes import free_port
+from planewatch.kafka.prometheus import OperatorPrometheus, binary
 from tests.polling import wait_until
 
 pytestmark = pytest.mark.integration
@@ -31,23 +29,14 @@ RULE_TESTS = RULES_DIR / "planewatch-rules.test.yml"
 # promtool checks and tests the rule file in well under a second; the bound only keeps a hung tool from hanging the
 # suite.
 PROMTOOL_TIMEOUT_S = 60
-# Prometheus starts on an empty data directory in 1-3 s on a loaded 2-core machine; it scrapes and evaluates every
-# second here, so the metrics and the rules' first evaluation follow within a few more.
-START_TIMEOUT_S = 60.0
+# Prometheus scrapes and evaluates every second here, so the metrics and the rules' first evaluation follow its start
+# within a few seconds.
+SCRAPE_S = 1.0
 SCRAPED_TIMEOUT_S = 30.0
-# Prometheus stops within a second on SIGTERM; past this it is killed.
-STOP_TIMEOUT_S = 10.0
-
-
-def _binary(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        pytest.fail(f"{name} is not installed: scripts/bootstrap.sh installs Debian's prometheus package")
-    return path
 
 
 def _promtool(*args: str) -> None:
-    done = subprocess.run([_binary("promtool"), *args], cwd=RULES_DIR, capture_output=True, text=True,
+    done = subprocess.run([binary("promtool"), *args], cwd=RULES_DIR, capture_output=True, text=True,
                           timeout=PROMTOOL_TIMEOUT_S, check=False)
     assert done.returncode == 0, f"promtool {' '.join(args)} exited {done.returncode}:\n{done.stdout}{done.stderr}"
 
@@ -77,42 +66,11 @@ def pipeline_metrics() -> Iterator[int]:
 
 @pytest.fixture
 def prometheus(tmp_path: Path, pipeline_metrics: int) -> Iterator[str]:
-    """Prometheus on 127.0.0.1 (a free port, a temporary data directory) scraping the pipeline's metrics every
+    """An operator's Prometheus on 127.0.0.1 (planewatch.kafka.prometheus) scraping the pipeline's metrics every
     second as job planewatch-pipeline, with the rule file loaded; stopped whatever the test does."""
-    config = {
-        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-        "rule_files": [str(RULES)],
-        "scrape_configs": [{"job_name": "planewatch-pipeline",
-                            "static_configs": [{"targets": [f"127.0.0.1:{pipeline_metrics}"]}]}],
-    }
-    (tmp_path / "prometheus.yml").write_text(json.dumps(config))  # JSON is YAML
-    port = free_port(0)
-    log = (tmp_path / "prometheus.log").open("wb")
-    proc = subprocess.Popen([_binary("prometheus"), f"--config.file={tmp_path / 'prometheus.yml'}",
-                             f"--storage.tsdb.path={tmp_path / 'data'}", f"--web.listen-address=127.0.0.1:{port}",
-                             "--log.level=warn"], stdout=log, stderr=subprocess.STDOUT)
-    try:
-        url = f"http://127.0.0.1:{port}"
-
-        def ready() -> bool:
-            assert proc.poll() is None, f"prometheus exited {proc.returncode}: {_tail(tmp_path / 'prometheus.log')}"
-            with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as r:
-                return bool(r.status == 200)
-
-        wait_until(ready, START_TIMEOUT_S, "prometheus ready", ignoring=(urllib.error.URLError, OSError))
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
-
-
-def _tail(path: Path) -> str:
-    return path.read_text(errors="replace")[-2000:]
+    job = {"job_name": "planewatch-pipeline", "static_configs": [{"targets": [f"127.0.0.1:{pipeline_metrics}"]}]}
+    with OperatorPrometheus(tmp_path, SCRAPE_S, rule_files=[RULES], extra_jobs=[job]) as prom:
+        yield prom.url
 
 
 def _api(url: str, path: str, **params: str) -> Any:
