@@ -22,6 +22,7 @@ from api.queries import lit_date, lit_ts, name_literal
 from api.roll_safety import lake_frame
 from api.store import LakeStore
 from lake.merge import DeltaMerger
+from lake.storage import join
 from pipelines.detection.roll_detectors import STOP_EVENTS
 from pipelines.roll_awareness import DECLARED_MAX_S, EXPECTED, Declared, Restart, Roll, expectation, find_rolls
 from schemas.tables import ROLL_STEPS, STATE_CHANGE_EVENTS
@@ -99,16 +100,17 @@ def annotate(store: LakeStore, alerts: Sequence[dict[str, Any]], now: dt.datetim
     return out
 
 
-def _writer(lake: Path) -> DeltaMerger:
-    return DeltaMerger(str(lake / ROLL_STEPS.name), ROLL_STEPS, "declared-rolls", ("roll_id", "step"))
+def _writer(lake: str | Path) -> DeltaMerger:
+    return DeltaMerger(join(str(lake), ROLL_STEPS.name), ROLL_STEPS, "declared-rolls", ("roll_id", "step"))
 
 
-def _write(lake: Path, roll_id: str, step: int, row: Mapping[str, Any]) -> None:
+def _write(lake: str | Path, roll_id: str, step: int, row: Mapping[str, Any]) -> None:
     full = {"roll_id": roll_id, "step": step, "verdict": None, **row}
     _writer(lake).insert_arrow(pa.Table.from_pylist([full], ROLL_STEPS.to_arrow()), step, app_id=f"roll.{roll_id}")
 
 
-def declare_roll(lake: Path, cluster: str, nodes: Iterable[int], now: dt.datetime, roll_id: str | None = None) -> str:
+def declare_roll(lake: str | Path, cluster: str, nodes: Iterable[int], now: dt.datetime,
+                 roll_id: str | None = None) -> str:
     """Declare a roll of `cluster` starting `now` (its plan step); returns its roll id (a new one unless given)."""
     roll_id = roll_id or f"declared-{uuid.uuid4().hex[:12]}"
     _write(lake, roll_id, DECLARED_PLAN_STEP, {"cluster": cluster, "kind": "plan", "node": None, "at": now,
@@ -116,7 +118,7 @@ def declare_roll(lake: Path, cluster: str, nodes: Iterable[int], now: dt.datetim
     return roll_id
 
 
-def end_roll(lake: Path, cluster: str, roll_id: str, now: dt.datetime) -> None:
+def end_roll(lake: str | Path, cluster: str, roll_id: str, now: dt.datetime) -> None:
     """Declare the roll `roll_id` of `cluster` over at `now` (its `rolled` step; once)."""
     _write(lake, roll_id, DECLARED_END_STEP, {"cluster": cluster, "kind": "rolled", "node": None, "at": now,
                                               "detail": json.dumps({"declared": True})})

@@ -20,7 +20,8 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="PLANEWATCH_", env_ignore_empty=True, extra="ignore")
 
-    lake: Path = Field(default=Path("var/lake"), description="lake directory: one Delta table per sub-directory")
+    lake: str = Field(default="var/lake", description="lake directory or object store URI (s3://bucket/prefix, "
+                      "the endpoint and keys from AWS_* variables): one Delta table per sub-directory")
     cluster_dir: Path | None = Field(default=None, description="a reference cluster's directory (holds cluster.json)")
     admin_clusters: Path | None = Field(
         default=None, description="YAML file of Admin API connections per cluster (api.kafka_admin): the "
@@ -44,6 +45,11 @@ class Settings(BaseSettings):
     # resolves an alert it has not heard of for resolve_timeout, 5 min by default; Prometheus resends every 1 min).
     push_interval_s: float = Field(default=5.0, gt=0)
     resend_interval_s: float = Field(default=60.0, gt=0)
+
+    @field_validator("lake", mode="before")
+    @classmethod
+    def _lake_text(cls, v: object) -> object:
+        return str(v) if isinstance(v, Path) else v  # a directory given as a Path
 
     @field_validator("api_token")
     @classmethod

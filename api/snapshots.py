@@ -26,8 +26,8 @@ __all__ = [
     "CONTROL_REQUESTS_WINDOW",
     "SNAPSHOTS",
     "SnapshotSpec",
+    "files_root",
     "held_since",
-    "local_root",
     "read_added_files",
     "window_start",
 ]
@@ -146,11 +146,12 @@ SNAPSHOTS: dict[str, SnapshotSpec] = {
 }
 
 
-def local_root(table_uri: str) -> str | None:
-    """The table's directory when it is on the local file system, else None (no incremental path)."""
+def files_root(table_uri: str) -> str:
+    """The root under which pyarrow reads the table's files: its directory on the local file system, or its object
+    store URI as delta-rs names it (pyarrow reads both)."""
     parts = urlsplit(table_uri)
     if parts.scheme not in ("", "file"):
-        return None
+        return table_uri.rstrip("/")
     return unquote(parts.path).rstrip("/")
 
 

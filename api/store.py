@@ -44,8 +44,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from api.memo import Memo
-from api.snapshots import SNAPSHOTS, local_root, read_added_files
+from api.snapshots import SNAPSHOTS, files_root, read_added_files
 from lake.read import TableNotFoundError, open_table, query_builder, read_table, to_plain
+from lake.storage import is_remote
 from schemas.tables import ALERTS, CONTROL_REQUEST_LATENCY, METRIC_ROLLUPS_1M, METRIC_SAMPLES, TABLES
 
 __all__ = [
@@ -285,8 +286,7 @@ class LakeStore:
         """The empty snapshot of a table that has no commit yet, when the lake directory exists (the pipeline
         creates each table before its first row, so no row was ever written); None when the lake directory does
         not exist (a wrong ``--lake``) or the lake is remote (no directory to look at): that stays a 503."""
-        root = local_root(self.lake)
-        if root is None or not Path(root).is_dir():
+        if is_remote(self.lake) or not Path(self.lake).is_dir():
             return None
         empty = self._empty.get(name)
         if empty is None:
@@ -354,9 +354,9 @@ class LakeStore:
             if rows > SNAPSHOT_MAX_ROWS:
                 raise TableUnavailable(name, f"{rows} rows is above the snapshot cap of {SNAPSHOT_MAX_ROWS}")
             paths = frozenset(actions["path"].to_pylist())
-            root = local_root(dt.table_uri)
+            root = files_root(dt.table_uri)
             old = h.snapshot
-            plain = root is not None and not dt.protocol().reader_features
+            plain = not dt.protocol().reader_features
             if old is not None and plain and h.snapshot_paths <= paths:
                 added = actions.filter(
                     pc.invert(pc.is_in(actions["path"], value_set=pa.array(list(h.snapshot_paths), pa.string())))

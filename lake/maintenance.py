@@ -38,7 +38,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-import os
 import re
 import time
 from collections import Counter
@@ -47,9 +46,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 from deltalake import DeltaTable, WriterProperties
 from deltalake.exceptions import CommitFailedError
 
+from lake.storage import filesystem
 from schemas.tables import ALERTS, DQ_RESULTS, INCIDENTS, Table
 
 __all__ = ["FAILURES_BEFORE_ERROR", "MaintenancePolicy", "TableReport", "cleanup_log", "compactable_partitions",
@@ -145,22 +146,24 @@ def _retried(what: str, report: TableReport, step: Callable[[], Any]) -> Any:
 
 
 def cleanup_log(path: str, retention_h: float, now: dt.datetime) -> int:
-    """Delete the log files of the table at `path` that lie behind its newest checkpoint and were written more than
-    `retention_h` before `now`; returns how many. The newest checkpoint and everything after it stay."""
-    log_dir = os.path.join(path, "_delta_log")
+    """Delete the log files of the table at `path` (a directory or an object store URI) that lie behind its newest
+    checkpoint and were written more than `retention_h` before `now`; returns how many. The newest checkpoint and
+    everything after it stay."""
+    fs, root = filesystem(path)
+    log_dir = f"{root}/_delta_log"
     try:
-        with open(os.path.join(log_dir, "_last_checkpoint")) as f:
-            checkpoint = int(json.load(f)["version"])
+        with fs.open_input_stream(f"{log_dir}/_last_checkpoint") as f:
+            checkpoint = int(json.loads(f.read())["version"])
     except (OSError, ValueError, KeyError):
         return 0  # no checkpoint yet: every commit is needed
     cutoff = now.timestamp() - retention_h * 3600
     deleted = 0
-    for entry in os.scandir(log_dir):
-        m = _LOG_FILE.match(entry.name)
-        if m is None or int(m["version"]) >= checkpoint:
+    for entry in fs.get_file_info(pafs.FileSelector(log_dir)):
+        m = _LOG_FILE.match(entry.base_name)
+        if m is None or int(m["version"]) >= checkpoint or entry.mtime is None:
             continue
-        if entry.stat().st_mtime < cutoff:
-            os.remove(entry.path)
+        if entry.mtime.timestamp() < cutoff:
+            fs.delete_file(entry.path)
             deleted += 1
     return deleted
 

@@ -17,7 +17,7 @@ from deltalake.exceptions import CommitFailedError
 
 from lake import LakeError
 from lake.sink import SinkResult, conform
-from lake.tables import COMMIT_RETRIES, COMMIT_RETRY_SLEEP_S, batch_commit, ensure_table, local_path
+from lake.tables import COMMIT_RETRIES, COMMIT_RETRY_SLEEP_S, batch_commit, ensure_table, table_location
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -74,7 +74,7 @@ class DeltaMerger:
         exactly once: skipped when the table's app transaction shows the batch, done again when it loses a commit
         race (another writer or the maintenance committed first). `files`: the files it adds, when known."""
         t0 = time.perf_counter()
-        local = local_path(self.path)
+        local = table_location(self.path)
         if not self._ensured:
             ensure_table(local, self.table)
             self._ensured = True
@@ -102,7 +102,7 @@ class DeltaMerger:
 
     def latest_table(self) -> DeltaTable:
         """The Delta table at its latest version (the merger's own handle)."""
-        return self._latest(local_path(self.path))
+        return self._latest(table_location(self.path))
 
     def insert_arrow(self, source: pa.Table, batch_id: int, app_id: str | None = None) -> SinkResult:
         """Append rows the caller knows are new (no row of their keys is in the table) as batch `batch_id`, exactly

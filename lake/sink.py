@@ -17,6 +17,13 @@ Theory of operation (append, `mode="delta-rs"`, the default; no delta-spark jar 
    a committed batch is only leftover scaffolding and is removed too. So a table never holds a file twice, and
    never keeps a file no commit references (besides what `vacuum` would remove anyway).
 
+On an object store (`s3://`, lake.storage) nothing can be moved: a batch's files are written once, where they stay,
+under `<table>/staged/<app>-b<batch>-<attempt>/` (Hive-style partition directories below it; a directory name without
+a leading underscore, so that a full vacuum sees an orphan), and the commit's add actions name them there. An open
+batch is marked by an empty object `<table>/_pending/<app>-b<batch>-<attempt>` from its opening until its commit;
+before the next write of the same app a marker of an uncommitted batch has its staged files deleted, and every
+marker of the app goes. Listing `_pending/` lists the batches in flight, never the table's history.
+
 `mode="delta-spark"` (the session needs delta-spark: jobs.run.jars) commits with delta-spark's own writer: staged
 files (`open_pending` / `commit_pending`, the same staging as delta-rs, only the committer differs) are read by Spark
 and appended by it. The executors write the files into the table and the driver's Delta commit carries
@@ -42,6 +49,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -59,6 +67,7 @@ from lake.log import added_files
 from lake.read import HIVE_NULL
 from lake.spark_read import read_files
 from lake.stats import footer_stats
+from lake.storage import delete_tree, filesystem, is_remote, join, list_files
 from lake.tables import (
     COMMIT_RETRIES,
     COMMIT_RETRY_SLEEP_S,
@@ -66,7 +75,7 @@ from lake.tables import (
     app_slug,
     batch_commit,
     ensure_table,
-    local_path,
+    table_location,
 )
 
 if TYPE_CHECKING:
@@ -77,6 +86,7 @@ if TYPE_CHECKING:
 __all__ = [
     "PENDING_DIR",
     "SINK_MODES",
+    "STAGED_DIR",
     "DeltaSink",
     "SinkResult",
     "cleanup_pending",
@@ -86,6 +96,10 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 PENDING_DIR = "_pending"  # leading underscore: Delta and Spark readers ignore it
+# An object-store table's batches are written under this directory of the table and committed where they are.
+STAGED_DIR = "staged"
+# Footers of a batch's files on an object store read at once (a range request each).
+FOOTER_READS = 8
 SINK_MODES = ("delta-rs", "delta-spark")
 # delta-spark on a remote table stages a batch's files under <$PLANEWATCH_STAGING_DIR or the temp dir>/STAGING_DIR.
 STAGING_ENV = "PLANEWATCH_STAGING_DIR"
@@ -146,6 +160,8 @@ def cleanup_pending(table_path: str, app_id: str, committed: int | None, keep: s
         committed: `transaction_version(app_id)`; batches above it never committed.
         keep: a pending directory name to leave alone (the one being written).
     """
+    if is_remote(table_path):
+        return _cleanup_staged(table_path, app_id, committed, keep)
     root = Path(table_path) / PENDING_DIR
     if not root.is_dir():
         return 0
@@ -166,6 +182,26 @@ def cleanup_pending(table_path: str, app_id: str, committed: int | None, keep: s
         shutil.rmtree(entry, ignore_errors=True)
         removed += 1
         log.info("removed pending dir %s of %s (batch %d, committed %s)", entry.name, app_id, batch, committed)
+    return removed
+
+
+def _cleanup_staged(table_uri: str, app_id: str, committed: int | None, keep: str | None) -> int:
+    """:func:`cleanup_pending` on an object store: each marker of `app_id` under `_pending/` goes, and with it the
+    staged files of a batch above `committed` (never committed: no commit names them)."""
+    slug = app_slug(app_id)
+    removed = 0
+    fs, _ = filesystem(table_uri)
+    for marker, _size in list(list_files(join(table_uri, PENDING_DIR))):
+        name = marker.rsplit("/", 1)[-1]
+        m = _BATCH_DIR.match(name)
+        if not m or m.group("slug") != slug or name == keep:
+            continue
+        batch = int(m.group("batch"))
+        if committed is None or batch > committed:
+            delete_tree(join(table_uri, STAGED_DIR, name))
+        fs.delete_file(filesystem(marker)[1])
+        removed += 1
+        log.info("removed staged batch %s of %s (batch %d, committed %s)", name, app_id, batch, committed)
     return removed
 
 
@@ -204,9 +240,12 @@ class DeltaSink:
             if version is None:
                 return []
             return [p for p, _ in added_files(os.path.abspath(self.path), version - 1, version)]
-        local = local_path(self.path)
+        local = table_location(self.path)
         if not DeltaTable.is_deltatable(local):
             return []
+        if is_remote(local):
+            staged = f"/{STAGED_DIR}/{app_slug(self.app_id)}-b{batch_id:020d}-"
+            return [u for u in DeltaTable(local).file_uris() if staged in u]
         prefix = f"{app_slug(self.app_id)}-b{batch_id}-"
         return [u for u in DeltaTable(local).file_uris() if unquote(u.rsplit("/", 1)[-1]).startswith(prefix)]
 
@@ -215,7 +254,7 @@ class DeltaSink:
         t0 = time.perf_counter()
         if self.mode == "delta-spark":
             return self._write_arrow_delta_spark(data, batch_id)
-        local = local_path(self.path)
+        local = table_location(self.path)
         if not self._ensured:
             ensure_table(local, self.table)
             self._ensured = True
@@ -296,7 +335,7 @@ class DeltaSink:
         if self.mode == "delta-spark" and "://" in self.path:
             return os.path.join(os.environ.get(STAGING_ENV) or tempfile.gettempdir(), STAGING_DIR,
                                 app_slug(self.path))
-        return local_path(self.path)
+        return table_location(self.path)
 
     def open_pending(self, batch_id: int) -> str | None:
         """A new pending directory for batch `batch_id` of this app, or None for a replay.
@@ -315,6 +354,11 @@ class DeltaSink:
             log.info("%s: batch %d already committed (txn %d), skipped", self.table.name, batch_id, last)
             return None
         pending_name = f"{app_slug(self.app_id)}-b{batch_id:020d}-{uuid.uuid4().hex[:8]}"
+        if is_remote(root):
+            fs, marker = filesystem(join(root, PENDING_DIR, pending_name))
+            with fs.open_output_stream(marker):
+                pass  # the batch is open until its commit (an orphan's staged files are found by it)
+            return join(root, STAGED_DIR, pending_name)
         pending = os.path.join(root, PENDING_DIR, pending_name)
         os.makedirs(pending, exist_ok=True)
         return pending
@@ -333,7 +377,9 @@ class DeltaSink:
         t0 = time.perf_counter() if t0 is None else t0
         if self.mode == "delta-spark":
             return self._commit_pending_delta_spark(pending, batch_id, files)
-        local = local_path(self.path)
+        local = table_location(self.path)
+        if is_remote(local):
+            return self._commit_staged(local, pending, batch_id, files, t0)
         slug = app_slug(self.app_id)
         adds, moves, rows = self._collect_adds(pending, slug, batch_id, None if files is None else set(files))
         if not adds:
@@ -352,6 +398,40 @@ class DeltaSink:
         shutil.rmtree(pending, ignore_errors=True)
         dt_ms = (time.perf_counter() - t0) * 1e3
         paths = tuple(os.path.join(local, dst) for _, dst in moves)
+        return SinkResult(self.table.name, batch_id, False, len(adds), rows, version, dt_ms, paths=paths)
+
+    def _commit_staged(self, table_uri: str, staged: str, batch_id: int, files: Sequence[str] | None,
+                       t0: float) -> SinkResult:
+        """:meth:`commit_pending` on an object store: the files under `staged` (those of `files`) committed where
+        they are (one listing for their sizes, their footers read a few at a time), then the batch's marker goes."""
+        sizes = dict(list_files(staged))
+        chosen = sorted(sizes if files is None else (f for f in files if f in sizes))
+        chosen = [f for f in chosen if f.endswith(".parquet") and not f.rsplit("/", 1)[-1].startswith((".", "_"))]
+        with ThreadPoolExecutor(FOOTER_READS) as pool:
+            footers = list(pool.map(lambda f: footer_stats(pq.read_metadata(f), self.table.partition_by), chosen))
+        adds: list[Any] = []
+        rows = 0
+        now_ms = int(time.time() * 1000)
+        for uri, (n, stats) in zip(chosen, footers, strict=True):
+            if n == 0:
+                continue
+            in_batch = uri[len(staged) + 1:]  # <partition directories>/part-....parquet
+            rel_dir = in_batch.rsplit("/", 1)[0] if "/" in in_batch else ""
+            adds.append(AddAction(path=uri[len(table_uri) + 1:], size=sizes[uri],  # delta-rs encodes it itself
+                                  partition_values=_parse_partition_dir(rel_dir, self.table.partition_by),
+                                  modification_time=now_ms, data_change=True, stats=stats))
+            rows += n
+        name = staged.rsplit("/", 1)[-1]
+        version = None
+        if adds:
+            schema = Schema.from_arrow(self.table.to_arrow())
+            version = self._commit(table_uri, adds, schema, batch_commit(self.app_id, batch_id), batch_id)
+        else:
+            delete_tree(staged)
+        fs, marker = filesystem(join(table_uri, PENDING_DIR, name))
+        fs.delete_file(marker)
+        dt_ms = (time.perf_counter() - t0) * 1e3
+        paths = tuple(join(table_uri, a.path) for a in adds)
         return SinkResult(self.table.name, batch_id, False, len(adds), rows, version, dt_ms, paths=paths)
 
     def _commit_pending_delta_spark(self, pending: str, batch_id: int, files: Sequence[str] | None) -> SinkResult:

@@ -6,22 +6,27 @@ whose readers need more (column mapping, deletion vectors: reader protocol 2 and
 (`format("delta")`, the session must have loaded it: jobs.run.jars). The file list is the default because it is the
 faster: one partition of a 200k-row table counted in 0.32 s against 0.79 s natively (benchmarks.sinks_and_sources);
 `native=True` asks for delta-spark regardless. `read_files` is how a batch's committed files reach the executors
-(the delta-spark committer, a replay's bronze rows, the pairing of a batch the executors processed).
+(the delta-spark committer, a replay's bronze rows, the pairing of a batch the executors processed). Files on an
+object store are read by the executors' Python workers with pyarrow (a task per few files), which reads the
+environment's object store as the sink wrote it; the session needs no Hadoop file system for it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import reduce
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
+import pyarrow as pa
 from deltalake import DeltaTable
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
 from lake import LakeError
 from lake.log import strip_file_scheme
-from lake.read import table_schema
+from lake.read import HIVE_NULL, read_file, table_schema
+from lake.storage import is_remote
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -95,7 +100,33 @@ def read_files(spark: SparkSession, table_path: str, schema: StructType, partiti
     partition columns taken from the Hive-style directories, as a table read gives them (empty: no files)."""
     if not files:
         return spark.createDataFrame([], schema)
+    if any(is_remote(f) for f in files):
+        return _read_remote(spark, schema, partition_by, list(files))
     reader = spark.read.schema(schema)
     if partition_by:
         reader = reader.option("basePath", strip_file_scheme(table_path))
     return reader.parquet(*files).select(*[f.name for f in schema.fields])
+
+
+def _read_remote(spark: SparkSession, schema: StructType, partition_by: Sequence[str], files: list[str]
+                 ) -> DataFrame:
+    """:func:`read_files` of files on an object store: each task reads its share with pyarrow, the partition
+    columns from the files' Hive-style directories."""
+    arrow_schema = to_arrow_schema(schema, timezone="UTC")
+    names = [f.name for f in schema.fields]
+    data = [n for n in names if n not in partition_by]
+    tasks = max(1, min(len(files), spark.sparkContext.defaultParallelism))
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for i in batch.column("id").to_pylist():
+                uri = files[i]
+                part = read_file(uri, pa.schema([arrow_schema.field(n) for n in data]), data)
+                dirs = dict(d.split("=", 1) for d in uri.split("/")[-1 - len(partition_by):-1])
+                for name in partition_by:
+                    value = unquote(dirs[name])
+                    part = part.append_column(name, pa.array([None if value == HIVE_NULL else value] * part.num_rows,
+                                                             pa.string()).cast(arrow_schema.field(name).type))
+                yield from part.select(names).cast(arrow_schema).to_batches()
+
+    return spark.range(0, len(files), 1, tasks).mapInArrow(run, schema)

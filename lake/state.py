@@ -24,7 +24,7 @@ from deltalake.exceptions import CommitFailedError
 
 from lake import LakeError
 from lake.read import read_table
-from lake.tables import COMMIT_RETRIES, COMMIT_RETRY_SLEEP_S, HISTORY_SCAN, batch_commit, ensure_table, local_path
+from lake.tables import COMMIT_RETRIES, COMMIT_RETRY_SLEEP_S, HISTORY_SCAN, batch_commit, ensure_table, table_location
 
 if TYPE_CHECKING:
     from schemas.tables import Table
@@ -44,7 +44,7 @@ class StateTable:
     def __init__(self, path: str, table: Table, app_id: str) -> None:
         if table.partition_by != ("cluster",):
             raise LakeError(f"{table.name}: a state table is partitioned by cluster, not {table.partition_by}")
-        self.path = local_path(path)
+        self.path = table_location(path)
         self.table = table
         self.app_id = app_id
         self._table: DeltaTable | None = None

@@ -1,5 +1,5 @@
 """Creating and evolving the lake's Delta tables, and what every writer of them shares: the app transaction each
-commit carries (so a replayed batch is skipped), a directory-safe name per app, the local path of a table.
+commit carries (so a replayed batch is skipped), a directory-safe name per app, where delta-rs opens a table.
 
 Tables are created empty by `ensure_table` (delta-rs, reader 1 / writer 2) whatever the sink mode, so every writer
 writes the same schema and partitioning and every reader finds a table before its first row.
@@ -19,6 +19,7 @@ from deltalake.exceptions import CommitFailedError
 from deltalake.transaction import create_table_with_add_actions
 
 from lake import LakeError
+from lake.storage import is_remote
 
 if TYPE_CHECKING:
     from schemas.tables import Table
@@ -32,7 +33,7 @@ __all__ = [
     "app_slug",
     "batch_commit",
     "ensure_table",
-    "local_path",
+    "table_location",
 ]
 
 log = logging.getLogger(__name__)
@@ -61,17 +62,12 @@ def app_slug(app_id: str) -> str:
     return f"{readable}.{hashlib.sha1(app_id.encode()).hexdigest()[:10]}"
 
 
-def local_path(uri: str) -> str:
-    """The local directory of a table given as a path or a `file://` URI (a remote one is refused: the delta-rs
-    sink moves files)."""
-    if uri.startswith("file://"):
-        return uri[len("file://") :]
-    if "://" in uri:
-        raise LakeError(
-            f"the delta-rs sink moves executor-written files and needs a local/NFS path, got {uri!r}; "
-            "use sink.mode: delta-spark for object stores"
-        )
-    return os.path.abspath(uri)
+def table_location(uri: str) -> str:
+    """Where delta-rs opens a table given as a path, a `file://` URI or an object store URI: the absolute local
+    directory, or the object store URI as given (lake.storage)."""
+    if is_remote(uri):
+        return uri.rstrip("/")
+    return os.path.abspath(uri.removeprefix("file://"))
 
 
 def ensure_table(path: str, table: Table) -> None:
@@ -80,7 +76,8 @@ def ensure_table(path: str, table: Table) -> None:
     if DeltaTable.is_deltatable(path):
         add_missing_columns(path, table)
         return
-    os.makedirs(path, exist_ok=True)
+    if not is_remote(path):
+        os.makedirs(path, exist_ok=True)
     try:
         create_table_with_add_actions(
             path,

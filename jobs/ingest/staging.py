@@ -39,6 +39,7 @@ from jobs.ingest.bronze import arrow_to_raw
 from jobs.sources.file_tail import Piece, read_piece
 from lake.read import HIVE_NULL, committed_rows
 from lake.sink import SinkResult
+from lake.storage import delete_tree, filesystem, is_remote, join
 from schemas.dq import SOURCE_REASON_CHARS
 from schemas.routes import RAW_TABLES, ROUTE_TABLES, SOURCE_STAGE
 from schemas.tables import QUARANTINE, Table
@@ -127,10 +128,14 @@ class PartitionFiles:
             writer = self.writers.get(values)
             if writer is None:
                 rel = partition_dir(self.table, values)
-                directory = os.path.join(self.pending, rel) if rel else self.pending
-                os.makedirs(directory, exist_ok=True)
-                path = os.path.join(directory, f"part-{uuid.uuid4().hex}.parquet")
-                writer = pq.ParquetWriter(path, self.file_schema, compression="snappy")
+                directory = join(self.pending, rel) if rel else self.pending
+                path = join(directory, f"part-{uuid.uuid4().hex}.parquet")
+                if is_remote(path):  # an object store: written where the commit will name it (lake.sink)
+                    fs, key = filesystem(path)
+                    writer = pq.ParquetWriter(key, self.file_schema, compression="snappy", filesystem=fs)
+                else:
+                    os.makedirs(directory, exist_ok=True)
+                    writer = pq.ParquetWriter(path, self.file_schema, compression="snappy")
                 self.writers[values], self.paths[values], self.rows[values] = writer, path, 0
             writer.write_table(part.cast(self.file_schema))
             self.rows[values] += part.num_rows
@@ -335,7 +340,10 @@ def write_batch(run: Callable[[Mapping[str, str]], FilesOutcome], batch_id: int,
         outcome = run(pending)
     except BaseException:
         for opened in pending.values():
-            shutil.rmtree(opened, ignore_errors=True)
+            if is_remote(opened):
+                delete_tree(opened)  # its marker goes with the next write's cleanup
+            else:
+                shutil.rmtree(opened, ignore_errors=True)
         raise
     results = {sink.table.name: sink.commit_pending(pending[sink.table.name], batch_id,
                                                     outcome.files.get(sink.table.name, []))
@@ -351,5 +359,6 @@ def sample_rows(paths: Sequence[str], table: Table, limit: int) -> Any:
 
 
 def local_file(uri: str) -> str:
-    """A committed file's local path, from a path or a file URI (DeltaTable.file_uris spells them either way)."""
-    return unquote(uri[len("file://"):]) if uri.startswith("file://") else uri
+    """A committed file's path as pyarrow opens it: a local path from a path or a file URI (DeltaTable.file_uris
+    spells them either way), an object store URI as it is."""
+    return unquote(uri.removeprefix("file://"))

@@ -24,8 +24,10 @@ from pyspark.sql import SparkSession
 from jobs.run.jars import JarsMissing, jar_conf, require_spark_jars, session_has_delta, session_has_kafka, spark_jars
 from jobs.run.settings import Settings
 from jobs.sources.dedup import DEDUP_STATE_PROVIDER
+from lake.storage import OBJECT_STORE_ENV
 
-__all__ = ["JIT_HUGE_METHODS", "LOCAL_CONF", "PACKAGES", "build_session", "check_jars", "jars_needed", "package_zip"]
+__all__ = ["JIT_HUGE_METHODS", "LOCAL_CONF", "PACKAGES", "build_session", "check_jars", "jars_needed", "package_zip",
+           "share_object_store_env"]
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("jobs", "lake", "pipelines", "schemas")
@@ -139,3 +141,13 @@ def build_session(settings: Settings, app_name: str) -> SparkSession:
     if not actual.startswith("local"):
         spark.sparkContext.addPyFile(package_zip())
     return spark
+
+
+def share_object_store_env(spark: SparkSession) -> None:
+    """Give the executors' Python workers this process's object store environment (lake.storage: endpoint, keys):
+    the jobs created from now on carry it (`SparkContext.environment`, Spark's executorEnv), whatever the
+    environment the session's JVM was started with."""
+    for key in OBJECT_STORE_ENV:
+        value = os.environ.get(key)
+        if value is not None:
+            spark.sparkContext.environment[key] = value

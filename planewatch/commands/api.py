@@ -12,7 +12,8 @@ STARTUP_FAILURE = 3
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Arguments of `planewatch api` (each also settable as PLANEWATCH_<NAME> in the environment)."""
-    parser.add_argument("--lake", type=Path, default=None, help="lake directory (default: var/lake)")
+    parser.add_argument("--lake", default=None,
+                        help="lake directory or object store URI (s3://bucket/prefix; default: var/lake)")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8080, help="port to listen on (default: 8080)")
     parser.add_argument(

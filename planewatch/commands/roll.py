@@ -25,7 +25,6 @@ import sys
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from planewatch.commands.roll_check import ADMIN_CONFIG_INVALID, QUERY_TIMEOUT_S, add_admin_arguments
@@ -49,7 +48,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "sudo systemctl restart kafka')")
     parser.add_argument("--controller-restart-cmd", default=None, metavar="CMD",
                         help="shell command that restarts one KRaft controller (default: --restart-cmd)")
-    parser.add_argument("--lake", type=Path, default=None, help="planewatch's lake: gate on its signals too")
+    parser.add_argument("--lake", default=None,
+                        help="planewatch's lake (a directory or s3://bucket/prefix): gate on its signals too")
     parser.add_argument("--nodes", type=_node_ids, default=None, metavar="IDS",
                         help="comma-separated node ids to restart, in this order (default: every node, in the "
                              "roll's order)")
@@ -94,8 +94,8 @@ class _Roll:
         from schemas.tables import ROLL_STEPS
 
         if self.recorder is None:
-            self.recorder = DeltaMerger(str(self.args.lake / ROLL_STEPS.name), ROLL_STEPS, f"roll.{self.roll_id}",
-                                        ("roll_id", "step"))
+            self.recorder = DeltaMerger(f"{str(self.args.lake).rstrip('/')}/{ROLL_STEPS.name}", ROLL_STEPS,
+                                        f"roll.{self.roll_id}", ("roll_id", "step"))
         self.steps += 1
         node = fields.get("node")
         detail = {k: v for k, v in fields.items() if k not in ("node", "verdict")}

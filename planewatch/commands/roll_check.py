@@ -50,7 +50,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     """Arguments of `planewatch roll-check`."""
     parser.add_argument("--cluster", required=True, help="the cluster (its name in the lake)")
     parser.add_argument("--broker", type=int, default=None, help="the broker to restart next (reported)")
-    parser.add_argument("--lake", type=Path, default=Path("var/lake"), help="lake directory (default: var/lake)")
+    parser.add_argument("--lake", default="var/lake",
+                        help="lake directory or object store URI (s3://bucket/prefix; default: var/lake)")
     parser.add_argument("--json", action="store_true", help="print the verdict as JSON")
     parser.add_argument("--restarted", type=int, default=None, metavar="NODE",
                         help="the node restarted last: with an Admin API connection, it must be back in every ISR")

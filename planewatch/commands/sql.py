@@ -21,7 +21,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     """Arguments of `planewatch sql`."""
     parser.add_argument("query", nargs="?", help='the SQL, e.g. "SELECT type, count(*) FROM alerts GROUP BY type"')
     parser.add_argument("--file", type=Path, help="read the SQL from a file, e.g. api/sql/leader_and_isr_latency.sql")
-    parser.add_argument("--lake", type=Path, default=Path("var/lake"), help="lake directory (default: var/lake)")
+    parser.add_argument("--lake", default="var/lake",
+                        help="lake directory or object store URI (s3://bucket/prefix; default: var/lake)")
     parser.add_argument("--format", choices=["table", "json", "csv"], default="table", help="output format")
     parser.add_argument("--max-rows", type=int, default=10_000, help=f"rows printed at most (<= {MAX_ROWS})")
     parser.epilog = "Tables: every lake table present under --lake, by name (alerts, metric_samples, ...)."
@@ -65,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     missing: list[str] = []
     for name in tables_in(sql):
         try:
-            tables[name] = open_table(str(args.lake / name))
+            tables[name] = open_table(f"{str(args.lake).rstrip('/')}/{name}")
         except Exception:  # TableNotFoundError, a log mid-write: the table cannot be read now
             missing.append(name)
     if missing:

@@ -7,6 +7,7 @@ either whole or fetched again::
     .jvm/kafka-3.9.1/*.jar     kafka_2.13 3.9.1, the ZooKeeper it was built with, reload4j
     .jvm/kafka-4.4.0/*.jar     kafka_2.13 4.4.0 (KRaft only), log4j2
     .jvm/agent/*.jar           io.prometheus.jmx:jmx_prometheus_javaagent
+    .jvm/s3/*.jar              org.gaul:s3proxy's runnable jar: an S3 server on a directory (the object-store lake)
     .jvm/spark/*.jar           spark-sql-kafka and delta-spark for the pinned pyspark; spark-jars.txt names the
                                jars pyspark does not already ship (what ``spark.jars`` needs), one file name a line
 
@@ -32,6 +33,7 @@ __all__ = [
     "DEFAULT_SETS",
     "DELTA_VERSION",
     "JMX_EXPORTER_VERSION",
+    "S3PROXY_VERSION",
     "SPARK_VERSION",
     "ArtifactFetchError",
     "ArtifactMissing",
@@ -43,6 +45,7 @@ __all__ = [
     "jvm_dir",
     "kafka_classpath",
     "kafka_major_minor",
+    "s3proxy_jar",
 ]
 
 REPO = Path(__file__).resolve().parents[2]
@@ -53,10 +56,12 @@ STAMP = ".complete"
 # (KRaft only); 2.8: the INFO Handling/Finished era before the 3.x changes (runs on Java 17, verified).
 DEFAULT_KAFKA_VERSIONS: tuple[str, ...] = ("3.9.1", "4.4.0", "2.8.2")
 JMX_EXPORTER_VERSION = "1.0.1"
+# s3proxy 4.x: honours If-None-Match / If-Match on PUT (delta-rs's commits are conditional puts); Java 11+.
+S3PROXY_VERSION = "4.1.0"
 # No spark-sql-kafka or delta-spark jar for Spark 4.3 exists on Maven Central: pyspark is pinned to 4.2.0 to match.
 SPARK_VERSION = "4.2.0"
 DELTA_VERSION = "4.4.0"
-DEFAULT_SETS: tuple[str, ...] = (*(f"kafka-{v}" for v in DEFAULT_KAFKA_VERSIONS), "agent", "spark")
+DEFAULT_SETS: tuple[str, ...] = (*(f"kafka-{v}" for v in DEFAULT_KAFKA_VERSIONS), "agent", "spark", "s3")
 # One resolution downloads ~100 MB on a cold cache; Maven Central answers within seconds per artifact here.
 FETCH_TIMEOUT_S = 900.0
 _VERSION = re.compile(r"^\d+\.\d+\.\d+$")
@@ -91,7 +96,7 @@ def kafka_major_minor(version: str) -> tuple[int, int]:
 
 
 def artifact_set(name: str) -> ArtifactSet:
-    """The set called ``name``: ``kafka-X.Y.Z``, ``agent`` or ``spark``."""
+    """The set called ``name``: ``kafka-X.Y.Z``, ``agent``, ``spark`` or ``s3``."""
     if name.startswith("kafka-"):
         version = name.removeprefix("kafka-")
         major, _ = kafka_major_minor(version)
@@ -101,11 +106,14 @@ def artifact_set(name: str) -> ArtifactSet:
     if name == "agent":
         return ArtifactSet(name, ("agent",), (("jmx.exporter.version", JMX_EXPORTER_VERSION),),
                            f"io.prometheus.jmx:jmx_prometheus_javaagent:{JMX_EXPORTER_VERSION}")
+    if name == "s3":
+        return ArtifactSet(name, ("s3",), (("s3proxy.version", S3PROXY_VERSION),),
+                           f"org.gaul:s3proxy:{S3PROXY_VERSION}:jar-with-dependencies")
     if name == "spark":
         return ArtifactSet(name, ("spark",), (("spark.version", SPARK_VERSION), ("delta.version", DELTA_VERSION)),
                            f"org.apache.spark:spark-sql-kafka-0-10_2.13:{SPARK_VERSION}, "
                            f"io.delta:delta-spark_2.13:{DELTA_VERSION}")
-    raise ValueError(f"unknown artifact set {name!r} (kafka-X.Y.Z, agent, spark)")
+    raise ValueError(f"unknown artifact set {name!r} (kafka-X.Y.Z, agent, spark, s3)")
 
 
 def jvm_dir() -> Path:
@@ -138,6 +146,14 @@ def agent_jar() -> Path:
     jars = sorted(ensure("agent").glob("jmx_prometheus_javaagent-*.jar"))
     if not jars:
         raise ArtifactMissing(f"no jmx_prometheus_javaagent jar in {_set_dir('agent')}")
+    return jars[-1]
+
+
+def s3proxy_jar() -> Path:
+    """s3proxy's runnable jar."""
+    jars = sorted(ensure("s3").glob("s3proxy-*.jar"))
+    if not jars:
+        raise ArtifactMissing(f"no s3proxy jar in {_set_dir('s3')}")
     return jars[-1]
 
 
