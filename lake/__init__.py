@@ -11,6 +11,8 @@
 * `spark_read`: Delta tables read by Spark (a snapshot, some files).
 * `state`: a stream's keyed state, committed with the micro-batch that made it (`StateTable`).
 * `maintenance`: retention, compaction, log cleanup and vacuum of one table.
+* `storage`: where a table lives, a directory or an object store (`s3://`, reached through the environment's
+  AWS_* settings), and the file operations the sink and maintenance need on either.
 
 `schemas/` declares the tables; this package does their I/O; jobs/ and api/ use it. Import the submodules
 directly (`from lake.sink import DeltaSink`): this package imports nothing heavy on its own.

@@ -30,10 +30,10 @@ STORM = Path(__file__).resolve().parent.parent / "fixtures" / "kafka" / "kafka-3
 BATCH_BYTES = 16_384
 
 
-# the three paths a batch can take (jobs.ingest.batch): each hands the rules the rows its own way
-# process() on the driver, on the executors; delta-spark's committer (behind the same path: staged on the executors)
-SINKS = {"driver": {}, "executors": {"driver_batch_max_rows": 0},
-         "delta-spark": {"mode": "delta-spark", "driver_batch_max_rows": 0}}
+# the two paths a batch can take (jobs.ingest.batch): each hands the rules the rows its own way, process() on the
+# driver or on the executors (delta-spark's committer sits behind the executors' path and commits the same rows:
+# tests/streaming/test_sink_modes.py)
+SINKS = {"driver": {}, "executors": {"driver_batch_max_rows": 0}}
 
 
 def _settings(tmp: Path, sink: dict | None = None):
