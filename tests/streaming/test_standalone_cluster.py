@@ -1,4 +1,6 @@
-"""The same ingest job on a Spark standalone cluster (master + worker on 127.0.0.1, executors in their own JVMs)."""
+"""The same ingest job by spark-submit on a Spark standalone cluster: a master and two workers on 127.0.0.1, each
+pinned to its own CPU, the executors in the workers' JVMs, the lake on an object store (s3proxy,
+planewatch.objectstore). Every line of the input is in the tables once, and both workers ran the job's tasks."""
 
 from __future__ import annotations
 
@@ -9,44 +11,56 @@ import sys
 from pathlib import Path
 
 import pytest
+from deltalake import DeltaTable
 
 from jobs.run.local_cluster import start_cluster, stop_cluster
-from tests.lake_helpers import lake_table
+from lake.read import read_table, table_schema
+from planewatch.objectstore import ObjectStore
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "fixtures" / "ingest"
 SUBMIT_TIMEOUT_S = 600
+WORKERS = 2
 
 
-def test_spark_submit_on_a_standalone_cluster(tmp_path: Path) -> None:
+def _rows(lake: str, table: str, env: dict[str, str]) -> list[dict]:
+    dt = DeltaTable(f"{lake}/{table}", storage_options=env)
+    return read_table(dt, table_schema(dt)).to_pylist()
+
+
+def test_spark_submit_on_two_pinned_workers_writes_the_object_store_lake(tmp_path: Path) -> None:
     inp = tmp_path / "input"
-    shutil.copytree(FIXTURE / "demo-cluster" / "broker-2", inp / "demo-cluster" / "broker-2")
+    for broker in ("broker-1", "broker-2"):
+        shutil.copytree(FIXTURE / "demo-cluster" / broker, inp / "demo-cluster" / broker)
     cfg = tmp_path / "pipeline.yaml"
     # driver_batch_max_rows 0: the executors write every Parquet file, however small the batch (what this proves)
     cfg.write_text("quality:\n  enabled: false\nsink:\n  driver_batch_max_rows: 0\n"
-                   "spark:\n  conf:\n    spark.executor.memory: 1g\n")
-    cluster = start_cluster(str(tmp_path / "cluster"), cores=1, memory="1500m")
-    try:
-        env = {
-            **os.environ,
-            "PYSPARK_PYTHON": sys.executable,
-            "PYSPARK_DRIVER_PYTHON": sys.executable,
-            "SPARK_LOCAL_IP": "127.0.0.1",
-        }
-        submit = [str(Path(sys.executable).parent / "spark-submit"), "--master", cluster.master_url]
-        submit += ["--conf", "spark.ui.enabled=false", "--conf", "spark.driver.host=127.0.0.1"]
-        submit += [str(REPO / "jobs" / "ingest_logs.py"), "--config", str(cfg), "--once", "--input", str(inp)]
-        submit += ["--lake", str(tmp_path / "lake"), "--checkpoints", str(tmp_path / "ck")]
-        proc = subprocess.run(submit, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=SUBMIT_TIMEOUT_S)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        # The executors ran in the worker's JVMs (the worker's work dir has the app's executor logs).
-        assert any((tmp_path / "cluster" / "work").glob("app-*/*/stderr"))
-    finally:
-        stop_cluster(str(tmp_path / "cluster"))
-    raw = lake_table(tmp_path / "lake", "raw_logs")
-    lines = sum(1 for f in inp.rglob("*.log") for line in f.read_text().splitlines() if line.strip())
-    assert raw.num_rows == lines
-    sc = lake_table(tmp_path / "lake", "state_change_events")
-    assert 17 in sc.column("correlation_id").to_pylist()
+                   "spark:\n  conf:\n    spark.executor.memory: 700m\n    spark.executor.cores: 1\n")
+    with ObjectStore(tmp_path / "s3") as store:
+        lake = store.uri("lake")
+        cluster = start_cluster(str(tmp_path / "cluster"), cores=1, memory="900m", workers=WORKERS, pin=True)
+        try:
+            assert len(set(cluster.cpus)) == min(WORKERS, len(os.sched_getaffinity(0)))  # a CPU each
+            env = {**os.environ, **store.env(), "PYSPARK_PYTHON": sys.executable,
+                   "PYSPARK_DRIVER_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+            submit = [str(Path(sys.executable).parent / "spark-submit"), "--master", cluster.master_url]
+            submit += ["--conf", "spark.ui.enabled=false", "--conf", "spark.driver.host=127.0.0.1"]
+            submit += [str(REPO / "jobs" / "ingest_logs.py"), "--config", str(cfg), "--once", "--input", str(inp)]
+            submit += ["--lake", lake, "--checkpoints", str(tmp_path / "ck")]
+            proc = subprocess.run(submit, cwd=tmp_path, env=env, capture_output=True, text=True,
+                                  timeout=SUBMIT_TIMEOUT_S)
+            assert proc.returncode == 0, proc.stderr[-3000:]
+        finally:
+            stop_cluster(str(tmp_path / "cluster"))
+        # each worker launched an executor of the app in its own JVM (its work directory holds the executor's log)
+        for w in range(WORKERS):
+            assert any((tmp_path / "cluster" / "work" / f"worker-{w}").glob("app-*/*/stderr")), w
+        raw = _rows(lake, "raw_logs", store.env())
+        lines = [(f.parent.name, line) for f in inp.rglob("*.log") for line in f.read_text().splitlines()
+                 if line.strip()]
+        assert len(raw) == len(lines)
+        assert len({(r["broker_id"], r["line"]) for r in raw}) == len(set(lines))
+        sc = _rows(lake, "state_change_events", store.env())
+        assert 17 in {r["correlation_id"] for r in sc}
