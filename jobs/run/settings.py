@@ -650,7 +650,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The common flags of `planewatch pipeline` and the spark-submit jobs."""
     parser.add_argument("--config", default=None, help=f"pipeline YAML (default {DEFAULT_CONFIG})")
     parser.add_argument("--input", metavar="DIR", help="a tree of Kafka log and metric files (sources.files.path)")
-    parser.add_argument("--lake", metavar="DIR", help="where the Delta tables live")
+    parser.add_argument("--lake", metavar="DIR", help="where the Delta tables live (a directory or s3://bucket/prefix)")
     parser.add_argument("--checkpoints", metavar="DIR", help="where the streaming checkpoints live")
     parser.add_argument("--cluster", metavar="NAME", help="cluster name for every input (else per first-level dir)")
     parser.add_argument("--once", action="store_true", help="process what is there now, then stop")
