@@ -11,6 +11,7 @@
 * `spark_read`: Delta tables read by Spark (a snapshot, some files).
 * `state`: a stream's keyed state, committed with the micro-batch that made it (`StateTable`).
 * `maintenance`: retention, compaction, log cleanup and vacuum of one table.
+* `staged`: a batch's files on an object store, written where they stay and committed there (no rename).
 * `storage`: where a table lives, a directory or an object store (`s3://`, reached through the environment's
   AWS_* settings), and the file operations the sink and maintenance need on either.
 

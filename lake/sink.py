@@ -43,13 +43,11 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import shutil
 import tempfile
 import time
 import uuid
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -64,10 +62,19 @@ from pyspark.sql import functions as F
 
 from lake import LakeError
 from lake.log import added_files
-from lake.read import HIVE_NULL
 from lake.spark_read import read_files
+from lake.staged import (
+    BATCH_DIR,
+    PENDING_DIR,
+    STAGED_DIR,
+    cleanup_staged,
+    close_staged,
+    open_staged,
+    parse_partition_dir,
+    staged_adds,
+)
 from lake.stats import footer_stats
-from lake.storage import delete_tree, filesystem, is_remote, join, list_files
+from lake.storage import is_remote, join
 from lake.tables import (
     COMMIT_RETRIES,
     COMMIT_RETRY_SLEEP_S,
@@ -95,16 +102,10 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-PENDING_DIR = "_pending"  # leading underscore: Delta and Spark readers ignore it
-# An object-store table's batches are written under this directory of the table and committed where they are.
-STAGED_DIR = "staged"
-# Footers of a batch's files on an object store read at once (a range request each).
-FOOTER_READS = 8
 SINK_MODES = ("delta-rs", "delta-spark")
 # delta-spark on a remote table stages a batch's files under <$PLANEWATCH_STAGING_DIR or the temp dir>/STAGING_DIR.
 STAGING_ENV = "PLANEWATCH_STAGING_DIR"
 STAGING_DIR = "planewatch-staging"
-_BATCH_DIR = re.compile(r"^(?P<slug>.+)-b(?P<batch>\d{20})-(?P<attempt>[0-9a-f]{8})$")
 
 
 @dataclass(frozen=True)
@@ -137,20 +138,6 @@ def conform(df: DataFrame, table: Table) -> DataFrame:
     return df.select([F.col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields])
 
 
-def _parse_partition_dir(rel_dir: str, partition_by: Sequence[str]) -> dict[str, str | None]:
-    values: dict[str, str | None] = {}
-    parts = [p for p in rel_dir.split("/") if p]
-    if len(parts) != len(partition_by):
-        raise LakeError(f"unexpected partition directory {rel_dir!r} for {list(partition_by)}")
-    for part, name in zip(parts, partition_by, strict=True):
-        key, _, raw = part.partition("=")
-        if key != name:
-            raise LakeError(f"partition directory {part!r}: expected column {name}")
-        value = unquote(raw)
-        values[name] = None if value == HIVE_NULL else value
-    return values
-
-
 def cleanup_pending(table_path: str, app_id: str, committed: int | None, keep: str | None = None) -> int:
     """Remove the pending directories of `app_id` (and the moved files of uncommitted batches). Returns the count.
 
@@ -161,14 +148,14 @@ def cleanup_pending(table_path: str, app_id: str, committed: int | None, keep: s
         keep: a pending directory name to leave alone (the one being written).
     """
     if is_remote(table_path):
-        return _cleanup_staged(table_path, app_id, committed, keep)
+        return cleanup_staged(table_path, app_id, committed, keep)
     root = Path(table_path) / PENDING_DIR
     if not root.is_dir():
         return 0
     slug = app_slug(app_id)
     removed = 0
     for entry in root.iterdir():
-        m = _BATCH_DIR.match(entry.name)
+        m = BATCH_DIR.match(entry.name)
         if not m or m.group("slug") != slug or entry.name == keep:
             continue
         batch = int(m.group("batch"))
@@ -182,26 +169,6 @@ def cleanup_pending(table_path: str, app_id: str, committed: int | None, keep: s
         shutil.rmtree(entry, ignore_errors=True)
         removed += 1
         log.info("removed pending dir %s of %s (batch %d, committed %s)", entry.name, app_id, batch, committed)
-    return removed
-
-
-def _cleanup_staged(table_uri: str, app_id: str, committed: int | None, keep: str | None) -> int:
-    """:func:`cleanup_pending` on an object store: each marker of `app_id` under `_pending/` goes, and with it the
-    staged files of a batch above `committed` (never committed: no commit names them)."""
-    slug = app_slug(app_id)
-    removed = 0
-    fs, _ = filesystem(table_uri)
-    for marker, _size in list(list_files(join(table_uri, PENDING_DIR))):
-        name = marker.rsplit("/", 1)[-1]
-        m = _BATCH_DIR.match(name)
-        if not m or m.group("slug") != slug or name == keep:
-            continue
-        batch = int(m.group("batch"))
-        if committed is None or batch > committed:
-            delete_tree(join(table_uri, STAGED_DIR, name))
-        fs.delete_file(filesystem(marker)[1])
-        removed += 1
-        log.info("removed staged batch %s of %s (batch %d, committed %s)", name, app_id, batch, committed)
     return removed
 
 
@@ -355,10 +322,7 @@ class DeltaSink:
             return None
         pending_name = f"{app_slug(self.app_id)}-b{batch_id:020d}-{uuid.uuid4().hex[:8]}"
         if is_remote(root):
-            fs, marker = filesystem(join(root, PENDING_DIR, pending_name))
-            with fs.open_output_stream(marker):
-                pass  # the batch is open until its commit (an orphan's staged files are found by it)
-            return join(root, STAGED_DIR, pending_name)
+            return open_staged(root, pending_name)
         pending = os.path.join(root, PENDING_DIR, pending_name)
         os.makedirs(pending, exist_ok=True)
         return pending
@@ -402,34 +366,14 @@ class DeltaSink:
 
     def _commit_staged(self, table_uri: str, staged: str, batch_id: int, files: Sequence[str] | None,
                        t0: float) -> SinkResult:
-        """:meth:`commit_pending` on an object store: the files under `staged` (those of `files`) committed where
-        they are (one listing for their sizes, their footers read a few at a time), then the batch's marker goes."""
-        sizes = dict(list_files(staged))
-        chosen = sorted(sizes if files is None else (f for f in files if f in sizes))
-        chosen = [f for f in chosen if f.endswith(".parquet") and not f.rsplit("/", 1)[-1].startswith((".", "_"))]
-        with ThreadPoolExecutor(FOOTER_READS) as pool:
-            footers = list(pool.map(lambda f: footer_stats(pq.read_metadata(f), self.table.partition_by), chosen))
-        adds: list[Any] = []
-        rows = 0
-        now_ms = int(time.time() * 1000)
-        for uri, (n, stats) in zip(chosen, footers, strict=True):
-            if n == 0:
-                continue
-            in_batch = uri[len(staged) + 1:]  # <partition directories>/part-....parquet
-            rel_dir = in_batch.rsplit("/", 1)[0] if "/" in in_batch else ""
-            adds.append(AddAction(path=uri[len(table_uri) + 1:], size=sizes[uri],  # delta-rs encodes it itself
-                                  partition_values=_parse_partition_dir(rel_dir, self.table.partition_by),
-                                  modification_time=now_ms, data_change=True, stats=stats))
-            rows += n
-        name = staged.rsplit("/", 1)[-1]
+        """:meth:`commit_pending` on an object store (lake.staged): the files under `staged` (those of `files`)
+        committed where they are, then the batch is closed."""
+        adds, rows = staged_adds(table_uri, staged, files, self.table.partition_by)
         version = None
         if adds:
             schema = Schema.from_arrow(self.table.to_arrow())
             version = self._commit(table_uri, adds, schema, batch_commit(self.app_id, batch_id), batch_id)
-        else:
-            delete_tree(staged)
-        fs, marker = filesystem(join(table_uri, PENDING_DIR, name))
-        fs.delete_file(marker)
+        close_staged(table_uri, staged, committed=bool(adds))
         dt_ms = (time.perf_counter() - t0) * 1e3
         paths = tuple(join(table_uri, a.path) for a in adds)
         return SinkResult(self.table.name, batch_id, False, len(adds), rows, version, dt_ms, paths=paths)
@@ -495,7 +439,7 @@ class DeltaSink:
                 src = os.path.join(dirpath, name)
                 if only is not None and src not in only:
                     continue  # a failed task attempt's file
-                values = _parse_partition_dir(rel_dir, self.table.partition_by)
+                values = parse_partition_dir(rel_dir, self.table.partition_by)
                 n, stats = footer_stats(pq.read_metadata(src), self.table.partition_by)
                 if n == 0:
                     continue
