@@ -15,6 +15,7 @@ from pipelines.restart_probe import (
     quorum_reasons,
     recovery,
     recovery_eta_s,
+    roll_order,
 )
 from schemas.roll_safety import CheckStatus, RestartRisk, RollCheck
 
@@ -143,3 +144,15 @@ def test_a_restarted_brokers_recovery_is_extrapolated_from_its_own_catch_up_rate
     assert recovery_eta_s([(0.0, 0.5), (4.0, 0.5)]) is None  # not moving: nothing to extrapolate
     assert recovery_eta_s([(0.0, 0.25), (5.0, 0.5)]) == pytest.approx(10.0)
     assert recovery_eta_s([(0.0, 0.25), (5.0, 1.0)]) == 0.0
+
+
+def test_the_roll_order_puts_zookeepers_controller_last_among_the_brokers() -> None:
+    state = ClusterState(0, (3, 1, 2), (), controller=2)
+    assert roll_order(state) == [1, 3, 2]
+
+
+def test_the_roll_order_restarts_the_brokers_then_the_kraft_controllers_the_quorum_leader_last() -> None:
+    voters = tuple(VoterState(n, 10, 0) for n in (102, 100, 101))
+    state = ClusterState(0, (2, 1, 3), (), controller=1,  # KRaft's DescribeCluster controller: any broker
+                         quorum=QuorumState(101, 5, 10, voters, (), 0))
+    assert roll_order(state) == [1, 2, 3, 100, 102, 101]
