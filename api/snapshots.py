@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -26,7 +26,6 @@ __all__ = [
     "CONTROL_REQUESTS_WINDOW",
     "SNAPSHOTS",
     "SnapshotSpec",
-    "files_root",
     "held_since",
     "read_added_files",
     "window_start",
@@ -144,15 +143,6 @@ SNAPSHOTS: dict[str, SnapshotSpec] = {
     ALERTS.name: SnapshotSpec(prepare_alerts, merge_alerts),
     CONTROL_REQUEST_LATENCY.name: SnapshotSpec(prepare_control_requests, merge_control_requests, in_window_files),
 }
-
-
-def files_root(table_uri: str) -> str:
-    """The root under which pyarrow reads the table's files: its directory on the local file system, or its object
-    store URI as delta-rs names it (pyarrow reads both)."""
-    parts = urlsplit(table_uri)
-    if parts.scheme not in ("", "file"):
-        return table_uri.rstrip("/")
-    return unquote(parts.path).rstrip("/")
 
 
 def read_added_files(root: str, actions: pa.Table, table: str) -> pa.Table:

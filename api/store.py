@@ -44,9 +44,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from api.memo import Memo
-from api.snapshots import SNAPSHOTS, files_root, read_added_files
+from api.snapshots import SNAPSHOTS, read_added_files
 from lake.read import TableNotFoundError, open_table, query_builder, read_table, to_plain
-from lake.storage import is_remote
+from lake.storage import file_location, is_remote
 from schemas.tables import ALERTS, CONTROL_REQUEST_LATENCY, METRIC_ROLLUPS_1M, METRIC_SAMPLES, TABLES
 
 __all__ = [
@@ -354,7 +354,7 @@ class LakeStore:
             if rows > SNAPSHOT_MAX_ROWS:
                 raise TableUnavailable(name, f"{rows} rows is above the snapshot cap of {SNAPSHOT_MAX_ROWS}")
             paths = frozenset(actions["path"].to_pylist())
-            root = files_root(dt.table_uri)
+            root = file_location(dt.table_uri).rstrip("/")
             old = h.snapshot
             plain = not dt.protocol().reader_features
             if old is not None and plain and h.snapshot_paths <= paths:

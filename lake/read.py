@@ -31,7 +31,6 @@ large and view lists, at any depth (map keys and values, struct fields, list ite
 from __future__ import annotations
 
 import datetime as dt
-import os
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
@@ -41,6 +40,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
+
+from lake import LakeError
 
 if TYPE_CHECKING:
     from schemas.tables import Table
@@ -55,6 +56,7 @@ __all__ = [
     "file_batches",
     "is_table",
     "open_table",
+    "parse_partition_dir",
     "plain_schema",
     "plain_type",
     "query_builder",
@@ -64,6 +66,7 @@ __all__ = [
     "time_range",
     "to_contract",
     "to_plain",
+    "with_partition_columns",
 ]
 
 # delta-rs tuple filters in disjunctive normal form, on partition values and on the files' column statistics,
@@ -199,6 +202,33 @@ def file_batches(path: str, schema: pa.Schema, batch_rows: int) -> Iterator[pa.T
         yield contract_types(pa.Table.from_batches([batch]), schema)
 
 
+def parse_partition_dir(rel_dir: str, partition_by: Sequence[str]) -> dict[str, str | None]:
+    """The partition values a Hive-style relative directory spells (`partition_by` order, HIVE_NULL as None);
+    LakeError when it is not that table's layout."""
+    values: dict[str, str | None] = {}
+    parts = [p for p in rel_dir.split("/") if p]
+    if len(parts) != len(partition_by):
+        raise LakeError(f"unexpected partition directory {rel_dir!r} for {list(partition_by)}")
+    for part, name in zip(parts, partition_by, strict=True):
+        key, _, raw = part.partition("=")
+        if key != name:
+            raise LakeError(f"partition directory {part!r}: expected column {name}")
+        value = unquote(raw)
+        values[name] = None if value == HIVE_NULL else value
+    return values
+
+
+def with_partition_columns(part: pa.Table, path: str, partition_by: Sequence[str], schema: pa.Schema) -> pa.Table:
+    """`part` (rows of the data file at `path`) with the partition columns of `schema` among `partition_by`
+    appended, their values from the file's Hive-style directories."""
+    values = parse_partition_dir("/".join(path.split("/")[-1 - len(partition_by):-1]), partition_by)
+    for name in partition_by:
+        if name in schema.names:
+            part = part.append_column(name, pa.array([values[name]] * part.num_rows, pa.string())
+                                      .cast(schema.field(name).type))
+    return part
+
+
 def committed_rows(paths: Sequence[str], table: Table, columns: list[str] | None = None,
                    where: pc.Expression | None = None, limit: int | None = None) -> pa.Table:
     """The rows of committed files of `table` that `where` keeps (the first `limit`, when given), in the table's
@@ -213,14 +243,7 @@ def committed_rows(paths: Sequence[str], table: Table, columns: list[str] | None
         part = read_file(path, schema, data, where)
         if limit is not None:
             part = part.slice(0, limit - rows)
-        dirs = dict(d.split("=", 1) for d in path.split(os.sep)[-1 - len(table.partition_by):-1])
-        for name in table.partition_by:
-            if name not in names:
-                continue
-            value = unquote(dirs[name])
-            value_or_null = None if value == HIVE_NULL else value
-            part = part.append_column(name, pa.array([value_or_null] * part.num_rows, pa.string())
-                                      .cast(schema.field(name).type))
+        part = with_partition_columns(part, path, table.partition_by, schema)
         parts.append(part.select(names).cast(schema))
         rows += part.num_rows
         if limit is not None and rows >= limit:

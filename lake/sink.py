@@ -62,6 +62,7 @@ from pyspark.sql import functions as F
 
 from lake import LakeError
 from lake.log import added_files
+from lake.read import parse_partition_dir
 from lake.spark_read import read_files
 from lake.staged import (
     BATCH_DIR,
@@ -70,7 +71,6 @@ from lake.staged import (
     cleanup_staged,
     close_staged,
     open_staged,
-    parse_partition_dir,
     staged_adds,
 )
 from lake.stats import footer_stats

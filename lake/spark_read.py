@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from functools import reduce
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote
 
 import pyarrow as pa
 from deltalake import DeltaTable
@@ -25,7 +24,7 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
 from lake import LakeError
 from lake.log import strip_file_scheme
-from lake.read import HIVE_NULL, read_file, table_schema
+from lake.read import read_file, table_schema, with_partition_columns
 from lake.storage import is_remote
 
 if TYPE_CHECKING:
@@ -122,11 +121,7 @@ def _read_remote(spark: SparkSession, schema: StructType, partition_by: Sequence
             for i in batch.column("id").to_pylist():
                 uri = files[i]
                 part = read_file(uri, pa.schema([arrow_schema.field(n) for n in data]), data)
-                dirs = dict(d.split("=", 1) for d in uri.split("/")[-1 - len(partition_by):-1])
-                for name in partition_by:
-                    value = unquote(dirs[name])
-                    part = part.append_column(name, pa.array([None if value == HIVE_NULL else value] * part.num_rows,
-                                                             pa.string()).cast(arrow_schema.field(name).type))
+                part = with_partition_columns(part, uri, partition_by, arrow_schema)
                 yield from part.select(names).cast(arrow_schema).to_batches()
 
     return spark.range(0, len(files), 1, tasks).mapInArrow(run, schema)

@@ -17,19 +17,16 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
-from urllib.parse import unquote
 
 import pyarrow.parquet as pq
 from deltalake.transaction import AddAction
 
-from lake import LakeError
-from lake.read import HIVE_NULL
+from lake.read import parse_partition_dir
 from lake.stats import footer_stats
 from lake.storage import delete_tree, filesystem, join, list_files
 from lake.tables import app_slug
 
-__all__ = ["BATCH_DIR", "PENDING_DIR", "STAGED_DIR", "cleanup_staged", "close_staged", "open_staged",
-           "parse_partition_dir", "staged_adds"]
+__all__ = ["BATCH_DIR", "PENDING_DIR", "STAGED_DIR", "cleanup_staged", "close_staged", "open_staged", "staged_adds"]
 
 log = logging.getLogger(__name__)
 
@@ -40,21 +37,6 @@ STAGED_DIR = "staged"
 FOOTER_READS = 8
 # A pending batch's name: <app slug>-b<batch id, 20 digits>-<attempt>.
 BATCH_DIR = re.compile(r"^(?P<slug>.+)-b(?P<batch>\d{20})-(?P<attempt>[0-9a-f]{8})$")
-
-
-def parse_partition_dir(rel_dir: str, partition_by: Sequence[str]) -> dict[str, str | None]:
-    """The partition values a Hive-style relative directory spells (`partition_by` order, HIVE_NULL as None)."""
-    values: dict[str, str | None] = {}
-    parts = [p for p in rel_dir.split("/") if p]
-    if len(parts) != len(partition_by):
-        raise LakeError(f"unexpected partition directory {rel_dir!r} for {list(partition_by)}")
-    for part, name in zip(parts, partition_by, strict=True):
-        key, _, raw = part.partition("=")
-        if key != name:
-            raise LakeError(f"partition directory {part!r}: expected column {name}")
-        value = unquote(raw)
-        values[name] = None if value == HIVE_NULL else value
-    return values
 
 
 def open_staged(table_uri: str, name: str) -> str:

@@ -12,13 +12,14 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Iterator
+from urllib.parse import unquote
 
 import pyarrow.fs as pafs
 
 from lake import LakeError
 
-__all__ = ["OBJECT_STORE_ENV", "OBJECT_STORE_SCHEMES", "delete_tree", "filesystem", "is_remote", "join", "list_files",
-           "object_store_env"]
+__all__ = ["OBJECT_STORE_ENV", "OBJECT_STORE_SCHEMES", "delete_tree", "file_location", "filesystem", "is_remote",
+           "join", "list_files", "object_store_env"]
 
 # The object stores the lake may live on (delta-rs and pyarrow both speak them).
 OBJECT_STORE_SCHEMES = ("s3",)
@@ -37,6 +38,12 @@ def object_store_env() -> tuple[str | None, ...]:
 def is_remote(uri: str) -> bool:
     """Whether `uri` names an object store location (not a path or a `file://` URI)."""
     return "://" in uri and not uri.startswith("file://")
+
+
+def file_location(uri: str) -> str:
+    """A location as pyarrow opens it, from a path or a URI as delta-rs spells it (`file_uris`, `table_uri`:
+    percent-encoded, local ones as `file://` URIs): a local path, or the object store URI."""
+    return unquote(uri.removeprefix("file://"))
 
 
 def join(base: str, *parts: str) -> str:

@@ -45,18 +45,20 @@ def pipeline_settings(root: Path, *, once: bool = True, files: Path | None = Non
     return parse_settings(_merged(raw, sections), "test")
 
 
-def lake_table(lake: Path, name: str, columns: list[str] | None = None) -> pa.Table:
-    """The rows of the table ``name`` of ``lake`` (its current snapshot), in plain types; ``columns``: only those."""
+def lake_table(lake: Path | str, name: str, columns: list[str] | None = None) -> pa.Table:
+    """The rows of the table ``name`` of ``lake`` (a directory or an object store URI: its current snapshot), in plain
+    types; ``columns``: only those."""
     from deltalake import DeltaTable
 
     from lake.read import read_table, table_schema
+    from lake.storage import join
 
-    dt = DeltaTable(str(lake / name))
+    dt = DeltaTable(join(str(lake), name))
     table = read_table(dt, table_schema(dt))
     return table if columns is None else table.select(columns)
 
 
-def lake_rows(lake: Path, name: str) -> list[dict[str, Any]]:
+def lake_rows(lake: Path | str, name: str) -> list[dict[str, Any]]:
     """`lake_table` as a list of rows."""
     rows: list[dict[str, Any]] = lake_table(lake, name).to_pylist()
     return rows

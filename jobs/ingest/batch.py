@@ -51,7 +51,7 @@ import pyarrow as pa
 from jobs.detect.rules import SilverBatch
 from jobs.ingest.quality import IngestQuality
 from jobs.ingest.readers import READERS, BatchInput, BatchKind
-from jobs.ingest.staging import FilesOutcome, local_file, sample_rows, write_batch
+from jobs.ingest.staging import FilesOutcome, sample_rows, write_batch
 from jobs.run import observability
 from jobs.run.settings import Settings
 from jobs.sources.checkpoints import logged_offset
@@ -62,6 +62,7 @@ from jobs.sources.kafka_stream import kafka_batch_records
 from jobs.sources.prometheus_source import logged_scrape_records, scrape_batch_bytes
 from lake.read import committed_rows
 from lake.sink import DeltaSink
+from lake.storage import file_location
 from lake.tables import ensure_table
 from pipelines.parsing.engine import run_engine
 from schemas.dq import RECONCILIATION_SUITE, RECORDS_EXPECTATION, SOURCE_SUITE, DqResult
@@ -268,7 +269,7 @@ class IngestBatch:
         batch = BatchInput(df, self.family, batch_id, self.raw_table, self.raw_sink.path, BatchKind.STREAM,
                            on_read=lambda: report.lap("read"))
         if self.raw_table.name not in pending:
-            batch.kind, batch.bronze_files = BatchKind.REPLAY, [local_file(u) for u in self.raw_sink.batch_files(
+            batch.kind, batch.bronze_files = BatchKind.REPLAY, [file_location(u) for u in self.raw_sink.batch_files(
                 batch_id)]
         elif (pieces := self._file_pieces(batch_id)) is not None:
             batch.kind, batch.pieces = BatchKind.FILES, pieces
@@ -313,7 +314,7 @@ class IngestBatch:
         report.newest_event_ts = dict(outcome.newest)
         report.source_failures = dict(outcome.sources)
         paths = {s.table.name: list(results[s.table.name].paths) if not results[s.table.name].skipped
-                 else [local_file(u) for u in s.batch_files(batch_id)]
+                 else [file_location(u) for u in s.batch_files(batch_id)]
                  for s in self.silver_sinks.values() if report.silver[s.table.name]}
         samples = {s.table.name: functools.partial(sample_rows, paths[s.table.name], s.table)
                    for s in self.silver_sinks.values() if paths.get(s.table.name)}

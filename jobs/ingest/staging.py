@@ -24,12 +24,10 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import shutil
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
-from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -50,7 +48,7 @@ if TYPE_CHECKING:
     from lake.sink import DeltaSink
 
 __all__ = ["ENGINE_BYTES", "ENGINE_ROWS", "OUTPUT_DDL", "FilesOutcome", "PartitionFiles", "Process", "Processed",
-           "local_file", "partition_dir", "read_pieces", "sample_rows", "shares", "stage_on_driver",
+           "partition_dir", "read_pieces", "sample_rows", "shares", "stage_on_driver",
            "stage_on_executors", "stage_pieces_on_executors", "write_batch"]
 
 # Records per engine run: the engine's fixed cost per call (a few dozen polars operations) is noise at this size,
@@ -340,10 +338,7 @@ def write_batch(run: Callable[[Mapping[str, str]], FilesOutcome], batch_id: int,
         outcome = run(pending)
     except BaseException:
         for opened in pending.values():
-            if is_remote(opened):
-                delete_tree(opened)  # its marker goes with the next write's cleanup
-            else:
-                shutil.rmtree(opened, ignore_errors=True)
+            delete_tree(opened)  # an object store's marker goes with the next write's cleanup
         raise
     results = {sink.table.name: sink.commit_pending(pending[sink.table.name], batch_id,
                                                     outcome.files.get(sink.table.name, []))
@@ -356,9 +351,3 @@ def sample_rows(paths: Sequence[str], table: Table, limit: int) -> Any:
     """The first `limit` rows of committed files of `table` as pandas, without the labels map (a GE sample)."""
     rows = committed_rows(paths, table, limit=limit)
     return rows.drop_columns([c for c in ("labels",) if c in rows.column_names]).to_pandas()
-
-
-def local_file(uri: str) -> str:
-    """A committed file's path as pyarrow opens it: a local path from a path or a file URI (DeltaTable.file_uris
-    spells them either way), an object store URI as it is."""
-    return unquote(uri.removeprefix("file://"))

@@ -95,6 +95,7 @@ def run_pipeline(
     from jobs.run.maintenance import (
         Maintainer,  # lazy: pyarrow and deltalake in every CLI process (note at the imports)
     )
+    from jobs.run.session import share_object_store_env  # lazy: pyspark in every CLI process
 
     queries: list[StreamingQuery] = []
     maintainer: Maintainer | None = None
@@ -107,10 +108,7 @@ def run_pipeline(
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGHUP):  # as Ctrl-C (KeyboardInterrupt) stops them
             signal.signal(sig, _stop)
-    if "://" in settings.lake:  # an object store lake (lake.storage): the executors read its environment too
-        from jobs.run.session import share_object_store_env  # lazy: pyspark in every CLI process
-
-        share_object_store_env(spark)
+    share_object_store_env(spark)  # an object store lake (lake.storage): the executors read its environment too
     try:
         observability.start(settings, families)  # the pipeline's /metrics, when observability.metrics_port is set
         if settings.once:

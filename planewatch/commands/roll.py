@@ -91,11 +91,12 @@ class _Roll:
         import pyarrow as pa
 
         from lake.merge import DeltaMerger
+        from lake.storage import join
         from schemas.tables import ROLL_STEPS
 
         if self.recorder is None:
-            self.recorder = DeltaMerger(f"{str(self.args.lake).rstrip('/')}/{ROLL_STEPS.name}", ROLL_STEPS,
-                                        f"roll.{self.roll_id}", ("roll_id", "step"))
+            self.recorder = DeltaMerger(join(self.args.lake, ROLL_STEPS.name), ROLL_STEPS, f"roll.{self.roll_id}",
+                                        ("roll_id", "step"))
         self.steps += 1
         node = fields.get("node")
         detail = {k: v for k, v in fields.items() if k not in ("node", "verdict")}

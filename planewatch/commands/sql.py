@@ -58,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
     from api.queries import rows
     from api.readonly_sql import NotReadOnly, SqlError, read_only_session, run_read_only
     from lake.read import open_table
+    from lake.storage import join
 
     if not sql.strip():
         print("planewatch sql: empty query", file=sys.stderr)
@@ -66,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     missing: list[str] = []
     for name in tables_in(sql):
         try:
-            tables[name] = open_table(f"{str(args.lake).rstrip('/')}/{name}")
+            tables[name] = open_table(join(args.lake, name))
         except Exception:  # TableNotFoundError, a log mid-write: the table cannot be read now
             missing.append(name)
     if missing:

@@ -22,11 +22,10 @@ from fastapi.testclient import TestClient
 from api.main import create_app
 from api.settings import Settings, get_settings
 from jobs.run.runner import run_pipeline
-from lake.read import read_table, table_schema
 from lake.sink import PENDING_DIR, STAGED_DIR
 from lake.storage import list_files
 from planewatch.objectstore import ObjectStore
-from tests.lake_helpers import pipeline_settings
+from tests.lake_helpers import lake_rows, pipeline_settings
 from tests.streaming.test_crash_restart import _run_and_kill, _write_input
 
 pytestmark = [pytest.mark.spark, pytest.mark.streaming, pytest.mark.integration, pytest.mark.timeout(600)]
@@ -52,11 +51,6 @@ def store(spark, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ObjectSto
                 else:
                     os.environ[k] = v
                 spark.sparkContext.environment.pop(k, None)  # the session's later jobs: the local lake again
-
-
-def _rows(lake: str, table: str) -> list[dict]:
-    dt = DeltaTable(f"{lake}/{table}")
-    return read_table(dt, table_schema(dt)).to_pylist()
 
 
 def _commits(lake: str, table: str) -> int:
@@ -90,14 +84,14 @@ def restarted(spark, store: ObjectStore, tmp_path_factory: pytest.TempPathFactor
 
 
 def test_kill_9_mid_commit_then_a_restart_stores_every_line_once(restarted: str) -> None:
-    raw = _rows(restarted, "raw_logs")
+    raw = lake_rows(restarted, "raw_logs")
     assert len(raw) == 372
     assert len({(r["broker_id"], r["line"]) for r in raw}) == 372  # each line once
-    latency = _rows(restarted, "control_request_latency")
+    latency = lake_rows(restarted, "control_request_latency")
     assert len(latency) == 120
     assert len({(r["broker_id"], r["correlation_id"]) for r in latency}) == 120
-    assert len(_rows(restarted, "quarantine")) == 12  # "not a kafka line" every tenth request
-    assert [(a["type"], a["cluster"], a["broker_id"]) for a in _rows(restarted, "alerts")] == [
+    assert len(lake_rows(restarted, "quarantine")) == 12  # "not a kafka line" every tenth request
+    assert [(a["type"], a["cluster"], a["broker_id"]) for a in lake_rows(restarted, "alerts")] == [
         ("DELAYED_LEADER_AND_ISR", "prod", 2)]
     for table in STAGED_TABLES:
         files = DeltaTable(f"{restarted}/{table}").file_uris()

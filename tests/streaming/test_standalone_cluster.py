@@ -11,11 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from deltalake import DeltaTable
 
 from jobs.run.local_cluster import start_cluster, stop_cluster
-from lake.read import read_table, table_schema
 from planewatch.objectstore import ObjectStore
+from tests.lake_helpers import lake_rows
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
@@ -25,12 +24,8 @@ SUBMIT_TIMEOUT_S = 600
 WORKERS = 2
 
 
-def _rows(lake: str, table: str, env: dict[str, str]) -> list[dict]:
-    dt = DeltaTable(f"{lake}/{table}", storage_options=env)
-    return read_table(dt, table_schema(dt)).to_pylist()
-
-
-def test_spark_submit_on_two_pinned_workers_writes_the_object_store_lake(tmp_path: Path) -> None:
+def test_spark_submit_on_two_pinned_workers_writes_the_object_store_lake(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     inp = tmp_path / "input"
     for broker in ("broker-1", "broker-2"):
         shutil.copytree(FIXTURE / "demo-cluster" / broker, inp / "demo-cluster" / broker)
@@ -40,10 +35,12 @@ def test_spark_submit_on_two_pinned_workers_writes_the_object_store_lake(tmp_pat
                    "spark:\n  conf:\n    spark.executor.memory: 700m\n    spark.executor.cores: 1\n")
     with ObjectStore(tmp_path / "s3") as store:
         lake = store.uri("lake")
+        for key, value in store.env().items():  # this process reads the lake too
+            monkeypatch.setenv(key, value)
         cluster = start_cluster(str(tmp_path / "cluster"), cores=1, memory="900m", workers=WORKERS, pin=True)
         try:
             assert len(set(cluster.cpus)) == min(WORKERS, len(os.sched_getaffinity(0)))  # a CPU each
-            env = {**os.environ, **store.env(), "PYSPARK_PYTHON": sys.executable,
+            env = {**os.environ, "PYSPARK_PYTHON": sys.executable,
                    "PYSPARK_DRIVER_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
             submit = [str(Path(sys.executable).parent / "spark-submit"), "--master", cluster.master_url]
             submit += ["--conf", "spark.ui.enabled=false", "--conf", "spark.driver.host=127.0.0.1"]
@@ -57,10 +54,10 @@ def test_spark_submit_on_two_pinned_workers_writes_the_object_store_lake(tmp_pat
         # each worker launched an executor of the app in its own JVM (its work directory holds the executor's log)
         for w in range(WORKERS):
             assert any((tmp_path / "cluster" / "work" / f"worker-{w}").glob("app-*/*/stderr")), w
-        raw = _rows(lake, "raw_logs", store.env())
+        raw = lake_rows(lake, "raw_logs")
         lines = [(f.parent.name, line) for f in inp.rglob("*.log") for line in f.read_text().splitlines()
                  if line.strip()]
         assert len(raw) == len(lines)
         assert len({(r["broker_id"], r["line"]) for r in raw}) == len(set(lines))
-        sc = _rows(lake, "state_change_events", store.env())
+        sc = lake_rows(lake, "state_change_events")
         assert 17 in {r["correlation_id"] for r in sc}
