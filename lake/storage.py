@@ -18,8 +18,8 @@ import pyarrow.fs as pafs
 
 from lake import LakeError
 
-__all__ = ["OBJECT_STORE_ENV", "OBJECT_STORE_SCHEMES", "delete_tree", "file_location", "filesystem", "is_remote",
-           "join", "list_files", "object_store_env"]
+__all__ = ["OBJECT_STORE_ENV", "OBJECT_STORE_SCHEMES", "check_lake", "delete_tree", "file_location", "filesystem",
+           "is_remote", "join", "list_files", "object_store_env"]
 
 # The object stores the lake may live on (delta-rs and pyarrow both speak them).
 OBJECT_STORE_SCHEMES = ("s3",)
@@ -69,6 +69,24 @@ def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
         return pafs.LocalFileSystem(), os.path.abspath(uri.removeprefix("file://"))
     scheme, _, rest = uri.partition("://")
     return _object_store(scheme, rest.split("/", 1)[0], object_store_env()), rest.rstrip("/")
+
+
+def check_lake(uri: str) -> None:
+    """Nothing for a local lake or a reachable bucket; LakeError saying what is wrong with an object store lake
+    (a scheme not spoken, a bucket that does not exist, a store that cannot be reached or refuses the keys) before
+    any table is opened, instead of the first write's store error."""
+    if not is_remote(uri):
+        return
+    fs, path = filesystem(uri)
+    bucket = path.split("/", 1)[0]
+    where = os.environ.get("AWS_ENDPOINT_URL") or "AWS's endpoint for AWS_REGION"
+    try:
+        info = fs.get_file_info(bucket)
+    except OSError as exc:
+        raise LakeError(f"cannot reach the lake {uri} at {where}: {exc} (the store's endpoint and keys come from "
+                        f"{', '.join(OBJECT_STORE_ENV[:5])})") from exc
+    if info.type == pafs.FileType.NotFound:
+        raise LakeError(f"the lake {uri}: bucket {bucket!r} does not exist at {where} (create it first)")
 
 
 def list_files(uri: str) -> Iterator[tuple[str, int]]:

@@ -96,6 +96,7 @@ def run_pipeline(
         Maintainer,  # lazy: pyarrow and deltalake in every CLI process (note at the imports)
     )
     from jobs.run.session import share_object_store_env  # lazy: pyspark in every CLI process
+    from lake.storage import check_lake  # lazy: pyarrow in every CLI process
 
     queries: list[StreamingQuery] = []
     maintainer: Maintainer | None = None
@@ -108,6 +109,7 @@ def run_pipeline(
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGHUP):  # as Ctrl-C (KeyboardInterrupt) stops them
             signal.signal(sig, _stop)
+    check_lake(settings.lake)  # LakeError: an object store lake that cannot be written, said before any query
     share_object_store_env(spark)  # an object store lake (lake.storage): the executors read its environment too
     try:
         observability.start(settings, families)  # the pipeline's /metrics, when observability.metrics_port is set
@@ -168,6 +170,7 @@ def _stop_all(queries: Sequence[StreamingQuery]) -> None:
 def main(argv: Sequence[str] | None = None, families: Sequence[str] = FAMILIES_ALL, app: str = "planewatch") -> int:
     """Entry point of the spark-submit shells: parse flags, load settings, build the session, run."""
     from jobs.run.session import build_session  # lazy: pyspark in every CLI process (note at the imports)
+    from lake import LakeError  # lazy: as the modules above (note at the imports)
 
     parser = argparse.ArgumentParser(prog=app, description=__doc__)
     add_arguments(parser)
@@ -179,7 +182,7 @@ def main(argv: Sequence[str] | None = None, families: Sequence[str] = FAMILIES_A
     spark.sparkContext.setLogLevel("WARN")
     try:
         return run_pipeline(spark, settings, families, detection=not args.no_detect)
-    except SourceRefused as exc:
+    except (SourceRefused, LakeError) as exc:
         log.error("%s", exc)
         return 1
     except KeyboardInterrupt:

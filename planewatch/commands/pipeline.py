@@ -27,6 +27,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from jobs import PipelineIOError
     from jobs.run.settings import load_settings
+    from lake import LakeError
 
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
@@ -49,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
             spark = build_session(settings, "planewatch-pipeline")
         spark.sparkContext.setLogLevel("ERROR")
         rc = run_pipeline(spark, settings, detection=not args.no_detect)
-    except PipelineIOError as exc:
+    except (PipelineIOError, LakeError) as exc:
         print(f"planewatch pipeline: {exc}", file=sys.stderr)
         return 1
     finally:

@@ -9,7 +9,7 @@ import pyarrow.fs as pafs
 import pytest
 
 from lake import LakeError
-from lake.storage import delete_tree, filesystem, is_remote, join, list_files
+from lake.storage import check_lake, delete_tree, filesystem, is_remote, join, list_files
 
 
 @pytest.mark.parametrize(("uri", "remote"), [("var/lake", False), ("/abs/lake", False), ("file:///abs/lake", False),
@@ -42,3 +42,9 @@ def test_list_and_delete_a_tree(tmp_path: Path) -> None:
     delete_tree(str(tmp_path / "t"))
     delete_tree(str(tmp_path / "t"))  # gone already: nothing to do
     assert not (tmp_path / "t").exists()
+
+
+def test_a_local_lake_needs_no_check_and_a_scheme_not_spoken_is_refused_before_any_table(tmp_path: Path) -> None:
+    check_lake(str(tmp_path / "not-yet-created"))  # the pipeline creates it
+    with pytest.raises(LakeError, match=r"not gs://"):
+        check_lake("gs://bucket/lake")

@@ -22,8 +22,9 @@ from fastapi.testclient import TestClient
 from api.main import create_app
 from api.settings import Settings, get_settings
 from jobs.run.runner import run_pipeline
+from lake import LakeError
 from lake.sink import PENDING_DIR, STAGED_DIR
-from lake.storage import list_files
+from lake.storage import check_lake, list_files
 from planewatch.objectstore import ObjectStore
 from tests.lake_helpers import lake_rows, pipeline_settings
 from tests.streaming.test_crash_restart import _run_and_kill, _write_input
@@ -112,3 +113,17 @@ def test_the_api_and_planewatch_sql_read_the_tables_on_the_object_store(restarte
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.splitlines()[0])["n"] == 120  # one JSON object a row
+
+
+def test_a_lake_whose_bucket_is_missing_or_whose_keys_are_refused_is_said_before_any_table(
+        store: ObjectStore, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    with pytest.raises(LakeError, match=r"bucket 'no-such-bucket' does not exist"):
+        check_lake("s3://no-such-bucket/lake")
+    done = subprocess.run([str(PLANEWATCH), "pipeline", "--once", "--input", str(tmp_path), "--lake",
+                           "s3://no-such-bucket/lake", "--checkpoints", str(tmp_path / "ck")],
+                          capture_output=True, text=True, timeout=180, check=False)
+    assert done.returncode == 1
+    assert "bucket 'no-such-bucket' does not exist" in done.stderr
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong")
+    with pytest.raises(LakeError, match=r"cannot reach the lake .* AWS_SECRET_ACCESS_KEY"):
+        check_lake(store.uri("lake"))
