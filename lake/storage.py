@@ -46,8 +46,9 @@ def file_location(uri: str) -> str:
     return unquote(uri.removeprefix("file://"))
 
 
-def join(base: str, *parts: str) -> str:
+def join(base: str | os.PathLike[str], *parts: str) -> str:
     """`base` and `parts` joined by `/` (a URI stays a URI; a path is joined as os.path does)."""
+    base = os.fspath(base)
     if not is_remote(base):
         return os.path.join(base, *parts)
     return "/".join([base.rstrip("/"), *(p.strip("/") for p in parts if p)])

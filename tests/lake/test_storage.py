@@ -21,6 +21,7 @@ def test_only_an_object_store_uri_is_remote(uri: str, remote: bool) -> None:
 def test_a_uri_stays_a_uri_when_joined_and_a_path_joins_as_a_path() -> None:
     assert join("s3://bucket/lake/", "raw_logs", "/staged/") == "s3://bucket/lake/raw_logs/staged"
     assert join("/abs/lake", "raw_logs") == "/abs/lake/raw_logs"
+    assert join(Path("/abs/lake"), "raw_logs") == "/abs/lake/raw_logs"  # a directory given as a Path
 
 
 def test_a_local_location_gets_the_local_file_system_and_its_absolute_path(tmp_path: Path) -> None:
