@@ -18,9 +18,11 @@ the send line itself.
 
 Bounds never lose a row. A batch's events are folded in event-time order, so in a backfill (a day of requests per
 broker in one batch, where the watermark cannot expire anything) each request is paired and resolved long before
-thousands more arrive. When a bound is reached, resolved records (completed, never completed) leave first, oldest
-first, emitted if they changed: a resolved record is kept only so a late line can still refine it, and one that
-thousands of later requests have passed gets no such line. Only a request still OPEN beyond the bound is evicted: it
+thousands more arrive; a key holding more than SETTLE_AT records lets its finished ones that no later line of the
+batch can reach leave as the fold goes (`_Key.settle`: what the batch's end would do to them, done earlier), so a
+burst costs each line a few steps, not one per request folded before it. When a bound is reached, resolved records
+(completed, never completed) leave first, oldest first, emitted if they changed: a resolved record is kept only so
+a late line can still refine it, and one that thousands of later requests have passed gets no such line. Only a request still OPEN beyond the bound is evicted: it
 is emitted with status `evicted` (outcome unknown: planewatch stopped tracking it, the broker did not fail it) and
 counted in `PairingState.evicted`. Pending sends overflow only when the broker's lines are missing or far behind
 (its log not shipped yet, or the broker stuck with the controller still queueing); the oldest pending send a broker
@@ -67,7 +69,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from pipelines.detection import in_flight
@@ -75,10 +77,13 @@ from pipelines.detection.latency_rows import BREAKDOWN_COLUMNS, latency_row, req
 from schemas.events import ControlRequest, LatencyStatus
 
 __all__ = [
+    "BOUND_SLACK",
     "KINDS",
     "MAX_OPEN_RECORDS",
     "MAX_PENDING_SENDS",
     "MAX_SEEN",
+    "SETTLE_AT",
+    "SETTLE_EVERY",
     "Event",
     "PairingParams",
     "PairingState",
@@ -115,6 +120,15 @@ MAX_PENDING_SENDS = 2048
 MAX_OPEN_RECORDS = 2048
 # Recent event content keys kept for duplicate suppression (evicted by the watermark first).
 MAX_SEEN = 512
+# A batch folding more records than this on one key (a backfill, a failover burst) settles its finished ones as it
+# goes (`_Key.settle`), every SETTLE_EVERY events: the bounds and the per-line matching scan the records, so a key
+# holding thousands of finished requests costs thousands of steps per line (measured: 115,515 lines of one broker
+# in one batch took 62 s, ~1,800 lines/s, against the parse's 6 s).
+SETTLE_AT = 256
+SETTLE_EVERY = 64
+# When the records bound is reached, records leave down to this many below it in one pass (one sort per this many
+# new records instead of one per record): resolved ones first, then open ones (evicted, counted), the oldest kept.
+BOUND_SLACK = 256
 # Per-partition TRACE Sending lines of one request are logged in one burst by ControllerBrokerRequestBatch;
 # lines to the same broker within this much time of the burst's first line are the same request.
 PARTITION_BURST_MS = 1_000
@@ -175,7 +189,8 @@ class PairingState:
     request_log: bool = False
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), separators=(",", ":"))
+        # its fields are JSON values already: no deep copy (dataclasses.asdict) on the way out
+        return json.dumps({f.name: getattr(self, f.name) for f in fields(self)}, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, text: str | None) -> PairingState:
@@ -259,6 +274,17 @@ class _Key:
         self.st: PairingState = st
         self.p: PairingParams = p
         self.out: list[dict[str, Any]] = []
+        # records by correlation id, in the order of `st.records` (None: rebuilt by `_find` when next needed)
+        self._by_corr: dict[int, list[dict[str, Any]]] | None = None
+
+    def _add_record(self, r: dict[str, Any]) -> None:
+        self.st.records.append(r)
+        if self._by_corr is not None and r["corr"] is not None:
+            self._by_corr.setdefault(r["corr"], []).append(r)
+
+    def _set_records(self, records: list[dict[str, Any]]) -> None:
+        self.st.records = records
+        self._by_corr = None
 
     def _emit(self, r: dict[str, Any]) -> None:
         """Emit record `r` (a copy): `first` when no earlier row of its request was emitted (see the module doc)."""
@@ -321,12 +347,18 @@ class _Key:
         its correlation ids again under a new epoch)."""
         if corr is None:
             return None
-        found: dict[str, Any] | None = None
-        for r in self.st.records:
+        if self._by_corr is None:
+            self._by_corr = {}
+            for rec in self.st.records:
+                if rec["corr"] is not None:
+                    self._by_corr.setdefault(rec["corr"], []).append(rec)
+        same: list[dict[str, Any]] = self._by_corr.get(corr, [])
+        for r in reversed(same):  # the most recent one wins (ids restart after a controller failover)
             if (r["corr"] == corr and (request is None or r["request"] == request)
                     and (epoch is None or r["epoch"] is None or r["epoch"] == epoch)):
-                found = r  # the most recent one wins (correlation ids restart after a controller failover)
-        return found
+                found: dict[str, Any] = r
+                return found
+        return None
 
     # --- event handlers --------------------------------------------------------------------------------------
     def _same_request(self, ev: Event) -> dict[str, Any] | None:
@@ -340,9 +372,13 @@ class _Key:
         if (b is None or b["closed"] or ev.correlation_id is not None or b["request"] != ev.request
                 or b["epoch"] != ev.controller_epoch or not 0 <= ev.ts - b["last_ts"] <= PARTITION_BURST_MS):
             return None
-        for item in [*self.st.sends, *self.st.records]:
-            if item["anchor"] == b["anchor"]:
-                return item
+        # one item holds an anchor; the burst's is nearly always among the newest
+        lists: tuple[list[dict[str, Any]], ...] = (self.st.sends, self.st.records)
+        for items in lists:
+            for item in reversed(items):
+                if item["anchor"] == b["anchor"]:
+                    same: dict[str, Any] = item
+                    return same
         return None
 
     def send(self, ev: Event) -> None:
@@ -390,7 +426,7 @@ class _Key:
         if s is not None:
             r["anchor"] = s["anchor"]
             self._attach_send(r, s, ev.ts)
-        self.st.records.append(r)
+        self._add_record(r)
         self._bound_records(r)
         return r
 
@@ -408,16 +444,22 @@ class _Key:
             self.st.evicted += 1
 
     def _bound_records(self, current: dict[str, Any]) -> None:
-        """At most MAX_OPEN_RECORDS records (`current`, the one being built, stays): the oldest resolved record
-        leaves (emitted if it changed); when every record is still open, the oldest but one (the oldest is the one
-        the broker works on) is evicted instead, emitted with status `evicted` and counted."""
+        """At most MAX_OPEN_RECORDS records (`current`, the one being built, stays): beyond it, records leave down to
+        BOUND_SLACK below it, the oldest resolved ones first (emitted if they changed), then, when too few are
+        resolved, the oldest open ones but one (the oldest is the one the broker works on), emitted with status
+        `evicted` and counted."""
         recs = self.st.records
-        while len(recs) > MAX_OPEN_RECORDS:
-            others = sorted((r for r in recs if r is not current), key=_start)
-            resolved = [r for r in others if r["status"] != _IN_FLIGHT]
-            victim = resolved[0] if resolved else others[1]
-            recs.remove(victim)
-            if not resolved:
+        if len(recs) <= MAX_OPEN_RECORDS:
+            return
+        others = sorted((r for r in recs if r is not current), key=_start)
+        over = len(recs) - (MAX_OPEN_RECORDS - BOUND_SLACK)
+        leaving = [r for r in others if r["status"] != _IN_FLIGHT][:over]
+        # still over: open records leave too, the oldest (the one the broker works on) excepted
+        evict = [r for r in others if r["status"] == _IN_FLIGHT][1:1 + over - len(leaving)]
+        gone = {id(r) for r in (*leaving, *evict)}
+        self._set_records([r for r in recs if id(r) not in gone])
+        for victim in sorted((*leaving, *evict), key=_start):
+            if victim["status"] == _IN_FLIGHT:
                 victim["status"], victim["dirty"] = _EVICTED, True
                 self.st.evicted += 1
             if victim["dirty"]:
@@ -498,7 +540,7 @@ class _Key:
             r = _new_record(ev, s["anchor"] if s else f"r{ev.correlation_id}:{ev.ts}")
             if s is not None:
                 self._attach_send(r, s, ev.ts)
-            self.st.records.append(r)
+            self._add_record(r)
             self._bound_records(r)
         elif r["sent_ts"] is None:
             s = self._take_send(ev.request, None, None, ev.ts, broker_side=False)
@@ -553,7 +595,7 @@ class _Key:
                 self._emit(r)
         # the broker's next incarnation starts its correlation ids again on a new connection (same controller
         # epoch): nothing from before may match its lines
-        self.st.records = keep
+        self._set_records(keep)
         self.st.burst = None
 
     def _answered_silently(self, s: dict[str, Any]) -> None:
@@ -574,6 +616,31 @@ class _Key:
         r["flags"] += s.get("flags", [])
         self._emit(r)
 
+    def _finished_done(self, r: dict[str, Any], watermark: int) -> bool:
+        """Whether finished record `r` may leave the state at `watermark`: a late Sending line may still attach
+        while the watermark allows, and so may more per-partition completions or its request-log line."""
+        done = r["sent_ts"] is not None or _start(r) + self.p.max_skew_ms < watermark
+        if r.get("parts"):  # more per-partition completions of the request may follow
+            done = done and r["finished_ts"] + self.p.max_skew_ms < watermark
+        if self.st.request_log and r.get("served_ms") is None:  # its request-log line may follow
+            done = done and r["finished_ts"] + self.p.max_skew_ms < watermark
+        return done
+
+    def settle(self, at: int) -> None:
+        """Inside a batch's fold, at event time `at` (no earlier than the lines still to fold): finished records that
+        the batch's end would let leave, and that no later line of the batch can reach (finished longer than the
+        clock skew before `at`), leave now, emitted if they changed. What the batch's end does to them, done
+        earlier: a key folding a backfill keeps only what its next lines can still change."""
+        keep = []
+        for r in self.st.records:
+            if (r["finished_ts"] is not None and r["finished_ts"] + self.p.max_skew_ms < at
+                    and self._finished_done(r, at)):
+                if r["dirty"]:
+                    self._emit(r)
+            else:
+                keep.append(r)
+        self._set_records(keep)
+
     def expire(self, watermark: int) -> None:
         for s in [s for s in self.st.sends if s["ts"] + self.p.timeout_ms < watermark]:
             self.st.sends.remove(s)
@@ -587,12 +654,8 @@ class _Key:
                     r["flags"].append("end_not_logged")
                 else:
                     r["status"], r["dirty"] = _NEVER, True
-            if r["finished_ts"] is not None:  # a late Sending line may still attach while the watermark allows
-                done = r["sent_ts"] is not None or _start(r) + self.p.max_skew_ms < watermark
-                if r.get("parts"):  # more per-partition completions of the request may follow
-                    done = done and r["finished_ts"] + self.p.max_skew_ms < watermark
-                if self.st.request_log and r.get("served_ms") is None:  # its request-log line may follow
-                    done = done and r["finished_ts"] + self.p.max_skew_ms < watermark
+            if r["finished_ts"] is not None:
+                done = self._finished_done(r, watermark)
             elif r["status"] == _COMPLETED:  # answered per the controller; broker lines may still refine it
                 done = _start(r) + self.p.timeout_ms < watermark
             else:  # one taken for dropped by a broker restart stays while its request-log line may still come
@@ -606,7 +669,7 @@ class _Key:
                 self._emit(r)
             if not done:
                 keep.append(r)
-        self.st.records = keep
+        self._set_records(keep)
 
 
 def step(state: PairingState, events: list[Event], watermark_ms: int, params: PairingParams,
@@ -626,9 +689,11 @@ def step(state: PairingState, events: list[Event], watermark_ms: int, params: Pa
     for key, ts in list(state.seen.items()):
         if ts < floor:
             del state.seen[key]
-    for ev in sorted(events, key=lambda e: (e.ts, _KIND_ORDER.get(e.kind, 9))):
+    for n, ev in enumerate(sorted(events, key=lambda e: (e.ts, _KIND_ORDER.get(e.kind, 9)))):
         if ev.kind == "heartbeat":
             continue
+        if n % SETTLE_EVERY == 0 and len(state.records) > SETTLE_AT:
+            k.settle(min(ev.ts, watermark_ms))
         # content, not source+offset: the same line shipped twice (two sources) is still one event
         content = f"{ev.kind}|{ev.ts}|{ev.request}|{ev.correlation_id}|{ev.elapsed_ms}|{ev.partitions}|{ev.detail}"
         if content in state.seen:
