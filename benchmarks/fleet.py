@@ -1,0 +1,453 @@
+"""A fleet's logs through the pipeline: N brokers of many clusters shipped into a logging cluster's topic, read by
+the log job (spark-submit jobs/ingest_logs.py) with detection on, the lake on an object store.
+
+    .venv/bin/python -m benchmarks.fleet [--brokers 2000] [--backlog-lines 1000000] [--minutes 5]
+                                         [--modes standalone,local] [--trigger '1 second']
+
+Per mode (`standalone`: a Spark master and two workers on this machine, each pinned to its own CPU, an executor of
+one core in each; `local`: local[2], everything in the driver's JVM), the same run:
+
+1. **backlog**: `--backlog-lines` of the fleet's steady output (benchmarks.fleet_load, stamped over the past, as a
+   logging pipeline's outage leaves them) produced before the job starts; the job drains them: lines/s, and lines
+   per CPU-second of the Spark processes (driver and executors, their Python workers included: "per core");
+2. **steady**: the fleet's output produced as it is stamped, for `--minutes`, with an injected slow LeaderAndIsr
+   every `--incident-every` seconds: the delay from its Finished line's produce to its DELAYED_LEADER_AND_ISR alert
+   readable in the lake (p50, p99), driver and executor memory every 10 s (first third against last third);
+3. inside the steady phase, a **controller failover** of a 500-broker cluster (~77,000 lines in ~2 s, one broker's
+   LeaderAndIsr slow) and a **rolling restart** of a 100-broker cluster: the time until every produced line is in
+   raw_logs, and the burst's alert.
+
+Apache Kafka 4.4.0 (one KRaft broker) is the logging cluster; s3proxy (planewatch.objectstore) serves the lake.
+Everything shares this machine's cores: the producer, Kafka and s3proxy included. Say what else ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+import yaml
+
+from benchmarks.fleet_load import FAILOVER, ROLL, Fleet, Incident, fleet_specs
+
+REPO = Path(__file__).resolve().parents[1]
+TOPIC_PARTITIONS = 4  # the logging topic: several partitions per broker's lines (rsyslog's partitions.auto)
+LOGGING_KAFKA = "4.4.0"
+# The steady phase produces this often (what a shipper's linger does to its batches).
+TICK_S = 0.5
+SAMPLE_S = 10.0
+POLL_S = 1.0
+# The bursts, seconds into the steady phase.
+FAILOVER_AT_S, ROLL_AT_S = 60.0, 150.0
+# The job's start (JVMs, session, first batch) is not the drain's: the drain's clock starts at its first commit.
+JOB_START_TIMEOUT_S = 300.0
+DRAIN_TIMEOUT_S = 1800.0
+# An alert belongs to an incident when it started within this much of the incident's request.
+MATCH_S = 30.0
+EXECUTOR_MEMORY, WORKER_MEMORY, DRIVER_MEMORY = "1g", "1300m", "1g"
+
+
+@dataclass
+class Result:
+    mode: str
+    backlog: int = 0
+    drain_s: float = 0.0
+    drain_cpu_s: float = 0.0
+    drain_driver_cpu_s: float = 0.0
+    delays: list[float] = field(default_factory=list)
+    missed: int = 0
+    burst_drained_s: dict[str, float] = field(default_factory=dict)
+    burst_alert_s: float | None = None
+    memory: list[dict[str, float]] = field(default_factory=list)
+    steady_cpu_cores: float = 0.0
+    produced: int = 0
+
+
+def _tree_cpu_rss(pids: list[int]) -> tuple[float, float]:
+    """CPU seconds and RSS (MB) of processes `pids` and all their descendants."""
+    cpu = rss = 0.0
+    for pid in pids:
+        try:
+            root = psutil.Process(pid)
+            procs = [root, *root.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            continue
+        for p in procs:
+            try:
+                t = p.cpu_times()
+                cpu += t.user + t.system + t.children_user + t.children_system
+                rss += p.memory_info().rss / 2**20
+            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                pass
+    return cpu, rss
+
+
+class Producer:
+    """confluent-kafka's producer into the logging topic, as omkafka produces (acks=all, lz4, small linger)."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        from confluent_kafka import Producer as KafkaProducer
+
+        self.topic = topic
+        self.p = KafkaProducer({"bootstrap.servers": bootstrap, "linger.ms": 20, "acks": "all",
+                                "compression.type": "lz4", "queue.buffering.max.messages": 2_000_000,
+                                "batch.num.messages": 10_000, "log_level": 0})
+        self.sent = 0
+
+    def send(self, values: list[bytes]) -> None:
+        for v in values:
+            while True:
+                try:
+                    self.p.produce(self.topic, v)
+                    break
+                except BufferError:
+                    self.p.poll(0.05)
+        self.p.poll(0)
+        self.sent += len(values)
+
+    def flush(self) -> None:
+        self.p.flush(60)
+
+
+def raw_count(lake: str) -> int:
+    """Rows committed to raw_logs (its add actions' record counts)."""
+    from deltalake import DeltaTable
+
+    from lake.storage import join
+
+    try:
+        t = DeltaTable(join(lake, "raw_logs"))
+    except Exception:  # not created yet
+        return 0
+    n = t.get_add_actions(flatten=True).column("num_records").to_pylist()
+    return sum(int(x) for x in n if x is not None)
+
+
+def alerts(lake: str) -> list[dict[str, Any]]:
+    """DELAYED_LEADER_AND_ISR alerts of the lake: cluster, broker, started_at (epoch s)."""
+    from deltalake import DeltaTable
+
+    from lake.storage import join
+
+    try:
+        t = DeltaTable(join(lake, "alerts")).to_pyarrow_table(columns=["type", "cluster", "broker_id", "started_at"])
+    except Exception:  # not created yet
+        return []
+    return [{"cluster": r["cluster"], "broker": r["broker_id"], "started": r["started_at"].timestamp()}
+            for r in t.to_pylist() if r["type"] == "DELAYED_LEADER_AND_ISR" and r["started_at"] is not None]
+
+
+class Run:
+    """One mode's run: its topic, lake, job and measurements."""
+
+    def __init__(self, mode: str, args: argparse.Namespace, work: Path, bootstrap: str, store: Any) -> None:
+        self.mode, self.args, self.work, self.bootstrap = mode, args, work / mode, bootstrap
+        self.work.mkdir(parents=True, exist_ok=True)
+        self.topic = f"fleet-{mode}"
+        self.lake = store.uri(f"lake-{mode}")
+        self.fleet = Fleet(fleet_specs(args.brokers), incident_every_s=args.incident_every)
+        self.result = Result(mode)
+        self.produced_at: dict[tuple[str, int, int], float] = {}  # incident -> wall time its Finished line went
+        self.job: subprocess.Popen[bytes] | None = None
+        self.workers: list[int] = []
+
+    # --- load ----------------------------------------------------------------------------------------------
+    def _create_topic(self) -> None:
+        from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
+        for f in admin.create_topics([NewTopic(self.topic, TOPIC_PARTITIONS, 1)]).values():
+            f.result(60)
+
+    def produce_backlog(self, producer: Producer) -> int:
+        rate = len(self.fleet.lines(0.0, 60.0)) / 60.0  # lines/s of this fleet (a throwaway minute)
+        self.fleet = Fleet(fleet_specs(self.args.brokers), incident_every_s=self.args.incident_every)
+        span = self.args.backlog_lines / rate
+        end = time.time() - 60.0
+        t = end - span
+        n = 0
+        while t < end:
+            chunk = self.fleet.lines(t, min(t + 60.0, end))
+            producer.send(self.fleet.records(chunk))
+            n += len(chunk)
+            t += 60.0
+        producer.flush()
+        self.fleet.incidents.clear()  # the backlog's incidents are history: the delays are the steady phase's
+        return n
+
+    # --- the job -------------------------------------------------------------------------------------------
+    def _config(self) -> Path:
+        spark_conf: dict[str, str] = {"spark.sql.shuffle.partitions": "2", "spark.sql.session.timeZone": "UTC",
+                                      "spark.driver.memory": DRIVER_MEMORY, "spark.ui.enabled": "false"}
+        if self.mode == "standalone":
+            spark_conf |= {"spark.executor.memory": EXECUTOR_MEMORY, "spark.executor.cores": "1",
+                           "spark.cores.max": "2"}
+        cfg = {
+            "trigger": {"interval": self.args.trigger},
+            "spark": {"conf": spark_conf},
+            "sources": {
+                "files": {"enabled": False},
+                "kafka": {"enabled": True, "bootstrap_servers": self.bootstrap, "logs_topics": [self.topic],
+                          "logs_envelope": "rsyslog", "logs_mapping": ["host"], "starting_offsets": "earliest",
+                          "max_records_per_batch": self.args.batch_records},
+            },
+        }
+        path = self.work / "pipeline.yaml"
+        path.write_text(yaml.safe_dump(cfg))
+        return path
+
+    def start_job(self, master: str) -> None:
+        env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+               "SPARK_LOCAL_IP": "127.0.0.1"}
+        cmd = [str(Path(sys.executable).parent / "spark-submit"), "--master", master,
+               "--driver-memory", DRIVER_MEMORY, "--conf", "spark.driver.host=127.0.0.1",
+               str(REPO / "jobs" / "ingest_logs.py"), "--config", str(self._config()),
+               "--lake", self.lake, "--checkpoints", str(self.work / "ck")]
+        log = open(self.work / "job.log", "wb")  # noqa: SIM115 - the job's whole life
+        self.job = subprocess.Popen(cmd, cwd=self.work, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+
+    def stop_job(self) -> None:
+        if self.job is None or self.job.poll() is not None:
+            return
+        os.killpg(self.job.pid, signal.SIGINT)
+        try:
+            self.job.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.job.pid, signal.SIGKILL)
+            self.job.wait(10)
+
+    def _alive(self) -> None:
+        if self.job is not None and self.job.poll() is not None:
+            tail = (self.work / "job.log").read_text(errors="replace")[-3000:]
+            raise RuntimeError(f"the {self.mode} job exited with {self.job.returncode}:\n{tail}")
+
+    def cpu_rss(self) -> tuple[float, float, float, float]:
+        """(driver CPU s, driver RSS MB, executors CPU s, executors RSS MB)."""
+        assert self.job is not None
+        d_cpu, d_rss = _tree_cpu_rss([self.job.pid])
+        e_cpu, e_rss = _tree_cpu_rss(self.workers)
+        return d_cpu, d_rss, e_cpu, e_rss
+
+    # --- phases --------------------------------------------------------------------------------------------
+    def drain(self, target: int) -> None:
+        t0 = time.monotonic()
+        while raw_count(self.lake) == 0:
+            self._alive()
+            if time.monotonic() - t0 > JOB_START_TIMEOUT_S:
+                raise RuntimeError(f"no batch committed in {JOB_START_TIMEOUT_S:.0f} s; see {self.work}/job.log")
+            time.sleep(0.2)
+        start, cpu0 = time.monotonic(), self.cpu_rss()
+        first = raw_count(self.lake)
+        while (n := raw_count(self.lake)) < target:
+            self._alive()
+            if time.monotonic() - start > DRAIN_TIMEOUT_S:
+                raise RuntimeError(f"drained {n:,} of {target:,} lines in {DRAIN_TIMEOUT_S:.0f} s")
+            time.sleep(0.5)
+        cpu1 = self.cpu_rss()
+        r = self.result
+        r.backlog = target - first  # the first batch's lines are the job's start, not the drain
+        r.drain_s = time.monotonic() - start
+        r.drain_driver_cpu_s = cpu1[0] - cpu0[0]
+        r.drain_cpu_s = r.drain_driver_cpu_s + cpu1[2] - cpu0[2]
+
+    def steady(self, producer: Producer) -> None:
+        r, fleet = self.result, self.fleet
+        start_wall = time.time()
+        t_prev = start_wall
+        end = time.monotonic() + self.args.minutes * 60
+        pending: list[tuple[float, str, int, str, str]] = []
+        bursts: dict[str, tuple[float, int]] = {}  # burst -> (wall time its last line went, lines produced by then)
+        failover_done = roll_done = False
+        next_sample = next_poll = time.monotonic()
+        cpu0 = self.cpu_rss()
+        t_cpu0 = time.monotonic()
+        seen: set[tuple[str, int, int]] = set()
+        while time.monotonic() < end:
+            now = time.time()
+            if not failover_done and now - start_wall >= FAILOVER_AT_S and FAILOVER in fleet.clusters:
+                pending += fleet.failover(now)
+                failover_done = True
+                bursts["failover"] = (max(x[0] for x in pending), 0)
+            if not roll_done and now - start_wall >= ROLL_AT_S and ROLL in fleet.clusters:
+                for _at, lines in fleet.roll(now):
+                    pending += lines
+                roll_done = True
+                bursts["roll"] = (max(x[0] for x in pending), 0)
+            lines = fleet.lines(t_prev, now)
+            due = [x for x in pending if x[0] < now]
+            pending = [x for x in pending if x[0] >= now]
+            producer.send(fleet.records(sorted(lines + due, key=lambda x: x[0])))
+            t_prev = now
+            sent_at = time.time()
+            for inc in fleet.incidents:
+                key = (inc.cluster, inc.broker, inc.correlation_id)
+                if key not in self.produced_at and inc.finished_at < now:
+                    self.produced_at[key] = sent_at
+            for name, (last, count) in list(bursts.items()):
+                if count == 0 and last < now:
+                    bursts[name] = (sent_at, producer.sent)
+            if time.monotonic() >= next_poll:
+                self._alive()
+                self._match(fleet.incidents, seen)
+                for name, (sent, count) in bursts.items():
+                    if count and name not in r.burst_drained_s and raw_count(self.lake) >= count:
+                        r.burst_drained_s[name] = time.time() - sent
+                next_poll = time.monotonic() + POLL_S
+            if time.monotonic() >= next_sample:
+                _, d_rss, _, e_rss = self.cpu_rss()
+                r.memory.append({"t": time.monotonic(), "driver_mb": d_rss, "executors_mb": e_rss})
+                next_sample = time.monotonic() + SAMPLE_S
+            time.sleep(max(0.0, TICK_S - (time.time() - now)))
+        producer.flush()
+        cpu1 = self.cpu_rss()
+        r.steady_cpu_cores = (cpu1[0] + cpu1[2] - cpu0[0] - cpu0[2]) / (time.monotonic() - t_cpu0)
+        # the last incidents and bursts get their time to show
+        settle = time.monotonic() + 60
+        while time.monotonic() < settle and (len(seen) < len(self.produced_at) or
+                                            any(n not in r.burst_drained_s for n in bursts)):
+            self._match(fleet.incidents, seen)
+            for name, (sent, count) in bursts.items():
+                if count and name not in r.burst_drained_s and raw_count(self.lake) >= count:
+                    r.burst_drained_s[name] = time.time() - sent
+            time.sleep(POLL_S)
+        r.produced = producer.sent
+        r.missed = len(self.produced_at) - len(seen)
+
+    def _match(self, incidents: list[Incident], seen: set[tuple[str, int, int]]) -> None:
+        found = alerts(self.lake)
+        now = time.time()
+        for inc in incidents:
+            key = (inc.cluster, inc.broker, inc.correlation_id)
+            if key in seen or key not in self.produced_at:
+                continue
+            if any(a["cluster"] == inc.cluster and a["broker"] == inc.broker
+                   and abs(a["started"] - (inc.finished_at - 8.0)) < MATCH_S for a in found):
+                seen.add(key)
+                delay = now - self.produced_at[key]
+                if inc.cluster.startswith("failover"):
+                    self.result.burst_alert_s = delay
+                else:
+                    self.result.delays.append(delay)
+
+
+def _pct(xs: list[float], q: float) -> float:
+    s = sorted(xs)
+    return s[min(len(s) - 1, max(0, round(q * (len(s) - 1))))] if s else float("nan")
+
+
+def _memory_trend(samples: list[dict[str, float]], key: str) -> str:
+    if len(samples) < 6 or not samples[0][key]:
+        return "-"
+    third = len(samples) // 3
+    first = statistics.mean(s[key] for s in samples[:third])
+    last = statistics.mean(s[key] for s in samples[-third:])
+    return f"{first:,.0f} -> {last:,.0f} MB ({last / first:.2f})"
+
+
+def report(results: list[Result], brokers: int, cores: int) -> None:
+    print(f"\nfleet: {brokers:,} brokers; {os.cpu_count()} CPUs here, shared by the producer, Kafka and s3proxy")
+    head = f"{'':44}" + "".join(f"{r.mode:>22}" for r in results)
+    print(head)
+
+    def row(label: str, vals: list[str]) -> None:
+        print(f"{label:44}" + "".join(f"{v:>22}" for v in vals))
+
+    row("backlog drained (lines)", [f"{r.backlog:,}" for r in results])
+    row("drain wall (s)", [f"{r.drain_s:.1f}" for r in results])
+    row("lines/s end to end", [f"{r.backlog / r.drain_s:,.0f}" if r.drain_s else "-" for r in results])
+    row(f"lines/s per core ({cores} cores)", [f"{r.backlog / r.drain_s / cores:,.0f}" if r.drain_s else "-"
+                                             for r in results])
+    row("lines per CPU-second (Spark processes)", [f"{r.backlog / r.drain_cpu_s:,.0f}" if r.drain_cpu_s else "-"
+                                                   for r in results])
+    row("  of it the driver's CPU share", [f"{r.drain_driver_cpu_s / r.drain_cpu_s:.0%}" if r.drain_cpu_s else "-"
+                                           for r in results])
+    row("steady: incidents alerted / injected", [f"{len(r.delays)} / {len(r.delays) + r.missed}" for r in results])
+    row("steady: detection delay p50 (s)", [f"{_pct(r.delays, 0.5):.1f}" for r in results])
+    row("steady: detection delay p99 (s)", [f"{_pct(r.delays, 0.99):.1f}" for r in results])
+    row("steady: Spark CPU (cores)", [f"{r.steady_cpu_cores:.2f}" for r in results])
+    for burst in ("failover", "roll"):
+        row(f"{burst}: every line in raw_logs after (s)",
+            [f"{r.burst_drained_s[burst]:.1f}" if burst in r.burst_drained_s else "-" for r in results])
+    row("failover: its slow request's alert after (s)",
+        [f"{r.burst_alert_s:.1f}" if r.burst_alert_s is not None else "-" for r in results])
+    row("driver RSS, first third -> last third", [_memory_trend(r.memory, "driver_mb") for r in results])
+    row("executors RSS, first third -> last third", [_memory_trend(r.memory, "executors_mb") for r in results])
+
+
+def run_mode(mode: str, args: argparse.Namespace, work: Path, bootstrap: str, store: Any) -> Result:
+    from jobs.run.local_cluster import start_cluster, stop_cluster
+
+    run = Run(mode, args, work, bootstrap, store)
+    run._create_topic()
+    producer = Producer(bootstrap, run.topic)
+    t = time.monotonic()
+    n = run.produce_backlog(producer)
+    print(f"[{mode}] backlog: {n:,} lines produced in {time.monotonic() - t:.1f} s", flush=True)
+    cluster_dir = str(run.work / "cluster")
+    try:
+        if mode == "standalone":
+            cluster = start_cluster(cluster_dir, cores=1, memory=WORKER_MEMORY, workers=2, pin=True)
+            run.workers = list(cluster.worker_pids)
+            master = cluster.master_url
+        else:
+            master = "local[2]"
+        run.start_job(master)
+        run.drain(n)
+        r = run.result
+        print(f"[{mode}] drained {r.backlog:,} lines in {r.drain_s:.1f} s ({r.backlog / r.drain_s:,.0f} lines/s, "
+              f"{r.drain_cpu_s:.0f} CPU-s)", flush=True)
+        run.steady(producer)
+        print(f"[{mode}] steady: {len(r.delays)} incidents alerted, {r.missed} missed; bursts {r.burst_drained_s}",
+              flush=True)
+    finally:
+        run.stop_job()
+        if mode == "standalone":
+            stop_cluster(cluster_dir)
+    return run.result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--brokers", type=int, default=2000)
+    parser.add_argument("--backlog-lines", type=int, default=1_000_000)
+    parser.add_argument("--minutes", type=float, default=5.0, help="the steady phase")
+    parser.add_argument("--modes", default="standalone,local")
+    parser.add_argument("--trigger", default="1 second")
+    parser.add_argument("--incident-every", type=float, default=20.0)
+    parser.add_argument("--batch-records", type=int, default=200_000, help="sources.kafka.max_records_per_batch")
+    parser.add_argument("--dir", type=Path, default=None, help="work directory (default: a new temporary one)")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from planewatch.kafka.cluster import KafkaCluster, KafkaClusterSpec
+    from planewatch.objectstore import ObjectStore
+
+    work = (args.dir or Path(tempfile.mkdtemp(prefix="pw-fleet-"))).resolve()
+    print(f"work directory {work}; load average {os.getloadavg()[0]:.1f}", flush=True)
+    kafka = KafkaCluster(KafkaClusterSpec(work / "logging-kafka", LOGGING_KAFKA, brokers=1, jmx_exporter=False,
+                                          log4j="shipped"))
+    results = []
+    try:
+        kafka.start()
+        with ObjectStore(work / "s3") as store:
+            os.environ.update(store.env())
+            for mode in args.modes.split(","):
+                results.append(run_mode(mode.strip(), args, work, kafka.bootstrap_servers(), store))
+    finally:
+        kafka.stop()
+    report(results, args.brokers, 2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
