@@ -51,6 +51,8 @@ POLL_S = 1.0
 FAILOVER_AT_S, ROLL_AT_S = 60.0, 150.0
 # The job's start (JVMs, session, first batch) is not the drain's: the drain's clock starts at its first commit.
 JOB_START_TIMEOUT_S = 300.0
+# Lines the job commits before the drain is timed (a few batches: JIT, Python workers, Delta's first commits).
+WARM_UP_LINES = 20_000
 DRAIN_TIMEOUT_S = 1800.0
 # An alert belongs to an incident when it started within this much of the incident's request.
 MATCH_S = 30.0
@@ -169,21 +171,17 @@ class Run:
         for f in admin.create_topics([NewTopic(self.topic, TOPIC_PARTITIONS, 1)]).values():
             f.result(60)
 
-    def produce_backlog(self, producer: Producer) -> int:
-        rate = len(self.fleet.lines(0.0, 60.0)) / 60.0  # lines/s of this fleet (a throwaway minute)
-        self.fleet = Fleet(fleet_specs(self.args.brokers), incident_every_s=self.args.incident_every)
-        span = self.args.backlog_lines / rate
-        end = time.time() - 60.0
-        t = end - span
-        n = 0
-        while t < end:
-            chunk = self.fleet.lines(t, min(t + 60.0, end))
+    def produce_history(self, producer: Producer, lines: int, t0: float) -> tuple[int, float]:
+        """About `lines` lines of the fleet's steady output stamped from `t0` on, produced at once: (lines, the time
+        after the last)."""
+        n, t = 0, t0
+        while n < lines:
+            chunk = self.fleet.lines(t, t + 10.0)
             producer.send(self.fleet.records(chunk))
             n += len(chunk)
-            t += 60.0
+            t += 10.0
         producer.flush()
-        self.fleet.incidents.clear()  # the backlog's incidents are history: the delays are the steady phase's
-        return n
+        return n, t
 
     # --- the job -------------------------------------------------------------------------------------------
     def _config(self) -> Path:
@@ -240,24 +238,29 @@ class Run:
         return d_cpu, d_rss, e_cpu, e_rss
 
     # --- phases --------------------------------------------------------------------------------------------
-    def drain(self, target: int) -> None:
+    def warm_up(self, target: int) -> None:
+        """Until the job committed `target` lines (its JVMs, Python workers and first batches are not the drain's)."""
         t0 = time.monotonic()
-        while raw_count(self.lake) == 0:
+        while raw_count(self.lake) < target:
             self._alive()
             if time.monotonic() - t0 > JOB_START_TIMEOUT_S:
-                raise RuntimeError(f"no batch committed in {JOB_START_TIMEOUT_S:.0f} s; see {self.work}/job.log")
+                raise RuntimeError(f"the warm-up was not committed in {JOB_START_TIMEOUT_S:.0f} s; see {self.work}")
             time.sleep(0.2)
+
+    def drain(self, producer: Producer, lines: int, t0: float) -> None:
+        """Produce the backlog (`lines` from event time `t0`) and time the job's drain of it."""
+        before = raw_count(self.lake)
         start, cpu0 = time.monotonic(), self.cpu_rss()
-        first = raw_count(self.lake)
-        while (n := raw_count(self.lake)) < target:
+        n, _ = self.produce_history(producer, lines, t0)
+        self.fleet.incidents.clear()  # the backlog's incidents are history: the delays are the steady phase's
+        while (done := raw_count(self.lake)) < before + n:
             self._alive()
             if time.monotonic() - start > DRAIN_TIMEOUT_S:
-                raise RuntimeError(f"drained {n:,} of {target:,} lines in {DRAIN_TIMEOUT_S:.0f} s")
-            time.sleep(0.5)
+                raise RuntimeError(f"drained {done - before:,} of {n:,} lines in {DRAIN_TIMEOUT_S:.0f} s")
+            time.sleep(0.25)
         cpu1 = self.cpu_rss()
         r = self.result
-        r.backlog = target - first  # the first batch's lines are the job's start, not the drain
-        r.drain_s = time.monotonic() - start
+        r.backlog, r.drain_s = n, time.monotonic() - start
         r.drain_driver_cpu_s = cpu1[0] - cpu0[0]
         r.drain_cpu_s = r.drain_driver_cpu_s + cpu1[2] - cpu0[2]
 
@@ -391,9 +394,10 @@ def run_mode(mode: str, args: argparse.Namespace, work: Path, bootstrap: str, st
     run = Run(mode, args, work, bootstrap, store)
     run._create_topic()
     producer = Producer(bootstrap, run.topic)
-    t = time.monotonic()
-    n = run.produce_backlog(producer)
-    print(f"[{mode}] backlog: {n:,} lines produced in {time.monotonic() - t:.1f} s", flush=True)
+    # event time: the warm-up, then the backlog (a logging pipeline's outage), then now (the steady phase)
+    rate = len(Fleet(fleet_specs(args.brokers)).lines(0.0, 60.0)) / 60.0
+    backlog_s = args.backlog_lines / rate + 60.0
+    warm, t_backlog = run.produce_history(producer, WARM_UP_LINES, time.time() - backlog_s - WARM_UP_LINES / rate)
     cluster_dir = str(run.work / "cluster")
     try:
         if mode == "standalone":
@@ -403,7 +407,8 @@ def run_mode(mode: str, args: argparse.Namespace, work: Path, bootstrap: str, st
         else:
             master = "local[2]"
         run.start_job(master)
-        run.drain(n)
+        run.warm_up(warm)
+        run.drain(producer, args.backlog_lines, t_backlog)
         r = run.result
         print(f"[{mode}] drained {r.backlog:,} lines in {r.drain_s:.1f} s ({r.backlog / r.drain_s:,.0f} lines/s, "
               f"{r.drain_cpu_s:.0f} CPU-s)", flush=True)

@@ -241,7 +241,7 @@ class Fleet:
                 f"{ctl} for {parts_n} partitions")
             took = INCIDENT_S if b == slow else self.rng.uniform(0.005, 0.2)
             for i, tp in enumerate(parts):
-                ts = h + took * i / parts_n
+                ts = h + took * (i + 1) / parts_n
                 add(ts, b, "TRACE", f"[Broker id={b}] Handling LeaderAndIsr request correlationId {corr} from "
                     f"controller {ctl} epoch {ep} starting the become-follower transition for partition {tp} with "
                     f"leader {leader}")

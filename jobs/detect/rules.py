@@ -48,6 +48,7 @@ from pipelines.detection.events import (
     PAIRING_DDL,
     STALE_EVENTS,
     pairing_events,
+    touched_brokers,
 )
 from pipelines.detection.kraft_detectors import ELECTION_COLUMNS, KRAFT_EVENTS, SHUTDOWN_COLUMNS, SHUTDOWN_ECHO_S
 from pipelines.detection.log_detectors import log_candidates
@@ -62,6 +63,7 @@ from pipelines.detection.metric_detectors import (
     metric_windows,
     minute_rollups,
 )
+from pipelines.detection.pairing_groups import bucket_of
 from pipelines.detection.roll_detectors import (
     CLUSTER_STOP_S,
     FRESHER_EVENTS,
@@ -124,6 +126,8 @@ QUEUE_HISTORY_COLUMNS = ["cluster", "broker_id", "api_name", "correlation_id", "
 ROLLUP_MINUTE_S = 60.0
 # What the event clock reads of every row of a batch.
 CLOCK_COLUMNS = ["cluster", "ts"]
+# the state_change_events columns that name the brokers a row's pairing events are about (events.touched_brokers)
+_TOUCHED_SC = ["broker_id", "target_broker_id", "target_brokers"]
 
 
 class EventClock:
@@ -289,19 +293,25 @@ class LogRules(_BatchRules):
         spark = silver.spark
         frames = []
         times = []
-        for table, columns in ((STATE_CHANGE_EVENTS, PAIRED_STATE_CHANGE_COLUMNS),
-                               (REQUEST_EVENTS, PAIRED_REQUEST_COLUMNS)):
+        read: dict[str, pa.Table] = {}
+        for table, columns, brokers in ((STATE_CHANGE_EVENTS, PAIRED_STATE_CHANGE_COLUMNS, _TOUCHED_SC),
+                                        (REQUEST_EVENTS, PAIRED_REQUEST_COLUMNS, ["broker_id"])):
             paths = silver.paths.get(table.name) or []
             if not paths:
+                read[table.name] = table.to_arrow([*CLOCK_COLUMNS, *brokers]).empty_table()
                 continue
             rows = read_files(spark, self.settings.table_path(table.name), table.to_spark(), table.partition_by,
                               paths).select(*columns)
             frames.append(rows.mapInArrow(functools.partial(_events_of, table.name), PAIRING_DDL))
-            times.append(committed_rows(paths, table, CLOCK_COLUMNS).cast(pa.schema(
+            # the clock's columns and the brokers the rows touch, read here: which groups the executors step
+            read[table.name] = committed_rows(paths, table, [*CLOCK_COLUMNS, *brokers])
+            times.append(read[table.name].select(CLOCK_COLUMNS).cast(pa.schema(
                 [("cluster", pa.string()), ("ts", pa.timestamp("us", "UTC"))])))
         clock = pa.concat_tables(times) if times else pa.schema(
             [("cluster", pa.string()), ("ts", pa.timestamp("us", "UTC"))]).empty_table()
-        return ExecutorInput(spark, frames, clock)
+        touched = touched_brokers(read[STATE_CHANGE_EVENTS.name], read[REQUEST_EVENTS.name])
+        groups = {(c, bucket_of(b)) for c, b in touched.iter_rows() if b >= 0}
+        return ExecutorInput(spark, frames, clock, groups)
 
     def __call__(self, silver: SilverBatch, batch_id: int) -> None:
         t0 = time.perf_counter()

@@ -31,6 +31,7 @@ __all__ = [
     "STALE_EVENTS",
     "metric_heartbeats",
     "pairing_events",
+    "touched_brokers",
 ]
 
 CONTROL_REQUESTS: tuple[str, ...] = tuple(r.value for r in ControlRequest)
@@ -241,3 +242,20 @@ def metric_heartbeats(latest: pa.Table, lag_s: float = METRIC_HEARTBEAT_LAG_S) -
     if latest.num_rows == 0:
         return PAIRING_SCHEMA.empty_table()
     return _conform([_heartbeats(_frame(latest.select(["cluster", "broker_id", "ts"])), int(lag_s * 1000))])
+
+
+def touched_brokers(state_changes: pa.Table, requests: pa.Table) -> pl.DataFrame:
+    """(cluster, broker_id) of every broker whose pairing a batch's rows may touch: the broker whose log holds a row
+    and every broker a controller line targets (a superset of the brokers of `pairing_events`, read from the rows'
+    broker columns alone: what the driver reads of a batch the executors pair)."""
+    parts: list[pl.DataFrame] = []
+    if state_changes.num_rows:
+        sc = _frame(state_changes)
+        parts.append(sc.select("cluster", pl.concat_list(
+            pl.col("broker_id").cast(pl.Int32), pl.col("target_broker_id").cast(pl.Int32),
+            _broker_list("target_brokers")).alias("broker_id")).explode("broker_id"))
+    if requests.num_rows:
+        parts.append(_frame(requests).select("cluster", pl.col("broker_id").cast(pl.Int32)))
+    if not parts:
+        return pl.DataFrame(schema={"cluster": pl.String, "broker_id": pl.Int32})
+    return pl.concat(parts).drop_nulls().unique()

@@ -21,13 +21,13 @@ broker in one batch, where the watermark cannot expire anything) each request is
 thousands more arrive; a key holding more than SETTLE_AT records lets its finished ones that no later line of the
 batch can reach leave as the fold goes (`_Key.settle`: what the batch's end would do to them, done earlier), so a
 burst costs each line a few steps, not one per request folded before it. When a bound is reached, resolved records
-(completed, never completed) leave first, oldest first, emitted if they changed: a resolved record is kept only so
-a late line can still refine it, and one that thousands of later requests have passed gets no such line. Only a request still OPEN beyond the bound is evicted: it
-is emitted with status `evicted` (outcome unknown: planewatch stopped tracking it, the broker did not fail it) and
-counted in `PairingState.evicted`. Pending sends overflow only when the broker's lines are missing or far behind
-(its log not shipped yet, or the broker stuck with the controller still queueing); the oldest pending send a broker
-line can answer is never the one evicted: it is the request the broker is (or should be) working on, the one the
-in-flight and never-completed reports are about.
+(completed, never completed) leave first, oldest first, emitted if they changed: a resolved record is kept only so a
+late line can still refine it, and one that thousands of later requests have passed gets no such line. Only a
+request still OPEN beyond the bound is evicted: it is emitted with status `evicted` (outcome unknown: planewatch
+stopped tracking it, the broker did not fail it) and counted in `PairingState.evicted`. Pending sends overflow only
+when the broker's lines are missing or far behind (its log not shipped yet, or the broker stuck with the controller
+still queueing); the oldest pending send a broker line can answer is never the one evicted: it is the request the
+broker is (or should be) working on, the one the in-flight and never-completed reports are about.
 
 `step()` folds a batch of events into the state and returns the latency rows that changed. A request is
 emitted as `completed` the moment its finish is seen (not at watermark expiry: with --once/availableNow the last

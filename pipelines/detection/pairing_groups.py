@@ -81,7 +81,7 @@ def _ddl_type(column: str) -> str:
 
 
 GROUP_OUTPUT = ", ".join([f"{c} {_ddl_type(c)}" for c in LATENCY_COLUMNS]
-                         + ["is_state boolean", "bucket int", "blob string", "deadline long"])
+                         + ["is_state boolean", "bucket int", "blob string", "deadline long", "late long"])
 
 
 @dataclass(frozen=True)
@@ -233,17 +233,25 @@ def step_groups(events: pa.Table, states: Mapping[GroupKey, GroupState], waterma
     return rows, changed
 
 
-def group_function(params: PairingParams, watermarks: Mapping[str, int]
+def group_function(params: PairingParams, watermarks: Mapping[str, int], late_before: Mapping[str, int] | None = None
                    ) -> Callable[[tuple[Any, ...], pd.DataFrame], pd.DataFrame]:
     """The function a Spark `applyInPandas` over (cluster, bucket) groups calls: the group's event rows and at most
     one state row (kind `state`, its value in `detail`) in, its latency rows and one state row out
-    (:data:`GROUP_OUTPUT`)."""
+    (:data:`GROUP_OUTPUT`). `late_before`: per cluster, the event time (epoch ms) before which an event is late: it
+    is left out and counted (the state row's `late`)."""
 
     def fn(key: tuple[Any, ...], pdf: pd.DataFrame) -> pd.DataFrame:
         cluster, bucket = str(key[0]), int(key[1])
         is_state = (pdf["kind"] == "state").to_numpy()
         blobs = pdf["detail"][is_state].tolist()
         events = pdf[~is_state]
+        late = 0
+        mark = (late_before or {}).get(cluster)
+        if mark is not None and len(events):
+            ts = pd.to_datetime(events["ts"], utc=True)
+            dropped = ((ts < pd.Timestamp(mark, unit="ms", tz="UTC")) & (events["kind"] != "heartbeat")).to_numpy()
+            late = int(dropped.sum())
+            events = events[~dropped]
         rows, new = step_group(cluster, blobs[0] if blobs else None, events if len(events) else None,
                                watermarks.get(cluster, 0), params)
         out = _frame(rows)
@@ -254,6 +262,7 @@ def group_function(params: PairingParams, watermarks: Mapping[str, int]
         state["bucket"] = bucket
         state["blob"] = new.blob if new else None
         state["deadline"] = new.deadline if new else None
+        state["late"] = late
         return pd.concat([out, state], ignore_index=True).reindex(
             columns=[c.split(" ")[0] for c in GROUP_OUTPUT.split(", ")])
 
