@@ -48,7 +48,7 @@ TICK_S = 0.5
 SAMPLE_S = 10.0
 POLL_S = 1.0
 # The bursts, seconds into the steady phase.
-FAILOVER_AT_S, ROLL_AT_S = 60.0, 150.0
+FAILOVER_AT_S, ROLL_AT_S = 40.0, 90.0
 # The job's start (JVMs, session, first batch) is not the drain's: the drain's clock starts at its first commit.
 JOB_START_TIMEOUT_S = 300.0
 # Lines the job commits before the drain is timed (a few batches: JIT, Python workers, Delta's first commits).
