@@ -43,6 +43,7 @@ from pipelines.detection.pairing_groups import (
     GROUP_OUTPUT,
     LATENCY_COLUMNS,
     PAIRING_BUCKETS,
+    PAIRING_TASKS,
     GroupKey,
     GroupState,
     bucket_of,
@@ -385,7 +386,8 @@ class LogPairing:
         from pyspark.sql import functions as F  # the executors' path only: the driver's path runs no Spark
 
         bucket = F.when(F.col("broker_id") >= 0, F.pmod(F.col("broker_id"), F.lit(PAIRING_BUCKETS))).otherwise(-1)
-        grouped = union.withColumn("bucket", bucket).where(F.col("bucket") >= 0).groupBy("cluster", "bucket")
+        task = F.pmod(F.hash("cluster", "bucket"), F.lit(PAIRING_TASKS))
+        grouped = union.withColumn("bucket", bucket).where(F.col("bucket") >= 0).groupBy(task.alias("task"))
         # late events are left out and counted by the groups themselves (one job over the batch's files, not two)
         out = pa.table(grouped.applyInPandas(group_function(self.params, marks, before), GROUP_OUTPUT).toArrow())
         is_state = pc.fill_null(out["is_state"], False)

@@ -12,7 +12,8 @@ a task steps (jobs/ hands each group to one task, or steps them all on the drive
 yet) and its events in, its changed requests (:data:`LATENCY_COLUMNS` rows) and its new state value (None: nothing
 left to remember) and the next event time at which something in it expires (`deadline`) out. `step_groups` runs it
 over every group of a batch that has events or whose deadline the watermark reached; `group_function` is the same
-for a Spark `applyInPandas` over events and state rows (:data:`GROUP_OUTPUT`). `latency_table` turns the rows into
+for a Spark `applyInPandas` over events and state rows, a call stepping the groups of one of :data:`PAIRING_TASKS`
+task sets (:data:`GROUP_OUTPUT`). `latency_table` turns the rows into
 control_request_latency's columns.
 """
 
@@ -38,8 +39,8 @@ from schemas.tables import CONTROL_REQUEST_LATENCY
 if TYPE_CHECKING:
     from pipelines.detection.config import DetectionConfig
 
-__all__ = ["GROUP_OUTPUT", "IN_FLIGHT_ALERTS", "LATENCY_COLUMNS", "PAIRING_BUCKETS", "GroupKey", "GroupState",
-           "bucket_of", "group_function", "latency_table", "pairing_params", "step_group", "step_groups"]
+__all__ = ["GROUP_OUTPUT", "IN_FLIGHT_ALERTS", "LATENCY_COLUMNS", "PAIRING_BUCKETS", "PAIRING_TASKS", "GroupKey",
+           "GroupState", "bucket_of", "group_function", "latency_table", "pairing_params", "step_group", "step_groups"]
 
 # The alert a request still running raises (and its finish or timeout updates): its levels are the pairing's
 # in-flight milestones (pipelines.detection.in_flight). Per-cluster threshold overrides do not move them.
@@ -54,6 +55,10 @@ IN_FLIGHT_ALERTS: dict[ControlRequest, AlertType] = {
 # group per broker does not scale to big clusters; 64 buckets keep each state value small (10,000 brokers: ~160 per
 # bucket, ~90 KB).
 PAIRING_BUCKETS = 64
+# A Spark job pairs a batch's groups in this many pandas calls, each stepping its groups one after the other: a call
+# per group costs ~15 ms of its own (above), and a fleet of small clusters has a group per broker (2,000 brokers in
+# 30 clusters: 1,528 groups; 13-15 s a batch as a call each). A few calls per executor core keep the tasks even.
+PAIRING_TASKS = 16
 
 GroupKey = tuple[str, int]  # (cluster, bucket)
 
@@ -82,6 +87,7 @@ def _ddl_type(column: str) -> str:
 
 GROUP_OUTPUT = ", ".join([f"{c} {_ddl_type(c)}" for c in LATENCY_COLUMNS]
                          + ["is_state boolean", "bucket int", "blob string", "deadline long", "late long"])
+_OUTPUT_NAMES = [c.split(" ")[0] for c in GROUP_OUTPUT.split(", ")]
 
 
 @dataclass(frozen=True)
@@ -235,13 +241,13 @@ def step_groups(events: pa.Table, states: Mapping[GroupKey, GroupState], waterma
 
 def group_function(params: PairingParams, watermarks: Mapping[str, int], late_before: Mapping[str, int] | None = None
                    ) -> Callable[[tuple[Any, ...], pd.DataFrame], pd.DataFrame]:
-    """The function a Spark `applyInPandas` over (cluster, bucket) groups calls: the group's event rows and at most
-    one state row (kind `state`, its value in `detail`) in, its latency rows and one state row out
-    (:data:`GROUP_OUTPUT`). `late_before`: per cluster, the event time (epoch ms) before which an event is late: it
-    is left out and counted (the state row's `late`)."""
+    """The function a Spark `applyInPandas` calls over a set of (cluster, bucket) groups (one group, or the groups of
+    one task: :data:`PAIRING_TASKS`): each group's event rows and at most one state row (kind `state`, its value in
+    `detail`) in (columns of :data:`events.PAIRING_SCHEMA` plus `bucket`), each group's latency rows and one state
+    row out (:data:`GROUP_OUTPUT`). `late_before`: per cluster, the event time (epoch ms) before which an event is
+    late: it is left out and counted (the state row's `late`)."""
 
-    def fn(key: tuple[Any, ...], pdf: pd.DataFrame) -> pd.DataFrame:
-        cluster, bucket = str(key[0]), int(key[1])
+    def one(cluster: str, bucket: int, pdf: pd.DataFrame) -> pd.DataFrame:
         is_state = (pdf["kind"] == "state").to_numpy()
         blobs = pdf["detail"][is_state].tolist()
         events = pdf[~is_state]
@@ -263,8 +269,12 @@ def group_function(params: PairingParams, watermarks: Mapping[str, int], late_be
         state["blob"] = new.blob if new else None
         state["deadline"] = new.deadline if new else None
         state["late"] = late
-        return pd.concat([out, state], ignore_index=True).reindex(
-            columns=[c.split(" ")[0] for c in GROUP_OUTPUT.split(", ")])
+        return pd.concat([out, state], ignore_index=True).reindex(columns=_OUTPUT_NAMES)
+
+    def fn(_key: tuple[Any, ...], pdf: pd.DataFrame) -> pd.DataFrame:
+        parts = [one(str(cluster), int(bucket), part)
+                 for (cluster, bucket), part in pdf.groupby(["cluster", "bucket"], sort=False)]
+        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=_OUTPUT_NAMES)
 
     return fn
 
