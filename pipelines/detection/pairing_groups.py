@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pipelines.detection.in_flight import BrokerView
 from pipelines.detection.latency_rows import BREAKDOWN_COLUMNS
@@ -39,8 +40,23 @@ from schemas.tables import CONTROL_REQUEST_LATENCY
 if TYPE_CHECKING:
     from pipelines.detection.config import DetectionConfig
 
-__all__ = ["GROUP_OUTPUT", "IN_FLIGHT_ALERTS", "LATENCY_COLUMNS", "PAIRING_BUCKETS", "PAIRING_TASKS", "GroupKey",
-           "GroupState", "bucket_of", "group_function", "latency_table", "pairing_params", "step_group", "step_groups"]
+__all__ = [
+    "GROUP_OUTPUT",
+    "IN_FLIGHT_ALERTS",
+    "LATENCY_COLUMNS",
+    "PAIRING_BUCKETS",
+    "PAIRING_TASKS",
+    "GroupEvents",
+    "GroupKey",
+    "GroupState",
+    "bucket_of",
+    "group_events",
+    "group_function",
+    "latency_table",
+    "pairing_params",
+    "step_group",
+    "step_groups",
+]
 
 # The alert a request still running raises (and its finish or timeout updates): its levels are the pairing's
 # in-flight milestones (pipelines.detection.in_flight). Per-cluster threshold overrides do not move them.
@@ -104,40 +120,57 @@ def bucket_of(broker_id: int) -> int:
     return int(broker_id) % PAIRING_BUCKETS if broker_id >= 0 else -1
 
 
-def _int(v: Any) -> int | None:
-    return None if v is None or pd.isna(v) else int(v)
-
-
 # Kinds of event that the broker itself logged (its liveness and the controller epoch it serves); the others (send,
 # response, gone) are the controller's lines about it.
 _BROKER_KINDS = frozenset({"received", "handling", "finished", "applied", "part_done", "served", "lock_wait"})
+# What pairing reads of an event row (besides its time).
+_EVENT_COLUMNS = ("cluster", "controller_id", "broker_id", "kind", "request", "correlation_id", "controller_epoch",
+                  "partitions", "elapsed_ms", "lock_wait_ms", "detail")
+_INT_EVENT_COLUMNS = frozenset({"controller_id", "broker_id", "correlation_id", "controller_epoch", "partitions",
+                                "elapsed_ms", "lock_wait_ms"})
+_PER_MS = {"s": 1 / 1000, "ms": 1, "us": 1_000, "ns": 1_000_000}
+
+# One group's events: pairing events per (controller, broker) in row order, and what each broker's own rows showed.
+GroupEvents = tuple[dict[tuple[int, int], list[Event]], dict[int, BrokerView]]
 
 
-def _events_by_key(pdf: pd.DataFrame) -> tuple[dict[tuple[int, int], list[Event]], dict[int, BrokerView]]:
-    """A group's rows -> pairing events per (controller, broker), and what each broker's own rows showed."""
-    ts = pdf["ts"]
-    millis = (ts.astype("int64") // 1_000) if str(ts.dtype).startswith("datetime64[us") else \
-        (ts.astype("int64") // 1_000_000) if str(ts.dtype).startswith("datetime64[ns") else \
-        ts.map(lambda t: int(t.timestamp() * 1000))
-    heart = (pdf["kind"] == "heartbeat").to_numpy()
-    views: dict[int, BrokerView] = {}
-    if heart.any():  # thousands of brokers a batch: one vectorised max per broker
-        # a heartbeat's own time: its ts plus the lag events.metric_heartbeats moved it back by (elapsed_ms)
-        alive = millis[heart] + pdf["elapsed_ms"][heart].fillna(0).astype("int64")
-        latest = alive.groupby(pdf["broker_id"][heart].to_numpy()).max()
-        views = {int(b): BrokerView(alive_until=int(t)) for b, t in latest.items()}
-    out: dict[tuple[int, int], list[Event]] = {}
-    rest = pdf[~heart]
-    for i, row in zip(millis[~heart].tolist(), rest.itertuples(index=False), strict=True):
-        detail = None if row.detail is None or (isinstance(row.detail, float) and row.detail != row.detail) \
-            else str(row.detail)
-        broker, epoch = int(row.broker_id), _int(row.controller_epoch)
-        out.setdefault((int(row.controller_id), broker), []).append(
-            Event(row.kind, i, row.request, _int(row.correlation_id), epoch,
-                  _int(row.partitions), _int(row.elapsed_ms), _int(row.lock_wait_ms), detail))
-        if row.kind in _BROKER_KINDS:
-            views[broker] = views.get(broker, BrokerView()).seen(i, epoch)
-    return out, views
+def _millis(ts: pa.ChunkedArray) -> list[int]:
+    """Epoch milliseconds of a timestamp column, whatever its unit."""
+    per_ms = _PER_MS[ts.type.unit]
+    raw = pc.cast(ts, pa.int64()).to_pylist()
+    return [int(v // per_ms) for v in raw] if per_ms >= 1 else [int(v * 1000) for v in raw]
+
+
+def group_events(events: pa.Table, by_bucket: bool = True) -> dict[GroupKey, GroupEvents]:
+    """Event rows (:data:`events.PAIRING_SCHEMA` columns, any timestamp unit) -> each (cluster, bucket) group's
+    events (`by_bucket` false: one group per cluster, bucket 0), in one pass over plain Python column values (a
+    thousand groups a batch: no per-group frame). A heartbeat moves its broker's `alive_until` to its time plus the
+    lag events.metric_heartbeats moved it back by (`elapsed_ms`); rows of no broker belong to no group."""
+    if not events.num_rows:
+        return {}
+    col = {c: (events.column(c).cast(pa.int64()) if c in _INT_EVENT_COLUMNS else events.column(c)).to_pylist()
+           for c in _EVENT_COLUMNS}  # integers as integers however they came (pandas: floats with NaN)
+    millis = _millis(events.column("ts"))
+    out: dict[GroupKey, GroupEvents] = {}
+    for i, broker in enumerate(col["broker_id"]):
+        if broker is None or broker < 0:
+            continue
+        key = (col["cluster"][i], bucket_of(broker) if by_bucket else 0)
+        group = out.get(key)
+        if group is None:
+            group = out[key] = ({}, {})
+        by_key, views = group
+        kind, at = col["kind"][i], millis[i]
+        if kind == "heartbeat":
+            views[broker] = views.get(broker, BrokerView()).seen(at + (col["elapsed_ms"][i] or 0))
+            continue
+        epoch = col["controller_epoch"][i]
+        by_key.setdefault((int(col["controller_id"][i]), broker), []).append(
+            Event(kind, at, col["request"][i], col["correlation_id"][i], epoch, col["partitions"][i],
+                  col["elapsed_ms"][i], col["lock_wait_ms"][i], col["detail"][i]))
+        if kind in _BROKER_KINDS:
+            views[broker] = views.get(broker, BrokerView()).seen(at, epoch)
+    return out
 
 
 def _rows(cluster: str, controller_id: int, broker_id: int, changed: list[dict[str, Any]],
@@ -185,14 +218,19 @@ def _merge_views(old: dict[int, BrokerView], new: dict[int, BrokerView]) -> dict
     return out
 
 
-def step_group(cluster: str, blob: str | None, events: pd.DataFrame | None, watermark: int,
+def step_group(cluster: str, blob: str | None, events: pd.DataFrame | pa.Table | GroupEvents | None, watermark: int,
                params: PairingParams) -> tuple[list[dict[str, Any]], GroupState | None]:
-    """Fold one group's events (:data:`events.PAIRING_SCHEMA` rows; None: none, the watermark alone moved) into its
-    state value; returns the changed requests and the new state (None: nothing left to remember)."""
+    """Fold one group's events (:data:`events.PAIRING_SCHEMA` rows, or as :func:`group_events` gives them; None:
+    none, the watermark alone moved) into its state value; returns the changed requests and the new state (None:
+    nothing left to remember)."""
     states, views = _load(blob)
     events_by_key: dict[tuple[int, int], list[Event]] = {}
-    if events is not None and len(events):
-        events_by_key, seen = _events_by_key(events)
+    if isinstance(events, pd.DataFrame):
+        events = pa.Table.from_pandas(events, preserve_index=False) if len(events) else None
+    if isinstance(events, pa.Table):
+        events = next(iter(group_events(events, by_bucket=False).values()), None)
+    if events is not None:
+        events_by_key, seen = events
         views = _merge_views(views, seen)
     rows: list[dict[str, Any]] = []
     for key in sorted(set(states) | set(events_by_key)):
@@ -217,13 +255,7 @@ def step_groups(events: pa.Table, states: Mapping[GroupKey, GroupState], waterma
     """Step every group with events in `events` (:data:`events.PAIRING_SCHEMA`), or with state whose deadline its
     cluster's watermark (epoch ms; a cluster without one: none) reached; returns the changed requests and the groups'
     new states (None: the group's state is gone). Rows of no broker only move event time and belong to no group."""
-    frame = events.to_pandas(types_mapper=None) if events.num_rows else None
-    by_group: dict[GroupKey, pd.DataFrame] = {}
-    if frame is not None:
-        buckets = frame["broker_id"].map(bucket_of)
-        for (cluster, bucket), part in frame.groupby([frame["cluster"], buckets], sort=True):
-            if bucket >= 0:
-                by_group[(str(cluster), int(bucket))] = part
+    by_group = group_events(events)
     due = {k for k, s in states.items()
            if s.deadline is not None and k[0] in watermarks and watermarks[k[0]] >= s.deadline}
     rows: list[dict[str, Any]] = []
@@ -247,34 +279,39 @@ def group_function(params: PairingParams, watermarks: Mapping[str, int], late_be
     row out (:data:`GROUP_OUTPUT`). `late_before`: per cluster, the event time (epoch ms) before which an event is
     late: it is left out and counted (the state row's `late`)."""
 
-    def one(cluster: str, bucket: int, pdf: pd.DataFrame) -> pd.DataFrame:
-        is_state = (pdf["kind"] == "state").to_numpy()
-        blobs = pdf["detail"][is_state].tolist()
-        events = pdf[~is_state]
-        late = 0
-        mark = (late_before or {}).get(cluster)
-        if mark is not None and len(events):
-            ts = pd.to_datetime(events["ts"], utc=True)
-            dropped = ((ts < pd.Timestamp(mark, unit="ms", tz="UTC")) & (events["kind"] != "heartbeat")).to_numpy()
-            late = int(dropped.sum())
-            events = events[~dropped]
-        rows, new = step_group(cluster, blobs[0] if blobs else None, events if len(events) else None,
-                               watermarks.get(cluster, 0), params)
-        out = _frame(rows)
-        out["is_state"] = False
-        # the state row in the same dtypes as the rows (a concat of an all-null row of other dtypes is ambiguous)
-        state = _frame([dict.fromkeys(LATENCY_COLUMNS) | {"cluster": cluster}])
-        state["is_state"] = True
-        state["bucket"] = bucket
-        state["blob"] = new.blob if new else None
-        state["deadline"] = new.deadline if new else None
-        state["late"] = late
-        return pd.concat([out, state], ignore_index=True).reindex(columns=_OUTPUT_NAMES)
-
     def fn(_key: tuple[Any, ...], pdf: pd.DataFrame) -> pd.DataFrame:
-        parts = [one(str(cluster), int(bucket), part)
-                 for (cluster, bucket), part in pdf.groupby(["cluster", "bucket"], sort=False)]
-        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=_OUTPUT_NAMES)
+        is_state = (pdf["kind"] == "state").to_numpy()
+        blobs = {(str(c), int(b)): blob for c, b, blob in zip(pdf["cluster"][is_state], pdf["bucket"][is_state],
+                                                              pdf["detail"][is_state], strict=True)}
+        events = pa.Table.from_pandas(pdf[~is_state].drop(columns=["bucket"]), preserve_index=False)
+        late: dict[GroupKey, int] = {}
+        if late_before and events.num_rows:
+            marks = pc.cast(pa.array([late_before.get(c) for c in events.column("cluster").to_pylist()],
+                                     pa.int64()), pa.timestamp("ms"))
+            ts = pc.cast(events.column("ts"), pa.timestamp("ms", "UTC"), safe=False).cast(pa.timestamp("ms"))
+            dropped = pc.fill_null(pc.and_(pc.less(ts, marks), pc.not_equal(events.column("kind"), "heartbeat")),
+                                   False)
+            for c, b in zip(*(events.filter(dropped).column(n).to_pylist() for n in ("cluster", "broker_id")),
+                            strict=True):
+                late[(c, bucket_of(b))] = late.get((c, bucket_of(b)), 0) + 1
+            events = events.filter(pc.invert(dropped))
+        grouped = group_events(events)
+        rows: list[dict[str, Any]] = []
+        states: list[dict[str, Any]] = []
+        for cluster, bucket in sorted(set(grouped) | set(blobs) | set(late)):
+            out, new = step_group(cluster, blobs.get((cluster, bucket)), grouped.get((cluster, bucket)),
+                                  watermarks.get(cluster, 0), params)
+            rows += out
+            states.append({"cluster": cluster, "bucket": bucket, "blob": new.blob if new else None,
+                           "deadline": new.deadline if new else None, "late": late.get((cluster, bucket), 0)})
+        out_rows = _frame(rows)
+        out_rows["is_state"] = False
+        # the state rows in the same dtypes as the rows (a concat of all-null columns of other dtypes is ambiguous)
+        state_rows = _frame([dict.fromkeys(LATENCY_COLUMNS) | {"cluster": st["cluster"]} for st in states])
+        state_rows["is_state"] = True
+        for name in ("bucket", "blob", "deadline", "late"):
+            state_rows[name] = [st[name] for st in states]
+        return pd.concat([out_rows, state_rows], ignore_index=True).reindex(columns=_OUTPUT_NAMES)
 
     return fn
 

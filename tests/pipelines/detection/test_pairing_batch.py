@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+import pandas as pd
 import pyarrow as pa
 import pytest
 
@@ -240,3 +241,23 @@ def test_a_kafka_2_4_lock_wait_is_timed_and_raises_lock_contention():
     alerts = detect_lock_contention(pl.from_arrow(latency), pl.from_arrow(_arrow(rows, STATE_CHANGE_EVENTS)),
                                     DetectionConfig())
     assert [(a["type"], a["broker_id"], a["value"]) for a in alerts] == [("LOCK_CONTENTION", 3, 4212.0)]
+
+
+def test_the_group_function_leaves_out_and_counts_late_events_and_keeps_each_groups_state():
+    """One pandas call over several groups (a task's set): a late event is counted, not paired; every group's state
+    row comes back, a group with only a state row included."""
+    events = pairing_events(_arrow(silver("info", INFO), STATE_CHANGE_EVENTS), _arrow([], REQUEST_EVENTS))
+    pdf = events.to_pandas()
+    pdf["bucket"] = pdf["broker_id"].map(bucket_of)
+    pdf = pdf[pdf["bucket"] >= 0]
+    first_ms = int(pdf["ts"].min().timestamp() * 1000)
+    late_count = int(((pdf["ts"] == pdf["ts"].min()) & (pdf["kind"] != "heartbeat")).sum())
+    idle = {c: None for c in pdf.columns} | {"cluster": "idle", "broker_id": 7, "bucket": 7, "kind": "state",
+                                             "controller_id": -1, "detail": '{"keys":{},"brokers":{}}'}
+    pdf = pd.concat([pdf, pd.DataFrame([idle])], ignore_index=True)
+    fn = group_function(pairing_params(DetectionConfig()), {}, {"info": first_ms + 1})
+    out = fn((0,), pdf)
+    states = out[out["is_state"]]
+    assert sorted(zip(states["cluster"], states["bucket"], strict=True)) == sorted(
+        {("info", b) for b in pdf.loc[pdf["cluster"] == "info", "bucket"]} | {("idle", 7)})
+    assert int(states["late"].sum()) == late_count >= 1
