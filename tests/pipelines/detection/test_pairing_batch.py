@@ -252,7 +252,7 @@ def test_the_group_function_leaves_out_and_counts_late_events_and_keeps_each_gro
     pdf = pdf[pdf["bucket"] >= 0]
     first_ms = int(pdf["ts"].min().timestamp() * 1000)
     late_count = int(((pdf["ts"] == pdf["ts"].min()) & (pdf["kind"] != "heartbeat")).sum())
-    idle = {c: None for c in pdf.columns} | {"cluster": "idle", "broker_id": 7, "bucket": 7, "kind": "state",
+    idle = dict.fromkeys(pdf.columns) | {"cluster": "idle", "broker_id": 7, "bucket": 7, "kind": "state",
                                              "controller_id": -1, "detail": '{"keys":{},"brokers":{}}'}
     pdf = pd.concat([pdf, pd.DataFrame([idle])], ignore_index=True)
     fn = group_function(pairing_params(DetectionConfig()), {}, {"info": first_ms + 1})
