@@ -1,6 +1,6 @@
 """State size and throughput of the control-request pairing operator with 10,000 brokers' worth of requests.
 
-Run: ``.venv/bin/python -m benchmarks.pairing_state [--brokers N] [--rounds R] [--spark]``
+Run: ``.venv/bin/python -m benchmarks.pairing_state [--brokers N] [--rounds R] [--spark] [--batches]``
 
 Workload: one controller sends LeaderAndIsr + UpdateMetadata to every broker, R rounds; the lines of all
 brokers interleave in event time (as the merged logs of a big cluster do), and every request completes except
@@ -9,6 +9,12 @@ Measures, per CPU second of this process: events/s through `pairing.step` (the o
 JSON state bytes kept across all keys after each round (what the state store holds), and with --spark the
 same workload through the log batches' group function (`applyInPandas` over (cluster, bucket) groups, what a batch the
 executors processed runs) in one local Spark job (events/s, wall).
+
+With --batches, two whole batches as the log job pairs them (parsed lines -> pairing events -> the group step, one
+process, CPU seconds): a 200,000-line backfill of six brokers' state-change logs in one batch (benchmarks.
+ingest_end_to_end's log: thousands of requests on each key), and 200,000 lines of a 2,000-broker fleet
+(benchmarks.fleet_load: 1,528 groups), on the driver's path (`step_groups`) and through the executors' group
+function in one call (no Spark: its Python work alone).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import argparse
 import random
 import time
 from collections import defaultdict
+from typing import Any
 
 from pipelines.detection.pairing import Event, PairingParams, PairingState, step
 
@@ -107,12 +114,69 @@ def run_spark(brokers: int, rounds: int) -> None:
         spark.stop()
 
 
+def _raw(lines: list[str], cluster: str, brokers: list[int | None] | None = None) -> Any:
+    import datetime as dt
+
+    import pyarrow as pa
+
+    from schemas.tables import RAW_LOGS
+
+    n, now = len(lines), dt.datetime.now(dt.UTC)
+    return pa.table({"cluster": [cluster] * n, "broker_id": pa.array(brokers or [None] * n, pa.int32()),
+                     "log_kind": ["state-change"] * n, "line": lines, "line_bytes": [len(x) for x in lines],
+                     "source": ["bench"] * n, "source_offset": list(range(n)), "ingest_ts": [now] * n,
+                     "batch_id": [0] * n, "date": [now.date()] * n}).cast(RAW_LOGS.to_arrow())
+
+
+def run_batches(lines: int) -> None:
+    import tempfile
+    from pathlib import Path
+
+    from benchmarks.fleet_load import Fleet, fleet_specs
+    from benchmarks.ingest_end_to_end import write_log
+    from pipelines.detection.config import DetectionConfig
+    from pipelines.detection.events import pairing_events
+    from pipelines.detection.pairing_groups import bucket_of, group_function, pairing_params, step_groups
+    from pipelines.parsing.engine import run_engine
+
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "state-change.log"
+        write_log(log, lines)
+        backfill = _raw(log.read_text().splitlines(), "bench")
+    fleet, t = Fleet(fleet_specs(2000)), 1_800_000_000.0
+    fleet_lines: list[tuple[float, str, int, str, str]] = []
+    while len(fleet_lines) < lines:
+        fleet_lines += fleet.lines(t, t + 10)
+        t += 10
+    fleet_raw = _raw([x[4] for x in fleet_lines[:lines]], "fleet", [x[2] for x in fleet_lines[:lines]])
+    params = pairing_params(DetectionConfig())
+    for name, raw in (("backfill of 6 brokers, one batch", backfill), ("2,000-broker fleet, one batch", fleet_raw)):
+        silver = run_engine(raw, "logs").silver
+        events = pairing_events(silver["state_change_events"], silver["request_events"])
+        t0 = time.process_time()
+        rows, groups = step_groups(events, {}, {}, params)
+        driver = time.process_time() - t0
+        pdf = events.to_pandas()
+        pdf["bucket"] = pdf["broker_id"].map(bucket_of)
+        t0 = time.process_time()
+        group_function(params, {})((0,), pdf[pdf["bucket"] >= 0])
+        task = time.process_time() - t0
+        print(f"{name}: {raw.num_rows:,} lines -> {events.num_rows:,} events, {len(groups):,} groups, "
+              f"{len(rows):,} rows; step_groups {driver:.2f} CPU-s ({events.num_rows / driver:,.0f} events/s), "
+              f"the executors' group function {task:.2f} CPU-s ({events.num_rows / task:,.0f} events/s)")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--brokers", type=int, default=10_000)
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--spark", action="store_true", help="also run the Spark operator (slow to start)")
+    p.add_argument("--batches", action="store_true", help="only the two whole batches (see above)")
+    p.add_argument("--lines", type=int, default=200_000, help="lines of each --batches batch")
     a = p.parse_args()
+    if a.batches:
+        run_batches(a.lines)
+        return
     run_pure(a.brokers, a.rounds)
     if a.spark:
         run_spark(a.brokers, a.rounds)
