@@ -197,7 +197,8 @@ class Run:
                 "files": {"enabled": False},
                 "kafka": {"enabled": True, "bootstrap_servers": self.bootstrap, "logs_topics": [self.topic],
                           "logs_envelope": "rsyslog", "logs_mapping": ["host"], "starting_offsets": "earliest",
-                          "max_records_per_batch": self.args.batch_records},
+                          "max_records_per_batch": self.args.batch_records,
+                          "logs_dedup_horizon": self.args.dedup_horizon},
             },
         }
         path = self.work / "pipeline.yaml"
@@ -431,6 +432,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trigger", default="1 second")
     parser.add_argument("--incident-every", type=float, default=20.0)
     parser.add_argument("--batch-records", type=int, default=200_000, help="sources.kafka.max_records_per_batch")
+    parser.add_argument("--dedup-horizon", default="15 minutes", help="sources.kafka.logs_dedup_horizon")
     parser.add_argument("--dir", type=Path, default=None, help="work directory (default: a new temporary one)")
     args = parser.parse_args(argv)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
