@@ -387,6 +387,8 @@ def report(results: list[Result], brokers: int, cores: int) -> None:
         [f"{r.burst_alert_s:.1f}" if r.burst_alert_s is not None else "-" for r in results])
     row("driver RSS, first third -> last third", [_memory_trend(r.memory, "driver_mb") for r in results])
     row("executors RSS, first third -> last third", [_memory_trend(r.memory, "executors_mb") for r in results])
+    for r in results:
+        print(f"{r.mode}: steady detection delays (s): {' '.join(f'{d:.1f}' for d in sorted(r.delays))}")
 
 
 def run_mode(mode: str, args: argparse.Namespace, work: Path, bootstrap: str, store: Any) -> Result:
