@@ -14,8 +14,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 # Benchmarks that run for an hour or more (the soak runs planewatch for two by default; the catch-up writes an
-# hour of Kafka output first): only when named, e.g. `python -m benchmarks soak`.
-ON_REQUEST = ("soak", "catch_up")
+# hour of Kafka output first) or half of one (the fleet: a logging Kafka, an object store, a Spark cluster and two
+# runs): only when named, e.g. `python -m benchmarks soak`.
+ON_REQUEST = ("soak", "catch_up", "fleet")
 
 
 def discover() -> list[str]:
