@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 from pipelines.detection.config import DetectionConfig
-from pipelines.detection.events import pairing_events
+from pipelines.detection.events import pairing_events, touched_brokers
 from pipelines.detection.pairing_groups import (
     GROUP_OUTPUT,
     LATENCY_COLUMNS,
@@ -261,3 +261,18 @@ def test_the_group_function_leaves_out_and_counts_late_events_and_keeps_each_gro
     assert sorted(zip(states["cluster"], states["bucket"], strict=True)) == sorted(
         {("info", b) for b in pdf.loc[pdf["cluster"] == "info", "bucket"]} | {("idle", 7)})
     assert int(states["late"].sum()) == late_count >= 1
+
+
+def test_the_brokers_a_batch_touches_cover_every_group_its_events_go_to():
+    """What the driver reads of a batch the executors pair (events.touched_brokers) names every group the batch's
+    pairing events fall in: the brokers whose logs hold the lines and the brokers the controller's lines target."""
+    sc = _arrow(silver("trace", TRACE) + silver("info", INFO) + silver("ref", REFERENCE), STATE_CHANGE_EVENTS)
+    rq = _arrow([], REQUEST_EVENTS)
+    events = pairing_events(sc, rq)
+    touched = touched_brokers(sc.select(["cluster", "broker_id", "target_broker_id", "target_brokers"]),
+                              rq.select(["cluster", "broker_id"]))
+    named = {(c, bucket_of(b)) for c, b in touched.iter_rows() if b >= 0}
+    paired = {(c, bucket_of(b)) for c, b in zip(events["cluster"].to_pylist(), events["broker_id"].to_pylist(),
+                                                strict=True) if b >= 0}
+    assert paired <= named
+    assert paired

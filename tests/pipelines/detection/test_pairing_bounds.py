@@ -11,6 +11,8 @@ from pipelines.detection.pairing import (
     MAX_OPEN_RECORDS,
     MAX_PENDING_SENDS,
     MAX_SEEN,
+    SETTLE_AT,
+    SETTLE_EVERY,
     Event,
     PairingParams,
     PairingState,
@@ -129,3 +131,22 @@ def test_a_reassignment_queueing_a_thousand_requests_to_one_broker_keeps_every_t
     assert [out[i]["sent_ts"] for i in range(n)] == [DAY_START + i for i in range(n)]
     last = out[n - 1]
     assert last["end_to_end_ms"] == float(1_000 + n * took - 1 - (n - 1))  # queued behind 999 others
+
+
+def test_a_burst_with_the_request_log_keeps_one_row_per_request_with_its_breakdown():
+    """Thousands of requests of one key in one batch, each followed 2 ms later by its request-log line: the finished
+    ones leave the state as the fold goes (SETTLE_AT), after their request-log line, so every request is one row,
+    timed by its lines and carrying the broker's breakdown."""
+    events: list[Event] = []
+    n = 3_000
+    for i in range(n):
+        sent = DAY_START + i * 20
+        events += [Event("send", sent, "LeaderAndIsr", None, 9, 4),
+                   Event("handling", sent + 2, "LeaderAndIsr", i, 9, 4),
+                   Event("finished", sent + 9, "LeaderAndIsr", i, 9, 4, elapsed_ms=8),
+                   Event("served", sent + 11, "LeaderAndIsr", i, 9, 4, elapsed_ms=10)]
+    st = PairingState()
+    out = rows(step(st, events, 0, P))
+    assert sorted(r["correlation_id"] for r in out) == list(range(n))
+    assert {(r["status"], r["end_to_end_ms"], r["served_ms"]) for r in out} == {("completed", 9.0, 10.0)}
+    assert len(st.records) < SETTLE_AT + SETTLE_EVERY  # what the batch's end keeps, not the whole burst
