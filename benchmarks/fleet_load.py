@@ -124,22 +124,29 @@ class Fleet:
         return n
 
     # --- steady output -------------------------------------------------------------------------------------
-    def _round(self, c: _Cluster, b: int, t: float, took_ms: int, partitions: int
-               ) -> list[tuple[float, str, int, str, str]]:
-        corr = self._corr(c, b)
-        ctl, ep, name = c.controller, c.epoch, c.spec.name
-        handled, finished = t + 0.001, t + 0.001 + took_ms / 1000
-        um = finished + 0.001
-        head = f"[Controller id={ctl} epoch={ep}]"
+    def _leader_and_isr(self, c: _Cluster, b: int, corr: int, sent: float, handled: float, took_ms: int,
+                        partitions: int, leaders: int) -> list[tuple[float, str, int, str, str]]:
+        """A LeaderAndIsr's three INFO lines: the controller's Sending, the broker's Handling and Finished."""
+        ctl, name, finished = c.controller, c.spec.name, handled + took_ms / 1000
         return [
-            (t, name, ctl, "state-change.log", f"[{log_time(t)}] INFO {head} Sending LeaderAndIsr request to broker "
-             f"{b} with {partitions // 3} become-leader and {partitions - partitions // 3} become-follower partitions "
-             f"{_SC}"),
+            (sent, name, ctl, "state-change.log", f"[{log_time(sent)}] INFO [Controller id={ctl} epoch={c.epoch}] "
+             f"Sending LeaderAndIsr request to broker {b} with {leaders} become-leader and {partitions - leaders} "
+             f"become-follower partitions {_SC}"),
             (handled, name, b, "state-change.log", f"[{log_time(handled)}] INFO [Broker id={b}] Handling LeaderAndIsr "
              f"request correlationId {corr} from controller {ctl} for {partitions} partitions {_SC}"),
             (finished, name, b, "state-change.log", f"[{log_time(finished)}] INFO [Broker id={b}] Finished "
              f"LeaderAndIsr request in {took_ms}ms correlationId {corr} from controller {ctl} for {partitions} "
              f"partitions {_SC}"),
+        ]
+
+    def _round(self, c: _Cluster, b: int, t: float, took_ms: int, partitions: int
+               ) -> list[tuple[float, str, int, str, str]]:
+        corr = self._corr(c, b)
+        ctl, ep, name = c.controller, c.epoch, c.spec.name
+        um = t + 0.002 + took_ms / 1000
+        head = f"[Controller id={ctl} epoch={ep}]"
+        return [
+            *self._leader_and_isr(c, b, corr, t, t + 0.001, took_ms, partitions, partitions // 3),
             (um, name, ctl, "state-change.log", f"[{log_time(um)}] INFO {head} Sending UpdateMetadata request to "
              f"brokers HashSet({b}) for {partitions} partitions {_SC}"),
             (um + 0.002, name, b, "state-change.log", f"[{log_time(um + 0.002)}] INFO [Broker id={b}] Add {partitions} "
@@ -193,19 +200,9 @@ class Fleet:
 
     def _slow(self, c: _Cluster, b: int, done: float) -> list[tuple[float, str, int, str, str]]:
         corr = self._corr(c, b)
-        sent, handled = done - INCIDENT_S - 0.01, done - INCIDENT_S
-        head = f"[Controller id={c.controller} epoch={c.epoch}]"
-        name = c.spec.name
-        self.incidents.append(Incident(name, b, corr, done))
-        return [
-            (sent, name, c.controller, "state-change.log", f"[{log_time(sent)}] INFO {head} Sending LeaderAndIsr "
-             f"request to broker {b} with 1 become-leader and 0 become-follower partitions {_SC}"),
-            (handled, name, b, "state-change.log", f"[{log_time(handled)}] INFO [Broker id={b}] Handling LeaderAndIsr "
-             f"request correlationId {corr} from controller {c.controller} for 1 partitions {_SC}"),
-            (done, name, b, "state-change.log", f"[{log_time(done)}] INFO [Broker id={b}] Finished LeaderAndIsr "
-             f"request in {int(INCIDENT_S * 1000)}ms correlationId {corr} from controller {c.controller} for 1 "
-             f"partitions {_SC}"),
-        ]
+        self.incidents.append(Incident(c.spec.name, b, corr, done))
+        return self._leader_and_isr(c, b, corr, done - INCIDENT_S - 0.01, done - INCIDENT_S, int(INCIDENT_S * 1000),
+                                    1, 1)
 
     # --- bursts --------------------------------------------------------------------------------------------
     def failover(self, t: float) -> list[tuple[float, str, int, str, str]]:
