@@ -7,9 +7,10 @@ the log job (spark-submit jobs/ingest_logs.py) with detection on, the lake on an
 Per mode (`standalone`: a Spark master and two workers on this machine, each pinned to its own CPU, an executor of
 one core in each; `local`: local[2], everything in the driver's JVM), the same run:
 
-1. **backlog**: `--backlog-lines` of the fleet's steady output (benchmarks.fleet_load, stamped over the past, as a
-   logging pipeline's outage leaves them) produced before the job starts; the job drains them: lines/s, and lines
-   per CPU-second of the Spark processes (driver and executors, their Python workers included: "per core");
+1. **backlog**: once the job has committed a warm-up (WARM_UP_LINES), `--backlog-lines` of the fleet's steady
+   output (benchmarks.fleet_load, stamped over the past, as a logging pipeline's outage leaves them) produced at
+   once; the job drains them: lines/s, and lines per CPU-second of the Spark processes (driver and executors,
+   their Python workers included: "per core");
 2. **steady**: the fleet's output produced as it is stamped, for `--minutes`, with an injected slow LeaderAndIsr
    every `--incident-every` seconds: the delay from its Finished line's produce to its DELAYED_LEADER_AND_ISR alert
    readable in the lake (p50, p99), driver and executor memory every 10 s (first third against last third);
