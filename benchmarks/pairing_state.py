@@ -114,7 +114,7 @@ def run_spark(brokers: int, rounds: int) -> None:
         spark.stop()
 
 
-def _raw(lines: list[str], cluster: str, brokers: list[int | None] | None = None) -> Any:
+def _raw(lines: list[str], clusters: list[str], brokers: list[int | None] | None = None) -> Any:
     import datetime as dt
 
     import pyarrow as pa
@@ -122,7 +122,7 @@ def _raw(lines: list[str], cluster: str, brokers: list[int | None] | None = None
     from schemas.tables import RAW_LOGS
 
     n, now = len(lines), dt.datetime.now(dt.UTC)
-    return pa.table({"cluster": [cluster] * n, "broker_id": pa.array(brokers or [None] * n, pa.int32()),
+    return pa.table({"cluster": clusters, "broker_id": pa.array(brokers or [None] * n, pa.int32()),
                      "log_kind": ["state-change"] * n, "line": lines, "line_bytes": [len(x) for x in lines],
                      "source": ["bench"] * n, "source_offset": list(range(n)), "ingest_ts": [now] * n,
                      "batch_id": [0] * n, "date": [now.date()] * n}).cast(RAW_LOGS.to_arrow())
@@ -142,13 +142,15 @@ def run_batches(lines: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "state-change.log"
         write_log(log, lines)
-        backfill = _raw(log.read_text().splitlines(), "bench")
+        text = log.read_text().splitlines()
+        backfill = _raw(text, ["bench"] * len(text))
     fleet, t = Fleet(fleet_specs(2000)), 1_800_000_000.0
     fleet_lines: list[tuple[float, str, int, str, str]] = []
     while len(fleet_lines) < lines:
         fleet_lines += fleet.lines(t, t + 10)
         t += 10
-    fleet_raw = _raw([x[4] for x in fleet_lines[:lines]], "fleet", [x[2] for x in fleet_lines[:lines]])
+    fleet_lines = fleet_lines[:lines]
+    fleet_raw = _raw([x[4] for x in fleet_lines], [x[1] for x in fleet_lines], [x[2] for x in fleet_lines])
     params = pairing_params(DetectionConfig())
     for name, raw in (("backfill of 6 brokers, one batch", backfill), ("2,000-broker fleet, one batch", fleet_raw)):
         silver = run_engine(raw, "logs").silver
