@@ -224,8 +224,12 @@ class Run:
         try:
             self.job.wait(60)
         except subprocess.TimeoutExpired:
+            pass
+        try:  # whatever of the job's session is left (its Python driver may outlive spark-submit)
             os.killpg(self.job.pid, signal.SIGKILL)
-            self.job.wait(10)
+        except ProcessLookupError:
+            pass
+        self.job.wait(10)
 
     def _alive(self) -> None:
         if self.job is not None and self.job.poll() is not None:
