@@ -3,9 +3,9 @@
 Pure functions only (polars and Arrow in and out, plain Python for pairing state and the lifecycle); the log and
 metric families' micro-batches (jobs/detect/rules.py) run them over their rows and write gold.
 
-* pairing: `events` (silver rows -> pairing events), `pairing` (one key's state machine), `pairing_groups` (a
-  batch's groups stepped, their state values), `in_flight` (requests reported while stuck), `latency_rows` (a
-  request's durations and id);
+* pairing: `events` (silver rows -> pairing events), `pairing` (one key's state machine), `pairing_records` (a
+  request's event and record), `pairing_groups` (a batch's groups stepped, their state values), `in_flight`
+  (requests reported while stuck), `latency_rows` (a request's durations and id);
 * the rules: `latency_detectors` (the paired requests' rules), `log_detectors` (the log lines' rules),
   `kraft_detectors` (KRaft's controller lines), `metric_detectors` (windows, rollups and the metric rules),
   `request_metrics` (Kafka's RequestMetrics), `roll_detectors` (ROLL_TOO_FAST), `candidates` (what every rule

@@ -73,7 +73,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from pipelines.detection import in_flight
-from pipelines.detection.latency_rows import BREAKDOWN_COLUMNS, latency_row, request_key
+from pipelines.detection.latency_rows import latency_row, request_key
+from pipelines.detection.pairing_records import Event, broker_count, new_record, served_breakdown, start_of
 from schemas.events import ControlRequest, LatencyStatus
 
 __all__ = [
@@ -135,24 +136,6 @@ PARTITION_BURST_MS = 1_000
 
 
 @dataclass(frozen=True)
-class Event:
-    """One silver row, reduced to what pairing needs. Times are epoch milliseconds (event time)."""
-
-    kind: str
-    ts: int
-    request: str | None = None
-    correlation_id: int | None = None
-    controller_epoch: int | None = None
-    partitions: int | None = None
-    elapsed_ms: int | None = None
-    lock_wait_ms: int | None = None
-    # TRACE controllers (2.2-2.5) log one Sending line per PARTITION: `detail` names it (topic-partition) and
-    # consecutive such lines of one burst are one request. A 2.2-2.5 broker's per-partition Received line names its
-    # partition the same way; a `served` event carries the request log's breakdown (JSON, latency_rows).
-    detail: str | None = None
-
-
-@dataclass(frozen=True)
 class PairingParams:
     """Time limits of the operator, in milliseconds."""
 
@@ -208,63 +191,13 @@ class PairingState:
         times = [s["ts"] + p.timeout_ms + 1 for s in self.sends]
         for r in self.records:
             if r["finished_ts"] is None:
-                times.append(_start(r) + p.timeout_ms + 1)
+                times.append(start_of(r) + p.timeout_ms + 1)
             else:
-                times.append(_start(r) + p.max_skew_ms + 1)
+                times.append(start_of(r) + p.max_skew_ms + 1)
         milestone = in_flight.next_milestone(self, p)
         if milestone is not None:
             times.append(milestone)
         return min(times) if times else None
-
-
-def _broker_count(r: dict[str, Any], ev: Event) -> None:
-    """The request's partition count is the largest a broker line gives: the summary `Handling/Finished ... for N
-    partitions` wins over a per-partition TRACE line seen first (`... starting the become-follower transition for
-    partition p`: 1 of 150, Apache Kafka 3.9.1 at TRACE, a topic created)."""
-    if ev.partitions is not None and ev.partitions > (r["partitions"] or 0):
-        r["partitions"], r["dirty"] = ev.partitions, True
-
-
-def _start(r: dict[str, Any]) -> int:
-    for k in ("sent_ts", "handling_ts", "received_ts"):
-        if r.get(k) is not None:
-            return int(r[k])
-    if r["finished_ts"] is not None and r["elapsed_ms"] is not None:
-        return int(r["finished_ts"]) - int(r["elapsed_ms"])
-    return int(r["finished_ts"] if r["finished_ts"] is not None else r["resp_ts"])
-
-
-def _served_breakdown(detail: str | None) -> dict[str, Any]:
-    """A `served` event's request-log breakdown (events.pairing_events: JSON of latency_rows.SERVED_BREAKDOWN)."""
-    if not detail:
-        return {}
-    try:
-        raw = json.loads(detail)
-    except ValueError:
-        return {}
-    return {k: raw[k] for k in BREAKDOWN_COLUMNS if k in raw} if isinstance(raw, dict) else {}
-
-
-def _new_record(ev: Event, anchor: str) -> dict[str, Any]:
-    return {
-        "anchor": anchor,
-        "request": ev.request,
-        "corr": ev.correlation_id,
-        "epoch": ev.controller_epoch,
-        "sent_ts": None,
-        "handling_ts": None,
-        "finished_ts": None,
-        "resp_ts": None,
-        "elapsed_ms": None,
-        "lock_wait_ms": None,
-        "partitions": ev.partitions,
-        "ctl_wait_ms": None,
-        "pairing": "correlation_id" if ev.correlation_id is not None else "order",
-        "flags": [],
-        "status": _IN_FLIGHT,
-        "dirty": True,
-        "emitted": False,
-    }
 
 
 class _Key:
@@ -404,9 +337,9 @@ class _Key:
             if (not silent and r["sent_ts"] is None and r["request"] == ev.request
                     and r["status"] != _NEVER
                     and (ev.correlation_id is None or r["corr"] == ev.correlation_id)
-                    and _start(r) + self.p.max_skew_ms >= ev.ts):
+                    and start_of(r) + self.p.max_skew_ms >= ev.ts):
                 self._attach_send(r, {"ts": ev.ts, "epoch": ev.controller_epoch, "partitions": ev.partitions,
-                                      "corr": ev.correlation_id}, _start(r))
+                                      "corr": ev.correlation_id}, start_of(r))
                 self.st.burst["anchor"] = r["anchor"]
                 return
         self.st.sends.append({"ts": ev.ts, "request": ev.request, "corr": ev.correlation_id,
@@ -421,7 +354,7 @@ class _Key:
         r = self._find(ev.request, ev.correlation_id, ev.controller_epoch)
         if r is not None and r["status"] != _NEVER:
             return r
-        r = _new_record(ev, f"b{ev.correlation_id}:{ev.ts}")
+        r = new_record(ev, f"b{ev.correlation_id}:{ev.ts}")
         s = self._take_send(ev.request, ev.correlation_id, ev.controller_epoch, ev.ts, skew_by=send_by)
         if s is not None:
             r["anchor"] = s["anchor"]
@@ -451,14 +384,14 @@ class _Key:
         recs = self.st.records
         if len(recs) <= MAX_OPEN_RECORDS:
             return
-        others = sorted((r for r in recs if r is not current), key=_start)
+        others = sorted((r for r in recs if r is not current), key=start_of)
         over = len(recs) - (MAX_OPEN_RECORDS - BOUND_SLACK)
         leaving = [r for r in others if r["status"] != _IN_FLIGHT][:over]
         # still over: open records leave too, the oldest (the one the broker works on) excepted
         evict = [r for r in others if r["status"] == _IN_FLIGHT][1:1 + over - len(leaving)]
         gone = {id(r) for r in (*leaving, *evict)}
         self._set_records([r for r in recs if id(r) not in gone])
-        for victim in sorted((*leaving, *evict), key=_start):
+        for victim in sorted((*leaving, *evict), key=start_of):
             if victim["status"] == _IN_FLIGHT:
                 victim["status"], victim["dirty"] = _EVICTED, True
                 self.st.evicted += 1
@@ -489,7 +422,7 @@ class _Key:
             self._attach_send(r, retried, ev.ts)
         if r["handling_ts"] is None:
             r["handling_ts"], r["dirty"] = ev.ts, True
-        _broker_count(r, ev)
+        broker_count(r, ev)
 
     def received(self, ev: Event) -> None:
         """A 2.2-2.5 broker's per-partition `Received LeaderAndIsr request` line, logged before the handler waits for
@@ -504,7 +437,7 @@ class _Key:
         r["logged_end"] = True
         if r["finished_ts"] is None:
             r["finished_ts"], r["elapsed_ms"], r["status"], r["dirty"] = ev.ts, ev.elapsed_ms, _COMPLETED, True
-        _broker_count(r, ev)
+        broker_count(r, ev)
 
     def applied(self, ev: Event) -> None:
         """UpdateMetadata applied to the broker's cache (one line at the end of the request)."""
@@ -537,7 +470,7 @@ class _Key:
         r = self._find(ev.request, ev.correlation_id, ev.controller_epoch)
         if r is None:
             s = self._take_send(ev.request, None, None, ev.ts, broker_side=False)
-            r = _new_record(ev, s["anchor"] if s else f"r{ev.correlation_id}:{ev.ts}")
+            r = new_record(ev, s["anchor"] if s else f"r{ev.correlation_id}:{ev.ts}")
             if s is not None:
                 self._attach_send(r, s, ev.ts)
             self._add_record(r)
@@ -567,7 +500,7 @@ class _Key:
             r = self._broker_record(ev, send_by=arrived)
         if r.get("served_ms") is None:
             r["served_ms"] = ev.elapsed_ms
-            r["breakdown"] = _served_breakdown(ev.detail)
+            r["breakdown"] = served_breakdown(ev.detail)
             r["dirty"] = True  # the broker's breakdown of the request's time is new to its row
         if r["finished_ts"] is None:
             r["finished_ts"], r["status"], r["dirty"] = ev.ts, _COMPLETED, True
@@ -585,7 +518,7 @@ class _Key:
             self._expire_send(s, "broker_gone")
         keep = []
         for r in self.st.records:
-            if _start(r) > ev.ts:
+            if start_of(r) > ev.ts:
                 keep.append(r)
                 continue
             if r["finished_ts"] is None and r["status"] == _IN_FLIGHT:
@@ -599,7 +532,7 @@ class _Key:
         self.st.burst = None
 
     def _answered_silently(self, s: dict[str, Any]) -> None:
-        r = {**_new_record(Event("send", s["ts"], s["request"], s["corr"], s["epoch"], s["partitions"]), s["anchor"]),
+        r = {**new_record(Event("send", s["ts"], s["request"], s["corr"], s["epoch"], s["partitions"]), s["anchor"]),
              "sent_ts": s["ts"], "status": _COMPLETED, "emitted": s.get("emitted", True)}
         r["flags"].append("no_broker_line")
         self._emit(r)
@@ -609,7 +542,7 @@ class _Key:
 
     def _resolve_send(self, s: dict[str, Any], status: str, flag: str | None) -> None:
         """Emit a pending send (already removed from the state) as a request row of `status`."""
-        r = {**_new_record(Event("send", s["ts"], s["request"], s["corr"], s["epoch"], s["partitions"]), s["anchor"]),
+        r = {**new_record(Event("send", s["ts"], s["request"], s["corr"], s["epoch"], s["partitions"]), s["anchor"]),
              "sent_ts": s["ts"], "status": status, "emitted": s.get("emitted", True)}
         if flag:
             r["flags"].append(flag)
@@ -619,7 +552,7 @@ class _Key:
     def _finished_done(self, r: dict[str, Any], watermark: int) -> bool:
         """Whether finished record `r` may leave the state at `watermark`: a late Sending line may still attach
         while the watermark allows, and so may more per-partition completions or its request-log line."""
-        done = r["sent_ts"] is not None or _start(r) + self.p.max_skew_ms < watermark
+        done = r["sent_ts"] is not None or start_of(r) + self.p.max_skew_ms < watermark
         if r.get("parts"):  # more per-partition completions of the request may follow
             done = done and r["finished_ts"] + self.p.max_skew_ms < watermark
         if self.st.request_log and r.get("served_ms") is None:  # its request-log line may follow
@@ -647,7 +580,7 @@ class _Key:
             self._expire_send(s, None)
         keep = []
         for r in self.st.records:
-            if r["finished_ts"] is None and r["status"] == _IN_FLIGHT and _start(r) + self.p.timeout_ms < watermark:
+            if r["finished_ts"] is None and r["status"] == _IN_FLIGHT and start_of(r) + self.p.timeout_ms < watermark:
                 if r.get("ended_by") is not None:
                     # it ended before the next request's Handling; no request log line told when
                     r["status"], r["dirty"] = _COMPLETED, True
@@ -657,10 +590,10 @@ class _Key:
             if r["finished_ts"] is not None:
                 done = self._finished_done(r, watermark)
             elif r["status"] == _COMPLETED:  # answered per the controller; broker lines may still refine it
-                done = _start(r) + self.p.timeout_ms < watermark
+                done = start_of(r) + self.p.timeout_ms < watermark
             else:  # one taken for dropped by a broker restart stays while its request-log line may still come
                 done = r["status"] == _NEVER and (
-                    "broker_restart" not in r["flags"] or _start(r) + self.p.timeout_ms < watermark)
+                    "broker_restart" not in r["flags"] or start_of(r) + self.p.timeout_ms < watermark)
             # a request still running is emitted once it ends, or once reported in flight (in_flight.mark): a row
             # per batch boundary it straddles would make the latency MERGE update, and so rewrite, the file holding
             # its previous row, every batch (the soak: a compacted day's file rewritten every 2 s, 69 -> 966 ms)
@@ -714,6 +647,6 @@ def step(state: PairingState, events: list[Event], watermark_ms: int, params: Pa
     # in ONE row (one row per request and batch: the MERGE takes one source row per key)
     in_flight.mark(state, params, watermark_ms, broker)
     k.expire(watermark_ms)
-    k.out += in_flight.pending_rows(state, lambda s: _new_record(
+    k.out += in_flight.pending_rows(state, lambda s: new_record(
         Event("send", s["ts"], s["request"], s["corr"], s["epoch"], s["partitions"]), s["anchor"]))
     return k.out
