@@ -309,9 +309,7 @@ class Run:
             if time.monotonic() >= next_poll:
                 self._alive()
                 self._match(fleet.incidents, seen)
-                for name, (sent, count) in bursts.items():
-                    if count and name not in r.burst_drained_s and raw_count(self.lake) >= count:
-                        r.burst_drained_s[name] = time.time() - sent
+                self._drained(bursts)
                 next_poll = time.monotonic() + POLL_S
             if time.monotonic() >= next_sample:
                 _, d_rss, _, e_rss = self.cpu_rss()
@@ -326,12 +324,21 @@ class Run:
         while time.monotonic() < settle and (len(seen) < len(self.produced_at) or
                                             any(n not in r.burst_drained_s for n in bursts)):
             self._match(fleet.incidents, seen)
-            for name, (sent, count) in bursts.items():
-                if count and name not in r.burst_drained_s and raw_count(self.lake) >= count:
-                    r.burst_drained_s[name] = time.time() - sent
+            self._drained(bursts)
             time.sleep(POLL_S)
         r.produced = producer.sent
         r.missed = len(self.produced_at) - len(seen)
+
+    def _drained(self, bursts: dict[str, tuple[float, int]]) -> None:
+        """Each produced burst (wall time its last line went, lines produced by then) whose lines are all in raw_logs
+        now gets its drain time (raw_logs read once)."""
+        waiting = {n: b for n, b in bursts.items() if b[1] and n not in self.result.burst_drained_s}
+        if not waiting:
+            return
+        committed = raw_count(self.lake)
+        for name, (sent, count) in waiting.items():
+            if committed >= count:
+                self.result.burst_drained_s[name] = time.time() - sent
 
     def _match(self, incidents: list[Incident], seen: set[tuple[str, int, int]]) -> None:
         found = alerts(self.lake)
