@@ -76,6 +76,8 @@ def test_templates_replace_data_with_placeholders_and_merge_lists() -> None:
            "ISR:1,2,LeaderEpoch:4,ZkVersion:5,ControllerEpoch:7) after removing replica 3 from the ISR as part of "
            "transition to OfflineReplica (state.change.logger)")
     assert fc.line_template(isr, ["orders"]) in fc.KAFKA_28_KNOWN_TEMPLATES
+    lettered = line.replace("AAAAAAAAAAAAAAAAAAAAAA", "YmFHvNLmTWuhBtgWYrLpCA")  # a random id with no digit
+    assert fc.line_template(lettered, ["orders"]) == fc.line_template(line, ["orders"])
     assert fc.line_template("\tat kafka.controller.KafkaController.process(KafkaController.scala:1)") is None
 
 
