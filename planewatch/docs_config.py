@@ -338,7 +338,7 @@ def _pipeline_part(yaml_text: str) -> list[str]:
 
 
 def _detection_part(yaml_text: str) -> list[str]:
-    from pipelines.detection import config
+    from pipelines.detection import config, registry
     from schemas.alerts import AlertType
 
     raw = (yaml.safe_load(yaml_text) or {}).get("detection") or {}
@@ -369,7 +369,7 @@ def _detection_part(yaml_text: str) -> list[str]:
     out += ["### Thresholds (`detection.thresholds.<TYPE>.warning` / `.critical`)", "",
             "A rule fires at `warning` and raises the alert to `critical` at the second level; where *fires when* "
             "says below, the value falling to or under the level is what counts (idle ratios). "
-            + _cell(_units_note(config)) + " What each alert reads and what to do: [alerts.md](alerts.md).", ""]
+            + _cell(_units_note(registry)) + " What each alert reads and what to do: [alerts.md](alerts.md).", ""]
     rows = []
     for t in AlertType:
         th = config.DEFAULT_THRESHOLDS[t]
@@ -388,10 +388,10 @@ def _detection_part(yaml_text: str) -> list[str]:
     return out
 
 
-def _units_note(config: Any) -> str:
-    """The comment above DEFAULT_THRESHOLDS in pipelines/detection/config.py (units of the levels)."""
-    lines = inspect.getsource(config).splitlines()
-    at = next(i for i, line in enumerate(lines) if line.startswith("DEFAULT_THRESHOLDS"))
+def _units_note(registry: Any) -> str:
+    """The comment above DETECTORS in pipelines/detection/registry.py (units of the levels)."""
+    lines = inspect.getsource(registry).splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("DETECTORS"))
     note: list[str] = []
     for line in reversed(lines[:at]):
         if not line.startswith("#"):

@@ -1,24 +1,22 @@
-"""The alert vocabulary: alert types and which detector owns each, severities and statuses of the `alerts` table.
+"""The alert vocabulary: alert types, incident causes, the writers (:class:`DetectQuery`), severities and statuses of
+the `alerts` table.
 
-Every alert type has exactly one writer: :data:`OWNERS` names the query (:class:`DetectQuery`) that opens, updates
-and resolves its alerts, by the event time of the input it reads, and the detector functions of
-:mod:`pipelines.detection` that raise it. A signal seen by two inputs is two alert types (the request log's
-CONTROL_REQUEST_QUEUED_BEHIND_DATA and the metrics' CONTROL_REQUEST_QUEUE_DELAY), so no writer touches another's
-alerts and no column value encodes who owns a row. Thresholds per type live in :mod:`pipelines.detection.config`;
-the REST API and the dashboard show the same strings.
+Every alert type has exactly one writer: the detector registry (:data:`pipelines.detection.registry.DETECTORS`)
+names the family (:class:`DetectQuery`) that opens, updates and resolves its alerts, by the event time of the input
+it reads, its detector functions and its default levels. A signal seen by two inputs is two alert types (the request
+log's CONTROL_REQUEST_QUEUED_BEHIND_DATA and the metrics' CONTROL_REQUEST_QUEUE_DELAY), so no writer touches
+another's alerts and no column value encodes who owns a row. The REST API and the dashboard show the same strings.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
 
-__all__ = ["OWNERS", "AlertOwner", "AlertStatus", "AlertType", "DetectQuery", "IncidentCause", "Severity",
-           "owned_types"]
+__all__ = ["AlertStatus", "AlertType", "DetectQuery", "IncidentCause", "Severity"]
 
 
 class AlertType(StrEnum):
-    """The alert types (ARCHITECTURE.md section 3); :data:`OWNERS` names the detector(s) of each."""
+    """The alert types (ARCHITECTURE.md section 3); the detector registry names the detector(s) of each."""
 
     #: a completed LeaderAndIsr took longer than the threshold from controller send to broker finish
     DELAYED_LEADER_AND_ISR = "DELAYED_LEADER_AND_ISR"
@@ -128,54 +126,3 @@ class DetectQuery(StrEnum):
     LOG = "log"
     #: the metric family's micro-batches: sliding windows over metric_samples
     METRIC = "metric"
-
-
-@dataclass(frozen=True)
-class AlertOwner:
-    """Who writes an alert type: the query that resolves it and its detector functions (`module.function` under
-    `pipelines.detection`)."""
-
-    query: DetectQuery
-    detectors: tuple[str, ...]
-
-
-_LAT, _LOG, _MET, _RM, _KR = ("latency_detectors.", "log_detectors.", "metric_detectors.", "request_metrics.",
-                              "kraft_detectors.")
-OWNERS: dict[AlertType, AlertOwner] = {
-    AlertType.DELAYED_LEADER_AND_ISR: AlertOwner(DetectQuery.LOG, (_LAT + "detect_delayed_leader_and_isr",)),
-    AlertType.LEADER_AND_ISR_NOT_COMPLETED: AlertOwner(
-        DetectQuery.LOG, (_LAT + "detect_leader_and_isr_not_completed",)),
-    AlertType.DELAYED_UPDATE_METADATA: AlertOwner(DetectQuery.LOG, (_LAT + "detect_delayed_update_metadata",)),
-    AlertType.DELAYED_STOP_REPLICA: AlertOwner(DetectQuery.LOG, (_LAT + "detect_delayed_stop_replica",)),
-    AlertType.LOCK_CONTENTION: AlertOwner(DetectQuery.LOG, (_LAT + "detect_lock_contention",)),
-    AlertType.STALE_BROKER_EPOCH: AlertOwner(DetectQuery.LOG, (_LOG + "detect_stale_broker_epoch",)),
-    AlertType.CONTROL_REQUEST_QUEUED_BEHIND_DATA: AlertOwner(
-        DetectQuery.LOG, (_LOG + "detect_control_request_queued_behind_data",)),
-    AlertType.CONTROL_REQUEST_QUEUE_DELAY: AlertOwner(
-        DetectQuery.METRIC,
-        (_MET + "detect_queue_saturated_without_control_plane", _RM + "detect_control_request_queue_time")),
-    AlertType.LEADER_AND_ISR_TOTAL_TIME_HIGH: AlertOwner(
-        DetectQuery.METRIC, (_RM + "detect_leader_and_isr_total_time_high",)),
-    AlertType.CONTROL_PLANE_QUEUE_BACKLOG: AlertOwner(
-        DetectQuery.METRIC, (_MET + "detect_control_plane_queue_backlog",)),
-    AlertType.REQUEST_QUEUE_SATURATED: AlertOwner(DetectQuery.METRIC, (_MET + "detect_request_queue_saturated",)),
-    AlertType.ACCEPTOR_BLOCKED: AlertOwner(DetectQuery.METRIC, (_MET + "detect_acceptor_blocked",)),
-    AlertType.NETWORK_PROCESSOR_SATURATED: AlertOwner(
-        DetectQuery.METRIC, (_MET + "detect_network_processor_saturated",)),
-    AlertType.REQUEST_HANDLER_SATURATED: AlertOwner(
-        DetectQuery.METRIC, (_MET + "detect_request_handler_saturated",)),
-    AlertType.METADATA_APPLY_LAG: AlertOwner(DetectQuery.METRIC, (_MET + "detect_metadata_apply_lag",)),
-    AlertType.CONTROLLER_EVENT_QUEUE_DELAY: AlertOwner(
-        DetectQuery.METRIC, (_MET + "detect_controller_event_queue_delay",)),
-    AlertType.BROKER_FENCED: AlertOwner(DetectQuery.LOG, (_KR + "detect_broker_fenced",)),
-    AlertType.BROKER_HEARTBEAT_TIMEOUT: AlertOwner(DetectQuery.LOG, (_KR + "detect_broker_heartbeat_timeout",)),
-    AlertType.QUORUM_UNSTABLE: AlertOwner(DetectQuery.LOG, (_KR + "detect_quorum_unstable",)),
-    AlertType.UNCLEAN_LEADER_ELECTION: AlertOwner(DetectQuery.METRIC, (_MET + "detect_unclean_leader_election",)),
-    AlertType.LEADER_ELECTED_FROM_ELR: AlertOwner(DetectQuery.METRIC, (_MET + "detect_leader_elected_from_elr",)),
-    AlertType.ROLL_TOO_FAST: AlertOwner(DetectQuery.LOG, ("roll_detectors.detect_roll_too_fast",)),
-}
-
-
-def owned_types(query: DetectQuery) -> frozenset[str]:
-    """The alert types `query` writes: it opens, updates and resolves these and no other."""
-    return frozenset(t.value for t, owner in OWNERS.items() if owner.query == query)

@@ -3,10 +3,11 @@
 A process has ONE writer of `alerts` and `incidents` (`AlertSink.shared`): every query hands it typed candidates
 through its `AlertWriter` (the query's role and app id), and it alone reads the open alerts, merges them and
 regroups the incidents (jobs.detect.incidents), under one lock, each commit under the handing query's app
-transaction (a replayed batch merges nothing twice). Each alert type has one role (:data:`schemas.alerts.OWNERS`,
-by :class:`DetectQuery`: the log or the metric family), which alone opens, updates and resolves alerts of that
-type, by the event time of the input it reads. Writers in separate processes (spark-submit jobs of each family)
-meet as concurrent Delta commits, and the one that loses re-reads the open alerts and merges again.
+transaction (a replayed batch merges nothing twice). Each alert type has one role (the detector registry,
+:data:`pipelines.detection.registry.DETECTORS`, by :class:`DetectQuery`: the log or the metric family), which alone
+opens, updates and resolves alerts of that type, by the event time of the input it reads. Writers in separate
+processes (spark-submit jobs of each family) meet as concurrent Delta commits, and the one that loses re-reads the
+open alerts and merges again.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from lake.merge import DeltaMerger
 from lake.read import LatestTable
 from lake.tables import CommitFailedError
 from pipelines.detection.lifecycle import Candidate, apply_lifecycle
-from schemas.alerts import AlertStatus, DetectQuery, owned_types
+from pipelines.detection.registry import owned_types
+from schemas.alerts import AlertStatus, DetectQuery
 from schemas.tables import ALERTS
 
 if TYPE_CHECKING:

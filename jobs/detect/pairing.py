@@ -38,7 +38,7 @@ from lake.state import StateTable
 from pipelines.detection.baselines import BASELINE_TYPES, add_baselines, history_spans
 from pipelines.detection.candidates import frame as polars_frame
 from pipelines.detection.events import METRIC_HEARTBEAT_LAG_S, PAIRING_SCHEMA, metric_heartbeats, pairing_events
-from pipelines.detection.latency_detectors import latency_candidates, state_change_spans
+from pipelines.detection.latency_detectors import state_change_spans
 from pipelines.detection.pairing_groups import (
     GROUP_OUTPUT,
     LATENCY_COLUMNS,
@@ -52,6 +52,7 @@ from pipelines.detection.pairing_groups import (
     pairing_params,
     step_groups,
 )
+from pipelines.detection.registry import latency_candidates
 from schemas.alerts import AlertType
 from schemas.events import LatencyStatus
 from schemas.tables import CONTROL_REQUEST_LATENCY, METRIC_SAMPLES, PAIRING_STATE, STATE_CHANGE_EVENTS

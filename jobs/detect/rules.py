@@ -4,9 +4,9 @@ detect query reading silver added a second trigger and batch, 3-6 s under load o
 
 * :class:`LogRules` (log batches): STALE_BROKER_EPOCH, CONTROL_REQUEST_QUEUED_BEHIND_DATA and the KRaft
   controller's BROKER_FENCED, BROKER_HEARTBEAT_TIMEOUT and QUORUM_UNSTABLE
-  (pipelines.detection.log_detectors.log_candidates), from the batch's state_change_events and request_events
+  (pipelines.detection.registry.log_candidates), from the batch's state_change_events and request_events
   rows; a batch holding a quorum election reads the window's earlier elections back from state_change_events.
-* :class:`MetricRules` (metric batches): every metric rule (pipelines.detection.metric_detectors.metric_candidates) over
+* :class:`MetricRules` (metric batches): every metric rule (pipelines.detection.registry.metric_candidates) over
   the sliding windows the batch's samples fall in. A window also holds earlier batches' samples: they are read back
   from metric_samples (the window's span of the batch's clusters, files pruned by their `ts` statistics), so the
   windows need no state of their own and survive a restart.
@@ -51,7 +51,6 @@ from pipelines.detection.events import (
     touched_brokers,
 )
 from pipelines.detection.kraft_detectors import ELECTION_COLUMNS, KRAFT_EVENTS, SHUTDOWN_COLUMNS, SHUTDOWN_ECHO_S
-from pipelines.detection.log_detectors import log_candidates
 from pipelines.detection.metric_baselines import add_metric_baselines
 from pipelines.detection.metric_detectors import (
     BASELINE_SPECS,
@@ -59,11 +58,11 @@ from pipelines.detection.metric_detectors import (
     ROLLUP_SERIES,
     detection_samples,
     max_window_s,
-    metric_candidates,
     metric_windows,
     minute_rollups,
 )
 from pipelines.detection.pairing_groups import bucket_of
+from pipelines.detection.registry import log_candidates, metric_candidates
 from pipelines.detection.roll_detectors import (
     CLUSTER_STOP_S,
     FRESHER_EVENTS,

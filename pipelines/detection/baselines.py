@@ -18,14 +18,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from pipelines.detection.candidates import half_up
-from pipelines.detection.config import DetectionConfig
 from schemas.alerts import AlertType
 from schemas.events import LatencyStatus
+
+if TYPE_CHECKING:
+    from pipelines.detection.config import DetectionConfig
 
 __all__ = ["BASELINE_MIN_REQUESTS", "BASELINE_TYPES", "QUEUED_TYPE", "add_baselines", "add_queue_baselines",
            "history_spans"]

@@ -1,5 +1,6 @@
-"""How every detector makes its candidates (polars): per-cluster levels, severity, the steps of a metric window's
-samples, the candidate rows and the text of their summaries and evidence.
+"""How every detector makes its candidates (polars): the inputs the rules read (:class:`LogRows`,
+:class:`ControlRequests`; the metric rules read a frame of windows), per-cluster levels, severity, the steps of a
+metric window's samples, the candidate rows and the text of their summaries and evidence.
 
 Every detector runs on the driver over what one micro-batch produced, collected once to Arrow (request rows, log
 rows, the metric windows it updated): at most thousands of rows, where polars answers in milliseconds what a Spark
@@ -10,10 +11,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
+
+from schemas.tables import STATE_CHANGE_EVENTS
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -23,7 +27,10 @@ if TYPE_CHECKING:
 __all__ = [
     "CONTROL_PLANE_PREFIX",
     "NANOS_PER_SECOND",
+    "ControlRequests",
     "Evidence",
+    "LogRows",
+    "Rows",
     "attribute_key",
     "candidate_rows",
     "evidence",
@@ -41,6 +48,39 @@ __all__ = [
 # A candidate's evidence: a JSON object whose values are JSON values already (times as ISO-8601 text); baselines add
 # to it, and the alert row serialises it once.
 Evidence = dict[str, Any]
+
+# Candidate alerts: the fields of lifecycle.Candidate, one dict per candidate.
+Rows = list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class LogRows:
+    """What the log rules read of a log batch: its state_change_events and request_events rows, the KRaft quorum's
+    elections of the window before it (`elections`, ELECTION_COLUMNS; None when the batch holds none) and granted
+    controlled shutdowns from before it (`granted`; None: none read)."""
+
+    state_changes: pl.DataFrame
+    requests: pl.DataFrame
+    elections: pl.DataFrame | None = None
+    granted: pl.DataFrame | None = None
+
+
+@dataclass(frozen=True)
+class ControlRequests:
+    """What the latency rules read: control_request_latency rows the pairing timed, and the state_change_events of
+    their time (fetcher and lock lines for LOCK_CONTENTION, the controller elections that excuse the requests of the
+    controller they replaced)."""
+
+    latency: pl.DataFrame
+    state_changes: pl.DataFrame
+
+    @classmethod
+    def of(cls, latency: pl.DataFrame, state_changes: pl.DataFrame | None = None) -> ControlRequests:
+        """`latency` with `state_changes`, or with no state_change_events (an empty frame of that table)."""
+        if state_changes is None:
+            state_changes = frame(STATE_CHANGE_EVENTS.to_arrow().empty_table())
+        return cls(latency, state_changes)
+
 
 # Control-plane signals are named so by Kafka (ControlPlaneRequestQueueSize, ControlPlane...IdlePercent).
 CONTROL_PLANE_PREFIX = "ControlPlane"

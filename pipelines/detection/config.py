@@ -13,10 +13,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from schemas.alerts import AlertType
+from pipelines.detection.registry import DETECTORS
+from pipelines.detection.thresholds import (
+    CONTROL_PLANE_QUEUE_CAPACITY,
+    DEFAULT_QUEUED_MAX_REQUESTS,
+    DetectionConfigError,
+    Threshold,
+)
 
 __all__ = [
-    "ALERT_TYPES",
     "CONTROL_PLANE_QUEUE_CAPACITY",
     "DEFAULT_THRESHOLDS",
     "DetectionConfig",
@@ -24,69 +29,8 @@ __all__ = [
     "Threshold",
 ]
 
-# Kafka hard-codes the control-plane RequestChannel capacity (SocketServer.scala, KIP-291).
-CONTROL_PLANE_QUEUE_CAPACITY = 20
-# Kafka's default `queued.max.requests` (KafkaConfig.Defaults).
-DEFAULT_QUEUED_MAX_REQUESTS = 500
-
-# Every alert type has thresholds (schemas.alerts names the detector of each).
-ALERT_TYPES: tuple[AlertType, ...] = tuple(AlertType)
-
-
-class DetectionConfigError(ValueError):
-    """The `detection:` configuration is invalid (unknown alert type, bad number, warning beyond critical)."""
-
-
-@dataclass(frozen=True)
-class Threshold:
-    """Warning and critical levels of one rule. `below=True`: the rule fires when the value falls under them."""
-
-    warning: float
-    critical: float
-    below: bool = False
-
-    def __post_init__(self) -> None:
-        if self.below and self.critical > self.warning:
-            raise DetectionConfigError(f"below-threshold: critical {self.critical} must be <= warning {self.warning}")
-        if not self.below and self.critical < self.warning:
-            raise DetectionConfigError(f"critical {self.critical} must be >= warning {self.warning}")
-
-    def severity(self, value: float) -> str | None:
-        """'critical', 'warning' or None for a measured value."""
-        if self.below:
-            return "critical" if value <= self.critical else "warning" if value < self.warning else None
-        return "critical" if value >= self.critical else "warning" if value >= self.warning else None
-
-
-# Units: ms for latencies, fraction 0..1 for idle/blocked ratios, counts for STALE_BROKER_EPOCH and the KRaft
-# log rules (lines per batch; QUORUM_UNSTABLE: active controllers elected within quorum_window_s), and for the
-# controller's election counters (elections within a metric window).
-# Queue saturations are fractions of the queue's capacity (20 for the control plane, queued.max.requests for data).
-DEFAULT_THRESHOLDS: dict[str, Threshold] = {
-    AlertType.DELAYED_LEADER_AND_ISR: Threshold(5_000, 30_000),
-    AlertType.LEADER_AND_ISR_NOT_COMPLETED: Threshold(1, 1),
-    AlertType.CONTROL_REQUEST_QUEUED_BEHIND_DATA: Threshold(100, 1_000),
-    AlertType.CONTROL_REQUEST_QUEUE_DELAY: Threshold(100, 1_000),
-    AlertType.LEADER_AND_ISR_TOTAL_TIME_HIGH: Threshold(5_000, 30_000),
-    AlertType.CONTROL_PLANE_QUEUE_BACKLOG: Threshold(0.5, 0.9),
-    AlertType.REQUEST_QUEUE_SATURATED: Threshold(0.8, 0.95),
-    AlertType.ACCEPTOR_BLOCKED: Threshold(0.05, 0.25),
-    AlertType.LOCK_CONTENTION: Threshold(1_000, 10_000),
-    AlertType.DELAYED_UPDATE_METADATA: Threshold(5_000, 30_000),
-    AlertType.DELAYED_STOP_REPLICA: Threshold(5_000, 30_000),
-    AlertType.STALE_BROKER_EPOCH: Threshold(1, 10),
-    AlertType.NETWORK_PROCESSOR_SATURATED: Threshold(0.3, 0.1, below=True),
-    AlertType.REQUEST_HANDLER_SATURATED: Threshold(0.3, 0.1, below=True),
-    AlertType.METADATA_APPLY_LAG: Threshold(5_000, 30_000),
-    AlertType.CONTROLLER_EVENT_QUEUE_DELAY: Threshold(1_000, 5_000),
-    AlertType.BROKER_FENCED: Threshold(1, 1),
-    AlertType.BROKER_HEARTBEAT_TIMEOUT: Threshold(1, 5),
-    AlertType.QUORUM_UNSTABLE: Threshold(3, 6),
-    AlertType.UNCLEAN_LEADER_ELECTION: Threshold(1, 1),
-    AlertType.LEADER_ELECTED_FROM_ELR: Threshold(1, 10),
-    # the roll-safety verdict just before the shutdown: 1 = wait, 2 = unsafe (roll_detectors.VERDICT_VALUE)
-    AlertType.ROLL_TOO_FAST: Threshold(1, 2),
-}
+# Every alert type's default levels, as the detector registry declares them (their units are said there).
+DEFAULT_THRESHOLDS: dict[str, Threshold] = {t.value: d.threshold for t, d in DETECTORS.items()}
 
 
 def _num(where: str, value: Any) -> float:

@@ -23,17 +23,16 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from pipelines.detection.candidates import Evidence, candidate_rows, evidence, level, severity
+from pipelines.detection.candidates import Evidence, LogRows, Rows, candidate_rows, evidence, level, severity
 from schemas.alerts import AlertType
 from schemas.events import Event
 
 if TYPE_CHECKING:
     from pipelines.detection.config import DetectionConfig
 
-Rows = list[dict[str, Any]]
 
 __all__ = ["ELECTION_COLUMNS", "KRAFT_EVENTS", "SHUTDOWN_COLUMNS", "SHUTDOWN_ECHO_S", "detect_broker_fenced",
-           "detect_broker_heartbeat_timeout", "detect_quorum_unstable", "kraft_candidates"]
+           "detect_broker_heartbeat_timeout", "detect_quorum_unstable"]
 
 # The state_change_events the KRaft rules read (the log batch keeps these rows for them).
 KRAFT_EVENTS = (Event.KRAFT_BROKER_FENCED, Event.KRAFT_HEARTBEAT_EXPIRED, Event.KRAFT_BROKER_UNFENCED,
@@ -96,12 +95,12 @@ def _without_shutdown_echoes(state_changes: pl.DataFrame, granted: pl.DataFrame 
     return state_changes.with_row_index("_row").filter(~pl.col("_row").is_in(echo.implode())).drop("_row")
 
 
-def detect_broker_fenced(state_changes: pl.DataFrame, cfg: DetectionConfig,
-                         granted: pl.DataFrame | None = None) -> Rows:
+def detect_broker_fenced(batch: LogRows, cfg: DetectionConfig) -> Rows:
     """BROKER_FENCED: `Fencing broker N at epoch E because its session has timed out.` on the active controller,
-    unless it echoes the broker's granted controlled shutdown (`granted`: those rows from before the batch)."""
+    unless it echoes the broker's granted controlled shutdown (in the batch, or `batch.granted`: those rows from
+    before it)."""
     t = AlertType.BROKER_FENCED
-    state_changes = _without_shutdown_echoes(state_changes, granted)
+    state_changes = _without_shutdown_echoes(batch.state_changes, batch.granted)
     rows = _kraft(state_changes, cfg, t, Event.KRAFT_BROKER_FENCED)
     if rows.is_empty():
         return []
@@ -121,11 +120,11 @@ def detect_broker_fenced(state_changes: pl.DataFrame, cfg: DetectionConfig,
     return candidate_rows(rows, t, describe)
 
 
-def detect_broker_heartbeat_timeout(state_changes: pl.DataFrame, cfg: DetectionConfig) -> Rows:
+def detect_broker_heartbeat_timeout(batch: LogRows, cfg: DetectionConfig) -> Rows:
     """BROKER_HEARTBEAT_TIMEOUT: `processExpiredBrokerHeartbeat: controller event queue overloaded. Timed out
     heartbeat from broker N.` on the active controller."""
     t = AlertType.BROKER_HEARTBEAT_TIMEOUT
-    rows = _kraft(state_changes, cfg, t, Event.KRAFT_HEARTBEAT_EXPIRED)
+    rows = _kraft(batch.state_changes, cfg, t, Event.KRAFT_HEARTBEAT_EXPIRED)
 
     def describe(r: Mapping[str, Any]) -> tuple[str, Evidence]:
         node = "" if r["controller"] is None else f" (node {r['controller']})"
@@ -137,15 +136,19 @@ def detect_broker_heartbeat_timeout(state_changes: pl.DataFrame, cfg: DetectionC
     return candidate_rows(rows, t, describe)
 
 
-def detect_quorum_unstable(elections: pl.DataFrame, batch: pl.DataFrame, cfg: DetectionConfig) -> Rows:
+def detect_quorum_unstable(rows_in: LogRows, cfg: DetectionConfig) -> Rows:
     """QUORUM_UNSTABLE: per cluster, the most elections within a `quorum_window_s` that holds one of the batch's
     elections (windows end at each election from the batch's first to a window past its last: an election that
-    arrives late still counts with those after it). `elections`: every KRAFT_ACTIVE_CONTROLLER row from a window
-    before the batch's first to a window after its last (ELECTION_COLUMNS; an election logged twice counts once);
-    `batch`: the batch's own ones."""
+    arrives late still counts with those after it). `rows_in.elections`: every KRAFT_ACTIVE_CONTROLLER row from a
+    window before the batch's first to a window after its last (ELECTION_COLUMNS; an election logged twice counts
+    once; None: the batch's own ones only)."""
     t = AlertType.QUORUM_UNSTABLE
+    if rows_in.state_changes.is_empty():
+        return []
+    batch = rows_in.state_changes.filter((pl.col("event") == Event.KRAFT_ACTIVE_CONTROLLER.value).fill_null(False))
     if batch.is_empty():
         return []
+    elections = batch.head(0).select(ELECTION_COLUMNS) if rows_in.elections is None else rows_in.elections
     window = pl.duration(microseconds=int(cfg.quorum_window_s * 1e6))
     known = (pl.concat([elections.select(ELECTION_COLUMNS), batch.select(ELECTION_COLUMNS)])
              .unique(["cluster", "controller_id", "controller_epoch"], keep="first").sort("ts"))
@@ -177,16 +180,3 @@ def detect_quorum_unstable(elections: pl.DataFrame, batch: pl.DataFrame, cfg: De
         return summary, evidence(r, ("n", "first_ts", "last_ts", "controller", "elections"))
 
     return candidate_rows(rows, t, describe)
-
-
-def kraft_candidates(state_changes: pl.DataFrame, cfg: DetectionConfig, elections: pl.DataFrame | None = None,
-                     granted: pl.DataFrame | None = None) -> Rows:
-    """The KRaft log rules' candidates from a log batch's state_change_events; `elections`: the quorum's elections
-    of the window before the batch (QUORUM_UNSTABLE), None when the batch holds none; `granted`: granted
-    controlled shutdowns from before the batch (BROKER_FENCED leaves out their echoes)."""
-    if state_changes.is_empty():
-        return []
-    batch = state_changes.filter((pl.col("event") == Event.KRAFT_ACTIVE_CONTROLLER.value).fill_null(False))
-    before = batch.head(0).select(ELECTION_COLUMNS) if elections is None else elections
-    return [*detect_broker_fenced(state_changes, cfg, granted), *detect_broker_heartbeat_timeout(state_changes, cfg),
-            *detect_quorum_unstable(before, batch, cfg)]

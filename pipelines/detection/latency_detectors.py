@@ -1,8 +1,9 @@
 """The latency rules: detectors over the control_request_latency rows a log batch's pairing changed.
 
 Each is a pure function over polars frames (the latency rows pairing emitted, the state_change_events lines around
-them) returning candidate-alert rows (the fields of lifecycle.Candidate). :func:`latency_candidates` runs them all;
-the log rules over the batch's own rows are in log_detectors.
+them, :class:`~pipelines.detection.candidates.ControlRequests`) returning candidate-alert rows (the fields of
+lifecycle.Candidate). The detector registry (:mod:`pipelines.detection.registry`) runs them; the log rules over the
+batch's own rows are in log_detectors.
 """
 
 from __future__ import annotations
@@ -13,7 +14,18 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from pipelines.detection.candidates import Evidence, candidate_rows, evidence, frame, half_up, level, setting, severity
+from pipelines.detection.candidates import (
+    ControlRequests,
+    Evidence,
+    Rows,
+    candidate_rows,
+    evidence,
+    frame,
+    half_up,
+    level,
+    setting,
+    severity,
+)
 from pipelines.detection.events import CONTROL_REQUESTS, FETCHER_EVENTS, LOCK_WAIT_EVENTS
 from pipelines.detection.in_flight import IN_FLIGHT_FLAG
 from pipelines.detection.latency_rows import BREAKDOWN_COLUMNS
@@ -31,12 +43,10 @@ __all__ = [
     "detect_delayed_update_metadata",
     "detect_leader_and_isr_not_completed",
     "detect_lock_contention",
-    "latency_candidates",
     "state_change_spans",
     "time_split",
 ]
 
-Rows = list[dict[str, Any]]
 
 # Rows with these flags are not the control plane's fault: the broker restarted or was declared gone by the
 # controller, or the controller moved.
@@ -194,8 +204,7 @@ def _delayed(latency: pl.DataFrame, cfg: DetectionConfig, request: ControlReques
     return candidate_rows(rows, t, describe)
 
 
-def detect_delayed_leader_and_isr(latency: pl.DataFrame, cfg: DetectionConfig,
-                                  state_changes: pl.DataFrame | None = None) -> Rows:
+def detect_delayed_leader_and_isr(rows: ControlRequests, cfg: DetectionConfig) -> Rows:
     """DELAYED_LEADER_AND_ISR: a LeaderAndIsr took longer than the threshold from send to finish, or is still
     running past it (reported in flight, then updated by its finish or its timeout). The time it waited at the
     controller behind the broker's previous request is not counted (that request's own alert has it), as for the
@@ -204,8 +213,8 @@ def detect_delayed_leader_and_isr(latency: pl.DataFrame, cfg: DetectionConfig,
         return _took(r, f"{_who(r)} took {half_up(r['value'])} ms on broker {r['broker_id']}")
 
     value = pl.col("end_to_end_ms") - pl.col("controller_queue_ms").fill_null(0.0)
-    return _delayed(latency, cfg, ControlRequest.LEADER_AND_ISR, AlertType.DELAYED_LEADER_AND_ISR,
-                    "its partitions wait for their new leaders and followers", value, done, state_changes)
+    return _delayed(rows.latency, cfg, ControlRequest.LEADER_AND_ISR, AlertType.DELAYED_LEADER_AND_ISR,
+                    "its partitions wait for their new leaders and followers", value, done, rows.state_changes)
 
 
 def _took(r: Mapping[str, Any], head: str) -> str:
@@ -213,8 +222,7 @@ def _took(r: Mapping[str, Any], head: str) -> str:
     return f"{head}: {split}" if split else head
 
 
-def detect_leader_and_isr_not_completed(latency: pl.DataFrame, cfg: DetectionConfig,
-                                        state_changes: pl.DataFrame | None = None) -> Rows:
+def detect_leader_and_isr_not_completed(rows: ControlRequests, cfg: DetectionConfig) -> Rows:
     """LEADER_AND_ISR_NOT_COMPLETED: a LeaderAndIsr was sent (or started) and not finished within the timeout.
 
     Requests dropped by a broker restart or superseded by a controller failover are excused (flags). So is a request
@@ -228,10 +236,10 @@ def detect_leader_and_isr_not_completed(latency: pl.DataFrame, cfg: DetectionCon
     is not shipped yet would otherwise raise one per request)."""
     t = AlertType.LEADER_AND_ISR_NOT_COMPLETED
     timeout_ms = setting(cfg, "never_completed_timeout_s") * 1000
-    rows = latency.filter((pl.col("request") == ControlRequest.LEADER_AND_ISR.value)
-                          & (pl.col("status") == LatencyStatus.NEVER_COMPLETED.value) & _not_excused())
-    rows = rows.with_columns(_started=_started(), _deadline=_after(_started(), timeout_ms))
-    rows = _without_replaced(rows, state_changes, "_deadline").with_columns(
+    stuck = rows.latency.filter((pl.col("request") == ControlRequest.LEADER_AND_ISR.value)
+                                & (pl.col("status") == LatencyStatus.NEVER_COMPLETED.value) & _not_excused())
+    stuck = stuck.with_columns(_started=_started(), _deadline=_after(_started(), timeout_ms))
+    stuck = _without_replaced(stuck, rows.state_changes, "_deadline").with_columns(
         severity=pl.lit("critical"), ts=pl.col("_deadline"), value=timeout_ms, threshold=timeout_ms,
         **_request_listener())
 
@@ -243,11 +251,10 @@ def detect_leader_and_isr_not_completed(latency: pl.DataFrame, cfg: DetectionCon
                    "broker's request handler")
         return summary, evidence(r, _LATENCY_EVIDENCE)
 
-    return candidate_rows(rows, t, describe)
+    return candidate_rows(stuck, t, describe)
 
 
-def detect_delayed_update_metadata(latency: pl.DataFrame, cfg: DetectionConfig,
-                                   state_changes: pl.DataFrame | None = None) -> Rows:
+def detect_delayed_update_metadata(rows: ControlRequests, cfg: DetectionConfig) -> Rows:
     """DELAYED_UPDATE_METADATA: an UpdateMetadata took longer than the threshold to reach the broker's cache, or is
     still on its way past it (a broker that never gets it serves stale metadata until it does).
 
@@ -258,20 +265,19 @@ def detect_delayed_update_metadata(latency: pl.DataFrame, cfg: DetectionConfig,
         return _took(r, head)
 
     value = pl.col("end_to_end_ms") - pl.col("controller_queue_ms").fill_null(0.0)
-    return _delayed(latency, cfg, ControlRequest.UPDATE_METADATA, AlertType.DELAYED_UPDATE_METADATA,
-                    "the broker serves stale metadata meanwhile", value, done, state_changes)
+    return _delayed(rows.latency, cfg, ControlRequest.UPDATE_METADATA, AlertType.DELAYED_UPDATE_METADATA,
+                    "the broker serves stale metadata meanwhile", value, done, rows.state_changes)
 
 
-def detect_delayed_stop_replica(latency: pl.DataFrame, cfg: DetectionConfig,
-                                state_changes: pl.DataFrame | None = None) -> Rows:
+def detect_delayed_stop_replica(rows: ControlRequests, cfg: DetectionConfig) -> Rows:
     """DELAYED_STOP_REPLICA: a StopReplica took longer than the threshold, or is still running past it (its
     replicas keep fetching, or are not deleted, meanwhile). The wait at the controller is not counted."""
     def done(r: Mapping[str, Any]) -> str:
         return _took(r, f"{_who(r)} took {half_up(r['value'])} ms on broker {r['broker_id']}")
 
     value = pl.col("end_to_end_ms") - pl.col("controller_queue_ms").fill_null(0.0)
-    return _delayed(latency, cfg, ControlRequest.STOP_REPLICA, AlertType.DELAYED_STOP_REPLICA,
-                    "its replicas are not stopped meanwhile", value, done, state_changes)
+    return _delayed(rows.latency, cfg, ControlRequest.STOP_REPLICA, AlertType.DELAYED_STOP_REPLICA,
+                    "its replicas are not stopped meanwhile", value, done, rows.state_changes)
 
 
 def _during(slow: pl.DataFrame, lines: pl.DataFrame) -> pl.DataFrame:
@@ -282,7 +288,7 @@ def _during(slow: pl.DataFrame, lines: pl.DataFrame) -> pl.DataFrame:
             .filter((pl.col("f_ts") >= pl.col("handling_ts")) & (pl.col("f_ts") <= pl.col("finished_ts"))))
 
 
-def detect_lock_contention(latency: pl.DataFrame, state_changes: pl.DataFrame, cfg: DetectionConfig) -> Rows:
+def detect_lock_contention(requests: ControlRequests, cfg: DetectionConfig) -> Rows:
     """LOCK_CONTENTION: a control request waited for a lock.
 
     Three forms: (a) lock wait (elapsed - (Finished - Handling), or the reference broker's explicit lock-wait line)
@@ -295,7 +301,8 @@ def detect_lock_contention(latency: pl.DataFrame, state_changes: pl.DataFrame, c
     FACTS.md 1.3's `elapsed - (Finished - Handling)` (the replicaStateChangeLock wait) does not see it."""
     t = AlertType.LOCK_CONTENTION
     warn = level(cfg, t, "warning")
-    base = latency.filter(pl.col("request").is_in(CONTROL_REQUESTS) & pl.col("status").is_in(
+    state_changes = requests.state_changes
+    base = requests.latency.filter(pl.col("request").is_in(CONTROL_REQUESTS) & pl.col("status").is_in(
         [LatencyStatus.COMPLETED.value, LatencyStatus.IN_FLIGHT.value]))
     slow = base.filter(pl.col("processing_ms") >= warn)
     # fetcher/log activity lines (log-start-offset increments, epoch-cache/checkpoint flushes), FACTS.md 6
@@ -346,18 +353,3 @@ def state_change_spans(latency: pa.Table, cfg: DetectionConfig) -> list[tuple[st
     spans = (rows.filter(pl.col("cluster").is_not_null() & start.is_not_null())
              .group_by("cluster").agg(lo=start.min(), hi=end.max()).sort("cluster"))
     return [(r["cluster"], r["lo"], r["hi"]) for r in spans.iter_rows(named=True)]
-
-
-def latency_candidates(latency: pa.Table, state_changes: pa.Table, cfg: DetectionConfig) -> Rows:
-    """The latency rules' candidates from control_request_latency rows (state_changes: fetcher and lock lines for
-    LOCK_CONTENTION, controller elections that excuse the open requests of the controller they replaced)."""
-    lat_rows, sc = frame(latency), frame(state_changes)
-    if lat_rows.is_empty():
-        return []
-    return [
-        *detect_delayed_leader_and_isr(lat_rows, cfg, sc),
-        *detect_leader_and_isr_not_completed(lat_rows, cfg, sc),
-        *detect_delayed_update_metadata(lat_rows, cfg, sc),
-        *detect_delayed_stop_replica(lat_rows, cfg, sc),
-        *detect_lock_contention(lat_rows, sc, cfg),
-    ]

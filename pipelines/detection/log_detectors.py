@@ -2,8 +2,9 @@
 
 STALE_BROKER_EPOCH (a broker rejected control requests as carrying a stale broker epoch), the request log's form of
 CONTROL_REQUEST_QUEUED_BEHIND_DATA (a control request waited in a data-plane listener's queue), and through
-kraft_detectors the KRaft controller's fencings, heartbeat timeouts and elections. Each is a pure function over
-polars frames returning candidate-alert rows (the fields of lifecycle.Candidate); :func:`log_candidates` runs them.
+kraft_detectors the KRaft controller's fencings, heartbeat timeouts and elections. Each is a pure function over a
+batch's :class:`~pipelines.detection.candidates.LogRows` returning candidate-alert rows (the fields of
+lifecycle.Candidate); the detector registry (:mod:`pipelines.detection.registry`) runs them.
 """
 
 from __future__ import annotations
@@ -13,20 +14,15 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from pipelines.detection.candidates import Evidence, candidate_rows, evidence, frame, half_up, level, severity
+from pipelines.detection.candidates import Evidence, LogRows, Rows, candidate_rows, evidence, half_up, level, severity
 from pipelines.detection.events import CONTROL_REQUESTS, STALE_EVENTS
-from pipelines.detection.kraft_detectors import kraft_candidates
 from schemas.alerts import AlertType
 from schemas.events import Event
 
 if TYPE_CHECKING:
-    import pyarrow as pa
-
     from pipelines.detection.config import DetectionConfig
 
-__all__ = ["detect_control_request_queued_behind_data", "detect_stale_broker_epoch", "log_candidates"]
-
-Rows = list[dict[str, Any]]
+__all__ = ["detect_control_request_queued_behind_data", "detect_stale_broker_epoch"]
 
 # How many of a broker's stale-epoch lines an alert's evidence quotes.
 STALE_LINES_QUOTED = 5
@@ -48,13 +44,13 @@ def _control_plane_listener(cfg: DetectionConfig) -> pl.Expr:
     return default if expr is None else expr.otherwise(default)
 
 
-def detect_control_request_queued_behind_data(requests: pl.DataFrame, cfg: DetectionConfig) -> Rows:
+def detect_control_request_queued_behind_data(batch: LogRows, cfg: DetectionConfig) -> Rows:
     """CONTROL_REQUEST_QUEUED_BEHIND_DATA (request-log form): a control request (LeaderAndIsr, UpdateMetadata,
     StopReplica) waited in the request queue of a listener that is not the control plane (KIP-291 not configured,
     or the controller fell back to the inter-broker listener). The metric forms live in metric_detectors and
     request_metrics."""
     t = AlertType.CONTROL_REQUEST_QUEUED_BEHIND_DATA
-    rows = requests.filter(pl.col("api_name").is_in(CONTROL_REQUESTS) & pl.col("listener").is_not_null()
+    rows = batch.requests.filter(pl.col("api_name").is_in(CONTROL_REQUESTS) & pl.col("listener").is_not_null()
                            & ~_control_plane_listener(cfg))
     value = pl.col("request_queue_time_ms").cast(pl.Float64)
     rows = rows.with_columns(value=value, severity=severity(cfg, t, value), threshold=level(cfg, t, "warning"))
@@ -69,7 +65,7 @@ def detect_control_request_queued_behind_data(requests: pl.DataFrame, cfg: Detec
     return candidate_rows(rows, t, describe)
 
 
-def detect_stale_broker_epoch(state_changes: pl.DataFrame, requests: pl.DataFrame, cfg: DetectionConfig) -> Rows:
+def detect_stale_broker_epoch(batch: LogRows, cfg: DetectionConfig) -> Rows:
     """STALE_BROKER_EPOCH: a broker rejected control requests for a stale broker epoch (KafkaApis log line, or a
     request-log control response with error code 77). One candidate per broker and batch, value = rejections.
 
@@ -77,12 +73,12 @@ def detect_stale_broker_epoch(state_changes: pl.DataFrame, requests: pl.DataFram
     request type, the rejections are the larger of the two witnesses' counts (a request log without the broker epoch
     still matches). A line shipped twice (same time and text; same correlation id in the request log) counts once."""
     t = AlertType.STALE_BROKER_EPOCH
-    logs = state_changes.filter(_is(STALE_EVENTS)).select(
+    logs = batch.state_changes.filter(_is(STALE_EVENTS)).select(
         "cluster", "broker_id", "ts", api=pl.col("request"), line=pl.col("message"),
         broker_epoch=pl.col("broker_epoch").cast(pl.Int64),
         current_broker_epoch=pl.col("current_broker_epoch").cast(pl.Int64), witness=pl.lit("log"),
     ).unique(["cluster", "broker_id", "ts", "line"], keep="first", maintain_order=True)
-    errs = requests.filter(pl.col("api_name").is_in(CONTROL_REQUESTS) & (pl.col("error_code") == 77)).unique(
+    errs = batch.requests.filter(pl.col("api_name").is_in(CONTROL_REQUESTS) & (pl.col("error_code") == 77)).unique(
         ["cluster", "broker_id", "api_name", "correlation_id"], keep="first", maintain_order=True).select(
         "cluster", "broker_id", "ts", api=pl.col("api_name"),
         line=pl.format("{} correlationId {} answered STALE_BROKER_EPOCH", "api_name", "correlation_id"),
@@ -110,15 +106,3 @@ def detect_stale_broker_epoch(state_changes: pl.DataFrame, requests: pl.DataFram
         return summary, evidence(r, ("n", "first_ts", "last_ts", "lines", "request_epoch", "current_epoch"))
 
     return candidate_rows(rows, t, describe)
-
-
-
-def log_candidates(state_changes: pa.Table, requests: pa.Table, cfg: DetectionConfig,
-                   elections: pa.Table | None = None, granted: pa.Table | None = None) -> Rows:
-    """The log rules' candidates from a log batch's rows: stale broker epochs, control requests queued on a
-    data-plane listener, and the KRaft control plane's fencing, heartbeat timeouts and elections (kraft_detectors;
-    `elections`: the quorum's elections of the window before the batch)."""
-    sc, rq = frame(state_changes), frame(requests)
-    return [*detect_stale_broker_epoch(sc, rq, cfg), *detect_control_request_queued_behind_data(rq, cfg),
-            *kraft_candidates(sc, cfg, None if elections is None else frame(elections),
-                              None if granted is None else frame(granted))]

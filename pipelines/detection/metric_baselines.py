@@ -23,13 +23,15 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from pipelines.detection.candidates import NANOS_PER_SECOND, fmt1
-from pipelines.detection.config import DetectionConfig
 from schemas.alerts import AlertType
+
+if TYPE_CHECKING:
+    from pipelines.detection.config import DetectionConfig
 
 __all__ = ["HISTORY_MIN_MINUTES", "REQUEST_RULE_SPECS", "BaselineSpec", "MeasureKind", "add_metric_baselines",
            "baseline_text", "peers_baseline", "request_series", "with_peers"]

@@ -14,7 +14,8 @@ the queue rules, a run of at least `min_samples` CONSECUTIVE samples of the wind
 counts); for the other rules at least `min_samples` samples in the window (for the capacity rules, the idle ratios,
 also spanning `min_span_s` of event time) whose AVG (idle/blocked ratios, delays) or MAX (lags) crosses the
 threshold. Windows of one series holding the same samples are one observation: each rule keeps one of them.
-:func:`metric_candidates` runs every metric rule (these and :mod:`pipelines.detection.request_metrics`') over them.
+The detector registry (:mod:`pipelines.detection.registry`) runs every metric rule (these and
+:mod:`pipelines.detection.request_metrics`') over them.
 
 Detection reads the canonical signal names of :class:`schemas.signals.Signal` as silver holds them; resolving the
 many spellings of a metric is the parsers' job.
@@ -49,7 +50,6 @@ from pipelines.detection.candidates import (
     candidate_rows,
     evidence,
     fmt1,
-    frame,
     level,
     setting,
     severity,
@@ -57,7 +57,6 @@ from pipelines.detection.candidates import (
     window_text,
     without_control_plane,
 )
-from pipelines.detection.config import CONTROL_PLANE_QUEUE_CAPACITY
 from pipelines.detection.metric_baselines import (
     REQUEST_RULE_SPECS,
     BaselineSpec,
@@ -65,13 +64,8 @@ from pipelines.detection.metric_baselines import (
     peers_baseline,
     with_peers,
 )
-from pipelines.detection.request_metrics import (
-    REQUEST_METRIC_SIGNALS,
-    detect_control_request_queue_time,
-    detect_leader_and_isr_total_time_high,
-    request_metric_wanted,
-    series_key,
-)
+from pipelines.detection.request_metrics import REQUEST_METRIC_SIGNALS, request_metric_wanted, series_key
+from pipelines.detection.thresholds import CONTROL_PLANE_QUEUE_CAPACITY
 from schemas.alerts import AlertType
 from schemas.signals import START_SIGNALS, Signal
 
@@ -96,7 +90,6 @@ __all__ = [
     "detect_request_queue_saturated",
     "detect_unclean_leader_election",
     "detection_samples",
-    "metric_candidates",
     "metric_windows",
     "minute_rollups",
 ]
@@ -626,25 +619,3 @@ def detect_queue_saturated_without_control_plane(windows: pl.DataFrame, cfg: Det
         return summary, evidence(r, ("window_start", "window_end", "vmin", "samples", "cp_series"))
 
     return candidate_rows(per, t, describe)
-
-
-def metric_candidates(windows: pa.Table, cfg: DetectionConfig) -> list[dict[str, Any]]:
-    """Every metric rule's candidates from metric windows (:func:`metric_windows` output, collected to Arrow)."""
-    rows = frame(windows)
-    if rows.is_empty():
-        return []
-    rows = rows.with_row_index("_wid")
-    return [c for rule in (
-        detect_control_plane_queue_backlog,
-        detect_request_queue_saturated,
-        detect_acceptor_blocked,
-        detect_network_processor_saturated,
-        detect_request_handler_saturated,
-        detect_metadata_apply_lag,
-        detect_controller_event_queue_delay,
-        detect_unclean_leader_election,
-        detect_leader_elected_from_elr,
-        detect_queue_saturated_without_control_plane,
-        detect_leader_and_isr_total_time_high,
-        detect_control_request_queue_time,
-    ) for c in rule(rows, cfg)]

@@ -7,7 +7,9 @@ import inspect
 
 from broker.scenarios import library
 from broker.scenarios.expected import ANY, EXPECTED, FORBIDDEN, RUNS
-from pipelines.detection.config import ALERT_TYPES
+from schemas.alerts import AlertType
+
+ALERT_TYPES = set(AlertType)
 
 
 def test_expected_incidents_name_known_runs_types_and_events() -> None:

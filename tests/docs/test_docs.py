@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from pipelines.detection.config import DEFAULT_THRESHOLDS
+from pipelines.detection.registry import DETECTORS
 from planewatch import docs_config
 from planewatch.cli import build_parser
-from schemas.alerts import OWNERS, AlertType
+from schemas.alerts import AlertType
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"
@@ -93,8 +94,9 @@ def test_alert_section_states_the_code_defaults_and_detectors(alert_type: AlertT
     assert f"detection.thresholds.{alert_type.value}" in section
     assert re.search(rf"warning {re.escape(f'{th.warning:g}')}\b", section), f"{alert_type}: warning {th.warning:g}"
     assert re.search(rf"critical {re.escape(f'{th.critical:g}')}\b", section), f"{alert_type}: critical {th.critical:g}"
-    for detector in OWNERS[alert_type].detectors:
-        assert detector in section, f"{alert_type}: its detector {detector} is not named"
+    for detect in DETECTORS[alert_type].functions:
+        name = f"{detect.__module__.rsplit('.', 1)[1]}.{detect.__name__}"
+        assert name in section, f"{alert_type}: its detector {name} is not named"
 
 
 def test_readme_is_the_front_door_only() -> None:

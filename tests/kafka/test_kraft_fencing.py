@@ -9,9 +9,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from pipelines.detection.candidates import frame
 from pipelines.detection.config import DetectionConfig
-from pipelines.detection.kraft_detectors import kraft_candidates
+from pipelines.detection.registry import log_candidates
 from planewatch.kafka.cluster import KafkaCluster, KafkaClusterSpec
 from schemas.tables import STATE_CHANGE_EVENTS
 from tests.pipelines.parsing.parse_helpers import parse_all, raw_log
@@ -56,6 +55,6 @@ def test_a_paused_broker_is_fenced_and_the_controller_log_raises_broker_fenced(t
     assert [(r["target_broker_id"], r["controller_id"]) for r in fenced] == [(1, 100)]
     assert fenced[0]["broker_epoch"] is not None  # 4.x names the fenced registration's epoch
     silver = pa.Table.from_pylist(rows, schema=STATE_CHANGE_EVENTS.to_arrow())
-    (hit,) = kraft_candidates(frame(silver), DetectionConfig())
+    (hit,) = log_candidates(silver, None, DetectionConfig())
     assert (hit["type"], hit["broker_id"], hit["severity"]) == ("BROKER_FENCED", 1, "critical")
     assert "it was unfenced again since" in hit["summary"]

@@ -3,15 +3,13 @@ names as text (the dashboard's SQL files and page) names only known ones."""
 
 from __future__ import annotations
 
-import importlib
 import re
 from pathlib import Path
 
 import pytest
 
-from pipelines.detection.config import DEFAULT_THRESHOLDS
 from pipelines.parsing.patterns import EVENTS
-from schemas.alerts import OWNERS, AlertStatus, AlertType, DetectQuery, Severity, owned_types
+from schemas.alerts import AlertStatus, AlertType, Severity
 from schemas.events import ControlRequest, Event, LatencyStatus
 from schemas.inputs import LogKind, MetricFormat
 from schemas.signals import SOURCES, Signal
@@ -94,27 +92,6 @@ def test_every_signal_has_its_kafka_metric():
 
 def test_the_message_patterns_produce_every_event_and_no_other():
     assert set(EVENTS) == set(Event)
-
-
-def test_every_alert_type_has_an_owner_that_exists_and_thresholds():
-    assert set(OWNERS) == set(AlertType) == set(DEFAULT_THRESHOLDS)
-    for owner in OWNERS.values():
-        for name in owner.detectors:
-            module, func = name.rsplit(".", 1)
-            assert callable(getattr(importlib.import_module(f"pipelines.detection.{module}"), func)), name
-
-
-# The detector modules that read each writer's input.
-_DETECTOR_MODULES = {DetectQuery.LOG: {"latency_detectors", "log_detectors", "kraft_detectors", "roll_detectors"},
-                     DetectQuery.METRIC: {"metric_detectors", "request_metrics"}}
-
-
-def test_each_alert_type_has_one_writer_whose_input_its_detectors_read():
-    per_writer = [owned_types(q) for q in DetectQuery]
-    assert sorted(t for types in per_writer for t in types) == sorted(t.value for t in AlertType)
-    for alert_type, owner in OWNERS.items():
-        modules = {name.rsplit(".", 1)[0] for name in owner.detectors}
-        assert modules <= _DETECTOR_MODULES[owner.query], (alert_type, modules)
 
 
 @pytest.mark.parametrize("path", SQL_FILES, ids=lambda p: p.name)

@@ -20,7 +20,8 @@ from deltalake import DeltaTable
 from jobs.run.runner import run_pipeline
 from pipelines.detection.config import DetectionConfig
 from pipelines.detection.lifecycle import Candidate, apply_lifecycle
-from pipelines.detection.metric_detectors import metric_candidates, metric_windows
+from pipelines.detection.metric_detectors import metric_windows
+from pipelines.detection.registry import metric_candidates
 from tests.lake_helpers import lake_rows, lake_table, pipeline_settings
 
 pytestmark = [pytest.mark.spark, pytest.mark.streaming, pytest.mark.slow]

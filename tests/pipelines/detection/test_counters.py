@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from pipelines.detection.config import DetectionConfig
-from pipelines.detection.metric_detectors import metric_candidates, metric_windows
+from pipelines.detection.metric_detectors import metric_windows
+from pipelines.detection.registry import metric_candidates
 from schemas.tables import METRIC_SAMPLES, RAW_METRICS
 
 pytestmark = pytest.mark.spark

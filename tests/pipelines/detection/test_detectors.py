@@ -14,17 +14,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+from pipelines.detection.candidates import ControlRequests, LogRows
 from pipelines.detection.config import DetectionConfig
-from pipelines.detection.kraft_detectors import ELECTION_COLUMNS, detect_broker_fenced, kraft_candidates
-from pipelines.detection.latency_detectors import (
-    detect_delayed_leader_and_isr,
-    latency_candidates,
-    state_change_spans,
-    time_split,
-)
-from pipelines.detection.log_detectors import log_candidates
-from pipelines.detection.metric_detectors import metric_candidates, metric_windows
+from pipelines.detection.kraft_detectors import ELECTION_COLUMNS, detect_broker_fenced
+from pipelines.detection.latency_detectors import detect_delayed_leader_and_isr, state_change_spans, time_split
+from pipelines.detection.metric_detectors import metric_windows
+from pipelines.detection.registry import latency_candidates, log_candidates, metric_candidates
 from pipelines.detection.roll_detectors import detect_roll_too_fast
+from schemas.alerts import AlertType
 from schemas.tables import CONTROL_REQUEST_LATENCY, METRIC_SAMPLES, REQUEST_EVENTS, STATE_CHANGE_EVENTS
 
 pytestmark = pytest.mark.spark
@@ -383,9 +380,8 @@ def test_detector_quiet_on_healthy_input(found, type_, case):
 
 
 def test_every_alert_type_has_a_detector_case():
-    from pipelines.detection.config import ALERT_TYPES
 
-    assert {c[0] for c in CASES} == set(ALERT_TYPES)
+    assert {c[0] for c in CASES} == set(AlertType)
 
 
 def test_a_fenced_broker_is_named_with_its_controller_and_unfencing(found):
@@ -412,7 +408,7 @@ def test_a_slow_handler_behind_a_working_control_plane_says_so():
          "response_send_ms": 0.2, "served_ms": 9911.0, "listener": "CONTROLLER",
          "witnesses": "controller_log,broker_log,request_log"}
     table = pa.Table.from_pylist([r], schema=CONTROL_REQUEST_LATENCY.to_arrow())
-    (hit,) = detect_delayed_leader_and_isr(pl.from_arrow(table), DetectionConfig())
+    (hit,) = detect_delayed_leader_and_isr(ControlRequests.of(pl.DataFrame(pl.from_arrow(table))), DetectionConfig())
     assert hit["summary"] == ("LeaderAndIsr correlationId 17 from controller 1 took 9913 ms on broker 2: 56 ms in the "
                               "broker's request queue (listener CONTROLLER), 9854 ms in the handler")
     assert hit["evidence"]["local_ms"] == 9854.0
@@ -423,8 +419,9 @@ def test_delayed_leader_and_isr_leaves_out_the_wait_behind_the_previous_request(
     previous request's alert has the 9.5 s; this one is under the threshold."""
     rows = [dict(zip(CONTROL_REQUEST_LATENCY.names, lat("behind", e2e=9623.0, proc=124.0, cq=9493.0), strict=True)),
             dict(zip(CONTROL_REQUEST_LATENCY.names, lat("alone", e2e=9623.0, proc=9617.0), strict=True))]
-    frame = pl.from_arrow(pa.Table.from_pylist(rows, schema=CONTROL_REQUEST_LATENCY.to_arrow()))
-    assert [h["cluster"] for h in detect_delayed_leader_and_isr(frame, DetectionConfig())] == ["alone"]
+    frame = pl.DataFrame(pl.from_arrow(pa.Table.from_pylist(rows, schema=CONTROL_REQUEST_LATENCY.to_arrow())))
+    got = detect_delayed_leader_and_isr(ControlRequests.of(frame), DetectionConfig())
+    assert [h["cluster"] for h in got] == ["alone"]
     # its time, split, counts the wait at the controller once: 9493 + 6 + 124 = the 9623 ms from its Sending line
     behind = {**rows[0], "queue_ms": 9499.0}
     assert time_split(behind) == ("9493 ms queued at the controller behind the broker's previous request, 6 ms from "
@@ -533,20 +530,19 @@ def test_quorum_elections_before_the_batch_count_once_each():
     frame = functools.partial(pa.Table.from_pylist, schema=STATE_CHANGE_EVENTS.to_arrow())
     rows = [dict(zip(STATE_CHANGE_EVENTS.names, r, strict=True)) for r in batch]
     before = [dict(zip(STATE_CHANGE_EVENTS.names, r, strict=True)) for r in earlier]
-    got = kraft_candidates(pl.from_arrow(frame(rows)), CFG, pl.from_arrow(frame(before).select(ELECTION_COLUMNS)))
+    got = log_candidates(frame(rows), None, CFG, frame(before).select(ELECTION_COLUMNS))
     (alert,) = [c for c in got if c["type"] == "QUORUM_UNSTABLE"]
     assert (alert["value"], alert["severity"], alert["broker_id"]) == (3.0, "warning", None)
     assert any("node 102 at epoch 8" in e for e in alert["evidence"]["elections"])
-    assert kraft_candidates(pl.from_arrow(frame(rows)), CFG, None) == []  # the batch alone: two elections
+    assert log_candidates(frame(rows), None, CFG, None) == []  # the batch alone: two elections
     # an election that arrives after later ones (its log shipped late) counts with them
     late = [sc("d", 200, _elected(5), broker=100, event="kraft_active_controller", controller_id=100,
                controller_epoch=5)]
     later = [sc("d", sec, _elected(e), broker=n, event="kraft_active_controller", controller_id=n,
                 controller_epoch=e) for sec, n, e in ((100, 101, 4), (300, 102, 6))]
-    got = kraft_candidates(pl.from_arrow(frame([dict(zip(STATE_CHANGE_EVENTS.names, r, strict=True))
-                                                for r in late])), CFG,
-                           pl.from_arrow(frame([dict(zip(STATE_CHANGE_EVENTS.names, r, strict=True))
-                                                for r in later]).select(ELECTION_COLUMNS)))
+    got = log_candidates(frame([dict(zip(STATE_CHANGE_EVENTS.names, r, strict=True)) for r in late]), None, CFG,
+                         frame([dict(zip(STATE_CHANGE_EVENTS.names, r, strict=True))
+                                for r in later]).select(ELECTION_COLUMNS))
     assert [c["value"] for c in got if c["type"] == "QUORUM_UNSTABLE"] == [3.0]
 
 
@@ -564,6 +560,8 @@ def test_a_shutdown_echo_read_back_from_before_the_batch_is_no_fencing():
                                                                  event="kraft_broker_fenced", target_broker_id=3,
                                                                  controller_id=100), strict=True))])
     granted = pl.DataFrame({"cluster": ["echo"], "ts": [t(0)], "target_broker_id": [3]})
-    assert detect_broker_fenced(fence, CFG, granted) == []
+    no_requests = pl.DataFrame(schema=pl.from_arrow(REQUEST_EVENTS.to_arrow().empty_table()).schema)
+    assert detect_broker_fenced(LogRows(fence, no_requests, granted=granted), CFG) == []
     late = granted.with_columns(ts=pl.lit(t(-60)))
-    assert len(detect_broker_fenced(fence, CFG, late)) == 1  # a minute before: a fencing of its own
+    # a minute before: a fencing of its own
+    assert len(detect_broker_fenced(LogRows(fence, no_requests, granted=late), CFG)) == 1

@@ -10,11 +10,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from pipelines.detection.config import DetectionConfig, DetectionConfigError
-from pipelines.detection.latency_detectors import latency_candidates
 from pipelines.detection.lifecycle import Candidate, apply_lifecycle
-from pipelines.detection.metric_detectors import metric_candidates, metric_windows
+from pipelines.detection.metric_detectors import metric_windows
 from pipelines.detection.pairing import Event, PairingState, step
 from pipelines.detection.pairing_groups import _rows, pairing_params
+from pipelines.detection.registry import latency_candidates, metric_candidates
 from schemas.tables import CONTROL_REQUEST_LATENCY, METRIC_SAMPLES, STATE_CHANGE_EVENTS
 
 pytestmark = pytest.mark.spark

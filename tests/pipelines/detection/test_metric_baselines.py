@@ -10,7 +10,8 @@ import pyarrow as pa
 
 from pipelines.detection.config import DetectionConfig
 from pipelines.detection.metric_baselines import HISTORY_MIN_MINUTES, add_metric_baselines
-from pipelines.detection.metric_detectors import BASELINE_SPECS, metric_candidates, metric_windows
+from pipelines.detection.metric_detectors import BASELINE_SPECS, metric_windows
+from pipelines.detection.registry import metric_candidates
 from schemas.alerts import AlertType
 from schemas.signals import Signal
 from schemas.tables import METRIC_ROLLUPS_1M, METRIC_SAMPLES

@@ -174,8 +174,8 @@ BACKFILL_REQUESTS = 2_880  # one every 30 s for a day, per broker
 
 
 def test_a_days_backfill_in_one_batch_gives_every_request_its_row_and_its_alert():
-    from pipelines.detection.latency_detectors import latency_candidates
     from pipelines.detection.pairing import MAX_PENDING_SENDS
+    from pipelines.detection.registry import latency_candidates
 
     latency = pair(silver("bf", backfill_day((2,), 4, slow=(2, 1_000))))
     got = latency.to_pylist()
@@ -230,6 +230,7 @@ def test_a_kafka_2_4_lock_wait_is_timed_and_raises_lock_contention():
     UpdateMetadata; its Received lines (before the lock) and first Handling line (inside it) time the wait."""
     import polars as pl
 
+    from pipelines.detection.candidates import ControlRequests
     from pipelines.detection.latency_detectors import detect_lock_contention
     from tests.pipelines.detection.test_pairing_eras import LOCK_24
 
@@ -238,8 +239,9 @@ def test_a_kafka_2_4_lock_wait_is_timed_and_raises_lock_contention():
     out = {r["correlation_id"]: r for r in latency.to_pylist()}
     assert (out[51]["lock_wait_ms"], out[51]["processing_ms"]) == (4212.0, 68.0)
     assert out[50]["request"] == "UpdateMetadata"  # 2.4's generated UpdateMetadataPartitionState lines pair too
-    alerts = detect_lock_contention(pl.from_arrow(latency), pl.from_arrow(_arrow(rows, STATE_CHANGE_EVENTS)),
-                                    DetectionConfig())
+    requests = ControlRequests(pl.DataFrame(pl.from_arrow(latency)),
+                               pl.DataFrame(pl.from_arrow(_arrow(rows, STATE_CHANGE_EVENTS))))
+    alerts = detect_lock_contention(requests, DetectionConfig())
     assert [(a["type"], a["broker_id"], a["value"]) for a in alerts] == [("LOCK_CONTENTION", 3, 4212.0)]
 
 

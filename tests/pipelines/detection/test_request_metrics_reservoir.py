@@ -10,7 +10,8 @@ import datetime as dt
 import pyarrow as pa
 
 from pipelines.detection.config import DetectionConfig
-from pipelines.detection.metric_detectors import metric_candidates, metric_windows
+from pipelines.detection.metric_detectors import metric_windows
+from pipelines.detection.registry import metric_candidates
 from schemas.tables import METRIC_SAMPLES
 
 CFG = DetectionConfig()

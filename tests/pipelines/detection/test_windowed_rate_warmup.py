@@ -11,7 +11,8 @@ import pyarrow as pa
 import pytest
 
 from pipelines.detection.config import DetectionConfig
-from pipelines.detection.metric_detectors import WINDOWED_RATE_WARMUP_S, metric_candidates, metric_windows
+from pipelines.detection.metric_detectors import WINDOWED_RATE_WARMUP_S, metric_windows
+from pipelines.detection.registry import metric_candidates
 from schemas.alerts import AlertType
 from schemas.signals import Signal
 from schemas.tables import METRIC_SAMPLES
