@@ -7,6 +7,8 @@
 * `sink`: the exactly-once append of a micro-batch (`DeltaSink`: staged Parquet files or a small Arrow table,
   committed by delta-rs or delta-spark); `stats`: the Parquet footer statistics its add actions carry.
 * `merge`: the exactly-once upsert of the gold tables (`DeltaMerger`).
+* `writer`: the process's one writer of each table (`TableWriter`: every sink's, merger's and state table's commits
+  to it, one at a time, whichever query's app id they carry) and a user's handle on a table (`TableHandle`).
 * `log`: the Delta log read by hand (newest version, files some commits added, newest time).
 * `spark_read`: Delta tables read by Spark (a snapshot, some files).
 * `state`: a stream's keyed state, committed with the micro-batch that made it (`StateTable`).

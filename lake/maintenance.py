@@ -51,6 +51,7 @@ from deltalake import DeltaTable, WriterProperties
 from deltalake.exceptions import CommitFailedError
 
 from lake.storage import filesystem
+from lake.writer import TableWriter
 from schemas.tables import ALERTS, DQ_RESULTS, INCIDENTS, Table
 
 __all__ = ["FAILURES_BEFORE_ERROR", "MaintenancePolicy", "TableReport", "cleanup_log", "compactable_partitions",
@@ -172,13 +173,17 @@ def maintain_table(path: str, table: Table, cfg: MaintenancePolicy, now: dt.date
     """One pass over the Delta table at `path` (see the module docstring), as of `now`."""
     report = TableReport(table.name)
     t0 = time.perf_counter()
+    # each step that commits holds the process's writer of the table (lake.writer): an ingest query's commit waits
+    # for it (a compaction holds it for one partition) instead of racing it
+    lock = TableWriter.of(path).lock
     dt_ = DeltaTable(path)
     days = cfg.retention_days.get(table.name)
     if days:
         predicate = expired_predicate(table, days, now.date())
         if predicate is not None:
-            dt_.update_incremental()
-            metrics = _retried("retention", report, lambda: dt_.delete(predicate))
+            with lock:
+                dt_.update_incremental()
+                metrics = _retried("retention", report, lambda: dt_.delete(predicate))
             if metrics:
                 report.deleted_rows = int(metrics.get("num_deleted_rows") or 0)
                 report.deleted_partitions = int(metrics.get("num_removed_files") or 0)
@@ -188,17 +193,20 @@ def maintain_table(path: str, table: Table, cfg: MaintenancePolicy, now: dt.date
     for partition in compactable_partitions(adds, table.partition_by, cfg.compact_min_files, target):
         # a table without partitions (alerts, dq_results) is one partition: compacted whole
         filters = [(c, "=", v) for c, v in partition.items() if v is not None] or None
-        metrics = _retried("compaction", report, lambda f=filters: dt_.optimize.compact(  # type: ignore[misc]
-            partition_filters=f, target_size=target, max_concurrent_tasks=1, writer_properties=COMPACTED_WRITER))
+        with lock:
+            dt_.update_incremental()
+            metrics = _retried("compaction", report, lambda f=filters: dt_.optimize.compact(  # type: ignore[misc]
+                partition_filters=f, target_size=target, max_concurrent_tasks=1, writer_properties=COMPACTED_WRITER))
         if metrics:
             report.compacted_partitions += 1
             report.files_removed += int(metrics.get("numFilesRemoved") or 0)
             report.files_added += int(metrics.get("numFilesAdded") or 0)
         dt_.update_incremental()
     report.log_files_deleted = cleanup_log(path, cfg.log_retention_h, now)
-    dt_.update_incremental()
-    vacuumed = _retried("vacuum", report, lambda: dt_.vacuum(
-        retention_hours=int(cfg.vacuum_retention_h), dry_run=False, enforce_retention_duration=False))
+    with lock:
+        dt_.update_incremental()
+        vacuumed = _retried("vacuum", report, lambda: dt_.vacuum(
+            retention_hours=int(cfg.vacuum_retention_h), dry_run=False, enforce_retention_duration=False))
     report.vacuumed_files = len(vacuumed or [])
     report.seconds = time.perf_counter() - t0
     return report

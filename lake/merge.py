@@ -2,22 +2,22 @@
 metric_rollups_1m). The batch is on the driver (gold batches are aggregates, not raw lines) and is merged by key
 with delta-rs `DeltaTable.merge`, the commit carrying the batch's app transaction, so a replayed batch is skipped
 exactly like an append (lake.sink); one that loses a commit race (another writer, the maintenance) is merged again.
+Every commit goes through the process's one writer of the table (lake.writer).
 """
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, write_deltalake
-from deltalake.exceptions import CommitFailedError
 
 from lake import LakeError
 from lake.sink import SinkResult, conform
-from lake.tables import COMMIT_RETRIES, COMMIT_RETRY_SLEEP_S, batch_commit, ensure_table, table_location
+from lake.tables import ensure_table, table_location
+from lake.writer import TableHandle, TableWriter
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -25,8 +25,6 @@ if TYPE_CHECKING:
     from schemas.tables import Table
 
 __all__ = ["DeltaMerger"]
-
-log = logging.getLogger(__name__)
 
 
 def _dedupe_last(tbl: pa.Table, keys: Sequence[str]) -> pa.Table:
@@ -57,52 +55,34 @@ class DeltaMerger:
         self.app_id = app_id
         self.keys = tuple(keys)
         self._ensured = False
-        self._table: DeltaTable | None = None
+        self.writer = TableWriter.of(table_location(path))  # the process's one writer of the table
+        self.handle = TableHandle(self.writer.location)
 
-    def _latest(self, local: str) -> DeltaTable:
-        """The table at its latest version, through one handle brought up to date with the new commits only
-        (opening it anew reads its checkpoint, which grows with the table's files, at every batch)."""
-        if self._table is None:
-            self._table = DeltaTable(local)
-        else:
-            self._table.update_incremental()
-        return self._table
+    def _ensure(self) -> None:
+        if not self._ensured:
+            ensure_table(self.writer.location, self.table)
+            self._ensured = True
 
     def _commit_once(self, app_id: str, batch_id: int, rows: int, what: str,
                      commit: Callable[[DeltaTable, CommitProperties], None], files: int = 0) -> SinkResult:
         """Run `commit` (a write of `rows` rows carrying the given properties) as batch `batch_id` of `app_id`,
-        exactly once: skipped when the table's app transaction shows the batch, done again when it loses a commit
-        race (another writer or the maintenance committed first). `files`: the files it adds, when known."""
+        exactly once, through the process's writer of the table (lake.writer: skipped when the table's app
+        transaction shows the batch, done again when it loses a commit race). `files`: the files it adds, when
+        known."""
         t0 = time.perf_counter()
-        local = table_location(self.path)
-        if not self._ensured:
-            ensure_table(local, self.table)
-            self._ensured = True
+        self._ensure()
         if rows == 0:  # nothing to write, replay or not: the table is not even opened
             return SinkResult(self.table.name, batch_id, False)
-        props = batch_commit(app_id, batch_id)
-        for attempt in range(COMMIT_RETRIES):
-            dt = self._latest(local)
-            last = dt.transaction_version(app_id)
-            if last is not None and batch_id <= last:
-                return SinkResult(self.table.name, batch_id, True)
-            try:
-                commit(dt, props)
-            except CommitFailedError as exc:
-                if attempt == COMMIT_RETRIES - 1:
-                    raise
-                log.info("%s batch %d: %s into %s lost a commit race (%s); again", app_id, batch_id, what,
-                         self.table.name, exc)
-                time.sleep(COMMIT_RETRY_SLEEP_S * (attempt + 1))
-                continue
-            dt.update_incremental()
-            return SinkResult(self.table.name, batch_id, False, files, rows, dt.version(),
-                              (time.perf_counter() - t0) * 1e3)
-        raise AssertionError("unreachable")
+        dt = self.writer.commit_once(self.handle, app_id, batch_id, what, commit)
+        if dt is None:
+            return SinkResult(self.table.name, batch_id, True)
+        return SinkResult(self.table.name, batch_id, False, files, rows, dt.version(), (time.perf_counter() - t0) * 1e3)
 
-    def latest_table(self) -> DeltaTable:
-        """The Delta table at its latest version (the merger's own handle)."""
-        return self._latest(table_location(self.path))
+    def delete(self, predicate: str) -> None:
+        """Delete the rows matching `predicate` (a SQL condition), through the process's writer of the table."""
+        self._ensure()
+        with self.writer.lock:
+            self.handle.latest().delete(predicate)
 
     def insert_arrow(self, source: pa.Table, batch_id: int, app_id: str | None = None) -> SinkResult:
         """Append rows the caller knows are new (no row of their keys is in the table) as batch `batch_id`, exactly

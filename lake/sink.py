@@ -55,7 +55,7 @@ from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from deltalake import DeltaTable, Schema, write_deltalake
+from deltalake import CommitProperties, DeltaTable, Schema, write_deltalake
 from deltalake.transaction import AddAction
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -75,15 +75,8 @@ from lake.staged import (
 )
 from lake.stats import footer_stats
 from lake.storage import is_remote, join
-from lake.tables import (
-    COMMIT_RETRIES,
-    COMMIT_RETRY_SLEEP_S,
-    HISTORY_SCAN,
-    app_slug,
-    batch_commit,
-    ensure_table,
-    table_location,
-)
+from lake.tables import HISTORY_SCAN, app_slug, ensure_table, table_location
+from lake.writer import TableHandle, TableWriter
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -187,14 +180,15 @@ class DeltaSink:
         self.app_id = app_id
         self.mode = mode
         self._ensured = False
-        self._opened: Any = None  # the DeltaTable open_pending loaded (delta-rs: reused by the commit)
+        # the process's one writer of the table: every query's commits to it go through it (lake.writer)
+        self.writer = TableWriter.of(table_location(path))
+        self.handle = TableHandle(self.writer.location)  # this sink's, brought up to date batch after batch
 
     def last_committed(self) -> int | None:
         """The last batch id this app committed to the table, or None."""
         if not DeltaTable.is_deltatable(self.path):
             return None
-        v: int | None = DeltaTable(self.path).transaction_version(self.app_id)
-        return v
+        return self.writer.committed(self.handle, self.app_id)
 
     def batch_files(self, batch_id: int) -> list[str]:
         """The file URIs batch `batch_id` of this app added to the table, in the current snapshot (delta-rs: by the
@@ -221,25 +215,21 @@ class DeltaSink:
         t0 = time.perf_counter()
         if self.mode == "delta-spark":
             return self._write_arrow_delta_spark(data, batch_id)
-        local = table_location(self.path)
         if not self._ensured:
-            ensure_table(local, self.table)
+            ensure_table(self.writer.location, self.table)
             self._ensured = True
-        dt = DeltaTable(local)
-        last = dt.transaction_version(self.app_id)
-        if last is not None and batch_id <= last:
-            return SinkResult(self.table.name, batch_id, True)
         if data.num_rows == 0:
-            return SinkResult(self.table.name, batch_id, False)
-        props = batch_commit(self.app_id, batch_id)
-        write_deltalake(
-            dt,
-            data.select(self.table.names).cast(self.table.to_arrow()),
-            mode="append",
-            partition_by=list(self.table.partition_by) or None,
-            commit_properties=props,
-        )
-        dt.update_incremental()
+            last = self.writer.committed(self.handle, self.app_id)
+            return SinkResult(self.table.name, batch_id, last is not None and batch_id <= last)
+        rows = data.select(self.table.names).cast(self.table.to_arrow())
+
+        def append(dt: DeltaTable, props: CommitProperties) -> None:
+            write_deltalake(dt, rows, mode="append", partition_by=list(self.table.partition_by) or None,
+                            commit_properties=props)
+
+        dt = self.writer.commit_once(self.handle, self.app_id, batch_id, "append", append)
+        if dt is None:
+            return SinkResult(self.table.name, batch_id, True)
         return SinkResult(
             self.table.name, batch_id, False, 1, data.num_rows, dt.version(), (time.perf_counter() - t0) * 1e3
         )
@@ -273,7 +263,8 @@ class DeltaSink:
         writer = writer.option("txnAppId", self.app_id).option("txnVersion", batch_id).option("userMetadata", marker)
         if self.table.partition_by:
             writer = writer.partitionBy(*self.table.partition_by)
-        writer.save(self.path)
+        with self.writer.lock:
+            writer.save(self.path)
         version, files, rows = self._own_commit(marker)
         paths: tuple[str, ...] = ()
         if version is not None and "://" not in self.path:
@@ -313,9 +304,7 @@ class DeltaSink:
         if not self._ensured:
             ensure_table(self.path if self.mode == "delta-spark" else root, self.table)
             self._ensured = True
-        table = DeltaTable(self.path if self.mode == "delta-spark" else root)
-        self._opened = table  # the commit of this batch brings it up to date instead of loading the log again
-        last = table.transaction_version(self.app_id)
+        last = self.writer.committed(self.handle, self.app_id)
         cleanup_pending(root, self.app_id, last)
         if last is not None and batch_id <= last:
             log.info("%s: batch %d already committed (txn %d), skipped", self.table.name, batch_id, last)
@@ -356,9 +345,8 @@ class DeltaSink:
             os.makedirs(os.path.dirname(target), exist_ok=True)
             os.replace(src, target)
 
-        props = batch_commit(self.app_id, batch_id)
         schema = Schema.from_arrow(self.table.to_arrow())
-        version = self._commit(local, adds, schema, props, batch_id)
+        version = self._commit(adds, schema, batch_id)
         shutil.rmtree(pending, ignore_errors=True)
         dt_ms = (time.perf_counter() - t0) * 1e3
         paths = tuple(os.path.join(local, dst) for _, dst in moves)
@@ -372,7 +360,7 @@ class DeltaSink:
         version = None
         if adds:
             schema = Schema.from_arrow(self.table.to_arrow())
-            version = self._commit(table_uri, adds, schema, batch_commit(self.app_id, batch_id), batch_id)
+            version = self._commit(adds, schema, batch_id)
         close_staged(table_uri, staged, committed=bool(adds))
         dt_ms = (time.perf_counter() - t0) * 1e3
         paths = tuple(join(table_uri, a.path) for a in adds)
@@ -395,35 +383,17 @@ class DeltaSink:
         finally:
             shutil.rmtree(pending, ignore_errors=True)
 
-    def _commit(self, local: str, adds: list[Any], schema: Any, props: Any, batch_id: int) -> int:
-        last_exc: Exception | None = None
-        for attempt in range(COMMIT_RETRIES):
-            opened, self._opened = self._opened, None
-            if opened is not None:
-                opened.update_incremental()
-            dt = opened if opened is not None else DeltaTable(local)
-            last = dt.transaction_version(self.app_id)
-            if last is not None and batch_id <= last:
-                raise LakeError(
-                    f"{self.table.name}: batch {batch_id} was committed by another writer of {self.app_id}"
-                )
-            try:
-                dt.create_write_transaction(
-                    adds,
-                    mode="append",
-                    schema=schema,
-                    partition_by=list(self.table.partition_by) or None,
-                    commit_properties=props,
-                )
-                dt.update_incremental()
-                v: int = dt.version()
-                return v
-            except Exception as exc:  # delta-rs raises CommitFailedError on a lost race
-                if "ommit" not in type(exc).__name__ and "onflict" not in str(exc):
-                    raise
-                last_exc = exc
-                time.sleep(COMMIT_RETRY_SLEEP_S * (attempt + 1))
-        raise LakeError(f"{self.table.name}: commit of batch {batch_id} failed: {last_exc}")
+    def _commit(self, adds: list[Any], schema: Any, batch_id: int) -> int:
+        """Commit `adds` as batch `batch_id` of this app through the table's writer; the version it made."""
+        def add(dt: DeltaTable, props: CommitProperties) -> None:
+            dt.create_write_transaction(adds, mode="append", schema=schema,
+                                        partition_by=list(self.table.partition_by) or None, commit_properties=props)
+
+        dt = self.writer.commit_once(self.handle, self.app_id, batch_id, "append", add)
+        if dt is None:
+            raise LakeError(f"{self.table.name}: batch {batch_id} was committed by another writer of {self.app_id}")
+        v: int = dt.version()
+        return v
 
     def _collect_adds(self, pending: str, slug: str, batch_id: int, only: set[str] | None = None
                       ) -> tuple[list[Any], list[tuple[str, str]], int]:

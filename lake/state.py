@@ -8,23 +8,22 @@ reads the version before that commit (Delta time travel; the maintenance vacuums
 So the state, and what is derived from it (rows, alerts), are the same whichever attempt commits them.
 
 The table is partitioned by cluster: a commit rewrites the files of the clusters whose state changed, not the
-rest of the fleet's.
+rest of the fleet's. Commits go through the process's one writer of the table (lake.writer).
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-from deltalake import DeltaTable, write_deltalake
-from deltalake.exceptions import CommitFailedError
+from deltalake import CommitProperties, DeltaTable, write_deltalake
 
 from lake import LakeError
 from lake.read import read_table
-from lake.tables import COMMIT_RETRIES, COMMIT_RETRY_SLEEP_S, HISTORY_SCAN, batch_commit, ensure_table, table_location
+from lake.tables import HISTORY_SCAN, ensure_table, table_location
+from lake.writer import TableHandle, TableWriter
 
 if TYPE_CHECKING:
     from schemas.tables import Table
@@ -47,27 +46,27 @@ class StateTable:
         self.path = table_location(path)
         self.table = table
         self.app_id = app_id
-        self._table: DeltaTable | None = None
+        self.writer = TableWriter.of(self.path)  # the process's one writer of the table
+        self.handle = TableHandle(self.path)
+        self._ensured = False
 
-    def _open(self) -> DeltaTable:
-        """The table at its latest version, through one handle brought up to date with the new commits only."""
-        if self._table is None:
+    def _ensure(self) -> None:
+        if not self._ensured:
             ensure_table(self.path, self.table)
-            self._table = DeltaTable(self.path)
-        else:
-            self._table.update_incremental()
-        return self._table
+            self._ensured = True
 
     def load(self, batch_id: int) -> pa.Table:
         """The state as of before batch `batch_id`: the latest snapshot, or for a replay of a batch this app already
         committed, the snapshot just before that commit."""
-        dt = self._open()
-        last = dt.transaction_version(self.app_id)
-        if last is not None and last >= batch_id:
-            version = self._version_before(dt, batch_id)
-            dt = DeltaTable(self.path, version=version)
-            log.info("%s: batch %d is a replay; state read at version %d", self.table.name, batch_id, version)
-        return read_table(dt, self.table.to_arrow())
+        self._ensure()
+        with self.writer.lock:  # no commit of this process moves the table while its state is read
+            dt = self.handle.latest()
+            last = dt.transaction_version(self.app_id)
+            if last is not None and last >= batch_id:
+                version = self._version_before(dt, batch_id)
+                dt = DeltaTable(self.path, version=version)
+                log.info("%s: batch %d is a replay; state read at version %d", self.table.name, batch_id, version)
+            return read_table(dt, self.table.to_arrow())
 
     def _version_before(self, dt: DeltaTable, batch_id: int) -> int:
         for entry in dt.history(HISTORY_SCAN):
@@ -83,18 +82,10 @@ class StateTable:
             return False
         data = rows.select(self.table.names).cast(self.table.to_arrow())
         predicate = f"cluster IN ({', '.join(_sql_string(c) for c in sorted(set(clusters)))})"
-        for attempt in range(COMMIT_RETRIES):
-            dt = self._open()
-            last = dt.transaction_version(self.app_id)
-            if last is not None and last >= batch_id:
-                return False
-            try:
-                write_deltalake(dt, data, mode="overwrite", predicate=predicate, partition_by=["cluster"],
-                                commit_properties=batch_commit(self.app_id, batch_id))
-                return True
-            except CommitFailedError as exc:  # the maintenance compacted meanwhile: write again
-                if attempt == COMMIT_RETRIES - 1:
-                    raise
-                log.info("%s batch %d: state commit lost a race (%s); again", self.table.name, batch_id, exc)
-                time.sleep(COMMIT_RETRY_SLEEP_S * (attempt + 1))
-        raise AssertionError("unreachable")
+
+        def replace(dt: DeltaTable, props: CommitProperties) -> None:
+            write_deltalake(dt, data, mode="overwrite", predicate=predicate, partition_by=["cluster"],
+                            commit_properties=props)
+
+        self._ensure()
+        return self.writer.commit_once(self.handle, self.app_id, batch_id, "state", replace) is not None

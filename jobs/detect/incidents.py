@@ -151,6 +151,6 @@ class IncidentWriter:
         gone = sorted(set(before) - {i["incident_id"] for i in grouped})
         if gone:  # merged into another incident by an alert that bridged them, or arrived late
             ids = ", ".join(f"'{i}'" for i in gone)  # hex digests of our own
-            self.merger.latest_table().delete(f"incident_id IN ({ids})")
+            self.merger.delete(f"incident_id IN ({ids})")
             log.info("incidents: %d merged into others (%s)", len(gone), ", ".join(gone))
         return len(changed)
