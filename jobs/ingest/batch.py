@@ -24,7 +24,8 @@ per batch before it is read): `driver` reads the batch here (no Spark job, but f
 collect it) and stages it; `executors` stages it in one Spark job, a task per core. `auto` takes the driver for a
 batch whose offsets (the query's offset log: metadata, not the input) say it holds at most about
 `sink.driver_batch_max_rows` records (a file or scrape batch: DRIVER_RECORD_BYTES each; a Kafka batch: its offsets'
-span; its first batch: its end, an upper bound), the executors otherwise. Both write the same rows.
+span; its first batch: its end, an upper bound), the executors otherwise; until the executors have run a batch of
+the process, COLD_EXECUTORS_FACTOR times that. Both write the same rows.
 (Reading a file or scrape batch through its stream instead, a Spark job for the driver and a pass of every record
 through the JVM for the executors, measured up to 40% slower.)
 
@@ -44,7 +45,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow as pa
 
@@ -85,6 +86,11 @@ log = logging.getLogger(__name__)
 # the batch is not read to decide where it is processed): about a Kafka log line (the benchmark's lines average
 # 200 bytes), so the default sink.driver_batch_max_rows (20,000) takes file batches up to ~4 MB to the driver.
 DRIVER_RECORD_BYTES = 200
+# Until a batch of the process has run on the executors, `auto` takes batches up to this many times the limit to the
+# driver: the executors' first batch pays their Python workers' start and imports (measured 25-50 s on a loaded
+# 2-core machine: a rolling restart's first request-log burst, ~9,000 lines, ~10 MB, alerted after 69 s), where the
+# warm driver parses such a batch in a few seconds. A batch above it goes to the executors, cold or not.
+COLD_EXECUTORS_FACTOR = 5
 # Where process() may run: auto (per batch: IngestBatch.where_for), or always one of the two.
 WHERE = ("auto", *(p.value for p in Placement))
 
@@ -156,6 +162,10 @@ def _failed_rules(counts: Mapping[str, int], suites: Mapping[str, Suite]) -> dic
 
 class IngestBatch:
     """The foreachBatch function of one ingest query (callable(df, batch_id))."""
+
+    # whether a batch of this process has run on the executors (their Python workers are started and warm): the
+    # queries of a process share the executors
+    executors_warm: ClassVar[bool] = False
 
     def __init__(self, settings: Settings, family: str, query: str, run_id: str, checkpoint: str | None = None,
                  scrape_checkpoint: str | None = None, detect: BatchDetect | None = None, where: str = "auto",
@@ -235,7 +245,9 @@ class IngestBatch:
         if self.where != "auto":
             return self.where
         size = self._logged_bytes(batch_id) if self.driver_max_rows else None
-        small = size is not None and size <= self.driver_max_rows * DRIVER_RECORD_BYTES
+        cold = 1 if IngestBatch.executors_warm else COLD_EXECUTORS_FACTOR
+        limit = self.driver_max_rows * DRIVER_RECORD_BYTES * cold
+        small = size is not None and size <= limit
         return Placement.DRIVER.value if small else Placement.EXECUTORS.value
 
     def _logged_bytes(self, batch_id: int) -> int | None:
@@ -284,6 +296,8 @@ class IngestBatch:
         batch_id, family = report.batch_id, self.family
         placement = Placement(self.where_for(batch_id))
         report.path = placement.value
+        if placement == Placement.EXECUTORS:
+            IngestBatch.executors_warm = True
         process = functools.partial(run_engine, family=family, suites=suites or None)
 
         def job(pending: Mapping[str, str]) -> FilesOutcome:

@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from jobs.ingest.batch import IngestBatch
+from jobs.ingest.batch import COLD_EXECUTORS_FACTOR, DRIVER_RECORD_BYTES, IngestBatch
 from pipelines.parsing.engine import record_json, run_engine
 from pipelines.quality import load_suite
 from pipelines.quality.rules import REASON, split_valid_arrow
@@ -224,3 +224,18 @@ def test_a_replay_after_a_crash_between_commits_reads_the_committed_bronze(spark
     assert silver
     assert {r["ingest_ts"] for r in silver} == {INGEST_TS}
     assert {r["ingest_ts"] for r in _table(lake, "quarantine")} == {INGEST_TS}
+
+
+def test_auto_keeps_a_larger_batch_on_the_driver_until_the_executors_have_run_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch between the limit and COLD_EXECUTORS_FACTOR times it: the driver while the executors are cold, the
+    executors once a batch of the process ran there; one above the cold limit: the executors, cold or not."""
+    settings = pipeline_settings(tmp_path, once=False, sink={"driver_batch_max_rows": 100})
+    handler = IngestBatch(settings, "logs", "ingest_logs_files", "run1")
+    limit = 100 * DRIVER_RECORD_BYTES
+    sizes = {0: limit, 1: 2 * limit, 2: COLD_EXECUTORS_FACTOR * limit + 1}
+    monkeypatch.setattr(handler, "_logged_bytes", sizes.get)
+    monkeypatch.setattr(IngestBatch, "executors_warm", False)
+    assert [handler.where_for(b) for b in (0, 1, 2)] == ["driver", "driver", "executors"]
+    monkeypatch.setattr(IngestBatch, "executors_warm", True)
+    assert [handler.where_for(b) for b in (0, 1, 2)] == ["driver", "executors", "executors"]
