@@ -150,6 +150,13 @@ CAUSE_RULES: tuple[CauseRule, ...] = (
               "the broker's request queue was full: control requests queue behind what fills it",
               f"Find the slow requests or add num.io.threads; separate the control plane with "
               f"control.plane.listener.name ({_DOCS}#brokerconfigs_queued.max.requests)"),
+    # a broker stopped before the cluster recovered: what the roll does to a loaded broker and controller (busy
+    # threads, a long controller queue, metadata late) follows from it; the mechanisms above still win
+    CauseRule(_C.ROLL_TOO_FAST, _of(_T.ROLL_TOO_FAST),
+              "the broker was stopped before the cluster had recovered from the previous change (a roll too fast)",
+              "Gate each restart on the roll-safety verdict (planewatch roll-check, GET /clusters/{cluster}/"
+              "roll-safety): wait until every replica is back in its ISR and leadership is back on the preferred "
+              f"replicas ({_DOCS}#basic_ops_restarting)"),
     CauseRule(_C.BROKER_SATURATED, _of(_T.REQUEST_HANDLER_SATURATED, _T.NETWORK_PROCESSOR_SATURATED),
               "the broker's request handler or network threads had almost no idle time",
               f"Find the load (RequestMetrics by request type) or add threads: num.io.threads, num.network.threads "
@@ -161,11 +168,6 @@ CAUSE_RULES: tuple[CauseRule, ...] = (
     CauseRule(_C.METADATA_LAG, _of(_T.METADATA_APPLY_LAG),
               "the broker applied the metadata log late and served stale leadership meanwhile",
               f"Check the broker's CPU and GC and the controller quorum's commit latency ({_DOCS}#kraft_monitoring)"),
-    CauseRule(_C.ROLL_TOO_FAST, _of(_T.ROLL_TOO_FAST),
-              "the broker was stopped before the cluster had recovered from the previous change (a roll too fast)",
-              "Gate each restart on the roll-safety verdict (planewatch roll-check, GET /clusters/{cluster}/"
-              "roll-safety): wait until every replica is back in its ISR and leadership is back on the preferred "
-              f"replicas ({_DOCS}#basic_ops_restarting)"),
     CauseRule(_C.ELR_ELECTION, _of(_T.LEADER_ELECTED_FROM_ELR),
               "leaders were elected from eligible leader replicas: partitions had fallen below min.insync.replicas",
               f"Find why their replicas left the ISR before the next failure finds the ELR empty "

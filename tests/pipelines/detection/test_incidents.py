@@ -102,6 +102,20 @@ def test_a_connection_storm_explains_the_saturated_network_threads() -> None:
         "(produce and fetch latency rose)")
 
 
+def test_a_roll_too_fast_explains_the_load_it_put_on_the_broker_but_not_a_mechanism() -> None:
+    """A broker stopped too early on a loaded cluster: its busy network threads and the controller's long queue
+    follow from the roll (the cause is the roll; the controller's queue is said as another witness, busy threads are a
+    mere symptom); a connection storm or a queue of control requests behind data is a mechanism of its own and stays
+    the cause."""
+    roll = alert("ROLL_TOO_FAST", start_s=2, reasons=["wait UNDER_REPLICATED: 3"])
+    busy = (alert("NETWORK_PROCESSOR_SATURATED", value=0.05), alert("CONTROLLER_EVENT_QUEUE_DELAY", start_s=4))
+    assert _cause_and_witness(roll, *busy) == ("ROLL_TOO_FAST", None, ["CONTROLLER_OVERLOADED"])
+    storm = alert("ACCEPTOR_BLOCKED", start_s=3, severity="critical", value=0.7)
+    assert _cause_and_witness(roll, storm)[0] == "CONNECTION_STORM"
+    queued = alert("CONTROL_REQUEST_QUEUED_BEHIND_DATA", start_s=1, value=500.0)
+    assert _cause_and_witness(roll, queued)[0] == "QUEUED_BEHIND_DATA"
+
+
 def test_spans_brokers_and_the_cluster_make_separate_incidents_and_a_bridge_joins_two() -> None:
     first = alert("REQUEST_HANDLER_SATURATED", status="resolved", seen_s=60)  # live until 60 + 300 s
     later = alert("REQUEST_HANDLER_SATURATED", start_s=1000, seen_s=1030)
