@@ -10,8 +10,7 @@ metric families' micro-batches (jobs/detect/rules.py) run them over their rows a
   of the rules over each input), `latency_detectors` (the paired requests' rules), `log_detectors` (the log lines'
   rules), `kraft_detectors` (KRaft's controller lines), `metric_detectors` (windows, rollups and the metric rules),
   `request_metrics` (Kafka's RequestMetrics), `roll_detectors` (ROLL_TOO_FAST), `candidates` (what every rule
-  shares: its inputs, frames, evidence, levels), `thresholds` (a rule's levels and the Kafka limits they are
-  fractions of), `config` (every threshold and limit as configured);
+  shares: its inputs, frames, evidence, levels), `config` (every threshold and limit as configured);
 * after the rules: `baselines` and `metric_baselines` (an alert against its peers and its own history), `lifecycle`
   (candidates -> alert rows), `incidents` and `impact` (alerts -> incidents with a cause, an impact and an action).
 """

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONTROL_PLANE_PREFIX",
+    "CONTROL_PLANE_QUEUE_CAPACITY",
     "NANOS_PER_SECOND",
     "ControlRequests",
     "Evidence",
@@ -84,6 +85,8 @@ class ControlRequests:
 
 # Control-plane signals are named so by Kafka (ControlPlaneRequestQueueSize, ControlPlane...IdlePercent).
 CONTROL_PLANE_PREFIX = "ControlPlane"
+# Kafka hard-codes the control-plane RequestChannel capacity (SocketServer.scala, KIP-291).
+CONTROL_PLANE_QUEUE_CAPACITY = 20
 # Kafka's idle and blocked "percent" meters are marked in nanoseconds (FACTS.md section 3).
 NANOS_PER_SECOND = 1e9
 

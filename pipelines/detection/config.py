@@ -13,13 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipelines.detection.registry import DETECTORS
-from pipelines.detection.thresholds import (
-    CONTROL_PLANE_QUEUE_CAPACITY,
-    DEFAULT_QUEUED_MAX_REQUESTS,
-    DetectionConfigError,
-    Threshold,
-)
+from pipelines.detection.candidates import CONTROL_PLANE_QUEUE_CAPACITY
+from pipelines.detection.registry import DETECTORS, DetectionConfigError, Threshold
 
 __all__ = [
     "CONTROL_PLANE_QUEUE_CAPACITY",
@@ -28,6 +23,9 @@ __all__ = [
     "DetectionConfigError",
     "Threshold",
 ]
+
+# Kafka's default `queued.max.requests` (KafkaConfig.Defaults).
+DEFAULT_QUEUED_MAX_REQUESTS = 500
 
 # Every alert type's default levels, as the detector registry declares them (their units are said there).
 DEFAULT_THRESHOLDS: dict[str, Threshold] = {t.value: d.threshold for t, d in DETECTORS.items()}

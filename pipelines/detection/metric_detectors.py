@@ -44,6 +44,7 @@ import polars as pl
 
 from pipelines.detection.candidates import (
     CONTROL_PLANE_PREFIX,
+    CONTROL_PLANE_QUEUE_CAPACITY,
     NANOS_PER_SECOND,
     Evidence,
     attribute_key,
@@ -65,7 +66,6 @@ from pipelines.detection.metric_baselines import (
     with_peers,
 )
 from pipelines.detection.request_metrics import REQUEST_METRIC_SIGNALS, request_metric_wanted, series_key
-from pipelines.detection.thresholds import CONTROL_PLANE_QUEUE_CAPACITY
 from schemas.alerts import AlertType
 from schemas.signals import START_SIGNALS, Signal
 

@@ -1,5 +1,5 @@
 """The detector registry: for every alert type, in one row, the family that writes it, the input its detectors read,
-the detector functions and the default warning and critical levels.
+the detector functions and the default warning and critical levels (:class:`Threshold`).
 
 Derived from it: which family opens, updates and resolves each type (:func:`owned_types`, the alerts sink's
 ownership), the configuration's default levels (`pipelines.detection.config.DEFAULT_THRESHOLDS`), the runs of the
@@ -54,7 +54,6 @@ from pipelines.detection.request_metrics import (
     detect_leader_and_isr_total_time_high,
 )
 from pipelines.detection.roll_detectors import detect_roll_too_fast
-from pipelines.detection.thresholds import Threshold
 from schemas.alerts import AlertType, DetectQuery
 from schemas.tables import REQUEST_EVENTS
 
@@ -63,8 +62,33 @@ if TYPE_CHECKING:
 
     from pipelines.detection.config import DetectionConfig
 
-__all__ = ["DETECTORS", "Detector", "DetectorInput", "latency_candidates", "log_candidates", "metric_candidates",
-           "owned_types"]
+__all__ = ["DETECTORS", "DetectionConfigError", "Detector", "DetectorInput", "Threshold", "latency_candidates",
+           "log_candidates", "metric_candidates", "owned_types"]
+
+
+class DetectionConfigError(ValueError):
+    """The `detection:` configuration is invalid (unknown alert type, bad number, warning beyond critical)."""
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """Warning and critical levels of one rule. `below=True`: the rule fires when the value falls under them."""
+
+    warning: float
+    critical: float
+    below: bool = False
+
+    def __post_init__(self) -> None:
+        if self.below and self.critical > self.warning:
+            raise DetectionConfigError(f"below-threshold: critical {self.critical} must be <= warning {self.warning}")
+        if not self.below and self.critical < self.warning:
+            raise DetectionConfigError(f"critical {self.critical} must be >= warning {self.warning}")
+
+    def severity(self, value: float) -> str | None:
+        """'critical', 'warning' or None for a measured value."""
+        if self.below:
+            return "critical" if value <= self.critical else "warning" if value < self.warning else None
+        return "critical" if value >= self.critical else "warning" if value >= self.warning else None
 
 
 class DetectorInput(StrEnum):
