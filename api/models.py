@@ -334,6 +334,7 @@ class RollThresholdsQuery(BaseModel):
     max_under_replicated: int = Field(default=_TH.max_under_replicated, ge=0)
     max_metadata_lag_ms: float = Field(default=_TH.max_metadata_lag_ms, ge=0)
     max_event_queue_ms: float = Field(default=_TH.max_event_queue_ms, ge=0)
+    max_heartbeat_age_ms: float = Field(default=_TH.max_heartbeat_age_ms, ge=0)
     max_preferred_imbalance: int = Field(default=_TH.max_preferred_imbalance, ge=0)
     in_flight_window_s: float = Field(default=_TH.in_flight_window_s, gt=0, le=86_400)
 

@@ -28,6 +28,7 @@ from pipelines.roll_safety import (
     worst,
 )
 from schemas.roll_safety import CheckStatus, RollCheck
+from schemas.signals import PER_BROKER_SIGNALS, SUBJECT_LABEL
 from schemas.tables import ALERTS, CONTROL_REQUEST_LATENCY, METRIC_SAMPLES
 
 __all__ = ["admin_verdict", "cluster_verdict", "described", "lake_frame", "verdict_json"]
@@ -35,12 +36,15 @@ __all__ = ["admin_verdict", "cluster_verdict", "described", "lake_frame", "verdi
 def _latest_sql(cluster: str, now: dt.datetime, th: RollThresholds) -> str:
     since = now - dt.timedelta(seconds=th.membership_s)
     names = ", ".join(name_literal(s) for s in ROLL_SIGNALS)
+    per_broker = ", ".join(name_literal(s) for s in PER_BROKER_SIGNALS)
+    subject = (f"CASE WHEN signal IN ({per_broker}) THEN TRY_CAST(labels[{name_literal(SUBJECT_LABEL)}] AS INT) "
+               "END")
     return (
-        "SELECT broker_id, signal, attribute, last_value(value ORDER BY ts) AS value, max(ts) AS ts "
-        f"FROM {METRIC_SAMPLES.name} WHERE \"cluster\" = {name_literal(cluster)} "
+        f"SELECT broker_id, signal, attribute, {subject} AS subject, last_value(value ORDER BY ts) AS value, "
+        f"max(ts) AS ts FROM {METRIC_SAMPLES.name} WHERE \"cluster\" = {name_literal(cluster)} "
         f"AND date >= {lit_date(since.date())} AND date <= {lit_date(now.date())} "
         f"AND ts >= {lit_ts(since)} AND ts <= {lit_ts(now)} AND signal IN ({names}) AND broker_id IS NOT NULL "
-        "GROUP BY broker_id, signal, attribute"
+        f"GROUP BY broker_id, signal, attribute, {subject}"
     )
 
 
@@ -107,8 +111,8 @@ def cluster_verdict(store: LakeStore, cluster: str, now: dt.datetime, th: RollTh
         TableUnavailable: a table exists but cannot be read (a missing table reads as no rows).
     """
     latest = lake_frame(store, _latest_sql(cluster, now, th), METRIC_SAMPLES.name,
-                    {"broker_id": pl.Int32, "signal": pl.String, "attribute": pl.String, "value": pl.Float64,
-                     "ts": _TS})
+                    {"broker_id": pl.Int32, "signal": pl.String, "attribute": pl.String, "subject": pl.Int32,
+                     "value": pl.Float64, "ts": _TS})
     requests = lake_frame(store, _requests_sql(cluster, now, th), CONTROL_REQUEST_LATENCY.name,
                       {"broker_id": pl.Int32, "request": pl.String, "sent_ts": _TS, "finished_ts": _TS,
                        "status": pl.String})

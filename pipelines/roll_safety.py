@@ -3,10 +3,11 @@
 Inputs, all of the cluster and as of `now` (the API and `planewatch roll-check` read them from the lake:
 :mod:`api.roll_safety`):
 
-* ``latest``: samples of :data:`ROLL_SIGNALS` (columns broker_id, signal, attribute, value, ts; the newest per
-  node, signal and attribute is enough). A node is every broker or controller scraped within the membership window;
-  one whose newest sample is older than `stale_after_s` makes the verdict ``unknown`` (a stopped broker is not a
-  healthy one).
+* ``latest``: samples of :data:`ROLL_SIGNALS` (columns broker_id, signal, attribute, value, ts, and `subject`
+  where the per-broker controller gauges are read: the broker such a gauge is about, :func:`with_subject`; the
+  newest per node, signal, attribute and subject is enough). A node is every broker or controller scraped within
+  the membership window; one whose newest sample is older than `stale_after_s` makes the verdict ``unknown`` (a
+  stopped broker is not a healthy one).
 * ``requests``: control_request_latency rows sent within `in_flight_window_s` before `now` (columns broker_id,
   request, sent_ts, finished_ts, status): the LeaderAndIsr and UpdateMetadata not finished by `now`, not given up
   on, and sent to the broker's current incarnation (its process start, when exported, before the send) were in
@@ -33,16 +34,19 @@ import pyarrow as pa
 
 from schemas.alerts import AlertType
 from schemas.roll_safety import SEVERITY_ORDER, CheckStatus, RollCheck, RollVerdict
-from schemas.signals import START_SIGNALS, Signal
+from schemas.signals import BROKER_REGISTRATION_STATES, PER_BROKER_SIGNALS, START_SIGNALS, SUBJECT_LABEL, Signal
 
-__all__ = ["CONTROL_REQUEST_ALERTS", "DEFAULT_THRESHOLDS", "ROLL_SIGNALS", "Reason", "RollThresholds", "Verdict",
-           "in_flight_at", "open_at", "roll_verdict", "utc_frame", "worst"]
+__all__ = ["ACTIVE_STATE", "CONTROL_REQUEST_ALERTS", "DEFAULT_THRESHOLDS", "ROLL_SIGNALS", "Reason", "RollThresholds",
+           "Verdict", "in_flight_at", "open_at", "roll_verdict", "utc_frame", "with_subject", "worst"]
 
 _S = Signal
 ROLL_SIGNALS: tuple[str, ...] = tuple(s.value for s in (
     _S.OfflinePartitionsCount, _S.UnderMinIsrPartitionCount, _S.UnderReplicatedPartitions, _S.ActiveControllerCount,
     _S.RaftCurrentLeader, _S.FencedBrokerCount, _S.MetadataApplyLagMs, _S.LastAppliedRecordLagMs,
-    _S.EventQueueTimeMs, _S.PreferredReplicaImbalanceCount)) + tuple(START_SIGNALS)
+    _S.EventQueueTimeMs, _S.PreferredReplicaImbalanceCount, _S.BrokerRegistrationState,
+    _S.TimeSinceLastHeartbeatReceivedMs)) + tuple(START_SIGNALS)
+# KIP-1131's registration state of a broker the controller counts as up (BROKER_REGISTRATION_STATES).
+ACTIVE_STATE = 30
 # Which start a node's incarnation is told by, first choice first.
 _START_RANK = {name: i for i, name in enumerate(START_SIGNALS)}
 # Attributes a gauge's value comes under (jmx_exporter: Value; a JSON reporter may leave it empty). The event queue
@@ -92,6 +96,10 @@ class RollThresholds:
     # A control request counts as in flight if sent within this long and not finished (older ones are the
     # pairing's never_completed: LEADER_AND_ISR_NOT_COMPLETED says so).
     in_flight_window_s: float = 300.0
+    # KRaft 4.1+: a broker's heartbeat last heard this long ago (ms, TimeSinceLastHeartbeatReceivedMs) is late:
+    # half of Kafka's default broker.session.timeout.ms (9 s), more than two of its heartbeats (every 2 s,
+    # broker.heartbeat.interval.ms) missed in a row; the controller fences it at the full timeout.
+    max_heartbeat_age_ms: float = 4500.0
 
 
 DEFAULT_THRESHOLDS = RollThresholds()
@@ -143,6 +151,18 @@ def worst(statuses: Iterable[CheckStatus]) -> RollVerdict:
     return next((v for v in SEVERITY_ORDER if v in found), RollVerdict.safe)
 
 
+def with_subject(samples: pl.DataFrame) -> pl.DataFrame:
+    """`samples` with `subject`: the broker a per-broker controller gauge (PER_BROKER_SIGNALS) is about, from its
+    `labels` (SUBJECT_LABEL); null for every other signal, and when `samples` has no labels."""
+    if "labels" not in samples.columns:
+        return samples.with_columns(subject=pl.lit(None, dtype=pl.Int32))
+    pairs = pl.col("labels").cast(pl.List(pl.Struct({"key": pl.String, "value": pl.String})))  # the lake's map
+    label = (pairs.list.eval(pl.element().filter(pl.element().struct.field("key") == SUBJECT_LABEL)
+                                        .struct.field("value")).list.first())
+    subject = pl.when(pl.col("signal").is_in(list(PER_BROKER_SIGNALS))).then(label.cast(pl.Int32, strict=False))
+    return samples.with_columns(subject=subject).drop("labels")
+
+
 def _newest_starts(rows: pl.DataFrame) -> pl.DataFrame:
     """Each node's start (`_started`, s since the epoch) from its newest START_SIGNALS rows: jmx_exporter's process
     start, else Kafka's app-info start-time-ms."""
@@ -176,8 +196,10 @@ class _Latest:
         attr = pl.col("attribute").fill_null("")
         keep = ((pl.col("signal") == _S.EventQueueTimeMs.value) & (attr == _QUEUE_ATTRIBUTE)) | (
             (pl.col("signal") != _S.EventQueueTimeMs.value) & attr.is_in(_GAUGE_ATTRIBUTES))
+        if "subject" not in latest.columns:
+            latest = latest.with_columns(subject=pl.lit(None, dtype=pl.Int32))
         rows = (latest.filter(keep & pl.col("value").is_not_null() & pl.col("ts").is_not_null())
-                .sort("ts").unique(["broker_id", "signal"], keep="last"))
+                .sort("ts").unique(["broker_id", "signal", "subject"], keep="last"))
         starts = _newest_starts(rows)
         self.starts = {int(b): float(v) for b, v in starts.iter_rows()}  # node -> its process start, epoch s
         self.rows = _current_incarnation(rows, starts)
@@ -186,6 +208,14 @@ class _Latest:
         """(node, value, age s) of `signal`, per node that reports it."""
         rows = self.rows.filter(pl.col("signal") == signal.value).sort("broker_id")
         return [(int(r["broker_id"]), float(r["value"]), self.age(r["ts"])) for r in rows.iter_rows(named=True)]
+
+    def about(self, signal: Signal) -> list[tuple[int, float, float]]:
+        """(broker it is about, value, age s) of a per-broker controller gauge: per broker, the newest sample any
+        controller exported (the active one's: a node that lost the controller stops exporting the heartbeat
+        gauges)."""
+        rows = (self.rows.filter((pl.col("signal") == signal.value) & pl.col("subject").is_not_null())
+                .sort("ts").unique("subject", keep="last").sort("subject"))
+        return [(int(r["subject"]), float(r["value"]), self.age(r["ts"])) for r in rows.iter_rows(named=True)]
 
     def age(self, ts: dt.datetime) -> float:
         return max(0.0, (self.now - ts).total_seconds())
@@ -275,6 +305,31 @@ def _metadata_lag(latest: _Latest, th: RollThresholds) -> list[Reason]:
                    _S.MetadataApplyLagMs.value, worst, th.max_metadata_lag_ms, None, max(a for _, _, a in vals))]
 
 
+def _registration(latest: _Latest, th: RollThresholds) -> list[Reason]:
+    """KRaft 4.1+ (KIP-1131): every broker registered on the controller is ACTIVE (not fenced, not in controlled
+    shutdown), and the active controller heard each one's heartbeat within max_heartbeat_age_ms. Skipped where the
+    gauges are not exported (Kafka before 4.1, an exporter that drops them)."""
+    states = latest.about(_S.BrokerRegistrationState)
+    if not states:
+        return [Reason(RollCheck.BROKER_REGISTRATION, CheckStatus.skipped,
+                       f"{_S.BrokerRegistrationState.value} is not exported (Kafka 4.1+, KIP-1131)",
+                       _S.BrokerRegistrationState.value)]
+    out = [Reason(RollCheck.BROKER_REGISTRATION, CheckStatus.wait, f"broker {b} is "
+                  f"{BROKER_REGISTRATION_STATES.get(int(v), f'in state {v:g}')} on the controller "
+                  f"({_S.BrokerRegistrationState.value} {v:g}; {ACTIVE_STATE}: active)",
+                  _S.BrokerRegistrationState.value, v, ACTIVE_STATE, b, a)
+           for b, v, a in states if int(v) != ACTIVE_STATE]
+    active = {b for b, v, _ in states if int(v) == ACTIVE_STATE}
+    out += [Reason(RollCheck.BROKER_REGISTRATION, CheckStatus.wait, f"broker {b}: its last heartbeat reached the "
+                   f"active controller {v:.0f} ms before the scrape (at most {th.max_heartbeat_age_ms:g} ms): it may "
+                   "be fenced next", _S.TimeSinceLastHeartbeatReceivedMs.value, v, th.max_heartbeat_age_ms, b, a)
+            for b, v, a in latest.about(_S.TimeSinceLastHeartbeatReceivedMs)
+            if b in active and v > th.max_heartbeat_age_ms]
+    return out or [Reason(RollCheck.BROKER_REGISTRATION, CheckStatus.ok, f"{len(states)} broker(s) active on the "
+                          "controller, heartbeats on time", _S.BrokerRegistrationState.value, float(len(states)),
+                          ACTIVE_STATE, None, max(a for _, _, a in states))]
+
+
 def _optional(latest: _Latest, check: RollCheck, signal: Signal, limit: float, what: str) -> list[Reason]:
     if not latest.of(signal):
         return [Reason(check, CheckStatus.skipped, f"{signal.value} is not exported", signal.value)]
@@ -355,10 +410,12 @@ def roll_verdict(cluster: str, latest: pl.DataFrame, requests: pl.DataFrame, ale
         reasons += [*_quorum(lat),
                     *_count_check(lat, RollCheck.FENCED_BROKERS, _S.FencedBrokerCount, 0, CheckStatus.wait,
                                   "fenced broker(s)"),
+                    *_registration(lat, th),
                     *_metadata_lag(lat, th)]
     else:
         reasons += [Reason(c, CheckStatus.skipped, "KRaft only: the cluster runs in ZooKeeper mode")
-                    for c in (RollCheck.QUORUM_LEADER, RollCheck.FENCED_BROKERS, RollCheck.METADATA_LAG)]
+                    for c in (RollCheck.QUORUM_LEADER, RollCheck.FENCED_BROKERS, RollCheck.BROKER_REGISTRATION,
+                              RollCheck.METADATA_LAG)]
     reasons += described
     return Verdict(cluster, worst(r.status for r in reasons), now, "kraft" if kraft else "zookeeper", nodes,
                    reasons, broker_id)

@@ -50,6 +50,9 @@ class RollCheck(StrEnum):
     QUORUM_LEADER = "QUORUM_LEADER"
     #: KRaft: brokers the active controller holds fenced (FencedBrokerCount)
     FENCED_BROKERS = "FENCED_BROKERS"
+    #: KRaft 4.1+: every broker active on the controller, its heartbeats on time (KIP-1131's per-broker
+    #: BrokerRegistrationState and TimeSinceLastHeartbeatReceivedMs)
+    BROKER_REGISTRATION = "BROKER_REGISTRATION"
     #: KRaft: how far each node's applied metadata is behind (last-applied-record-lag-ms)
     METADATA_LAG = "METADATA_LAG"
     #: time controller events wait in the active controller's queue (EventQueueTimeMs p99)

@@ -17,7 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-__all__ = ["SOURCES", "START_SIGNALS", "KafkaMetric", "Signal"]
+__all__ = ["BROKER_REGISTRATION_STATES", "PER_BROKER_SIGNALS", "SOURCES", "START_SIGNALS", "SUBJECT_LABEL",
+           "KafkaMetric", "Signal"]
 
 
 class Signal(StrEnum):
@@ -82,6 +83,8 @@ class Signal(StrEnum):
     FencedBrokerCount = "FencedBrokerCount"
     ActiveBrokerCount = "ActiveBrokerCount"
     TimedOutBrokerHeartbeatCount = "TimedOutBrokerHeartbeatCount"
+    BrokerRegistrationState = "BrokerRegistrationState"
+    TimeSinceLastHeartbeatReceivedMs = "TimeSinceLastHeartbeatReceivedMs"
     NewActiveControllersCount = "NewActiveControllersCount"
     EventQueueOperationsTimedOutCount = "EventQueueOperationsTimedOutCount"
     ControllerEventManagerAvgIdleRatio = "ControllerEventManagerAvgIdleRatio"
@@ -266,6 +269,16 @@ SOURCES: dict[Signal, KafkaMetric] = {
     _S.TimedOutBrokerHeartbeatCount: KafkaMetric(_CTL, "KafkaController", "TimedOutBrokerHeartbeatCount", "gauge",
                                                  "heartbeats since start",
                                                  "KRaft: broker heartbeats timed out in the controller's queue"),
+    # KIP-1131 (Kafka 4.1+): one gauge per registered broker, tagged `broker=N` (jmx_exporter: a `broker` label;
+    # the sample's node is the controller that exported it). Names and values verified on Apache Kafka 4.4.0's
+    # controller (tests/fixtures/kafka/kafka-4.4.0-kraft-scrapes/controller-100.prom): BROKER_REGISTRATION_STATES.
+    _S.BrokerRegistrationState: KafkaMetric(_CTL, "KafkaController", "BrokerRegistrationState", "gauge", "state code",
+                                            "KRaft 4.1+ (KIP-1131): broker N's registration on the controller: -1 "
+                                            "unregistered, 10 fenced, 20 in controlled shutdown, 30 active"),
+    _S.TimeSinceLastHeartbeatReceivedMs: KafkaMetric(
+        _CTL, "KafkaController", "TimeSinceLastHeartbeatReceivedMs", "gauge",
+        "ms (capped at broker.session.timeout.ms)",
+        "KRaft 4.1+ (KIP-1131): since the active controller last heard broker N's heartbeat"),
     _S.NewActiveControllersCount: KafkaMetric(_CTL, "KafkaController", "NewActiveControllersCount", "gauge",
                                               "elections since start", "KRaft: times a new active controller rose"),
     _S.EventQueueOperationsTimedOutCount: KafkaMetric(
@@ -292,6 +305,17 @@ SOURCES: dict[Signal, KafkaMetric] = {
     _S.StartTimeMs: KafkaMetric(_SRV, "app-info", "start-time-ms", "kafka", "ms since the Unix epoch",
                                 "when the broker started (Kafka's app-info metrics)"),
 }
+
+# KIP-1131's BrokerRegistrationState values (org.apache.kafka.controller.metrics.BrokerRegistrationState, Apache
+# Kafka 4.4.0), value -> state.
+BROKER_REGISTRATION_STATES: dict[int, str] = {-1: "UNREGISTERED", 10: "FENCED", 20: "CONTROLLED_SHUTDOWN",
+                                              30: "ACTIVE"}
+# The per-broker controller gauges: the broker they are about is their `broker` tag (label), not the node that
+# exported them.
+PER_BROKER_SIGNALS: tuple[str, ...] = (Signal.BrokerRegistrationState.value,
+                                       Signal.TimeSinceLastHeartbeatReceivedMs.value)
+# The label naming the broker a per-broker gauge is about.
+SUBJECT_LABEL = "broker"
 
 # A broker's start, seconds since the epoch per unit of each signal's value, the first listed preferred:
 # jmx_exporter's process collector, or Kafka's own app-info start-time-ms (the reference broker's JSON reporter writes

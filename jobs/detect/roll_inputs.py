@@ -13,14 +13,21 @@ import pyarrow.compute as pc
 
 from lake.read import LatestTable
 from pipelines.detection.roll_detectors import GATE_VOUCHES_S
-from pipelines.roll_safety import CONTROL_REQUEST_ALERTS, DEFAULT_THRESHOLDS, ROLL_SIGNALS, RollThresholds, utc_frame
+from pipelines.roll_safety import (
+    CONTROL_REQUEST_ALERTS,
+    DEFAULT_THRESHOLDS,
+    ROLL_SIGNALS,
+    RollThresholds,
+    utc_frame,
+    with_subject,
+)
 from schemas.tables import ALERTS, CONTROL_REQUEST_LATENCY, METRIC_SAMPLES, ROLL_STEPS
 
 __all__ = ["RollInputs"]
 
 # how far past the latest shutdown the samples are read (a scrape after it says the samples have reached it)
 SAMPLES_AFTER_S = 60.0
-_SAMPLE_COLUMNS = ["cluster", "broker_id", "signal", "attribute", "value", "ts"]
+_SAMPLE_COLUMNS = ["cluster", "broker_id", "signal", "attribute", "labels", "value", "ts"]
 _REQUEST_COLUMNS = ["cluster", "broker_id", "request", "sent_ts", "finished_ts", "status"]
 _ALERT_COLUMNS = ["cluster", "type", "broker_id", "started_at", "resolved_at"]
 _GATE_COLUMNS = ["cluster", "node", "verdict", "at"]
@@ -70,7 +77,7 @@ class RollInputs:
         if self.alerts.exists():
             alerts = self.alerts.read(where=pc.field("cluster").isin(clusters)
                                       & pc.field("type").isin(list(CONTROL_REQUEST_ALERTS))).select(_ALERT_COLUMNS)
-        return utc_frame(samples), utc_frame(requests), utc_frame(alerts)
+        return with_subject(utc_frame(samples)), utc_frame(requests), utc_frame(alerts)
 
     def gates(self, shutdowns: pl.DataFrame) -> pl.DataFrame:
         """The `planewatch roll` gates (roll_steps, kind gate) of the shutdowns' clusters from GATE_VOUCHES_S before

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from pipelines.detection.candidates import Evidence, candidate_rows, evidence, level, severity
-from pipelines.roll_safety import DEFAULT_THRESHOLDS, RollThresholds, Verdict, roll_verdict, worst
+from pipelines.roll_safety import ACTIVE_STATE, DEFAULT_THRESHOLDS, RollThresholds, Verdict, roll_verdict, worst
 from schemas.alerts import AlertType
 from schemas.events import Event
 from schemas.roll_safety import CheckStatus, RollCheck, RollVerdict
@@ -136,14 +136,18 @@ def _fresher(r: Mapping[str, Any], samples: pl.DataFrame, stops: pl.DataFrame | 
              lines: pl.DataFrame | None) -> pl.DataFrame:
     """Samples the lines logged after the last scrapes before `r` stand for (module docstring): the leaders' ISR
     lines for UnderReplicatedPartitions (:func:`_rejoined`), the KRaft controller's unfence lines for
-    FencedBrokerCount (:func:`_unfenced`). Rows in the samples' columns; none when no line says more."""
+    FencedBrokerCount and BrokerRegistrationState (:func:`_unfenced`). Rows in the samples' columns; none when no
+    line says more."""
     out = samples.clear()
     if lines is None or lines.is_empty():
         return out
     at = r["ts"] - JUST_BEFORE
     rows = [*_rejoined(r, samples, stops, lines, at), *_unfenced(r, samples, lines, at)]
-    return pl.concat([out, pl.DataFrame(rows, schema=out.select(list(rows[0])).schema)],
-                     how="diagonal_relaxed") if rows else out
+    if not rows:
+        return out
+    columns = [c for c in out.columns if any(c in row for row in rows)]
+    return pl.concat([out, pl.DataFrame([{c: row.get(c) for c in columns} for row in rows],
+                                        schema=out.select(columns).schema)], how="diagonal_relaxed")
 
 
 def _rejoined(r: Mapping[str, Any], samples: pl.DataFrame, stops: pl.DataFrame | None, lines: pl.DataFrame,
@@ -189,7 +193,8 @@ def _unfenced(r: Mapping[str, Any], samples: pl.DataFrame, lines: pl.DataFrame, 
               ) -> list[dict[str, Any]]:
     """KRaft: FencedBrokerCount as the active controller's own unfence lines tell it after its last scrape before
     `r` (`The request from broker N to unfence has been granted ...`): each distinct broker unfenced since counts
-    one fenced broker less, at the last such line."""
+    one fenced broker less, at the last such line; and KIP-1131's BrokerRegistrationState of each broker so
+    unfenced after its last sample is active (:func:`_registered`)."""
     if "target_broker_id" not in lines.columns:
         return []
     fenced = (samples.filter((pl.col("cluster") == r["cluster"]) & (pl.col("ts") < at)
@@ -204,6 +209,27 @@ def _unfenced(r: Mapping[str, Any], samples: pl.DataFrame, lines: pl.DataFrame, 
             out.append({"cluster": r["cluster"], "broker_id": b, "ts": grants.get_column("ts").max(),
                         "signal": Signal.FencedBrokerCount.value, "attribute": "Value",
                         "value": max(0.0, float(value) - n)})
+    return out + _registered(r, samples, lines, at)
+
+
+def _registered(r: Mapping[str, Any], samples: pl.DataFrame, lines: pl.DataFrame, at: dt.datetime
+                ) -> list[dict[str, Any]]:
+    """KRaft 4.1+: each broker whose newest BrokerRegistrationState before `r` was not active, and whose unfencing
+    the active controller logged after that sample, is active at the grant's line."""
+    if "subject" not in samples.columns:
+        return []
+    states = (samples.filter((pl.col("cluster") == r["cluster"]) & (pl.col("ts") < at)
+                             & (pl.col("signal") == Signal.BrokerRegistrationState.value)
+                             & pl.col("subject").is_not_null())
+              .sort("ts").unique("subject", keep="last").filter(pl.col("value") != ACTIVE_STATE))
+    out = []
+    for node, b, ts in states.select("broker_id", "subject", "ts").iter_rows():
+        grants = lines.filter((pl.col("cluster") == r["cluster"]) & (pl.col("event") == _UNFENCED)
+                              & (pl.col("target_broker_id") == b) & pl.col("ts").is_between(ts, at, closed="right"))
+        if not grants.is_empty():
+            out.append({"cluster": r["cluster"], "broker_id": node, "subject": b, "ts": grants.get_column("ts").max(),
+                        "signal": Signal.BrokerRegistrationState.value, "attribute": "Value",
+                        "value": float(ACTIVE_STATE)})
     return out
 
 

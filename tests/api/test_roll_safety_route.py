@@ -104,3 +104,26 @@ def test_a_configured_cluster_that_cannot_be_described_is_unknown_never_safe(
     assert client.get("/clusters/c1/roll-safety", headers=AUTH).status_code == 500
     assert main(["roll-check", "--cluster", "c1", "--lake", str(lake), "--admin-config", str(admin)]) == 4
     assert "expected a mapping" in capsys.readouterr().err
+
+
+def test_the_api_reads_the_per_broker_gauges_from_the_lake(make_client: ClientFactory, tmp_path: Path) -> None:
+    """GET /clusters/{cluster}/roll-safety over a Delta lake: the `broker` label of the controller's gauges names
+    the broker in the reason (the SQL reads the label), and the heartbeat threshold is a query parameter."""
+    lake = tmp_path / "lake"
+    at = datetime.now(UTC) - timedelta(seconds=3)
+    rows = []
+    for (node, signal), v in KRAFT_HEALTHY.items():
+        (row,) = samples(node, signal, at, 1)
+        rows.append({**row, "value": v})
+    for b, state, beat in ((1, 30.0, 20.0), (2, 30.0, 5200.0), (3, 10.0, 9000.0)):
+        for signal, v in (("BrokerRegistrationState", state), ("TimeSinceLastHeartbeatReceivedMs", beat)):
+            (row,) = samples(100, signal, at, 1, labels=[("broker", str(b))])
+            rows.append({**row, "value": v, "mbean": f"kafka.controller:type=KafkaController,name={signal}"})
+    write(lake, METRIC_SAMPLES, rows)
+    client = make_client(lake)
+    body = client.get("/clusters/c1/roll-safety", headers=AUTH).json()
+    assert body["verdict"] == "wait", body
+    mine = [(r["broker_id"], r["signal"], r["value"]) for r in body["reasons"] if r["check"] == "BROKER_REGISTRATION"]
+    assert mine == [(3, "BrokerRegistrationState", 10.0), (2, "TimeSinceLastHeartbeatReceivedMs", 5200.0)]
+    loose = client.get("/clusters/c1/roll-safety?max_heartbeat_age_ms=9000", headers=AUTH).json()
+    assert [r["broker_id"] for r in loose["reasons"] if r["check"] == "BROKER_REGISTRATION"] == [3]

@@ -219,6 +219,19 @@ def test_the_controllers_unfence_lines_after_its_last_scrape_count_the_brokers_u
     assert "FENCED_BROKERS" in str(c["summary"])
     assert judged(grant) == []
 
+    # Kafka 4.1+ (KIP-1131): the controller's per-broker registration state says broker 3 FENCED up to its last
+    # scrape; the same grant line after it makes broker 3 active
+    states = pl.DataFrame([{"cluster": "c", "broker_id": 100, "ts": T0 + dt.timedelta(seconds=t),
+                            "signal": "BrokerRegistrationState", "attribute": "Value", "subject": b,
+                            "value": 10.0 if b == 3 and t >= 30 else 30.0}
+                           for t in range(0, 61, 5) for b in (1, 2, 3)],
+                          schema={"cluster": pl.String, "broker_id": pl.Int32, "ts": TS, "signal": pl.String,
+                                  "attribute": pl.String, "subject": pl.Int32, "value": pl.Float64})
+    kraft = pl.concat([kraft, states], how="diagonal_relaxed")
+    (c,) = judged(grant.clear())
+    assert "broker 3 is FENCED on the controller" in str(c["summary"])
+    assert judged(grant) == []
+
 
 def test_kraft_leaders_that_apply_the_isr_from_the_metadata_log_witness_it_too() -> None:
     """Kafka 4.4.0, a roll gated as Strimzi gates it: the restarted broker's ISR expansion reached its leaders
