@@ -9,8 +9,9 @@
   files under sql/), `models` (the response models);
 * `incident_index`, `alertmanager`, `push`: alerts in Alertmanager's shape, pushed to one; `roll_safety` (the verdict
   from the lake and the cluster), `roll_awareness` (the rolls of the lake, the `expected` mark of alerts, declared
-  rolls), `kafka_admin` (a cluster described through Kafka's Admin API), `cluster_info`
-  (GET /cluster), `public_paths` (paths shown relative, never absolute).
+  rolls), `kafka_admin` (a cluster described through Kafka's Admin API), `kafka_sasl` (the SASL login of its
+  DescribeQuorum connection: PLAIN, SCRAM), `cluster_info` (GET /cluster), `public_paths` (paths shown relative,
+  never absolute).
 """
 
 from __future__ import annotations

@@ -4,8 +4,9 @@ Topics, partitions with their ISR, topic configs and DescribeCluster come from c
 connection's librdkafka properties, TLS and SASL included, as the operator's other clients have them); the KRaft
 metadata quorum from DescribeQuorum (api key 55), which librdkafka does not offer, sent over the reference broker's
 own blocking client (:class:`broker.network.client.BlockingClient`, planewatch's codec) to a bootstrap broker, which
-forwards it to the active controller. DescribeQuorum is asked
-over PLAINTEXT and SSL; over SASL the quorum is reported unknown (:class:`AdminUnavailable` names why).
+forwards it to the active controller. DescribeQuorum is asked over PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL
+(PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 logins: :mod:`api.kafka_sasl`); a refused login is :class:`AdminUnavailable`
+with the broker's reason.
 
 Connections per cluster come from a YAML file (``PLANEWATCH_ADMIN_CLUSTERS``, `planewatch roll-check --admin-config`)::
 
@@ -31,6 +32,7 @@ import yaml
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource  # type: ignore[attr-defined]
 
+from api.kafka_sasl import SaslError, authenticate
 from broker.network.client import BlockingClient, ClientError
 from broker.properties import PropertiesSyntaxError, load_properties_file
 from broker.protocol import ApiKey
@@ -42,8 +44,8 @@ from pipelines.restart_probe import (
     VoterState,
 )
 
-__all__ = ["ADMIN_TIMEOUT_S", "AdminConfigError", "AdminUnavailable", "describe_cluster", "load_admin_clusters",
-           "read_properties"]
+__all__ = ["ADMIN_TIMEOUT_S", "AdminConfigError", "AdminUnavailable", "describe_cluster", "describe_quorum",
+           "load_admin_clusters", "read_properties"]
 
 # How long one description may take (metadata, configs, DescribeCluster, DescribeQuorum): a roll gate that waits
 # longer than this for a cluster answers unknown.
@@ -173,9 +175,7 @@ def _ask_quorum(props: Mapping[str, str], timeout: float) -> tuple[dict[str, Any
     """(DescribeQuorum's body or None, when it was asked in epoch ms) from the first bootstrap server that answers
     (a broker being restarted does not)."""
     protocol = props.get("security.protocol", "PLAINTEXT").upper()
-    if protocol.startswith("SASL"):
-        raise AdminUnavailable("DescribeQuorum over SASL is not supported: the quorum cannot be checked")
-    tls = _tls(props) if protocol == "SSL" else None
+    tls = _tls(props) if protocol in ("SSL", "SASL_SSL") else None
     refused: list[str] = []
     for server in props["bootstrap.servers"].split(","):
         host, _, port = server.strip().rpartition(":")
@@ -185,8 +185,12 @@ def _ask_quorum(props: Mapping[str, str], timeout: float) -> tuple[dict[str, Any
         client = BlockingClient(_Endpoint(host.strip("[]"), int(port)), peer=server.strip(), client_id=_CLIENT_ID,
                                 timeout_s=timeout, tls=tls)
         try:
+            if protocol.startswith("SASL"):
+                authenticate(client, props)
             asked = int(time.time() * 1000)
             return _describe_quorum(client), asked
+        except SaslError as e:  # the same credentials fail on every broker: say so now
+            raise AdminUnavailable(f"DescribeQuorum: {server.strip()} refused the SASL login: {e}") from None
         except ClientError as e:
             refused.append(f"{server.strip()}: {e}")
         finally:
@@ -194,9 +198,15 @@ def _ask_quorum(props: Mapping[str, str], timeout: float) -> tuple[dict[str, Any
     raise AdminUnavailable(f"DescribeQuorum: no bootstrap server answered ({'; '.join(refused)})")
 
 
-def _quorum(props: Mapping[str, str], timeout: float) -> QuorumState | None:
-    """The metadata quorum, or None when the cluster has none (ZooKeeper mode: its brokers do not list
-    DescribeQuorum in ApiVersions)."""
+def describe_quorum(props: Mapping[str, str], timeout: float = ADMIN_TIMEOUT_S) -> QuorumState | None:
+    """The metadata quorum of the cluster at `props` (librdkafka properties: PLAINTEXT, SSL, SASL_PLAINTEXT or
+    SASL_SSL), or None when the cluster has none (ZooKeeper mode: its brokers do not list DescribeQuorum in
+    ApiVersions).
+
+    Raises:
+        AdminUnavailable: no bootstrap server answered, the SASL login was refused, or the quorum answered an
+            error; the message says which.
+    """
     body, asked = _ask_quorum(props, timeout)
     if body is None:
         return None
@@ -228,7 +238,7 @@ def describe_cluster(props: Mapping[str, str], timeout: float = ADMIN_TIMEOUT_S)
         min_isr, unclean = _topic_configs(admin, sorted({p.topic for p in parts}), timeout)
         live = admin.describe_cluster(request_timeout=timeout).result(timeout=timeout)
         live_ids = tuple(sorted(int(n.id) for n in live.nodes)) or tuple(brokers)
-        quorum = _quorum(props, timeout)
+        quorum = describe_quorum(props, timeout)
         fetch_timeout = _fetch_timeout_ms(admin, live_ids[0], timeout) if quorum and live_ids else \
             DEFAULT_FETCH_TIMEOUT_MS
     except KafkaException as e:

@@ -21,6 +21,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     UserScramCredentialUpsertion,
 )
 
+from api.kafka_admin import AdminUnavailable, describe_quorum
 from jobs import SourceRefused
 from jobs.run.runner import run_pipeline
 from planewatch.kafka.cluster import KafkaCluster, KafkaClusterSpec
@@ -134,3 +135,22 @@ def test_a_refused_login_fails_the_query_at_once_naming_the_source_and_the_reaso
     assert time.monotonic() - started < REFUSED_WITHIN_S  # no restart, no metadata timeout
     assert PASSWORD not in str(refused.value)
     assert PASSWORD not in caplog.text
+
+
+def test_describe_quorum_logs_in_over_sasl_ssl_and_a_wrong_password_is_named(
+        secured: tuple[KafkaCluster, Tls, Tls]) -> None:
+    """The roll gate's quorum check on a SASL_SSL listener (SCRAM-SHA-512), as the operator's other clients connect:
+    the quorum of Apache Kafka 4.4.0 is described; a wrong password is the broker's refusal, named, not a timeout."""
+    c, tls, _ = secured
+    props = {"bootstrap.servers": c.bootstrap_servers("SASL_SSL"), "security.protocol": "SASL_SSL",
+             "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": USER, "sasl.password": PASSWORD,
+             "ssl.ca.location": str(tls.ca)}
+    quorum = describe_quorum(props)
+    assert quorum is not None
+    assert quorum.leader in {v.node for v in quorum.voters}
+    assert quorum.observers  # the broker
+    started = time.monotonic()
+    with pytest.raises(AdminUnavailable, match="refused the SASL login: authentication failed") as refused:
+        describe_quorum({**props, "sasl.password": "wrong-" + PASSWORD})
+    assert time.monotonic() - started < REFUSED_WITHIN_S
+    assert PASSWORD not in str(refused.value)

@@ -20,9 +20,10 @@ key 1)); `find_coordinator` (FindCoordinator (api key 10)); `heartbeat` (Heartbe
 16)); `list_offsets` (ListOffsets (api key 2)); `list_partition_reassignments` (ListPartitionReassignments (api key
 46)); `metadata` (Metadata (api key 3)); `offset_commit` (OffsetCommit (api key 8)); `offset_fetch` (OffsetFetch
 (api key 9)); `offset_for_leader_epoch` (OffsetForLeaderEpoch (api key 23)); `produce` (Produce (api key 0));
-`stop_replica` (StopReplica (api key 5), hand- written from Kafka 3.8's StopReplicaRequest.json /...); `sync_group`
-(SyncGroup (api key 14)); `update_metadata` (UpdateMetadata (api key 6), hand-written from Kafka 3.8's
-UpdateMetadataRequest.json /...).
+`sasl_authenticate` (SaslAuthenticate (api key 36)); `sasl_handshake` (SaslHandshake (api key 17)); `stop_replica`
+(StopReplica (api key 5), hand- written from Kafka 3.8's StopReplicaRequest.json /...); `sync_group` (SyncGroup
+(api key 14)); `update_metadata` (UpdateMetadata (api key 6), hand-written from Kafka 3.8's UpdateMetadataRequest.json
+/...).
 """
 
 from __future__ import annotations
@@ -65,6 +66,8 @@ from . import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    sasl_authenticate,
+    sasl_handshake,
     stop_replica,
     sync_group,
     update_metadata,
@@ -111,8 +114,11 @@ _MODULES = (
     elect_leaders,
     alter_partition_reassignments,
     list_partition_reassignments,
-    # client side only: planewatch's roll probe asks a KRaft cluster; the broker does not serve it
+    # client side only: planewatch's roll probe asks a KRaft cluster (over a SASL listener, after authenticating);
+    # the broker does not serve them
     describe_quorum,
+    sasl_handshake,
+    sasl_authenticate,
 )
 
 REGISTRY: dict[int, tuple[Message, Message]] = {m.REQUEST.api_key: (m.REQUEST, m.RESPONSE) for m in _MODULES}

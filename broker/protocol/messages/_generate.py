@@ -55,6 +55,8 @@ GENERATED = {
     "CreateAcls": "create_acls",
     "DeleteAcls": "delete_acls",
     "DescribeQuorum": "describe_quorum",
+    "SaslHandshake": "sasl_handshake",
+    "SaslAuthenticate": "sasl_authenticate",
 }
 
 #: validVersions as Kafka 3.9 has them.  Kafka 4 (KIP-896) dropped old versions from ``validVersions`` but left every
