@@ -6,7 +6,9 @@
 * `alerts`: `AlertSink`, the process's one writer of `alerts` (and, through `incidents`, of `incidents`), and
   `AlertWriter`, a query's hand into it;
 * `incidents`: alerts -> incidents, regrouped after each alerts MERGE;
-* `roll_inputs`: what ROLL_TOO_FAST reads of the lake around a controlled shutdown.
+* `roll_judge`: `RollJudge`, ROLL_TOO_FAST over the batch's shutdown lines once their cluster's samples reach them
+  (the ones still waiting recorded in the checkpoint); `roll_inputs`: what it reads of the lake around a shutdown;
+* `recorded`: `BatchRecords`, what a batch read or carried, kept in its query's checkpoint for a replay or a restart.
 """
 
 from __future__ import annotations

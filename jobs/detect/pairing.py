@@ -31,6 +31,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from jobs.detect.recorded import BatchRecords
 from lake.log import newest_time
 from lake.merge import DeltaMerger
 from lake.read import LatestTable
@@ -74,8 +75,7 @@ REQUEST_TIMES = ("sent_ts", "handling_ts", "finished_ts")
 FIRST_METRIC_LOOKBACK = dt.timedelta(minutes=5)
 # The metric read reaches this far past the wall clock (scrapes of hosts whose clocks run ahead).
 METRIC_READ_AHEAD = dt.timedelta(hours=1)
-# A query's checkpoint keeps the inputs of this many newest batches (a replay is of the last one or two).
-KEEP_INPUTS = 100
+# Where in the query's checkpoint the metric heartbeats each batch read are recorded (jobs.detect.recorded).
 INPUTS_DIR = "pairing_inputs"
 _UTC = dt.UTC
 # The metric family's latest sample per broker, as the clock reads it.
@@ -148,7 +148,7 @@ class LogPairing:
         # started: an earlier one may be there already (the query's checkpoint was reset, or its last run crashed
         # between the commit and the checkpoint), and a MERGE finds it
         self.appends_after = newest_time(latency_path, REQUEST_TIMES)
-        self.inputs_dir = os.path.join(checkpoint, INPUTS_DIR) if checkpoint else None
+        self.inputs = BatchRecords(os.path.join(checkpoint, INPUTS_DIR) if checkpoint else None)
         self.groups: dict[GroupKey, GroupState] = {}
         self.clocks: dict[str, LogClock] = {}
         self._loaded_for: int | None = None  # the batch whose state `groups` and `clocks` hold
@@ -207,25 +207,14 @@ class LogPairing:
         return latest
 
     def _recorded(self, batch_id: int) -> list[tuple[str, int, int]] | None:
-        if self.inputs_dir is None:
-            return None
+        got = self.inputs.read(batch_id)
         try:
-            with open(os.path.join(self.inputs_dir, f"{batch_id}.json"), encoding="utf-8") as fh:
-                return [(str(c), int(b), int(t)) for c, b, t in json.load(fh)["metric_latest"]]
-        except (OSError, ValueError, KeyError):
+            return [(str(c), int(b), int(t)) for c, b, t in got["metric_latest"]] if got is not None else None
+        except (TypeError, KeyError, ValueError):
             return None
 
     def _record(self, batch_id: int, latest: list[tuple[str, int, int]]) -> None:
-        if self.inputs_dir is None:
-            return
-        os.makedirs(self.inputs_dir, exist_ok=True)
-        tmp = os.path.join(self.inputs_dir, f".{batch_id}.json.tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump({"metric_latest": latest}, fh)
-        os.replace(tmp, os.path.join(self.inputs_dir, f"{batch_id}.json"))
-        old = sorted(int(n[:-5]) for n in os.listdir(self.inputs_dir) if n.endswith(".json") and n[:-5].isdigit())
-        for b in old[:-KEEP_INPUTS]:
-            os.remove(os.path.join(self.inputs_dir, f"{b}.json"))
+        self.inputs.write(batch_id, {"metric_latest": latest})
 
     # -- the clock -----------------------------------------------------------------------------------------------
     def _advance(self, times: pa.Table, metric_latest: pa.Table) -> set[str]:

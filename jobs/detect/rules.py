@@ -34,7 +34,7 @@ import pyarrow.compute as pc
 
 from jobs.detect.alerts import AlertWriter
 from jobs.detect.pairing import ExecutorInput, LogPairing
-from jobs.detect.roll_inputs import RollInputs
+from jobs.detect.roll_judge import RollJudge
 from lake.merge import DeltaMerger
 from lake.read import LatestTable, committed_rows
 from lake.spark_read import read_files
@@ -64,11 +64,7 @@ from pipelines.detection.metric_detectors import (
 from pipelines.detection.pairing_groups import bucket_of
 from pipelines.detection.registry import log_candidates, metric_candidates
 from pipelines.detection.roll_detectors import (
-    CLUSTER_STOP_S,
-    FRESHER_EVENTS,
     SHUTDOWN_EVENTS,
-    STOP_EVENTS,
-    detect_roll_too_fast,
 )
 from pipelines.roll_safety import utc_frame
 from schemas.alerts import DetectQuery
@@ -198,11 +194,6 @@ class _BatchRules:
         return self.alerts.write(cands, watermarks, batch_id, set(self.clock.highest))
 
 
-# A controlled shutdown waits at most this long (processing time) for its cluster's metric samples to reach its time
-# before ROLL_TOO_FAST judges it with what there is: two scrapes at the longest interval detection reads.
-ROLL_JUDGE_WAIT_S = 120.0
-
-
 class LogRules(_BatchRules):
     """A log batch's state_change_events and request_events -> STALE_BROKER_EPOCH, CONTROL_REQUEST_QUEUED_BEHIND_DATA
     (request-log form), BROKER_FENCED, BROKER_HEARTBEAT_TIMEOUT, QUORUM_UNSTABLE -> alerts."""
@@ -215,9 +206,8 @@ class LogRules(_BatchRules):
         self.pairing = LogPairing(settings, query, run_id, cfg, settings.checkpoint_path(query))
         self.state_changes = LatestTable(settings.table_path(STATE_CHANGE_EVENTS.name),
                                          STATE_CHANGE_EVENTS.to_arrow())
-        self.roll = RollInputs(settings.table_path)
         self.requests = LatestTable(settings.table_path(REQUEST_EVENTS.name), REQUEST_EVENTS.to_arrow())
-        self._pending: pl.DataFrame | None = None  # controlled shutdowns waiting for their cluster's samples
+        self.rolls = RollJudge(settings.table_path, settings.checkpoint_path(query), self.state_changes, cfg)
 
     def _elections(self, sc: pa.Table) -> pa.Table | None:
         """The quorum's elections from `quorum_window_s` before each cluster's elections in the batch to as long
@@ -241,37 +231,6 @@ class LogRules(_BatchRules):
         return self.state_changes.read_spans(_cluster_spans(fenced, back, dt.timedelta(0)),
                                              where=pc.field("event") == Event.KRAFT_SHUTDOWN_GRANTED.value).select(
                                                  SHUTDOWN_COLUMNS)
-
-    def _rolls(self, sc: pa.Table) -> list[dict[str, Any]]:
-        """ROLL_TOO_FAST candidates of the controlled shutdowns seen so far whose cluster's metric samples have
-        reached their time (a log line can reach the lake before the scrapes of the seconds before it: judged then,
-        the verdict would read the cluster as it was a scrape earlier), or that waited ROLL_JUDGE_WAIT_S for them."""
-        shutdowns = sc.filter(pc.field("event").isin([e.value for e in SHUTDOWN_EVENTS]))
-        if shutdowns.num_rows:
-            frame = utc_frame(shutdowns.select(["cluster", "broker_id", "ts", "message"])).with_columns(
-                _seen=pl.lit(time.monotonic()))
-            self._pending = pl.concat([self._pending, frame]) if self._pending is not None else frame
-        if self._pending is None or self._pending.is_empty():
-            return []
-        pending = self._pending.join(self.roll.reached(self._pending), on="cluster", how="left")
-        ready = ((pl.col("_newest") >= pl.col("ts")).fill_null(False)
-                 | (pl.col("_seen") < time.monotonic() - ROLL_JUDGE_WAIT_S))
-        judged = pending.filter(ready).drop("_seen", "_newest")
-        self._pending = pending.filter(~ready).drop("_newest")
-        if judged.is_empty():
-            return []
-        samples, requests, alerts = self.roll.read(judged)  # the windows before the judged shutdowns only
-        stops = isr = None
-        if self.state_changes.exists():  # the stops and ISR lines of the membership window up to the shutdowns
-            recent = utc_frame(self.state_changes.read_spans(
-                _cluster_spans(judged.select(CLOCK_COLUMNS).to_arrow(),
-                               dt.timedelta(seconds=self.roll.th.membership_s), dt.timedelta(seconds=CLUSTER_STOP_S)),
-                where=pc.field("event").isin([e.value for e in (*STOP_EVENTS, *FRESHER_EVENTS)])).select(
-                    ["cluster", "broker_id", "ts", "event", "topic", "partition", "target_broker_id", "message"]))
-            stops = recent.filter(pl.col("event").is_in([e.value for e in STOP_EVENTS]))
-            isr = recent.filter(pl.col("event").is_in([e.value for e in FRESHER_EVENTS]))
-        return detect_roll_too_fast(judged, samples, requests, alerts, self.cfg, stops=stops,
-                                    gates=self.roll.gates(judged), isr=isr)
 
     def _queue_baselines(self, cands: list[dict[str, Any]]) -> None:
         """The queued control requests' baselines (pipelines.detection.baselines.add_queue_baselines): the request
@@ -331,7 +290,7 @@ class LogRules(_BatchRules):
         cands = (log_candidates(sc, rq, self.cfg, self._elections(sc), self._granted(sc))
                  if sc.num_rows + rq.num_rows else [])
         self._queue_baselines(cands)
-        cands += self._rolls(sc)
+        cands += self.rolls(sc, batch_id)
         cands += paired.candidates
         t2 = time.perf_counter()
         n = 0

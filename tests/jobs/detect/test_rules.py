@@ -187,6 +187,33 @@ def test_a_shutdown_is_judged_once_its_clusters_samples_reach_it(settings: Setti
     assert "broker 1: 4 under-replicated" in a["summary"]
 
 
+def test_a_restarted_query_judges_the_shutdowns_its_predecessor_left_pending(settings: Settings,
+                                                                              tmp_path: Path) -> None:
+    """The shutdown waits for its samples in one run of the query; the query is restarted (a new process, the same
+    checkpoint) before they arrive: the new run judges it, as the first would have, and a replay of its batch
+    raises it once."""
+    lake = tmp_path / "lake"
+    write_deltalake(str(lake / METRIC_SAMPLES.name), table(METRIC_SAMPLES, _scrape("c", 0, 0.0)),
+                    partition_by=list(METRIC_SAMPLES.partition_by))
+    shutdown = {"cluster": "c", "broker_id": 2, "ts": t(12), "level": "INFO", "event": "controlled_shutdown_started",
+                "message": "Starting controlled shutdown"}
+    first = LogRules(settings, "ingest_logs_files", "r1", CFG)
+    first(SilverBatch({STATE_CHANGE_EVENTS.name: loader(table(STATE_CHANGE_EVENTS, [shutdown]))}), 0)
+    assert alerts(lake) == []
+    assert first.rolls.pending(1).height == 1
+    write_deltalake(str(lake / METRIC_SAMPLES.name), table(METRIC_SAMPLES, _scrape("c", 10, 4.0) + _scrape(
+        "c", 15, 4.0)), mode="append", partition_by=list(METRIC_SAMPLES.partition_by))
+    restarted = LogRules(settings, "ingest_logs_files", "r2", CFG)
+    assert restarted.rolls.pending(1).get_column("ts").to_list() == [t(12)]
+    later = SilverBatch({REQUEST_EVENTS.name: loader(table(REQUEST_EVENTS, [fetch("c", 16)]))})
+    restarted(later, 1)
+    [a] = alerts(lake)
+    assert (a["type"], a["broker_id"], a["severity"]) == ("ROLL_TOO_FAST", 2, "warning")
+    assert restarted.rolls.pending(2).is_empty()
+    LogRules(settings, "ingest_logs_files", "r3", CFG)(later, 1)  # batch 1 replayed by yet another run
+    assert [(x["alert_id"], x["type"]) for x in alerts(lake)] == [(a["alert_id"], "ROLL_TOO_FAST")]
+
+
 def test_a_metric_alert_reads_its_brokers_history_from_the_rollups(settings: Settings, tmp_path: Path) -> None:
     """The own-history half of a metric alert's baseline comes from metric_rollups_1m in the lake: 30 quiet minutes
     of broker 1's RequestQueueSize (2 requests on average) before the queue filled."""
