@@ -8,6 +8,7 @@
 * `incidents`: alerts -> incidents, regrouped after each alerts MERGE;
 * `roll_judge`: `RollJudge`, ROLL_TOO_FAST over the batch's shutdown lines once their cluster's samples reach them
   (the ones still waiting recorded in the checkpoint); `roll_inputs`: what it reads of the lake around a shutdown;
+* `latency_history`: `LatencyHistory`, the baseline window of completed control requests kept between batches;
 * `recorded`: `BatchRecords`, what a batch read or carried, kept in its query's checkpoint for a replay or a restart.
 """
 

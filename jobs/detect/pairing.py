@@ -31,13 +31,13 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from jobs.detect.latency_history import LatencyHistory
 from jobs.detect.recorded import BatchRecords
 from lake.log import newest_time
 from lake.merge import DeltaMerger
 from lake.read import LatestTable
 from lake.state import StateTable
-from pipelines.detection.baselines import BASELINE_TYPES, add_baselines, history_spans
-from pipelines.detection.candidates import frame as polars_frame
+from pipelines.detection.baselines import BASELINE_TYPES, add_baselines
 from pipelines.detection.events import METRIC_HEARTBEAT_LAG_S, PAIRING_SCHEMA, metric_heartbeats, pairing_events
 from pipelines.detection.latency_detectors import state_change_spans
 from pipelines.detection.pairing_groups import (
@@ -144,6 +144,7 @@ class LogPairing:
         self.state_changes = LatestTable(settings.table_path(STATE_CHANGE_EVENTS.name),
                                          STATE_CHANGE_EVENTS.to_arrow())
         self.latency_rows = LatestTable(latency_path, CONTROL_REQUEST_LATENCY.to_arrow())
+        self.history = LatencyHistory(self.latency_rows, dt.timedelta(seconds=cfg.baseline_window_s))
         # a request's first row is appended only when it started after everything the table held when this query
         # started: an earlier one may be there already (the query's checkpoint was reset, or its last run crashed
         # between the commit and the checkpoint), and a MERGE finds it
@@ -334,6 +335,7 @@ class LogPairing:
     def _candidates(self, latency: pa.Table) -> list[dict[str, Any]]:
         """The latency rules over the batch's changed requests, with the state-change lines a slow or still-open
         one needs (fetcher bursts, lock waits, elections) and the slow ones' baselines."""
+        self.history.observe(latency)
         if latency.num_rows == 0:
             return []
         slowest = pc.max(latency["processing_ms"]).as_py()
@@ -346,9 +348,7 @@ class LogPairing:
         cands = latency_candidates(latency, fetch, self.cfg)
         slow = [c for c in cands if c["type"] in BASELINE_TYPES]
         if slow and self.latency_rows.exists():
-            window = dt.timedelta(seconds=self.cfg.baseline_window_s)
-            add_baselines(cands, polars_frame(self.latency_rows.read_spans(history_spans(slow, window), "sent_ts")),
-                          window, self.cfg)
+            add_baselines(cands, self.history.rows_for(slow), self.history.window, self.cfg)
         return cands
 
     # -- on the executors --------------------------------------------------------------------------------------
