@@ -7,6 +7,7 @@ Every commit goes through the process's one writer of the table (lake.writer).
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -36,6 +37,32 @@ def _dedupe_last(tbl: pa.Table, keys: Sequence[str]) -> pa.Table:
     if len(last) == tbl.num_rows:
         return tbl
     return tbl.take(sorted(last.values()))
+
+
+# A merge into a (cluster, date)-partitioned table reads the partitions of the source's clusters and of its dates
+# and this many days around them only: a key's row changes its date at most across one midnight (a request's date is
+# its first known time: its send, else its handling, the pairing's 120 s apart). Keys alone read every file of the
+# table (30 days of control requests); a test table of 30 days: 144 -> 47 ms a merge.
+MERGE_DAYS_AROUND = 1
+
+
+def _sql_string(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _partitions_near(source: pa.Table, partition_by: Sequence[str]) -> list[str]:
+    """Conditions on the target's partition columns that keep the partitions the source's rows may match: its
+    clusters, and its dates with MERGE_DAYS_AROUND on each side (none when the table is not partitioned so, or the
+    source has nulls there)."""
+    if tuple(partition_by) != ("cluster", "date") or source.num_rows == 0:
+        return []
+    if source["cluster"].null_count or source["date"].null_count:
+        return []
+    clusters = ", ".join(_sql_string(str(c)) for c in sorted(set(source["cluster"].to_pylist())))
+    dates = source["date"].to_pylist()
+    around = dt.timedelta(days=MERGE_DAYS_AROUND)
+    return [f"t.`cluster` IN ({clusters})", f"t.`date` >= '{(min(dates) - around).isoformat()}'",
+            f"t.`date` <= '{(max(dates) + around).isoformat()}'"]
 
 
 class DeltaMerger:
@@ -108,7 +135,8 @@ class DeltaMerger:
         if source.num_rows:
             source = _dedupe_last(source.select(self.table.names).cast(self.table.to_arrow()), self.keys)
         # parenthesised: DataFusion binds IS NOT DISTINCT FROM looser than AND (multi-key merges failed to plan)
-        predicate = " AND ".join(f"(t.`{k}` IS NOT DISTINCT FROM s.`{k}`)" for k in self.keys)
+        predicate = " AND ".join([*(f"(t.`{k}` IS NOT DISTINCT FROM s.`{k}`)" for k in self.keys),
+                                  *_partitions_near(source, self.table.partition_by)])
 
         def merge(dt: DeltaTable, props: CommitProperties) -> None:
             (dt.merge(source, predicate, source_alias="s", target_alias="t", commit_properties=props)
