@@ -145,6 +145,7 @@ class LogPairing:
                                          STATE_CHANGE_EVENTS.to_arrow())
         self.latency_rows = LatestTable(latency_path, CONTROL_REQUEST_LATENCY.to_arrow())
         self.history = LatencyHistory(self.latency_rows, dt.timedelta(seconds=cfg.baseline_window_s))
+        self._rule_timings: dict[str, float] = {}  # the last batch's latency rules, part by part (the batch's log)
         # a request's first row is appended only when it started after everything the table held when this query
         # started: an earlier one may be there already (the query's checkpoint was reset, or its last run crashed
         # between the commit and the checkpoint), and a MERGE finds it
@@ -316,7 +317,8 @@ class LogPairing:
         if late:
             log.warning("pairing batch %d: %d line(s) older than their cluster's watermark were not paired (late)",
                         batch_id, late)
-        timings = {"clock": t1 - t0, "pair": t2 - t1, "commit": t3 - t2, "latency rules": time.perf_counter() - t3}
+        timings = {"clock": t1 - t0, "pair": t2 - t1, "commit": t3 - t2, "latency rules": time.perf_counter() - t3,
+                   **self._rule_timings}
         return PairingOutcome(cands, {c: _time(t) for c, t in marks.items()}, moved, latency.num_rows, late, evicted,
                               {k: round(v, 3) for k, v in timings.items()})
 
@@ -335,7 +337,9 @@ class LogPairing:
     def _candidates(self, latency: pa.Table) -> list[dict[str, Any]]:
         """The latency rules over the batch's changed requests, with the state-change lines a slow or still-open
         one needs (fetcher bursts, lock waits, elections) and the slow ones' baselines."""
+        t0 = time.perf_counter()
         self.history.observe(latency)
+        self._rule_timings = {"history": time.perf_counter() - t0}
         if latency.num_rows == 0:
             return []
         slowest = pc.max(latency["processing_ms"]).as_py()
@@ -344,11 +348,16 @@ class LogPairing:
         needed = bool(pc.any(open_).as_py()) or (
             slowest is not None and slowest >= self.cfg.threshold(AlertType.LOCK_CONTENTION).warning)
         spans = state_change_spans(latency, self.cfg) if needed else []
+        t1 = time.perf_counter()
         fetch = self.state_changes.read_spans(spans) if spans else STATE_CHANGE_EVENTS.to_arrow().empty_table()
+        t2 = time.perf_counter()
         cands = latency_candidates(latency, fetch, self.cfg)
+        t3 = time.perf_counter()
         slow = [c for c in cands if c["type"] in BASELINE_TYPES]
         if slow and self.latency_rows.exists():
             add_baselines(cands, self.history.rows_for(slow), self.history.window, self.cfg)
+        self._rule_timings.update({"lines read": t2 - t1, "lines": fetch.num_rows, "rules": t3 - t2,
+                                   "baselines": time.perf_counter() - t3})
         return cands
 
     # -- on the executors --------------------------------------------------------------------------------------
