@@ -138,7 +138,9 @@ def _authenticate_once(client: _Client, correlation_id: int, token: bytes) -> by
 
 def authenticate(client: _Client, props: Mapping[str, str]) -> None:
     """Log `client`'s connection in with the connection's librdkafka properties (`sasl.mechanism` or
-    `sasl.mechanisms`, `sasl.username`, `sasl.password`; PLAIN when no mechanism is named, as librdkafka defaults).
+    `sasl.mechanisms`, `sasl.username`, `sasl.password`). PLAIN when no mechanism is named: librdkafka's own default
+    is GSSAPI, which it cannot speak without Kerberos either, so a connection without a mechanism fails the Admin API's
+    calls first (api.kafka_admin.describe_cluster) and reaches this only through describe_quorum alone.
 
     Raises:
         SaslError: a mechanism not spoken here or not enabled by the broker, missing credentials, or a refused

@@ -17,7 +17,7 @@ from deltalake import CommitProperties, DeltaTable, write_deltalake
 
 from lake import LakeError
 from lake.sink import SinkResult, conform
-from lake.tables import ensure_table, table_location
+from lake.tables import ensure_table, sql_string, table_location
 from lake.writer import TableHandle, TableWriter
 
 if TYPE_CHECKING:
@@ -46,10 +46,6 @@ def _dedupe_last(tbl: pa.Table, keys: Sequence[str]) -> pa.Table:
 MERGE_DAYS_AROUND = 1
 
 
-def _sql_string(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
 def _partitions_near(source: pa.Table, partition_by: Sequence[str]) -> list[str]:
     """Conditions on the target's partition columns that keep the partitions the source's rows may match: its
     clusters, and its dates with MERGE_DAYS_AROUND on each side (none when the table is not partitioned so, or the
@@ -58,7 +54,7 @@ def _partitions_near(source: pa.Table, partition_by: Sequence[str]) -> list[str]
         return []
     if source["cluster"].null_count or source["date"].null_count:
         return []
-    clusters = ", ".join(_sql_string(str(c)) for c in sorted(set(source["cluster"].to_pylist())))
+    clusters = ", ".join(sql_string(str(c)) for c in sorted(set(source["cluster"].to_pylist())))
     dates = source["date"].to_pylist()
     around = dt.timedelta(days=MERGE_DAYS_AROUND)
     return [f"t.`cluster` IN ({clusters})", f"t.`date` >= '{(min(dates) - around).isoformat()}'",

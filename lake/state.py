@@ -22,7 +22,7 @@ from deltalake import CommitProperties, DeltaTable, write_deltalake
 
 from lake import LakeError
 from lake.read import read_table
-from lake.tables import HISTORY_SCAN, ensure_table, table_location
+from lake.tables import HISTORY_SCAN, ensure_table, sql_string, table_location
 from lake.writer import TableHandle, TableWriter
 
 if TYPE_CHECKING:
@@ -31,10 +31,6 @@ if TYPE_CHECKING:
 __all__ = ["StateTable"]
 
 log = logging.getLogger(__name__)
-
-
-def _sql_string(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
 
 
 class StateTable:
@@ -81,7 +77,7 @@ class StateTable:
         if not clusters:
             return False
         data = rows.select(self.table.names).cast(self.table.to_arrow())
-        predicate = f"cluster IN ({', '.join(_sql_string(c) for c in sorted(set(clusters)))})"
+        predicate = f"cluster IN ({', '.join(sql_string(c) for c in sorted(set(clusters)))})"
 
         def replace(dt: DeltaTable, props: CommitProperties) -> None:
             write_deltalake(dt, data, mode="overwrite", predicate=predicate, partition_by=["cluster"],

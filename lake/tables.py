@@ -1,5 +1,6 @@
 """Creating and evolving the lake's Delta tables, and what every writer of them shares: the app transaction each
-commit carries (so a replayed batch is skipped), a directory-safe name per app, where delta-rs opens a table.
+commit carries (so a replayed batch is skipped), a directory-safe name per app, where delta-rs opens a table, and
+the string literal of the predicates writers give delta-rs (`sql_string`).
 
 Tables are created empty by `ensure_table` (delta-rs, reader 1 / writer 2) whatever the sink mode, so every writer
 writes the same schema and partitioning and every reader finds a table before its first row.
@@ -33,6 +34,7 @@ __all__ = [
     "app_slug",
     "batch_commit",
     "ensure_table",
+    "sql_string",
     "table_location",
 ]
 
@@ -45,6 +47,11 @@ COMMIT_RETRY_SLEEP_S = 0.2
 # A writer looks for its own commit of a batch among this many newest commits (other queries and the maintenance
 # commit in between; a handful per batch at most).
 HISTORY_SCAN = 50
+
+
+def sql_string(value: str) -> str:
+    """`value` as a SQL string literal in a delta-rs predicate (a delete's, a merge's)."""
+    return "'" + value.replace("'", "''") + "'"
 
 
 def batch_commit(app_id: str, batch_id: int) -> CommitProperties:

@@ -34,9 +34,16 @@ import pyarrow as pa
 
 from schemas.alerts import AlertType
 from schemas.roll_safety import SEVERITY_ORDER, CheckStatus, RollCheck, RollVerdict
-from schemas.signals import BROKER_REGISTRATION_STATES, PER_BROKER_SIGNALS, START_SIGNALS, SUBJECT_LABEL, Signal
+from schemas.signals import (
+    BROKER_ACTIVE,
+    BROKER_REGISTRATION_STATES,
+    PER_BROKER_SIGNALS,
+    START_SIGNALS,
+    SUBJECT_LABEL,
+    Signal,
+)
 
-__all__ = ["ACTIVE_STATE", "CONTROL_REQUEST_ALERTS", "DEFAULT_THRESHOLDS", "ROLL_SIGNALS", "Reason", "RollThresholds",
+__all__ = ["CONTROL_REQUEST_ALERTS", "DEFAULT_THRESHOLDS", "ROLL_SIGNALS", "Reason", "RollThresholds",
            "Verdict", "in_flight_at", "open_at", "roll_verdict", "utc_frame", "with_subject", "worst"]
 
 _S = Signal
@@ -45,8 +52,6 @@ ROLL_SIGNALS: tuple[str, ...] = tuple(s.value for s in (
     _S.RaftCurrentLeader, _S.FencedBrokerCount, _S.MetadataApplyLagMs, _S.LastAppliedRecordLagMs,
     _S.EventQueueTimeMs, _S.PreferredReplicaImbalanceCount, _S.BrokerRegistrationState,
     _S.TimeSinceLastHeartbeatReceivedMs)) + tuple(START_SIGNALS)
-# KIP-1131's registration state of a broker the controller counts as up (BROKER_REGISTRATION_STATES).
-ACTIVE_STATE = 30
 # Which start a node's incarnation is told by, first choice first.
 _START_RANK = {name: i for i, name in enumerate(START_SIGNALS)}
 # Attributes a gauge's value comes under (jmx_exporter: Value; a JSON reporter may leave it empty). The event queue
@@ -316,10 +321,10 @@ def _registration(latest: _Latest, th: RollThresholds) -> list[Reason]:
                        _S.BrokerRegistrationState.value)]
     out = [Reason(RollCheck.BROKER_REGISTRATION, CheckStatus.wait, f"broker {b} is "
                   f"{BROKER_REGISTRATION_STATES.get(int(v), f'in state {v:g}')} on the controller "
-                  f"({_S.BrokerRegistrationState.value} {v:g}; {ACTIVE_STATE}: active)",
-                  _S.BrokerRegistrationState.value, v, ACTIVE_STATE, b, a)
-           for b, v, a in states if int(v) != ACTIVE_STATE]
-    active = {b for b, v, _ in states if int(v) == ACTIVE_STATE}
+                  f"({_S.BrokerRegistrationState.value} {v:g}; {BROKER_ACTIVE}: active)",
+                  _S.BrokerRegistrationState.value, v, BROKER_ACTIVE, b, a)
+           for b, v, a in states if int(v) != BROKER_ACTIVE]
+    active = {b for b, v, _ in states if int(v) == BROKER_ACTIVE}
     out += [Reason(RollCheck.BROKER_REGISTRATION, CheckStatus.wait, f"broker {b}: its last heartbeat reached the "
                    f"active controller {v:.0f} ms before the scrape (at most {th.max_heartbeat_age_ms:g} ms): it may "
                    "be fenced next", _S.TimeSinceLastHeartbeatReceivedMs.value, v, th.max_heartbeat_age_ms, b, a)
@@ -327,7 +332,7 @@ def _registration(latest: _Latest, th: RollThresholds) -> list[Reason]:
             if b in active and v > th.max_heartbeat_age_ms]
     return out or [Reason(RollCheck.BROKER_REGISTRATION, CheckStatus.ok, f"{len(states)} broker(s) active on the "
                           "controller, heartbeats on time", _S.BrokerRegistrationState.value, float(len(states)),
-                          ACTIVE_STATE, None, max(a for _, _, a in states))]
+                          BROKER_ACTIVE, None, max(a for _, _, a in states))]
 
 
 def _optional(latest: _Latest, check: RollCheck, signal: Signal, limit: float, what: str) -> list[Reason]:

@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-__all__ = ["BROKER_REGISTRATION_STATES", "PER_BROKER_SIGNALS", "SOURCES", "START_SIGNALS", "SUBJECT_LABEL",
-           "KafkaMetric", "Signal"]
+__all__ = ["BROKER_ACTIVE", "BROKER_REGISTRATION_STATES", "PER_BROKER_SIGNALS", "SOURCES", "START_SIGNALS",
+           "SUBJECT_LABEL", "KafkaMetric", "Signal"]
 
 
 class Signal(StrEnum):
@@ -310,6 +310,8 @@ SOURCES: dict[Signal, KafkaMetric] = {
 # Kafka 4.4.0), value -> state.
 BROKER_REGISTRATION_STATES: dict[int, str] = {-1: "UNREGISTERED", 10: "FENCED", 20: "CONTROLLED_SHUTDOWN",
                                               30: "ACTIVE"}
+# The state of a broker the controller counts as up.
+BROKER_ACTIVE = 30
 # The per-broker controller gauges: the broker they are about is their `broker` tag (label), not the node that
 # exported them.
 PER_BROKER_SIGNALS: tuple[str, ...] = (Signal.BrokerRegistrationState.value,

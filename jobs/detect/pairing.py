@@ -145,7 +145,6 @@ class LogPairing:
                                          STATE_CHANGE_EVENTS.to_arrow())
         self.latency_rows = LatestTable(latency_path, CONTROL_REQUEST_LATENCY.to_arrow())
         self.history = LatencyHistory(self.latency_rows, dt.timedelta(seconds=cfg.baseline_window_s))
-        self._rule_timings: dict[str, float] = {}  # the last batch's latency rules, part by part (the batch's log)
         # a request's first row is appended only when it started after everything the table held when this query
         # started: an earlier one may be there already (the query's checkpoint was reset, or its last run crashed
         # between the commit and the checkpoint), and a MERGE finds it
@@ -308,7 +307,7 @@ class LogPairing:
         self.state.commit(self._state_rows(clusters, batch_id), sorted(clusters), batch_id)
         self._loaded_for = batch_id
         t3 = time.perf_counter()
-        cands = self._candidates(latency)
+        cands, rule_timings = self._candidates(latency)
         evicted = int(pc.sum(pc.equal(latency["status"], LatencyStatus.EVICTED.value)).as_py() or 0) \
             if latency.num_rows else 0
         if evicted:  # the rows are in control_request_latency with that status: this says the bound was reached
@@ -318,7 +317,7 @@ class LogPairing:
             log.warning("pairing batch %d: %d line(s) older than their cluster's watermark were not paired (late)",
                         batch_id, late)
         timings = {"clock": t1 - t0, "pair": t2 - t1, "commit": t3 - t2, "latency rules": time.perf_counter() - t3,
-                   **self._rule_timings}
+                   **rule_timings}
         return PairingOutcome(cands, {c: _time(t) for c, t in marks.items()}, moved, latency.num_rows, late, evicted,
                               {k: round(v, 3) for k, v in timings.items()})
 
@@ -334,14 +333,15 @@ class LogPairing:
         after = pc.fill_null(pc.greater(start, pa.scalar(self.appends_after, pa.timestamp("us", "UTC"))), False)
         return pc.and_(first, after)
 
-    def _candidates(self, latency: pa.Table) -> list[dict[str, Any]]:
+    def _candidates(self, latency: pa.Table) -> tuple[list[dict[str, Any]], dict[str, float]]:
         """The latency rules over the batch's changed requests, with the state-change lines a slow or still-open
-        one needs (fetcher bursts, lock waits, elections) and the slow ones' baselines."""
+        one needs (fetcher bursts, lock waits, elections) and the slow ones' baselines; with the time each part took
+        (the batch's log)."""
         t0 = time.perf_counter()
         self.history.observe(latency)
-        self._rule_timings = {"history": time.perf_counter() - t0}
+        timings = {"history": time.perf_counter() - t0}
         if latency.num_rows == 0:
-            return []
+            return [], timings
         slowest = pc.max(latency["processing_ms"]).as_py()
         open_ = pc.is_in(latency["status"], pa.array([LatencyStatus.NEVER_COMPLETED.value,
                                                       LatencyStatus.IN_FLIGHT.value]))
@@ -356,9 +356,9 @@ class LogPairing:
         slow = [c for c in cands if c["type"] in BASELINE_TYPES]
         if slow and self.latency_rows.exists():
             add_baselines(cands, self.history.rows_for(slow), self.history.window, self.cfg)
-        self._rule_timings.update({"lines read": t2 - t1, "lines": fetch.num_rows, "rules": t3 - t2,
-                                   "baselines": time.perf_counter() - t3})
-        return cands
+        timings.update({"lines read": t2 - t1, "lines": fetch.num_rows, "rules": t3 - t2,
+                        "baselines": time.perf_counter() - t3})
+        return cands, timings
 
     # -- on the executors --------------------------------------------------------------------------------------
     def _step_on_executors(self, inputs: ExecutorInput, before: Mapping[str, int], marks: Mapping[str, int]

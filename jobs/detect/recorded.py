@@ -9,6 +9,7 @@ rename); the newest KEEP_BATCHES stay (a replay is of the last batch or two).
 from __future__ import annotations
 
 import json
+import logging
 import os
 from typing import Any
 
@@ -18,6 +19,8 @@ __all__ = ["KEEP_BATCHES", "BatchRecords"]
 KEEP_BATCHES = 100
 _SUFFIX = ".json"
 
+log = logging.getLogger(__name__)
+
 
 class BatchRecords:
     """The records of one query kept in `directory` (None: the query has no checkpoint; nothing is kept)."""
@@ -26,13 +29,18 @@ class BatchRecords:
         self.directory = directory
 
     def read(self, batch_id: int) -> Any:
-        """The record of `batch_id`; None when there is none (or it cannot be read: the batch computes anew)."""
+        """The record of `batch_id`; None when there is none, or when it cannot be read (logged with the reason: the
+        batch computes anew)."""
         if self.directory is None:
             return None
+        path = os.path.join(self.directory, f"{batch_id}{_SUFFIX}")
         try:
-            with open(os.path.join(self.directory, f"{batch_id}{_SUFFIX}"), encoding="utf-8") as fh:
+            with open(path, encoding="utf-8") as fh:
                 return json.load(fh)
-        except (OSError, ValueError):
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as e:
+            log.warning("%s: the record of batch %d cannot be read (%s): not used", path, batch_id, e)
             return None
 
     def write(self, batch_id: int, value: Any) -> None:

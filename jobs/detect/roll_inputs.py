@@ -43,7 +43,7 @@ class RollInputs:
         self.alerts = LatestTable(table_path(ALERTS.name), ALERTS.to_arrow())
         self.steps = LatestTable(table_path(ROLL_STEPS.name), ROLL_STEPS.to_arrow())
 
-    def _spans(self, shutdowns: pl.DataFrame, before_s: float, after_s: float = 0.0
+    def spans(self, shutdowns: pl.DataFrame, before_s: float, after_s: float = 0.0
                ) -> list[tuple[str, dt.datetime, dt.datetime]]:
         per = shutdowns.group_by("cluster").agg(lo=pl.col("ts").min(), hi=pl.col("ts").max())
         return [(r["cluster"], r["lo"] - dt.timedelta(seconds=before_s), r["hi"] + dt.timedelta(seconds=after_s))
@@ -55,7 +55,7 @@ class RollInputs:
         none = pl.DataFrame(schema={"cluster": pl.String, "_newest": pl.Datetime("us", "UTC")})
         if not self.samples.exists():
             return none
-        rows = self.samples.read_spans(self._spans(shutdowns, 0.0, SAMPLES_AFTER_S),
+        rows = self.samples.read_spans(self.spans(shutdowns, 0.0, SAMPLES_AFTER_S),
                                        where=pc.field("signal").isin(list(ROLL_SIGNALS))).select(["cluster", "ts"])
         if rows.num_rows == 0:
             return none
@@ -68,11 +68,11 @@ class RollInputs:
         requests = CONTROL_REQUEST_LATENCY.to_arrow(_REQUEST_COLUMNS).empty_table()
         alerts = ALERTS.to_arrow(_ALERT_COLUMNS).empty_table()
         if self.samples.exists():
-            samples = self.samples.read_spans(self._spans(shutdowns, self.th.membership_s),
+            samples = self.samples.read_spans(self.spans(shutdowns, self.th.membership_s),
                                               where=pc.field("signal").isin(list(ROLL_SIGNALS))).select(
                                                   _SAMPLE_COLUMNS)
         if self.requests.exists():
-            requests = self.requests.read_spans(self._spans(shutdowns, self.th.in_flight_window_s),
+            requests = self.requests.read_spans(self.spans(shutdowns, self.th.in_flight_window_s),
                                                 column="sent_ts").select(_REQUEST_COLUMNS)
         if self.alerts.exists():
             alerts = self.alerts.read(where=pc.field("cluster").isin(clusters)

@@ -13,6 +13,7 @@ from what its first attempt started from.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import os
 import time
 from typing import Any
@@ -36,6 +37,8 @@ from pipelines.roll_safety import utc_frame
 
 __all__ = ["PENDING_DIR", "ROLL_JUDGE_WAIT_S", "RollJudge"]
 
+log = logging.getLogger(__name__)
+
 # A shutdown waits at most this long (wall clock) for its cluster's metric samples to reach its time before it is
 # judged with what there is: two scrapes at the longest interval detection reads.
 ROLL_JUDGE_WAIT_S = 120.0
@@ -46,12 +49,6 @@ _LINE_COLUMNS = ["cluster", "broker_id", "ts", "message"]
 _PENDING_SCHEMA = pl.Schema([("cluster", pl.String()), ("broker_id", pl.Int32()), ("ts", pl.Datetime("us", "UTC")),
                              ("message", pl.String()), ("_seen", pl.Float64())])
 _ISR_COLUMNS = ["cluster", "broker_id", "ts", "event", "topic", "partition", "target_broker_id", "message"]
-
-
-def _spans(rows: pl.DataFrame, before: dt.timedelta, after: dt.timedelta) -> list[tuple[str, dt.datetime,
-                                                                                        dt.datetime]]:
-    per = rows.group_by("cluster").agg(lo=pl.col("ts").min(), hi=pl.col("ts").max())
-    return [(r["cluster"], r["lo"] - before, r["hi"] + after) for r in per.iter_rows(named=True)]
 
 
 def _to_json(pending: pl.DataFrame) -> list[dict[str, Any]]:
@@ -90,7 +87,13 @@ class RollJudge:
         if self._carried_into == batch_id:
             return self._pending
         recorded = self.records.read(batch_id)
-        return _from_json(recorded) if isinstance(recorded, list) else pl.DataFrame(schema=_PENDING_SCHEMA)
+        if recorded is None:
+            return pl.DataFrame(schema=_PENDING_SCHEMA)
+        try:
+            return _from_json(recorded)
+        except (TypeError, KeyError, ValueError, AttributeError) as e:
+            log.warning("the shutdowns recorded as pending for batch %d are malformed (%s): not judged", batch_id, e)
+            return pl.DataFrame(schema=_PENDING_SCHEMA)
 
     def __call__(self, sc: pa.Table, batch_id: int) -> list[dict[str, Any]]:
         """ROLL_TOO_FAST candidates of the shutdowns pending and in `sc` (the batch's state_change_events rows)
@@ -118,7 +121,7 @@ class RollJudge:
         stops = isr = None
         if self.state_changes.exists():  # the stops and ISR lines of the membership window up to the shutdowns
             recent = utc_frame(self.state_changes.read_spans(
-                _spans(judged, dt.timedelta(seconds=self.roll.th.membership_s), dt.timedelta(seconds=CLUSTER_STOP_S)),
+                self.roll.spans(judged, self.roll.th.membership_s, CLUSTER_STOP_S),
                 where=pc.field("event").isin([e.value for e in (*STOP_EVENTS, *FRESHER_EVENTS)])).select(
                     _ISR_COLUMNS))
             stops = recent.filter(pl.col("event").is_in([e.value for e in STOP_EVENTS]))

@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from pipelines.detection.candidates import Evidence, candidate_rows, evidence, level, severity
-from pipelines.roll_safety import ACTIVE_STATE, DEFAULT_THRESHOLDS, RollThresholds, Verdict, roll_verdict, worst
+from pipelines.roll_safety import DEFAULT_THRESHOLDS, RollThresholds, Verdict, roll_verdict, worst
 from schemas.alerts import AlertType
 from schemas.events import Event
 from schemas.roll_safety import CheckStatus, RollCheck, RollVerdict
-from schemas.signals import Signal
+from schemas.signals import BROKER_ACTIVE, Signal
 
 if TYPE_CHECKING:
     from pipelines.detection.config import DetectionConfig
@@ -221,7 +221,7 @@ def _registered(r: Mapping[str, Any], samples: pl.DataFrame, lines: pl.DataFrame
     states = (samples.filter((pl.col("cluster") == r["cluster"]) & (pl.col("ts") < at)
                              & (pl.col("signal") == Signal.BrokerRegistrationState.value)
                              & pl.col("subject").is_not_null())
-              .sort("ts").unique("subject", keep="last").filter(pl.col("value") != ACTIVE_STATE))
+              .sort("ts").unique("subject", keep="last").filter(pl.col("value") != BROKER_ACTIVE))
     out = []
     for node, b, ts in states.select("broker_id", "subject", "ts").iter_rows():
         grants = lines.filter((pl.col("cluster") == r["cluster"]) & (pl.col("event") == _UNFENCED)
@@ -229,7 +229,7 @@ def _registered(r: Mapping[str, Any], samples: pl.DataFrame, lines: pl.DataFrame
         if not grants.is_empty():
             out.append({"cluster": r["cluster"], "broker_id": node, "subject": b, "ts": grants.get_column("ts").max(),
                         "signal": Signal.BrokerRegistrationState.value, "attribute": "Value",
-                        "value": float(ACTIVE_STATE)})
+                        "value": float(BROKER_ACTIVE)})
     return out
 
 
