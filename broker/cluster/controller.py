@@ -437,8 +437,11 @@ class Controller(AdminEvents):
                                                 registry=self.registry)
         for reg in self.brokers.values():
             self.channel.add_broker(reg.node(self.settings))
-        # onControllerFailover: the replica state machine starts (live replicas online, the others offline), then
-        # the partitions without a live leader are elected.
+        # onControllerFailover: every live broker first learns the live brokers (UpdateMetadata): a broker told to
+        # follow a leader missing from its metadata cache logs "cannot become follower since the new leader ... is
+        # unavailable" and starts no fetcher for it. Then the replica state machine starts (live replicas online, the
+        # others offline), then the partitions without a live leader are elected.
+        self._send_update_metadata(list(self.brokers), list(self.partitions.values()))
         live = set(self.brokers)
         sc = self._state_change_log()
         everything = list(self.partitions.values())

@@ -73,3 +73,24 @@ def test_bad_input_answers_400(controller: tuple[Controller, ControllerClient]) 
             urllib.request.urlopen(req, timeout=10)
         assert err.value.code == 400
     assert client.status()["brokers"] == {}  # nothing half-registered
+
+
+def test_a_failover_tells_every_broker_the_live_brokers_before_whom_to_follow(tmp_path: Path) -> None:
+    """onControllerFailover's order: UpdateMetadata to every live broker before any LeaderAndIsr. A broker told to
+    follow a leader missing from its metadata cache starts no fetcher for it (and stays out of the ISR until the
+    next leader change): broker 3 registering before broker 1 after a full restart hit that."""
+    with running_controller(tmp_path) as (_, client):
+        client.register(1, _listeners(), {}, None)
+        client.register(3, _listeners(), {}, None)
+        [ok] = client.create_topics([{"name": "t", "num_partitions": 2, "replication_factor": 2}])
+        assert ok["error_code"] == 0
+    with running_controller(tmp_path) as (c, client):  # restarted: waits for brokers 1 and 3, here 3 first
+        client.register(3, _listeners(), {}, None)
+        client.register(1, _listeners(), {}, None)
+        assert client.status()["controller_id"] == 1
+        c.log4j.flush()
+        text = (tmp_path / "logs" / "state-change.log").read_text()
+    sends = [line for line in text.splitlines() if "[Controller id=1 epoch=2] Sending" in line
+             and ("UpdateMetadata" in line or "LeaderAndIsr request to broker 3" in line)]
+    assert sends, text[-2000:]
+    assert "Sending UpdateMetadata request to brokers HashSet(1, 3)" in sends[0], sends
