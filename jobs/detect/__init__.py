@@ -9,6 +9,7 @@
 * `roll_judge`: `RollJudge`, ROLL_TOO_FAST over the batch's shutdown lines once their cluster's samples reach them
   (the ones still waiting recorded in the checkpoint); `roll_inputs`: what it reads of the lake around a shutdown;
 * `latency_history`: `LatencyHistory`, the baseline window of completed control requests kept between batches;
+* `recent_lines`: `RecentLines`, the state-change lines the latency rules read around a request, kept likewise;
 * `recorded`: `BatchRecords`, what a batch read or carried, kept in its query's checkpoint for a replay or a restart.
 """
 

@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from jobs.detect.latency_history import LatencyHistory
+from jobs.detect.recent_lines import KEEP_SLACK, RecentLines
 from jobs.detect.recorded import BatchRecords
 from lake.log import newest_time
 from lake.merge import DeltaMerger
@@ -145,6 +146,8 @@ class LogPairing:
                                          STATE_CHANGE_EVENTS.to_arrow())
         self.latency_rows = LatestTable(latency_path, CONTROL_REQUEST_LATENCY.to_arrow())
         self.history = LatencyHistory(self.latency_rows, dt.timedelta(seconds=cfg.baseline_window_s))
+        self.lines = RecentLines(self.state_changes,
+                                 dt.timedelta(seconds=cfg.never_completed_timeout_s) + KEEP_SLACK)
         # a request's first row is appended only when it started after everything the table held when this query
         # started: an earlier one may be there already (the query's checkpoint was reset, or its last run crashed
         # between the commit and the checkpoint), and a MERGE finds it
@@ -278,8 +281,10 @@ class LogPairing:
         if on_executors is None:
             events, late = self._late(pairing_events(state_changes, requests), before)
             times = events.select(["cluster", "ts"])
+            self.lines.observe(state_changes)
         else:
             events, late, times = PAIRING_SCHEMA.empty_table(), 0, on_executors.times
+            self.lines.forget(pc.unique(times["cluster"]).to_pylist())
         metric_latest = self._metric_latest(times, batch_id)
         moved = self._advance(times, metric_latest)
         marks = self.watermarks_ms()
@@ -349,7 +354,7 @@ class LogPairing:
             slowest is not None and slowest >= self.cfg.threshold(AlertType.LOCK_CONTENTION).warning)
         spans = state_change_spans(latency, self.cfg) if needed else []
         t1 = time.perf_counter()
-        fetch = self.state_changes.read_spans(spans) if spans else STATE_CHANGE_EVENTS.to_arrow().empty_table()
+        fetch = self.lines.read_spans(spans) if spans else self.lines.schema.empty_table()
         t2 = time.perf_counter()
         cands = latency_candidates(latency, fetch, self.cfg)
         t3 = time.perf_counter()

@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     from pipelines.detection.config import DetectionConfig
 
 __all__ = [
+    "LATENCY_RULE_COLUMNS",
+    "LATENCY_RULE_EVENTS",
     "detect_delayed_leader_and_isr",
     "detect_delayed_stop_replica",
     "detect_delayed_update_metadata",
@@ -56,6 +58,11 @@ _LATENCY_EVIDENCE = ("request_key", "request", "controller_id", "controller_epoc
                      "lock_wait_ms", "controller_queue_ms", "partitions", "status", "pairing", "flags",
                      *(c for c in BREAKDOWN_COLUMNS if c != "listener"), "request_listener", "served_ms",
                      "witnesses")
+# The state-change lines these rules read beside the requests (ControlRequests.state_changes): the controller's
+# elections (a request sent by a replaced controller), the fetchers' log lines and lock waits of a slow handling.
+LATENCY_RULE_EVENTS = (Event.CONTROLLER_ELECTED, *FETCHER_EVENTS, *LOCK_WAIT_EVENTS)
+# ... and what of them they read.
+LATENCY_RULE_COLUMNS = ("cluster", "broker_id", "ts", "event", "controller_epoch", "lock_wait_ms", "correlation_id")
 # A component of a request's time shorter than this is left out of the sentence that splits it (it stays in the
 # evidence): a millisecond of response send says nothing an operator acts on.
 MIN_COMPONENT_MS = 1.0

@@ -133,6 +133,13 @@ EXTRA_RUNS: tuple[DemoRun, ...] = (
             KAFKA_ZK, "strimzi", "shipped"),
     DemoRun("kraft-rolling-restart-strimzi", "KRaft on Apache Kafka, shipped log4j levels, Strimzi's namings: each "
             "restart once every ISR is full again", "rolling-restart-isr-gated", KAFKA_KRAFT, "strimzi", "shipped"),
+    # the timer rolls as operators run Kafka: its shipped log4j levels (no request log, state-change at INFO), a
+    # public exporter stack's namings
+    DemoRun("kafka-rolling-restart-timer-shipped", "Apache Kafka with Kafka's shipped log4j levels and Strimzi's "
+            "exporter namings: a rolling restart on a fixed timer", "rolling-restart-timer", KAFKA_ZK, "strimzi",
+            "shipped"),
+    DemoRun("kraft-rolling-restart-timer-shipped", "KRaft on Apache Kafka, shipped log4j levels, Strimzi's namings: a "
+            "rolling restart on a fixed timer", "rolling-restart-timer", KAFKA_KRAFT, "strimzi", "shipped"),
     DemoRun("kraft-rolling-restart-driven", "KRaft on Apache Kafka: planewatch roll restarts every broker, then "
             "three controllers quorum-aware, the active one last", "rolling-restart-driven", KAFKA_KRAFT),
     # as operators run Kafka: its shipped log4j levels and a public exporter stack's namings
