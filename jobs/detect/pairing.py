@@ -276,6 +276,7 @@ class LogPairing:
         latency rules' candidates and the watermarks."""
         t0 = time.perf_counter()
         self._ensure_state(batch_id)
+        self.lines.begin(batch_id)
         # lateness is judged against the log lines seen before (the metric samples lead the logs on purpose)
         before = {c: clock.log_ms - self.delay_ms for c, clock in self.clocks.items() if clock.log_ms is not None}
         if on_executors is None:

@@ -8,7 +8,9 @@ steady batch). Here a cluster's lines are read from the lake once, when a rule f
 the rows each batch the driver processed hands over (:meth:`observe`): a batch costs what it parsed. The lines of
 the last `keep` (the never-completed timeout and KEEP_SLACK before the cluster's newest line) are kept; a span
 reaching further back reads the lake, as does a cluster over MAX_LINES_PER_CLUSTER lines. A batch processed on the
-executors hands over no rows: its clusters are forgotten (:meth:`forget`) and read from the lake again when needed.
+executors hands over no rows: its clusters are forgotten (:meth:`forget`) and read from the lake again when needed;
+a batch replayed in the same process (:meth:`begin` with a batch id not after the last) forgets every cluster, so
+that no line is counted twice.
 
 Only the rows of the query that keeps them are followed: a cluster whose logs two log queries read (two sources of
 one cluster, which a deployment does not do) sees the other's lines from its first read only.
@@ -51,6 +53,13 @@ class RecentLines:
         self._rows: dict[str, pa.Table] = {}  # cluster -> its kept lines
         self._from: dict[str, dt.datetime] = {}  # cluster -> the oldest ts its kept lines are complete from
         self._too_many: set[str] = set()  # clusters read from the lake each time
+        self._batch: int | None = None  # the last batch begun
+
+    def begin(self, batch_id: int) -> None:
+        """A batch starts: a replay of one already begun forgets every cluster kept."""
+        if self._batch is not None and batch_id <= self._batch:
+            self.forget(list(self._rows))
+        self._batch = batch_id
 
     def _wanted(self, lines: pa.Table) -> pa.Table:
         return lines.filter(pc.fill_null(pc.is_in(lines["event"], _KINDS), False))
