@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.exit import exit_with
+
 POLL_S = 0.05
 # One incident may take this long before the run gives up on it (the pipeline is broken, not slow).
 INCIDENT_TIMEOUT_S = 180.0
@@ -141,4 +143,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_with(main())

@@ -39,6 +39,7 @@ from typing import Any
 import psutil
 import yaml
 
+from benchmarks.exit import exit_with
 from benchmarks.fleet_load import FAILOVER, ROLL, Fleet, Incident, fleet_specs
 
 REPO = Path(__file__).resolve().parents[1]
@@ -471,4 +472,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_with(main())

@@ -28,6 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.exit import exit_with
+
 LAYOUT = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] (\w+) (.*) \(([^)]+)\)$")
 CORR = re.compile(r"correlation ?[iI]d (\d+)")
 CTRL = re.compile(r"controller (\d+)")
@@ -321,4 +323,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_with(main())

@@ -32,6 +32,7 @@ import yaml
 from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
 
+from benchmarks.exit import exit_with
 from broker.metrics.prometheus import PrometheusServer
 from broker.metrics.registry import MetricName, MetricsRegistry
 from planewatch.demo.processes import Child, planewatch_cmd
@@ -149,4 +150,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_with(main())

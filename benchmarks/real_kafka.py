@@ -37,6 +37,7 @@ from typing import Any
 
 from benchmarks.anchors.pager import Pager
 from benchmarks.anchors.servers import AnchorServers
+from benchmarks.exit import exit_with
 from planewatch.demo.plan import ALL_RUNS
 
 KAFKA_RUNS = tuple(r.name for r in ALL_RUNS if r.kafka)
@@ -171,4 +172,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_with(main())

@@ -31,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from benchmarks.exit import exit_with
 from pipelines.roll_safety import ROLL_SIGNALS
 from schemas.tables import METRIC_SAMPLES
 
@@ -146,4 +147,4 @@ def _naive_newest(lake: Path) -> pa.Table:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_with(main())

@@ -22,11 +22,11 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.exit import exit_with
 from planewatch.demo.plan import RUNS
 from planewatch.demo.shipping import SHIPPED_SUFFIX
 
@@ -145,4 +145,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_with(main())

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.broker_support import broker_process
+from benchmarks.exit import exit_with
 from benchmarks.ingest_end_to_end import write_log
 
 # Bytes of the benchmark's log per trickle micro-batch: ~2,500 of its ~200-byte lines, a busy minute of one
@@ -201,4 +202,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_with(main())
