@@ -5,12 +5,12 @@ batches.
 Read from `state_change_events` for every batch with such a request, the stretch cost what opening the cluster's
 files of the day cost (in the fleet benchmark on the object-store lake, 0.9-1.3 s for 4-5 thousand lines every third
 steady batch). Here a cluster's lines are read from the lake once, when a rule first needs them, and then follow
-the rows each batch the driver processed hands over (:meth:`observe`): a batch costs what it parsed. The lines of
-the last `keep` (the never-completed timeout and KEEP_SLACK before the cluster's newest line) are kept; a span
-reaching further back reads the lake, as does a cluster over MAX_LINES_PER_CLUSTER lines. A batch processed on the
-executors hands over no rows: its clusters are forgotten (:meth:`forget`) and read from the lake again when needed;
-a batch replayed in the same process (:meth:`begin` with a batch id not after the last) forgets every cluster, so
-that no line is counted twice.
+the rows each batch hands over (:meth:`observe`; for a batch the executors processed, the lines of these kinds read
+from its committed files): a batch costs what it parsed. The lines of the last `keep` (the never-completed timeout
+and KEEP_SLACK before the cluster's newest line) are kept; a span reaching further back reads the lake, as does a
+cluster over MAX_LINES_PER_CLUSTER lines. A batch that hands over no rows has its clusters forgotten
+(:meth:`forget`), read from the lake again when needed; a batch replayed in the same process (:meth:`begin` with a
+batch id not after the last) forgets every cluster, so that no line is counted twice.
 
 Only the rows of the query that keeps them are followed: a cluster whose logs two log queries read (two sources of
 one cluster, which a deployment does not do) sees the other's lines from its first read only.

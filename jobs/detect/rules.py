@@ -51,6 +51,7 @@ from pipelines.detection.events import (
     touched_brokers,
 )
 from pipelines.detection.kraft_detectors import ELECTION_COLUMNS, KRAFT_EVENTS, SHUTDOWN_COLUMNS, SHUTDOWN_ECHO_S
+from pipelines.detection.latency_detectors import LATENCY_RULE_COLUMNS, LATENCY_RULE_EVENTS
 from pipelines.detection.metric_baselines import add_metric_baselines
 from pipelines.detection.metric_detectors import (
     BASELINE_SPECS,
@@ -269,7 +270,11 @@ class LogRules(_BatchRules):
             [("cluster", pa.string()), ("ts", pa.timestamp("us", "UTC"))]).empty_table()
         touched = touched_brokers(read[STATE_CHANGE_EVENTS.name], read[REQUEST_EVENTS.name])
         groups = {(c, bucket_of(b)) for c, b in touched.iter_rows() if b >= 0}
-        return ExecutorInput(spark, frames, clock, groups)
+        # the lines the latency rules read around a request, which the pairing keeps between batches (RecentLines)
+        lines = committed_rows(silver.paths.get(STATE_CHANGE_EVENTS.name) or [], STATE_CHANGE_EVENTS,
+                               list(LATENCY_RULE_COLUMNS),
+                               where=pc.field("event").isin([e.value for e in LATENCY_RULE_EVENTS]))
+        return ExecutorInput(spark, frames, clock, groups, lines)
 
     def __call__(self, silver: SilverBatch, batch_id: int) -> None:
         t0 = time.perf_counter()
