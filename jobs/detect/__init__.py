@@ -10,6 +10,7 @@
   (the ones still waiting recorded in the checkpoint); `roll_inputs`: what it reads of the lake around a shutdown;
 * `latency_history`: `LatencyHistory`, the baseline window of completed control requests kept between batches;
 * `recent_lines`: `RecentLines`, the state-change lines the latency rules read around a request, kept likewise;
+  `cluster_window`: `ClusterWindow`, what the two share (rows kept per cluster, read by time span);
 * `recorded`: `BatchRecords`, what a batch read or carried, kept in its query's checkpoint for a replay or a restart.
 """
 

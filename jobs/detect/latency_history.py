@@ -15,7 +15,6 @@ cluster whose window holds more than MAX_ROWS_PER_CLUSTER requests is read from 
 from __future__ import annotations
 
 import datetime as dt
-import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,14 +22,13 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from jobs.detect.cluster_window import ClusterWindow, Span
 from lake.read import LatestTable
 from pipelines.detection.baselines import history_spans
 from pipelines.detection.candidates import frame as polars_frame
 from schemas.events import LatencyStatus
 
 __all__ = ["HISTORY_COLUMNS", "MAX_ROWS_PER_CLUSTER", "LatencyHistory"]
-
-log = logging.getLogger(__name__)
 
 # What a baseline reads of a request (pipelines.detection.baselines).
 HISTORY_COLUMNS = ["cluster", "broker_id", "request", "sent_ts", "end_to_end_ms", "controller_queue_ms",
@@ -41,8 +39,6 @@ MAX_ROWS_PER_CLUSTER = 1_000_000
 # Rows older than the newest request less the window less this are dropped: a candidate that much older than the
 # newest request (a late line) is rare, and its baseline reads the lake.
 TRIM_SLACK = dt.timedelta(minutes=10)
-# The first read of a cluster reaches this far past the wall clock (requests of hosts whose clocks run ahead).
-READ_AHEAD = dt.timedelta(days=1)
 
 
 def _completed(rows: pl.DataFrame) -> pl.DataFrame:
@@ -50,17 +46,17 @@ def _completed(rows: pl.DataFrame) -> pl.DataFrame:
                        & pl.col("sent_ts").is_not_null())
 
 
-class LatencyHistory:
+class LatencyHistory(ClusterWindow[pl.DataFrame]):
     """The baseline window of the clusters whose baselines were asked for (module docstring)."""
 
+    what = "baseline history"
+
     def __init__(self, reader: LatestTable, window: dt.timedelta) -> None:
+        super().__init__()
         self.reader = reader
         self.window = window
-        self._rows: dict[str, pl.DataFrame] = {}  # cluster -> its completed requests, one row per request_key
-        self._from: dict[str, dt.datetime] = {}  # cluster -> the oldest sent_ts its rows are complete from
-        self._too_many: set[str] = set()  # clusters read from the lake each time
 
-    def _read(self, spans: Sequence[tuple[str, dt.datetime, dt.datetime]]) -> pl.DataFrame:
+    def _read(self, spans: Sequence[Span]) -> pl.DataFrame:
         rows = self.reader.read_spans(spans, "sent_ts").select(HISTORY_COLUMNS)
         return _completed(polars_frame(rows))
 
@@ -83,28 +79,13 @@ class LatencyHistory:
             if cut > self._from[cluster]:
                 rows = rows.filter(pl.col("sent_ts") >= cut)
                 self._from[cluster] = cut
-        if rows.height > MAX_ROWS_PER_CLUSTER:
-            log.warning("baseline history of cluster %s: %d requests in %s, more than %d: read from the lake each "
-                        "time", cluster, rows.height, self.window, MAX_ROWS_PER_CLUSTER)
-            self._too_many.add(cluster)
-            self._rows.pop(cluster, None)
-            self._from.pop(cluster, None)
-            return
-        self._rows[cluster] = rows
+        self._kept(cluster, rows, rows.height, MAX_ROWS_PER_CLUSTER, self.window)
+
+    def _slice(self, rows: pl.DataFrame, lo: dt.datetime, hi: dt.datetime) -> pl.DataFrame:
+        return rows.filter(pl.col("sent_ts").is_between(lo, hi))
 
     def rows_for(self, slow: Sequence[dict[str, Any]]) -> pl.DataFrame:
         """The completed requests the baselines of `slow` (candidates) read: of their clusters, from the window
         before the earliest of each cluster's (pipelines.detection.baselines.history_spans)."""
-        out = []
-        for cluster, lo, hi in history_spans(slow, self.window):
-            if cluster in self._too_many or (cluster in self._from and lo < self._from[cluster]):
-                out.append(self._read([(cluster, lo, hi)]))
-                continue
-            if cluster not in self._rows:
-                self._from[cluster] = lo
-                self._keep(cluster, self._read([(cluster, lo, dt.datetime.now(dt.UTC) + READ_AHEAD)]))
-                if cluster not in self._rows:  # too many: kept out
-                    out.append(self._read([(cluster, lo, hi)]))
-                    continue
-            out.append(self._rows[cluster].filter(pl.col("sent_ts").is_between(lo, hi)))
+        out = self._spans(history_spans(slow, self.window))
         return pl.concat(out, how="vertical_relaxed") if out else pl.DataFrame()

@@ -19,40 +19,36 @@ one cluster, which a deployment does not do) sees the other's lines from its fir
 from __future__ import annotations
 
 import datetime as dt
-import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from jobs.detect.cluster_window import ClusterWindow, Span
 from lake.read import LatestTable
 from pipelines.detection.latency_detectors import LATENCY_RULE_COLUMNS, LATENCY_RULE_EVENTS
 
-__all__ = ["KEEP_SLACK", "MAX_LINES_PER_CLUSTER", "READ_AHEAD", "RecentLines"]
-
-log = logging.getLogger(__name__)
+__all__ = ["KEEP_SLACK", "MAX_LINES_PER_CLUSTER", "RecentLines"]
 
 # Kept beyond the never-completed timeout: a request still open that long is reported by then, and a span starts at
 # the earliest changed request's start (a few seconds back for one that completed in the batch).
 KEEP_SLACK = dt.timedelta(minutes=3)
-# A cluster's lines are kept in memory up to this many (~100 MB of state_change_events rows); beyond, its spans read
-# the lake each time. A 500-broker cluster's fetchers log a few hundred such lines a second in a burst.
+# A cluster's lines are kept in memory up to this many (~30 MB of these columns); beyond, its spans read the lake
+# each time. A 500-broker cluster's fetchers log a few hundred such lines a second in a burst.
 MAX_LINES_PER_CLUSTER = 400_000
-# The first read of a cluster reaches this far past the wall clock (lines of hosts whose clocks run ahead).
-READ_AHEAD = dt.timedelta(days=1)
 _KINDS = pa.array([e.value for e in LATENCY_RULE_EVENTS], pa.string())
 
 
-class RecentLines:
+class RecentLines(ClusterWindow[pa.Table]):
     """The recent state-change lines of the clusters the latency rules asked for (module docstring)."""
 
+    what = "recent state-change lines"
+
     def __init__(self, reader: LatestTable, keep: dt.timedelta) -> None:
+        super().__init__()
         self.reader = reader
         self.keep = keep
         self.schema = pa.schema([reader.schema.field(c) for c in LATENCY_RULE_COLUMNS])
-        self._rows: dict[str, pa.Table] = {}  # cluster -> its kept lines
-        self._from: dict[str, dt.datetime] = {}  # cluster -> the oldest ts its kept lines are complete from
-        self._too_many: set[str] = set()  # clusters read from the lake each time
         self._batch: int | None = None  # the last batch begun
 
     def begin(self, batch_id: int) -> None:
@@ -64,7 +60,7 @@ class RecentLines:
     def _wanted(self, lines: pa.Table) -> pa.Table:
         return lines.filter(pc.fill_null(pc.is_in(lines["event"], _KINDS), False))
 
-    def _read(self, spans: Sequence[tuple[str, dt.datetime, dt.datetime]]) -> pa.Table:
+    def _read(self, spans: Sequence[Span]) -> pa.Table:
         return self._wanted(self.reader.read_spans(spans).select(self.schema.names))
 
     def observe(self, lines: pa.Table) -> None:
@@ -79,45 +75,24 @@ class RecentLines:
             new = mine.filter(pc.equal(mine["cluster"], cluster))
             self._keep(cluster, pa.concat_tables([self._rows[cluster], new]))
 
-    def forget(self, clusters: Iterable[str]) -> None:
-        """Drop what is kept of `clusters` (a batch whose rows were not handed over held lines of theirs)."""
-        for cluster in clusters:
-            self._rows.pop(cluster, None)
-            self._from.pop(cluster, None)
-
     def _keep(self, cluster: str, rows: pa.Table) -> None:
         newest = pc.max(rows["ts"]).as_py() if rows.num_rows else None
         if isinstance(newest, dt.datetime):
             cut = newest - self.keep
             if cut > self._from[cluster]:
-                rows = rows.filter(pc.fill_null(pc.greater_equal(rows["ts"], pa.scalar(cut, rows.schema.field("ts")
-                                                                                            .type)), False))
+                ts_type = rows.schema.field("ts").type
+                rows = rows.filter(pc.fill_null(pc.greater_equal(rows["ts"], pa.scalar(cut, ts_type)), False))
                 self._from[cluster] = cut
-        if rows.num_rows > MAX_LINES_PER_CLUSTER:
-            log.warning("recent state-change lines of cluster %s: %d in %s, more than %d: read from the lake each "
-                        "time", cluster, rows.num_rows, self.keep, MAX_LINES_PER_CLUSTER)
-            self._too_many.add(cluster)
-            self.forget([cluster])
-            return
-        self._rows[cluster] = rows.combine_chunks()
+        self._kept(cluster, rows.combine_chunks(), rows.num_rows, MAX_LINES_PER_CLUSTER, self.keep)
 
-    def read_spans(self, spans: Sequence[tuple[str, dt.datetime, dt.datetime]]) -> pa.Table:
+    def _slice(self, rows: pa.Table, lo: dt.datetime, hi: dt.datetime) -> pa.Table:
+        ts_type = rows.schema.field("ts").type
+        inside = pc.and_(pc.greater_equal(rows["ts"], pa.scalar(lo, ts_type)),
+                         pc.less_equal(rows["ts"], pa.scalar(hi, ts_type)))
+        return rows.filter(pc.fill_null(inside, False))
+
+    def read_spans(self, spans: Sequence[Span]) -> pa.Table:
         """The lines of `LATENCY_RULE_EVENTS` in each span (`(cluster, lo, hi)`, closed), their
         `LATENCY_RULE_COLUMNS`, as `LatestTable.read_spans` of state_change_events would give them."""
-        out = []
-        for cluster, lo, hi in spans:
-            if cluster in self._too_many or (cluster in self._from and lo < self._from[cluster]):
-                out.append(self._read([(cluster, lo, hi)]))
-                continue
-            if cluster not in self._rows:
-                self._from[cluster] = lo
-                self._keep(cluster, self._read([(cluster, lo, dt.datetime.now(dt.UTC) + READ_AHEAD)]))
-                if cluster not in self._rows or lo < self._from[cluster]:  # too many, or a span older than kept
-                    out.append(self._read([(cluster, lo, hi)]))
-                    continue
-            rows = self._rows[cluster]
-            ts_type = rows.schema.field("ts").type
-            inside = pc.and_(pc.greater_equal(rows["ts"], pa.scalar(lo, ts_type)),
-                             pc.less_equal(rows["ts"], pa.scalar(hi, ts_type)))
-            out.append(rows.filter(pc.fill_null(inside, False)))
+        out = self._spans(spans)
         return pa.concat_tables(out) if out else self.schema.empty_table()
