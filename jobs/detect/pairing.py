@@ -285,10 +285,7 @@ class LogPairing:
             self.lines.observe(state_changes)
         else:
             events, late, times = PAIRING_SCHEMA.empty_table(), 0, on_executors.times
-            if on_executors.lines is None:
-                self.lines.forget(pc.unique(times["cluster"]).to_pylist())
-            else:
-                self.lines.observe(on_executors.lines)
+            self.lines.observe(on_executors.lines)
         metric_latest = self._metric_latest(times, batch_id)
         moved = self._advance(times, metric_latest)
         marks = self.watermarks_ms()
@@ -421,6 +418,6 @@ class ExecutorInput:
     events: Sequence[DataFrame]
     times: pa.Table
     # the groups the batch's rows touch (events.touched_brokers): with those whose deadline passed, the ones stepped
-    groups: set[GroupKey] = field(default_factory=set)
-    # its state-change lines the latency rules read (RecentLines); None: not read
-    lines: pa.Table | None = None
+    groups: set[GroupKey]
+    # its state-change lines the latency rules read (RecentLines)
+    lines: pa.Table

@@ -8,9 +8,8 @@ steady batch). Here a cluster's lines are read from the lake once, when a rule f
 the rows each batch hands over (:meth:`observe`; for a batch the executors processed, the lines of these kinds read
 from its committed files): a batch costs what it parsed. The lines of the last `keep` (the never-completed timeout
 and KEEP_SLACK before the cluster's newest line) are kept; a span reaching further back reads the lake, as does a
-cluster over MAX_LINES_PER_CLUSTER lines. A batch that hands over no rows has its clusters forgotten
-(:meth:`forget`), read from the lake again when needed; a batch replayed in the same process (:meth:`begin` with a
-batch id not after the last) forgets every cluster, so that no line is counted twice.
+cluster over MAX_LINES_PER_CLUSTER lines. A batch replayed in the same process (:meth:`begin` with a batch id not
+after the last) forgets every cluster (read from the lake again when needed), so that no line is counted twice.
 
 Only the rows of the query that keeps them are followed: a cluster whose logs two log queries read (two sources of
 one cluster, which a deployment does not do) sees the other's lines from its first read only.

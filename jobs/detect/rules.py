@@ -124,6 +124,11 @@ ROLLUP_MINUTE_S = 60.0
 CLOCK_COLUMNS = ["cluster", "ts"]
 # the state_change_events columns that name the brokers a row's pairing events are about (events.touched_brokers)
 _TOUCHED_SC = ["broker_id", "target_broker_id", "target_brokers"]
+# What the driver reads of a batch the executors processed, one read per table: the clock's columns and the brokers
+# the rows touch (which groups the executors step) and, of its state-change lines, what the latency rules read
+# around a request (the pairing keeps those between batches: jobs.detect.recent_lines).
+_SC_HERE = list(dict.fromkeys([*CLOCK_COLUMNS, *_TOUCHED_SC, *LATENCY_RULE_COLUMNS]))
+_REQUESTS_HERE = [*CLOCK_COLUMNS, "broker_id"]
 
 
 class EventClock:
@@ -253,28 +258,25 @@ class LogRules(_BatchRules):
         frames = []
         times = []
         read: dict[str, pa.Table] = {}
-        for table, columns, brokers in ((STATE_CHANGE_EVENTS, PAIRED_STATE_CHANGE_COLUMNS, _TOUCHED_SC),
-                                        (REQUEST_EVENTS, PAIRED_REQUEST_COLUMNS, ["broker_id"])):
+        for table, columns, here in ((STATE_CHANGE_EVENTS, PAIRED_STATE_CHANGE_COLUMNS, _SC_HERE),
+                                     (REQUEST_EVENTS, PAIRED_REQUEST_COLUMNS, _REQUESTS_HERE)):
             paths = silver.paths.get(table.name) or []
             if not paths:
-                read[table.name] = table.to_arrow([*CLOCK_COLUMNS, *brokers]).empty_table()
+                read[table.name] = table.to_arrow(here).empty_table()
                 continue
             rows = read_files(spark, self.settings.table_path(table.name), table.to_spark(), table.partition_by,
                               paths).select(*columns)
             frames.append(rows.mapInArrow(functools.partial(_events_of, table.name), PAIRING_DDL))
-            # the clock's columns and the brokers the rows touch, read here: which groups the executors step
-            read[table.name] = committed_rows(paths, table, [*CLOCK_COLUMNS, *brokers])
+            read[table.name] = committed_rows(paths, table, here)
             times.append(read[table.name].select(CLOCK_COLUMNS).cast(pa.schema(
                 [("cluster", pa.string()), ("ts", pa.timestamp("us", "UTC"))])))
         clock = pa.concat_tables(times) if times else pa.schema(
             [("cluster", pa.string()), ("ts", pa.timestamp("us", "UTC"))]).empty_table()
         touched = touched_brokers(read[STATE_CHANGE_EVENTS.name], read[REQUEST_EVENTS.name])
         groups = {(c, bucket_of(b)) for c, b in touched.iter_rows() if b >= 0}
-        # the lines the latency rules read around a request, which the pairing keeps between batches (RecentLines)
-        lines = committed_rows(silver.paths.get(STATE_CHANGE_EVENTS.name) or [], STATE_CHANGE_EVENTS,
-                               list(LATENCY_RULE_COLUMNS),
-                               where=pc.field("event").isin([e.value for e in LATENCY_RULE_EVENTS]))
-        return ExecutorInput(spark, frames, clock, groups, lines)
+        sc = read[STATE_CHANGE_EVENTS.name]
+        lines = sc.filter(pc.is_in(sc["event"], pa.array([e.value for e in LATENCY_RULE_EVENTS], pa.string())))
+        return ExecutorInput(spark, frames, clock, groups, lines.select(list(LATENCY_RULE_COLUMNS)))
 
     def __call__(self, silver: SilverBatch, batch_id: int) -> None:
         t0 = time.perf_counter()
