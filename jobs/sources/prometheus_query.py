@@ -15,9 +15,10 @@ Theory of operation:
   became visible after a read is read by the next one, a new target's first scrape too. Where the window begins
   depends on no target: one that is gone holds nothing back. The horizon is the newest sample read at the live edge
   (Prometheus's own clock, not planewatch's), the window's end in the past.
-* **One selector** (`{__name__=~"kafka_.+"}`, `{job=~"kafka|kraft"}`): one query sees every target at one instant
-  (two queries would each see a scrape that landed between them or not, and a target's position could pass a
-  sample one of them had not seen).
+* **One selector** (`{__name__=~"kafka_.+|process_start_time_seconds"}`, `{job=~"kafka|kraft"}`): one query sees
+  every target at one instant (two queries would each see a scrape that landed between them or not, and a target's
+  position could pass a sample one of them had not seen). The default asks for every process's start to have the
+  brokers'; a target with nothing else is not a broker and is not read (no record: it was never Kafka's).
 * **Cluster and broker from labels**: `LabelRule`s (presets in :data:`LABEL_PRESETS`, for the label sets of the
   jmx_exporter, Strimzi's PodMonitors and Confluent's jmx-monitoring-stacks) name each target's cluster and broker;
   a target no rule maps becomes one `source-error` record with its labels (quarantined, counted), its samples read
@@ -39,6 +40,7 @@ import httpx
 from jobs import SourceRefused
 from jobs.sources.envelopes import naming_problem
 from jobs.sources.secrets import read_secret
+from schemas.signals import SOURCES, Signal
 
 __all__ = [
     "DEFAULT_CATCH_UP_S",
@@ -46,6 +48,7 @@ __all__ = [
     "DEFAULT_MAX_WINDOW_S",
     "LABEL_PRESETS",
     "QUERY_TIMEOUT_S",
+    "START_SERIES",
     "LabelError",
     "LabelRule",
     "QueryAnswer",
@@ -61,9 +64,14 @@ __all__ = [
     "window",
 ]
 
+# jmx_exporter's process collector: when a broker's JVM started, exported beside every rule set. It tells a broker's
+# incarnations apart (roll safety drops a request sent to the process before; metric warm-up); every process an
+# exporter runs in exports it, so a target with no other series is not a broker (target_samples leaves it out).
+START_SERIES = SOURCES[Signal.ProcessStartTimeSeconds].mbean
 # Kafka's series under every common rule set (the jmx_exporter's kafka-2_0_0, Strimzi's, Confluent's): their names
-# start with `kafka_`. An operator narrows it with their own selectors (`{job="kafka"}`).
-DEFAULT_MATCH = '{__name__=~"kafka_.+"}'
+# start with `kafka_`; with them, each broker's process start. An operator narrows it with their own selectors
+# (`{job="kafka"}`).
+DEFAULT_MATCH = f'{{__name__=~"kafka_.+|{START_SERIES}"}}'
 # A first start reads this far back: the hour before planewatch started, what an operator looks at first.
 DEFAULT_CATCH_UP_S = 3600.0
 # One read spans at most this much of Prometheus' time: 10 minutes of a 15 s scrape is 40 samples a series, a few
@@ -356,13 +364,15 @@ def _series_text(metric: Mapping[str, str], dropped: frozenset[str]) -> str:
 def target_samples(url: str, series: Iterable[Mapping[str, Any]], positions: Mapping[str, int], since_ms: int,
                    rules: Sequence[LabelRule], cluster: str | None) -> dict[str, TargetSamples]:
     """The samples of a read per target, each after that target's position (`positions`; a target without one:
-    after `since_ms`), mapped to cluster and broker by `rules`.
+    after `since_ms`), mapped to cluster and broker by `rules`. A target whose only series is START_SERIES is a
+    process that is not a broker (Prometheus itself, an exporter of another service): left out.
 
     Raises:
         ValueError: a sample that is not [seconds, "value"].
     """
     dropped = frozenset(TARGET_LABELS) | {r.label for r in rules}
     out: dict[str, TargetSamples] = {}
+    brokers: set[str] = set()  # targets with a series besides START_SERIES
     for s in series:
         metric: Mapping[str, str] = s.get("metric") or {}
         key = target_key(url, metric, dropped)
@@ -378,4 +388,6 @@ def target_samples(url: str, series: Iterable[Mapping[str, Any]], positions: Map
             if ts > after:
                 t.lines.append((text, ts, str(value)))
                 t.last_ms = max(t.last_ms, ts)
-    return out
+        if metric.get("__name__") != START_SERIES:
+            brokers.add(key)
+    return {k: t for k, t in out.items() if k in brokers}

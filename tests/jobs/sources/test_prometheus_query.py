@@ -8,8 +8,10 @@ import json
 import pytest
 
 from jobs.sources.prometheus_query import (
+    DEFAULT_MATCH,
     LATE_VISIBLE_MS,
     MIN_WINDOW_MS,
+    START_SERIES,
     LabelError,
     Window,
     label_rules,
@@ -121,3 +123,18 @@ def test_samples_after_each_targets_position_as_prometheus_text() -> None:
     # the same samples in another order: the same bytes (a replayed read yields the batch it logged)
     again = target_samples(URL, list(reversed(series)), {target_key(URL, a): 100_000}, 90_000, rules, None)
     assert {k: t.text for k, t in again.items()} == {k: t.text for k, t in got.items()}
+
+
+def test_a_brokers_process_start_comes_with_its_series_and_a_process_with_nothing_else_is_not_a_broker() -> None:
+    broker = {"job": "kafka", "instance": "kafka-1.prod:7071"}
+    prometheus = {"job": "prometheus", "instance": "localhost:9090"}
+    series = [
+        _series("kafka_server_replicamanager_underreplicatedpartitions", broker, [(115.0, "0")]),
+        _series(START_SERIES, broker, [(115.0, "1.7e9")]),
+        _series(START_SERIES, prometheus, [(115.0, "1.6e9")]),
+    ]
+    got = target_samples(URL, series, {}, 90_000, label_rules(["jmx_exporter"]), "prod")
+    assert list(got) == [target_key(URL, broker)]  # Prometheus's own start: no record, not an unmapped target
+    assert got[target_key(URL, broker)].text.splitlines() == [
+        "kafka_server_replicamanager_underreplicatedpartitions 0 115000", "process_start_time_seconds 1.7e9 115000"]
+    assert DEFAULT_MATCH == '{__name__=~"kafka_.+|process_start_time_seconds"}'
