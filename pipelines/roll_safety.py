@@ -37,6 +37,7 @@ from schemas.roll_safety import SEVERITY_ORDER, CheckStatus, RollCheck, RollVerd
 from schemas.signals import (
     BROKER_ACTIVE,
     BROKER_REGISTRATION_STATES,
+    EVENT_QUEUE_ATTRIBUTE,
     PER_BROKER_SIGNALS,
     START_SIGNALS,
     SUBJECT_LABEL,
@@ -55,11 +56,8 @@ ROLL_SIGNALS: tuple[str, ...] = tuple(s.value for s in (
 # Which start a node's incarnation is told by, first choice first.
 _START_RANK = {name: i for i, name in enumerate(START_SIGNALS)}
 # Attributes a gauge's value comes under (jmx_exporter: Value; a JSON reporter may leave it empty). The event queue
-# histogram is read at its median: its percentiles come from an exponentially decaying reservoir, and one slow
-# event (a controller failover's) kept the 99th percentile above 1 s for minutes on Apache Kafka 3.9.1 (a gated
-# roll waited on it for 5 minutes); the median moves with the bulk of the events.
+# histogram is read at its median (schemas.signals.EVENT_QUEUE_ATTRIBUTE says why).
 _GAUGE_ATTRIBUTES = ("Value", "")
-_QUEUE_ATTRIBUTE = "50thPercentile"
 # Control requests a roll waits for: the ones that move leadership and metadata (a StopReplica to a broker being
 # restarted has no finish to wait for: the broker it went to is gone).
 _WAITED_REQUESTS = ("LeaderAndIsr", "UpdateMetadata")
@@ -199,7 +197,7 @@ class _Latest:
     def __init__(self, latest: pl.DataFrame, now: dt.datetime) -> None:
         self.now = now
         attr = pl.col("attribute").fill_null("")
-        keep = ((pl.col("signal") == _S.EventQueueTimeMs.value) & (attr == _QUEUE_ATTRIBUTE)) | (
+        keep = ((pl.col("signal") == _S.EventQueueTimeMs.value) & (attr == EVENT_QUEUE_ATTRIBUTE)) | (
             (pl.col("signal") != _S.EventQueueTimeMs.value) & attr.is_in(_GAUGE_ATTRIBUTES))
         if "subject" not in latest.columns:
             latest = latest.with_columns(subject=pl.lit(None, dtype=pl.Int32))

@@ -55,7 +55,7 @@ class RollCheck(StrEnum):
     BROKER_REGISTRATION = "BROKER_REGISTRATION"
     #: KRaft: how far each node's applied metadata is behind (last-applied-record-lag-ms)
     METADATA_LAG = "METADATA_LAG"
-    #: time controller events wait in the active controller's queue (EventQueueTimeMs p99)
+    #: time controller events wait in the active controller's queue (EventQueueTimeMs, its median)
     CONTROLLER_EVENT_QUEUE = "CONTROLLER_EVENT_QUEUE"
     #: leadership back on the preferred replicas (the active controller's PreferredReplicaImbalanceCount)
     PREFERRED_LEADERS = "PREFERRED_LEADERS"

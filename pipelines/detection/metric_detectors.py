@@ -67,7 +67,7 @@ from pipelines.detection.metric_baselines import (
 )
 from pipelines.detection.request_metrics import REQUEST_METRIC_SIGNALS, request_metric_wanted, series_key
 from schemas.alerts import AlertType
-from schemas.signals import START_SIGNALS, Signal
+from schemas.signals import EVENT_QUEUE_ATTRIBUTE, START_SIGNALS, Signal
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -109,6 +109,8 @@ class MetricRule:
     # Incident signals (a blocked acceptor, queue backlogs, lags) fire however short (a 10 s storm on a broker that
     # lived 17 s is an incident).
     span: bool = False
+    # The one attribute of a histogram the rule reads (None: each window's best, _ATTR_RANK).
+    attribute: str | None = None
 
 
 _S = Signal
@@ -134,7 +136,7 @@ METRIC_RULES: dict[str, MetricRule] = {r.alert_type: r for r in (
     MetricRule(AlertType.METADATA_APPLY_LAG, (_S.LastAppliedRecordLagMs, _S.MetadataApplyLagMs), "max", "ms",
                "last-applied-record-lag-ms"),
     MetricRule(AlertType.CONTROLLER_EVENT_QUEUE_DELAY, (_S.EventQueueTimeMs,), "avg", "ms",
-               _S.EventQueueTimeMs),
+               _S.EventQueueTimeMs, attribute=EVENT_QUEUE_ATTRIBUTE),
     # The active controller's election meters: any rise of their Count over a window is an election of that kind
     # (the window's samples bracket it: at a 60 s scrape, the minute it happened in). Exporters give the Count
     # (`..._total`); a rate attribute alone says no more than "some time in the last minute".
@@ -464,6 +466,8 @@ _EVIDENCE = ("signal", "attribute", "listener_raw", "window_start", "window_end"
 def _rule(windows: pl.DataFrame, cfg: DetectionConfig, rule: MetricRule, advice: str) -> list[dict[str, Any]]:
     t = rule.alert_type
     series = windows.filter(pl.col("sig").is_in([s.value for s in rule.signals]))
+    if rule.attribute is not None:  # its peers are compared on the same attribute
+        series = series.filter(attribute_key() == rule.attribute.lower())
     rows = series
     if rows.is_empty():
         return []

@@ -62,7 +62,7 @@ CASES: dict[AlertType, tuple[Series, ...]] = {
     AlertType.NETWORK_PROCESSOR_SATURATED: (Series("NetworkProcessorAvgIdlePercent", "Value", gauge(0.8, 0.1)),),
     AlertType.REQUEST_HANDLER_SATURATED: (Series("RequestHandlerAvgIdlePercent", "OneMinuteRate", gauge(0.8, 0.1)),),
     AlertType.METADATA_APPLY_LAG: (Series("LastAppliedRecordLagMs", "Value", gauge(20, 9000)),),
-    AlertType.CONTROLLER_EVENT_QUEUE_DELAY: (Series("EventQueueTimeMs", "99thPercentile", gauge(3, 2000)),),
+    AlertType.CONTROLLER_EVENT_QUEUE_DELAY: (Series("EventQueueTimeMs", "50thPercentile", gauge(3, 2000)),),
     AlertType.CONTROL_REQUEST_QUEUE_DELAY: (
         Series("RequestQueueTimeMs", "99thPercentile", gauge(0.5, 2500), request="LeaderAndIsr"),
         Series("RequestQueueTimeMs", "Count", completions, request="LeaderAndIsr")),
