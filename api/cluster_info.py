@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from api.kafka_admin import PROBE_LOG
+
 __all__ = ["ClusterError", "describe_cluster", "load_cluster_json", "normalize_broker"]
 
 # Metadata request bound: a cluster that does not answer within this many seconds is reported, not waited for.
@@ -111,7 +113,7 @@ def describe_cluster(cluster_dir: Path) -> dict[str, Any]:
         try:
             from confluent_kafka.admin import AdminClient
 
-            admin = AdminClient({"bootstrap.servers": str(bootstrap), "socket.timeout.ms": 5000})
+            admin = AdminClient({"bootstrap.servers": str(bootstrap), "socket.timeout.ms": 5000}, logger=PROBE_LOG)
             md = admin.list_topics(timeout=METADATA_TIMEOUT_S)
             live = {int(i) for i in md.brokers}
             out["controller_id"] = md.controller_id if md.controller_id is not None and md.controller_id >= 0 else None

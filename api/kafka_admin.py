@@ -21,6 +21,7 @@ Connections per cluster come from a YAML file (``PLANEWATCH_ADMIN_CLUSTERS``, `p
 
 from __future__ import annotations
 
+import logging
 import os
 import ssl
 import time
@@ -44,8 +45,8 @@ from pipelines.restart_probe import (
     VoterState,
 )
 
-__all__ = ["ADMIN_TIMEOUT_S", "AdminConfigError", "AdminUnavailable", "describe_cluster", "describe_quorum",
-           "load_admin_clusters", "read_properties"]
+__all__ = ["ADMIN_TIMEOUT_S", "PROBE_LOG", "AdminConfigError", "AdminUnavailable", "describe_cluster",
+           "describe_quorum", "load_admin_clusters", "read_properties"]
 
 # How long one description may take (metadata, configs, DescribeCluster, DescribeQuorum): a roll gate that waits
 # longer than this for a cluster answers unknown.
@@ -58,6 +59,13 @@ _CLIENT_ID = "planewatch-roll-probe"
 # librdkafka's syslog level for the probe's client: warnings and worse (its info lines, such as the purge of unserved
 # background events when a client closes, say nothing to an operator); the connection's properties may override it
 LOG_LEVEL = "4"
+# Where the probes' librdkafka lines go (this module's and GET /cluster's) instead of the process's stderr: a cluster
+# that cannot be reached made it print a `Connect to ... failed` line per bootstrap server every 50-1000 ms for the
+# whole timeout, on the terminal of `planewatch roll-check` and in the API's log at every poll; the verdict's
+# ADMIN_API reason (GET /cluster's metadata_error) already says why. The client's lines are handed to this logger
+# only when the client is polled, which the probes never do.
+PROBE_LOG = logging.getLogger("planewatch.kafka_probe.librdkafka")
+PROBE_LOG.addHandler(logging.NullHandler())
 
 
 class AdminConfigError(ValueError):
@@ -232,7 +240,7 @@ def describe_cluster(props: Mapping[str, str], timeout: float = ADMIN_TIMEOUT_S)
     """
     taken = int(time.time() * 1000)
     admin = AdminClient({"log_level": LOG_LEVEL, **props, "client.id": _CLIENT_ID,
-                         "socket.timeout.ms": str(int(timeout * 1000))})
+                         "socket.timeout.ms": str(int(timeout * 1000))}, logger=PROBE_LOG)
     try:
         parts, brokers = _partitions(admin, timeout)
         min_isr, unclean = _topic_configs(admin, sorted({p.topic for p in parts}), timeout)
