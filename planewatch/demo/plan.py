@@ -140,6 +140,12 @@ EXTRA_RUNS: tuple[DemoRun, ...] = (
             "shipped"),
     DemoRun("kraft-rolling-restart-timer-shipped", "KRaft on Apache Kafka, shipped log4j levels, Strimzi's namings: a "
             "rolling restart on a fixed timer", "rolling-restart-timer", KAFKA_KRAFT, "strimzi", "shipped"),
+    DemoRun("kafka-rolling-restart-gated-shipped", "Apache Kafka with Kafka's shipped log4j levels and Strimzi's "
+            "exporter namings: each restart after planewatch roll-check says safe", "rolling-restart-gated", KAFKA_ZK,
+            "strimzi", "shipped"),
+    DemoRun("kraft-rolling-restart-gated-shipped", "KRaft on Apache Kafka, shipped log4j levels, Strimzi's namings: "
+            "each restart after planewatch roll-check says safe", "rolling-restart-gated", KAFKA_KRAFT, "strimzi",
+            "shipped"),
     DemoRun("kraft-rolling-restart-driven", "KRaft on Apache Kafka: planewatch roll restarts every broker, then "
             "three controllers quorum-aware, the active one last", "rolling-restart-driven", KAFKA_KRAFT),
     # as operators run Kafka: its shipped log4j levels and a public exporter stack's namings
