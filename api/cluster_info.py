@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from api.kafka_admin import PROBE_LOG
+from api.kafka_admin import ClientLines
 
 __all__ = ["ClusterError", "describe_cluster", "load_cluster_json", "normalize_broker"]
 
@@ -110,10 +110,11 @@ def describe_cluster(cluster_dir: Path) -> dict[str, Any]:
     if bootstrap is None:
         out["metadata_error"] = "cluster.json names no bootstrap servers"
     else:
+        lines, admin = ClientLines(), None
         try:
             from confluent_kafka.admin import AdminClient
 
-            admin = AdminClient({"bootstrap.servers": str(bootstrap), "socket.timeout.ms": 5000}, logger=PROBE_LOG)
+            admin = AdminClient({"bootstrap.servers": str(bootstrap), "socket.timeout.ms": 5000}, logger=lines)
             md = admin.list_topics(timeout=METADATA_TIMEOUT_S)
             live = {int(i) for i in md.brokers}
             out["controller_id"] = md.controller_id if md.controller_id is not None and md.controller_id >= 0 else None
@@ -146,7 +147,8 @@ def describe_cluster(cluster_dir: Path) -> dict[str, Any]:
                         }
                     )
         except Exception as e:  # KafkaException (timeout, transport): report it, keep what cluster.json says
-            out["metadata_error"] = f"{type(e).__name__}: {str(e)[:300]}"
+            detail = lines.detail(admin) if admin is not None else ""
+            out["metadata_error"] = f"{type(e).__name__}: {str(e)[:300]}{detail}"
     for b in brokers:
         b["live"] = b["id"] in live
     return out

@@ -45,7 +45,7 @@ from pipelines.restart_probe import (
     VoterState,
 )
 
-__all__ = ["ADMIN_TIMEOUT_S", "PROBE_LOG", "AdminConfigError", "AdminUnavailable", "describe_cluster",
+__all__ = ["ADMIN_TIMEOUT_S", "AdminConfigError", "AdminUnavailable", "ClientLines", "describe_cluster",
            "describe_quorum", "load_admin_clusters", "read_properties"]
 
 # How long one description may take (metadata, configs, DescribeCluster, DescribeQuorum): a roll gate that waits
@@ -59,13 +59,29 @@ _CLIENT_ID = "planewatch-roll-probe"
 # librdkafka's syslog level for the probe's client: warnings and worse (its info lines, such as the purge of unserved
 # background events when a client closes, say nothing to an operator); the connection's properties may override it
 LOG_LEVEL = "4"
-# Where the probes' librdkafka lines go (this module's and GET /cluster's) instead of the process's stderr: a cluster
-# that cannot be reached made it print a `Connect to ... failed` line per bootstrap server every 50-1000 ms for the
-# whole timeout, on the terminal of `planewatch roll-check` and in the API's log at every poll; the verdict's
-# ADMIN_API reason (GET /cluster's metadata_error) already says why. The client's lines are handed to this logger
-# only when the client is polled, which the probes never do.
-PROBE_LOG = logging.getLogger("planewatch.kafka_probe.librdkafka")
-PROBE_LOG.addHandler(logging.NullHandler())
+# A librdkafka line kept as a failure's detail is cut to this many characters (a host, an address and an OS error).
+MAX_CLIENT_LINE = 300
+
+
+class ClientLines:
+    """A probe client's librdkafka lines (its `logger`), kept instead of printed: a cluster that cannot be reached
+    made librdkafka print a `Connect to ... failed` line per bootstrap server every 50-1000 ms for the whole timeout,
+    on the terminal of `planewatch roll-check` and in the API's log at every poll, while the client's own error said
+    only "Broker transport failure". The newest error line becomes the failure's detail (:meth:`detail`)."""
+
+    def __init__(self) -> None:
+        self._last: str | None = None
+
+    def log(self, level: int, fmt: str, *args: object) -> None:
+        """librdkafka's callback (a `logging.Logger.log`'s signature), run when the client is polled."""
+        if level >= logging.ERROR:
+            self._last = (fmt % args if args else fmt).rsplit("]: ", 1)[-1][:MAX_CLIENT_LINE]
+
+    def detail(self, client: Any) -> str:
+        """`client`'s newest error line as a reason's suffix ('' when it logged none); its queued lines served
+        first."""
+        client.poll(0)
+        return f" (librdkafka: {self._last})" if self._last else ""
 
 
 class AdminConfigError(ValueError):
@@ -239,8 +255,9 @@ def describe_cluster(props: Mapping[str, str], timeout: float = ADMIN_TIMEOUT_S)
         AdminUnavailable: it could not be described within `timeout`; the message says why.
     """
     taken = int(time.time() * 1000)
+    lines = ClientLines()
     admin = AdminClient({"log_level": LOG_LEVEL, **props, "client.id": _CLIENT_ID,
-                         "socket.timeout.ms": str(int(timeout * 1000))}, logger=PROBE_LOG)
+                         "socket.timeout.ms": str(int(timeout * 1000))}, logger=lines)
     try:
         parts, brokers = _partitions(admin, timeout)
         min_isr, unclean = _topic_configs(admin, sorted({p.topic for p in parts}), timeout)
@@ -250,8 +267,9 @@ def describe_cluster(props: Mapping[str, str], timeout: float = ADMIN_TIMEOUT_S)
         fetch_timeout = _fetch_timeout_ms(admin, live_ids[0], timeout) if quorum and live_ids else \
             DEFAULT_FETCH_TIMEOUT_MS
     except KafkaException as e:
-        raise AdminUnavailable(f"{e.args[0].str() if e.args and hasattr(e.args[0], 'str') else e}") from None
+        why = e.args[0].str() if e.args and hasattr(e.args[0], "str") else str(e)
+        raise AdminUnavailable(why + lines.detail(admin)) from None
     except TimeoutError:
-        raise AdminUnavailable(f"no answer within {timeout:g} s") from None
+        raise AdminUnavailable(f"no answer within {timeout:g} s{lines.detail(admin)}") from None
     controller = int(live.controller.id) if live.controller is not None else -1
     return ClusterState(taken, live_ids, tuple(parts), min_isr, unclean, quorum, fetch_timeout, controller)
