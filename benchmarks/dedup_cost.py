@@ -5,9 +5,10 @@
 Starts one Apache Kafka 3.9.1 broker, produces `--records` rsyslog-envelope records (each its own origin) into a
 3-partition topic, then runs the log pipeline over it (`--once`, detection on, batches of `--batch` records) with
 `sources.kafka.logs_dedup_horizon` at 15 minutes (jobs.sources.dedup: Spark's dropDuplicatesWithinWatermark, RocksDB
-state) and at 0 (off), alternately `--rounds` times each, in one Spark session. Prints per run the batches, the whole
-run, and the median batch read (the Spark job that reads, de-duplicates and collects a batch) and batch. What a user
-would use instead is no de-duplication: a shipper's re-sent lines stored twice.
+state committed as a changelog per batch, jobs.run.session.STATE_STORE_CONF), at 15 minutes with a RocksDB
+checkpoint per batch (Spark's default), and at 0 (off), in turn `--rounds` times each, in one Spark session. Prints per
+run the batches, the whole run, and the median batch read (the Spark job that reads, de-duplicates and collects a
+batch) and batch. What a user would use instead is no de-duplication: a shipper's re-sent lines stored twice.
 """
 
 from __future__ import annotations
@@ -32,7 +33,10 @@ from jobs.run.settings import Settings, parse_settings
 from planewatch.kafka.cluster import KafkaCluster, KafkaClusterSpec
 
 TOPIC = "shipped"
-HORIZONS = ("15 minutes", "0 seconds")
+CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
+# (what the run is, its horizon, its state commits as a changelog)
+VARIANTS = (("dedup, changelog", "15 minutes", True), ("dedup, checkpoints", "15 minutes", False),
+            ("no dedup", "0 seconds", True))
 
 
 class _Reports(logging.Handler):
@@ -81,17 +85,18 @@ def main() -> int:
             producer.produce(TOPIC, json.dumps({"host": "kafka-1.bench", "file": "/var/log/kafka/server.log",
                                                 "offset": i * 100, "line": line}).encode())
         producer.flush(60)
-        spark = build_session(_settings(d / "warm", bootstrap, args.batch, HORIZONS[0]), "dedup-cost")
+        spark = build_session(_settings(d / "warm", bootstrap, args.batch, VARIANTS[0][1]), "dedup-cost")
         try:
-            for n in range(args.rounds * len(HORIZONS)):
-                horizon = HORIZONS[n % len(HORIZONS)]
+            for n in range(args.rounds * len(VARIANTS)):
+                name, horizon, changelog = VARIANTS[n % len(VARIANTS)]
+                spark.conf.set(CHANGELOG, str(changelog).lower())
                 reports.lines.clear()
                 started = time.perf_counter()
                 run_pipeline(spark, _settings(d / f"run{n}", bootstrap, args.batch, horizon), families=("logs",))
                 took = time.perf_counter() - started
                 reads = [float(m.group(1)) for r in reports.lines if (m := re.search(r"'read': ([0-9.]+)", r))]
                 batches = [float(m.group(1)) for r in reports.lines if (m := re.search(r"seconds=([0-9.]+)", r))]
-                print(f"horizon {horizon:>10}: {len(batches):>3} batches, run {took:5.1f} s, batch read median "
+                print(f"{name:<18}: {len(batches):>3} batches, run {took:5.1f} s, batch read median "
                       f"{statistics.median(reads):.2f} s, batch median {statistics.median(batches):.2f} s", flush=True)
         finally:
             spark.stop()

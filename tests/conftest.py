@@ -27,6 +27,7 @@ def spark() -> Iterator[SparkSession]:
     from pyspark.sql import SparkSession
 
     from jobs.run.jars import jar_conf, spark_jars
+    from jobs.run.session import STATE_STORE_CONF
 
     builder = (
         SparkSession.builder.master("local[2]")
@@ -39,6 +40,8 @@ def spark() -> Iterator[SparkSession]:
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
     )
+    for key, value in STATE_STORE_CONF.items():  # the de-duplication's state as the pipeline keeps it
+        builder = builder.config(key, value)
     jars = spark_jars()  # delta-spark and spark-sql-kafka when fetched: their tests skip without them
     for key, value in (jar_conf(jars) if jars is not None else {}).items():
         builder = builder.config(key, value)

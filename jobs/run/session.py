@@ -26,8 +26,8 @@ from jobs.run.settings import Settings
 from jobs.sources.dedup import DEDUP_STATE_PROVIDER
 from lake.storage import OBJECT_STORE_ENV
 
-__all__ = ["JIT_HUGE_METHODS", "LOCAL_CONF", "PACKAGES", "build_session", "check_jars", "jars_needed", "package_zip",
-           "share_object_store_env"]
+__all__ = ["JIT_HUGE_METHODS", "LOCAL_CONF", "PACKAGES", "STATE_STORE_CONF", "build_session", "check_jars",
+           "jars_needed", "package_zip", "share_object_store_env"]
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("jobs", "lake", "pipelines", "schemas")
@@ -37,6 +37,18 @@ PACKAGES = ("jobs", "lake", "pipelines", "schemas")
 # With this flag the warm log parse costs ~15 us of CPU per line instead of ~30 (benchmarks.parse_throughput).
 JIT_HUGE_METHODS = "-XX:-DontCompileHugeMethods"
 
+# The Kafka log query's kept origins (jobs.sources.dedup), the one state any query keeps; SQL settings, so a session
+# that was not built here (the tests') takes them too.
+STATE_STORE_CONF = {
+    # on local disk, not in the heap
+    "spark.sql.streaming.stateStore.providerClass": DEDUP_STATE_PROVIDER,
+    # A batch's commit writes the batch's changes (a changelog file) instead of a RocksDB checkpoint each: a
+    # 150-record shipped batch's read (Kafka, de-duplication, collect) fell from 0.49-0.53 to 0.45 s alone (0.26-0.27
+    # without de-duplication; benchmarks.dedup_cost) and from 1.63 to 1.34 s (median) in the loaded demo
+    # (benchmarks.shipped_delays). Spark takes a full checkpoint now and then and reads either form, so a checkpoint
+    # started without it goes on.
+    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+}
 # Settings every job needs; spark.* keys of conf/pipeline.yaml come on top.
 BASE_CONF = {
     "spark.executor.extraJavaOptions": JIT_HUGE_METHODS,
@@ -66,9 +78,7 @@ BASE_CONF = {
     "spark.ui.retainedJobs": "100",
     "spark.ui.retainedStages": "100",
     "spark.sql.streaming.numRecentProgressUpdates": "20",
-    # The Kafka log query's kept origins (jobs.sources.dedup): on local disk, not in the heap; no other query keeps
-    # state.
-    "spark.sql.streaming.stateStore.providerClass": DEDUP_STATE_PROVIDER,
+    **STATE_STORE_CONF,
     # A query's checkpoint keeps the offsets and commits of this many batches (Spark's default 100). The batches read
     # back their own offsets and their predecessor's (jobs.sources.checkpoints.logged_offset), so a handful would do; a
     # file source's offset lists every file of the tree, so each kept batch costs its size again.

@@ -160,3 +160,61 @@ def test_records_delivered_twice_are_kept_once_and_counted(spark, tmp_path: Path
     assert sum(r["element_count"] for r in counted) == len(records) + len(again)
     assert balance
     assert all(r["success"] for r in balance)
+
+
+CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
+
+
+@pytest.mark.parametrize("first_changelog", ["true", "false"], ids=["changelog", "upgraded-from-checkpoints"])
+def test_records_delivered_again_after_the_pipeline_restarted_are_dropped(spark, tmp_path: Path, broker: str,
+                                                                         first_changelog: str) -> None:
+    """The kept origins outlive the pipeline (the query's RocksDB state under its checkpoint, committed as a changelog
+    per batch): records a restarted shipper sends again after the pipeline stopped and started are dropped by the next
+    run, which counts them; a new record is kept. Also when the first run committed a RocksDB checkpoint per batch
+    (a checkpoint begun before the changelog was the setting)."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from jobs.run.session import STATE_STORE_CONF
+
+    assert all(spark.conf.get(k) == v for k, v in STATE_STORE_CONF.items())
+    admin = AdminClient({"bootstrap.servers": broker})
+    for f in admin.create_topics([NewTopic("shipped", num_partitions=2, replication_factor=1)]).values():
+        f.result(30)
+    lines = [line for line in FIXTURE_LOG.read_text().splitlines() if line.strip()]
+    offsets = list(itertools.accumulate((len(line) + 1 for line in lines), initial=0))[:-1]
+    records = _shipped(lines, offsets)
+    first, again, new = records[:-1], records[:3], records[-1:]
+    p = Producer({"bootstrap.servers": broker, "acks": "all", "log_level": 0})
+    for rec in first:
+        p.produce("shipped", rec, partition=0)
+    assert p.flush(30) == 0
+    settings = pipeline_settings(
+        tmp_path,
+        sources={"files": {"enabled": False},
+                 "kafka": {"enabled": True, "bootstrap_servers": broker, "logs_topics": ["shipped"],
+                           "max_records_per_batch": 3, "logs_envelope": "rsyslog", "logs_mapping": ["host"]}},
+        quality={"enabled": False},
+    )  # fmt: skip
+    spark.conf.set(CHANGELOG, first_changelog)
+    try:
+        assert run_pipeline(spark, settings, families=("logs",), detection=False) == 0
+    finally:
+        spark.conf.set(CHANGELOG, STATE_STORE_CONF[CHANGELOG])
+    lake = tmp_path / "lake"
+    assert len(lake_rows(lake, "raw_logs")) == len(first)
+    changelogs = list((tmp_path / "ck" / "ingest_logs_kafka" / "state").rglob("*.changelog"))
+    assert bool(changelogs) == (first_changelog == "true")
+    batches = {r["batch_id"] for r in lake_rows(lake, "dq_results") if r["suite"] == DEDUP_SUITE}
+
+    for rec in again + new:  # the shipper's re-sent head, through the other partition, then a line it had not sent
+        p.produce("shipped", rec, partition=1)
+    assert p.flush(30) == 0
+    assert run_pipeline(spark, settings, families=("logs",), detection=False) == 0
+    raw = lake_rows(lake, "raw_logs")
+    assert sorted((r["source"], r["source_offset"]) for r in raw) == sorted(
+        ("kafka-2.kd:/var/log/kafka/state-change.log", off) for off in offsets)
+    later = [r for r in lake_rows(lake, "dq_results")
+             if r["suite"] == DEDUP_SUITE and r["expectation"] == DEDUP_EXPECTATION and r["batch_id"] not in batches]
+    assert sum(r["unexpected_count"] for r in later) == len(again)
+    assert sum(r["element_count"] for r in later) == len(again) + len(new)
