@@ -13,14 +13,16 @@ Prints per injected incident its alert's delay (incident -> alert readable in GE
 difference (the earliest alert of the type on each cluster: not always the same alert), what the shipped path
 stored (records read from the topic, kept, dropped as delivered twice), then every alert raised through both ways
 (same type, broker and start: the same lines) with how much later the shipped twin was readable: the path's own
-cost, alert by alert.
+cost, alert by alert; last, the two log queries' batches (medians of the batch and of its read): where it comes from.
 Numbers depend on the machine's load: run it alone.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import json
+import re
 import statistics
 import time
 from pathlib import Path
@@ -31,6 +33,11 @@ from planewatch.demo.plan import RUNS
 from planewatch.demo.shipping import SHIPPED_SUFFIX
 
 DEFAULT_RUNS = tuple(r.name for r in RUNS if r.kafka)
+# the two log queries compared batch by batch: the file path's and the shipped path's
+LOG_QUERIES = ("ingest_logs_files", "ingest_logs_kafka")
+# jobs.ingest.batch: "<query> batch <id>: BatchReport(batch_id=.., raw=<n>, ..., seconds=<s>, ..., stages={...})"
+_BATCH = re.compile(r" (?P<q>\w+) batch \d+: BatchReport\(.*?\braw=(?P<raw>\d+).*?\bseconds=(?P<s>[0-9.eE+-]+)"
+                    r".*?\bstages=(?P<stages>\{[^}]*\})")
 # The issue's bar: the shipped path's delays within this of the file path's, per incident.
 WITHIN_S = 2.0
 
@@ -80,6 +87,30 @@ def _print_twins(rows: list[dict[str, Any]]) -> None:
         print(f"shipped later than files: median {statistics.median(later):+.1f} s, p90 "
               f"{later[int(0.9 * (len(later) - 1))]:+.1f} s, max {later[-1]:+.1f} s; within {WITHIN_S:g} s: "
               f"{sum(abs(x) <= WITHIN_S for x in later)}/{len(later)}")
+
+
+def batch_stages(lines: list[str]) -> dict[str, dict[str, float]]:
+    """Per log query, over its batches that read records: how many, the median records, the median batch seconds
+    and the median of its `read` stage (the file path: the driver reads the pieces; the shipped path: the Spark job
+    that reads the topic, de-duplicates and collects)."""
+    by: dict[str, list[tuple[int, float, float]]] = {}
+    for line in lines:
+        m = _BATCH.search(line)
+        if m and m["q"] in LOG_QUERIES and int(m["raw"]) > 0:
+            stages = ast.literal_eval(m["stages"])
+            by.setdefault(m["q"], []).append((int(m["raw"]), float(m["s"]), float(stages.get("read", 0.0))))
+    return {q: {"batches": len(rows), "records": statistics.median(r[0] for r in rows),
+                "seconds": statistics.median(r[1] for r in rows), "read_s": statistics.median(r[2] for r in rows)}
+            for q, rows in by.items()}
+
+
+def _print_stages(stages: dict[str, dict[str, float]]) -> None:
+    print(f"\n{'log query (batches with records)':<34} {'batches':>8} {'records':>8} {'batch s':>8} {'read s':>7}"
+          "  (medians)")
+    for q in LOG_QUERIES:
+        if q in stages:
+            r = stages[q]
+            print(f"{q:<34} {r['batches']:>8.0f} {r['records']:>8.0f} {r['seconds']:>8.2f} {r['read_s']:>7.2f}")
 
 
 def _dedup_counts(lake: Path) -> dict[str, int]:
@@ -139,8 +170,11 @@ def main() -> int:
     same = twins(report)
     _print(rows, _dedup_counts(d / "lake"), time.monotonic() - start)
     _print_twins(same)
+    log = d / "logs" / "pipeline.log"
+    stages = batch_stages(log.read_text(errors="replace").splitlines()) if log.exists() else {}
+    _print_stages(stages)
     if args.json:
-        args.json.write_text(json.dumps({"incidents": rows, "same_alerts": same}, indent=2))
+        args.json.write_text(json.dumps({"incidents": rows, "same_alerts": same, "batches": stages}, indent=2))
     return rc
 
 
