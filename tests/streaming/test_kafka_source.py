@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from jobs.run.runner import run_pipeline
+from jobs.run.settings import Settings
 from schemas.dq import DEDUP_BALANCE_EXPECTATION, DEDUP_EXPECTATION, DEDUP_SUITE
 from tests.lake_helpers import lake_rows, lake_table, pipeline_settings
 from tests.polling import wait_until
@@ -117,11 +118,9 @@ def _shipped(lines: list[str], offsets: list[int]) -> list[bytes]:
                         "line": line}).encode() for line, off in zip(lines, offsets, strict=True)]
 
 
-def test_records_delivered_twice_are_kept_once_and_counted(spark, tmp_path: Path, broker: str) -> None:
-    """A shipper's re-sent records (same origin: host, file, offset), through another partition, in the same and in
-    later batches, are one bronze and one silver row each; the `duplicates` dq rows count them, and records read ==
-    raw + duplicates holds per batch."""
-    from confluent_kafka import Producer
+def _shipped_log(broker: str) -> tuple[list[str], list[int], list[bytes]]:
+    """A 2-partition topic `shipped` made, and broker 2's state-change log as a shipper sends it: its lines, their
+    byte offsets and their rsyslog records (none produced yet)."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": broker})
@@ -129,7 +128,27 @@ def test_records_delivered_twice_are_kept_once_and_counted(spark, tmp_path: Path
         f.result(30)
     lines = [line for line in FIXTURE_LOG.read_text().splitlines() if line.strip()]
     offsets = list(itertools.accumulate((len(line) + 1 for line in lines), initial=0))[:-1]
-    records = _shipped(lines, offsets)
+    return lines, offsets, _shipped(lines, offsets)
+
+
+def _shipped_settings(tmp_path: Path, broker: str, batch: int) -> Settings:
+    """The log pipeline over the topic `shipped` (rsyslog envelope, host mapping), `batch` records a batch."""
+    return pipeline_settings(
+        tmp_path,
+        sources={"files": {"enabled": False},
+                 "kafka": {"enabled": True, "bootstrap_servers": broker, "logs_topics": ["shipped"],
+                           "max_records_per_batch": batch, "logs_envelope": "rsyslog", "logs_mapping": ["host"]}},
+        quality={"enabled": False},
+    )  # fmt: skip
+
+
+def test_records_delivered_twice_are_kept_once_and_counted(spark, tmp_path: Path, broker: str) -> None:
+    """A shipper's re-sent records (same origin: host, file, offset), through another partition, in the same and in
+    later batches, are one bronze and one silver row each; the `duplicates` dq rows count them, and records read ==
+    raw + duplicates holds per batch."""
+    from confluent_kafka import Producer
+
+    lines, offsets, records = _shipped_log(broker)
     again = records[: len(records) // 2]  # a restarted shipper's re-sent half, through the other partition
     p = Producer({"bootstrap.servers": broker, "acks": "all", "log_level": 0})
     for rec in records:
@@ -137,13 +156,7 @@ def test_records_delivered_twice_are_kept_once_and_counted(spark, tmp_path: Path
     for rec in again:
         p.produce("shipped", rec, partition=1)
     assert p.flush(30) == 0
-    settings = pipeline_settings(
-        tmp_path,
-        sources={"files": {"enabled": False},
-                 "kafka": {"enabled": True, "bootstrap_servers": broker, "logs_topics": ["shipped"],
-                           "max_records_per_batch": 4, "logs_envelope": "rsyslog", "logs_mapping": ["host"]}},
-        quality={"enabled": False},
-    )  # fmt: skip
+    settings = _shipped_settings(tmp_path, broker, 4)
     assert run_pipeline(spark, settings, families=("logs",), detection=False) == 0
     lake = tmp_path / "lake"
     raw = lake_rows(lake, "raw_logs")
@@ -173,29 +186,17 @@ def test_records_delivered_again_after_the_pipeline_restarted_are_dropped(spark,
     run, which counts them; a new record is kept. Also when the first run committed a RocksDB checkpoint per batch
     (a checkpoint begun before the changelog was the setting)."""
     from confluent_kafka import Producer
-    from confluent_kafka.admin import AdminClient, NewTopic
 
     from jobs.run.session import STATE_STORE_CONF
 
     assert all(spark.conf.get(k) == v for k, v in STATE_STORE_CONF.items())
-    admin = AdminClient({"bootstrap.servers": broker})
-    for f in admin.create_topics([NewTopic("shipped", num_partitions=2, replication_factor=1)]).values():
-        f.result(30)
-    lines = [line for line in FIXTURE_LOG.read_text().splitlines() if line.strip()]
-    offsets = list(itertools.accumulate((len(line) + 1 for line in lines), initial=0))[:-1]
-    records = _shipped(lines, offsets)
+    _, offsets, records = _shipped_log(broker)
     first, again, new = records[:-1], records[:3], records[-1:]
     p = Producer({"bootstrap.servers": broker, "acks": "all", "log_level": 0})
     for rec in first:
         p.produce("shipped", rec, partition=0)
     assert p.flush(30) == 0
-    settings = pipeline_settings(
-        tmp_path,
-        sources={"files": {"enabled": False},
-                 "kafka": {"enabled": True, "bootstrap_servers": broker, "logs_topics": ["shipped"],
-                           "max_records_per_batch": 3, "logs_envelope": "rsyslog", "logs_mapping": ["host"]}},
-        quality={"enabled": False},
-    )  # fmt: skip
+    settings = _shipped_settings(tmp_path, broker, 3)
     spark.conf.set(CHANGELOG, first_changelog)
     try:
         assert run_pipeline(spark, settings, families=("logs",), detection=False) == 0
