@@ -28,12 +28,11 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from jobs.run.runner import run_pipeline
-from jobs.run.session import build_session
+from jobs.run.session import CHANGELOG_CHECKPOINTING, build_session
 from jobs.run.settings import Settings, parse_settings
 from planewatch.kafka.cluster import KafkaCluster, KafkaClusterSpec
 
 TOPIC = "shipped"
-CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 # (what the run is, its horizon, its state commits as a changelog)
 VARIANTS = (("dedup, changelog", "15 minutes", True), ("dedup, checkpoints", "15 minutes", False),
             ("no dedup", "0 seconds", True))
@@ -89,7 +88,7 @@ def main() -> int:
         try:
             for n in range(args.rounds * len(VARIANTS)):
                 name, horizon, changelog = VARIANTS[n % len(VARIANTS)]
-                spark.conf.set(CHANGELOG, str(changelog).lower())
+                spark.conf.set(CHANGELOG_CHECKPOINTING, str(changelog).lower())
                 reports.lines.clear()
                 started = time.perf_counter()
                 run_pipeline(spark, _settings(d / f"run{n}", bootstrap, args.batch, horizon), families=("logs",))

@@ -26,8 +26,8 @@ from jobs.run.settings import Settings
 from jobs.sources.dedup import DEDUP_STATE_PROVIDER
 from lake.storage import OBJECT_STORE_ENV
 
-__all__ = ["JIT_HUGE_METHODS", "LOCAL_CONF", "PACKAGES", "STATE_STORE_CONF", "build_session", "check_jars",
-           "jars_needed", "package_zip", "share_object_store_env"]
+__all__ = ["CHANGELOG_CHECKPOINTING", "JIT_HUGE_METHODS", "LOCAL_CONF", "PACKAGES", "STATE_STORE_CONF", "build_session",
+           "check_jars", "jars_needed", "package_zip", "share_object_store_env"]
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("jobs", "lake", "pipelines", "schemas")
@@ -37,6 +37,8 @@ PACKAGES = ("jobs", "lake", "pipelines", "schemas")
 # With this flag the warm log parse costs ~15 us of CPU per line instead of ~30 (benchmarks.parse_throughput).
 JIT_HUGE_METHODS = "-XX:-DontCompileHugeMethods"
 
+# Spark's setting that commits a RocksDB state store's batch as a changelog file (STATE_STORE_CONF)
+CHANGELOG_CHECKPOINTING = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 # The Kafka log query's kept origins (jobs.sources.dedup), the one state any query keeps; SQL settings, so a session
 # that was not built here (the tests') takes them too.
 STATE_STORE_CONF = {
@@ -47,7 +49,7 @@ STATE_STORE_CONF = {
     # without de-duplication; benchmarks.dedup_cost) and from 1.63 to 1.34 s (median) in the loaded demo
     # (benchmarks.shipped_delays). Spark takes a full checkpoint now and then and reads either form, so a checkpoint
     # started without it goes on.
-    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+    CHANGELOG_CHECKPOINTING: "true",
 }
 # Settings every job needs; spark.* keys of conf/pipeline.yaml come on top.
 BASE_CONF = {

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from jobs.run.runner import run_pipeline
+from jobs.run.session import CHANGELOG_CHECKPOINTING, STATE_STORE_CONF
 from jobs.run.settings import Settings
 from schemas.dq import DEDUP_BALANCE_EXPECTATION, DEDUP_EXPECTATION, DEDUP_SUITE
 from tests.lake_helpers import lake_rows, lake_table, pipeline_settings
@@ -175,9 +176,6 @@ def test_records_delivered_twice_are_kept_once_and_counted(spark, tmp_path: Path
     assert all(r["success"] for r in balance)
 
 
-CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
-
-
 @pytest.mark.parametrize("first_changelog", ["true", "false"], ids=["changelog", "upgraded-from-checkpoints"])
 def test_records_delivered_again_after_the_pipeline_restarted_are_dropped(spark, tmp_path: Path, broker: str,
                                                                          first_changelog: str) -> None:
@@ -187,8 +185,6 @@ def test_records_delivered_again_after_the_pipeline_restarted_are_dropped(spark,
     (a checkpoint begun before the changelog was the setting)."""
     from confluent_kafka import Producer
 
-    from jobs.run.session import STATE_STORE_CONF
-
     assert all(spark.conf.get(k) == v for k, v in STATE_STORE_CONF.items())
     _, offsets, records = _shipped_log(broker)
     first, again, new = records[:-1], records[:3], records[-1:]
@@ -197,11 +193,11 @@ def test_records_delivered_again_after_the_pipeline_restarted_are_dropped(spark,
         p.produce("shipped", rec, partition=0)
     assert p.flush(30) == 0
     settings = _shipped_settings(tmp_path, broker, 3)
-    spark.conf.set(CHANGELOG, first_changelog)
+    spark.conf.set(CHANGELOG_CHECKPOINTING, first_changelog)
     try:
         assert run_pipeline(spark, settings, families=("logs",), detection=False) == 0
     finally:
-        spark.conf.set(CHANGELOG, STATE_STORE_CONF[CHANGELOG])
+        spark.conf.set(CHANGELOG_CHECKPOINTING, STATE_STORE_CONF[CHANGELOG_CHECKPOINTING])
     lake = tmp_path / "lake"
     assert len(lake_rows(lake, "raw_logs")) == len(first)
     changelogs = list((tmp_path / "ck" / "ingest_logs_kafka" / "state").rglob("*.changelog"))
