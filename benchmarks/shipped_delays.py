@@ -31,10 +31,11 @@ from typing import Any
 from benchmarks.exit import exit_with
 from planewatch.demo.plan import RUNS
 from planewatch.demo.shipping import SHIPPED_SUFFIX
+from schemas.inputs import InputFamily, SourceKind, ingest_query
 
 DEFAULT_RUNS = tuple(r.name for r in RUNS if r.kafka)
 # the two log queries compared batch by batch: the file path's and the shipped path's
-LOG_QUERIES = ("ingest_logs_files", "ingest_logs_kafka")
+LOG_QUERIES = (ingest_query(InputFamily.LOGS, SourceKind.FILES), ingest_query(InputFamily.LOGS, SourceKind.KAFKA))
 # jobs.ingest.batch: "<query> batch <id>: BatchReport(batch_id=.., raw=<n>, ..., seconds=<s>, ..., stages={...})"
 _BATCH = re.compile(r" (?P<q>\w+) batch \d+: BatchReport\(.*?\braw=(?P<raw>\d+).*?\bseconds=(?P<s>[0-9.eE+-]+)"
                     r".*?\bstages=(?P<stages>\{[^}]*\})")
