@@ -7,7 +7,8 @@ Layout under ``DIR``::
     cluster.json          {"bootstrap.servers", "brokers": [{"id", "pid", "listeners", "log_dir", "logs_dir",
                            "metrics_dir", "prometheus"}], "controller": {"pid", "url", "logs_dir", "metrics_dir"}}
 
-Ports: ``base_port`` 0 picks free ports; otherwise the controller listens on ``base_port`` and broker ``i`` on
+Ports: ``base_port`` 0 picks free ports below the ephemeral range (:data:`PORT_RANGE`; a broker whose first start
+finds a port taken gets new ones); otherwise the controller listens on ``base_port`` and broker ``i`` on
 ``base_port + 10 * i + {1: PLAINTEXT, 2: CONTROLLER, 3: Prometheus}``. Every process is a child of the launcher
 (same process group): :meth:`Cluster.stop` sends SIGTERM and then SIGKILL after a grace period.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -36,11 +38,40 @@ START_TIMEOUT_S = 60.0
 STOP_GRACE_S = 10.0
 
 
+# Where the launcher's ports come from: below Linux's ephemeral range (net.ipv4.ip_local_port_range starts at 32768),
+# so no outgoing connection on the machine (Spark, clients, a shipper) can take a port between the pick and the bind.
+PORT_RANGE = (20_000, 32_768)
+# How many times a first start re-picks a broker's ports after its bind failed (another picker took one first).
+BIND_ATTEMPTS = 3
+# The lines of a process's stdout.log quoted in the error when it exits during start-up.
+STDOUT_TAIL_LINES = 20
+
+
 def free_port() -> int:
-    """A port free on 127.0.0.1 right now."""
+    """A port free on 127.0.0.1 right now, from :data:`PORT_RANGE` (an ephemeral one if none of a few tries is)."""
+    for _ in range(50):
+        port = random.randrange(*PORT_RANGE)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def _tail(path: Path) -> str:
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join(lines[-STDOUT_TAIL_LINES:])
+
+
+class _BindFailed(RuntimeError):
+    """A broker exited at start-up because one of its ports was taken."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +160,16 @@ class Cluster:
         for bid in range(1, self.spec.brokers + 1):
             self.start_broker(bid, wait=False)
         for bid in range(1, self.spec.brokers + 1):
-            self._await_broker(bid)
+            for attempt in range(1, BIND_ATTEMPTS + 1):
+                try:
+                    self._await_broker(bid)
+                    break
+                except _BindFailed:
+                    if self.spec.base_port or attempt == BIND_ATTEMPTS:
+                        raise
+                    self.brokers[bid].out.close()
+                    del self.ports[bid]  # pick new ones
+                    self.start_broker(bid, wait=False)
         self.write_json()
 
     def start_controller(self) -> None:
@@ -150,7 +190,8 @@ class Cluster:
         deadline = time.monotonic() + START_TIMEOUT_S
         while not port_file.exists():
             if self.controller.popen.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the controller did not start; see {cdir / 'stdout.log'}")
+                raise RuntimeError(f"the controller did not start; see {cdir / 'stdout.log'}; its last lines:\n"
+                                   f"{_tail(cdir / 'stdout.log')}")
             time.sleep(0.05)
         self.controller_url = f"http://127.0.0.1:{int(port_file.read_text())}"
 
@@ -174,7 +215,10 @@ class Cluster:
         client = ControllerClient(self.controller_url, timeout_s=5)
         while True:
             if proc.popen.poll() is not None:
-                raise RuntimeError(f"broker {broker_id} exited; see {self.broker_dir(broker_id) / 'stdout.log'}")
+                log = self.broker_dir(broker_id) / "stdout.log"
+                tail = _tail(log)
+                error = _BindFailed if "Address already in use" in tail else RuntimeError
+                raise error(f"broker {broker_id} exited; see {log}; its last lines:\n{tail}")
             try:
                 brokers = client.status()["brokers"]
                 if str(broker_id) in brokers:

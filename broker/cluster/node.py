@@ -70,6 +70,11 @@ __all__ = ["IsrManager", "IsrMeters", "LocalLogs", "cluster_apis_factory", "fetc
 
 # Heartbeat period; the controller's session timeout (default 3 s) must be several of these.
 HEARTBEAT_INTERVAL_S = 0.5
+# How long a starting broker keeps trying to reach the controller before it gives up, and how often it tries: a
+# Kafka broker waits as long for ZooKeeper (zookeeper.connection.timeout.ms defaults to the session timeout, 18 s
+# since KIP-537); a controller busy on a loaded machine answers late, not never.
+REGISTRATION_TIMEOUT_S = 18.0
+REGISTRATION_RETRY_S = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,9 +264,22 @@ class ClusterMember:
                        f"{self.apis.state.broker_id} with addresses: {self.listeners}, czxid (broker epoch): {epoch}")
 
     def start(self) -> None:
-        """Fetch the topic configs, register, then heartbeat and maintain ISRs in the background."""
+        """Fetch the topic configs, register, then heartbeat and maintain ISRs in the background.
+
+        Raises:
+            OSError, ConnectionError: the controller could not be reached for :data:`REGISTRATION_TIMEOUT_S`.
+        """
         self.configs.refresh()
-        self.register()
+        deadline = time.monotonic() + REGISTRATION_TIMEOUT_S
+        while True:
+            try:
+                self.register()
+                break
+            except (OSError, ConnectionError) as exc:
+                if time.monotonic() + REGISTRATION_RETRY_S > deadline:
+                    raise
+                self._log.warn(f"Could not register with the controller: {exc}; retrying")
+                time.sleep(REGISTRATION_RETRY_S)
         self._thread.start()
         self.isr.start()
 
