@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from broker.cluster.launcher import free_port
 from broker.lifecycle import die_with_parent
 from planewatch.kafka import artifacts, configs
 from planewatch.kafka.exporters import DEFAULT_EXPORTER, EXPORTERS, exporter_yaml
@@ -66,15 +67,6 @@ CONTROLLER_ID_BASE = 100
 
 class KafkaStartError(RuntimeError):
     """A Kafka, ZooKeeper or controller process did not start; the message names it and the reason."""
-
-
-def free_port() -> int:
-    """A port free on 127.0.0.1 right now."""
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass(frozen=True)
