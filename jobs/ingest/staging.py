@@ -3,7 +3,7 @@
 Theory of operation (delta-rs sink mode; the driver commits, as for every delta-rs write):
 
 1. The driver opens a pending directory per table that has not committed the batch yet
-   (:meth:`lake.sink.DeltaSink.open_pending`: bronze, each silver table, quarantine).
+   (:meth:`lake.sink.DeltaSink.open_pending`: bronze, each silver table, quarantine; the tables at once).
 2. The batch's bronze rows are staged where the job says, by the same code (:func:`_task`):
    :func:`stage_on_executors` runs it in ONE Spark job (``mapInArrow``, a task per core) over the rows Spark handed
    the batch (:func:`stage_pieces_on_executors`: a file batch, each task reading its share of the batch's pieces);
@@ -15,7 +15,7 @@ Theory of operation (delta-rs sink mode; the driver commits, as for every delta-
    table and partition per task, a row group per chunk). Unused records are counted, not written: bronze holds them.
 3. The staging yields only descriptors (:data:`OUTPUT_DDL`): each file it wrote with its rows, the rows per parser
    route and per failed hard rule, the newest event time per cluster of its silver rows (the pipeline's input lag,
-   jobs.run.observability). :func:`write_batch` sums them and commits each table's files with
+   jobs.run.observability). :func:`write_batch` sums them and commits each table's files (the tables at once) with
    :meth:`~lake.sink.DeltaSink.commit_pending`, which takes only the files the collected (successful)
    task attempts reported: a failed attempt's files are never committed.
 """
@@ -26,8 +26,9 @@ import datetime as dt
 import os
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -48,8 +49,10 @@ if TYPE_CHECKING:
     from lake.sink import DeltaSink
 
 __all__ = ["ENGINE_BYTES", "ENGINE_ROWS", "OUTPUT_DDL", "FilesOutcome", "PartitionFiles", "Process", "Processed",
-           "partition_dir", "read_pieces", "sample_rows", "shares", "stage_on_driver",
+           "each_table", "partition_dir", "read_pieces", "sample_rows", "shares", "stage_on_driver",
            "stage_on_executors", "stage_pieces_on_executors", "write_batch"]
+
+T = TypeVar("T")
 
 # Records per engine run: the engine's fixed cost per call (a few dozen polars operations) is noise at this size,
 # and one chunk of the benchmark's ~200-byte lines is ~20 MB of text in memory.
@@ -58,6 +61,9 @@ ENGINE_ROWS = 100_000
 ENGINE_BYTES = 64 * 1024 * 1024
 # polars threads in an executor's Python worker (read by polars when the worker first imports it).
 POLARS_THREADS_PER_TASK = 1
+# Files of one table a task uploads at once when it closes them on an object store: closing one is a PUT (~20 ms on
+# an idle machine, mostly waiting), and a batch of a fleet writes one per table and cluster (30 clusters: 30).
+UPLOADS = 8
 # kind: file (name = table, path, rows) | route (name = parser route, rows) | rule (name = `<table>|<expectation>`)
 # | newest (name = cluster, rows = the newest `ts` of its silver rows in unix microseconds) | source (name = a source
 # failure's kind, schemas.dq.SOURCE_SUITE; rows = its quarantined records)
@@ -139,8 +145,10 @@ class PartitionFiles:
             self.rows[values] += part.num_rows
 
     def close(self) -> list[tuple[str, int]]:
-        for writer in self.writers.values():
-            writer.close()
+        """Each file closed (on an object store: uploaded), a few at once; (path, rows) of each."""
+        remote = any(is_remote(path) for path in self.paths.values())
+        with ThreadPoolExecutor(UPLOADS if remote else 1) as pool:
+            list(pool.map(lambda writer: writer.close(), self.writers.values()))
         return [(self.paths[k], self.rows[k]) for k in self.writers]
 
 
@@ -323,28 +331,43 @@ def stage_pieces_on_executors(spark: SparkSession, pieces: Sequence[Piece], fami
     return _outcome(spark.range(0, len(dealt), 1, len(dealt)).mapInArrow(run, OUTPUT_DDL).collect())
 
 
-def write_batch(run: Callable[[Mapping[str, str]], FilesOutcome], batch_id: int, sinks: Sequence[DeltaSink]
-                ) -> tuple[FilesOutcome, dict[str, SinkResult]]:
+def write_batch(run: Callable[[Mapping[str, str]], FilesOutcome], batch_id: int, sinks: Sequence[DeltaSink],
+                on_opened: Callable[[], None] | None = None) -> tuple[FilesOutcome, dict[str, SinkResult]]:
     """One micro-batch staged (`run`, given the pending directory of each table that has not committed the batch)
-    and committed per table, in the order of `sinks` (bronze, silver, quarantine). A table that already committed
-    the batch (a replay after a crash between commits) is staged nothing and its result is `skipped`; `run` still
-    runs, for the batch's counts."""
-    pending: dict[str, str] = {}
-    for sink in sinks:
-        directory = sink.open_pending(batch_id)
-        if directory is not None:
-            pending[sink.table.name] = directory
+    and committed per table (`sinks`: bronze, silver, quarantine). A table that already committed the batch (a
+    replay after a crash between commits) is staged nothing and its result is `skipped`; `run` still runs, for the
+    batch's counts. The tables are opened at once and committed at once (:func:`each_table`); `on_opened` is
+    called once every table is open."""
+    opened = each_table(sinks, lambda sink: sink.open_pending(batch_id))
+    pending = {sink.table.name: directory for sink, directory in zip(sinks, opened, strict=True)
+               if directory is not None}
+    if on_opened is not None:
+        on_opened()
     try:
         outcome = run(pending)
     except BaseException:
-        for opened in pending.values():
-            delete_tree(opened)  # an object store's marker goes with the next write's cleanup
+        for directory in pending.values():
+            delete_tree(directory)  # an object store's marker goes with the next write's cleanup
         raise
-    results = {sink.table.name: sink.commit_pending(pending[sink.table.name], batch_id,
-                                                    outcome.files.get(sink.table.name, []))
-               if sink.table.name in pending else SinkResult(sink.table.name, batch_id, True)
-               for sink in sinks}
-    return outcome, results
+
+    def commit(sink: DeltaSink) -> SinkResult:
+        if sink.table.name not in pending:
+            return SinkResult(sink.table.name, batch_id, True)
+        return sink.commit_pending(pending[sink.table.name], batch_id, outcome.files.get(sink.table.name, []))
+
+    results = each_table(sinks, commit)
+    return outcome, {sink.table.name: result for sink, result in zip(sinks, results, strict=True)}
+
+
+def each_table(sinks: Sequence[DeltaSink], step: Callable[[DeltaSink], T]) -> list[T]:
+    """`step` of every sink, a thread each when every sink commits with delta-rs (the tables are independent: each
+    its own app transaction and writer lock, and a replay finds per table what was committed, in any order; on an
+    object store an open or a commit is mostly waiting on a few round trips); one after the other with delta-spark,
+    whose commits are Spark jobs. The first exception of a step is raised once every step has ended."""
+    if len(sinks) < 2 or any(sink.mode != "delta-rs" for sink in sinks):
+        return [step(sink) for sink in sinks]
+    with ThreadPoolExecutor(len(sinks)) as pool:
+        return list(pool.map(step, sinks))
 
 
 def sample_rows(paths: Sequence[str], table: Table, limit: int) -> Any:
