@@ -28,7 +28,6 @@ import datetime as dt
 import http.client
 import json
 import queue
-import re
 import shutil
 import sys
 import tempfile
@@ -39,6 +38,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks.batch_reports import parse_all
 from benchmarks.soak import ALERT_START_SLACK_S, API_START_S, INCIDENT_ALERT, PIPELINE_START_S, Api, Run, say
 from benchmarks.soak_load import CLUSTER, TICK_S, Incident, KafkaOutput, Load
 from pipelines.detection.lifecycle import FOUND_LATE
@@ -54,7 +54,6 @@ FOUND_LATE_MARGIN_S = 60.0
 # `planewatch pipeline --once` over the minutes before the gap: a Spark start plus those minutes' batches.
 ONCE_TIMEOUT_S = 900.0
 # A micro-batch line of the pipeline's log: its query, its raw records, its seconds.
-_BATCH = re.compile(r" (?P<q>\w+) batch \d+: BatchReport\(batch_id=\d+, raw=(?P<raw>\d+),.*?\bseconds=(?P<s>[0-9.]+)")
 
 
 @dataclass
@@ -108,13 +107,12 @@ def data_ages(api: Api) -> dict[str, float]:
 def batches(log: Path) -> dict[str, dict[str, float]]:
     """Per ingest query of the pipeline's log: batches, largest raw records, largest and total seconds."""
     out: dict[str, dict[str, float]] = {}
-    for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
-        if m := _BATCH.search(line):
-            q = out.setdefault(m["q"], {"batches": 0, "max_raw": 0, "max_s": 0.0, "total_s": 0.0})
-            q["batches"] += 1
-            q["max_raw"] = max(q["max_raw"], int(m["raw"]))
-            q["max_s"] = max(q["max_s"], float(m["s"]))
-            q["total_s"] += float(m["s"])
+    for report in parse_all(log.read_text(encoding="utf-8", errors="replace").splitlines()):
+        q = out.setdefault(report.query, {"batches": 0, "max_raw": 0, "max_s": 0.0, "total_s": 0.0})
+        q["batches"] += 1
+        q["max_raw"] = max(q["max_raw"], report.raw)
+        q["max_s"] = max(q["max_s"], report.seconds)
+        q["total_s"] += report.seconds
     return out
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import re
 import shutil
 import statistics
 import sys
@@ -27,6 +26,7 @@ from pathlib import Path
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
+from benchmarks.batch_reports import parse_all
 from jobs.run.runner import run_pipeline
 from jobs.run.session import CHANGELOG_CHECKPOINTING, build_session
 from jobs.run.settings import Settings, parse_settings
@@ -93,8 +93,9 @@ def main() -> int:
                 started = time.perf_counter()
                 run_pipeline(spark, _settings(d / f"run{n}", bootstrap, args.batch, horizon), families=("logs",))
                 took = time.perf_counter() - started
-                reads = [float(m.group(1)) for r in reports.lines if (m := re.search(r"'read': ([0-9.]+)", r))]
-                batches = [float(m.group(1)) for r in reports.lines if (m := re.search(r"seconds=([0-9.]+)", r))]
+                parsed = parse_all(reports.lines)
+                reads = [b.stages.get("read", 0.0) for b in parsed]
+                batches = [b.seconds for b in parsed]
                 print(f"{name:<18}: {len(batches):>3} batches, run {took:5.1f} s, batch read median "
                       f"{statistics.median(reads):.2f} s, batch median {statistics.median(batches):.2f} s", flush=True)
         finally:

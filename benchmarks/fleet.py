@@ -39,8 +39,10 @@ from typing import Any
 import psutil
 import yaml
 
+from benchmarks.batch_reports import parse_all, stage_medians
 from benchmarks.exit import exit_with
 from benchmarks.fleet_load import FAILOVER, ROLL, Fleet, Incident, fleet_specs
+from schemas.inputs import Placement
 
 REPO = Path(__file__).resolve().parents[1]
 TOPIC_PARTITIONS = 4  # the logging topic: several partitions per broker's lines (rsyslog's partitions.auto)
@@ -75,6 +77,8 @@ class Result:
     memory: list[dict[str, float]] = field(default_factory=list)
     steady_cpu_cores: float = 0.0
     produced: int = 0
+    # medians of the steady phase's batches (those the driver staged: the drain's go to the executors)
+    steady_batches: dict[str, float] = field(default_factory=dict)
 
 
 def _tree_cpu_rss(pids: list[int]) -> tuple[float, float]:
@@ -329,6 +333,8 @@ class Run:
             time.sleep(POLL_S)
         r.produced = producer.sent
         r.missed = len(self.produced_at) - len(seen)
+        log = (self.work / "job.log").read_text(errors="replace").splitlines()
+        r.steady_batches = stage_medians(parse_all(log), keep=lambda b: b.raw > 0 and b.path == Placement.DRIVER)
 
     def _drained(self, bursts: dict[str, tuple[float, int]]) -> None:
         """Each produced burst (wall time its last line went, lines produced by then) whose lines are all in raw_logs
@@ -393,6 +399,11 @@ def report(results: list[Result], brokers: int, cores: int) -> None:
     row("steady: detection delay p50 (s)", [f"{_pct(r.delays, 0.5):.1f}" for r in results])
     row("steady: detection delay p99 (s)", [f"{_pct(r.delays, 0.99):.1f}" for r in results])
     row("steady: Spark CPU (cores)", [f"{r.steady_cpu_cores:.2f}" for r in results])
+    row("steady: batches staged by the driver", [f"{r.steady_batches.get('batches', 0):.0f}" for r in results])
+    for stage in ("records", "seconds", "open", "read", "engine+files", "detect", "dq"):
+        row(f"  median {stage}" + ("" if stage == "records" else " (s)"),
+            [f"{r.steady_batches[stage]:,.{0 if stage == 'records' else 2}f}" if stage in r.steady_batches else "-"
+             for r in results])
     for burst in ("failover", "roll"):
         row(f"{burst}: every line in raw_logs after (s)",
             [f"{r.burst_drained_s[burst]:.1f}" if burst in r.burst_drained_s else "-" for r in results])

@@ -20,14 +20,13 @@ Numbers depend on the machine's load: run it alone.
 from __future__ import annotations
 
 import argparse
-import ast
 import json
-import re
 import statistics
 import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.batch_reports import parse_all, stage_medians
 from benchmarks.exit import exit_with
 from planewatch.demo.plan import RUNS
 from planewatch.demo.shipping import SHIPPED_SUFFIX
@@ -36,9 +35,6 @@ from schemas.inputs import InputFamily, SourceKind, ingest_query
 DEFAULT_RUNS = tuple(r.name for r in RUNS if r.kafka)
 # the two log queries compared batch by batch: the file path's and the shipped path's
 LOG_QUERIES = (ingest_query(InputFamily.LOGS, SourceKind.FILES), ingest_query(InputFamily.LOGS, SourceKind.KAFKA))
-# jobs.ingest.batch: "<query> batch <id>: BatchReport(batch_id=.., raw=<n>, ..., seconds=<s>, ..., stages={...})"
-_BATCH = re.compile(r" (?P<q>\w+) batch \d+: BatchReport\(.*?\braw=(?P<raw>\d+).*?\bseconds=(?P<s>[0-9.eE+-]+)"
-                    r".*?\bstages=(?P<stages>\{[^}]*\})")
 # The issue's bar: the shipped path's delays within this of the file path's, per incident.
 WITHIN_S = 2.0
 
@@ -94,15 +90,14 @@ def batch_stages(lines: list[str]) -> dict[str, dict[str, float]]:
     """Per log query, over its batches that read records: how many, the median records, the median batch seconds
     and the median of its `read` stage (the file path: the driver reads the pieces; the shipped path: the Spark job
     that reads the topic, de-duplicates and collects)."""
-    by: dict[str, list[tuple[int, float, float]]] = {}
-    for line in lines:
-        m = _BATCH.search(line)
-        if m and m["q"] in LOG_QUERIES and int(m["raw"]) > 0:
-            stages = ast.literal_eval(m["stages"])
-            by.setdefault(m["q"], []).append((int(m["raw"]), float(m["s"]), float(stages.get("read", 0.0))))
-    return {q: {"batches": len(rows), "records": statistics.median(r[0] for r in rows),
-                "seconds": statistics.median(r[1] for r in rows), "read_s": statistics.median(r[2] for r in rows)}
-            for q, rows in by.items()}
+    reports = parse_all(lines)
+    out = {}
+    for q in LOG_QUERIES:
+        medians = stage_medians([b for b in reports if b.query == q])
+        if medians:
+            out[q] = {"batches": medians["batches"], "records": medians["records"], "seconds": medians["seconds"],
+                      "read_s": medians.get("read", 0.0)}
+    return out
 
 
 def _print_stages(stages: dict[str, dict[str, float]]) -> None:

@@ -60,6 +60,7 @@ from typing import Any
 import psutil
 from deltalake import DeltaTable
 
+from benchmarks.batch_reports import parse
 from benchmarks.soak_load import CLUSTER, SCRAPE_RETENTION_S, Incident, KafkaOutput, Load
 from planewatch.demo.processes import (
     Child,
@@ -192,9 +193,8 @@ class TreeMeter:
                 f"{n}.open_files": fds, f"{n}.cpu_cores": cores, f"{n}.processes": len(cpu), **jvm}
 
 
-# jobs.ingest.batch: "<query> batch <id>: BatchReport(..., seconds=<s>, ...)"; jobs.detect.rules's log rules:
+# jobs.detect.rules's log rules (the ingest batches: benchmarks.batch_reports):
 # "<query> batch <id>: pairing ...; pairing <ms> ms, rules <ms> ms, alerts <ms> ms" (inside the batch's seconds).
-_INGEST_BATCH = re.compile(r" (?P<q>\w+) batch \d+: BatchReport\(.*?\bseconds=(?P<s>[0-9.eE+-]+)")
 _PAIRING_BATCH = re.compile(r" (?P<q>\w+) batch \d+: pairing .*; pairing (?P<ms>\d+) ms, rules \d+ ms, alerts \d+ ms")
 _PROBLEM = re.compile(r" (WARNING|ERROR|CRITICAL) ")
 
@@ -204,8 +204,8 @@ def batch_seconds(lines: Sequence[str]) -> dict[str, list[float]]:
     (`<query>.pairing`)."""
     out: dict[str, list[float]] = {}
     for line in lines:
-        if m := _INGEST_BATCH.search(line):
-            out.setdefault(m["q"], []).append(float(m["s"]))
+        if (report := parse(line)) is not None:
+            out.setdefault(report.query, []).append(report.seconds)
         elif m := _PAIRING_BATCH.search(line):
             out.setdefault(f"{m['q']}.pairing", []).append(int(m["ms"]) / 1000)
     return out
