@@ -13,7 +13,9 @@ one core in each; `local`: local[2], everything in the driver's JVM), the same r
    their Python workers included: "per core");
 2. **steady**: the fleet's output produced as it is stamped, for `--minutes`, with an injected slow LeaderAndIsr
    every `--incident-every` seconds: the delay from its Finished line's produce to its DELAYED_LEADER_AND_ISR alert
-   readable in the lake (p50, p99), driver and executor memory every 10 s (first third against last third);
+   readable in the lake (p50, p99; the lake read every POLL_S by a thread apart from the producing loop,
+   LakeWatch), driver and executor memory every 10 s (first third against last third), the medians of the steady
+   batches' stages (the job's BatchReport lines, benchmarks.batch_reports);
 3. inside the steady phase, a **controller failover** of a 500-broker cluster (~77,000 lines in ~2 s, one broker's
    LeaderAndIsr slow) and a **rolling restart** of a 100-broker cluster: the time until every produced line is in
    raw_logs, and the burst's alert.
@@ -31,6 +33,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -127,32 +130,97 @@ class Producer:
         self.p.flush(60)
 
 
-def raw_count(lake: str) -> int:
-    """Rows committed to raw_logs (its add actions' record counts)."""
+def _table(lake: str, name: str) -> Any:
     from deltalake import DeltaTable
 
     from lake.storage import join
 
     try:
-        t = DeltaTable(join(lake, "raw_logs"))
+        return DeltaTable(join(lake, name))
     except Exception:  # not created yet
-        return 0
-    n = t.get_add_actions(flatten=True).column("num_records").to_pylist()
+        return None
+
+
+def _raw_rows(table: Any) -> int:
+    n = table.get_add_actions(flatten=True).column("num_records").to_pylist()
     return sum(int(x) for x in n if x is not None)
 
 
-def alerts(lake: str) -> list[dict[str, Any]]:
-    """DELAYED_LEADER_AND_ISR alerts of the lake: cluster, broker, started_at (epoch s)."""
-    from deltalake import DeltaTable
+def raw_count(lake: str) -> int:
+    """Rows committed to raw_logs (its add actions' record counts)."""
+    table = _table(lake, "raw_logs")
+    return 0 if table is None else _raw_rows(table)
 
-    from lake.storage import join
 
-    try:
-        t = DeltaTable(join(lake, "alerts")).to_pyarrow_table(columns=["type", "cluster", "broker_id", "started_at"])
-    except Exception:  # not created yet
-        return []
-    return [{"cluster": r["cluster"], "broker": r["broker_id"], "started": r["started_at"].timestamp()}
+def _delayed_alerts(table: Any) -> list[tuple[str, int, float]]:
+    """DELAYED_LEADER_AND_ISR alerts of the alerts table: (cluster, broker, started_at epoch s)."""
+    t = table.to_pyarrow_table(columns=["type", "cluster", "broker_id", "started_at"])
+    return [(r["cluster"], r["broker_id"], r["started_at"].timestamp())
             for r in t.to_pylist() if r["type"] == "DELAYED_LEADER_AND_ISR" and r["started_at"] is not None]
+
+
+class LakeWatch(threading.Thread):
+    """Watches the lake every POLL_S apart from the producing loop (a read of a growing table on the object store
+    takes seconds; in the loop it would space the produced lines out and step the measured delays by its length):
+    when each alert was first readable, and raw_logs' rows over time. Each table is loaded once and brought up to
+    date with its new commits only."""
+
+    def __init__(self, lake: str) -> None:
+        super().__init__(name="lake-watch", daemon=True)
+        self.lake = lake
+        self.lock = threading.Lock()
+        self.first_seen: dict[tuple[str, int, float], float] = {}  # alert -> wall time it was first read
+        self.raw: list[tuple[float, int]] = []  # (wall time of the read, raw_logs rows)
+        self.error: BaseException | None = None
+        self._stop_event = threading.Event()
+        self._tables: dict[str, Any] = {}
+
+    def _latest(self, name: str) -> Any:
+        table = self._tables.get(name)
+        if table is None:
+            table = self._tables[name] = _table(self.lake, name)
+        else:
+            table.update_incremental()
+        return table
+
+    def poll(self) -> None:
+        """One read of both tables."""
+        alerts_table, raw_table = self._latest("alerts"), self._latest("raw_logs")
+        found = _delayed_alerts(alerts_table) if alerts_table is not None else []
+        rows = _raw_rows(raw_table) if raw_table is not None else 0
+        now = time.time()
+        with self.lock:
+            for key in found:
+                self.first_seen.setdefault(key, now)
+            self.raw.append((now, rows))
+
+    def run(self) -> None:
+        try:
+            while not self._stop_event.wait(POLL_S):
+                self.poll()
+        except BaseException as e:
+            self.error = e
+
+    def check(self) -> None:
+        """Raise what ended the watch, if anything did."""
+        if self.error is not None:
+            raise RuntimeError("the lake watch failed") from self.error
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join(30)
+
+    def alert_seen(self, cluster: str, broker: int, started: float) -> float | None:
+        """When an alert of `cluster`/`broker` that started within MATCH_S of `started` was first readable."""
+        with self.lock:
+            times = [t for (c, b, s), t in self.first_seen.items()
+                     if c == cluster and b == broker and abs(s - started) < MATCH_S]
+        return min(times) if times else None
+
+    def raw_reached(self, rows: int, after: float) -> float | None:
+        """The first read after wall time `after` that found at least `rows` rows in raw_logs."""
+        with self.lock:
+            return next((t for t, n in self.raw if t >= after and n >= rows), None)
 
 
 class Run:
@@ -276,17 +344,31 @@ class Run:
         r.drain_cpu_s = r.drain_driver_cpu_s + cpu1[2] - cpu0[2]
 
     def steady(self, producer: Producer) -> None:
+        """The steady phase with its bursts, the lake watched by a thread of its own (LakeWatch)."""
+        r = self.result
+        end = time.monotonic() + self.args.minutes * 60
+        seen: set[tuple[str, int, int]] = set()
+        watch = LakeWatch(self.lake)
+        watch.start()
+        try:
+            self._steady(producer, watch, seen, end)
+        finally:
+            watch.stop()
+        r.produced = producer.sent
+        r.missed = len(self.produced_at) - len(seen)
+        log = (self.work / "job.log").read_text(errors="replace").splitlines()
+        r.steady_batches = stage_medians(parse_all(log), keep=lambda b: b.raw > 0 and b.path == Placement.DRIVER)
+
+    def _steady(self, producer: Producer, watch: LakeWatch, seen: set[tuple[str, int, int]], end: float) -> None:
         r, fleet = self.result, self.fleet
         start_wall = time.time()
         t_prev = start_wall
-        end = time.monotonic() + self.args.minutes * 60
         pending: list[tuple[float, str, int, str, str]] = []
         bursts: dict[str, tuple[float, int]] = {}  # burst -> (wall time its last line went, lines produced by then)
         failover_done = roll_done = False
-        next_sample = next_poll = time.monotonic()
+        next_sample = time.monotonic()
         cpu0 = self.cpu_rss()
         t_cpu0 = time.monotonic()
-        seen: set[tuple[str, int, int]] = set()
         while time.monotonic() < end:
             now = time.time()
             if not failover_done and now - start_wall >= FAILOVER_AT_S and FAILOVER in fleet.clusters:
@@ -311,11 +393,10 @@ class Run:
             for name, (last, count) in list(bursts.items()):
                 if count == 0 and last < now:
                     bursts[name] = (sent_at, producer.sent)
-            if time.monotonic() >= next_poll:
-                self._alive()
-                self._match(fleet.incidents, seen)
-                self._drained(bursts)
-                next_poll = time.monotonic() + POLL_S
+            self._alive()
+            watch.check()
+            self._match(fleet.incidents, seen, watch)
+            self._drained(bursts, watch)
             if time.monotonic() >= next_sample:
                 _, d_rss, _, e_rss = self.cpu_rss()
                 r.memory.append({"t": time.monotonic(), "driver_mb": d_rss, "executors_mb": e_rss})
@@ -328,36 +409,28 @@ class Run:
         settle = time.monotonic() + 60
         while time.monotonic() < settle and (len(seen) < len(self.produced_at) or
                                             any(n not in r.burst_drained_s for n in bursts)):
-            self._match(fleet.incidents, seen)
-            self._drained(bursts)
+            watch.check()
+            self._match(fleet.incidents, seen, watch)
+            self._drained(bursts, watch)
             time.sleep(POLL_S)
-        r.produced = producer.sent
-        r.missed = len(self.produced_at) - len(seen)
-        log = (self.work / "job.log").read_text(errors="replace").splitlines()
-        r.steady_batches = stage_medians(parse_all(log), keep=lambda b: b.raw > 0 and b.path == Placement.DRIVER)
 
-    def _drained(self, bursts: dict[str, tuple[float, int]]) -> None:
+    def _drained(self, bursts: dict[str, tuple[float, int]], watch: LakeWatch) -> None:
         """Each produced burst (wall time its last line went, lines produced by then) whose lines are all in raw_logs
-        now gets its drain time (raw_logs read once)."""
-        waiting = {n: b for n, b in bursts.items() if b[1] and n not in self.result.burst_drained_s}
-        if not waiting:
-            return
-        committed = raw_count(self.lake)
-        for name, (sent, count) in waiting.items():
-            if committed >= count:
-                self.result.burst_drained_s[name] = time.time() - sent
+        gets its drain time."""
+        for name, (sent, count) in bursts.items():
+            if count and name not in self.result.burst_drained_s and (
+                    at := watch.raw_reached(count, sent)) is not None:
+                self.result.burst_drained_s[name] = at - sent
 
-    def _match(self, incidents: list[Incident], seen: set[tuple[str, int, int]]) -> None:
-        found = alerts(self.lake)
-        now = time.time()
+    def _match(self, incidents: list[Incident], seen: set[tuple[str, int, int]], watch: LakeWatch) -> None:
         for inc in incidents:
             key = (inc.cluster, inc.broker, inc.correlation_id)
             if key in seen or key not in self.produced_at:
                 continue
-            if any(a["cluster"] == inc.cluster and a["broker"] == inc.broker
-                   and abs(a["started"] - (inc.finished_at - 8.0)) < MATCH_S for a in found):
+            at = watch.alert_seen(inc.cluster, inc.broker, inc.finished_at - 8.0)
+            if at is not None:
                 seen.add(key)
-                delay = now - self.produced_at[key]
+                delay = max(at, self.produced_at[key]) - self.produced_at[key]
                 if inc.cluster.startswith("failover"):
                     self.result.burst_alert_s = delay
                 else:
