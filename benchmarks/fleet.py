@@ -473,7 +473,7 @@ def report(results: list[Result], brokers: int, cores: int) -> None:
     row("steady: detection delay p99 (s)", [f"{_pct(r.delays, 0.99):.1f}" for r in results])
     row("steady: Spark CPU (cores)", [f"{r.steady_cpu_cores:.2f}" for r in results])
     row("steady: batches staged by the driver", [f"{r.steady_batches.get('batches', 0):.0f}" for r in results])
-    for stage in ("records", "seconds", "open", "read", "engine+files", "detect", "dq"):
+    for stage in ("records", "seconds", "open", "read", "stage", "commit", "detect", "dq"):
         row(f"  median {stage}" + ("" if stage == "records" else " (s)"),
             [f"{r.steady_batches[stage]:,.{0 if stage == 'records' else 2}f}" if stage in r.steady_batches else "-"
              for r in results])

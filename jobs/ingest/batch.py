@@ -106,8 +106,9 @@ class BatchReport:
     unused: int = 0
     seconds: float = 0.0
     path: str = ""  # where process() ran: driver | executors (IngestBatch.where_for)
-    # seconds per stage (open: every table's batch opened, read, engine+files, ge:<table>, detect, dq): where a
-    # slow batch spends its time
+    # seconds per stage: where a slow batch spends its time. open (every table's batch opened), read (the driver
+    # read the batch; on the executors it is part of stage), stage (the engine, every table's files written),
+    # commit (every table), ge:<table>, detect, dq
     stages: dict[str, float] = field(default_factory=dict)
     ok: bool = field(default=False, repr=False)  # every table and the dq rows committed (else it raised)
     # quarantined records by reason: schemas.routes.REJECTED (the parser or the source refused them), else the name
@@ -306,8 +307,7 @@ class IngestBatch:
             return READERS[(batch.kind, placement)](batch, process, pending)
 
         sinks = [self.raw_sink, *self.silver_sinks.values(), self.quarantine_sink]
-        outcome, results = write_batch(job, batch_id, sinks, on_opened=lambda: report.lap("open"))
-        report.lap("engine+files")
+        outcome, results = write_batch(job, batch_id, sinks, report.lap)
         routes, failed = outcome.routes, _failed_rules(outcome.rules, suites)
 
         def rows_of(table: str, counted: int) -> int:

@@ -332,23 +332,24 @@ def stage_pieces_on_executors(spark: SparkSession, pieces: Sequence[Piece], fami
 
 
 def write_batch(run: Callable[[Mapping[str, str]], FilesOutcome], batch_id: int, sinks: Sequence[DeltaSink],
-                on_opened: Callable[[], None] | None = None) -> tuple[FilesOutcome, dict[str, SinkResult]]:
+                lap: Callable[[str], None] = lambda stage: None) -> tuple[FilesOutcome, dict[str, SinkResult]]:
     """One micro-batch staged (`run`, given the pending directory of each table that has not committed the batch)
     and committed per table (`sinks`: bronze, silver, quarantine). A table that already committed the batch (a
     replay after a crash between commits) is staged nothing and its result is `skipped`; `run` still runs, for the
-    batch's counts. The tables are opened at once and committed at once (:func:`each_table`); `on_opened` is
-    called once every table is open."""
+    batch's counts. The tables are opened at once and committed at once (:func:`each_table`). `lap` is told when
+    each step ended: `open` (every table), `stage` (`run`: the batch read, through the engine, its files written),
+    `commit` (every table)."""
     opened = each_table(sinks, lambda sink: sink.open_pending(batch_id))
     pending = {sink.table.name: directory for sink, directory in zip(sinks, opened, strict=True)
                if directory is not None}
-    if on_opened is not None:
-        on_opened()
+    lap("open")
     try:
         outcome = run(pending)
     except BaseException:
         for directory in pending.values():
             delete_tree(directory)  # an object store's marker goes with the next write's cleanup
         raise
+    lap("stage")
 
     def commit(sink: DeltaSink) -> SinkResult:
         if sink.table.name not in pending:
@@ -356,6 +357,7 @@ def write_batch(run: Callable[[Mapping[str, str]], FilesOutcome], batch_id: int,
         return sink.commit_pending(pending[sink.table.name], batch_id, outcome.files.get(sink.table.name, []))
 
     results = each_table(sinks, commit)
+    lap("commit")
     return outcome, {sink.table.name: result for sink, result in zip(sinks, results, strict=True)}
 
 

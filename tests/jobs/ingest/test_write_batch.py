@@ -54,7 +54,7 @@ def _meeting(sinks: list[DeltaSink], events: list[str]) -> None:
         def open_pending(batch_id: int, inner: DeltaSink = sink) -> str | None:
             directory = DeltaSink.open_pending(inner, batch_id)
             opened.wait()
-            events.append("open")
+            events.append("table opened")
             return directory
 
         def commit_pending(pending: str, batch_id: int, files: list[str] | None = None,
@@ -75,8 +75,8 @@ def test_a_batch_opens_and_commits_its_tables_at_once_and_each_exactly_once(tmp_
         events.append("run")
         return _stage(pending)
 
-    _outcome, results = write_batch(run, 0, sinks, on_opened=lambda: events.append("opened"))
-    assert events == ["open"] * len(TABLES) + ["opened", "run"]
+    _outcome, results = write_batch(run, 0, sinks, lap=events.append)
+    assert events == ["table opened"] * len(TABLES) + ["open", "run", "stage", "commit"]
     assert {name: (r.skipped, r.rows, r.files) for name, r in results.items()} == {
         t.name: (False, 10, 2) for t in TABLES}
     assert all(len(lake_rows(tmp_path, t.name)) == 10 for t in TABLES)
