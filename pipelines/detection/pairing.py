@@ -109,6 +109,15 @@ _LOGGED_END_KINDS = ("finished", "applied", "part_done")
 _KIND_ORDER = {"send": 0, "received": 1, "handling": 2, "lock_wait": 3, "finished": 4, "applied": 4, "part_done": 4,
                "response": 5, "served": 5, "gone": 6, "heartbeat": 7}
 
+
+def _fold_order(ev: Event) -> tuple[int, int, bool]:
+    """The order a key's events are folded in: event time, then kind (:data:`_KIND_ORDER`), then a TRACE Sending
+    burst's per-partition lines before its INFO summary. Kafka logs them in that order, all in the same millisecond
+    as a rule, but a batch the executors pair reaches a group in Spark's shuffle order, not the log's: a summary
+    folded before its own partition lines would close the burst early, and the rest would open a phantom request
+    that every later request of the key is then paired one behind (each a round's interval late)."""
+    return ev.ts, _KIND_ORDER.get(ev.kind, 9), ev.kind == "send" and ev.detail is None
+
 # One request is in flight per (controller, broker), but the controller logs `Sending` when it QUEUES a request, and
 # a partition reassignment or a controlled shutdown queues one per partition moved: a 30-partition reassignment on
 # Apache Kafka 3.9.1 queued ~90 to one broker (the former bound of 64 evicted 14 of them). 2,048 holds a move of
@@ -622,7 +631,7 @@ def step(state: PairingState, events: list[Event], watermark_ms: int, params: Pa
     for key, ts in list(state.seen.items()):
         if ts < floor:
             del state.seen[key]
-    for n, ev in enumerate(sorted(events, key=lambda e: (e.ts, _KIND_ORDER.get(e.kind, 9)))):
+    for n, ev in enumerate(sorted(events, key=_fold_order)):
         if ev.kind == "heartbeat":
             continue
         if n % SETTLE_EVERY == 0 and len(state.records) > SETTLE_AT:

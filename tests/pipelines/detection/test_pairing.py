@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from datetime import datetime
 
 from pipelines.detection.pairing import (
@@ -283,6 +284,20 @@ def test_trace_burst_and_summary_attach_late_and_next_summary_is_a_new_request()
     got = sorted((r["correlation_id"], r["sent_ts"]) for r in rows(step(st2, evs, 0, P)))
     assert got == [(7, 59_542), (8, 59_567)]
     assert PairingState.from_json(st2.to_json()) == st2
+
+
+def test_a_burst_folded_in_any_arrival_order_is_one_request_and_the_next_pairs_with_its_own_send():
+    # a batch the executors pair reaches a group in Spark's shuffle order: a summary that came before its own
+    # partition lines (the same millisecond) opened a phantom request, and every later request of the key was paired
+    # with the send a round before it (the fleet's failover: 255 brokers alerting 60 s LeaderAndIsr every minute)
+    first = _trace_then_info(10_000, 3)
+    later = [*_broker_side(10_002, 0, 3, 30), *_trace_then_info(70_000, 3), *_broker_side(70_001, 2, 3, 20)]
+    for order in itertools.permutations(first):
+        st = PairingState()
+        out = rows(step(st, [*order, *later], 0, P))
+        got = sorted((r["correlation_id"], r["sent_ts"], r["partitions"]) for r in out)
+        assert got == [(0, 10_000, 3), (2, 70_000, 3)], order
+        assert st.sends == []
 
 
 def test_broker_gone_drops_its_queued_sends():
