@@ -44,7 +44,7 @@ import yaml
 
 from benchmarks.batch_reports import parse_all, stage_medians
 from benchmarks.exit import exit_with
-from benchmarks.fleet_load import FAILOVER, ROLL, Fleet, Incident, fleet_specs
+from benchmarks.fleet_load import FAILOVER, INCIDENT_S, ROLL, Fleet, Incident, fleet_specs
 from schemas.inputs import Placement
 
 REPO = Path(__file__).resolve().parents[1]
@@ -79,6 +79,7 @@ class Result:
     burst_alert_s: float | None = None
     memory: list[dict[str, float]] = field(default_factory=list)
     steady_cpu_cores: float = 0.0
+    unexpected: int = 0  # DELAYED_LEADER_AND_ISR alerts of the steady phase no injected incident explains
     produced: int = 0
     # medians of the steady phase's batches (those the driver staged: the drain's go to the executors)
     steady_batches: dict[str, float] = field(default_factory=dict)
@@ -217,6 +218,14 @@ class LakeWatch(threading.Thread):
                      if c == cluster and b == broker and abs(s - started) < MATCH_S]
         return min(times) if times else None
 
+    def unexplained(self, incidents: list[Incident], since: float) -> list[tuple[str, int, float]]:
+        """The alerts that started after wall time `since` and match no injected incident (false alarms: every
+        line the load makes besides the incidents is a request far under the alert's level)."""
+        with self.lock:
+            found = [a for a in self.first_seen if a[2] >= since]
+        return [(c, b, s) for c, b, s in found if not any(
+            i.cluster == c and i.broker == b and abs(s - (i.finished_at - INCIDENT_S)) < MATCH_S for i in incidents)]
+
     def raw_reached(self, rows: int, after: float) -> float | None:
         """The first read after wall time `after` that found at least `rows` rows in raw_logs."""
         with self.lock:
@@ -350,10 +359,12 @@ class Run:
         seen: set[tuple[str, int, int]] = set()
         watch = LakeWatch(self.lake)
         watch.start()
+        started = time.time()
         try:
             self._steady(producer, watch, seen, end)
         finally:
             watch.stop()
+        r.unexpected = len(watch.unexplained(self.fleet.incidents, started))
         r.produced = producer.sent
         r.missed = len(self.produced_at) - len(seen)
         log = (self.work / "job.log").read_text(errors="replace").splitlines()
@@ -427,7 +438,7 @@ class Run:
             key = (inc.cluster, inc.broker, inc.correlation_id)
             if key in seen or key not in self.produced_at:
                 continue
-            at = watch.alert_seen(inc.cluster, inc.broker, inc.finished_at - 8.0)
+            at = watch.alert_seen(inc.cluster, inc.broker, inc.finished_at - INCIDENT_S)
             if at is not None:
                 seen.add(key)
                 delay = max(at, self.produced_at[key]) - self.produced_at[key]
@@ -469,6 +480,7 @@ def report(results: list[Result], brokers: int, cores: int) -> None:
     row("  of it the driver's CPU share", [f"{r.drain_driver_cpu_s / r.drain_cpu_s:.0%}" if r.drain_cpu_s else "-"
                                            for r in results])
     row("steady: incidents alerted / injected", [f"{len(r.delays)} / {len(r.delays) + r.missed}" for r in results])
+    row("steady: alerts no incident explains", [f"{r.unexpected}" for r in results])
     row("steady: detection delay p50 (s)", [f"{_pct(r.delays, 0.5):.1f}" for r in results])
     row("steady: detection delay p99 (s)", [f"{_pct(r.delays, 0.99):.1f}" for r in results])
     row("steady: Spark CPU (cores)", [f"{r.steady_cpu_cores:.2f}" for r in results])

@@ -11,6 +11,7 @@ import pyarrow as pa
 from deltalake import write_deltalake
 
 from benchmarks.fleet import LakeWatch
+from benchmarks.fleet_load import INCIDENT_S, Incident
 from lake.tables import ensure_table
 from schemas.tables import ALERTS, RAW_LOGS, Table
 
@@ -55,3 +56,6 @@ def test_alerts_first_readable_and_raw_rows_over_polls(tmp_path: Path) -> None:
     assert watch.raw_reached(40, 0.0) == watch.raw[2][0]
     assert watch.raw_reached(60, 0.0) is None
     watch.check()
+    explained = [Incident("c001", 7, 0, T0.timestamp() + INCIDENT_S)]
+    assert watch.unexplained(explained, 0.0) == [("c001", 9, T0.timestamp())]  # broker 9's: no incident of its own
+    assert watch.unexplained(explained, T0.timestamp() + 1) == []  # started before the phase
