@@ -38,6 +38,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import psutil
 import yaml
@@ -80,6 +81,9 @@ class Result:
     memory: list[dict[str, float]] = field(default_factory=list)
     steady_cpu_cores: float = 0.0
     unexpected: int = 0  # DELAYED_LEADER_AND_ISR alerts of the steady phase no injected incident explains
+    poll_s: list[float] = field(default_factory=list)  # the lake watch's polls, seconds each
+    # each alerted incident: cluster, broker, its Finished line's event time, when it was produced, first readable
+    matched: list[tuple[str, int, float, float, float]] = field(default_factory=list)
     produced: int = 0
     # medians of the steady phase's batches (those the driver staged: the drain's go to the executors)
     steady_batches: dict[str, float] = field(default_factory=dict)
@@ -153,9 +157,23 @@ def raw_count(lake: str) -> int:
     return 0 if table is None else _raw_rows(table)
 
 
-def _delayed_alerts(table: Any) -> list[tuple[str, int, float]]:
-    """DELAYED_LEADER_AND_ISR alerts of the alerts table: (cluster, broker, started_at epoch s)."""
-    t = table.to_pyarrow_table(columns=["type", "cluster", "broker_id", "started_at"])
+def _delayed_alerts(table: Any, files: list[str] | None = None) -> list[tuple[str, int, float]]:
+    """DELAYED_LEADER_AND_ISR alerts of the alerts table (only those in `files`, paths relative to the table, when
+    given): (cluster, broker, started_at epoch s)."""
+    columns = ["type", "cluster", "broker_id", "started_at"]
+    if files is None:
+        t = table.to_pyarrow_table(columns=columns)
+    else:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from lake.storage import filesystem, join
+
+        parts = [pq.read_table(key, columns=columns, filesystem=fs)
+                 for fs, key in (filesystem(join(table.table_uri, unquote(f))) for f in files)]
+        if not parts:
+            return []
+        t = pa.concat_tables(parts)
     return [(r["cluster"], r["broker_id"], r["started_at"].timestamp())
             for r in t.to_pylist() if r["type"] == "DELAYED_LEADER_AND_ISR" and r["started_at"] is not None]
 
@@ -175,6 +193,8 @@ class LakeWatch(threading.Thread):
         self.error: BaseException | None = None
         self._stop_event = threading.Event()
         self._tables: dict[str, Any] = {}
+        self._alert_files: set[str] = set()
+        self.poll_s: list[float] = []  # how long each poll took (an alert is first readable up to that earlier)
 
     def _latest(self, name: str) -> Any:
         table = self._tables.get(name)
@@ -185,15 +205,22 @@ class LakeWatch(threading.Thread):
         return table
 
     def poll(self) -> None:
-        """One read of both tables."""
+        """One read of both tables: their new commits, and of the alerts only the files no earlier poll read (a
+        file a MERGE rewrote brings its old rows again: their first time stays)."""
+        began = time.time()
         alerts_table, raw_table = self._latest("alerts"), self._latest("raw_logs")
-        found = _delayed_alerts(alerts_table) if alerts_table is not None else []
+        found: list[tuple[str, int, float]] = []
+        if alerts_table is not None:
+            files = set(alerts_table.get_add_actions(flatten=True).column("path").to_pylist())
+            found = _delayed_alerts(alerts_table, sorted(files - self._alert_files))
+            self._alert_files = files
         rows = _raw_rows(raw_table) if raw_table is not None else 0
         now = time.time()
         with self.lock:
             for key in found:
                 self.first_seen.setdefault(key, now)
             self.raw.append((now, rows))
+            self.poll_s.append(now - began)
 
     def run(self) -> None:
         try:
@@ -340,7 +367,7 @@ class Run:
         before = raw_count(self.lake)
         start, cpu0 = time.monotonic(), self.cpu_rss()
         n, _ = self.produce_history(producer, lines, t0)
-        self.fleet.incidents.clear()  # the backlog's incidents are history: the delays are the steady phase's
+        self.fleet.forget_incidents()  # the backlog's incidents are history: the delays are the steady phase's
         while (done := raw_count(self.lake)) < before + n:
             self._alive()
             if time.monotonic() - start > DRAIN_TIMEOUT_S:
@@ -365,6 +392,7 @@ class Run:
         finally:
             watch.stop()
         r.unexpected = len(watch.unexplained(self.fleet.incidents, started))
+        r.poll_s = list(watch.poll_s)
         r.produced = producer.sent
         r.missed = len(self.produced_at) - len(seen)
         log = (self.work / "job.log").read_text(errors="replace").splitlines()
@@ -442,6 +470,7 @@ class Run:
             if at is not None:
                 seen.add(key)
                 delay = max(at, self.produced_at[key]) - self.produced_at[key]
+                self.result.matched.append((inc.cluster, inc.broker, inc.finished_at, self.produced_at[key], at))
                 if inc.cluster.startswith("failover"):
                     self.result.burst_alert_s = delay
                 else:
@@ -481,6 +510,8 @@ def report(results: list[Result], brokers: int, cores: int) -> None:
                                            for r in results])
     row("steady: incidents alerted / injected", [f"{len(r.delays)} / {len(r.delays) + r.missed}" for r in results])
     row("steady: alerts no incident explains", [f"{r.unexpected}" for r in results])
+    row("steady: the lake watch's poll p50 / max (s)",
+        [f"{_pct(r.poll_s, 0.5):.2f} / {max(r.poll_s, default=float('nan')):.2f}" for r in results])
     row("steady: detection delay p50 (s)", [f"{_pct(r.delays, 0.5):.1f}" for r in results])
     row("steady: detection delay p99 (s)", [f"{_pct(r.delays, 0.99):.1f}" for r in results])
     row("steady: Spark CPU (cores)", [f"{r.steady_cpu_cores:.2f}" for r in results])
@@ -498,6 +529,9 @@ def report(results: list[Result], brokers: int, cores: int) -> None:
     row("executors RSS, first third -> last third", [_memory_trend(r.memory, "executors_mb") for r in results])
     for r in results:
         print(f"{r.mode}: steady detection delays (s): {' '.join(f'{d:.1f}' for d in sorted(r.delays))}")
+        print(f"{r.mode}: per incident, seconds after its Finished line's time: produced, alert first readable")
+        for cluster, broker, finished, produced, seen in r.matched:
+            print(f"  {cluster} broker {broker}: {produced - finished:+.1f} {seen - finished:+.1f}")
 
 
 def run_mode(mode: str, args: argparse.Namespace, work: Path, bootstrap: str, store: Any) -> Result:

@@ -70,3 +70,14 @@ def test_the_failover_burst_pairs_every_brokers_request_and_its_slow_one() -> No
     assert {r["controller_epoch"] for r in rows} == {4}
     (slow,) = fleet.incidents
     assert [r["broker_id"] for r in rows if r["end_to_end_ms"] >= INCIDENT_S * 1000] == [slow.broker]
+
+
+def test_a_new_phase_places_its_incidents_from_its_own_start_not_back_dated_over_the_gap() -> None:
+    fleet, t0 = Fleet(fleet_specs(200), incident_every_s=20.0), 1_800_000_000.0
+    fleet.lines(t0, t0 + 60)  # a backlog's phase: incidents every 20 s
+    assert fleet.incidents
+    fleet.forget_incidents()
+    later = t0 + 600  # the next phase starts ten minutes on: none of the gap's incidents come out with it
+    lines = fleet.lines(later, later + 30)
+    assert [i.finished_at for i in fleet.incidents] == [later + 10 + INCIDENT_S + 1]
+    assert min(x[0] for x in lines) >= later
