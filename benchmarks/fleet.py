@@ -82,6 +82,7 @@ class Result:
     steady_cpu_cores: float = 0.0
     unexpected: int = 0  # DELAYED_LEADER_AND_ISR alerts of the steady phase no injected incident explains
     poll_s: list[float] = field(default_factory=list)  # the lake watch's polls, seconds each
+    watch_lag_s: list[float] = field(default_factory=list)  # per alerts version: its commit -> the watch loaded it
     # each alerted incident: cluster, broker, its Finished line's event time, when it was produced, first readable
     matched: list[tuple[str, int, float, float, float]] = field(default_factory=list)
     produced: int = 0
@@ -195,6 +196,16 @@ class LakeWatch(threading.Thread):
         self._tables: dict[str, Any] = {}
         self._alert_files: set[str] = set()
         self.poll_s: list[float] = []  # how long each poll took (an alert is first readable up to that earlier)
+        self.versions: dict[int, float] = {}  # each version of the alerts table a poll loaded -> when, first
+
+    def commit_lag(self) -> list[float]:
+        """Per version of the alerts table the watch loaded: seconds from its commit (the commit's own timestamp)
+        to the watch's load: what the watch adds to the delays it measures."""
+        table = self._tables.get("alerts")
+        if table is None:
+            return []
+        committed = {int(h["version"]): h["timestamp"] / 1000 for h in table.history() if "timestamp" in h}
+        return [seen - committed[v] for v, seen in sorted(self.versions.items()) if v in committed]
 
     def _latest(self, name: str) -> Any:
         table = self._tables.get(name)
@@ -211,6 +222,7 @@ class LakeWatch(threading.Thread):
         alerts_table, raw_table = self._latest("alerts"), self._latest("raw_logs")
         found: list[tuple[str, int, float]] = []
         if alerts_table is not None:
+            self.versions.setdefault(alerts_table.version(), time.time())
             files = set(alerts_table.get_add_actions(flatten=True).column("path").to_pylist())
             found = _delayed_alerts(alerts_table, sorted(files - self._alert_files))
             self._alert_files = files
@@ -393,6 +405,7 @@ class Run:
             watch.stop()
         r.unexpected = len(watch.unexplained(self.fleet.incidents, started))
         r.poll_s = list(watch.poll_s)
+        r.watch_lag_s = watch.commit_lag()
         r.produced = producer.sent
         r.missed = len(self.produced_at) - len(seen)
         log = (self.work / "job.log").read_text(errors="replace").splitlines()
@@ -512,6 +525,8 @@ def report(results: list[Result], brokers: int, cores: int) -> None:
     row("steady: alerts no incident explains", [f"{r.unexpected}" for r in results])
     row("steady: the lake watch's poll p50 / max (s)",
         [f"{_pct(r.poll_s, 0.5):.2f} / {max(r.poll_s, default=float('nan')):.2f}" for r in results])
+    row("steady: the watch's lag behind a commit p50 / max (s)",
+        [f"{_pct(r.watch_lag_s, 0.5):.2f} / {max(r.watch_lag_s, default=float('nan')):.2f}" for r in results])
     row("steady: detection delay p50 (s)", [f"{_pct(r.delays, 0.5):.1f}" for r in results])
     row("steady: detection delay p99 (s)", [f"{_pct(r.delays, 0.99):.1f}" for r in results])
     row("steady: Spark CPU (cores)", [f"{r.steady_cpu_cores:.2f}" for r in results])
