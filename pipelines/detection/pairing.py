@@ -110,13 +110,16 @@ _KIND_ORDER = {"send": 0, "received": 1, "handling": 2, "lock_wait": 3, "finishe
                "response": 5, "served": 5, "gone": 6, "heartbeat": 7}
 
 
-def _fold_order(ev: Event) -> tuple[int, int, bool]:
-    """The order a key's events are folded in: event time, then kind (:data:`_KIND_ORDER`), then a TRACE Sending
-    burst's per-partition lines before its INFO summary. Kafka logs them in that order, all in the same millisecond
-    as a rule, but a batch the executors pair reaches a group in Spark's shuffle order, not the log's: a summary
-    folded before its own partition lines would close the burst early, and the rest would open a phantom request
-    that every later request of the key is then paired one behind (each a round's interval late)."""
-    return ev.ts, _KIND_ORDER.get(ev.kind, 9), ev.kind == "send" and ev.detail is None
+def _fold_order(ev: Event) -> tuple[int, int, str, bool]:
+    """The order a key's events are folded in: event time, then kind (:data:`_KIND_ORDER`), then request type, then
+    a TRACE Sending burst's per-partition lines before its INFO summary. Kafka logs a burst's lines in that order,
+    all in the same millisecond as a rule, and may send another request type to the broker in the same millisecond
+    (a LeaderAndIsr and its UpdateMetadata, a StopReplica in a reassignment); but a batch the executors pair reaches
+    a group in Spark's shuffle order, not the log's. A summary folded before its own partition lines, or with
+    another request's lines between them, would close the burst early, and the rest would open a phantom request
+    that every later request of the key is then paired one behind (each a round's interval late). Request types
+    meet no other way: a broker line answers a send of its own type."""
+    return ev.ts, _KIND_ORDER.get(ev.kind, 9), ev.request or "", ev.kind == "send" and ev.detail is None
 
 # One request is in flight per (controller, broker), but the controller logs `Sending` when it QUEUES a request, and
 # a partition reassignment or a controlled shutdown queues one per partition moved: a 30-partition reassignment on

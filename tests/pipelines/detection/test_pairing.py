@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import random
 from datetime import datetime
 
 from pipelines.detection.pairing import (
@@ -298,6 +299,25 @@ def test_a_burst_folded_in_any_arrival_order_is_one_request_and_the_next_pairs_w
         got = sorted((r["correlation_id"], r["sent_ts"], r["partitions"]) for r in out)
         assert got == [(0, 10_000, 3), (2, 70_000, 3)], order
         assert st.sends == []
+
+
+def test_bursts_of_several_request_types_in_one_millisecond_pair_in_any_arrival_order():
+    # a reassignment's StopReplica and the LeaderAndIsr with its UpdateMetadata, all sent to the broker in the same
+    # millisecond: another type's lines between a burst and its summary closed the burst early too
+    def burst(request: str, n: int) -> list[Event]:
+        lines = [Event("send", 10_000, request, None, 1, 1, detail=f"t-{i}") for i in range(n)]
+        return [*lines, Event("send", 10_000, request, None, 1, n)]
+
+    first = [*burst("LeaderAndIsr", 3), *burst("StopReplica", 2), Event("send", 10_000, "UpdateMetadata", None, 1, 5)]
+    later = [*_broker_side(10_002, 0, 3, 30), *_trace_then_info(70_000, 3), *_broker_side(70_001, 2, 3, 20)]
+    rng = random.Random(7)
+    for _ in range(300):
+        order = rng.sample(first, len(first))
+        st = PairingState()
+        out = [r for r in rows(step(st, [*order, *later], 0, P)) if r["request"] == "LeaderAndIsr"]
+        assert sorted((r["correlation_id"], r["sent_ts"], r["partitions"]) for r in out) == [
+            (0, 10_000, 3), (2, 70_000, 3)], order
+        assert [s["request"] for s in st.sends] == ["StopReplica", "UpdateMetadata"]  # never answered here
 
 
 def test_broker_gone_drops_its_queued_sends():
