@@ -45,6 +45,8 @@ PORT_RANGE = (20_000, 32_768)
 BIND_ATTEMPTS = 3
 # The lines of a process's stdout.log quoted in the error when it exits during start-up.
 STDOUT_TAIL_LINES = 20
+# What a broker prints once it is up (broker.cluster.node.main).
+STARTED = "broker {} started"
 
 
 def free_port() -> int:
@@ -62,12 +64,19 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _tail(path: Path) -> str:
+def _output(path: Path, since: int = 0) -> str:
+    """What `path` holds after byte `since` (the start of the process's own output)."""
     try:
-        lines = path.read_text(errors="replace").splitlines()
+        with open(path, "rb") as fh:
+            fh.seek(since)
+            return fh.read().decode(errors="replace")
     except OSError:
         return ""
-    return "\n".join(lines[-STDOUT_TAIL_LINES:])
+
+
+def _tail(path: Path, since: int = 0) -> str:
+    """The last lines of `path` written after byte `since`."""
+    return "\n".join(_output(path, since).splitlines()[-STDOUT_TAIL_LINES:])
 
 
 class _BindFailed(RuntimeError):
@@ -95,6 +104,7 @@ class ClusterSpec:
 class _Proc:
     popen: subprocess.Popen[bytes]
     out: Any
+    since: int = 0  # where this process's output begins in its stdout.log (earlier runs' output comes before)
 
 
 class Cluster:
@@ -202,9 +212,10 @@ class Cluster:
         props = d / "server.properties"
         props.write_text(self._properties(broker_id))
         out = open(d / "stdout.log", "ab")  # noqa: SIM115 - closed in stop()
+        since = out.tell()
         cmd = [sys.executable, "-m", "broker.cluster.node", "--config", str(props)]
         self.brokers[broker_id] = _Proc(subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=child_env()),
-                                        out)
+                                        out, since)
         if wait:
             self._await_broker(broker_id)
             self.write_json()
@@ -214,14 +225,15 @@ class Cluster:
         deadline = time.monotonic() + START_TIMEOUT_S
         client = ControllerClient(self.controller_url, timeout_s=5)
         while True:
+            log = self.broker_dir(broker_id) / "stdout.log"
             if proc.popen.poll() is not None:
-                log = self.broker_dir(broker_id) / "stdout.log"
-                tail = _tail(log)
+                tail = _tail(log, proc.since)
                 error = _BindFailed if "Address already in use" in tail else RuntimeError
                 raise error(f"broker {broker_id} exited; see {log}; its last lines:\n{tail}")
             try:
-                brokers = client.status()["brokers"]
-                if str(broker_id) in brokers:
+                # registered, and past its start-up (its metrics port is bound after it registers)
+                started = STARTED.format(broker_id) in _output(log, proc.since)
+                if started and str(broker_id) in client.status()["brokers"]:
                     return
             except (OSError, ConnectionError):
                 pass

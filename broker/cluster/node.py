@@ -70,9 +70,10 @@ __all__ = ["IsrManager", "IsrMeters", "LocalLogs", "cluster_apis_factory", "fetc
 
 # Heartbeat period; the controller's session timeout (default 3 s) must be several of these.
 HEARTBEAT_INTERVAL_S = 0.5
-# How long a starting broker keeps trying to reach the controller before it gives up, and how often it tries: a
-# Kafka broker waits as long for ZooKeeper (zookeeper.connection.timeout.ms defaults to the session timeout, 18 s
-# since KIP-537); a controller busy on a loaded machine answers late, not never.
+# How long a starting broker keeps trying to reach a controller that refuses its connection (not listening yet, or
+# restarting) before it gives up, and how often it tries: a Kafka broker waits as long for ZooKeeper
+# (zookeeper.connection.timeout.ms defaults to the session timeout, 18 s since KIP-537). Only a refused connection
+# is tried again: a registration that timed out may have reached the controller, and a second one would be a bounce.
 REGISTRATION_TIMEOUT_S = 18.0
 REGISTRATION_RETRY_S = 0.5
 
@@ -267,7 +268,8 @@ class ClusterMember:
         """Fetch the topic configs, register, then heartbeat and maintain ISRs in the background.
 
         Raises:
-            OSError, ConnectionError: the controller could not be reached for :data:`REGISTRATION_TIMEOUT_S`.
+            OSError, ConnectionError: the controller refused the connection for :data:`REGISTRATION_TIMEOUT_S`, or
+                failed the registration otherwise.
         """
         self.configs.refresh()
         deadline = time.monotonic() + REGISTRATION_TIMEOUT_S
@@ -275,8 +277,10 @@ class ClusterMember:
             try:
                 self.register()
                 break
-            except (OSError, ConnectionError) as exc:
-                if time.monotonic() + REGISTRATION_RETRY_S > deadline:
+            except OSError as exc:
+                refused = isinstance(exc, ConnectionRefusedError) or isinstance(
+                    getattr(exc, "reason", None), ConnectionRefusedError)  # urllib wraps it in a URLError
+                if not refused or time.monotonic() + REGISTRATION_RETRY_S > deadline:
                     raise
                 self._log.warn(f"Could not register with the controller: {exc}; retrying")
                 time.sleep(REGISTRATION_RETRY_S)
