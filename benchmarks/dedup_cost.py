@@ -94,7 +94,7 @@ def main() -> int:
                 run_pipeline(spark, _settings(d / f"run{n}", bootstrap, args.batch, horizon), families=("logs",))
                 took = time.perf_counter() - started
                 parsed = parse_all(reports.lines)
-                reads = [b.stages.get("read", 0.0) for b in parsed]
+                reads = [b.stages["read"] for b in parsed if "read" in b.stages]
                 batches = [b.seconds for b in parsed]
                 print(f"{name:<18}: {len(batches):>3} batches, run {took:5.1f} s, batch read median "
                       f"{statistics.median(reads):.2f} s, batch median {statistics.median(batches):.2f} s", flush=True)

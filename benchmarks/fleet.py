@@ -27,6 +27,7 @@ Everything shares this machine's cores: the producer, Kafka and s3proxy included
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import os
 import signal
 import statistics
@@ -55,6 +56,8 @@ LOGGING_KAFKA = "4.4.0"
 TICK_S = 0.5
 SAMPLE_S = 10.0
 POLL_S = 1.0
+# How long the lake watch may take to finish its poll in progress when the steady phase ends.
+STOP_S = 60.0
 # The bursts, seconds into the steady phase.
 FAILOVER_AT_S, ROLL_AT_S = 40.0, 90.0
 # The job's start (JVMs, session, first batch) is not the drain's: the drain's clock starts at its first commit.
@@ -195,6 +198,7 @@ class LakeWatch(threading.Thread):
         self._stop_event = threading.Event()
         self._tables: dict[str, Any] = {}
         self._alert_files: set[str] = set()
+        self._polled = False
         self.poll_s: list[float] = []  # how long each poll took (an alert is first readable up to that earlier)
         self.versions: dict[int, float] = {}  # each version of the alerts table a poll loaded -> when, first
 
@@ -221,8 +225,9 @@ class LakeWatch(threading.Thread):
         began = time.time()
         alerts_table, raw_table = self._latest("alerts"), self._latest("raw_logs")
         found: list[tuple[str, int, float]] = []
-        if alerts_table is not None:
+        if alerts_table is not None and self._polled:  # the version found first may be minutes old
             self.versions.setdefault(alerts_table.version(), time.time())
+        if alerts_table is not None:
             files = set(alerts_table.get_add_actions(flatten=True).column("path").to_pylist())
             found = _delayed_alerts(alerts_table, sorted(files - self._alert_files))
             self._alert_files = files
@@ -232,7 +237,9 @@ class LakeWatch(threading.Thread):
             for key in found:
                 self.first_seen.setdefault(key, now)
             self.raw.append((now, rows))
-            self.poll_s.append(now - began)
+            if self._polled:  # the first poll loads whole tables: not what a poll costs or lags
+                self.poll_s.append(now - began)
+            self._polled = True
 
     def run(self) -> None:
         try:
@@ -247,8 +254,12 @@ class LakeWatch(threading.Thread):
             raise RuntimeError("the lake watch failed") from self.error
 
     def stop(self) -> None:
+        """End the watch; raise what ended it, if anything did."""
         self._stop_event.set()
-        self.join(30)
+        self.join(STOP_S)
+        if self.is_alive():
+            raise RuntimeError(f"the lake watch did not end within {STOP_S:.0f} s")
+        self.check()
 
     def alert_seen(self, cluster: str, broker: int, started: float) -> float | None:
         """When an alert of `cluster`/`broker` that started within MATCH_S of `started` was first readable."""
@@ -408,7 +419,8 @@ class Run:
         r.watch_lag_s = watch.commit_lag()
         r.produced = producer.sent
         r.missed = len(self.produced_at) - len(seen)
-        log = (self.work / "job.log").read_text(errors="replace").splitlines()
+        log = [line for line in (self.work / "job.log").read_text(errors="replace").splitlines()
+               if _logged_at(line) >= started]  # the steady phase's batches, not the warm-up's or the drain's
         r.steady_batches = stage_medians(parse_all(log), keep=lambda b: b.raw > 0 and b.path == Placement.DRIVER)
 
     def _steady(self, producer: Producer, watch: LakeWatch, seen: set[tuple[str, int, int]], end: float) -> None:
@@ -482,12 +494,22 @@ class Run:
             at = watch.alert_seen(inc.cluster, inc.broker, inc.finished_at - INCIDENT_S)
             if at is not None:
                 seen.add(key)
-                delay = max(at, self.produced_at[key]) - self.produced_at[key]
+                # negative: the alert was readable before the Finished line went (raised while in flight)
+                delay = at - self.produced_at[key]
                 self.result.matched.append((inc.cluster, inc.broker, inc.finished_at, self.produced_at[key], at))
                 if inc.cluster.startswith("failover"):
                     self.result.burst_alert_s = delay
                 else:
                     self.result.delays.append(delay)
+
+
+def _logged_at(line: str) -> float:
+    """The time (epoch s) a Python logging line of the job was written (`2026-12-07 16:59:44,459 ...`, this
+    machine's local time, as time.time() counts); 0 for a line without one (Spark's own, a traceback's)."""
+    try:
+        return dt.datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+    except ValueError:
+        return 0.0
 
 
 def _pct(xs: list[float], q: float) -> float:

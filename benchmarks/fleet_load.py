@@ -115,11 +115,10 @@ class Fleet:
         self._pending: list[tuple[float, str, int, str, str]] = []  # incident lines stamped later than now
 
     def forget_incidents(self) -> None:
-        """The incidents so far are history: forgotten, their lines not yet out dropped, and the next one placed from
-        the next :meth:`lines` call on (not back-dated to fill the time since the last: a new phase's first lines
-        would carry every incident of the gap at once)."""
+        """The incidents so far are history: forgotten (their lines not yet out still come out, so no request is
+        left without its end), and the next one placed from the next :meth:`lines` call on, not back-dated to fill
+        the time since the last (a new phase's first lines would carry every incident of the gap at once)."""
         self.incidents.clear()
-        self._pending.clear()
         self._next_incident = None
 
     @property

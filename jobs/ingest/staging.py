@@ -23,6 +23,7 @@ Theory of operation (delta-rs sink mode; the driver commits, as for every delta-
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import os
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -53,6 +54,7 @@ __all__ = ["ENGINE_BYTES", "ENGINE_ROWS", "OUTPUT_DDL", "FilesOutcome", "Partiti
            "stage_on_executors", "stage_pieces_on_executors", "write_batch"]
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 # Records per engine run: the engine's fixed cost per call (a few dozen polars operations) is noise at this size,
 # and one chunk of the benchmark's ~200-byte lines is ~20 MB of text in memory.
@@ -365,11 +367,18 @@ def each_table(sinks: Sequence[DeltaSink], step: Callable[[DeltaSink], T]) -> li
     """`step` of every sink, a thread each when every sink commits with delta-rs (the tables are independent: each
     its own app transaction and writer lock, and a replay finds per table what was committed, in any order; on an
     object store an open or a commit is mostly waiting on a few round trips); one after the other with delta-spark,
-    whose commits are Spark jobs. The first exception of a step is raised once every step has ended."""
+    whose commits are Spark jobs. The first exception of a step is raised once every step has ended (the others'
+    logged)."""
     if len(sinks) < 2 or any(sink.mode != "delta-rs" for sink in sinks):
         return [step(sink) for sink in sinks]
     with ThreadPoolExecutor(len(sinks)) as pool:
-        return list(pool.map(step, sinks))
+        futures = [pool.submit(step, sink) for sink in sinks]
+    failed = [(sink, e) for sink, f in zip(sinks, futures, strict=True) if (e := f.exception()) is not None]
+    for sink, e in failed[1:]:
+        log.error("%s: %s", sink.table.name, e, exc_info=e)
+    if failed:
+        raise failed[0][1]
+    return [f.result() for f in futures]
 
 
 def sample_rows(paths: Sequence[str], table: Table, limit: int) -> Any:
