@@ -99,7 +99,8 @@ def test_scrapes_into_bronze_silver_quarantine_reconcile_and_restart(spark, tmp_
         # a scrape batch small by its logged offsets is processed on the driver: the stream Spark handed it, read
         # once (stage `read`)
         (report,) = [r.getMessage() for r in caplog.records if "ingest_metrics_prometheus batch 0:" in r.getMessage()]
-        assert "path='driver', stages={'read': " in report
+        assert "path='driver', stages={'open': " in report  # the tables opened, then the batch read
+        assert "'read': " in report
         lake = tmp_path / "lake"
         raw = lake_rows(lake, "raw_metrics")
         assert {r["source"] for r in raw} == {good, garbage, down}
