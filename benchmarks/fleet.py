@@ -155,31 +155,49 @@ def _raw_rows(table: Any) -> int:
     return sum(int(x) for x in n if x is not None)
 
 
-def raw_count(lake: str) -> int:
-    """Rows committed to raw_logs (its add actions' record counts)."""
-    table = _table(lake, "raw_logs")
-    return 0 if table is None else _raw_rows(table)
+class Tables:
+    """Tables of the lake loaded once and then brought up to date with their new commits only (a full load of a
+    growing table on the object store re-reads its whole log)."""
+
+    def __init__(self, lake: str) -> None:
+        self.lake = lake
+        self._tables: dict[str, Any] = {}
+
+    def latest(self, name: str) -> Any:
+        """The table as of its newest commit, or None while it does not exist."""
+        table = self._tables.get(name)
+        if table is None:
+            table = self._tables[name] = _table(self.lake, name)
+        else:
+            table.update_incremental()
+        return table
+
+    def loaded(self, name: str) -> Any:
+        """The table as last loaded (None: never)."""
+        return self._tables.get(name)
+
+    def raw_count(self) -> int:
+        """Rows committed to raw_logs (its add actions' record counts)."""
+        table = self.latest("raw_logs")
+        return 0 if table is None else _raw_rows(table)
 
 
-def _delayed_alerts(table: Any, files: list[str] | None = None) -> list[tuple[str, int, float]]:
-    """DELAYED_LEADER_AND_ISR alerts of the alerts table (only those in `files`, paths relative to the table, when
-    given): (cluster, broker, started_at epoch s)."""
+def _delayed_alerts(table: Any, files: list[str]) -> list[tuple[str, int, float]]:
+    """DELAYED_LEADER_AND_ISR alerts in `files` (paths relative to the alerts table): (cluster, broker, started_at
+    epoch s)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from lake.storage import filesystem, join
+
     columns = ["type", "cluster", "broker_id", "started_at"]
-    if files is None:
-        t = table.to_pyarrow_table(columns=columns)
-    else:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        from lake.storage import filesystem, join
-
-        parts = [pq.read_table(key, columns=columns, filesystem=fs)
-                 for fs, key in (filesystem(join(table.table_uri, unquote(f))) for f in files)]
-        if not parts:
-            return []
-        t = pa.concat_tables(parts)
+    parts = [pq.read_table(key, columns=columns, filesystem=fs)
+             for fs, key in (filesystem(join(table.table_uri, unquote(f))) for f in files)]
+    if not parts:
+        return []
     return [(r["cluster"], r["broker_id"], r["started_at"].timestamp())
-            for r in t.to_pylist() if r["type"] == "DELAYED_LEADER_AND_ISR" and r["started_at"] is not None]
+            for r in pa.concat_tables(parts).to_pylist()
+            if r["type"] == "DELAYED_LEADER_AND_ISR" and r["started_at"] is not None]
 
 
 class LakeWatch(threading.Thread):
@@ -196,7 +214,7 @@ class LakeWatch(threading.Thread):
         self.raw: list[tuple[float, int]] = []  # (wall time of the read, raw_logs rows)
         self.error: BaseException | None = None
         self._stop_event = threading.Event()
-        self._tables: dict[str, Any] = {}
+        self._tables = Tables(lake)
         self._alert_files: set[str] = set()
         self._polled = False
         self.poll_s: list[float] = []  # how long each poll took (an alert is first readable up to that earlier)
@@ -205,25 +223,17 @@ class LakeWatch(threading.Thread):
     def commit_lag(self) -> list[float]:
         """Per version of the alerts table the watch loaded: seconds from its commit (the commit's own timestamp)
         to the watch's load: what the watch adds to the delays it measures."""
-        table = self._tables.get("alerts")
+        table = self._tables.loaded("alerts")
         if table is None:
             return []
         committed = {int(h["version"]): h["timestamp"] / 1000 for h in table.history() if "timestamp" in h}
         return [seen - committed[v] for v, seen in sorted(self.versions.items()) if v in committed]
 
-    def _latest(self, name: str) -> Any:
-        table = self._tables.get(name)
-        if table is None:
-            table = self._tables[name] = _table(self.lake, name)
-        else:
-            table.update_incremental()
-        return table
-
     def poll(self) -> None:
         """One read of both tables: their new commits, and of the alerts only the files no earlier poll read (a
         file a MERGE rewrote brings its old rows again: their first time stays)."""
         began = time.time()
-        alerts_table, raw_table = self._latest("alerts"), self._latest("raw_logs")
+        alerts_table, raw_table = self._tables.latest("alerts"), self._tables.latest("raw_logs")
         found: list[tuple[str, int, float]] = []
         if alerts_table is not None and self._polled:  # the version found first may be minutes old
             self.versions.setdefault(alerts_table.version(), time.time())
@@ -290,6 +300,7 @@ class Run:
         self.work.mkdir(parents=True, exist_ok=True)
         self.topic = f"fleet-{mode}"
         self.lake = store.uri(f"lake-{mode}")
+        self.tables = Tables(self.lake)  # the drain's reads (the steady phase's: its LakeWatch, a thread of its own)
         self.fleet = Fleet(fleet_specs(args.brokers), incident_every_s=args.incident_every)
         self.result = Result(mode)
         self.produced_at: dict[tuple[str, int, int], float] = {}  # incident -> wall time its Finished line went
@@ -379,7 +390,7 @@ class Run:
     def warm_up(self, target: int) -> None:
         """Until the job committed `target` lines (its JVMs, Python workers and first batches are not the drain's)."""
         t0 = time.monotonic()
-        while raw_count(self.lake) < target:
+        while self.tables.raw_count() < target:
             self._alive()
             if time.monotonic() - t0 > JOB_START_TIMEOUT_S:
                 raise RuntimeError(f"the warm-up was not committed in {JOB_START_TIMEOUT_S:.0f} s; see {self.work}")
@@ -387,11 +398,11 @@ class Run:
 
     def drain(self, producer: Producer, lines: int, t0: float) -> None:
         """Produce the backlog (`lines` from event time `t0`) and time the job's drain of it."""
-        before = raw_count(self.lake)
+        before = self.tables.raw_count()
         start, cpu0 = time.monotonic(), self.cpu_rss()
         n, _ = self.produce_history(producer, lines, t0)
         self.fleet.forget_incidents()  # the backlog's incidents are history: the delays are the steady phase's
-        while (done := raw_count(self.lake)) < before + n:
+        while (done := self.tables.raw_count()) < before + n:
             self._alive()
             if time.monotonic() - start > DRAIN_TIMEOUT_S:
                 raise RuntimeError(f"drained {done - before:,} of {n:,} lines in {DRAIN_TIMEOUT_S:.0f} s")
