@@ -8,6 +8,7 @@ killed with its whole process group (a scenario's brokers are in its group).
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -22,8 +23,8 @@ from typing import IO
 
 from broker.lifecycle import child_env
 
-__all__ = ["Child", "StartFailed", "free_port", "planewatch_cmd", "wait_http_ok", "wait_lake_ready",
-           "wait_queries_started"]
+__all__ = ["Child", "StartFailed", "free_port", "planewatch_cmd", "query_settled", "wait_http_ok", "wait_lake_ready",
+           "wait_pipeline_settled", "wait_queries_started"]
 
 # Graceful stop budget per child kind before SIGKILL of its process group.
 STOP_TIMEOUT_S = {"scenario": 45.0, "pipeline": 60.0, "api": 10.0, "shipper": 10.0}
@@ -104,8 +105,6 @@ class Child:
 def wait_lake_ready(url: str, timeout_s: float, child: Child) -> bool:
     """Poll the API's GET /health until every table it serves exists (the pipeline's queries have created them,
     which they do as they start); False when the time runs out first. StartFailed when the pipeline dies."""
-    import json
-
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if not child.alive():
@@ -132,6 +131,41 @@ def wait_queries_started(checkpoints: Path, queries: Sequence[str], timeout_s: f
             raise StartFailed(f"{child.kind} exited with code {child.proc.returncode} before its queries started")
         if (all((checkpoints / q / "metadata").is_file() for q in queries)
                 and all((checkpoints / q / "commits" / "0").is_file() for q in committed)):
+            return True
+        time.sleep(HTTP_POLL_S)
+    return False
+
+
+def _last_batch(log: Path) -> tuple[int, float] | None:
+    """The newest batch of a query's offsets or commits log (Spark names each entry by its batch id) and the time
+    it was written; None when there is none."""
+    ids = [int(p.name) for p in log.iterdir() if p.name.isdigit()] if log.is_dir() else []
+    if not ids:
+        return None
+    return max(ids), (log / str(max(ids))).stat().st_mtime
+
+
+def query_settled(checkpoint: Path, since: float, quiet_s: float, now: float) -> bool:
+    """Whether a query has read what was there at `since` (wall-clock seconds) and acted on it: no batch in flight
+    (its newest offsets entry is committed) and either that batch was planned at or after `since` (it read
+    everything written before), or nothing has been committed for `quiet_s` (its input stopped growing: a file
+    source with no new file plans no batch). A query that never planned a batch has nothing in flight."""
+    planned = _last_batch(checkpoint / "offsets")
+    if planned is None:
+        return True
+    done = _last_batch(checkpoint / "commits")
+    if done is None or done[0] < planned[0]:
+        return False
+    return planned[1] >= since or now - done[1] >= quiet_s
+
+
+def wait_pipeline_settled(checkpoints: Path, queries: Sequence[str], since: float, quiet_s: float,
+                          timeout_s: float, child: Child) -> bool:
+    """Poll until every one of `queries` has settled (:func:`query_settled`) since `since`; False when the time runs
+    out first or the pipeline exits (its last batches are then all there will be)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and child.alive():
+        if all(query_settled(checkpoints / q, since, quiet_s, time.time()) for q in queries):
             return True
         time.sleep(HTTP_POLL_S)
     return False

@@ -65,6 +65,7 @@ from planewatch.demo.processes import (
     planewatch_cmd,
     wait_http_ok,
     wait_lake_ready,
+    wait_pipeline_settled,
     wait_queries_started,
 )
 from planewatch.demo.shipping import (
@@ -98,6 +99,11 @@ DETECTION_GRACE_S = 120.0
 # After every incident is caught, how long the demo waits for each catching alert's incident (written by a later
 # batch than the alert: a few triggers).
 INCIDENT_GRACE_S = 30.0
+# After the last run, how long the demo waits for the pipeline to have read and acted on every line written
+# (SETTLE_S), a query with no batch in flight counting as done once it committed nothing for SETTLE_QUIET_S (a file
+# source plans no batch without a new file; 5 triggers: a loaded machine lists the tree slowly).
+SETTLE_S = 90.0
+SETTLE_QUIET_S = 10.0
 # Micro-batch interval of the demo's pipeline: the detection delay's floor.
 TRIGGER = "2 seconds"
 # A scenario run that takes longer than this is interrupted (each is bounded below it: the gated rolling restart
@@ -381,6 +387,8 @@ def run_demo(opts: DemoOptions, out: IO[str] = sys.stdout,
                 pipe_args += ["--scrape-interval", str(opts.scrape_interval_s)]
         children.append(Child("pipeline", planewatch_cmd(*pipe_args), d / "logs" / "pipeline.log", env))
         wait_http_ok(f"{url}/livez", API_START_S, api)
+        queries = (FILE_QUERIES + (KAFKA_LOG_QUERY,) * (bootstrap is not None)
+                   + (PROMETHEUS_QUERY,) * (prom_url is not None))
         # the first scenario starts once the pipeline's queries are up: a Kafka cluster starting beside Spark's own
         # start-up on 2 cores made Python workers miss Spark's fixed 10 s connect-back, and a real Kafka's first
         # scrapes went unread
@@ -391,10 +399,7 @@ def run_demo(opts: DemoOptions, out: IO[str] = sys.stdout,
         # logging topic's reader: ~12 s) took 65 s while the first run's Kafka cluster started beside them on 2
         # cores; an incident played meanwhile measured the pipeline's start-up, which a pipeline running for months
         # is past, not detection
-        elif not wait_queries_started(d / "checkpoints", queries := (FILE_QUERIES
-                                                                   + (KAFKA_LOG_QUERY,) * (bootstrap is not None)
-                                                                   + (PROMETHEUS_QUERY,) * (prom_url is not None)),
-                                      PIPELINE_START_S, children[1], committed=queries):
+        elif not wait_queries_started(d / "checkpoints", queries, PIPELINE_START_S, children[1], committed=queries):
             progress.say(f"the pipeline's queries have not all started after {PIPELINE_START_S:.0f} s; playing anyway")
         progress.say(f"dashboard: {url}/#token={token}")
         progress.say(f"API token: {token}   (curl -H 'Authorization: Bearer {token}' {url}/alerts)")
@@ -429,7 +434,15 @@ def run_demo(opts: DemoOptions, out: IO[str] = sys.stdout,
                 if ev.get("event") == "roll-finished":
                     rolls[run.name] = ev
         progress.current = ""
+        played_until = time.time()
         detections = _wait_detections(incidents, watcher, progress, deadline, children)
+        # the report is what the lake holds once the pipeline has read and acted on every line the runs wrote: an
+        # alert of a batch still in flight joined an incident after the report and changed its cause
+        if not wait_pipeline_settled(d / "checkpoints", queries, played_until, SETTLE_QUIET_S,
+                                     max(0.0, min(SETTLE_S, deadline - time.monotonic())), children[1]):
+            progress.say(f"the pipeline has not settled {SETTLE_S:.0f} s after the last run; reporting anyway")
+        watcher.refresh()
+        detections = match(incidents, watcher.alerts())
         incident_rows = _wait_incidents(detections, watcher, deadline)
         causes = watcher.causes(incident_rows)
         seen, names = watcher.alerts(), [r.name for r in runs]

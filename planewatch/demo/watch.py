@@ -53,6 +53,15 @@ class AlertWatcher:
         with self._lock:
             return list(self._seen.values())
 
+    def refresh(self) -> bool:
+        """One full read of GET /alerts now, in the caller's thread (what the API serves from here on is in
+        :meth:`alerts`); False when the read failed (the background thread reads again within a second)."""
+        try:
+            self.poll_once()
+        except (urllib.error.URLError, OSError, ValueError):
+            return False
+        return True
+
     def poll_once(self) -> None:
         """One full read of GET /alerts (all pages)."""
         now_ms = int(time.time() * 1000)
