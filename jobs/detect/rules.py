@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from jobs.detect.alerts import AlertWriter
-from jobs.detect.pairing import ExecutorInput, LogPairing
+from jobs.detect.pairing import CLOCK_SCHEMA, ExecutorInput, LogPairing
 from jobs.detect.roll_judge import RollJudge
 from lake.merge import DeltaMerger
 from lake.read import LatestTable, committed_rows
@@ -127,8 +127,8 @@ _TOUCHED_SC = ["broker_id", "target_broker_id", "target_brokers"]
 # What the driver reads of a batch the executors processed, one read per table: the clock's columns and the brokers
 # the rows touch (which groups the executors step) and, of its state-change lines, what the latency rules read
 # around a request (the pairing keeps those between batches: jobs.detect.recent_lines).
-_SC_HERE = list(dict.fromkeys([*CLOCK_COLUMNS, *_TOUCHED_SC, *LATENCY_RULE_COLUMNS]))
-_REQUESTS_HERE = [*CLOCK_COLUMNS, "broker_id"]
+_SC_HERE = list(dict.fromkeys([*CLOCK_SCHEMA.names, *_TOUCHED_SC, *LATENCY_RULE_COLUMNS]))
+_REQUESTS_HERE = [*CLOCK_SCHEMA.names, "broker_id"]
 
 
 class EventClock:
@@ -268,10 +268,8 @@ class LogRules(_BatchRules):
                               paths).select(*columns)
             frames.append(rows.mapInArrow(functools.partial(_events_of, table.name), PAIRING_DDL))
             read[table.name] = committed_rows(paths, table, here)
-            times.append(read[table.name].select(CLOCK_COLUMNS).cast(pa.schema(
-                [("cluster", pa.string()), ("ts", pa.timestamp("us", "UTC"))])))
-        clock = pa.concat_tables(times) if times else pa.schema(
-            [("cluster", pa.string()), ("ts", pa.timestamp("us", "UTC"))]).empty_table()
+            times.append(read[table.name].select(CLOCK_SCHEMA.names).cast(CLOCK_SCHEMA))
+        clock = pa.concat_tables(times) if times else CLOCK_SCHEMA.empty_table()
         touched = touched_brokers(read[STATE_CHANGE_EVENTS.name], read[REQUEST_EVENTS.name])
         groups = {(c, bucket_of(b)) for c, b in touched.iter_rows() if b >= 0}
         sc = read[STATE_CHANGE_EVENTS.name]
@@ -282,8 +280,8 @@ class LogRules(_BatchRules):
         t0 = time.perf_counter()
         on_executors = self._executor_input(silver)
         if on_executors is None:
-            paired = self.pairing(_rows(silver, STATE_CHANGE_EVENTS, columns=list(PAIRED_STATE_CHANGE_COLUMNS)),
-                                  _rows(silver, REQUEST_EVENTS, columns=list(PAIRED_REQUEST_COLUMNS)), batch_id)
+            paired = self.pairing(_rows(silver, STATE_CHANGE_EVENTS, columns=[*PAIRED_STATE_CHANGE_COLUMNS, "source"]),
+                                  _rows(silver, REQUEST_EVENTS, columns=[*PAIRED_REQUEST_COLUMNS, "source"]), batch_id)
         else:
             empty_sc = STATE_CHANGE_EVENTS.to_arrow(list(PAIRED_STATE_CHANGE_COLUMNS)).empty_table()
             paired = self.pairing(empty_sc, REQUEST_EVENTS.to_arrow(list(PAIRED_REQUEST_COLUMNS)).empty_table(),
