@@ -50,7 +50,7 @@ from benchmarks.fleet_load import FAILOVER, INCIDENT_S, ROLL, Fleet, Incident, f
 from schemas.inputs import Placement
 
 REPO = Path(__file__).resolve().parents[1]
-TOPIC_PARTITIONS = 4  # the logging topic: several partitions per broker's lines (rsyslog's partitions.auto)
+TOPIC_PARTITIONS = 4  # the logging topic: a broker's files spread over them (keyed by host and file)
 LOGGING_KAFKA = "4.4.0"
 # The steady phase produces this often (what a shipper's linger does to its batches).
 TICK_S = 0.5
@@ -124,16 +124,17 @@ class Producer:
                                 "batch.num.messages": 10_000, "log_level": 0})
         self.sent = 0
 
-    def send(self, values: list[bytes]) -> None:
-        for v in values:
+    def send(self, records: list[tuple[bytes, bytes]]) -> None:
+        """Produce (key, value) records; a full local queue waits for deliveries."""
+        for k, v in records:
             while True:
                 try:
-                    self.p.produce(self.topic, v)
+                    self.p.produce(self.topic, v, k)
                     break
                 except BufferError:
                     self.p.poll(0.05)
         self.p.poll(0)
-        self.sent += len(values)
+        self.sent += len(records)
 
     def flush(self) -> None:
         self.p.flush(60)

@@ -301,13 +301,16 @@ class Fleet:
             yield at, out
 
     # --- records -------------------------------------------------------------------------------------------
-    def records(self, lines: list[tuple[float, str, int, str, str]]) -> list[bytes]:
-        """rsyslog envelopes (planewatch's template) of `lines`, each file's byte offsets carried on."""
+    def records(self, lines: list[tuple[float, str, int, str, str]]) -> list[tuple[bytes, bytes]]:
+        """(key, value) Kafka records of `lines` as rsyslog ships them with the project's configuration: the value
+        the planewatch template's envelope, each file's byte offsets carried on; the key its host and file (the
+        planewatch_key template: a file's lines in one partition)."""
         out = []
         for _t, cluster, broker, name, line in lines:
             key = (cluster, broker, name)
             off = self.offsets.get(key, 0)
             self.offsets[key] = off + len(line.encode()) + 1
-            out.append(json.dumps({"host": f"kafka-{broker}.{cluster}", "file": f"{LOG_DIR}/{name}", "offset": off,
-                                   "line": line}, separators=(",", ":")).encode())
+            host, file = f"kafka-{broker}.{cluster}", f"{LOG_DIR}/{name}"
+            out.append((f"{host}:{file}".encode(), json.dumps(
+                {"host": host, "file": file, "offset": off, "line": line}, separators=(",", ":")).encode()))
         return out

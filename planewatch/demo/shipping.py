@@ -31,7 +31,8 @@ __all__ = ["LOGGING_CLUSTER", "LOGS_MODES", "LOGS_TOPIC", "SHIPPED_SUFFIX", "log
 LOGS_MODES = ("shipped", "files", "both")
 SHIPPED_SUFFIX = "-shipped"
 # The logging cluster: one KRaft broker of the newest Kafka (a platform team's logging cluster is its own, modern
-# one); 3 partitions, so one broker's lines may come through several (the shipper's partitions.auto).
+# one); 3 partitions, so one broker's files may come through several (the shipper keys each record by its host and
+# file: a file's lines stay in one partition, in order).
 LOGGING_KAFKA = "4.4.0"
 LOGS_TOPIC = "kafka-logs"
 LOGS_PARTITIONS = 3

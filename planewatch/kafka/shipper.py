@@ -104,7 +104,7 @@ module(load="omkafka")
 include(file={_quote(str(TEMPLATE))})
 ruleset(name="kafka") {{
   action(type="omkafka" broker=[{brokers}] topic={_quote(topic)} template="planewatch" partitions.auto="on"
-         confParam=[{params}] resubmitOnFailure="on" keepFailedMessages="on"
+         dynaKey="on" key="planewatch_key" confParam=[{params}] resubmitOnFailure="on" keepFailedMessages="on"
          failedMsgFile={_quote(str(work / "omkafka-failed.json"))} action.resumeRetryCount="-1"
          action.resumeInterval="1")
 }}

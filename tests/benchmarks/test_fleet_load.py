@@ -19,7 +19,8 @@ from schemas.tables import RAW_LOGS
 T0 = 1_800_000_000.0
 
 
-def _raw(values: list[bytes]) -> pa.Table:
+def _raw(records: list[tuple[bytes, bytes]]) -> pa.Table:
+    values = [v for _, v in records]
     n = len(values)
     opened = open_envelopes(values, [None] * n, ["kafka:fleet/0"] * n, list(range(n)), Envelope.RSYSLOG,
                             MAPPING_PRESETS["host"], None, "default")
@@ -33,8 +34,8 @@ def _raw(values: list[bytes]) -> pa.Table:
     }).cast(RAW_LOGS.to_arrow())
 
 
-def _paired(values: list[bytes]) -> list[dict]:
-    silver = run_engine(_raw(values), "logs").silver
+def _paired(records: list[tuple[bytes, bytes]]) -> list[dict]:
+    silver = run_engine(_raw(records), "logs").silver
     events = pairing_events(silver["state_change_events"], silver["request_events"])
     rows, _ = step_groups(events, {}, {}, pairing_params(DetectionConfig()))
     return rows
@@ -50,7 +51,10 @@ def test_the_fleet_has_the_asked_brokers_and_the_burst_clusters() -> None:
 def test_steady_lines_name_their_cluster_and_broker_and_pair_with_their_incidents() -> None:
     fleet = Fleet(fleet_specs(150), incident_every_s=20.0)
     lines = fleet.lines(T0, T0 + 120)
-    raw = _raw(fleet.records(lines))
+    records = fleet.records(lines)
+    raw = _raw(records)
+    # keyed as rsyslog keys them (planewatch_key): a file's lines in one partition
+    assert [k.decode() for k, _ in records] == raw.column("source").to_pylist()
     assert raw.column("cluster").to_pylist() == [x[1] for x in lines]
     assert raw.column("broker_id").to_pylist() == [x[2] for x in lines]
     rows = _paired(fleet.records(lines))

@@ -3,6 +3,7 @@ opened as the pipeline opens them (`rsyslog` envelope, `host` mapping)."""
 
 from __future__ import annotations
 
+import polars as pl
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
@@ -24,7 +25,8 @@ CONSUME_BATCH = 10_000
 
 
 def shipped_rows(bootstrap: str, topic: str) -> list[dict[str, object]]:
-    """Every record of `topic` so far (each partition from its low to its high watermark), opened."""
+    """Every record of `topic` so far (each partition from its low to its high watermark), opened, with where it lies
+    in the topic (`kafka_partition`, `kafka_offset`: one row per rsyslog record)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "shipped-rows", "log_level": 0,
                          "enable.auto.commit": False})
     values: list[bytes | None] = []
@@ -48,4 +50,6 @@ def shipped_rows(bootstrap: str, topic: str) -> list[dict[str, object]]:
         consumer.close()
     rows = open_envelopes(values, [None] * len(values), sources, offsets, Envelope.RSYSLOG,
                           rules_from_config(["host"]), None, "default")
-    return rows.to_dicts()
+    assert rows.height == len(values)
+    return rows.with_columns(pl.Series("kafka_partition", [int(s.rsplit("/", 1)[1]) for s in sources]),
+                             pl.Series("kafka_offset", offsets)).to_dicts()

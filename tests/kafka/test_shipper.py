@@ -109,6 +109,18 @@ def test_every_record_arrives_with_its_origin_cluster_and_broker(shipping: tuple
     kinds = {r["kind"] for r in rows}
     assert {"server", "state-change"} <= kinds
     assert "source-error" not in kinds
+    # keyed by host and file: each file's lines in one partition, in the file's order
+    where: dict[str, set[int]] = {}
+    order: dict[str, list[tuple[int, int]]] = {}
+    for r in rows:
+        source, partition = str(r["source"]), int(str(r["kafka_partition"]))
+        where.setdefault(source, set()).add(partition)
+        order.setdefault(source, []).append((int(str(r["kafka_offset"])), int(str(r["source_offset"]))))
+    assert all(len(parts) == 1 for parts in where.values()), where
+    assert len({p for parts in where.values() for p in parts}) > 1  # the files spread over the partitions
+    for source, pairs in order.items():
+        in_topic = [file_offset for _, file_offset in sorted(pairs)]
+        assert in_topic == sorted(in_topic), source
 
 
 def test_a_shipper_killed_and_restarted_loses_nothing_and_each_line_is_one_origin(
