@@ -153,6 +153,9 @@ class PairingParams:
 
     timeout_ms: int = 120_000
     max_skew_ms: int = 5_000
+    # how far event time runs ahead of the watermark (detection.watermark_delay_s): a send older than a broker line
+    # by the timeout and this much had expired by the time that line's watermark came (`_take_send`)
+    watermark_delay_ms: int = 10_000
     # request -> (warning, critical) age at which a request still running is reported (in_flight.py); none: never
     in_flight_ms: Mapping[str, tuple[int, int]] = field(default_factory=dict)
 
@@ -250,6 +253,14 @@ class _Key:
                 if s["corr"] == corr and s["request"] == request:
                     return sends.pop(i)
         latest = at + self.p.max_skew_ms if skew_by is None else skew_by
+        # A send the watermark would have expired before this line's time never completed, whatever arrives now:
+        # taken by order, it would pair the next request's broker lines with it (a send whose broker lines were
+        # lost, e.g. late, shifts every later request of the key one behind, each a round's interval "slow").
+        stale = at - self.p.timeout_ms - self.p.watermark_delay_ms
+        for s in [s for s in sends if broker_side and s["corr"] is None and s["request"] == request
+                  and s["ts"] < stale]:
+            sends.remove(s)
+            self._expire_send(s, None)
         cands = [s for s in sends
                  if s["corr"] is None and s["request"] == request and s["ts"] <= latest
                  and (epoch is None or s["epoch"] is None or s["epoch"] == epoch)

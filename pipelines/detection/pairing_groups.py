@@ -352,4 +352,5 @@ def pairing_params(cfg: DetectionConfig) -> PairingParams:
         t = cfg.threshold(alert_type)
         levels[request.value] = (int(t.warning), int(t.critical))
     return PairingParams(timeout_ms=int(cfg.never_completed_timeout_s * 1000),
-                         max_skew_ms=int(cfg.max_clock_skew_s * 1000), in_flight_ms=levels)
+                         max_skew_ms=int(cfg.max_clock_skew_s * 1000), in_flight_ms=levels,
+                         watermark_delay_ms=int(cfg.watermark_delay_s * 1000))

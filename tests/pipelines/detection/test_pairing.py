@@ -394,3 +394,37 @@ def test_bounced_broker_restarts_correlation_ids_under_the_same_epoch():
     ]
     got = sorted((r["sent_ts"], r["end_to_end_ms"]) for r in rows(step(st, evs, 0, P)))
     assert got == [(15_998, 12.0), (23_900, 8.0)]
+
+
+def _round(t: int, corr: int) -> list[Event]:
+    """One LeaderAndIsr at INFO (2.7+): the controller's send, the broker's Handling and its finish 20 ms later."""
+    return [Event("send", t, "LeaderAndIsr", None, 3, 4),
+            Event("handling", t + 5, "LeaderAndIsr", corr, 3, 4),
+            Event("finished", t + 25, "LeaderAndIsr", corr, 3, 4, elapsed_ms=20)]
+
+
+def test_a_send_whose_broker_lines_were_lost_expires_instead_of_shifting_every_later_request():
+    """A catch-up dropped a round's broker lines as late and kept its send: the next rounds, minutes later, came in
+    one batch. Taken by order, the stale send would pair the next round's broker lines (a request minutes slow) and
+    every later round one behind (a round's interval slow, on every round). The watermark would have expired it
+    before the next round's time: it is reported never completed, and the rounds pair with their own sends."""
+    t0 = ms("08:00:00,000")
+    st = PairingState()
+    step(st, [Event("send", t0, "LeaderAndIsr", None, 3, 4)], t0 - 10_000, P)  # its broker lines were lost
+    later = [e for i in range(5) for e in _round(t0 + 300_000 + i * 60_000, 101 + i)]
+    out = rows(step(st, later, t0 + 300_000 - 10_000, P))
+    done = [r for r in out if r["status"] == "completed"]
+    assert len(done) == 5
+    assert max(r["end_to_end_ms"] for r in done) < 1_000, [r["end_to_end_ms"] for r in done]
+    assert [r["status"] for r in out if r["sent_ts"] == t0] == ["never_completed"]
+
+
+def test_a_send_answered_within_the_timeout_still_pairs_however_slow():
+    """The stale-send rule leaves a request that the watermark had not expired alone: slow, not lost."""
+    t0 = ms("08:00:00,000")
+    st = PairingState()
+    slow = [Event("send", t0, "LeaderAndIsr", None, 3, 4),
+            Event("handling", t0 + P.timeout_ms, "LeaderAndIsr", 7, 3, 4),
+            Event("finished", t0 + P.timeout_ms + 20, "LeaderAndIsr", 7, 3, 4, elapsed_ms=20)]
+    out = rows(step(st, slow, t0 - 10_000, P))
+    assert [(r["status"], r["end_to_end_ms"]) for r in out] == [("completed", P.timeout_ms + 20)]
