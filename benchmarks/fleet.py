@@ -84,6 +84,10 @@ class Result:
     memory: list[dict[str, float]] = field(default_factory=list)
     steady_cpu_cores: float = 0.0
     unexpected: int = 0  # DELAYED_LEADER_AND_ISR alerts of the steady phase no injected incident explains
+    # the whole run's (warm-up and backlog included): DELAYED_LEADER_AND_ISR alerts no injected incident explains,
+    # and LEADER_AND_ISR_NOT_COMPLETED alerts (the load injects none)
+    unexpected_all: int = 0
+    never_completed_all: int = 0
     poll_s: list[float] = field(default_factory=list)  # the lake watch's polls, seconds each
     watch_lag_s: list[float] = field(default_factory=list)  # per alerts version: its commit -> the watch loaded it
     # each alerted incident: cluster, broker, its Finished line's event time, when it was produced, first readable
@@ -176,6 +180,14 @@ class Tables:
     def loaded(self, name: str) -> Any:
         """The table as last loaded (None: never)."""
         return self._tables.get(name)
+
+    def alerts_of(self, alert_type: str) -> int:
+        """Alerts of `alert_type` in the alerts table (one read of its type column)."""
+        table = self.latest("alerts")
+        if table is None:
+            return 0
+        types = table.to_pyarrow_table(columns=["type"]).column("type").to_pylist()
+        return sum(1 for t in types if t == alert_type)
 
     def raw_count(self) -> int:
         """Rows committed to raw_logs (its add actions' record counts)."""
@@ -427,6 +439,8 @@ class Run:
         finally:
             watch.stop()
         r.unexpected = len(watch.unexplained(self.fleet.incidents, started))
+        r.unexpected_all = len(watch.unexplained(self.fleet.history + self.fleet.incidents, 0.0))
+        r.never_completed_all = self.tables.alerts_of("LEADER_AND_ISR_NOT_COMPLETED")
         r.poll_s = list(watch.poll_s)
         r.watch_lag_s = watch.commit_lag()
         r.produced = producer.sent
@@ -557,6 +571,8 @@ def report(results: list[Result], brokers: int, cores: int) -> None:
                                            for r in results])
     row("steady: incidents alerted / injected", [f"{len(r.delays)} / {len(r.delays) + r.missed}" for r in results])
     row("steady: alerts no incident explains", [f"{r.unexpected}" for r in results])
+    row("whole run: slow-request alerts no incident explains", [f"{r.unexpected_all}" for r in results])
+    row("whole run: never-completed alerts (none injected)", [f"{r.never_completed_all}" for r in results])
     row("steady: the lake watch's poll p50 / max (s)",
         [f"{_pct(r.poll_s, 0.5):.2f} / {max(r.poll_s, default=float('nan')):.2f}" for r in results])
     row("steady: the watch's lag behind a commit p50 / max (s)",

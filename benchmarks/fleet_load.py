@@ -111,6 +111,7 @@ class Fleet:
         self.incident_every_s = incident_every_s
         self.offsets: dict[tuple[str, int, str], int] = {}
         self.incidents: list[Incident] = []
+        self.history: list[Incident] = []  # the incidents forgotten (forget_incidents), earliest first
         self._next_incident: float | None = None
         self._pending: list[tuple[float, str, int, str, str]] = []  # incident lines stamped later than now
 
@@ -118,6 +119,7 @@ class Fleet:
         """The incidents so far are history: forgotten (their lines not yet out still come out, so no request is
         left without its end), and the next one placed from the next :meth:`lines` call on, not back-dated to fill
         the time since the last (a new phase's first lines would carry every incident of the gap at once)."""
+        self.history += self.incidents
         self.incidents.clear()
         self._next_incident = None
 
