@@ -85,8 +85,8 @@ _UTC = dt.UTC
 # behind the others in event time: in a fleet drain (1,000,000 lines over 45 minutes, batches of 200,000) one
 # cluster's sources ended a batch 7.4 minutes apart, and with the newest line as the clock 10-21 % of the backlog's
 # lines were late and unpaired (with 5 minutes here, 0.4 %). A source further behind than this is a host whose clock
-# is wrong or a shipper replaying days-old files: its older lines are late rather than holding back every rule of
-# its cluster for longer.
+# is wrong or a shipper replaying days-old files: it holds nothing back and its older lines are late. (One within
+# it holds its cluster's watermark-driven rules back as far as it lags, for as long as it sends.)
 SOURCE_SPREAD = dt.timedelta(minutes=30)
 # The metric family's latest sample per broker, as the clock reads it.
 # What the clock reads of a batch's rows: its cluster, time and source (provenance: a file path, or kafka:topic/N).
@@ -104,11 +104,12 @@ def _time(ms: int) -> dt.datetime:
 
 def batch_log_ms(per_source: Mapping[str, int], spread_ms: int) -> int:
     """The log time a batch brings a cluster to, from the newest line of each of its sources in the batch (epoch
-    ms; a source: a file, or a logging topic's partition): the slowest source's, as a per-partition watermark of a
-    Kafka source (Flink's) is the least of its partitions', but no more than `spread_ms` behind the newest. A source
-    with no line in the batch does not hold it back (an idle partition, a quiet broker's file)."""
+    ms; a source: a file, or a shipped record's origin `host:file`): the slowest source's, as a per-partition
+    watermark of a Kafka source (Flink's) is the least of its partitions', among the sources within `spread_ms` of
+    the newest (one further behind holds nothing back: its lines are late). A source with no line in the batch does
+    not hold it back (an idle partition, a quiet broker's file)."""
     newest = max(per_source.values())
-    return max(min(per_source.values()), newest - spread_ms)
+    return min(t for t in per_source.values() if t >= newest - spread_ms)
 
 
 @dataclass

@@ -218,9 +218,11 @@ class PairingState:
 class _Key:
     """Mutable working copy of one key's state during `step`."""
 
-    def __init__(self, st: PairingState, p: PairingParams) -> None:
+    def __init__(self, st: PairingState, p: PairingParams, watermark_ms: int | None = None) -> None:
         self.st: PairingState = st
         self.p: PairingParams = p
+        # the batch's watermark: a send is stale (`_take_send`) only once it is past it too
+        self.watermark_ms = watermark_ms
         self.out: list[dict[str, Any]] = []
         # records by correlation id, in the order of `st.records` (None: rebuilt by `_find` when next needed)
         self._by_corr: dict[int, list[dict[str, Any]]] | None = None
@@ -253,14 +255,17 @@ class _Key:
                 if s["corr"] == corr and s["request"] == request:
                     return sends.pop(i)
         latest = at + self.p.max_skew_ms if skew_by is None else skew_by
-        # A send the watermark would have expired before this line's time never completed, whatever arrives now:
-        # taken by order, it would pair the next request's broker lines with it (a send whose broker lines were
-        # lost, e.g. late, shifts every later request of the key one behind, each a round's interval "slow").
-        stale = at - self.p.timeout_ms - self.p.watermark_delay_ms
-        for s in [s for s in sends if broker_side and s["corr"] is None and s["request"] == request
-                  and s["ts"] < stale]:
-            sends.remove(s)
-            self._expire_send(s, None)
+        # A send that both this batch's watermark and the watermark of this line's own time have carried past the
+        # timeout never completed, whatever arrives now: taken by order, it would pair the next request's broker
+        # lines with it (a send whose broker lines were lost, e.g. late, shifts every later request of the key one
+        # behind, each a round's interval "slow"). The batch's watermark bounds it: a line read ahead of its
+        # request's other lines (another file, another partition) expires nothing the batch would keep.
+        if broker_side and self.watermark_ms is not None:
+            stale = min(min(at, latest) - self.p.watermark_delay_ms, self.watermark_ms) - self.p.timeout_ms
+            for s in [s for s in sends if s["corr"] is None and s["request"] == request and s["ts"] < stale]:
+                sends.remove(s)
+                superseded = epoch is not None and s["epoch"] is not None and s["epoch"] < epoch
+                self._expire_send(s, "controller_failover" if superseded else None)
         cands = [s for s in sends
                  if s["corr"] is None and s["request"] == request and s["ts"] <= latest
                  and (epoch is None or s["epoch"] is None or s["epoch"] == epoch)
@@ -640,7 +645,7 @@ def step(state: PairingState, events: list[Event], watermark_ms: int, params: Pa
     known `received_ts`, `served_ms`, `breakdown`, `logged_end`); `latency_row` turns it into a
     control_request_latency row.
     """
-    k = _Key(state, params)
+    k = _Key(state, params, watermark_ms)
     floor = watermark_ms
     for key, ts in list(state.seen.items()):
         if ts < floor:

@@ -145,18 +145,26 @@ def _last_batch(log: Path) -> tuple[int, float] | None:
     return max(ids), (log / str(max(ids))).stat().st_mtime
 
 
+def _written_at(log: Path, batch: int) -> float | None:
+    path = log / str(batch)
+    return path.stat().st_mtime if path.is_file() else None
+
+
 def query_settled(checkpoint: Path, since: float, quiet_s: float, now: float) -> bool:
     """Whether a query has read what was there at `since` (wall-clock seconds) and acted on it: no batch in flight
-    (its newest offsets entry is committed) and either that batch was planned at or after `since` (it read
-    everything written before), or nothing has been committed for `quiet_s` (its input stopped growing: a file
-    source with no new file plans no batch). A query that never planned a batch has nothing in flight."""
+    (its newest offsets entry is committed) and either that batch was planned after `since` (it read everything
+    written before), or nothing has been committed for `quiet_s` (its input stopped growing: a file source with no
+    new file plans no batch). Spark lists a batch's input after committing the batch before and then writes its
+    offsets entry, so a batch counts as planned after `since` when the commit before it was written at or after
+    `since` (its first batch: its offsets entry). A query that never planned a batch has nothing in flight."""
     planned = _last_batch(checkpoint / "offsets")
     if planned is None:
         return True
     done = _last_batch(checkpoint / "commits")
     if done is None or done[0] < planned[0]:
         return False
-    return planned[1] >= since or now - done[1] >= quiet_s
+    listed = planned[1] if planned[0] == 0 else _written_at(checkpoint / "commits", planned[0] - 1)
+    return (listed is not None and listed >= since) or now - done[1] >= quiet_s
 
 
 def wait_pipeline_settled(checkpoints: Path, queries: Sequence[str], since: float, quiet_s: float,

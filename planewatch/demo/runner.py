@@ -438,10 +438,13 @@ def run_demo(opts: DemoOptions, out: IO[str] = sys.stdout,
         detections = _wait_detections(incidents, watcher, progress, deadline, children)
         # the report is what the lake holds once the pipeline has read and acted on every line the runs wrote: an
         # alert of a batch still in flight joined an incident after the report and changed its cause
-        if not wait_pipeline_settled(d / "checkpoints", queries, played_until, SETTLE_QUIET_S,
-                                     max(0.0, min(SETTLE_S, deadline - time.monotonic())), children[1]):
-            progress.say(f"the pipeline has not settled {SETTLE_S:.0f} s after the last run; reporting anyway")
-        watcher.refresh()
+        settle_s = max(0.0, min(SETTLE_S, deadline - time.monotonic()))
+        if not wait_pipeline_settled(d / "checkpoints", queries, played_until, SETTLE_QUIET_S, settle_s,
+                                     children[1]):
+            progress.say(f"the pipeline has not settled within {settle_s:.0f} s; reporting anyway")
+        if not watcher.refresh():  # the API busy: once more, else the background thread's last read
+            time.sleep(1.0)
+            watcher.refresh()
         detections = match(incidents, watcher.alerts())
         incident_rows = _wait_incidents(detections, watcher, deadline)
         causes = watcher.causes(incident_rows)

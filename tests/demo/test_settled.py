@@ -33,9 +33,25 @@ def test_a_batch_in_flight_is_waited_for_however_long_ago_the_last_commit(tmp_pa
     assert query_settled(tmp_path, SINCE, QUIET_S, SINCE + 1001 + QUIET_S)
 
 
-def test_a_committed_batch_planned_after_the_runs_read_everything_they_wrote(tmp_path: Path) -> None:
+def test_a_committed_batch_listed_after_the_runs_read_everything_they_wrote(tmp_path: Path) -> None:
+    _entry(tmp_path, "commits", 6, SINCE + 0.5)  # Spark lists batch 7's input after this commit
     _entry(tmp_path, "offsets", 7, SINCE + 1)
     _entry(tmp_path, "commits", 7, SINCE + 3)
+    assert query_settled(tmp_path, SINCE, QUIET_S, SINCE + 3)
+
+
+def test_a_batch_whose_listing_began_before_the_runs_ended_is_not_enough(tmp_path: Path) -> None:
+    """A loaded machine lists slowly: batch 7's offsets were written after the end, its listing began before."""
+    _entry(tmp_path, "commits", 6, SINCE - 0.5)
+    _entry(tmp_path, "offsets", 7, SINCE + 1)
+    _entry(tmp_path, "commits", 7, SINCE + 3)
+    assert not query_settled(tmp_path, SINCE, QUIET_S, SINCE + 3)
+    assert query_settled(tmp_path, SINCE, QUIET_S, SINCE + 3 + QUIET_S)
+
+
+def test_a_first_batch_counts_by_its_own_offsets(tmp_path: Path) -> None:
+    _entry(tmp_path, "offsets", 0, SINCE + 1)
+    _entry(tmp_path, "commits", 0, SINCE + 3)
     assert query_settled(tmp_path, SINCE, QUIET_S, SINCE + 3)
 
 

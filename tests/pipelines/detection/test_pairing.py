@@ -419,12 +419,36 @@ def test_a_send_whose_broker_lines_were_lost_expires_instead_of_shifting_every_l
     assert [r["status"] for r in out if r["sent_ts"] == t0] == ["never_completed"]
 
 
-def test_a_send_answered_within_the_timeout_still_pairs_however_slow():
-    """The stale-send rule leaves a request that the watermark had not expired alone: slow, not lost."""
+def test_a_send_is_stale_only_past_the_timeout_at_the_lines_watermark_and_the_batchs():
+    """At the boundary: a broker line the timeout and the watermark delay after its send still pairs with it; one
+    millisecond later the send had expired. A line read ahead of its request's other lines (the batch's watermark
+    still behind) expires nothing, however late its own time."""
+    t0 = ms("08:00:00,000")
+    edge = t0 + P.timeout_ms + P.watermark_delay_ms
+
+    def run(handled: int, watermark: int) -> list[tuple[str, int | None]]:
+        evs = [Event("send", t0, "LeaderAndIsr", None, 3, 4), Event("handling", handled, "LeaderAndIsr", 7, 3, 4),
+               Event("finished", handled + 20, "LeaderAndIsr", 7, 3, 4, elapsed_ms=20)]
+        return [(r["status"], r["sent_ts"]) for r in rows(step(PairingState(), evs, watermark, P))]
+
+    assert run(edge, edge - P.watermark_delay_ms) == [("completed", t0)]
+    assert sorted(run(edge + 1, edge + 1 - P.watermark_delay_ms), key=str) == [("completed", None),
+                                                                            ("never_completed", t0)]
+    assert run(edge + 60_000, t0 - 10_000) == [("completed", t0)]
+
+
+def test_a_request_log_line_read_ahead_of_a_slow_requests_state_change_lines_keeps_its_send():
+    """Keyed shipping puts kafka-request.log and state-change.log in different partitions: the request log's
+    `served` line of a request that took 134 s arrives a batch before its Handling and Finished lines. It arrived at
+    the broker 1 s after its send: the send is not stale, and the request completes with it (its later lines add a
+    row of their own, as before the stale rule)."""
     t0 = ms("08:00:00,000")
     st = PairingState()
-    slow = [Event("send", t0, "LeaderAndIsr", None, 3, 4),
-            Event("handling", t0 + P.timeout_ms, "LeaderAndIsr", 7, 3, 4),
-            Event("finished", t0 + P.timeout_ms + 20, "LeaderAndIsr", 7, 3, 4, elapsed_ms=20)]
-    out = rows(step(st, slow, t0 - 10_000, P))
-    assert [(r["status"], r["end_to_end_ms"]) for r in out] == [("completed", P.timeout_ms + 20)]
+    step(st, [Event("send", t0, "LeaderAndIsr", None, 3, 4)], t0 - 11_000, P)
+    first = rows(step(st, [Event("served", t0 + 135_000, "LeaderAndIsr", 7, 3, 4, elapsed_ms=134_000)],
+                      t0 - 11_000, P))
+    later = rows(step(st, [Event("handling", t0 + 1_000, "LeaderAndIsr", 7, 3, 4),
+                           Event("finished", t0 + 135_000, "LeaderAndIsr", 7, 3, 4, elapsed_ms=134_000)],
+                      t0 + 125_000, P))
+    assert "never_completed" not in [r["status"] for r in first + later]
+    assert t0 in [r["sent_ts"] for r in first + later if r["status"] == "completed"]
