@@ -14,6 +14,7 @@
 * `state`: a stream's keyed state, committed with the micro-batch that made it (`StateTable`).
 * `maintenance`: retention, compaction, log cleanup and vacuum of one table.
 * `staged`: a batch's files on an object store, written where they stay and committed there (no rename).
+* `failpoints`: where a crash test holds a commit (PLANEWATCH_FAILPOINTS; nothing when unset).
 * `storage`: where a table lives, a directory or an object store (`s3://`, reached through the environment's
   AWS_* settings), and the file operations the sink and maintenance need on either.
 

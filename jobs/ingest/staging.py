@@ -37,6 +37,7 @@ import pyarrow.parquet as pq
 
 from jobs.ingest.bronze import arrow_to_raw
 from jobs.sources.file_tail import Piece, read_piece
+from lake.failpoints import hold
 from lake.read import HIVE_NULL, committed_rows
 from lake.sink import SinkResult
 from lake.storage import delete_tree, filesystem, is_remote, join
@@ -356,6 +357,7 @@ def write_batch(run: Callable[[Mapping[str, str]], FilesOutcome], batch_id: int,
     def commit(sink: DeltaSink) -> SinkResult:
         if sink.table.name not in pending:
             return SinkResult(sink.table.name, batch_id, True)
+        hold("commit", sink.table.name)
         return sink.commit_pending(pending[sink.table.name], batch_id, outcome.files.get(sink.table.name, []))
 
     results = each_table(sinks, commit)

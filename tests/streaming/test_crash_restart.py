@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from jobs.run.runner import run_pipeline
+from lake.failpoints import FAILPOINTS_ENV
 from tests.lake_helpers import lake_rows, pipeline_settings
 from tests.polling import wait_until
 
@@ -88,13 +89,16 @@ def _commits(lake: Path, table: str) -> int:
     return len(list(log.glob("*.json"))) if log.is_dir() else 0
 
 
-def _run_and_kill(cfg: Path, lake: Path, ck: Path, kill_when_table: str | Callable[[], bool] | None) -> int | None:
+def _run_and_kill(cfg: Path, lake: Path, ck: Path, kill_when_table: str | Callable[[], bool] | None,
+                  failpoints: str | None = None) -> int | None:
     """Run `planewatch pipeline --once`; kill -9 it once `kill_when_table` has pending files (or, a callable, says
-    so); None when killed, else the exit code."""
+    so); None when killed, else the exit code. `failpoints`: the run's PLANEWATCH_FAILPOINTS (lake.failpoints)."""
     kill_now = (lambda: _pending(lake, kill_when_table)) if isinstance(kill_when_table, str) else kill_when_table
     cmd = [sys.executable, "-m", "planewatch.cli", "pipeline", "--once", "--config", str(cfg)]
     cmd += ["--lake", str(lake), "--checkpoints", str(ck)]
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    if failpoints:
+        env[FAILPOINTS_ENV] = failpoints
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)  # fmt: skip
 

@@ -34,6 +34,8 @@ pytestmark = [pytest.mark.spark, pytest.mark.streaming, pytest.mark.integration,
 # Six batches of the input: the kill still lands between two tables' commits of one, the restart has fewer to do.
 BATCH_BYTES = 9000
 STAGED_TABLES = ("raw_logs", "state_change_events", "quarantine")
+# How long the killed run holds each quarantine commit: the test's polls (S3 listings, ~0.1 s) see the window.
+QUARANTINE_HOLD_S = 5
 PLANEWATCH = Path(sys.executable).with_name("planewatch")
 
 
@@ -76,7 +78,9 @@ def restarted(spark, store: ObjectStore, tmp_path_factory: pytest.TempPathFactor
     def in_between() -> bool:  # raw_logs committed a batch whose quarantine files are staged, not committed
         return _commits(lake, "raw_logs") > _commits(lake, "quarantine") and _open_batches(lake, "quarantine") > 0
 
-    assert _run_and_kill(cfg, lake, ck, in_between) is None  # type: ignore[arg-type]
+    # the tables of a batch commit at once: quarantine's commit is held (lake.failpoints) so that the kill lands
+    # after raw_logs committed the batch and before quarantine did, every run
+    assert _run_and_kill(cfg, lake, ck, in_between, failpoints=f"commit:quarantine={QUARANTINE_HOLD_S}") is None  # type: ignore[arg-type]
     assert _open_batches(lake, "quarantine") > 0  # killed with a batch open
     settings = pipeline_settings(tmp, files=inp, max_bytes_per_batch=BATCH_BYTES, quality={"enabled": False},
                                  sink={"driver_batch_max_rows": 0}, lake=lake, checkpoints=str(ck))
