@@ -42,11 +42,15 @@ from typing import Any
 from urllib.parse import unquote
 
 import psutil
+import pyarrow as pa
+import pyarrow.parquet as pq
 import yaml
+from deltalake import DeltaTable
 
 from benchmarks.batch_reports import parse_all, stage_medians
 from benchmarks.exit import exit_with
 from benchmarks.fleet_load import FAILOVER, INCIDENT_S, ROLL, Fleet, Incident, fleet_specs
+from lake.storage import filesystem, join
 from schemas.inputs import Placement
 
 REPO = Path(__file__).resolve().parents[1]
@@ -145,10 +149,6 @@ class Producer:
 
 
 def _table(lake: str, name: str) -> Any:
-    from deltalake import DeltaTable
-
-    from lake.storage import join
-
     try:
         return DeltaTable(join(lake, name))
     except Exception:  # not created yet
@@ -198,11 +198,6 @@ class Tables:
 def _delayed_alerts(table: Any, files: list[str]) -> list[tuple[str, int, float]]:
     """DELAYED_LEADER_AND_ISR alerts in `files` (paths relative to the alerts table): (cluster, broker, started_at
     epoch s)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from lake.storage import filesystem, join
-
     columns = ["type", "cluster", "broker_id", "started_at"]
     parts = [pq.read_table(key, columns=columns, filesystem=fs)
              for fs, key in (filesystem(join(table.table_uri, unquote(f))) for f in files)]

@@ -26,6 +26,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 __all__ = [
+    "BROKER_STARTED",
     "PARENT_ENV",
     "PARENT_POLL_S",
     "STOP_SIGNALS",
@@ -37,6 +38,8 @@ __all__ = [
 
 # SIGINT: Ctrl-C; SIGTERM: kill, timeout, systemd, CI; SIGHUP: the controlling terminal went away.
 STOP_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# What a reference broker process prints once it is up (broker.cluster.node.main; its launcher waits for it).
+BROKER_STARTED = "broker {} started"
 # The environment variable through which a parent names itself to the children that must not outlive it.
 PARENT_ENV = "PLANEWATCH_PARENT_PID"
 # How often an orphan-watching child checks its parent: an orphan stops within this (plus its own stop time).

@@ -16,11 +16,18 @@ FAILPOINTS_ENV = "PLANEWATCH_FAILPOINTS"
 
 
 def hold(point: str, name: str) -> None:
-    """Sleep as long as FAILPOINTS_ENV asks for `point`:`name` (comma-separated `point:name=seconds`); else return."""
+    """Sleep as long as FAILPOINTS_ENV asks for `point`:`name` (comma-separated `point:name=seconds`); else return.
+
+    Raises:
+        ValueError: the matching item's seconds are not a number (named, with the variable).
+    """
     spec = os.environ.get(FAILPOINTS_ENV)
     if not spec:
         return
     for item in spec.split(","):
         key, _, seconds = item.strip().partition("=")
         if key == f"{point}:{name}":
-            time.sleep(float(seconds))
+            try:
+                time.sleep(float(seconds))
+            except ValueError:
+                raise ValueError(f"{FAILPOINTS_ENV}: {item.strip()!r} is not point:name=seconds") from None

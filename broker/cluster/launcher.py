@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from broker.cluster.http import ControllerClient
-from broker.lifecycle import child_env
+from broker.lifecycle import BROKER_STARTED, child_env
 
 __all__ = ["Cluster", "ClusterSpec", "free_port"]
 
@@ -45,8 +45,6 @@ PORT_RANGE = (20_000, 32_768)
 BIND_ATTEMPTS = 3
 # The lines of a process's stdout.log quoted in the error when it exits during start-up.
 STDOUT_TAIL_LINES = 20
-# What a broker prints once it is up (broker.cluster.node.main).
-STARTED = "broker {} started"
 
 
 def free_port() -> int:
@@ -232,7 +230,7 @@ class Cluster:
                 raise error(f"broker {broker_id} exited; see {log}; its last lines:\n{tail}")
             try:
                 # registered, and past its start-up (its metrics port is bound after it registers)
-                started = STARTED.format(broker_id) in _output(log, proc.since)
+                started = BROKER_STARTED.format(broker_id) in _output(log, proc.since)
                 if started and str(broker_id) in client.status()["brokers"]:
                     return
             except (OSError, ConnectionError):

@@ -52,7 +52,7 @@ from broker.cluster.topic_config_sync import TopicConfigSync, refreshing_before_
 from broker.config import ConfigException, KafkaConfig, load_config
 from broker.fetcher import ReplicaFetcherManager
 from broker.fetcher.thread import FetchSettings
-from broker.lifecycle import STOP_SIGNALS, watch_parent
+from broker.lifecycle import BROKER_STARTED, STOP_SIGNALS, watch_parent
 from broker.log import LogManager
 from broker.log.checkpoint import read_offsets_checkpoint
 from broker.log.manager import REPLICATION_OFFSET_CHECKPOINT
@@ -524,7 +524,7 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError, ConnectionError) as e:
         print(f"broker: cannot start: {e}", file=sys.stderr)  # noqa: T201 - process entry point
         return 1
-    print(f"broker {config.broker_id} started", flush=True)  # noqa: T201 - process entry point
+    print(BROKER_STARTED.format(config.broker_id), flush=True)  # noqa: T201 - process entry point
     try:
         stop.wait()
     finally:

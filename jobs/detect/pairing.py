@@ -88,9 +88,10 @@ _UTC = dt.UTC
 # is wrong or a shipper replaying days-old files: it holds nothing back and its older lines are late. (One within
 # it holds its cluster's watermark-driven rules back as far as it lags, for as long as it sends.)
 SOURCE_SPREAD = dt.timedelta(minutes=30)
-# The metric family's latest sample per broker, as the clock reads it.
-# What the clock reads of a batch's rows: its cluster, time and source (provenance: a file path, or kafka:topic/N).
+# What the clock reads of a batch's rows: its cluster, time and source (provenance: a file path, or a shipped
+# record's origin `host:file`, else kafka:topic/N).
 CLOCK_SCHEMA = pa.schema([("cluster", pa.string()), ("ts", pa.timestamp("us", "UTC")), ("source", pa.string())])
+# The metric family's latest sample per broker, as the clock reads it.
 LATEST_SCHEMA = pa.schema([("cluster", pa.string()), ("broker_id", pa.int32()), ("ts", pa.timestamp("us", "UTC"))])
 
 

@@ -260,16 +260,23 @@ class _Key:
         # lines with it (a send whose broker lines were lost, e.g. late, shifts every later request of the key one
         # behind, each a round's interval "slow"). The batch's watermark bounds it: a line read ahead of its
         # request's other lines (another file, another partition) expires nothing the batch would keep.
-        if broker_side and self.watermark_ms is not None:
-            stale = min(min(at, latest) - self.p.watermark_delay_ms, self.watermark_ms) - self.p.timeout_ms
-            for s in [s for s in sends if s["corr"] is None and s["request"] == request and s["ts"] < stale]:
-                sends.remove(s)
-                superseded = epoch is not None and s["epoch"] is not None and s["epoch"] < epoch
-                self._expire_send(s, "controller_failover" if superseded else None)
-        cands = [s for s in sends
-                 if s["corr"] is None and s["request"] == request and s["ts"] <= latest
-                 and (epoch is None or s["epoch"] is None or s["epoch"] == epoch)
-                 and not (broker_side and s.get("silent"))]
+        # One pass over the pending sends (a key may hold thousands): the stale ones and the candidates.
+        stale_before = None if not broker_side or self.watermark_ms is None else \
+            min(min(at, latest) - self.p.watermark_delay_ms, self.watermark_ms) - self.p.timeout_ms
+        stale: list[dict[str, Any]] = []
+        cands: list[dict[str, Any]] = []
+        for s in sends:
+            if s["corr"] is not None or s["request"] != request:
+                continue
+            if stale_before is not None and s["ts"] < stale_before:
+                stale.append(s)
+            elif (s["ts"] <= latest and (epoch is None or s["epoch"] is None or s["epoch"] == epoch)
+                  and not (broker_side and s.get("silent"))):
+                cands.append(s)
+        for s in stale:
+            sends.remove(s)
+            superseded = epoch is not None and s["epoch"] is not None and s["epoch"] < epoch
+            self._expire_send(s, "controller_failover" if superseded else None)
         if not cands:
             return None
         top = max((s["epoch"] for s in cands if s["epoch"] is not None), default=None)

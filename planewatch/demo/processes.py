@@ -142,7 +142,8 @@ def _last_batch(log: Path) -> tuple[int, float] | None:
     ids = [int(p.name) for p in log.iterdir() if p.name.isdigit()] if log.is_dir() else []
     if not ids:
         return None
-    return max(ids), (log / str(max(ids))).stat().st_mtime
+    newest = max(ids)
+    return newest, (log / str(newest)).stat().st_mtime
 
 
 def _written_at(log: Path, batch: int) -> float | None:

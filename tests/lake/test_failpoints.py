@@ -23,3 +23,9 @@ def test_only_the_named_step_is_held(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(FAILPOINTS_ENV, f"commit:raw_logs=0, commit:quarantine={HOLD_S}")
     assert _timed("commit", "quarantine") >= HOLD_S
     assert _timed("commit", "state_change_events") < HOLD_S / 2
+
+
+def test_a_malformed_hold_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(FAILPOINTS_ENV, "commit:quarantine=soon")
+    with pytest.raises(ValueError, match=r"PLANEWATCH_FAILPOINTS: 'commit:quarantine=soon' is not point:name="):
+        hold("commit", "quarantine")
